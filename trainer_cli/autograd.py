@@ -1,0 +1,224 @@
+"""Tape-based reverse-mode differentiation with MXNet's ``autograd`` interface.
+
+Inside ``record()`` every differentiable op whose inputs need a gradient stores a ``Node`` on its
+output: the inputs and a vector-Jacobian function. ``backward`` walks those nodes from the heads in
+reverse topological order and writes (``write``) or adds (``add``) the result into the gradient
+buffer of every variable marked with ``attach_grad``.
+"""
+from __future__ import annotations
+
+import threading
+
+__all__ = [
+    "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+    "set_recording", "set_training", "backward", "mark_variables", "grad", "Node",
+]
+
+
+class _State(threading.local):
+    recording = False
+    training = False
+
+
+_state = _State()
+
+
+class Node:
+    """One recorded op: ``vjp(out_grad, needs)`` returns one gradient (or None) per input."""
+
+    __slots__ = ("inputs", "vjp")
+
+    def __init__(self, inputs, vjp):
+        self.inputs = inputs
+        self.vjp = vjp
+
+
+def is_recording() -> bool:
+    return _state.recording
+
+
+def is_training() -> bool:
+    return _state.training
+
+
+def set_recording(is_recording: bool) -> bool:
+    prev, _state.recording = _state.recording, bool(is_recording)
+    return prev
+
+
+def set_training(train_mode: bool) -> bool:
+    prev, _state.training = _state.training, bool(train_mode)
+    return prev
+
+
+class _Scope:
+    __slots__ = ("_recording", "_training", "_prev")
+
+    def __init__(self, recording, training):
+        self._recording = recording
+        self._training = training
+        self._prev = None
+
+    def __enter__(self):
+        self._prev = (_state.recording, _state.training)
+        if self._recording is not None:
+            _state.recording = self._recording
+        if self._training is not None:
+            _state.training = self._training
+        return self
+
+    def __exit__(self, *exc):
+        _state.recording, _state.training = self._prev
+        return False
+
+
+def record(train_mode: bool = True) -> _Scope:
+    """Record ops for differentiation; ``train_mode`` sets the mode Dropout/BatchNorm see."""
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode: bool = False) -> _Scope:
+    return _Scope(False, train_mode)
+
+
+def train_mode() -> _Scope:
+    return _Scope(None, True)
+
+
+def predict_mode() -> _Scope:
+    return _Scope(None, False)
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Make ``variables`` leaves of the graph whose gradients go into ``gradients``."""
+    from .ndarray.ndarray import NDArray
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    for var, gbuf, req in zip(variables, gradients, grad_reqs):
+        var._mark(gbuf, req)
+
+
+def _requires_grad(x) -> bool:
+    return x._node is not None or x._grad is not None
+
+
+def _topological_nodes(heads):
+    """Nodes reachable from ``heads``, each after every node that consumes its output."""
+    order, visited = [], set()
+    for head in heads:
+        if head._node is None or id(head._node) in visited:
+            continue
+        stack = [(head._node, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if id(node) in visited:
+                continue
+            visited.add(id(node))
+            stack.append((node, True))
+            for x in node.inputs:
+                child = x._node
+                if child is not None and id(child) not in visited:
+                    stack.append((child, False))
+    order.reverse()
+    return order
+
+
+def _accumulate(table, key, owner, g):
+    entry = table.get(key)
+    if entry is None:
+        table[key] = [owner, g]
+    else:
+        entry[1] = entry[1] + g
+
+
+def _run_backward(heads, head_grads, retain_graph):
+    """Propagate ``head_grads`` from ``heads``; return {id(var): [var, grad]} for the leaves."""
+    node_grads, var_grads = {}, {}
+    for head, hg in zip(heads, head_grads):
+        if head._node is not None:
+            _accumulate(node_grads, id(head._node), head._node, hg)
+        elif head._grad is not None:
+            _accumulate(var_grads, id(head), head, hg)
+        else:
+            raise ValueError(
+                "cannot differentiate: the head array was not computed inside autograd.record() "
+                "from an array with attach_grad()"
+            )
+    for node in _topological_nodes(heads):
+        entry = node_grads.pop(id(node), None)
+        if entry is None:
+            continue
+        if node.vjp is None:
+            raise RuntimeError(
+                "the graph was already freed by an earlier backward(); "
+                "pass retain_graph=True to differentiate through it twice"
+            )
+        inputs = node.inputs
+        needs = tuple(_requires_grad(x) for x in inputs)
+        in_grads = node.vjp(entry[1], needs)
+        if not retain_graph:
+            node.vjp = None
+        for x, need, gx in zip(inputs, needs, in_grads):
+            if not need or gx is None:
+                continue
+            if x._node is not None:
+                _accumulate(node_grads, id(x._node), x._node, gx)
+            else:
+                _accumulate(var_grads, id(x), x, gx)
+    return var_grads
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
+    """Compute the gradients of ``heads`` with respect to the marked variables."""
+    from .ndarray.ndarray import NDArray
+    if isinstance(heads, NDArray):
+        heads = [heads]
+        head_grads = [head_grads] if head_grads is not None else None
+    heads = list(heads)
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    raw = []
+    for head, hg in zip(heads, head_grads):
+        if hg is None:
+            raw.append(head._xp.ones(head._data.shape, dtype=head._data.dtype))
+        else:
+            raw.append(hg._data if isinstance(hg, NDArray) else head._xp.asarray(hg, dtype=head._data.dtype))
+    prev_training = set_training(train_mode)
+    try:
+        var_grads = _run_backward(heads, raw, retain_graph)
+    finally:
+        set_training(prev_training)
+    for var, g in var_grads.values():
+        var._receive_grad(g)
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):
+    """Gradients of ``heads`` with respect to ``variables``, returned instead of stored."""
+    from .ndarray.ndarray import NDArray
+    if create_graph:
+        raise NotImplementedError("higher-order gradients (create_graph=True) are not supported")
+    if isinstance(heads, NDArray):
+        heads = [heads]
+        head_grads = [head_grads] if head_grads is not None else None
+    single = isinstance(variables, NDArray)
+    variables = [variables] if single else list(variables)
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    raw = [h._xp.ones(h._data.shape, dtype=h._data.dtype) if g is None else g._data
+           for h, g in zip(heads, head_grads)]
+    prev_training = set_training(train_mode)
+    try:
+        var_grads = _run_backward(heads, raw, bool(retain_graph))
+    finally:
+        set_training(prev_training)
+    out = []
+    for v in variables:
+        entry = var_grads.get(id(v))
+        data = entry[1] if entry is not None else v._xp.zeros(v._data.shape, dtype=v._data.dtype)
+        out.append(NDArray(data, v._ctx))
+    return out[0] if single else out

@@ -1,0 +1,21 @@
+"""``nd``: MXNet's imperative array API over NumPy and CuPy."""
+from .ndarray import NDArray
+from .ops import *  # noqa: F401,F403
+from .ops import __all__ as _ops_all
+from .creation import *  # noqa: F401,F403
+from .creation import __all__ as _creation_all
+from . import random
+from . import ops as _ops
+
+# MXNet's older spellings of the same functions.
+elemwise_add = broadcast_add = _ops.add
+elemwise_sub = broadcast_sub = _ops.subtract
+elemwise_mul = broadcast_mul = _ops.multiply
+elemwise_div = broadcast_div = _ops.divide
+broadcast_maximum = _ops.maximum
+broadcast_minimum = _ops.minimum
+broadcast_power = _ops.power
+random_uniform = random.uniform
+random_normal = random.normal
+
+__all__ = ["NDArray", "random"] + list(_ops_all) + list(_creation_all)

@@ -1,0 +1,536 @@
+"""``NDArray``: a NumPy or CuPy array on a context, with MXNet's arithmetic and autograd hooks.
+
+Every op goes through ``_result``, which wraps the raw output and, only while recording and only
+when an input needs a gradient, attaches a ``Node`` holding the vector-Jacobian function. Outside
+``record()`` an op costs one raw array call plus one small object.
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy
+
+from .. import autograd as _ag
+from ..context import Context, array_module_of, current_context
+
+__all__ = ["NDArray", "unbroadcast"]
+
+_np_ndarray = numpy.ndarray
+_state = _ag._state
+_Node = _ag.Node
+_new = object.__new__
+
+
+def _xp_of(data):
+    return numpy if type(data) is _np_ndarray else array_module_of(data)
+
+
+def _wrap(data, ctx):
+    out = _new(NDArray)
+    out._data = data
+    out._ctx = ctx
+    out._node = None
+    out._grad = None
+    out._grad_req = "null"
+    out._fresh_grad = False
+    return out
+
+
+def _result(data, ctx, inputs, vjp):
+    """Wrap ``data``; record ``vjp`` when recording and some input needs a gradient."""
+    out = _wrap(data, ctx)
+    if _state.recording:
+        for x in inputs:
+            if x._node is not None or x._grad is not None:
+                out._node = _Node(inputs, vjp)
+                break
+    return out
+
+
+def _recording_for(*inputs) -> bool:
+    if not _state.recording:
+        return False
+    for x in inputs:
+        if x._node is not None or x._grad is not None:
+            return True
+    return False
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` over the axes along which an operand of ``shape`` was broadcast."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead:
+        g = g.sum(axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)
+
+
+def _scalar(x):
+    """A Python number (so NumPy's promotion keeps the array's dtype, as MXNet does)."""
+    return x.item() if isinstance(x, numpy.generic) else x
+
+
+# Binary ops: forward on raw arrays, and gradients (g, a, b, out, need_a, need_b) -> (ga, gb).
+def _g_add(g, a, b, out, na, nb):
+    return g, g
+
+
+def _g_sub(g, a, b, out, na, nb):
+    return g, (-g if nb else None)
+
+
+def _g_mul(g, a, b, out, na, nb):
+    return (g * b if na else None), (g * a if nb else None)
+
+
+def _g_div(g, a, b, out, na, nb):
+    return (g / b if na else None), (-g * out / b if nb else None)
+
+
+def _g_pow(g, a, b, out, na, nb):
+    xp = _xp_of(g)
+    ga = g * b * a ** (b - 1) if na else None
+    gb = g * out * xp.log(a) if nb else None
+    return ga, gb
+
+
+def _g_max(g, a, b, out, na, nb):
+    mask = a >= b
+    return (g * mask if na else None), (g * ~mask if nb else None)
+
+
+def _g_min(g, a, b, out, na, nb):
+    mask = a <= b
+    return (g * mask if na else None), (g * ~mask if nb else None)
+
+
+def _rsub(a, b):
+    return b - a
+
+
+def _rdiv(a, b):
+    return b / a
+
+
+def _rpow(a, b):
+    return b ** a
+
+
+def _g_rsub(g, a, b, out, na, nb):
+    return -g, None
+
+
+def _g_rdiv(g, a, b, out, na, nb):
+    return -g * out / a, None
+
+
+def _g_rpow(g, a, b, out, na, nb):
+    return g * out * _xp_of(g).log(b), None
+
+
+def _maximum(a, b):
+    return _xp_of(a).maximum(a, b)
+
+
+def _minimum(a, b):
+    return _xp_of(a).minimum(a, b)
+
+
+def _binary(a, b, fwd, grads):
+    ad = a._data
+    if isinstance(b, NDArray):
+        bd = b._data
+        out = fwd(ad, bd)
+        if _recording_for(a, b):
+            ashape, bshape = ad.shape, bd.shape
+
+            def vjp(g, needs):
+                ga, gb = grads(g, ad, bd, out, needs[0], needs[1])
+                return (None if ga is None else unbroadcast(ga, ashape),
+                        None if gb is None else unbroadcast(gb, bshape))
+            return _result(out, a._ctx, (a, b), vjp)
+        return _wrap(out, a._ctx)
+    if isinstance(b, numbers.Number):
+        bd = _scalar(b)
+    else:
+        bd = _xp_of(ad).asarray(b, dtype=ad.dtype)
+    out = fwd(ad, bd)
+    if _recording_for(a):
+        ashape = ad.shape
+
+        def vjp1(g, needs):
+            ga = grads(g, ad, bd, out, True, False)[0]
+            return (unbroadcast(ga, ashape),)
+        return _result(out, a._ctx, (a,), vjp1)
+    return _wrap(out, a._ctx)
+
+
+def _compare(a, b, op):
+    """MXNet comparisons return 0/1 in the input's dtype and carry no gradient."""
+    ad = a._data
+    bd = b._data if isinstance(b, NDArray) else _scalar(b)
+    return _wrap(op(ad, bd).astype(ad.dtype, copy=False), a._ctx)
+
+
+class NDArray:
+    """An n-dimensional array on a device, recorded by ``autograd`` inside ``record()``."""
+
+    __slots__ = ("_data", "_ctx", "_node", "_grad", "_grad_req", "_fresh_grad", "__weakref__")
+    # Make NumPy defer to our reflected operators instead of treating us as an array-like.
+    __array_ufunc__ = None
+    __array_priority__ = 1000.0
+
+    def __init__(self, data, ctx: Context | None = None):
+        self._data = data
+        self._ctx = ctx if ctx is not None else current_context()
+        self._node = None
+        self._grad = None
+        self._grad_req = "null"
+        self._fresh_grad = False
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def _xp(self):
+        return _xp_of(self._data)
+
+    @property
+    def shape(self):
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        return int(self._data.size)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def context(self) -> Context:
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        return "default"
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    @property
+    def handle(self):
+        return id(self)
+
+    # ----------------------------------------------------------------- conversion
+    def asnumpy(self) -> numpy.ndarray:
+        data = self._data
+        if type(data) is _np_ndarray:
+            return data.copy()
+        return data.get()
+
+    def asscalar(self):
+        if self._data.size != 1:
+            raise ValueError("The current array is not a scalar")
+        return self.asnumpy().reshape(-1)[0]
+
+    def item(self):
+        return self.asscalar().item()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.asnumpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __index__(self):
+        return int(self.asscalar())
+
+    def __bool__(self):
+        size = self._data.size
+        if size == 0:
+            return False
+        if size == 1:
+            return bool(self._data.reshape(-1)[0])
+        raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    def __len__(self):
+        return self._data.shape[0]
+
+    def __iter__(self):
+        for i in range(self._data.shape[0]):
+            yield self[i]
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        shape = "x".join(str(n) for n in self._data.shape)
+        return "\n%s\n<%s %s @%s>" % (str(self.asnumpy()), type(self).__name__, shape, self._ctx)
+
+    __str__ = __repr__
+
+    # ----------------------------------------------------------------- copies and devices
+    def astype(self, dtype, copy=True):
+        dtype = numpy.dtype(dtype)
+        if not copy and dtype == self._data.dtype:
+            return self
+        data = self._data.astype(dtype)
+        if _recording_for(self):
+            src = self._data.dtype
+            return _result(data, self._ctx, (self,), lambda g, needs: (g.astype(src),))
+        return _wrap(data, self._ctx)
+
+    def cast(self, dtype):
+        return self.astype(dtype)
+
+    def copy(self):
+        data = self._data.copy()
+        if _recording_for(self):
+            return _result(data, self._ctx, (self,), lambda g, needs: (g,))
+        return _wrap(data, self._ctx)
+
+    def copyto(self, other):
+        """Copy into an NDArray (returned) or onto a Context (a new array there)."""
+        if isinstance(other, NDArray):
+            if other is self:
+                return other
+            other._data[...] = _transfer(self._data, other._ctx)
+            return other
+        if isinstance(other, Context):
+            data = _transfer(self._data, other, copy=True)
+            if _recording_for(self):
+                src_ctx = self._ctx
+                return _result(data, other, (self,), lambda g, needs: (_transfer(g, src_ctx),))
+            return _wrap(data, other)
+        raise TypeError("copyto does not support type %s" % type(other))
+
+    def as_in_context(self, context):
+        if self._ctx == context:
+            return self
+        return self.copyto(context)
+
+    as_in_ctx = as_in_context
+
+    def detach(self):
+        return _wrap(self._data, self._ctx)
+
+    def wait_to_read(self):
+        if type(self._data) is not _np_ndarray:
+            self._xp.cuda.get_current_stream().synchronize()
+
+    # ----------------------------------------------------------------- autograd
+    def attach_grad(self, grad_req="write", stype=None):
+        """Mark this array as a variable: ``backward`` writes or adds its gradient into ``.grad``."""
+        if grad_req not in ("write", "add", "null"):
+            raise ValueError("grad_req must be 'write', 'add' or 'null', got %r" % (grad_req,))
+        self._mark(_wrap(self._xp.zeros_like(self._data), self._ctx), grad_req)
+
+    def _mark(self, grad_buffer, grad_req):
+        self._node = None
+        if grad_req == "null":
+            self._grad = None
+            self._grad_req = "null"
+            return
+        self._grad = grad_buffer
+        self._grad_req = grad_req
+        self._fresh_grad = False
+
+    def _receive_grad(self, g):
+        buf = self._grad._data
+        if self._grad_req == "add":
+            buf += g
+        else:
+            buf[...] = g
+        self._fresh_grad = True
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        _ag.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+    # ----------------------------------------------------------------- indexing
+    def __getitem__(self, key):
+        key = _raw_key(key)
+        data = self._data[key]
+        if data.ndim == 0:
+            data = data.reshape(1)
+        elif type(data) is _np_ndarray and not data.flags.writeable:
+            data = data.copy()
+        if _recording_for(self):
+            shape, dtype = self._data.shape, self._data.dtype
+            advanced = _is_advanced(key)
+
+            def vjp(g, needs):
+                xp = _xp_of(g)
+                z = xp.zeros(shape, dtype=dtype)
+                sub = z[key]
+                g = g.reshape(sub.shape) if sub.ndim != g.ndim else g
+                if advanced:
+                    xp.add.at(z, key, g)
+                else:
+                    z[key] = g
+                return (z,)
+            return _result(data, self._ctx, (self,), vjp)
+        return _wrap(data, self._ctx)
+
+    def __setitem__(self, key, value):
+        key = _raw_key(key)
+        if isinstance(value, NDArray):
+            value = _transfer(value._data, self._ctx)
+        elif not isinstance(value, numbers.Number):
+            value = self._xp.asarray(value)
+        target = self._data
+        if isinstance(key, slice) and key == slice(None) and getattr(value, "shape", None) == target.shape:
+            target[...] = value
+        else:
+            target[key] = value
+
+    # ----------------------------------------------------------------- arithmetic
+    def __add__(self, other):
+        return _binary(self, other, operator.add, _g_add)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return _binary(self, other, operator.sub, _g_sub)
+
+    def __rsub__(self, other):
+        return _binary(self, other, _rsub, _g_rsub)
+
+    def __mul__(self, other):
+        return _binary(self, other, operator.mul, _g_mul)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return _binary(self, other, operator.truediv, _g_div)
+
+    def __rtruediv__(self, other):
+        return _binary(self, other, _rdiv, _g_rdiv)
+
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
+    def __pow__(self, other):
+        return _binary(self, other, operator.pow, _g_pow)
+
+    def __rpow__(self, other):
+        return _binary(self, other, _rpow, _g_rpow)
+
+    def __mod__(self, other):
+        other = other._data if isinstance(other, NDArray) else _scalar(other)
+        return _wrap(self._data % other, self._ctx)
+
+    def __neg__(self):
+        if _recording_for(self):
+            return _result(-self._data, self._ctx, (self,), lambda g, needs: (-g,))
+        return _wrap(-self._data, self._ctx)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        from .ops import abs as _abs
+        return _abs(self)
+
+    def _inplace(self, other, op, fallback):
+        """In place outside a graph (keeps the buffer, as a weight update needs); else rebinds."""
+        if _recording_for(self) or (isinstance(other, NDArray) and _recording_for(other)):
+            result = fallback(self, other)
+            self._data, self._node = result._data, result._node
+            return self
+        op(self._data, other._data if isinstance(other, NDArray) else _scalar(other),
+           out=self._data, casting="unsafe")
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace(other, numpy.add if type(self._data) is _np_ndarray else self._xp.add,
+                             NDArray.__add__)
+
+    def __isub__(self, other):
+        return self._inplace(other, numpy.subtract if type(self._data) is _np_ndarray else self._xp.subtract,
+                             NDArray.__sub__)
+
+    def __imul__(self, other):
+        return self._inplace(other, numpy.multiply if type(self._data) is _np_ndarray else self._xp.multiply,
+                             NDArray.__mul__)
+
+    def __itruediv__(self, other):
+        return self._inplace(other, numpy.true_divide if type(self._data) is _np_ndarray else self._xp.true_divide,
+                             NDArray.__truediv__)
+
+    __idiv__ = __itruediv__
+
+    # ----------------------------------------------------------------- comparisons
+    def __eq__(self, other):
+        return _compare(self, other, operator.eq)
+
+    def __ne__(self, other):
+        return _compare(self, other, operator.ne)
+
+    def __lt__(self, other):
+        return _compare(self, other, operator.lt)
+
+    def __le__(self, other):
+        return _compare(self, other, operator.le)
+
+    def __gt__(self, other):
+        return _compare(self, other, operator.gt)
+
+    def __ge__(self, other):
+        return _compare(self, other, operator.ge)
+
+
+def _transfer(data, ctx: Context, copy=False):
+    """``data`` as an array of ``ctx``'s device, copying across devices (and when asked)."""
+    src_is_numpy = type(data) is _np_ndarray
+    if not ctx.is_gpu:
+        if src_is_numpy:
+            return data.copy() if copy else data
+        return data.get()
+    xp = ctx.xp
+    with ctx.device_scope():
+        if not src_is_numpy and data.device.id == ctx.device_id and not copy:
+            return data
+        return xp.array(data, copy=True)
+
+
+def _raw_key(key):
+    if isinstance(key, NDArray):
+        return key._data.astype(numpy.int64)
+    if isinstance(key, tuple):
+        return tuple(k._data.astype(numpy.int64) if isinstance(k, NDArray) else k for k in key)
+    return key
+
+
+def _is_advanced(key):
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(not isinstance(k, (int, numpy.integer, slice, type(None), type(Ellipsis))) for k in keys)
+
+
+def _maximum_op(a, b):
+    return _binary(a, b, _maximum, _g_max)
+
+
+def _minimum_op(a, b):
+    return _binary(a, b, _minimum, _g_min)

@@ -1,0 +1,711 @@
+"""Differentiable array ops: elementwise math, reductions, shape changes, products, softmax.
+
+Each op computes on the raw array and hands ``_result`` a vector-Jacobian function; the same
+function serves NumPy and CuPy because it only uses the array module of its inputs.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from .ndarray import (NDArray, _maximum_op, _minimum_op, _recording_for, _result, _scalar, _wrap,
+                      _xp_of, unbroadcast)
+
+__all__ = [
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "abs", "sign", "negative",
+    "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "softrelu", "clip", "floor", "ceil",
+    "round", "maximum", "minimum", "power", "add", "subtract", "multiply", "divide", "where",
+    "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "reshape", "transpose",
+    "flatten", "expand_dims", "squeeze", "swapaxes", "broadcast_to", "broadcast_like", "tile",
+    "repeat", "dot", "batch_dot", "softmax", "log_softmax", "concat", "concatenate", "stack",
+    "split", "pick", "take", "one_hot", "topk", "sort", "argsort", "slice_axis", "zeros_like",
+    "ones_like", "full_like", "Activation", "FullyConnected", "flip", "reshape_like",
+]
+
+
+def _unary(x, fwd, grad):
+    """``grad(g, x_raw, out_raw)`` gives the input gradient; ``None`` marks a constant op."""
+    out = fwd(x._data)
+    if grad is not None and _recording_for(x):
+        xd = x._data
+        return _result(out, x._ctx, (x,), lambda g, needs: (grad(g, xd, out),))
+    return _wrap(out, x._ctx)
+
+
+def exp(x):
+    return _unary(x, lambda d: _xp_of(d).exp(d), lambda g, d, o: g * o)
+
+
+def log(x):
+    return _unary(x, lambda d: _xp_of(d).log(d), lambda g, d, o: g / d)
+
+
+def log1p(x):
+    return _unary(x, lambda d: _xp_of(d).log1p(d), lambda g, d, o: g / (1 + d))
+
+
+def expm1(x):
+    return _unary(x, lambda d: _xp_of(d).expm1(d), lambda g, d, o: g * (o + 1))
+
+
+def sqrt(x):
+    return _unary(x, lambda d: _xp_of(d).sqrt(d), lambda g, d, o: g / (2 * o))
+
+
+def rsqrt(x):
+    return _unary(x, lambda d: 1 / _xp_of(d).sqrt(d), lambda g, d, o: -0.5 * g * o / d)
+
+
+def square(x):
+    return _unary(x, lambda d: d * d, lambda g, d, o: 2 * g * d)
+
+
+def abs(x):
+    return _unary(x, lambda d: _xp_of(d).abs(d), lambda g, d, o: g * _xp_of(d).sign(d))
+
+
+def sign(x):
+    return _unary(x, lambda d: _xp_of(d).sign(d), lambda g, d, o: g * 0)
+
+
+def negative(x):
+    return -x
+
+
+def reciprocal(x):
+    return _unary(x, lambda d: 1 / d, lambda g, d, o: -g * o * o)
+
+
+def sin(x):
+    return _unary(x, lambda d: _xp_of(d).sin(d), lambda g, d, o: g * _xp_of(d).cos(d))
+
+
+def cos(x):
+    return _unary(x, lambda d: _xp_of(d).cos(d), lambda g, d, o: -g * _xp_of(d).sin(d))
+
+
+def tanh(x):
+    return _unary(x, lambda d: _xp_of(d).tanh(d), lambda g, d, o: g * (1 - o * o))
+
+
+def _sigmoid_raw(d):
+    xp = _xp_of(d)
+    # Split by sign so that exp never overflows, for float32 and float64 alike.
+    e = xp.exp(-xp.abs(d))
+    return xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+
+
+def sigmoid(x):
+    return _unary(x, _sigmoid_raw, lambda g, d, o: g * o * (1 - o))
+
+
+def relu(x):
+    return _unary(x, lambda d: _xp_of(d).maximum(d, 0), lambda g, d, o: g * (d > 0))
+
+
+def softrelu(x):
+    return _unary(x, lambda d: _xp_of(d).logaddexp(d, 0).astype(d.dtype, copy=False),
+                  lambda g, d, o: g * _sigmoid_raw(d))
+
+
+def clip(data, a_min, a_max):
+    lo, hi = _scalar(a_min), _scalar(a_max)
+    return _unary(data, lambda d: _xp_of(d).clip(d, lo, hi),
+                  lambda g, d, o: g * ((d >= lo) & (d <= hi)))
+
+
+def floor(x):
+    return _unary(x, lambda d: _xp_of(d).floor(d), None)
+
+
+def ceil(x):
+    return _unary(x, lambda d: _xp_of(d).ceil(d), None)
+
+
+def round(x):
+    return _unary(x, lambda d: _xp_of(d).round(d), None)
+
+
+def _as_nd(x, like):
+    return x if isinstance(x, NDArray) else like
+
+
+def maximum(lhs, rhs):
+    if isinstance(lhs, NDArray):
+        return _maximum_op(lhs, rhs)
+    return _maximum_op(rhs, lhs)
+
+
+def minimum(lhs, rhs):
+    if isinstance(lhs, NDArray):
+        return _minimum_op(lhs, rhs)
+    return _minimum_op(rhs, lhs)
+
+
+def power(base, exp):
+    return base ** exp
+
+
+def add(lhs, rhs):
+    return lhs + rhs
+
+
+def subtract(lhs, rhs):
+    return lhs - rhs
+
+
+def multiply(lhs, rhs):
+    return lhs * rhs
+
+
+def divide(lhs, rhs):
+    return lhs / rhs
+
+
+def where(condition, x, y):
+    cond = condition._data != 0
+    xp = _xp_of(cond)
+    out = xp.where(cond, x._data, y._data)
+    if _recording_for(x, y):
+        xs, ys = x._data.shape, y._data.shape
+        return _result(out, x._ctx, (x, y), lambda g, needs: (
+            unbroadcast(g * cond, xs) if needs[0] else None,
+            unbroadcast(g * ~cond, ys) if needs[1] else None))
+    return _wrap(out, x._ctx)
+
+
+# ----------------------------------------------------------------------------- reductions
+def _axes(ndim, axis, exclude):
+    if axis is None or axis == ():
+        axes = tuple(range(ndim))
+    else:
+        axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+        axes = tuple(a % ndim for a in axes)
+    if exclude:
+        axes = tuple(i for i in range(ndim) if i not in axes)
+    return axes
+
+
+def _keep_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _fix_scalar(out):
+    # MXNet 1.x has no 0-d arrays: a full reduction gives shape (1,).
+    return out.reshape(1) if out.ndim == 0 else out
+
+
+def _reduce(x, axis, keepdims, exclude, fwd, grad):
+    d = x._data
+    axes = _axes(d.ndim, axis, exclude)
+    out = _fix_scalar(fwd(d, axes, keepdims))
+    if grad is not None and _recording_for(x):
+        kshape = _keep_shape(d.shape, axes)
+
+        def vjp(g, needs):
+            return (grad(g.reshape(kshape), d, out.reshape(kshape), axes),)
+        return _result(out, x._ctx, (x,), vjp)
+    return _wrap(out, x._ctx)
+
+
+def sum(data, axis=None, keepdims=False, exclude=False):
+    return _reduce(data, axis, keepdims, exclude,
+                   lambda d, a, k: d.sum(axis=a, keepdims=k),
+                   lambda g, d, o, a: _xp_of(d).broadcast_to(g, d.shape))
+
+
+def mean(data, axis=None, keepdims=False, exclude=False):
+    def grad(g, d, o, a):
+        count = 1
+        for i in a:
+            count *= d.shape[i]
+        return _xp_of(d).broadcast_to(g / count, d.shape)
+    return _reduce(data, axis, keepdims, exclude, lambda d, a, k: d.mean(axis=a, keepdims=k), grad)
+
+
+def _extreme_grad(g, d, o, a):
+    return g * (d == o)
+
+
+def max(data, axis=None, keepdims=False, exclude=False):
+    return _reduce(data, axis, keepdims, exclude, lambda d, a, k: d.max(axis=a, keepdims=k), _extreme_grad)
+
+
+def min(data, axis=None, keepdims=False, exclude=False):
+    return _reduce(data, axis, keepdims, exclude, lambda d, a, k: d.min(axis=a, keepdims=k), _extreme_grad)
+
+
+def prod(data, axis=None, keepdims=False, exclude=False):
+    return _reduce(data, axis, keepdims, exclude, lambda d, a, k: d.prod(axis=a, keepdims=k),
+                   lambda g, d, o, a: g * o / d)
+
+
+def norm(data, ord=2, axis=None, keepdims=False):
+    if ord == 1:
+        return sum(abs(data), axis=axis, keepdims=keepdims)
+    if ord != 2:
+        raise ValueError("norm supports ord=1 and ord=2, got %r" % (ord,))
+
+    def fwd(d, a, k):
+        return _xp_of(d).sqrt((d * d).sum(axis=a, keepdims=k))
+
+    def grad(g, d, o, a):
+        xp = _xp_of(d)
+        safe = xp.where(o == 0, 1, o)
+        return g * d / safe * (o != 0)
+    return _reduce(data, axis, keepdims, False, fwd, grad)
+
+
+def _arg_reduce(data, axis, keepdims, fn):
+    d = data._data
+    if axis is None:
+        out = fn(d.reshape(-1), axis=0)
+    else:
+        out = fn(d, axis=axis)
+        if keepdims:
+            out = _xp_of(d).expand_dims(out, axis)
+    # MXNet returns indices as floats in the input's dtype.
+    return _wrap(_fix_scalar(out.astype(d.dtype)), data._ctx)
+
+
+def argmax(data, axis=None, keepdims=False):
+    return _arg_reduce(data, axis, keepdims, lambda d, axis: _xp_of(d).argmax(d, axis=axis))
+
+
+def argmin(data, axis=None, keepdims=False):
+    return _arg_reduce(data, axis, keepdims, lambda d, axis: _xp_of(d).argmin(d, axis=axis))
+
+
+# ----------------------------------------------------------------------------- shapes
+def _shape_op(x, out):
+    """An op that only rearranges elements: its gradient reshapes/permutes back."""
+    if _recording_for(x):
+        shape = x._data.shape
+        return _result(out, x._ctx, (x,), lambda g, needs: (g.reshape(shape),))
+    return _wrap(out, x._ctx)
+
+
+def _mxnet_shape(src, target, reverse=False):
+    """Resolve MXNet's reshape codes 0 (copy), -1 (infer), -2 (copy rest), -3 (merge two), -4 (split)."""
+    if reverse:
+        return tuple(reversed(_mxnet_shape(tuple(reversed(src)), tuple(reversed(target)))))
+    out, i, j = [], 0, 0
+    target = list(target)
+    while j < len(target):
+        t = target[j]
+        if t == 0:
+            out.append(src[i]); i += 1
+        elif t == -1:
+            out.append(-1); i += 1
+        elif t == -2:
+            out.extend(src[i:]); i = len(src)
+        elif t == -3:
+            out.append(src[i] * src[i + 1]); i += 2
+        elif t == -4:
+            a, b = target[j + 1], target[j + 2]
+            if a == -1:
+                a = src[i] // b
+            if b == -1:
+                b = src[i] // a
+            out.extend([a, b]); i += 1; j += 2
+        else:
+            out.append(t); i += 1
+        j += 1
+    return tuple(out)
+
+
+def reshape(data, shape=None, reverse=False, **kwargs):
+    if shape is None:
+        shape = kwargs.get("newshape")
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    shape = tuple(shape)
+    if any(n in (0, -2, -3, -4) for n in shape):
+        shape = _mxnet_shape(data._data.shape, shape, reverse)
+    return _shape_op(data, data._data.reshape(shape))
+
+
+def reshape_like(lhs, rhs):
+    return reshape(lhs, rhs.shape)
+
+
+def flatten(data):
+    d = data._data
+    return _shape_op(data, d.reshape(d.shape[0] if d.ndim else 1, -1))
+
+
+def expand_dims(data, axis):
+    return _shape_op(data, _xp_of(data._data).expand_dims(data._data, axis))
+
+
+def squeeze(data, axis=None):
+    out = data._data.squeeze(axis=axis)
+    return _shape_op(data, _fix_scalar(out))
+
+
+def transpose(data, axes=None):
+    d = data._data
+    if axes is None or axes == ():
+        axes = tuple(reversed(range(d.ndim)))
+    axes = tuple(axes)
+    out = d.transpose(axes)
+    if _recording_for(data):
+        inverse = tuple(numpy.argsort(axes))
+        return _result(out, data._ctx, (data,), lambda g, needs: (g.transpose(inverse),))
+    return _wrap(out, data._ctx)
+
+
+def swapaxes(data, dim1=0, dim2=1):
+    axes = list(range(data.ndim))
+    axes[dim1], axes[dim2] = axes[dim2], axes[dim1]
+    return transpose(data, axes)
+
+
+def flip(data, axis):
+    d = data._data
+    out = _xp_of(d).flip(d, axis)
+    if _recording_for(data):
+        return _result(out, data._ctx, (data,), lambda g, needs: (_xp_of(g).flip(g, axis),))
+    return _wrap(out, data._ctx)
+
+
+def broadcast_to(data, shape):
+    d = data._data
+    shape = tuple(s if s != 0 else d.shape[i] for i, s in enumerate(shape))
+    out = _xp_of(d).broadcast_to(d, shape)
+    if _recording_for(data):
+        src = d.shape
+        return _result(out, data._ctx, (data,), lambda g, needs: (unbroadcast(g, src),))
+    return _wrap(out, data._ctx)
+
+
+def broadcast_like(lhs, rhs):
+    return broadcast_to(lhs, rhs.shape)
+
+
+def tile(data, reps):
+    d = data._data
+    reps = (reps,) if isinstance(reps, numbers.Integral) else tuple(reps)
+    out = _xp_of(d).tile(d, reps)
+    if _recording_for(data):
+        shape = d.shape
+        full = (1,) * (out.ndim - len(shape)) + shape
+        reps_full = (1,) * (out.ndim - len(reps)) + reps
+
+        def vjp(g, needs):
+            split = []
+            for r, n in zip(reps_full, full):
+                split.extend([r, n])
+            summed = g.reshape(split).sum(axis=tuple(range(0, 2 * len(full), 2)))
+            return (summed.reshape(shape),)
+        return _result(out, data._ctx, (data,), vjp)
+    return _wrap(out, data._ctx)
+
+
+def repeat(data, repeats, axis=None):
+    d = data._data
+    out = _xp_of(d).repeat(d, repeats, axis=axis)
+    if _recording_for(data):
+        shape = d.shape
+
+        def vjp(g, needs):
+            if axis is None:
+                return (g.reshape(-1, repeats).sum(axis=1).reshape(shape),)
+            ax = axis % len(shape)
+            new = shape[:ax] + (shape[ax], repeats) + shape[ax + 1:]
+            return (g.reshape(new).sum(axis=ax + 1),)
+        return _result(out, data._ctx, (data,), vjp)
+    return _wrap(out, data._ctx)
+
+
+def slice_axis(data, axis, begin, end):
+    index = [slice(None)] * data.ndim
+    index[axis] = slice(begin, end)
+    return data[tuple(index)]
+
+
+# ----------------------------------------------------------------------------- products
+def dot(lhs, rhs, transpose_a=False, transpose_b=False):
+    """MXNet's dot: contracts the last axis of ``lhs`` with the first axis of ``rhs``."""
+    a, b = lhs._data, rhs._data
+    if transpose_a:
+        a = a.T
+    if transpose_b:
+        b = b.T
+    k = a.shape[-1]
+    a2 = a.reshape(-1, k)
+    b2 = b.reshape(k, -1)
+    out_shape = a.shape[:-1] + b.shape[1:]
+    out = (a2 @ b2).reshape(out_shape or (1,))
+    if _recording_for(lhs, rhs):
+        def vjp(g, needs):
+            g2 = g.reshape(a2.shape[0], b2.shape[1])
+            ga = gb = None
+            if needs[0]:
+                ga = (g2 @ b2.T).reshape(a.shape)
+                if transpose_a:
+                    ga = ga.T
+            if needs[1]:
+                gb = (a2.T @ g2).reshape(b.shape)
+                if transpose_b:
+                    gb = gb.T
+            return ga, gb
+        return _result(out, lhs._ctx, (lhs, rhs), vjp)
+    return _wrap(out, lhs._ctx)
+
+
+def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False):
+    a, b = lhs._data, rhs._data
+    at = a.swapaxes(-1, -2) if transpose_a else a
+    bt = b.swapaxes(-1, -2) if transpose_b else b
+    out = at @ bt
+    if _recording_for(lhs, rhs):
+        def vjp(g, needs):
+            ga = gb = None
+            if needs[0]:
+                ga = g @ bt.swapaxes(-1, -2)
+                if transpose_a:
+                    ga = ga.swapaxes(-1, -2)
+            if needs[1]:
+                gb = at.swapaxes(-1, -2) @ g
+                if transpose_b:
+                    gb = gb.swapaxes(-1, -2)
+            return ga, gb
+        return _result(out, lhs._ctx, (lhs, rhs), vjp)
+    return _wrap(out, lhs._ctx)
+
+
+def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
+    """``data @ weight.T + bias`` as one recorded op (the hot path of every Dense layer)."""
+    x, w = data._data, weight._data
+    x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
+    out = x2 @ w.T
+    use_bias = bias is not None and not no_bias
+    if use_bias:
+        out += bias._data
+    if not flatten:
+        out = out.reshape(x.shape[:-1] + (w.shape[0],))
+    inputs = (data, weight, bias) if use_bias else (data, weight)
+    if _recording_for(*inputs):
+        def vjp(g, needs):
+            g2 = g.reshape(-1, w.shape[0])
+            gx = (g2 @ w).reshape(x.shape) if needs[0] else None
+            gw = g2.T @ x2 if needs[1] else None
+            if use_bias:
+                return gx, gw, (g2.sum(axis=0) if needs[2] else None)
+            return gx, gw
+        return _result(out, data._ctx, inputs, vjp)
+    return _wrap(out, data._ctx)
+
+
+# ----------------------------------------------------------------------------- activations
+def _softmax_raw(d, axis, temperature):
+    xp = _xp_of(d)
+    if temperature is not None and temperature != 1:
+        d = d / temperature
+    e = xp.exp(d - d.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+def softmax(data, axis=-1, temperature=None):
+    out = _softmax_raw(data._data, axis, temperature)
+    if _recording_for(data):
+        t = 1 if temperature is None else temperature
+
+        def vjp(g, needs):
+            return (out * (g - (g * out).sum(axis=axis, keepdims=True)) / t,)
+        return _result(out, data._ctx, (data,), vjp)
+    return _wrap(out, data._ctx)
+
+
+def log_softmax(data, axis=-1, temperature=None):
+    d = data._data
+    xp = _xp_of(d)
+    if temperature is not None and temperature != 1:
+        d = d / temperature
+    shifted = d - d.max(axis=axis, keepdims=True)
+    out = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+    if _recording_for(data):
+        t = 1 if temperature is None else temperature
+
+        def vjp(g, needs):
+            return ((g - xp.exp(out) * g.sum(axis=axis, keepdims=True)) / t,)
+        return _result(out, data._ctx, (data,), vjp)
+    return _wrap(out, data._ctx)
+
+
+_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softrelu": softrelu,
+                "softsign": lambda x: x / (1 + abs(x))}
+
+
+def Activation(data, act_type):
+    try:
+        return _ACTIVATIONS[act_type](data)
+    except KeyError:
+        raise ValueError("unknown act_type %r; expected one of %s" % (act_type, sorted(_ACTIVATIONS))) from None
+
+
+# ----------------------------------------------------------------------------- joining, splitting
+def concat(*data, dim=1):
+    raws = [x._data for x in data]
+    out = _xp_of(raws[0]).concatenate(raws, axis=dim)
+    if _recording_for(*data):
+        bounds = numpy.cumsum([r.shape[dim] for r in raws])[:-1]
+
+        def vjp(g, needs):
+            return tuple(_xp_of(g).split(g, bounds, axis=dim))
+        return _result(out, data[0]._ctx, tuple(data), vjp)
+    return _wrap(out, data[0]._ctx)
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    return concat(*arrays, dim=axis)
+
+
+def stack(*data, axis=0, num_args=None):
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = tuple(data[0])
+    raws = [x._data for x in data]
+    out = _xp_of(raws[0]).stack(raws, axis=axis)
+    if _recording_for(*data):
+        def vjp(g, needs):
+            return tuple(_xp_of(g).moveaxis(g, axis, 0))
+        return _result(out, data[0]._ctx, tuple(data), vjp)
+    return _wrap(out, data[0]._ctx)
+
+
+def split(data, num_outputs, axis=1, squeeze_axis=False):
+    size = data.shape[axis]
+    if size % num_outputs:
+        raise ValueError("cannot split axis of length %d into %d equal parts" % (size, num_outputs))
+    step = size // num_outputs
+    outs = []
+    for i in range(num_outputs):
+        part = slice_axis(data, axis, i * step, (i + 1) * step)
+        if squeeze_axis and step == 1:
+            part = squeeze(part, axis=axis)
+        outs.append(part)
+    return outs[0] if num_outputs == 1 else outs
+
+
+# ----------------------------------------------------------------------------- gathering
+def pick(data, index, axis=-1, keepdims=False, mode="clip"):
+    d = data._data
+    xp = _xp_of(d)
+    ax = axis % d.ndim
+    idx = index._data.astype(numpy.int64) if isinstance(index, NDArray) else xp.asarray(index, dtype=numpy.int64)
+    n = d.shape[ax]
+    idx = xp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    idx = xp.expand_dims(idx.reshape(d.shape[:ax] + d.shape[ax + 1:]), ax)
+    out = xp.take_along_axis(d, idx, axis=ax)
+    if not keepdims:
+        out = _fix_scalar(out.squeeze(ax))
+    if _recording_for(data):
+        def vjp(g, needs):
+            z = xp.zeros(d.shape, dtype=d.dtype)
+            xp.put_along_axis(z, idx, g.reshape(idx.shape), axis=ax)
+            return (z,)
+        return _result(out, data._ctx, (data,), vjp)
+    return _wrap(out, data._ctx)
+
+
+def take(a, indices, axis=0, mode="clip"):
+    d = a._data
+    xp = _xp_of(d)
+    idx = indices._data.astype(numpy.int64) if isinstance(indices, NDArray) else xp.asarray(indices, dtype=numpy.int64)
+    n = d.shape[axis]
+    idx = xp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    out = xp.take(d, idx, axis=axis)
+    if _recording_for(a):
+        def vjp(g, needs):
+            z = xp.zeros(d.shape, dtype=d.dtype)
+            moved = xp.moveaxis(z, axis, 0)
+            gm = xp.moveaxis(g, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))
+            xp.add.at(moved, idx.reshape(-1), gm.reshape((-1,) + moved.shape[1:]))
+            return (z,)
+        return _result(out, a._ctx, (a,), vjp)
+    return _wrap(out, a._ctx)
+
+
+def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
+    d = indices._data
+    xp = _xp_of(d)
+    out = xp.full(d.shape + (depth,), off_value, dtype=numpy.dtype(dtype))
+    idx = d.astype(numpy.int64)
+    valid = (idx >= 0) & (idx < depth)
+    xp.put_along_axis(out, xp.expand_dims(xp.where(valid, idx, 0), -1),
+                      xp.expand_dims(xp.where(valid, on_value, off_value).astype(out.dtype), -1), axis=-1)
+    return _wrap(out, indices._ctx)
+
+
+def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
+    d = data._data
+    xp = _xp_of(d)
+    order = xp.argsort(d if is_ascend else -d, axis=axis, kind="stable")
+    idx = xp.take(order, xp.arange(k), axis=axis)
+    if ret_typ == "indices":
+        return _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)
+    values = xp.take_along_axis(d, idx, axis=axis)
+    if ret_typ == "value":
+        return _wrap(values, data._ctx)
+    return [_wrap(values, data._ctx), _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)]
+
+
+def sort(data, axis=-1, is_ascend=True):
+    d = data._data
+    out = _xp_of(d).sort(d, axis=axis)
+    if not is_ascend:
+        out = _xp_of(d).flip(out, axis=axis)
+    return _wrap(out, data._ctx)
+
+
+def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
+    d = data._data
+    out = _xp_of(d).argsort(d if is_ascend else -d, axis=axis, kind="stable")
+    return _wrap(out.astype(numpy.dtype(dtype)), data._ctx)
+
+
+# ----------------------------------------------------------------------------- *_like
+def zeros_like(data, dtype=None):
+    return _wrap(data._xp.zeros(data._data.shape, dtype=dtype or data._data.dtype), data._ctx)
+
+
+def ones_like(data, dtype=None):
+    return _wrap(data._xp.ones(data._data.shape, dtype=dtype or data._data.dtype), data._ctx)
+
+
+def full_like(data, fill_value, dtype=None):
+    return _wrap(data._xp.full(data._data.shape, fill_value, dtype=dtype or data._data.dtype), data._ctx)
+
+
+# ----------------------------------------------------------------------------- NDArray methods
+_METHODS = {
+    "exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "sqrt": sqrt, "rsqrt": rsqrt,
+    "square": square, "abs": abs, "sign": sign, "reciprocal": reciprocal, "sin": sin, "cos": cos,
+    "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clip": clip, "floor": floor, "ceil": ceil,
+    "round": round, "sum": sum, "mean": mean, "max": max, "min": min, "prod": prod, "norm": norm,
+    "argmax": argmax, "argmin": argmin, "transpose": transpose, "flatten": flatten,
+    "expand_dims": expand_dims, "squeeze": squeeze, "swapaxes": swapaxes, "flip": flip,
+    "broadcast_to": broadcast_to, "broadcast_like": broadcast_like, "tile": tile,
+    "repeat": repeat, "softmax": softmax, "log_softmax": log_softmax, "split": split,
+    "pick": pick, "take": take, "one_hot": one_hot, "topk": topk, "sort": sort,
+    "argsort": argsort, "slice_axis": slice_axis, "zeros_like": zeros_like, "ones_like": ones_like,
+    "reshape_like": reshape_like, "dot": dot,
+}
+
+
+def _reshape_method(self, *shape, **kwargs):
+    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+        shape = shape[0]
+    return reshape(self, shape if shape else kwargs.pop("shape"), **kwargs)
+
+
+def _install_methods():
+    for name, fn in _METHODS.items():
+        setattr(NDArray, name, fn)
+    NDArray.reshape = _reshape_method
+
+
+_install_methods()

@@ -1,0 +1,104 @@
+"""``nd.random``: arrays drawn from the seedable per-device generators of ``trainer_cli.random``."""
+from __future__ import annotations
+
+import numpy
+
+from .. import random as _random
+from ..context import Context, current_context
+from .ndarray import NDArray, _wrap
+
+__all__ = ["uniform", "normal", "randn", "randint", "shuffle", "exponential", "poisson", "gamma",
+           "multinomial", "bernoulli"]
+
+
+def _setup(shape, ctx, dtype):
+    ctx = current_context() if ctx is None else Context(ctx)
+    shape = () if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+    return ctx, shape or (1,), numpy.dtype(numpy.float32 if dtype is None else dtype)
+
+
+def _finish(data, ctx, out):
+    if out is not None:
+        out._data[...] = data
+        return out
+    return _wrap(data, ctx)
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
+    gen = _random.generator(ctx)
+    with ctx.device_scope():
+        if ctx.is_gpu:
+            u = gen.random_sample(shape, dtype=dtype if dtype in (numpy.float32, numpy.float64) else numpy.float64)
+        else:
+            u = gen.random(shape, dtype=dtype if dtype in (numpy.float32, numpy.float64) else numpy.float64)
+        data = (low + (high - low) * u).astype(dtype, copy=False)
+    return _finish(data, ctx, out)
+
+
+def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
+    gen = _random.generator(ctx)
+    with ctx.device_scope():
+        draw = gen.standard_normal(shape, dtype=dtype if dtype in (numpy.float32, numpy.float64) else numpy.float64)
+        data = (loc + scale * draw).astype(dtype, copy=False)
+    return _finish(data, ctx, out)
+
+
+def randn(*shape, loc=0, scale=1, dtype=None, ctx=None):
+    return normal(loc, scale, shape, dtype, ctx)
+
+
+def randint(low, high, shape=None, dtype="int32", ctx=None, out=None):
+    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
+    gen = _random.generator(ctx)
+    with ctx.device_scope():
+        if ctx.is_gpu:
+            data = gen.randint(low, high, size=shape).astype(dtype)
+        else:
+            data = gen.integers(low, high, size=shape, dtype=dtype)
+    return _finish(data, ctx, out)
+
+
+def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None):
+    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
+    with ctx.device_scope():
+        data = _random.generator(ctx).exponential(scale, size=shape).astype(dtype)
+    return _finish(data, ctx, out)
+
+
+def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None):
+    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
+    with ctx.device_scope():
+        data = _random.generator(ctx).poisson(lam, size=shape).astype(dtype)
+    return _finish(data, ctx, out)
+
+
+def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None):
+    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
+    with ctx.device_scope():
+        data = _random.generator(ctx).gamma(alpha, beta, size=shape).astype(dtype)
+    return _finish(data, ctx, out)
+
+
+def bernoulli(prob=0.5, shape=None, dtype=None, ctx=None, out=None):
+    return (uniform(0, 1, shape, dtype, ctx, out) < prob)
+
+
+def multinomial(data, shape=None, get_prob=False, dtype="int32"):
+    """Draw category indices from the probability rows of ``data`` (CPU generator)."""
+    probs = data.asnumpy()
+    flat = probs.reshape(-1, probs.shape[-1])
+    n = 1 if shape is None else int(numpy.prod(shape))
+    gen = _random.generator(None)
+    draws = numpy.stack([gen.choice(flat.shape[1], size=n, p=row / row.sum()) for row in flat])
+    out_shape = probs.shape[:-1] + (() if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape)))
+    from .creation import array
+    return array(draws.reshape(out_shape or (1,)), ctx=data.context, dtype=dtype)
+
+
+def shuffle(data, **kwargs):
+    """A copy of ``data`` with its first axis randomly permuted."""
+    ctx = data.context
+    perm = _random.generator(None).permutation(data.shape[0])
+    return data[perm.tolist()] if ctx.is_gpu else _wrap(data._data[perm], ctx)

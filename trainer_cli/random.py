@@ -1,0 +1,62 @@
+"""The seedable random generators behind ``nd.random``, initializers, Dropout and data shuffling.
+
+One generator per device: NumPy's PCG64 for CPU contexts, CuPy's for GPUs. Their state can be
+exported as plain JSON-able data so that a run resumes with the exact same random stream.
+"""
+from __future__ import annotations
+
+import numpy
+
+from .context import Context
+
+__all__ = ["seed", "generator", "get_state", "set_state"]
+
+_DEFAULT_SEED = 0
+_generators: dict = {}
+
+
+def _new_cpu_generator(seed_value):
+    return numpy.random.Generator(numpy.random.PCG64(seed_value))
+
+
+def generator(ctx: Context | None = None):
+    """The generator for ``ctx``: a numpy ``Generator`` on CPU, a cupy ``RandomState`` on GPU."""
+    key = "gpu%d" % ctx.device_id if ctx is not None and ctx.is_gpu else "cpu"
+    gen = _generators.get(key)
+    if gen is None:
+        if key == "cpu":
+            gen = _new_cpu_generator(_DEFAULT_SEED)
+        else:
+            with ctx.device_scope():
+                gen = ctx.xp.random.RandomState(_DEFAULT_SEED)
+        _generators[key] = gen
+    return gen
+
+
+def seed(seed_state: int, ctx="all") -> None:
+    """Seed the generators of every device (``ctx='all'``) or of one context."""
+    global _DEFAULT_SEED
+    seed_state = int(seed_state)
+    if ctx == "all":
+        _DEFAULT_SEED = seed_state
+        _generators.clear()
+        return
+    ctx = Context(ctx)
+    if ctx.is_gpu:
+        with ctx.device_scope():
+            _generators["gpu%d" % ctx.device_id] = ctx.xp.random.RandomState(seed_state)
+    else:
+        _generators["cpu"] = _new_cpu_generator(seed_state)
+
+
+def get_state() -> dict:
+    """The CPU generator's state as JSON-able data (GPU streams are re-seeded on resume)."""
+    return {"default_seed": _DEFAULT_SEED, "cpu": generator(None).bit_generator.state}
+
+
+def set_state(state: dict) -> None:
+    global _DEFAULT_SEED
+    _DEFAULT_SEED = int(state["default_seed"])
+    _generators.clear()
+    gen = generator(None)
+    gen.bit_generator.state = state["cpu"]
