@@ -1,0 +1,343 @@
+"""``Block``, ``HybridBlock`` and the sequential containers, with MXNet 1.x naming.
+
+A block's prefix comes from a global per-class counter (``dense0_``, ``dense1_``) or, inside a
+parent's ``name_scope()``, from the parent's prefix plus a per-scope counter
+(``sequential0_dense0_``). Parameter names are that prefix plus the local name.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+
+from .. import initializer as _init
+from .. import ndarray as _nd
+from ..context import current_context
+from ..ndarray import NDArray
+from .parameter import DeferredInitializationError, Parameter, ParameterDict, _assign_loaded
+
+__all__ = ["Block", "HybridBlock", "Sequential", "HybridSequential", "reset_name_counters"]
+
+
+class _NameCounter:
+    """Global ``hint -> next index`` counter used for blocks created outside any name scope."""
+
+    def __init__(self):
+        self._counts = {}
+        self._lock = threading.Lock()
+
+    def next(self, hint):
+        with self._lock:
+            count = self._counts.get(hint, 0)
+            self._counts[hint] = count + 1
+        return "%s%d" % (hint, count)
+
+
+_names = _NameCounter()
+
+
+def reset_name_counters():
+    """Start automatic block names from ``0`` again (useful in tests and notebooks)."""
+    _names._counts.clear()
+
+
+class _BlockScope:
+    _current = threading.local()
+
+    def __init__(self, block):
+        self._block = block
+        self._counter = {}
+        self._old = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        current = getattr(_BlockScope._current, "value", None)
+        if current is None:
+            if prefix is None:
+                prefix = _names.next(hint) + "_"
+            params = ParameterDict(prefix) if params is None else ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = "%s%d_" % (hint, count)
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old = getattr(_BlockScope._current, "value", None)
+        _BlockScope._current.value = self
+        return self
+
+    def __exit__(self, *exc):
+        if not self._block._empty_prefix:
+            _BlockScope._current.value = self._old
+        return False
+
+
+def _indent(text, spaces):
+    return text.replace("\n", "\n" + " " * spaces)
+
+
+class Block:
+    """Base class of every layer and model: owns parameters and child blocks."""
+
+    def __init__(self, prefix=None, params=None):
+        sa = object.__setattr__
+        sa(self, "_empty_prefix", prefix == "")
+        prefix, params = _BlockScope.create(prefix, params, self._alias())
+        sa(self, "_prefix", prefix)
+        sa(self, "_params", params)
+        sa(self, "_name", prefix[:-1] if prefix.endswith("_") else prefix)
+        sa(self, "_scope", _BlockScope(self))
+        sa(self, "_children", OrderedDict())
+        sa(self, "_reg_params", {})
+        sa(self, "_forward_hooks", OrderedDict())
+        sa(self, "_forward_pre_hooks", OrderedDict())
+        sa(self, "_active", False)
+
+    def _alias(self):
+        return type(self).__name__.lower()
+
+    def __repr__(self):
+        lines = ["  (%s): %s" % (key, _indent(repr(block), 2)) for key, block in self._children.items()]
+        if not lines:
+            return "%s()" % type(self).__name__
+        return "%s(\n%s\n)" % (type(self).__name__, "\n".join(lines))
+
+    def __setattr__(self, name, value):
+        existing = self.__dict__.get(name)
+        if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
+            raise TypeError("Changing attribute type for %s from %s to %s is not allowed."
+                            % (name, type(existing), type(value)))
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            self._reg_params[name] = value
+        object.__setattr__(self, name, value)
+
+    # ----------------------------------------------------------------- naming and parameters
+    @property
+    def prefix(self):
+        return self._prefix
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def params(self) -> ParameterDict:
+        return self._params
+
+    def name_scope(self):
+        return self._scope
+
+    def collect_params(self, select=None) -> ParameterDict:
+        """This block's and its descendants' parameters; ``select`` is matched with ``re.match``."""
+        out = ParameterDict(self._params.prefix)
+        own = list(self._params.items())
+        own += [(p.name, p) for p in self._reg_params.values() if p.name not in self._params]
+        if select:
+            pattern = re.compile(select)
+            own = [(name, p) for name, p in own if pattern.match(name)]
+        out.update(OrderedDict(own))
+        for child in self._children.values():
+            out.update(child.collect_params(select=select))
+        return out
+
+    def _collect_params_with_prefix(self, prefix=""):
+        if prefix:
+            prefix += "."
+        out = {prefix + key: p for key, p in self._reg_params.items()}
+        for name, child in self._children.items():
+            out.update(child._collect_params_with_prefix(prefix + name))
+        return out
+
+    def register_child(self, block, name=None):
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    def register_forward_pre_hook(self, hook):
+        key = object()
+        self._forward_pre_hooks[key] = hook
+        return _HookHandle(self._forward_pre_hooks, key)
+
+    def register_forward_hook(self, hook):
+        key = object()
+        self._forward_hooks[key] = hook
+        return _HookHandle(self._forward_hooks, key)
+
+    def apply(self, fn):
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=_init.Uniform(), ctx=None, verbose=False, force_reinit=False):
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def hybridize(self, active=True, **kwargs):
+        """Accepted for compatibility: ops already run eagerly, so results do not change."""
+        object.__setattr__(self, "_active", active)
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        for child in self._children.values():
+            child.cast(dtype)
+        for param in self._reg_params.values():
+            param.cast(dtype)
+
+    def zero_grad(self):
+        self.collect_params().zero_grad()
+
+    def reset_ctx(self, ctx):
+        self.collect_params().reset_ctx(ctx)
+
+    # ----------------------------------------------------------------- saving and loading
+    def save_parameters(self, filename, deduplicate=False):
+        """Save parameters under their structural names (``0.weight``) to an ``.npz`` file."""
+        from .param_file import save_arrays
+        params = self._collect_params_with_prefix()
+        seen, arrays = {}, {}
+        for key, param in params.items():
+            if deduplicate and id(param) in seen:
+                continue
+            seen[id(param)] = key
+            arrays[key] = param._reduce().asnumpy()
+        save_arrays(filename, arrays)
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source="current"):
+        from .param_file import load_arrays
+        loaded = load_arrays(filename)
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if loaded and not any("." in key for key in loaded) and not any(k in params for k in loaded):
+            # A file from ParameterDict.save holds full names (dense0_weight); match on those.
+            params = {p.name: p for p in self.collect_params().values()}
+        _assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
+                       dtype_source)
+
+    save_params = save_parameters
+    load_params = load_parameters
+
+    # ----------------------------------------------------------------- calling
+    def __call__(self, *args):
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
+        out = self.forward(*args)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        raise NotImplementedError("%s must implement forward" % type(self).__name__)
+
+    def summary(self, *inputs):
+        total = sum(int(p.data().size) for p in self.collect_params().values() if p._data is not None)
+        print("%s: %d parameters" % (self.name, total))
+
+
+class _HookHandle:
+    def __init__(self, hooks, key):
+        self._hooks = hooks
+        self._key = key
+
+    def detach(self):
+        self._hooks.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+
+
+class HybridBlock(Block):
+    """A block written as ``hybrid_forward(F, x, *args, **params)`` with ``F`` the ``nd`` module.
+
+    Parameters whose shape depends on the input are resolved at the first call through
+    ``infer_shape``, which such layers implement.
+    """
+
+    def forward(self, x, *args):
+        ctx = x._ctx if isinstance(x, NDArray) else current_context()
+        try:
+            params = {name: p.data(ctx) for name, p in self._reg_params.items()}
+        except DeferredInitializationError:
+            self.infer_shape(x, *args)
+            for p in self._reg_params.values():
+                p._finish_deferred_init()
+            params = {name: p.data(ctx) for name, p in self._reg_params.items()}
+        return self.hybrid_forward(_nd, x, *args, **params)
+
+    def infer_shape(self, *args):
+        """Fill in unknown parameter shapes from the inputs; layers with deferred shapes override it."""
+        unknown = [p.name for p in self._reg_params.values() if p._data is None]
+        raise DeferredInitializationError(
+            "%s cannot infer the shapes of %s from its input; give the input size explicitly "
+            "(e.g. in_units or in_channels)." % (type(self).__name__, ", ".join(unknown)))
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError("%s must implement hybrid_forward" % type(self).__name__)
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        raise NotImplementedError("export writes MXNet symbol files, which trainer_cli does not "
+                                  "have; use save_parameters")
+
+
+def _sequential_forward(self, x, *args):
+    for block in self._children.values():
+        x = block(x, *args)
+        args = ()
+        if isinstance(x, (tuple, list)):
+            args = tuple(x[1:])
+            x = x[0]
+    if args:
+        x = (x,) + tuple(args)
+    return x
+
+
+class _SequentialMixin:
+    def add(self, *blocks):
+        for block in blocks:
+            self.register_child(block)
+
+    def __getitem__(self, key):
+        layers = list(self._children.values())[key]
+        if not isinstance(layers, list):
+            return layers
+        net = type(self)(prefix=self._prefix)
+        with net.name_scope():
+            net.add(*layers)
+        return net
+
+    def __len__(self):
+        return len(self._children)
+
+    forward = _sequential_forward
+
+
+class Sequential(_SequentialMixin, Block):
+    """Blocks applied one after another."""
+
+    def __init__(self, prefix=None, params=None):
+        Block.__init__(self, prefix=prefix, params=params)
+
+
+class HybridSequential(_SequentialMixin, HybridBlock):
+    """Hybrid blocks applied one after another."""
+
+    def __init__(self, prefix=None, params=None):
+        HybridBlock.__init__(self, prefix=prefix, params=params)

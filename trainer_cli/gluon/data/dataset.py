@@ -1,0 +1,89 @@
+"""Datasets: indexable collections of samples."""
+from __future__ import annotations
+
+import numpy
+
+from ...ndarray import NDArray
+
+__all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
+
+
+class Dataset:
+    """Abstract dataset: ``__getitem__`` and ``__len__``."""
+
+    def __getitem__(self, idx):
+        raise NotImplementedError
+
+    def __len__(self):
+        raise NotImplementedError
+
+    def transform(self, fn, lazy=True):
+        return _TransformedDataset(self, fn)
+
+    def transform_first(self, fn, lazy=True):
+        def first(*sample):
+            return (fn(sample[0]),) + tuple(sample[1:]) if len(sample) > 1 else fn(sample[0])
+        return _TransformedDataset(self, first)
+
+
+class _TransformedDataset(Dataset):
+    def __init__(self, data, fn):
+        self._data = data
+        self._fn = fn
+
+    def __len__(self):
+        return len(self._data)
+
+    def __getitem__(self, idx):
+        item = self._data[idx]
+        return self._fn(*item) if isinstance(item, tuple) else self._fn(item)
+
+
+class SimpleDataset(Dataset):
+    """A dataset over any indexable sequence."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __len__(self):
+        return len(self._data)
+
+    def __getitem__(self, idx):
+        return self._data[idx]
+
+
+class ArrayDataset(Dataset):
+    """Several equal-length arrays zipped: item ``i`` is ``(a[i], b[i], ...)``."""
+
+    def __init__(self, *args):
+        if not args:
+            raise ValueError("ArrayDataset needs at least one array")
+        self._length = len(args[0])
+        self._data = []
+        for i, data in enumerate(args):
+            if len(data) != self._length:
+                raise ValueError("All arrays must have the same length; array[0] has length %d "
+                                 "while array[%d] has %d." % (self._length, i + 1, len(data)))
+            if isinstance(data, NDArray) and data.ndim == 1:
+                data = data.asnumpy()
+            self._data.append(data)
+
+    def __getitem__(self, idx):
+        if len(self._data) == 1:
+            return self._data[0][idx]
+        return tuple(data[idx] for data in self._data)
+
+    def __len__(self):
+        return self._length
+
+    def _take_batch(self, indices):
+        """A whole batch by one gather per array: the same values as stacking the samples."""
+        from ...ndarray import creation
+        out = []
+        for data in self._data:
+            if isinstance(data, NDArray):
+                out.append(data[indices])
+            else:
+                arr = numpy.asarray(data)[indices]
+                out.append(creation.array(arr, dtype=arr.dtype))
+        return out[0] if len(out) == 1 else out

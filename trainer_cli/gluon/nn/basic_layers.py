@@ -1,0 +1,115 @@
+"""Basic layers: Dense, Activation, Flatten, Identity and Lambda wrappers."""
+from __future__ import annotations
+
+import numpy
+
+from ...ndarray import ops as _ops
+from ..block import Block, HybridBlock
+
+__all__ = ["Dense", "Activation", "Flatten", "Identity", "Lambda", "HybridLambda"]
+
+
+class Activation(HybridBlock):
+    """An elementwise activation: relu, sigmoid, tanh, softrelu or softsign."""
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self._act_type = activation
+
+    def _alias(self):
+        return self._act_type if isinstance(getattr(self, "_act_type", None), str) else "activation"
+
+    def hybrid_forward(self, F, x):
+        return F.Activation(x, act_type=self._act_type)
+
+    def __repr__(self):
+        return "Activation(%s)" % self._act_type
+
+
+class Dense(HybridBlock):
+    """``activation(dot(x, weight.T) + bias)``; ``in_units=0`` infers the input size at first call."""
+
+    def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
+                 weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
+        super().__init__(**kwargs)
+        self._flatten = flatten
+        self._units = units
+        self._in_units = in_units
+        with self.name_scope():
+            self.weight = self.params.get("weight", shape=(units, in_units), init=weight_initializer,
+                                          dtype=dtype, allow_deferred_init=True)
+            if use_bias:
+                self.bias = self.params.get("bias", shape=(units,), init=bias_initializer,
+                                            dtype=dtype, allow_deferred_init=True)
+            else:
+                self.bias = None
+            self.act = Activation(activation, prefix=activation + "_") if activation is not None else None
+
+    def infer_shape(self, x, *args):
+        in_units = int(numpy.prod(x.shape[1:])) if self._flatten else x.shape[-1]
+        self.weight.shape = (self._units, in_units)
+
+    def hybrid_forward(self, F, x, weight, bias=None):
+        out = _ops.FullyConnected(x, weight, bias, num_hidden=self._units, no_bias=bias is None,
+                                  flatten=self._flatten)
+        return self.act(out) if self.act is not None else out
+
+    def __repr__(self):
+        shape = self.weight.shape
+        return "Dense(%s -> %s, %s)" % (shape[1] if shape and shape[1] else None, shape[0],
+                                        self.act if self.act is not None else "linear")
+
+
+class Flatten(HybridBlock):
+    """Reshape to (batch, -1)."""
+
+    def hybrid_forward(self, F, x):
+        return F.flatten(x)
+
+    def __repr__(self):
+        return "Flatten"
+
+
+class Identity(HybridBlock):
+    def hybrid_forward(self, F, x):
+        return x
+
+    def __repr__(self):
+        return "Identity"
+
+
+class Lambda(Block):
+    """Wrap a function (or the name of an ``nd`` function) as a Block."""
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        if isinstance(function, str):
+            from ... import ndarray as nd
+            function = getattr(nd, function)
+        self._func_impl = function
+
+    def forward(self, *args):
+        return self._func_impl(*args)
+
+    def __repr__(self):
+        return "Lambda(%s)" % getattr(self._func_impl, "__name__", "function")
+
+
+class HybridLambda(HybridBlock):
+    """Wrap ``function(F, x, *args)`` (or the name of an ``nd`` function) as a HybridBlock."""
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        if isinstance(function, str):
+            name = function
+            self._func = lambda F, *args: getattr(F, name)(*args)
+            self._func_name = name
+        else:
+            self._func = function
+            self._func_name = getattr(function, "__name__", "function")
+
+    def hybrid_forward(self, F, x, *args):
+        return self._func(F, x, *args)
+
+    def __repr__(self):
+        return "HybridLambda(%s)" % self._func_name

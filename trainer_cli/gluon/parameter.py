@@ -1,0 +1,469 @@
+"""Gluon ``Parameter`` and ``ParameterDict``.
+
+A Parameter holds one data copy (and one gradient buffer) per context. Each data copy is an autograd
+variable whose ``_fresh_grad`` flag is set by ``backward`` and cleared by the Trainer after a local
+update, which is how a stale gradient is detected.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+import weakref
+from collections import OrderedDict
+
+import numpy
+
+from .. import autograd
+from .. import initializer as _init
+from ..context import Context, cpu, current_context
+from ..ndarray import NDArray
+from ..ndarray import creation as _creation
+
+__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "shape_is_known"]
+
+_GRAD_REQS = ("write", "add", "null")
+
+
+class DeferredInitializationError(RuntimeError):
+    """A parameter was used before its shape was known (resolved at the first forward)."""
+
+
+def shape_is_known(shape) -> bool:
+    return shape is not None and all(int(n) > 0 for n in shape)
+
+
+def _as_ctx_list(ctx):
+    if ctx is None:
+        return [current_context()]
+    if isinstance(ctx, (Context, str)):
+        return [Context(ctx) if isinstance(ctx, str) else ctx]
+    return list(ctx)
+
+
+class Parameter:
+    """A weight of a Block: data and gradient on every context it lives on."""
+
+    def __init__(self, name="weight", grad_req="write", shape=None, dtype=numpy.float32,
+                 lr_mult=1.0, wd_mult=1.0, init=None, allow_deferred_init=False,
+                 differentiable=True, stype="default", grad_stype="default"):
+        if stype != "default" or grad_stype != "default":
+            raise ValueError("only dense parameters are supported (stype='default')")
+        self.name = name
+        self._shape = None if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+        self.dtype = numpy.dtype(dtype).type
+        self.lr_mult = lr_mult
+        self.wd_mult = wd_mult
+        self.init = init
+        self._allow_deferred_init = allow_deferred_init
+        self._differentiable = differentiable
+        self._grad_req = None
+        self._data = None
+        self.grad_req = grad_req if differentiable else "null"
+        self._ctx_list = None
+        self._ctx_index = None
+        self._deferred_init = ()
+        self._trainer = None
+        self._stype = stype
+
+    def __repr__(self):
+        return "Parameter %s (shape=%s, dtype=%s)" % (self.name, self.shape, numpy.dtype(self.dtype).name)
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def shape(self):
+        return self._shape
+
+    @shape.setter
+    def shape(self, new_shape):
+        new_shape = tuple(new_shape)
+        if self._shape is not None:
+            compatible = len(self._shape) == len(new_shape) and all(
+                old <= 0 or old == new for old, new in zip(self._shape, new_shape))
+            if not compatible:
+                raise ValueError("Expected shape %s is incompatible with given shape %s for "
+                                 "Parameter %s." % (self._shape, new_shape, self.name))
+        self._shape = new_shape
+
+    @property
+    def grad_req(self):
+        return self._grad_req
+
+    @grad_req.setter
+    def grad_req(self, req):
+        if req not in _GRAD_REQS:
+            raise ValueError("grad_req must be one of 'write', 'add', or 'null', but got '%s'" % req)
+        if not self._differentiable:
+            req = "null"
+        if self._grad_req == req:
+            return
+        self._grad_req = req
+        if self._data is not None:
+            self._init_grad()
+
+    @property
+    def stype(self):
+        return self._stype
+
+    def _set_trainer(self, trainer):
+        self._trainer = None if trainer is None else weakref.ref(trainer)
+
+    # ----------------------------------------------------------------- initialization
+    def initialize(self, init=None, ctx=None, default_init=_init.Uniform(), force_reinit=False):
+        """Create the data on every context in ``ctx``, drawn by ``init`` (or the defaults)."""
+        if self._data is not None and not force_reinit:
+            warnings.warn("Parameter '%s' is already initialized, ignoring. Set force_reinit=True "
+                          "to re-initialize." % self.name, stacklevel=2)
+            return
+        self._data = None
+        ctx = _as_ctx_list(ctx)
+        if init is None:
+            init = default_init if self.init is None else self.init
+        if not shape_is_known(self._shape):
+            if self._allow_deferred_init:
+                self._deferred_init = (init, ctx, default_init, None)
+                return
+            raise ValueError("Cannot initialize Parameter '%s' because it has invalid shape: %s."
+                             % (self.name, self._shape))
+        self._deferred_init = (init, ctx, default_init, None)
+        self._finish_deferred_init()
+
+    def _finish_deferred_init(self):
+        if not self._deferred_init:
+            return
+        init, ctx, default_init, data = self._deferred_init
+        self._deferred_init = ()
+        if not shape_is_known(self._shape):
+            raise DeferredInitializationError(
+                "Cannot initialize Parameter '%s' because it has invalid shape: %s. Please specify "
+                "in_units, in_channels, etc for `Block`s." % (self.name, self._shape))
+        with autograd.pause():
+            if data is None:
+                data = _creation.zeros(self._shape, ctx=cpu(), dtype=self.dtype)
+                _init.create(default_init)(_init.InitDesc(self.name, {"__init__": init}), data)
+            self._init_impl(data, ctx)
+
+    def _init_impl(self, data, ctx_list):
+        self._ctx_list = list(ctx_list)
+        self._ctx_index = {c: i for i, c in enumerate(self._ctx_list)}
+        self._data = [data.copyto(c) for c in self._ctx_list]
+        self._init_grad()
+
+    def _init_grad(self):
+        for arr in self._data:
+            if self._grad_req == "null":
+                arr._mark(None, "null")
+            else:
+                grad = NDArray(arr._xp.zeros_like(arr._data), arr.context)
+                arr._mark(grad, self._grad_req)
+
+    def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
+        """Initialize (or overwrite) from a loaded array, checking its shape."""
+        if self._shape is not None:
+            if not all(old <= 0 or old == new for old, new in zip(self._shape, data.shape)) \
+                    or len(self._shape) != len(data.shape):
+                raise ValueError("Failed loading Parameter '%s' from saved params: shape "
+                                 "incompatible expected %s vs saved %s"
+                                 % (self.name, self._shape, data.shape))
+        self._shape = tuple(data.shape)
+        if cast_dtype and dtype_source == "saved":
+            self.dtype = data.dtype
+        data = data.astype(self.dtype, copy=False) if data.dtype != self.dtype else data
+        if self._data is None:
+            if self._deferred_init:
+                ctx = self._deferred_init[1]
+            self._deferred_init = ()
+            self._init_impl(data if isinstance(data, NDArray) else _creation.array(data, dtype=self.dtype),
+                            _as_ctx_list(ctx))
+        else:
+            self.set_data(data)
+
+    # ----------------------------------------------------------------- access
+    def _check_and_get(self, arr_list, ctx):
+        if arr_list is not None:
+            if ctx is list:
+                return arr_list
+            if ctx is None:
+                if len(arr_list) == 1:
+                    return arr_list[0]
+                ctx = current_context()
+            idx = self._ctx_index.get(ctx)
+            if idx is not None:
+                return arr_list[idx]
+            raise RuntimeError("Parameter '%s' was not initialized on context %s. It was only "
+                               "initialized on %s." % (self.name, ctx, self._ctx_list))
+        if self._deferred_init:
+            raise DeferredInitializationError(
+                "Parameter '%s' has not been initialized yet because initialization was deferred. "
+                "Actual initialization happens during the first forward pass. Please pass one batch "
+                "of data through the network before accessing Parameters." % self.name)
+        raise RuntimeError(
+            "Parameter '%s' has not been initialized. Note that you should initialize parameters "
+            "and create Trainer with Block.collect_params() instead of Block.params because the "
+            "later does not include Parameters of nested child Blocks" % self.name)
+
+    def data(self, ctx=None) -> NDArray:
+        return self._check_and_get(self._data, ctx)
+
+    def list_data(self):
+        return self._check_and_get(self._data, list)
+
+    def grad(self, ctx=None) -> NDArray:
+        if self._data is not None and self._grad_req == "null":
+            raise RuntimeError("Cannot get gradient array for Parameter '%s' because grad_req='null'"
+                               % self.name)
+        arr = self._check_and_get(self._data, ctx)
+        return arr._grad
+
+    def list_grad(self):
+        if self._data is not None and self._grad_req == "null":
+            raise RuntimeError("Cannot get gradient array for Parameter '%s' because grad_req='null'"
+                               % self.name)
+        return [arr._grad for arr in self._check_and_get(self._data, list)]
+
+    def list_ctx(self):
+        if self._data is None:
+            if self._deferred_init:
+                return list(self._deferred_init[1])
+            raise RuntimeError("Parameter '%s' has not been initialized" % self.name)
+        return list(self._ctx_list)
+
+    def set_data(self, data):
+        """Set every copy to ``data``; with a Trainer updating on a kvstore, that store is rebuilt."""
+        self.shape = data.shape
+        if self._data is None:
+            if not self._deferred_init:
+                raise RuntimeError("Parameter '%s' has not been initialized" % self.name)
+            init, ctx, default_init, _ = self._deferred_init
+            src = data if isinstance(data, NDArray) else _creation.array(data, dtype=self.dtype)
+            self._deferred_init = (init, ctx, default_init, src.copyto(cpu()))
+            return
+        trainer = self._trainer() if self._trainer is not None else None
+        if trainer is not None and getattr(trainer, "_kv_initialized", False) \
+                and getattr(trainer, "_update_on_kvstore", False):
+            trainer._reset_kvstore()
+        for arr in self._data:
+            if isinstance(data, NDArray):
+                data.copyto(arr)
+            else:
+                arr[:] = data
+
+    def zero_grad(self):
+        if self._data is None or self._grad_req == "null":
+            return
+        for arr in self._data:
+            arr._grad._data[...] = 0
+
+    def reset_ctx(self, ctx):
+        """Move the data to other contexts, keeping its value."""
+        ctx = _as_ctx_list(ctx)
+        if self._data is not None:
+            self._init_impl(self._reduce(), ctx)
+        elif self._deferred_init:
+            init, _, default_init, data = self._deferred_init
+            self._deferred_init = (init, ctx, default_init, data)
+        else:
+            raise ValueError("Cannot reset context for Parameter '%s' because it has not been "
+                             "initialized." % self.name)
+
+    def _reduce(self) -> NDArray:
+        """The average of the copies, on the CPU (what ``save`` writes)."""
+        copies = self.list_data()
+        if len(copies) == 1:
+            return copies[0].copyto(cpu())
+        total = copies[0].copyto(cpu())
+        for arr in copies[1:]:
+            total = total + arr.copyto(cpu())
+        return total / len(copies)
+
+    def cast(self, dtype):
+        self.dtype = numpy.dtype(dtype).type
+        if self._data is None:
+            return
+        with autograd.pause():
+            self._data = [arr.astype(dtype) for arr in self._data]
+        self._init_grad()
+
+    def var(self):
+        raise NotImplementedError("symbolic variables are not part of trainer_cli")
+
+
+class Constant(Parameter):
+    """A parameter that is not trained (grad_req 'null') holding a fixed value."""
+
+    def __init__(self, name, value):
+        if not isinstance(value, NDArray):
+            value = _creation.array(value)
+        self.value = value
+        super().__init__(name, grad_req="null", shape=value.shape, dtype=value.dtype,
+                         init=_init.Constant(value.asnumpy()))
+
+    @property
+    def grad_req(self):
+        return "null"
+
+    @grad_req.setter
+    def grad_req(self, req):
+        if req != "null":
+            warnings.warn("Constant parameter '%s' does not support grad_req other than 'null'" % self.name)
+        self._grad_req = "null"
+
+
+class ParameterDict:
+    """An ordered name -> Parameter mapping with a common prefix."""
+
+    def __init__(self, prefix="", shared=None):
+        self._prefix = prefix
+        self._params = OrderedDict()
+        self._shared = shared
+
+    def __repr__(self):
+        body = "\n".join("  " + repr(p) for p in self._params.values())
+        return "%s(\n%s\n)" % (self._prefix + " " if self._prefix else "", body) if body else \
+            "ParameterDict(%r)" % self._prefix
+
+    def __getitem__(self, key):
+        return self._params[key]
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __len__(self):
+        return len(self._params)
+
+    def __contains__(self, key):
+        return key in self._params
+
+    def items(self):
+        return self._params.items()
+
+    def keys(self):
+        return self._params.keys()
+
+    def values(self):
+        return self._params.values()
+
+    @property
+    def prefix(self):
+        return self._prefix
+
+    def _get_impl(self, name):
+        if name in self._params:
+            return self._params[name]
+        if self._shared is not None and name in self._shared._params:
+            self._params[name] = self._shared._params[name]
+            return self._params[name]
+        return None
+
+    def get(self, name, **kwargs) -> Parameter:
+        """The parameter ``prefix + name``, created with ``kwargs`` unless it exists already."""
+        name = self._prefix + name
+        param = self._get_impl(name)
+        if param is None:
+            param = Parameter(name, **kwargs)
+            self._params[name] = param
+            return param
+        for key, value in kwargs.items():
+            if key == "shape" and value is not None and param.shape is not None:
+                value = (value,) if isinstance(value, int) else tuple(value)
+                if len(value) == len(param.shape):
+                    merged = tuple(new if old <= 0 else old for old, new in zip(param.shape, value))
+                    if all(new <= 0 or new == m for new, m in zip(value, merged)):
+                        param._shape = merged
+                        continue
+                raise AssertionError("Cannot retrieve Parameter '%s' because desired attribute does "
+                                     "not match with stored for attribute 'shape': desired '%s' vs "
+                                     "stored '%s'." % (name, value, param.shape))
+            if key == "dtype" and value is not None:
+                if numpy.dtype(value) != numpy.dtype(param.dtype):
+                    raise AssertionError("Cannot retrieve Parameter '%s': dtype %s does not match "
+                                         "stored %s" % (name, value, param.dtype))
+                continue
+            if hasattr(param, key) and value is not None and getattr(param, key) is None:
+                setattr(param, key, value)
+        return param
+
+    def get_constant(self, name, value=None) -> Constant:
+        name = self._prefix + name
+        param = self._get_impl(name)
+        if param is None:
+            if value is None:
+                raise KeyError("No constant named '%s'. Please specify value if you want to create "
+                               "a new constant." % name)
+            param = Constant(name, value)
+            self._params[name] = param
+        return param
+
+    def update(self, other):
+        for name, param in other.items():
+            existing = self._params.get(name)
+            if existing is not None and existing is not param:
+                raise ValueError("Cannot update self with other because they have different "
+                                 "Parameters with the same name '%s'" % name)
+            self._params[name] = param
+
+    def initialize(self, init=_init.Uniform(), ctx=None, verbose=False, force_reinit=False):
+        if verbose:
+            init.set_verbosity(verbose=verbose)
+        for param in self.values():
+            param.initialize(None, ctx, init, force_reinit=force_reinit)
+
+    def zero_grad(self):
+        for param in self.values():
+            param.zero_grad()
+
+    def reset_ctx(self, ctx):
+        for param in self.values():
+            param.reset_ctx(ctx)
+
+    def list_ctx(self):
+        seen = []
+        for param in self.values():
+            for c in param.list_ctx():
+                if c not in seen:
+                    seen.append(c)
+        return seen
+
+    def setattr(self, name, value):
+        for param in self.values():
+            setattr(param, name, value)
+
+    def select(self, pattern):
+        """The parameters whose names match ``pattern`` at their start (``re.match``)."""
+        regex = re.compile(pattern)
+        out = ParameterDict(self._prefix)
+        out._params.update((k, v) for k, v in self._params.items() if regex.match(k))
+        return out
+
+    def save(self, filename, strip_prefix=""):
+        from .param_file import save_arrays
+        arrays = {}
+        for param in self.values():
+            name = param.name
+            if strip_prefix and name.startswith(strip_prefix):
+                name = name[len(strip_prefix):]
+            arrays[name] = param._reduce().asnumpy()
+        save_arrays(filename, arrays)
+
+    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="",
+             cast_dtype=False, dtype_source="current"):
+        from .param_file import load_arrays
+        loaded = {restore_prefix + k: v for k, v in load_arrays(filename).items()}
+        _assign_loaded(self._params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
+                       dtype_source)
+
+
+def _assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype, dtype_source):
+    if not allow_missing:
+        for name in params:
+            if name not in loaded:
+                raise KeyError("Parameter '%s' is missing in file '%s', which contains parameters: "
+                               "%s. Set allow_missing=True to ignore missing parameters."
+                               % (name, filename, ", ".join(sorted(loaded)) or "(none)"))
+    for name, value in loaded.items():
+        if name not in params:
+            if ignore_extra:
+                continue
+            raise KeyError("Parameter '%s' loaded from file '%s' is not present in this block, "
+                           "which contains %s. Set ignore_extra=True to ignore."
+                           % (name, filename, ", ".join(sorted(params)) or "(none)"))
+        params[name]._load_init(_creation.array(value, dtype=value.dtype), ctx, cast_dtype, dtype_source)

@@ -1,0 +1,223 @@
+"""Initializers (``trainer_cli.init``): how a Parameter's first value is drawn.
+
+Under Gluon the chosen initializer's ``_init_weight`` fills every parameter it is given, whatever
+its name (MXNet passes it as the ``__init__`` attribute); the name-based dispatch of
+``__call__`` applies to plain ``InitDesc`` names without an ``__init__`` attribute.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy
+
+from . import random as _random
+
+__all__ = ["InitDesc", "Initializer", "Uniform", "Normal", "Xavier", "MSRAPrelu", "Zero", "One",
+           "Constant", "Orthogonal", "create", "register", "registry"]
+
+registry: dict = {}
+
+
+def register(klass):
+    registry[klass.__name__.lower()] = klass
+    return klass
+
+
+class InitDesc(str):
+    """A parameter name carrying attributes, as MXNet passes it to an initializer."""
+
+    def __new__(cls, name, attrs=None, global_init=None):
+        obj = super().__new__(cls, name)
+        obj.attrs = attrs or {}
+        obj.global_init = global_init
+        return obj
+
+
+def _fill(arr, values):
+    arr._data[...] = arr._xp.asarray(values) if isinstance(values, numpy.ndarray) else values
+
+
+class Initializer:
+    """Base class: subclasses fill an NDArray in place in ``_init_weight``."""
+
+    def __init__(self, **kwargs):
+        self._kwargs = kwargs
+        self._verbose = False
+
+    def dumps(self):
+        return json.dumps([type(self).__name__.lower(), self._kwargs])
+
+    def __repr__(self):
+        args = ", ".join("%s=%r" % kv for kv in self._kwargs.items())
+        return "%s(%s)" % (type(self).__name__, args)
+
+    def set_verbosity(self, verbose=False, print_func=None):
+        self._verbose = verbose
+        return self
+
+    def __call__(self, desc, arr):
+        init = getattr(desc, "attrs", {}).get("__init__", "")
+        if init:
+            create(init)._init_weight(desc, arr)
+            return
+        name = str(desc)
+        if name.endswith("weight"):
+            self._init_weight(desc, arr)
+        elif name.endswith("bias") or name.endswith("beta"):
+            self._init_zero(desc, arr)
+        elif name.endswith("gamma"):
+            self._init_one(desc, arr)
+        elif name.endswith(("running_mean", "moving_mean", "moving_inv_var", "moving_avg")):
+            self._init_zero(desc, arr)
+        elif name.endswith(("running_var", "moving_var")):
+            self._init_one(desc, arr)
+        else:
+            raise ValueError(
+                "Unknown initialization pattern for %s. Default initialization is limited to "
+                "names ending in weight, bias, gamma, beta, running_mean or running_var." % name)
+
+    def _init_zero(self, _, arr):
+        arr._data[...] = 0
+
+    def _init_one(self, _, arr):
+        arr._data[...] = 1
+
+    def _init_weight(self, name, arr):
+        raise NotImplementedError("%s must implement _init_weight" % type(self).__name__)
+
+
+def _uniform(arr, low, high):
+    draw = _random.generator(None).random(arr.shape, dtype=numpy.float64)
+    _fill(arr, (low + (high - low) * draw).astype(numpy.dtype(arr.dtype)))
+
+
+def _normal(arr, loc, scale):
+    draw = _random.generator(None).standard_normal(arr.shape, dtype=numpy.float64)
+    _fill(arr, (loc + scale * draw).astype(numpy.dtype(arr.dtype)))
+
+
+@register
+class Zero(Initializer):
+    def _init_weight(self, _, arr):
+        arr._data[...] = 0
+
+
+@register
+class One(Initializer):
+    def _init_weight(self, _, arr):
+        arr._data[...] = 1
+
+
+@register
+class Constant(Initializer):
+    def __init__(self, value=0):
+        super().__init__(value=value)
+        self.value = value
+
+    def _init_weight(self, _, arr):
+        value = self.value
+        if hasattr(value, "asnumpy"):
+            value = value.asnumpy()
+        _fill(arr, numpy.asarray(value, dtype=numpy.dtype(arr.dtype)) if not numpy.isscalar(value) else value)
+
+
+@register
+class Uniform(Initializer):
+    """Uniform on [-scale, scale]; MXNet's default initializer with scale 0.07."""
+
+    def __init__(self, scale=0.07):
+        super().__init__(scale=scale)
+        self.scale = scale
+
+    def _init_weight(self, _, arr):
+        _uniform(arr, -self.scale, self.scale)
+
+
+@register
+class Normal(Initializer):
+    def __init__(self, sigma=0.01):
+        super().__init__(sigma=sigma)
+        self.sigma = sigma
+
+    def _init_weight(self, _, arr):
+        _normal(arr, 0.0, self.sigma)
+
+
+@register
+class Xavier(Initializer):
+    """Glorot: scale sqrt(magnitude / factor) from fan-in and fan-out."""
+
+    def __init__(self, rnd_type="uniform", factor_type="avg", magnitude=3):
+        super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
+        if rnd_type not in ("uniform", "gaussian"):
+            raise ValueError("rnd_type must be 'uniform' or 'gaussian', got %r" % (rnd_type,))
+        if factor_type not in ("avg", "in", "out"):
+            raise ValueError("factor_type must be 'avg', 'in' or 'out', got %r" % (factor_type,))
+        self.rnd_type = rnd_type
+        self.factor_type = factor_type
+        self.magnitude = float(magnitude)
+
+    def _init_weight(self, name, arr):
+        shape = arr.shape
+        if len(shape) < 2:
+            raise ValueError("Xavier initializer cannot be applied to vector %s. It requires at "
+                             "least 2D." % name)
+        hw_scale = float(numpy.prod(shape[2:])) if len(shape) > 2 else 1.0
+        fan_in, fan_out = shape[1] * hw_scale, shape[0] * hw_scale
+        factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}[self.factor_type]
+        scale = math.sqrt(self.magnitude / factor)
+        if self.rnd_type == "uniform":
+            _uniform(arr, -scale, scale)
+        else:
+            _normal(arr, 0.0, scale)
+
+
+@register
+class MSRAPrelu(Xavier):
+    """He initialization for PReLU/ReLU networks."""
+
+    def __init__(self, factor_type="avg", slope=0.25):
+        super().__init__("gaussian", factor_type, 2.0 / (1 + slope ** 2))
+        self._kwargs = {"factor_type": factor_type, "slope": slope}
+
+
+@register
+class Orthogonal(Initializer):
+    def __init__(self, scale=1.414, rand_type="uniform"):
+        super().__init__(scale=scale, rand_type=rand_type)
+        self.scale = scale
+        self.rand_type = rand_type
+
+    def _init_weight(self, _, arr):
+        nout = arr.shape[0]
+        nin = int(numpy.prod(arr.shape[1:]))
+        gen = _random.generator(None)
+        tmp = gen.uniform(-1.0, 1.0, (nout, nin)) if self.rand_type == "uniform" \
+            else gen.standard_normal((nout, nin))
+        u, _, v = numpy.linalg.svd(tmp, full_matrices=False)
+        q = u if u.shape == tmp.shape else v
+        _fill(arr, (self.scale * q.reshape(arr.shape)).astype(numpy.dtype(arr.dtype)))
+
+
+# MXNet's string aliases for initializers.
+_ALIASES = {"zeros": Zero, "ones": One, "zero": Zero, "one": One}
+
+
+def create(init, **kwargs):
+    """An initializer from an instance, a name ('xavier', 'zeros', ...) or MXNet's JSON dump."""
+    if isinstance(init, Initializer):
+        return init
+    if isinstance(init, type) and issubclass(init, Initializer):
+        return init(**kwargs)
+    if isinstance(init, str):
+        if init.startswith("["):
+            name, params = json.loads(init)
+            return create(name, **params)
+        key = init.lower()
+        klass = _ALIASES.get(key) or registry.get(key)
+        if klass is None:
+            raise ValueError("unknown initializer %r; expected one of %s"
+                             % (init, sorted(set(registry) | set(_ALIASES))))
+        return klass(**kwargs)
+    raise TypeError("cannot make an initializer from %r" % (init,))
