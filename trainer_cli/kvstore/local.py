@@ -1,0 +1,196 @@
+"""The in-process store (types ``local``, ``device`` and any other non-dist name).
+
+``push`` sums the values of one key over the devices (through 2-bit/1-bit compression with one
+error-feedback residual per source when compression is set) and then either replaces the stored
+value or hands the sum to the updater; ``pull`` broadcasts the stored value to every output.
+"""
+from __future__ import annotations
+
+import numpy
+
+from ..ndarray import NDArray
+from ..ndarray.ndarray import _transfer, _wrap
+from .base import KVStoreBase
+
+__all__ = ["KVStoreLocal", "group_key_values"]
+
+
+def group_key_values(key, value, what="value"):
+    """``(key, value)`` in any of MXNet's forms as ``[(key, [arrays...])]``.
+
+    A single key takes an NDArray or a list (one per device); a list of keys takes a list of those.
+    Repeated keys are merged into one entry and keys come out in sorted order, as MXNet does.
+    """
+    if isinstance(key, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(key) != len(value):
+            raise ValueError("%s must be a list with one entry per key (%d keys)" % (what, len(key)))
+        pairs = list(zip(key, value))
+    else:
+        pairs = [(key, value)]
+    grouped = {}
+    for k, v in pairs:
+        if not isinstance(k, (int, numpy.integer, str)):
+            raise TypeError("kvstore keys must be int or str, got %r" % (k,))
+        arrays = [v] if isinstance(v, NDArray) else list(v)
+        if not arrays or not all(isinstance(a, NDArray) for a in arrays):
+            raise TypeError("%s for key %r must be an NDArray or a list of NDArrays" % (what, k))
+        grouped.setdefault(int(k) if isinstance(k, numpy.integer) else k, []).extend(arrays)
+    kinds = {type(k) for k in grouped}
+    if len(kinds) > 1:
+        raise TypeError("kvstore keys must all be int or all be str, not a mix")
+    return sorted(grouped.items()) if len(grouped) > 1 else list(grouped.items())
+
+
+class KVStoreLocal(KVStoreBase):
+    """Keys and values inside one process; ``device`` in the type enables gradient compression."""
+
+    def __init__(self, name="local"):
+        self._type = name
+        self._store: dict = {}
+        self._updater = None
+        self._compression = None
+        self._residuals: dict = {}
+        self._merge_buffers: dict = {}
+        self._key_kind = None
+
+    @property
+    def type(self) -> str:
+        return self._type
+
+    def is_capable(self, capability) -> bool:
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError("Unknown capability: %s" % capability)
+
+    # ----------------------------------------------------------------- keys and values
+    def _check_key_kind(self, key):
+        kind = type(key)
+        if self._key_kind is None:
+            self._key_kind = kind
+        elif kind is not self._key_kind:
+            raise TypeError("kvstore keys must all be int or all be str; this store uses %s keys"
+                            % self._key_kind.__name__)
+
+    def _stored(self, key):
+        stored = self._store.get(key)
+        if stored is None:
+            raise KeyError("kvstore key %r has not been initialized (call init first)" % (key,))
+        return stored
+
+    def init(self, key, value):
+        for k, arrays in group_key_values(key, value):
+            self._check_key_kind(k)
+            if k in self._store:
+                raise ValueError("duplicate init of key %r" % (k,))
+            src = arrays[0]
+            self._store[k] = _wrap(src._data.copy(), src.context)
+
+    def push(self, key, value, priority=0):
+        for k, arrays in group_key_values(key, value):
+            stored = self._stored(k)
+            merged = self._merge(k, arrays, stored)
+            if self._updater is not None:
+                self._updater(k, merged, stored)
+            else:
+                stored._data[...] = _transfer(merged._data, stored.context)
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        if out is None:
+            raise ValueError("pull needs out=")
+        for k, outs in group_key_values(key, out, what="out"):
+            stored = self._stored(k)
+            for target in outs:
+                target._data[...] = _transfer(stored._data, target.context)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority=0):
+        self.init(key, value)
+        self.pull(key, out, priority)
+
+    # ----------------------------------------------------------------- reduction
+    def _merge_buffer(self, key, like: NDArray, ctx):
+        buf = self._merge_buffers.get(key)
+        if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.context != ctx:
+            with ctx.device_scope():
+                buf = _wrap(ctx.xp.empty(like.shape, dtype=like._data.dtype), ctx)
+            self._merge_buffers[key] = buf
+        return buf
+
+    def _merge(self, key, arrays, stored):
+        """The sum over sources, on the stored value's device."""
+        if self._compression is not None:
+            return self._merge_compressed(key, arrays, stored)
+        if len(arrays) == 1:
+            return arrays[0]
+        ctx = stored.context
+        buf = self._merge_buffer(key, arrays[0], ctx)
+        out = buf._data
+        out[...] = _transfer(arrays[0]._data, ctx)
+        for arr in arrays[1:]:
+            out += _transfer(arr._data, ctx)
+        return buf
+
+    def _merge_compressed(self, key, arrays, stored):
+        """Quantize each source with its own residual, decode on the merge device, then sum."""
+        comp = self._compression
+        ctx = stored.context
+        buf = self._merge_buffer(key, arrays[0], ctx)
+        out = buf._data.reshape(-1)
+        n = out.size
+        for pos, arr in enumerate(arrays):
+            if arr._data.dtype != numpy.float32:
+                raise TypeError("gradient compression supports float32 gradients only; key %r is %s"
+                                % (key, arr._data.dtype))
+            residual = self._residuals.get((key, pos))
+            if residual is None:
+                residual = arr._xp.zeros(n, dtype=numpy.float32)
+                self._residuals[(key, pos)] = residual
+            packed = comp.quantize(arr._data.reshape(-1), residual)
+            packed = _transfer(packed, ctx)
+            if pos == 0:
+                comp.dequantize(packed, n, out=out)
+            else:
+                out += comp.dequantize(packed, n)
+        return buf
+
+    # ----------------------------------------------------------------- optimizer on the store
+    def set_optimizer(self, optimizer):
+        from ..optimizer import get_updater
+        self._set_updater(get_updater(optimizer))
+
+    def _set_updater(self, updater):
+        self._updater = updater
+
+    def set_gradient_compression(self, compression_params):
+        """Compress pushes (``{'type': '2bit', 'threshold': 0.5}``); only ``device`` stores can."""
+        if "device" not in self._type and "dist" not in self._type:
+            raise ValueError(
+                "Gradient compression is not supported for kvstore type %r: it applies when "
+                "gradients are merged across devices, so use kvstore 'device' (or a dist_* type)."
+                % self._type)
+        from .compression import GradientCompression
+        self._compression = GradientCompression(compression_params)
+        self._residuals.clear()
+
+    @property
+    def gradient_compression(self):
+        return self._compression
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        if self._updater is None:
+            raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
+        from ..optimizer.state_file import save_states_file
+        save_states_file(fname, {0: self._updater.states}, self._updater.optimizer)
+
+    def load_optimizer_states(self, fname):
+        if self._updater is None:
+            raise RuntimeError("Cannot load optimizer states: no optimizer is set on this kvstore")
+        from ..optimizer import get_updater
+        from ..optimizer.state_file import load_states_file
+        states_by_device, optimizer = load_states_file(fname)
+        updater = get_updater(optimizer)
+        updater.set_states_dict(next(iter(states_by_device.values())) if states_by_device else {})
+        self._updater = updater
