@@ -1,0 +1,315 @@
+"""``gluon.Trainer``: applies an optimizer to a set of Parameters, through a kvstore when useful.
+
+How gradients travel is decided once, by ``_resolve_kvstore`` (the first time it is needed), into
+one of three modes:
+
+============  =====================================================  =========================
+mode          when                                                   a step does
+============  =====================================================  =========================
+``local``     no kvstore (one device, or ``kvstore=None``)           update each device's copy
+                                                                     with its own gradient
+``reduce``    a kvstore, ``update_on_kvstore`` False                 sum gradients in place on
+                                                                     every device, then update
+                                                                     each copy locally
+``store``     a kvstore, ``update_on_kvstore`` True                  push gradients, the store
+                                                                     updates its weight, pull
+                                                                     it into every copy
+============  =====================================================  =========================
+"""
+from __future__ import annotations
+
+import os
+
+import numpy
+
+from .. import kvstore as _kvstore
+from .. import optimizer as opt
+from ..optimizer import state_file
+from .parameter import Parameter, ParameterDict
+
+__all__ = ["Trainer", "StaleGradientError"]
+
+_LOCAL, _REDUCE, _STORE = "local", "reduce", "store"
+# A 'local' store keeps full copies on the host; past this size MXNet stops updating there.
+_BIG_PARAM = 1024 * 1024 * 16
+
+
+class StaleGradientError(UserWarning):
+    """A parameter's gradient was not written by ``backward`` since the last step.
+
+    A ``UserWarning`` subclass because MXNet raises ``UserWarning`` here and code catches that.
+    """
+
+
+def _env_update_on_kvstore() -> bool:
+    return bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+
+
+def _create_kvstore(kvstore, num_device, params):
+    """MXNet's ``model._create_kvstore``: the store to use and whether it may run the optimizer."""
+    update_on_kvstore = _env_update_on_kvstore()
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, _kvstore.KVStoreBase):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and "dist" not in kvstore:
+            kv = None
+        else:
+            kv = _kvstore.create(kvstore)
+            if kvstore == "local":
+                biggest = max((int(numpy.prod(p.shape)) for p in params), default=0)
+                if biggest > _BIG_PARAM:
+                    update_on_kvstore = False
+    else:
+        raise TypeError("kvstore must be a KVStore, a str or None, got %r" % (kvstore,))
+    if kv is None:
+        return None, False
+    return kv, update_on_kvstore and kv.is_capable(_kvstore.KVStoreBase.OPTIMIZER)
+
+
+class Trainer:
+    """Applies an Optimizer on a set of Parameters; use it after ``autograd`` backward passes.
+
+    ``params`` is a dict (taken in sorted-name order, which fixes each parameter's index) or a
+    list; ``optimizer`` a name with ``optimizer_params`` or an Optimizer instance.
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
+                 compression_params=None, update_on_kvstore=None):
+        if isinstance(params, (dict, ParameterDict)):
+            params = [params[key] for key in sorted(params.keys())]
+        if not isinstance(params, (list, tuple)):
+            raise ValueError("First argument must be a list or dict of Parameters, got %s." % type(params))
+        self._params = []
+        self._param2idx = {}
+        for i, param in enumerate(params):
+            if not isinstance(param, Parameter):
+                raise ValueError("First argument must be a list or dict of Parameters, got list of %s."
+                                 % type(param))
+            self._param2idx[param.name] = i
+            self._params.append(param)
+            param._set_trainer(self)
+        self._compression_params = compression_params
+        self._contexts = self._check_contexts()
+        self._init_optimizer(optimizer, optimizer_params or {})
+        self._scale = self._optimizer.rescale_grad
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._reset_kvstore()
+
+    def _check_contexts(self):
+        contexts = None
+        for param in self._params:
+            ctx = param.list_ctx()
+            if contexts is not None and contexts != ctx:
+                raise ValueError(
+                    "All Parameters must be initialized on the same set of contexts, but Parameter "
+                    "%s is initialized on %s while previous Parameters are initialized on %s."
+                    % (param.name, ctx, contexts))
+            contexts = ctx
+        return contexts or []
+
+    def _init_optimizer(self, optimizer, optimizer_params):
+        param_dict = {i: param for i, param in enumerate(self._params)}
+        if isinstance(optimizer, opt.Optimizer):
+            if optimizer_params:
+                raise ValueError("optimizer_params must be None if optimizer is an instance of "
+                                 "Optimizer instead of str")
+            self._optimizer = optimizer
+            # Not a copy: changing a Parameter's lr_mult/wd_mult must reach the optimizer.
+            self._optimizer.param_dict = param_dict
+        else:
+            self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
+        self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
+
+    # ----------------------------------------------------------------- the kvstore, decided once
+    def _reset_kvstore(self):
+        if getattr(self, "_kvstore", None) is not None and "dist" in self._kvstore.type:
+            raise RuntimeError("Cannot reset distributed KVStore.")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = None
+        self._update_on_kvstore = None
+        self._mode = None
+        self._params_to_init = list(self._params)
+
+    def _resolve_kvstore(self):
+        """Create the store and pick the mode (see the module docstring)."""
+        config = self._kvstore_params
+        kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params)
+        self._distributed = kv is not None and "dist" in kv.type
+        if self._distributed and "async" in kv.type:
+            if config["update_on_kvstore"] is False:
+                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+            update_on_kvstore = True
+        if config["update_on_kvstore"] is not None:
+            update_on_kvstore = config["update_on_kvstore"]
+        if kv is not None and update_on_kvstore and not kv.is_capable(_kvstore.KVStoreBase.OPTIMIZER):
+            if config["update_on_kvstore"]:
+                raise ValueError("Please set update_on_kvstore=False when training with %s" % type(kv))
+            update_on_kvstore = False
+        if self._compression_params and kv is None:
+            raise ValueError(
+                "compression_params were given but this Trainer uses no kvstore (%d context(s), "
+                "kvstore=%r), so gradients would never be compressed. Use kvstore='device' with "
+                "several contexts, a dist kvstore, or drop compression_params."
+                % (len(self._contexts), config["kvstore"]))
+        if kv is not None:
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kv.set_optimizer(self._optimizer)
+            self._kvstore = kv
+            self._update_on_kvstore = bool(update_on_kvstore)
+            self._mode = _STORE if update_on_kvstore else _REDUCE
+        else:
+            self._kvstore = None
+            self._update_on_kvstore = None
+            self._mode = _LOCAL
+        self._kv_initialized = True
+
+    def _init_params(self):
+        """Give the store each ready parameter; device 0's copy becomes every device's value."""
+        waiting = []
+        for param in self._params_to_init:
+            if param._deferred_init:
+                waiting.append(param)
+            elif self._kvstore is not None:
+                copies = param.list_data()
+                self._kvstore.broadcast(self._param2idx[param.name], copies[0], copies)
+        self._params_to_init = waiting
+
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._resolve_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def learning_rate(self):
+        return self._optimizer.learning_rate
+
+    @property
+    def optimizer(self):
+        return self._optimizer
+
+    def set_learning_rate(self, lr):
+        self._optimizer.set_learning_rate(lr)
+
+    # ----------------------------------------------------------------- stepping
+    def _check_and_rescale_grad(self, scale):
+        if self._update_on_kvstore and self._distributed and self._kv_initialized:
+            if self._optimizer.rescale_grad != scale:
+                raise UserWarning(
+                    "Possible change in the `batch_size` from previous `step` detected. Optimizer "
+                    "gradient normalizing factor will not change w.r.t new batch_size when "
+                    "update_on_kvstore=True and when distributed kvstore is used.")
+        self._optimizer.rescale_grad = scale
+
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One update with gradients normalized by ``1/batch_size``: reduce, then update."""
+        self._check_and_rescale_grad(self._scale / batch_size)
+        self._prepare()
+        if self._mode == _STORE:
+            self._check_fresh(ignore_stale_grad)
+            self._push_pull_weights(ignore_stale_grad)
+        else:
+            self._allreduce_grads()
+            self._update(ignore_stale_grad)
+
+    def allreduce_grads(self):
+        """Sum each parameter's gradients over the devices (before a separate ``update``)."""
+        self._prepare()
+        self._forbid_on_store("allreduce_grads")
+        self._allreduce_grads()
+
+    def update(self, batch_size, ignore_stale_grad=False):
+        """Apply the optimizer to the (already reduced) gradients, normalized by ``1/batch_size``."""
+        self._prepare()
+        self._forbid_on_store("update")
+        self._check_and_rescale_grad(self._scale / batch_size)
+        self._update(ignore_stale_grad)
+
+    def _forbid_on_store(self, what):
+        if self._mode == _STORE:
+            raise RuntimeError(
+                "%s() when parameters are updated on kvstore is not supported. Try setting "
+                "`update_on_kvstore` to False when creating trainer." % what)
+
+    def _trainable(self):
+        return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+
+    def _allreduce_grads(self):
+        if self._kvstore is None:
+            return
+        for i, param in self._trainable():
+            self._kvstore.pushpull(i, param.list_grad(), priority=-i)
+
+    def _check_fresh(self, ignore_stale_grad):
+        """Raise before anything changes if a gradient was not refreshed by ``backward``."""
+        if ignore_stale_grad:
+            return
+        for _, param in self._trainable():
+            for data in param.list_data():
+                if not data._fresh_grad:
+                    raise StaleGradientError(
+                        "Gradient of Parameter `%s` on context %s has not been updated by backward "
+                        "since last `step`. This could mean a bug in your model that made it only "
+                        "use a subset of the Parameters (Blocks) for this iteration. If you are "
+                        "intentionally only using a subset, call step with ignore_stale_grad=True "
+                        "to suppress this warning and skip updating of Parameters with stale "
+                        "gradient" % (param.name, data.context))
+
+    def _push_pull_weights(self, ignore_stale_grad):
+        for i, param in self._trainable():
+            copies = param.list_data()
+            if ignore_stale_grad and not all(d._fresh_grad for d in copies):
+                continue
+            self._kvstore.pushpull(i, param.list_grad(), out=copies, priority=-i)
+            for data in copies:
+                data._fresh_grad = False
+
+    def _update(self, ignore_stale_grad=False):
+        self._check_fresh(ignore_stale_grad)
+        per_device = [([], [], []) for _ in self._updaters]
+        for i, param in self._trainable():
+            for (indices, grads, weights), data in zip(per_device, param.list_data()):
+                if ignore_stale_grad and not data._fresh_grad:
+                    continue
+                indices.append(i)
+                grads.append(data._grad)
+                weights.append(data)
+                data._fresh_grad = False
+        for updater, (indices, grads, weights) in zip(self._updaters, per_device):
+            if indices:
+                updater(indices, grads, weights)
+
+    # ----------------------------------------------------------------- states
+    def save_states(self, fname):
+        """Write the optimizer and its per-parameter states (every device's) to ``fname``."""
+        self._prepare()
+        if self._mode == _STORE:
+            if self._params_to_init:
+                raise RuntimeError("Cannot save trainer states when some parameters are not yet "
+                                   "initialized in kvstore.")
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+        else:
+            states = {pos: updater.states for pos, updater in enumerate(self._updaters)}
+            state_file.save_states_file(fname, states, self._optimizer)
+
+    def load_states(self, fname):
+        """Restore what ``save_states`` wrote; the optimizer (lr, counts, scheduler) comes from it."""
+        self._prepare()
+        if self._mode == _STORE:
+            self._kvstore.load_optimizer_states(fname)
+            self._optimizer = self._kvstore._updater.optimizer
+        else:
+            states_by_device, optimizer = state_file.load_states_file(fname)
+            saved = [states_by_device[k] for k in sorted(states_by_device)]
+            for pos, updater in enumerate(self._updaters):
+                updater.optimizer = optimizer
+                # Fewer saved devices than now (e.g. a file from the store): reuse the first.
+                updater.set_states_dict(saved[pos] if pos < len(saved) else (saved[0] if saved else {}))
+            self._optimizer = optimizer
+        self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}

@@ -1,0 +1,32 @@
+"""Optimizers of MXNet 1.9 (``optimizer.create(name, **params)``), the ``Updater`` and state files.
+
+One module per optimizer; each holds its hyper-parameters (the constructor) and one update rule
+written once over NumPy/CuPy arrays. ``Optimizer.opt_registry`` maps the lower-cased class names
+to the classes.
+"""
+from .optimizer import Optimizer, register, create
+from .sgd import SGD, ccSGD
+from .nag import NAG
+from .signum import Signum
+from .sgld import SGLD
+from .dcasgd import DCASGD
+from .lars import LARS
+from .lbsgd import LBSGD
+from .adam import Adam, AdamW
+from .adagrad import AdaGrad, GroupAdaGrad
+from .rmsprop import RMSProp
+from .adadelta import AdaDelta
+from .ftrl import Ftrl
+from .adamax import Adamax
+from .nadam import Nadam
+from .ftml import FTML
+from .lamb import LAMB
+from .testing import Test
+from .updater import Updater, get_updater
+from . import contrib
+from .state_file import StateFileError
+
+__all__ = ["Optimizer", "register", "create", "Updater", "get_updater", "StateFileError",
+           "SGD", "ccSGD", "NAG", "Signum", "SGLD", "DCASGD", "LARS", "LBSGD", "Adam", "AdamW",
+           "AdaGrad", "GroupAdaGrad", "RMSProp", "AdaDelta", "Ftrl", "Adamax", "Nadam", "FTML",
+           "LAMB", "Test", "contrib"]

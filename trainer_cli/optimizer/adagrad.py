@@ -1,0 +1,74 @@
+"""AdaGrad (``adagrad``) and GroupAdaGrad (``groupadagrad``, MXNet's optimizer.contrib)."""
+from __future__ import annotations
+
+import numpy
+
+from ..context import array_module_of
+from ..ndarray import zeros as _nd_zeros
+from .optimizer import Optimizer, register, scaled_grad, zeros_like
+
+__all__ = ["AdaGrad", "GroupAdaGrad", "adagrad_rule", "group_adagrad_rule"]
+
+
+def adagrad_rule(w, g, history, *, lr, wd, eps, rescale, clip):
+    """``G = clip(rescale*g); history += G*G; w += (G/sqrt(history + eps) + w*wd) * -lr``:
+    eps sits inside the square root and wd outside the adaptive term."""
+    xp = array_module_of(w)
+    G = scaled_grad(g, rescale, clip)
+    history += xp.square(G)
+    div = history + eps
+    xp.sqrt(div, out=div)
+    xp.divide(G, div, out=div)
+    div += w * wd
+    div *= -lr
+    w += div
+
+
+def group_adagrad_rule(w, g, history, *, lr, eps, rescale, clip):
+    """One accumulator per row: ``history += mean(G*G, axis=1)``; ``w -= lr*G/sqrt(history+eps)``."""
+    xp = array_module_of(w)
+    G = scaled_grad(g, rescale, clip)
+    history += xp.mean(xp.square(G), axis=1, keepdims=True)
+    G *= lr
+    G /= xp.sqrt(history + eps)
+    w -= G
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad (Duchi et al. 2011). The history is float32 whatever the weight's dtype (MXNet)."""
+
+    _param_attr = {"eps": "float_stable_eps"}
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return zeros_like(weight, numpy.float32)
+
+    def _step(self, index, w, g, history, lr, wd):
+        adagrad_rule(w, g, history, lr=lr, wd=wd, eps=self.float_stable_eps,
+                     rescale=self.rescale_grad, clip=self._clip)
+
+
+@register
+class GroupAdaGrad(Optimizer):
+    """AdaGrad with one accumulator per row of a 2-D weight (embeddings); no weight decay."""
+
+    _param_attr = {"eps": "float_stable_eps"}
+
+    def __init__(self, eps=1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        if len(weight.shape) != 2:
+            raise ValueError("GroupAdaGrad needs a 2-D weight, got shape %s" % (weight.shape,))
+        return _nd_zeros((weight.shape[0], 1), ctx=weight.context, dtype=numpy.float32)
+
+    def _step(self, index, w, g, history, lr, wd):
+        if wd != 0:
+            raise ValueError("Weight decay is not supported for GroupAdaGrad")
+        group_adagrad_rule(w, g, history, lr=lr, eps=self.float_stable_eps,
+                           rescale=self.rescale_grad, clip=self._clip)

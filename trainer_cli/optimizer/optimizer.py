@@ -1,0 +1,325 @@
+"""The ``Optimizer`` base class and registry, with MXNet 1.9's bookkeeping.
+
+What lives here is what every optimizer shares: the learning rate and its scheduler, per-parameter
+``lr_mult``/``wd_mult``, per-device per-index update counts, ``rescale_grad`` and
+``clip_gradient``, multi-precision (float16 weights with a float32 master copy), and the registry
+behind ``create(name)``. Each optimizer module adds only its hyper-parameters, its state and one
+update rule on raw arrays.
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy
+
+from ..context import array_module_of
+from ..ndarray import NDArray
+from ..ndarray import zeros as _nd_zeros
+from .. import lr_scheduler as _lr_scheduler
+
+__all__ = ["Optimizer", "register", "create", "scaled_grad", "raw", "raw_state", "zeros_like"]
+
+
+class Optimizer:
+    """Base class of all optimizers (MXNet 1.9's constructor and attributes).
+
+    Subclasses implement ``create_state(index, weight)`` and ``_step(index, w, g, state, lr, wd)``,
+    where ``w``, ``g`` and the arrays of ``state`` are raw NumPy/CuPy arrays updated in place.
+    """
+
+    opt_registry: dict = {}
+
+    def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None,
+                 learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
+                 multi_precision=False, param_dict=None):
+        if isinstance(lr_scheduler, dict):
+            lr_scheduler = _lr_scheduler.from_dict(lr_scheduler)
+        self.rescale_grad = rescale_grad
+        if lr_scheduler is None and learning_rate is None:
+            learning_rate = 0.01
+        self.lr = learning_rate
+        self.lr_scheduler = lr_scheduler
+        if lr_scheduler is not None and learning_rate is not None \
+                and lr_scheduler.base_lr != learning_rate:
+            warnings.warn(UserWarning("learning rate from ``lr_scheduler`` has been overwritten "
+                                      "by ``learning_rate`` in optimizer."), stacklevel=2)
+            lr_scheduler.base_lr = learning_rate
+        self.wd = wd
+        self.lr_mult = {}
+        self.wd_mult = {}
+        self.begin_num_update = begin_num_update
+        self.num_update = begin_num_update
+        self._all_index_update_counts = {0: {}}
+        self._index_update_count = self._all_index_update_counts[0]
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.aggregate_num = 0
+        if param_idx2name is None:
+            param_idx2name = {}
+        if not isinstance(param_idx2name, dict):
+            raise ValueError("param_idx2name should be a dict of param indexes to names.")
+        self.idx2name = param_idx2name.copy()
+        self.sym_info = ()          # a Symbol's __lr_mult__/__wd_mult__ attributes: no symbols here
+        self.param_dict = param_dict if param_dict else {}
+        self.allow_np_array = False
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+
+    # ------------------------------------------------------------------ registry
+    @staticmethod
+    def register(klass):
+        """Register ``klass`` under ``klass.__name__.lower()`` (a second one warns and wins)."""
+        if not isinstance(klass, type):
+            raise TypeError("register expects a class, got %r" % (klass,))
+        name = klass.__name__.lower()
+        old = Optimizer.opt_registry.get(name)
+        if old is not None and old is not klass:
+            warnings.warn("WARNING: New optimizer %s.%s is overriding existing optimizer %s.%s"
+                          % (klass.__module__, klass.__name__, old.__module__, old.__name__))
+        Optimizer.opt_registry[name] = klass
+        return klass
+
+    @staticmethod
+    def create_optimizer(name, **kwargs):
+        """An optimizer by registry name (case-insensitive)."""
+        klass = Optimizer.opt_registry.get(str(name).lower())
+        if klass is None:
+            raise ValueError("Cannot find optimizer %s; valid names: %s"
+                             % (name, ", ".join(sorted(Optimizer.opt_registry))))
+        return klass(**kwargs)
+
+    @property
+    def registry_name(self) -> str:
+        return type(self).__name__.lower()
+
+    # ------------------------------------------------------------------ learning rate
+    @property
+    def learning_rate(self):
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
+
+    def set_learning_rate(self, lr):
+        if self.lr_scheduler is not None:
+            raise UserWarning("LRScheduler of the optimizer has already been defined. Note that "
+                              "set_learning_rate can mutate the value of the learning rate of the "
+                              "optimizer only when the LRScheduler of the optimizer is undefined.")
+        self.lr = lr
+
+    def set_lr_scale(self, args_lrscale):
+        raise DeprecationWarning
+
+    def set_lr_mult(self, args_lr_mult):
+        self.lr_mult = dict(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult):
+        """Names in ``param_idx2name`` not ending in _weight or _gamma get no weight decay."""
+        self.wd_mult = {n: 0.0 for n in self.idx2name.values()
+                        if not (n.endswith("_weight") or n.endswith("_gamma"))}
+        self.wd_mult.update(args_wd_mult)
+
+    def _get_lrs(self, indices):
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        return [lr * self._mult(index, "lr_mult", self.lr_mult) for index in indices]
+
+    def _get_wds(self, indices):
+        return [self.wd * self._mult(index, "wd_mult", self.wd_mult) for index in indices]
+
+    def _mult(self, index, attr, table):
+        # A live Gluon Parameter wins, so changing param.lr_mult mid-training takes effect.
+        if index in self.param_dict:
+            return getattr(self.param_dict[index], attr)
+        if index in table:
+            return table[index]
+        if index in self.idx2name:
+            return table.get(self.idx2name[index], 1.0)
+        return 1.0
+
+    def _get_lr(self, index):
+        return self._get_lrs([index])[0]
+
+    def _get_wd(self, index):
+        return self._get_wds([index])[0]
+
+    # ------------------------------------------------------------------ update counts
+    def _set_current_context(self, device_id):
+        self._index_update_count = self._all_index_update_counts.setdefault(device_id, {})
+
+    def _update_count(self, index):
+        for idx in index if isinstance(index, (list, tuple)) else [index]:
+            count = self._index_update_count.get(idx, self.begin_num_update) + 1
+            self._index_update_count[idx] = count
+            self.num_update = max(count, self.num_update)
+
+    @property
+    def _clip(self):
+        """The clipping bound, or None: one rule for every optimizer (see docs/compat)."""
+        c = self.clip_gradient
+        return c if c is not None and c > 0 else None
+
+    # ------------------------------------------------------------------ states and updates
+    def create_state(self, index, weight):
+        return None
+
+    def create_state_multi_precision(self, index, weight):
+        """``(weight32, state)`` for a float16 weight when ``multi_precision`` is on."""
+        if self._uses_mp(weight):
+            weight32 = weight.astype(numpy.float32)
+            return self._mp_pack(weight32, self.create_state(index, weight32))
+        if weight.dtype == numpy.float16:
+            warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or "
+                          "slow convergence. Consider using multi_precision=True option of the "
+                          "optimizer")
+        return self.create_state(index, weight)
+
+    def _uses_mp(self, weight):
+        return self.multi_precision and weight.dtype == numpy.float16
+
+    # Layout of a multi-precision state: the base class puts the master copy first, SGD-like
+    # optimizers (their own mp_* kernels in MXNet) put it last.
+    def _mp_pack(self, weight32, state):
+        return (weight32, state)
+
+    def _mp_unpack(self, state):
+        return state[0], state[1]
+
+    def update(self, index, weight, grad, state):
+        """Update ``weight`` (an NDArray, in place) from ``grad``; lists update several in turn."""
+        if isinstance(index, (list, tuple)):
+            for i, w, g, s in zip(index, weight, grad, state):
+                self.update(i, w, g, s)
+            return
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        self._step(index, raw(weight), raw(grad), raw_state(state), lr, wd)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        """``update``, through the float32 master copy for float16 weights under multi_precision."""
+        many = isinstance(index, (list, tuple))
+        weights = weight if many else [weight]
+        if not weights or not self._uses_mp(weights[0]):
+            return self.update(index, weight, grad, state)
+        grads, states = (grad, state) if many else ([grad], [state])
+        unpacked = [self._mp_unpack(s) for s in states]
+        masters = [m for m, _ in unpacked]
+        inner = [s for _, s in unpacked]
+        grads32 = [g.astype(numpy.float32) for g in grads]
+        if many:
+            self.update(list(index), masters, grads32, inner)
+        else:
+            self.update(index, masters[0], grads32[0], inner[0])
+        for w, m in zip(weights, masters):
+            raw(w)[...] = raw(m)
+
+    def _step(self, index, weight, grad, state, lr, wd):
+        raise NotImplementedError()
+
+    # ------------------------------------------------------------------ description
+    def hyperparams(self) -> dict:
+        """The constructor arguments that rebuild this optimizer, as JSON-able values."""
+        hp = {
+            "learning_rate": self.lr,
+            "wd": self.wd,
+            "rescale_grad": _number(self.rescale_grad),
+            "clip_gradient": self.clip_gradient,
+            "begin_num_update": self.begin_num_update,
+            "multi_precision": bool(self.multi_precision),
+            "lr_scheduler": None if self.lr_scheduler is None else self.lr_scheduler.to_dict(),
+            "param_idx2name": [[k, v] for k, v in self.idx2name.items()],
+        }
+        for name in self._own_params():
+            hp[name] = _jsonable(getattr(self, self._param_attr.get(name, name)))
+        return hp
+
+    # Constructor arguments stored under another attribute name (MXNet's spelling).
+    _param_attr: dict = {}
+
+    @classmethod
+    def _own_params(cls):
+        """The subclass's constructor arguments (beyond the base class's), from its signatures."""
+        base = set(inspect.signature(Optimizer.__init__).parameters)
+        names = []
+        for klass in reversed(cls.__mro__):
+            if klass is object or klass is Optimizer or "__init__" not in vars(klass):
+                continue
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self" \
+                        and p.name not in base and p.name not in names:
+                    names.append(p.name)
+        return names
+
+    def _extra_state(self) -> tuple[dict, dict]:
+        """Scalar state beyond the update counts (JSON) and arrays that go with it, for saving."""
+        return {}, {}
+
+    def _set_extra_state(self, scalars: dict, arrays: dict) -> None:
+        if scalars or arrays:
+            raise ValueError("%s keeps no extra state, but the file has some" % type(self).__name__)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("param_dict", None)   # live Parameters: the Trainer re-attaches them
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__ = state
+        self.param_dict = {}
+
+    def __repr__(self):
+        try:
+            items = [kv for kv in self.hyperparams().items() if kv[0] != "param_idx2name"]
+        except AttributeError:          # not fully constructed
+            return object.__repr__(self)
+        return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % kv for kv in items))
+
+
+register = Optimizer.register
+create = Optimizer.create_optimizer
+
+
+# ---------------------------------------------------------------------- helpers for the rules
+def raw(x):
+    """The NumPy/CuPy array behind an NDArray (or ``x`` itself when already raw)."""
+    return x._data if isinstance(x, NDArray) else x
+
+
+def raw_state(state):
+    if isinstance(state, NDArray):
+        return state._data
+    if isinstance(state, tuple):
+        return tuple(raw_state(s) for s in state)
+    if isinstance(state, list):
+        return [raw_state(s) for s in state]
+    return state
+
+
+def zeros_like(weight, dtype=None):
+    """An NDArray of zeros on ``weight``'s context, in ``dtype`` (default: the weight's)."""
+    return _nd_zeros(weight.shape, ctx=weight.context, dtype=weight.dtype if dtype is None else dtype)
+
+
+def scaled_grad(g, rescale, clip, w=None, wd=0.0, dtype=None):
+    """A new array ``clip(rescale*g + wd*w)`` (``clip`` None: no clipping), never ``g`` itself.
+
+    Scalars take the weight's precision (MXNet's kernels cast their float parameters to it)."""
+    xp = array_module_of(g)
+    t = (dtype or (w.dtype if w is not None else g.dtype)).type
+    out = xp.multiply(g, t(rescale), dtype=t)
+    if wd:
+        out += w * t(wd)
+    if clip is not None:
+        xp.clip(out, t(-clip), t(clip), out=out)
+    return out
+
+
+def _number(x):
+    return float(x) if isinstance(x, (numpy.floating, numpy.integer)) else x
+
+
+def _jsonable(x):
+    if isinstance(x, tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, list):
+        return [_jsonable(v) for v in x]
+    return _number(x)

@@ -1,0 +1,271 @@
+"""The optimizer-states file: an ``.npz`` of arrays plus a JSON header, never pickle.
+
+Layout of the npz:
+
+- ``__header__``: a uint8 array holding UTF-8 JSON (below);
+- ``a0``, ``a1``, ...: the state arrays, in the order the header lists them.
+
+The header::
+
+    {"format": "trainer-cli/optimizer-states", "version": 1,
+     "optimizer": null | {"name": registry name, "hyperparams": {...constructor values...},
+                          "num_update": n, "update_counts": [[device_id, [[index, count], ...]], ...],
+                          "current_device": device_id, "lr_mult": [[key, value], ...],
+                          "wd_mult": [[key, value], ...], "extra": {...}, "extra_arrays": {name: key}},
+     "devices": [{"device_id": d, "states": [{"index": i, "state": LAYOUT}, ...]}, ...]}
+
+where a LAYOUT is ``null``, ``{"array": key, "dtype": "float32", "shape": [...]}``, or
+``{"tuple": [LAYOUT, ...]}`` / ``{"list": [LAYOUT, ...]}``. The scheduler, with every field that
+decides its values, sits in ``hyperparams.lr_scheduler``.
+
+Loading rebuilds the optimizer from the header (hyper-parameters and counts come from the file,
+as MXNet's unpickling does) and returns the states as NDArrays on ``cpu(0)``; the ``Updater`` moves
+them to each weight's device on first use. Anything wrong raises ``StateFileError``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+import zlib
+
+import numpy
+
+from .._atomic import atomic_write
+from ..context import cpu
+from ..ndarray import NDArray
+from .optimizer import Optimizer
+
+__all__ = ["StateFileError", "FORMAT", "VERSION", "dumps_states", "loads_states",
+           "save_states_file", "load_states_file", "describe_states"]
+
+FORMAT = "trainer-cli/optimizer-states"
+VERSION = 1
+_HEADER = "__header__"
+
+
+class StateFileError(ValueError):
+    """A states file that cannot be read: truncated, corrupted, foreign, or from another version."""
+
+
+# ---------------------------------------------------------------------- writing
+def dumps_states(states_by_device: dict, optimizer: Optimizer | None) -> bytes:
+    """Serialize ``{device_id: {index: state}}`` and (optionally) the optimizer to bytes."""
+    arrays: dict = {}
+
+    def put(array) -> str:
+        key = "a%d" % len(arrays)
+        arrays[key] = _host(array)
+        return key
+
+    def layout(state):
+        if state is None:
+            return None
+        if isinstance(state, (tuple, list)):
+            return {type(state).__name__: [layout(s) for s in state]}
+        if isinstance(state, NDArray) or hasattr(state, "shape"):
+            key = put(state)
+            return {"array": key, "dtype": arrays[key].dtype.name, "shape": list(arrays[key].shape)}
+        raise TypeError("cannot save optimizer state of type %s" % type(state).__name__)
+
+    devices = []
+    for device_id in sorted(states_by_device):
+        entries = [{"index": _json_key(index), "state": layout(state)}
+                   for index, state in states_by_device[device_id].items()]
+        devices.append({"device_id": int(device_id), "states": entries})
+    header = {"format": FORMAT, "version": VERSION,
+              "optimizer": None if optimizer is None else _describe_optimizer(optimizer, put),
+              "devices": devices}
+    text = json.dumps(header, allow_nan=True)
+    buf = io.BytesIO()
+    numpy.savez(buf, **{_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8)},
+                **arrays)
+    return buf.getvalue()
+
+
+def _describe_optimizer(opt: Optimizer, put) -> dict:
+    scalars, extra_arrays = opt._extra_state()
+    return {
+        "name": opt.registry_name,
+        "hyperparams": opt.hyperparams(),
+        "num_update": opt.num_update,
+        "update_counts": [[int(dev), [[_json_key(i), int(c)] for i, c in counts.items()]]
+                          for dev, counts in opt._all_index_update_counts.items()],
+        "current_device": _current_device(opt),
+        "lr_mult": [[_json_key(k), v] for k, v in opt.lr_mult.items()],
+        "wd_mult": [[_json_key(k), v] for k, v in opt.wd_mult.items()],
+        "extra": scalars,
+        "extra_arrays": {name: put(a) for name, a in extra_arrays.items()},
+    }
+
+
+def _current_device(opt):
+    for dev, counts in opt._all_index_update_counts.items():
+        if counts is opt._index_update_count:
+            return int(dev)
+    return 0
+
+
+def save_states_file(path, states_by_device: dict, optimizer: Optimizer | None) -> None:
+    """Write ``dumps_states(...)`` to ``path`` atomically (temp file, fsync, rename)."""
+    data = dumps_states(states_by_device, optimizer)
+    with atomic_write(path, "wb") as f:
+        f.write(data)
+
+
+# ---------------------------------------------------------------------- reading
+def loads_states(data: bytes, source: str = "<bytes>"):
+    """``(states_by_device, optimizer or None)`` from bytes written by ``dumps_states``."""
+    header, arrays = _read(data, source)
+    return _rebuild(header, arrays, source)
+
+
+def load_states_file(path):
+    """``(states_by_device, optimizer or None)`` from a file written by ``save_states_file``."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise StateFileError("%s: cannot read optimizer states: %s" % (path, exc)) from exc
+    return loads_states(data, source=path)
+
+
+def describe_states(data: bytes, source: str = "<bytes>") -> dict:
+    """The header alone (for ``trainer inspect``), validated like a full load."""
+    header, arrays = _read(data, source)
+    _rebuild(header, arrays, source)
+    return header
+
+
+def _read(data: bytes, source: str):
+    def fail(why):
+        return StateFileError("%s: not a readable trainer-cli optimizer-states file: %s"
+                              % (source, why))
+    try:
+        npz = numpy.load(io.BytesIO(data), allow_pickle=False)
+    except Exception as exc:                # not a zip/npy at all, or a bare .npy
+        raise fail("%s" % (exc,)) from exc
+    if not isinstance(npz, numpy.lib.npyio.NpzFile):
+        raise fail("it holds a single array, not an .npz archive")
+    with npz:
+        try:
+            names = set(npz.files)
+            if _HEADER not in names:
+                raise fail("it is an .npz without a %s entry (written by something else?)"
+                           % _HEADER)
+            raw_header = npz[_HEADER]
+            arrays = {name: npz[name] for name in names if name != _HEADER}
+        except StateFileError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError) as exc:
+            raise fail("damaged archive (%s)" % (exc,)) from exc
+    try:
+        if raw_header.dtype != numpy.uint8 or raw_header.ndim != 1:
+            raise ValueError("header has dtype %s and shape %s" % (raw_header.dtype, raw_header.shape))
+        header = json.loads(raw_header.tobytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise fail("unreadable header (%s)" % (exc,)) from exc
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise fail("the header does not name the format %r" % FORMAT)
+    if header.get("version") != VERSION:
+        raise StateFileError("%s: optimizer-states format version %r; this trainer-cli reads "
+                             "version %d" % (source, header.get("version"), VERSION))
+    return header, arrays
+
+
+def _rebuild(header: dict, arrays: dict, source: str):
+    def fail(why):
+        return StateFileError("%s: invalid optimizer-states file: %s" % (source, why))
+
+    ctx = cpu(0)
+
+    def array(key, dtype=None, shape=None):
+        if key not in arrays:
+            raise fail("array %r listed in the header is missing" % (key,))
+        a = arrays[key]
+        if dtype is not None and a.dtype.name != dtype:
+            raise fail("array %r has dtype %s, the header says %s" % (key, a.dtype.name, dtype))
+        if shape is not None and list(a.shape) != list(shape):
+            raise fail("array %r has shape %s, the header says %s"
+                       % (key, list(a.shape), list(shape)))
+        return a
+
+    def state(layout):
+        if layout is None:
+            return None
+        if not isinstance(layout, dict) or len(layout) == 0:
+            raise fail("bad state layout %r" % (layout,))
+        if "array" in layout:
+            return NDArray(array(layout["array"], layout.get("dtype"), layout.get("shape")), ctx)
+        if "tuple" in layout:
+            return tuple(state(s) for s in layout["tuple"])
+        if "list" in layout:
+            return [state(s) for s in layout["list"]]
+        raise fail("bad state layout %r" % (layout,))
+
+    try:
+        by_device = {}
+        for entry in header.get("devices", []):
+            states = {}
+            for item in entry["states"]:
+                states[_py_key(item["index"])] = state(item["state"])
+            by_device[int(entry["device_id"])] = states
+        optimizer = None
+        if header.get("optimizer") is not None:
+            optimizer = _build_optimizer(header["optimizer"], array, fail)
+    except StateFileError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise fail("%s: %s" % (type(exc).__name__, exc)) from exc
+    return by_device, optimizer
+
+
+def _build_optimizer(desc: dict, array, fail) -> Optimizer:
+    name = desc["name"]
+    klass = Optimizer.opt_registry.get(str(name).lower())
+    if klass is None:
+        raise fail("unknown optimizer %r (known: %s)" % (name, ", ".join(sorted(Optimizer.opt_registry))))
+    hp = dict(desc["hyperparams"])
+    hp["param_idx2name"] = {_py_key(k): v for k, v in hp.get("param_idx2name") or []}
+    try:
+        opt = klass(**hp)
+    except TypeError as exc:
+        raise fail("cannot rebuild optimizer %r from its hyper-parameters: %s" % (name, exc)) from exc
+    opt.num_update = desc["num_update"]
+    opt._all_index_update_counts = {
+        int(dev): {_py_key(i): int(c) for i, c in counts} for dev, counts in desc["update_counts"]}
+    opt._all_index_update_counts.setdefault(0, {})
+    opt._set_current_context(int(desc.get("current_device", 0)))
+    opt.lr_mult = {_py_key(k): v for k, v in desc.get("lr_mult", [])}
+    opt.wd_mult = {_py_key(k): v for k, v in desc.get("wd_mult", [])}
+    extra_arrays = {n: array(key) for n, key in (desc.get("extra_arrays") or {}).items()}
+    opt._set_extra_state(desc.get("extra") or {}, extra_arrays)
+    return opt
+
+
+# ---------------------------------------------------------------------- helpers
+def _host(a) -> numpy.ndarray:
+    if isinstance(a, NDArray):
+        return a.asnumpy()
+    if isinstance(a, numpy.ndarray):
+        return a
+    return a.get()       # cupy
+
+
+def _json_key(k):
+    """Indices are ints (Gluon) or strings (kvstore keys); JSON keeps either type as a value."""
+    if isinstance(k, (bool, numpy.bool_)):
+        raise TypeError("a bool is not a parameter index")
+    if isinstance(k, (int, numpy.integer)):
+        return int(k)
+    if isinstance(k, str):
+        return k
+    raise TypeError("parameter index %r must be an int or a str" % (k,))
+
+
+def _py_key(k):
+    if isinstance(k, (int, str)) and not isinstance(k, bool):
+        return k
+    raise ValueError("bad parameter index %r" % (k,))

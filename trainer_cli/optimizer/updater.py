@@ -1,0 +1,120 @@
+"""``Updater``: applies an optimizer to (index, grad, weight) triples, keeping one state per index."""
+from __future__ import annotations
+
+from ..ndarray import NDArray
+
+__all__ = ["Updater", "get_updater"]
+
+
+class Updater:
+    """MXNet's ``Updater``: lazy state creation, states moved to the weight's device on first use
+    after a load, and per-device update counts (the optimizer is told the weight's device id).
+
+    ``get_states``/``set_states`` use trainer-cli's state format (an ``.npz`` with a JSON header,
+    never pickle; see ``state_file``)."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.states = {}
+        self.states_synced = {}
+        self.aggregate_updates = optimizer.aggregate_num > 0
+
+    def __call__(self, index, grad, weight):
+        """Update ``weight`` from ``grad`` (note the order); each may be a single item or a list."""
+        if not isinstance(index, (list, tuple)):
+            indices, grads, weights = [index], [grad], [weight]
+        else:
+            indices, grads, weights = list(index), list(grad), list(weight)
+        if not weights:
+            return
+        self.optimizer._set_current_context(weights[0].context.device_id)
+        for i, idx in enumerate(indices):
+            if isinstance(idx, bytes):
+                idx = indices[i] = idx.decode("utf-8")
+            if idx not in self.states:
+                self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
+                self.states_synced[idx] = True
+            elif not self.states_synced.get(idx, False):
+                self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
+                self.states_synced[idx] = True
+        if not self.aggregate_updates:
+            for idx, w, g in zip(indices, weights, grads):
+                self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+            return
+        # Grouped by dtype, in chunks of aggregate_num: the order in which MXNet's aggregated
+        # updates count steps and query the scheduler.
+        by_dtype = {}
+        for item in zip(indices, weights, grads):
+            by_dtype.setdefault(item[1].dtype, []).append(item)
+        size = self.optimizer.aggregate_num
+        for items in by_dtype.values():
+            for start in range(0, len(items), size):
+                chunk = items[start:start + size]
+                idxs = [c[0] for c in chunk]
+                self.optimizer.update_multi_precision(
+                    idxs, [c[1] for c in chunk], [c[2] for c in chunk],
+                    [self.states[i] for i in idxs])
+
+    def sync_state_context(self, state, context):
+        """``state`` with every array moved to ``context`` (tuples stay tuples, lists lists)."""
+        if isinstance(state, NDArray):
+            return state.as_in_context(context)
+        if isinstance(state, (tuple, list)):
+            synced = [self.sync_state_context(s, context) for s in state]
+            return tuple(synced) if isinstance(state, tuple) else synced
+        return state
+
+    def device_id(self):
+        """The device the states live on (that of the first state array; 0 when there is none)."""
+        for state in self.states.values():
+            array = _first_array(state)
+            if array is not None:
+                return array.context.device_id
+        return 0
+
+    def get_states(self, dump_optimizer=False) -> bytes:
+        """The states (and, with ``dump_optimizer``, the optimizer) in trainer-cli's state format."""
+        from .state_file import dumps_states
+        return dumps_states({self.device_id(): self.states},
+                            self.optimizer if dump_optimizer else None)
+
+    def set_states(self, states: bytes, device_id=None):
+        """Load what ``get_states`` (or ``state_file.dumps_states``) wrote. A file holding an
+        optimizer replaces ``self.optimizer`` (hyper-parameters and counts come from the file, as
+        in MXNet). From a file of several devices, the entry for ``device_id`` is taken (default:
+        the lowest device id). States move to each weight's device on its next update."""
+        from .state_file import StateFileError, loads_states
+        by_device, optimizer = loads_states(states)
+        if device_id is not None and device_id in by_device:
+            chosen = by_device[device_id]
+        elif by_device:
+            chosen = by_device[min(by_device)]
+        else:
+            chosen = {}
+        if not isinstance(chosen, dict):
+            raise StateFileError("<bytes>: malformed states")
+        if optimizer is not None:
+            self.optimizer = optimizer
+            self.aggregate_updates = optimizer.aggregate_num > 0
+        self.set_states_dict(chosen)
+
+    def set_states_dict(self, states: dict):
+        """Adopt ``{index: state}`` (as loaded from a file); each moves to its weight's device on
+        that weight's next update."""
+        self.states = dict(states)
+        self.states_synced = dict.fromkeys(self.states, False)
+
+
+def get_updater(optimizer) -> Updater:
+    return Updater(optimizer)
+
+
+def _first_array(state):
+    if isinstance(state, NDArray):
+        return state
+    if isinstance(state, (tuple, list)):
+        for s in state:
+            found = _first_array(s)
+            if found is not None:
+                return found
+    return None
