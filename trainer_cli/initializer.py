@@ -68,9 +68,9 @@ class Initializer:
             self._init_zero(desc, arr)
         elif name.endswith("gamma"):
             self._init_one(desc, arr)
-        elif name.endswith(("running_mean", "moving_mean", "moving_inv_var", "moving_avg")):
+        elif name.endswith(("running_mean", "moving_mean", "moving_inv_var", "moving_avg", "min")):
             self._init_zero(desc, arr)
-        elif name.endswith(("running_var", "moving_var")):
+        elif name.endswith(("running_var", "moving_var", "max")):
             self._init_one(desc, arr)
         else:
             raise ValueError(

@@ -14,7 +14,8 @@ from .. import initializer as _init
 from .. import ndarray as _nd
 from ..context import current_context
 from ..ndarray import NDArray
-from .parameter import DeferredInitializationError, Parameter, ParameterDict, _assign_loaded
+from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterError,
+                        _assign_loaded)
 
 __all__ = ["Block", "HybridBlock", "Sequential", "HybridSequential", "reset_name_counters"]
 
@@ -119,6 +120,11 @@ class Block:
         if isinstance(value, Block):
             self.register_child(value, name)
         elif isinstance(value, Parameter):
+            if self._reg_params.get(name, value) is not value:
+                raise ParameterError(
+                    "Overriding Parameter attribute %s is not allowed. If you want to share "
+                    "parameters between blocks, please set 'params' at Block construction instead."
+                    % name)
             self._reg_params[name] = value
         object.__setattr__(self, name, value)
 
@@ -192,8 +198,11 @@ class Block:
     def cast(self, dtype):
         for child in self._children.values():
             child.cast(dtype)
-        for param in self._reg_params.values():
-            param.cast(dtype)
+        seen = set()
+        for param in list(self._params.values()) + list(self._reg_params.values()):
+            if id(param) not in seen:
+                seen.add(id(param))
+                param.cast(dtype)
 
     def zero_grad(self):
         self.collect_params().zero_grad()
@@ -203,29 +212,39 @@ class Block:
 
     # ----------------------------------------------------------------- saving and loading
     def save_parameters(self, filename, deduplicate=False):
-        """Save parameters under their structural names (``0.weight``) to an ``.npz`` file."""
+        """Save parameters under their structural names (``0.weight``) to an ``.npz`` file.
+
+        With ``deduplicate``, a parameter shared by several blocks is stored once, under the last
+        of its names (as MXNet does); ``load_parameters`` accepts any one of them.
+        """
         from .param_file import save_arrays
         params = self._collect_params_with_prefix()
-        seen, arrays = {}, {}
-        for key, param in params.items():
-            if deduplicate and id(param) in seen:
-                continue
-            seen[id(param)] = key
-            arrays[key] = param._reduce().asnumpy()
-        save_arrays(filename, arrays)
+        if deduplicate:
+            last_name = {id(param): key for key, param in params.items()}
+            params = {key: param for key, param in params.items() if last_name[id(param)] == key}
+        save_arrays(filename, {key: param._reduce().asnumpy() for key, param in params.items()})
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
+        """Load a file written by ``save_parameters`` (structural names).
+
+        A file whose names contain no ``.`` is MXNet's older layout, names relative to this block's
+        prefix (``ParameterDict.save(strip_prefix=block.prefix)``); a file of full names
+        (``dense0_weight``, from ``collect_params().save``) is accepted as well.
+        """
         from .param_file import load_arrays
         loaded = load_arrays(filename)
         params = self._collect_params_with_prefix()
         if not loaded and not params:
             return
-        if loaded and not any("." in key for key in loaded) and not any(k in params for k in loaded):
-            # A file from ParameterDict.save holds full names (dense0_weight); match on those.
-            params = {p.name: p for p in self.collect_params().values()}
-        _assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
-                       dtype_source)
+        if not any(key in params for key in loaded) and not any("." in key for key in loaded):
+            full = dict(self.collect_params().items())
+            restored = {self.prefix + key: value for key, value in loaded.items()}
+            if not any(name in full for name in restored) and any(name in full for name in loaded):
+                restored = loaded
+            params, loaded = full, restored
+        _assign_loaded(params, loaded, "file '%s'" % filename, ctx, allow_missing, ignore_extra,
+                       cast_dtype, dtype_source)
 
     save_params = save_parameters
     load_params = load_parameters
@@ -277,7 +296,7 @@ class HybridBlock(Block):
             params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         except DeferredInitializationError:
             self.infer_shape(x, *args)
-            for p in self._reg_params.values():
+            for p in list(self._params.values()) + list(self._reg_params.values()):
                 p._finish_deferred_init()
             params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         return self.hybrid_forward(_nd, x, *args, **params)

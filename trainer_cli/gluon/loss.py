@@ -2,7 +2,10 @@
 against the loss, and the result is averaged over every axis except ``batch_axis``."""
 from __future__ import annotations
 
-from ..ndarray import NDArray
+import numbers
+
+import numpy
+
 from ..ndarray import ops as F
 from .block import HybridBlock
 
@@ -14,7 +17,7 @@ def _apply_weighting(loss, weight=None, sample_weight=None):
     if sample_weight is not None:
         loss = loss * sample_weight
     if weight is not None:
-        if not isinstance(weight, (int, float)):
+        if not isinstance(weight, (numbers.Number, numpy.generic)):
             raise TypeError("weight must be a number")
         loss = loss * weight
     return loss

@@ -5,6 +5,7 @@ import os
 import zipfile
 
 import numpy
+from numpy.lib import format as _npy_format
 
 from .._atomic import atomic_write
 
@@ -16,22 +17,71 @@ class ParamFileError(ValueError):
 
 
 def save_arrays(filename, arrays: dict) -> None:
+    """Write ``arrays`` as an uncompressed ``.npz`` that ``numpy.load(allow_pickle=False)`` reads.
+
+    The archive is written member by member instead of through ``numpy.savez``, whose own keyword
+    arguments (``file``, ``allow_pickle``) would swallow parameters of those names.
+    """
     with atomic_write(filename) as f:
-        numpy.savez(f, **arrays)
+        with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, arr in arrays.items():
+                arr = numpy.asarray(arr)
+                if arr.dtype.hasobject:
+                    raise TypeError("parameter %r has dtype object, which cannot be saved without "
+                                    "pickle" % (name,))
+                with zf.open(name + ".npy", mode="w", force_zip64=True) as member:
+                    _npy_format.write_array(member, arr, allow_pickle=False)
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_NPY_MAGIC = b"\x93NUMPY"
 
 
 def load_arrays(filename) -> dict:
+    """Read a parameter file as name -> numpy array; any unreadable file is a ParamFileError."""
     path = os.fspath(filename)
     try:
-        npz = numpy.load(path, allow_pickle=False)
-        if not isinstance(npz, numpy.lib.npyio.NpzFile):
-            raise ParamFileError("%s: not a parameter file (expected an .npz archive of arrays)" % path)
-        with npz:
-            return {name: npz[name] for name in npz.files}
-    except ParamFileError:
-        raise
+        with open(path, "rb") as f:
+            head = f.read(len(_ZIP_MAGIC))
     except FileNotFoundError:
         raise ParamFileError("%s: no such parameter file" % path) from None
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise ParamFileError("%s: cannot read parameter file (%s); it may be truncated or corrupted"
-                             % (path, exc)) from None
+    except OSError as exc:
+        raise ParamFileError("%s: cannot open parameter file (%s)" % (path, _reason(exc))) from None
+    # Sniffed first so that a foreign file is reported as such, not with numpy's advice to
+    # unpickle it.
+    if not head:
+        raise ParamFileError("%s: the parameter file is empty" % path)
+    if _NPY_MAGIC.startswith(head):
+        raise ParamFileError("%s: not a parameter file (a single .npy array, expected an .npz "
+                             "archive of named arrays)" % path)
+    if head != _ZIP_MAGIC:
+        raise ParamFileError("%s: not a parameter file (expected an .npz archive of named arrays)"
+                             % path)
+    try:
+        with numpy.load(path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise ParamFileError("%s: holds object (pickled) data, which parameter files never load"
+                                 % path) from None
+        raise ParamFileError("%s: cannot read parameter file (%s); it may be truncated or "
+                             "corrupted" % (path, _reason(exc))) from None
+    except Exception as exc:  # noqa: BLE001 - any failure to parse a zip means a damaged file
+        raise ParamFileError("%s: cannot read parameter file (%s); it may be truncated or "
+                             "corrupted" % (path, _reason(exc))) from None
+    return _strip_nd_save_keys(path, arrays)
+
+
+def _strip_nd_save_keys(path, arrays):
+    """Accept what ``nd.save`` wrote for a dict (keys ``k:name``); its lists are not parameters."""
+    if arrays and all(key.startswith("k:") for key in arrays):
+        return {key[2:]: value for key, value in arrays.items()}
+    if arrays and all(key.startswith("i:") for key in arrays):
+        raise ParamFileError("%s: holds a list of arrays saved by nd.save, not named parameters"
+                             % path)
+    return arrays
+
+
+def _reason(exc):
+    text = str(exc).strip()
+    return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__

@@ -19,13 +19,21 @@ from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
 from ..ndarray import creation as _creation
 
-__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "shape_is_known"]
+__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "ParameterError",
+           "shape_is_known"]
 
 _GRAD_REQS = ("write", "add", "null")
 
 
 class DeferredInitializationError(RuntimeError):
     """A parameter was used before its shape was known (resolved at the first forward)."""
+
+
+class ParameterError(AssertionError, ValueError):
+    """A bad argument where MXNet fails an ``assert``.
+
+    Code written for MXNet catches AssertionError there; ValueError is what the failure is.
+    """
 
 
 def shape_is_known(shape) -> bool:
@@ -75,13 +83,13 @@ class Parameter:
 
     @shape.setter
     def shape(self, new_shape):
-        new_shape = tuple(new_shape)
+        new_shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
         if self._shape is not None:
             compatible = len(self._shape) == len(new_shape) and all(
                 old <= 0 or old == new for old, new in zip(self._shape, new_shape))
             if not compatible:
-                raise ValueError("Expected shape %s is incompatible with given shape %s for "
-                                 "Parameter %s." % (self._shape, new_shape, self.name))
+                raise ParameterError("Expected shape %s is incompatible with given shape %s for "
+                                     "Parameter %s." % (self._shape, new_shape, self.name))
         self._shape = new_shape
 
     @property
@@ -91,7 +99,8 @@ class Parameter:
     @grad_req.setter
     def grad_req(self, req):
         if req not in _GRAD_REQS:
-            raise ValueError("grad_req must be one of 'write', 'add', or 'null', but got '%s'" % req)
+            raise ParameterError("grad_req must be one of 'write', 'add', or 'null', but got '%s'"
+                                 % (req,))
         if not self._differentiable:
             req = "null"
         if self._grad_req == req:
@@ -157,25 +166,51 @@ class Parameter:
                 arr._mark(grad, self._grad_req)
 
     def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
-        """Initialize (or overwrite) from a loaded array, checking its shape."""
+        """Initialize (or overwrite) from a loaded array, checking shape, dtype and contexts."""
+        if dtype_source not in ("current", "saved"):
+            raise ParameterError("dtype_source must be 'current' or 'saved', got %r" % (dtype_source,))
         if self._shape is not None:
-            if not all(old <= 0 or old == new for old, new in zip(self._shape, data.shape)) \
-                    or len(self._shape) != len(data.shape):
-                raise ValueError("Failed loading Parameter '%s' from saved params: shape "
-                                 "incompatible expected %s vs saved %s"
-                                 % (self.name, self._shape, data.shape))
+            if len(self._shape) != len(data.shape) or \
+                    not all(old <= 0 or old == new for old, new in zip(self._shape, data.shape)):
+                raise ParameterError("Failed loading Parameter '%s' from saved params: shape "
+                                     "incompatible expected %s vs saved %s"
+                                     % (self.name, self._shape, data.shape))
         self._shape = tuple(data.shape)
-        if cast_dtype and dtype_source == "saved":
-            self.dtype = data.dtype
-        data = data.astype(self.dtype, copy=False) if data.dtype != self.dtype else data
+        saved = numpy.dtype(data.dtype)
+        if saved != numpy.dtype(self.dtype):
+            if not cast_dtype:
+                # Silently casting would lose precision or change the model's dtype unnoticed.
+                raise ParameterError("Failed loading Parameter '%s' from saved params: dtype "
+                                     "incompatible expected %s vs saved %s. Set cast_dtype=True to "
+                                     "cast the dtype of saved params."
+                                     % (self.name, numpy.dtype(self.dtype).name, saved.name))
+            if dtype_source == "saved":
+                self.dtype = saved.type
+            else:
+                data = data.astype(self.dtype)
+        if not isinstance(data, NDArray):
+            data = _creation.array(data, ctx=cpu(), dtype=data.dtype)
+        if isinstance(ctx, (Context, str)):
+            ctx = _as_ctx_list(ctx)
         if self._data is None:
             if self._deferred_init:
-                ctx = self._deferred_init[1]
-            self._deferred_init = ()
-            self._init_impl(data if isinstance(data, NDArray) else _creation.array(data, dtype=self.dtype),
-                            _as_ctx_list(ctx))
+                deferred_ctx = self._deferred_init[1]
+                if ctx is not None and set(ctx) != set(deferred_ctx):
+                    raise ParameterError("Failed to load Parameter '%s' on %s because it was "
+                                         "previously initialized on %s."
+                                         % (self.name, ctx, deferred_ctx))
+                ctx = deferred_ctx
+            elif ctx is None:
+                ctx = [cpu()]
+            with autograd.pause():
+                self._init_impl(data, list(ctx))
         else:
+            if ctx is not None and set(ctx) != set(self._ctx_list):
+                raise ParameterError("Failed to load Parameter '%s' on %s because it was "
+                                     "previously initialized on %s."
+                                     % (self.name, ctx, self._ctx_list))
             self.set_data(data)
+        self._deferred_init = ()
 
     # ----------------------------------------------------------------- access
     def _check_and_get(self, arr_list, ctx):
@@ -239,13 +274,15 @@ class Parameter:
             return
         trainer = self._trainer() if self._trainer is not None else None
         if trainer is not None and getattr(trainer, "_kv_initialized", False) \
-                and getattr(trainer, "_update_on_kvstore", False):
+                and getattr(trainer, "_update_on_kvstore", False) \
+                and self not in getattr(trainer, "_params_to_init", ()):
             trainer._reset_kvstore()
+        if not isinstance(data, NDArray):
+            data = _creation.array(data, ctx=cpu(), dtype=self.dtype)
+        # Written into the buffers directly: a parameter's value may be set inside record(), where
+        # item assignment to a marked variable is refused.
         for arr in self._data:
-            if isinstance(data, NDArray):
-                data.copyto(arr)
-            else:
-                arr[:] = data
+            data.copyto(arr)
 
     def zero_grad(self):
         if self._data is None or self._grad_req == "null":
@@ -257,7 +294,8 @@ class Parameter:
         """Move the data to other contexts, keeping its value."""
         ctx = _as_ctx_list(ctx)
         if self._data is not None:
-            self._init_impl(self._reduce(), ctx)
+            with autograd.pause():
+                self._init_impl(self._reduce(), ctx)
         elif self._deferred_init:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
@@ -280,8 +318,14 @@ class Parameter:
         if self._data is None:
             return
         with autograd.pause():
+            grads = None if self._grad_req == "null" else [arr._grad for arr in self._data]
             self._data = [arr.astype(dtype) for arr in self._data]
-        self._init_grad()
+        if grads is None:
+            self._init_grad()
+            return
+        # MXNet casts the gradient too instead of zeroing it.
+        for arr, grad in zip(self._data, grads):
+            arr._mark(NDArray(grad._data.astype(numpy.dtype(dtype)), grad.context), self._grad_req)
 
     def var(self):
         raise NotImplementedError("symbolic variables are not part of trainer_cli")
@@ -296,6 +340,10 @@ class Constant(Parameter):
         self.value = value
         super().__init__(name, grad_req="null", shape=value.shape, dtype=value.dtype,
                          init=_init.Constant(value.asnumpy()))
+
+    def __repr__(self):
+        return "Constant %s (shape=%s, dtype=%s)" % (self.name, self.shape,
+                                                     numpy.dtype(self.dtype).name)
 
     @property
     def grad_req(self):
@@ -317,9 +365,8 @@ class ParameterDict:
         self._shared = shared
 
     def __repr__(self):
-        body = "\n".join("  " + repr(p) for p in self._params.values())
-        return "%s(\n%s\n)" % (self._prefix + " " if self._prefix else "", body) if body else \
-            "ParameterDict(%r)" % self._prefix
+        body = "\n".join(("  " + repr(p)).replace("\n", "\n  ") for p in self._params.values())
+        return "%s(\n%s\n)" % (self._prefix + " " if self._prefix else "", body)
 
     def __getitem__(self, key):
         return self._params[key]
@@ -355,7 +402,12 @@ class ParameterDict:
         return None
 
     def get(self, name, **kwargs) -> Parameter:
-        """The parameter ``prefix + name``, created with ``kwargs`` unless it exists already."""
+        """The parameter ``prefix + name``, created with ``kwargs`` unless it exists already.
+
+        An existing parameter must agree with ``kwargs``: unknown (0 or -1) dimensions of either
+        shape are filled from the other, attributes it lacks are set, and any other difference is
+        an error, as in MXNet.
+        """
         name = self._prefix + name
         param = self._get_impl(name)
         if param is None:
@@ -363,23 +415,25 @@ class ParameterDict:
             self._params[name] = param
             return param
         for key, value in kwargs.items():
-            if key == "shape" and value is not None and param.shape is not None:
-                value = (value,) if isinstance(value, int) else tuple(value)
-                if len(value) == len(param.shape):
-                    merged = tuple(new if old <= 0 else old for old, new in zip(param.shape, value))
-                    if all(new <= 0 or new == m for new, m in zip(value, merged)):
-                        param._shape = merged
-                        continue
-                raise AssertionError("Cannot retrieve Parameter '%s' because desired attribute does "
-                                     "not match with stored for attribute 'shape': desired '%s' vs "
-                                     "stored '%s'." % (name, value, param.shape))
-            if key == "dtype" and value is not None:
-                if numpy.dtype(value) != numpy.dtype(param.dtype):
-                    raise AssertionError("Cannot retrieve Parameter '%s': dtype %s does not match "
-                                         "stored %s" % (name, value, param.dtype))
+            if value is None:
                 continue
-            if hasattr(param, key) and value is not None and getattr(param, key) is None:
+            existing = getattr(param, key, None)
+            if existing is None:
                 setattr(param, key, value)
+                continue
+            if key == "shape":
+                value = (value,) if isinstance(value, int) else tuple(value)
+                merged = _merge_shapes(value, existing)
+                if merged is not None:
+                    param._shape = merged
+                    continue
+            elif key == "dtype" and numpy.dtype(value) == numpy.dtype(existing):
+                continue
+            if value != existing:
+                raise ParameterError(
+                    "Cannot retrieve Parameter '%s' because desired attribute does not match with "
+                    "stored for attribute '%s': desired '%s' vs stored '%s'."
+                    % (name, key, value, existing))
         return param
 
     def get_constant(self, name, value=None) -> Constant:
@@ -394,15 +448,19 @@ class ParameterDict:
         return param
 
     def update(self, other):
+        """Add ``other``'s parameters; a different Parameter under an existing name is an error."""
+        # Check everything first so that a conflict leaves this dict unchanged.
         for name, param in other.items():
             existing = self._params.get(name)
             if existing is not None and existing is not param:
-                raise ValueError("Cannot update self with other because they have different "
-                                 "Parameters with the same name '%s'" % name)
+                raise ParameterError("Cannot update self with other because they have different "
+                                     "Parameters with the same name '%s'" % name)
+        for name, param in other.items():
             self._params[name] = param
 
     def initialize(self, init=_init.Uniform(), ctx=None, verbose=False, force_reinit=False):
         if verbose:
+            init = _init.create(init)
             init.set_verbosity(verbose=verbose)
         for param in self.values():
             param.initialize(None, ctx, init, force_reinit=force_reinit)
@@ -435,35 +493,92 @@ class ParameterDict:
         return out
 
     def save(self, filename, strip_prefix=""):
+        """Write every parameter (averaged over its copies) to an ``.npz`` file."""
         from .param_file import save_arrays
         arrays = {}
         for param in self.values():
-            name = param.name
-            if strip_prefix and name.startswith(strip_prefix):
-                name = name[len(strip_prefix):]
-            arrays[name] = param._reduce().asnumpy()
+            if not param.name.startswith(strip_prefix):
+                raise ValueError("Prefix '%s' is to be stripped before saving, but Parameter's name "
+                                 "'%s' does not start with '%s'. This may be due to your Block "
+                                 "sharing parameters from other Blocks or creating child blocks "
+                                 "outside 'with name_scope()'."
+                                 % (strip_prefix, param.name, strip_prefix))
+            arrays[param.name[len(strip_prefix):]] = param._reduce().asnumpy()
         save_arrays(filename, arrays)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="",
              cast_dtype=False, dtype_source="current"):
+        """Load a file written by ``save`` (or ``Block.save_parameters`` of a leaf block)."""
         from .param_file import load_arrays
-        loaded = {restore_prefix + k: v for k, v in load_arrays(filename).items()}
-        _assign_loaded(self._params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype,
-                       dtype_source)
+        if restore_prefix:
+            for name in self.keys():
+                if not name.startswith(restore_prefix):
+                    raise ParameterError("restore_prefix is '%s' but Parameters name '%s' does not "
+                                         "start with '%s'" % (restore_prefix, name, restore_prefix))
+        self.load_dict(load_arrays(filename), ctx, allow_missing, ignore_extra, restore_prefix,
+                       filename, cast_dtype, dtype_source)
+
+    def load_dict(self, param_dict, ctx=None, allow_missing=False, ignore_extra=False,
+                  restore_prefix="", filename=None, cast_dtype=False, dtype_source="current"):
+        """Load from a name -> array dict (names without ``restore_prefix``)."""
+        loaded = {}
+        for key, value in param_dict.items():
+            # MXNet's symbolic checkpoints mark arguments and auxiliary states this way.
+            if key.startswith(("arg:", "aux:")):
+                key = key[4:]
+            loaded[restore_prefix + key] = value
+        source = "file '%s'" % filename if filename is not None else "the given dict"
+        _assign_loaded({name: param for name, param in self._params.items()}, loaded, source, ctx,
+                       allow_missing, ignore_extra, cast_dtype, dtype_source,
+                       strip=len(restore_prefix))
 
 
-def _assign_loaded(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype, dtype_source):
+def _merge_shapes(desired, stored):
+    """The shape both describe, filling unknown (0 or -1) dimensions; None if they conflict."""
+    if len(desired) != len(stored):
+        return None
+    merged = []
+    for want, have in zip(desired, stored):
+        if want == have or want <= 0:
+            merged.append(have)
+        elif have <= 0:
+            merged.append(want)
+        else:
+            return None
+    return tuple(merged)
+
+
+def _brief(names, limit=7):
+    names = ["'%s'" % n for n in names]
+    if len(names) > limit:
+        names = names[:limit // 2] + ["..."] + names[-(limit // 2):]
+    return ", ".join(names) or "(none)"
+
+
+def _assign_loaded(params, loaded, source, ctx, allow_missing, ignore_extra, cast_dtype,
+                   dtype_source, strip=0):
+    """Load ``loaded`` (name -> array) into ``params`` (name -> Parameter) after checking names.
+
+    A Parameter reachable under several names (shared between blocks) counts as present when any
+    of its names was loaded, as a deduplicated save stores it once.
+    """
     if not allow_missing:
-        for name in params:
-            if name not in loaded:
-                raise KeyError("Parameter '%s' is missing in file '%s', which contains parameters: "
-                               "%s. Set allow_missing=True to ignore missing parameters."
-                               % (name, filename, ", ".join(sorted(loaded)) or "(none)"))
+        aliases = {}
+        for name, param in params.items():
+            aliases.setdefault(id(param), []).append(name)
+        for name, param in params.items():
+            if not any(alias in loaded for alias in aliases[id(param)]):
+                raise ParameterError(
+                    "Parameter '%s' is missing in %s, which contains parameters: %s. Set "
+                    "allow_missing=True to ignore missing parameters."
+                    % (name[strip:], source, _brief(k[strip:] for k in loaded)))
+    if not ignore_extra:
+        for name in loaded:
+            if name not in params:
+                raise ParameterError(
+                    "Parameter '%s' loaded from %s is not present in this block, which contains "
+                    "parameters %s. Set ignore_extra=True to ignore."
+                    % (name[strip:], source, _brief(k[strip:] for k in params)))
     for name, value in loaded.items():
-        if name not in params:
-            if ignore_extra:
-                continue
-            raise KeyError("Parameter '%s' loaded from file '%s' is not present in this block, "
-                           "which contains %s. Set ignore_extra=True to ignore."
-                           % (name, filename, ", ".join(sorted(params)) or "(none)"))
-        params[name]._load_init(_creation.array(value, dtype=value.dtype), ctx, cast_dtype, dtype_source)
+        if name in params:
+            params[name]._load_init(value, ctx, cast_dtype, dtype_source)

@@ -42,7 +42,10 @@ class DataLoader:
         self._batchify_fn = batchify_fn
 
     def __iter__(self):
-        fast = self._batchify_fn is None and hasattr(self._dataset, "_take_batch")
+        # Plain sequences (lists) take the per-sample path: gathering from them would convert
+        # the whole list once per batch.
+        can_gather = getattr(self._dataset, "_can_take_batch", None)
+        fast = self._batchify_fn is None and can_gather is not None and can_gather()
         for batch in self._batch_sampler:
             if fast:
                 yield self._dataset._take_batch(batch)

@@ -18,12 +18,18 @@ class Dataset:
         raise NotImplementedError
 
     def transform(self, fn, lazy=True):
-        return _TransformedDataset(self, fn)
+        """``fn`` applied to every sample (unpacked when it is a tuple); ``lazy=False`` applies it
+        to all samples now."""
+        trans = _TransformedDataset(self, fn)
+        if lazy:
+            return trans
+        return SimpleDataset([trans[i] for i in range(len(trans))])
 
     def transform_first(self, fn, lazy=True):
-        def first(*sample):
-            return (fn(sample[0]),) + tuple(sample[1:]) if len(sample) > 1 else fn(sample[0])
-        return _TransformedDataset(self, first)
+        """``fn`` applied to the first element of every sample only (the data, not the label)."""
+        def first(x, *rest):
+            return (fn(x),) + rest if rest else fn(x)
+        return self.transform(first, lazy)
 
 
 class _TransformedDataset(Dataset):
@@ -76,6 +82,9 @@ class ArrayDataset(Dataset):
     def __len__(self):
         return self._length
 
+    def _can_take_batch(self):
+        return all(isinstance(data, (NDArray, numpy.ndarray)) for data in self._data)
+
     def _take_batch(self, indices):
         """A whole batch by one gather per array: the same values as stacking the samples."""
         from ...ndarray import creation
@@ -84,6 +93,6 @@ class ArrayDataset(Dataset):
             if isinstance(data, NDArray):
                 out.append(data[indices])
             else:
-                arr = numpy.asarray(data)[indices]
+                arr = data[indices]
                 out.append(creation.array(arr, dtype=arr.dtype))
         return out[0] if len(out) == 1 else out

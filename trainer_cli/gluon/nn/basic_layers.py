@@ -13,8 +13,9 @@ class Activation(HybridBlock):
     """An elementwise activation: relu, sigmoid, tanh, softrelu or softsign."""
 
     def __init__(self, activation, **kwargs):
-        super().__init__(**kwargs)
+        # Set first: the automatic prefix (relu0_) is taken from it during Block.__init__.
         self._act_type = activation
+        super().__init__(**kwargs)
 
     def _alias(self):
         return self._act_type if isinstance(getattr(self, "_act_type", None), str) else "activation"
@@ -85,7 +86,12 @@ class Lambda(Block):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
             from ... import ndarray as nd
+            if not hasattr(nd, function):
+                raise ValueError("Function name %s is not found in ndarray." % function)
             function = getattr(nd, function)
+        elif not callable(function):
+            raise ValueError("Unrecognized function in lambda: %r of type %s"
+                             % (function, type(function)))
         self._func_impl = function
 
     def forward(self, *args):
@@ -101,9 +107,15 @@ class HybridLambda(HybridBlock):
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
+            from ... import ndarray as nd
+            if not hasattr(nd, function):
+                raise ValueError("Function name %s is not found in ndarray." % function)
             name = function
             self._func = lambda F, *args: getattr(F, name)(*args)
             self._func_name = name
+        elif not callable(function):
+            raise ValueError("Unrecognized function in lambda: %r of type %s"
+                             % (function, type(function)))
         else:
             self._func = function
             self._func_name = getattr(function, "__name__", "function")

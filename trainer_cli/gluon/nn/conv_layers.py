@@ -1,0 +1,197 @@
+"""Convolution and pooling layers: Conv1D/2D/3D, Max/Avg/GlobalMax/GlobalAvg pooling in 1-3 D.
+
+Names, defaults, parameter shapes and reprs follow MXNet 1.9's ``gluon.nn.conv_layers``: every
+convolution is prefixed ``conv`` and every pooling layer ``pool``; the weight is
+``(channels, in_channels // groups, *kernel_size)`` with ``in_channels`` inferred at the first call
+when given as 0.
+"""
+from __future__ import annotations
+
+import numbers
+
+from ..block import HybridBlock
+from .basic_layers import Activation
+
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D",
+           "AvgPool2D", "AvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPool3D",
+           "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D"]
+
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+def _expand(value, n):
+    return (value,) * n if isinstance(value, numbers.Integral) else tuple(value)
+
+
+def _check_layout(layout, n):
+    if layout != _LAYOUTS[n]:
+        raise NotImplementedError("only the channels-first layout %r is supported, got %r"
+                                  % (_LAYOUTS[n], layout))
+
+
+class _Conv(HybridBlock):
+    """N-D convolution over ``nd.Convolution``, optionally followed by an activation."""
+
+    def __init__(self, channels, kernel_size, strides, padding, dilation, groups, layout,
+                 in_channels=0, activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        n = len(kernel_size)
+        _check_layout(layout, n)
+        with self.name_scope():
+            self._channels = channels
+            self._in_channels = in_channels
+            self._kwargs = {
+                "kernel": tuple(kernel_size), "stride": _expand(strides, n),
+                "dilate": _expand(dilation, n), "pad": _expand(padding, n), "num_filter": channels,
+                "num_group": groups, "no_bias": not use_bias, "layout": layout}
+            self.weight = self.params.get(
+                "weight", shape=(channels, in_channels // groups) + tuple(kernel_size),
+                init=weight_initializer, allow_deferred_init=True)
+            if use_bias:
+                self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
+                                            allow_deferred_init=True)
+            else:
+                self.bias = None
+            self.act = Activation(activation, prefix=activation + "_") if activation is not None else None
+
+    def _alias(self):
+        return "conv"
+
+    def infer_shape(self, x, *args):
+        groups = self._kwargs["num_group"]
+        self.weight.shape = (self._channels, x.shape[1] // groups) + self._kwargs["kernel"]
+
+    def hybrid_forward(self, F, x, weight, bias=None):
+        if bias is None:
+            out = F.Convolution(x, weight, **self._kwargs)
+        else:
+            out = F.Convolution(x, weight, bias, **self._kwargs)
+        return self.act(out) if self.act is not None else out
+
+    def __repr__(self):
+        kw = self._kwargs
+        n = len(kw["kernel"])
+        s = "{name}({mapping}, kernel_size={kernel}, stride={stride}"
+        if kw["pad"] != (0,) * n:
+            s += ", padding={pad}"
+        if kw["dilate"] != (1,) * n:
+            s += ", dilation={dilate}"
+        if kw["num_group"] != 1:
+            s += ", groups={num_group}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.act is not None:
+            s += ", {}".format(self.act)
+        s += ")"
+        shape = self.weight.shape
+        return s.format(name=type(self).__name__,
+                        mapping="{0} -> {1}".format(shape[1] if shape[1] else None, shape[0]), **kw)
+
+
+class Conv1D(_Conv):
+    def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
+                 layout="NCW", activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _expand(kernel_size, 1), strides, padding, dilation, groups,
+                         layout, in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, **kwargs)
+
+
+class Conv2D(_Conv):
+    """2-D convolution: ``(N, C, H, W) -> (N, channels, H', W')``."""
+
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0), dilation=(1, 1),
+                 groups=1, layout="NCHW", activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _expand(kernel_size, 2), strides, padding, dilation, groups,
+                         layout, in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, **kwargs)
+
+
+class Conv3D(_Conv):
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
+                 dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _expand(kernel_size, 3), strides, padding, dilation, groups,
+                         layout, in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, **kwargs)
+
+
+class _Pooling(HybridBlock):
+    """Pooling over ``nd.Pooling``; ``strides=None`` means the pool size, as in MXNet."""
+
+    def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type, layout,
+                 count_include_pad=None, **kwargs):
+        super().__init__(**kwargs)
+        n = len(pool_size)
+        _check_layout(layout, n)
+        if strides is None:
+            strides = pool_size
+        self._kwargs = {
+            "kernel": tuple(pool_size), "stride": _expand(strides, n), "pad": _expand(padding, n),
+            "global_pool": global_pool, "pool_type": pool_type, "layout": layout,
+            "pooling_convention": "full" if ceil_mode else "valid"}
+        if count_include_pad is not None:
+            self._kwargs["count_include_pad"] = count_include_pad
+
+    def _alias(self):
+        return "pool"
+
+    def hybrid_forward(self, F, x):
+        return F.Pooling(x, **self._kwargs)
+
+    def __repr__(self):
+        s = "{name}(size={kernel}, stride={stride}, padding={pad}, ceil_mode={ceil_mode}"
+        s += ", global_pool={global_pool}, pool_type={pool_type}, layout={layout})"
+        return s.format(name=type(self).__name__,
+                        ceil_mode=self._kwargs["pooling_convention"] == "full", **self._kwargs)
+
+
+def _max_pool(n, default_layout):
+    class MaxPool(_Pooling):
+        def __init__(self, pool_size=(2,) * n, strides=None, padding=0, layout=default_layout,
+                     ceil_mode=False, **kwargs):
+            super().__init__(_expand(pool_size, n), strides, padding, ceil_mode, False, "max",
+                             layout, **kwargs)
+    return MaxPool
+
+
+def _avg_pool(n, default_layout):
+    class AvgPool(_Pooling):
+        def __init__(self, pool_size=(2,) * n, strides=None, padding=0, layout=default_layout,
+                     ceil_mode=False, count_include_pad=True, **kwargs):
+            super().__init__(_expand(pool_size, n), strides, padding, ceil_mode, False, "avg",
+                             layout, count_include_pad, **kwargs)
+    return AvgPool
+
+
+def _global_pool(n, default_layout, pool_type):
+    class GlobalPool(_Pooling):
+        def __init__(self, layout=default_layout, **kwargs):
+            super().__init__((1,) * n, None, 0, True, True, pool_type, layout, **kwargs)
+    return GlobalPool
+
+
+def _named(cls, name, doc):
+    cls.__name__ = cls.__qualname__ = name
+    cls.__doc__ = doc
+    return cls
+
+
+MaxPool1D = _named(_max_pool(1, "NCW"), "MaxPool1D", "Max pooling over (N, C, W).")
+MaxPool2D = _named(_max_pool(2, "NCHW"), "MaxPool2D", "Max pooling over (N, C, H, W).")
+MaxPool3D = _named(_max_pool(3, "NCDHW"), "MaxPool3D", "Max pooling over (N, C, D, H, W).")
+AvgPool1D = _named(_avg_pool(1, "NCW"), "AvgPool1D", "Average pooling over (N, C, W).")
+AvgPool2D = _named(_avg_pool(2, "NCHW"), "AvgPool2D", "Average pooling over (N, C, H, W).")
+AvgPool3D = _named(_avg_pool(3, "NCDHW"), "AvgPool3D", "Average pooling over (N, C, D, H, W).")
+GlobalMaxPool1D = _named(_global_pool(1, "NCW", "max"), "GlobalMaxPool1D", "Max over W: (N, C, 1).")
+GlobalMaxPool2D = _named(_global_pool(2, "NCHW", "max"), "GlobalMaxPool2D",
+                         "Max over H, W: (N, C, 1, 1).")
+GlobalMaxPool3D = _named(_global_pool(3, "NCDHW", "max"), "GlobalMaxPool3D",
+                         "Max over D, H, W: (N, C, 1, 1, 1).")
+GlobalAvgPool1D = _named(_global_pool(1, "NCW", "avg"), "GlobalAvgPool1D", "Mean over W: (N, C, 1).")
+GlobalAvgPool2D = _named(_global_pool(2, "NCHW", "avg"), "GlobalAvgPool2D",
+                         "Mean over H, W: (N, C, 1, 1).")
+GlobalAvgPool3D = _named(_global_pool(3, "NCDHW", "avg"), "GlobalAvgPool3D",
+                         "Mean over D, H, W: (N, C, 1, 1, 1).")

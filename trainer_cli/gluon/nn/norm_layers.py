@@ -1,0 +1,142 @@
+"""Dropout, BatchNorm, LayerNorm and Embedding with MXNet 1.9's parameters, names and defaults.
+
+BatchNorm's ``running_mean``/``running_var`` are parameters with ``grad_req='null'``, updated in
+place by the forward pass in training mode (``autograd.record()``), as MXNet's operator does.
+"""
+from __future__ import annotations
+
+import numpy
+
+from ..block import HybridBlock
+
+__all__ = ["Dropout", "BatchNorm", "LayerNorm", "Embedding"]
+
+
+class Dropout(HybridBlock):
+    """Zero each element with probability ``rate`` in training mode and scale the rest by
+    ``1/(1-rate)``; ``axes`` share one mask value along those axes. Identity in predict mode."""
+
+    def __init__(self, rate, axes=(), **kwargs):
+        super().__init__(**kwargs)
+        self._rate = rate
+        self._axes = axes
+
+    def hybrid_forward(self, F, x):
+        if self._rate > 0:
+            return F.Dropout(x, p=self._rate, axes=self._axes)
+        return F.identity(x)
+
+    def __repr__(self):
+        return "{name}(p = {rate}, axes={axes})".format(name=type(self).__name__, rate=self._rate,
+                                                        axes=self._axes)
+
+
+class BatchNorm(HybridBlock):
+    """Batch normalization over ``axis`` (the channel axis, 1 for NCHW).
+
+    ``scale=False`` fixes gamma at 1 (MXNet's ``fix_gamma``); ``center=False`` freezes beta at 0.
+    """
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
+                 running_mean_initializer="zeros", running_variance_initializer="ones",
+                 in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum,
+                        "fix_gamma": not scale, "use_global_stats": use_global_stats}
+        self._axis = axis
+        if in_channels != 0:
+            self.in_channels = in_channels
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                     shape=(in_channels,), init=gamma_initializer,
+                                     allow_deferred_init=True, differentiable=scale)
+        self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                    shape=(in_channels,), init=beta_initializer,
+                                    allow_deferred_init=True, differentiable=center)
+        self.running_mean = self.params.get("running_mean", grad_req="null", shape=(in_channels,),
+                                            init=running_mean_initializer,
+                                            allow_deferred_init=True, differentiable=False)
+        self.running_var = self.params.get("running_var", grad_req="null", shape=(in_channels,),
+                                           init=running_variance_initializer,
+                                           allow_deferred_init=True, differentiable=False)
+
+    def _alias(self):
+        return "batchnorm"
+
+    def cast(self, dtype):
+        # MXNet keeps BatchNorm in float32 under float16 (its statistics need the range).
+        if numpy.dtype(dtype).name == "float16":
+            dtype = "float32"
+        super().cast(dtype)
+
+    def infer_shape(self, x, *args):
+        channels = x.shape[self._axis]
+        for p in (self.gamma, self.beta, self.running_mean, self.running_var):
+            p.shape = (channels,)
+
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+
+    def __repr__(self):
+        in_channels = self.gamma.shape[0]
+        content = ", ".join("=".join([k, repr(v)]) for k, v in self._kwargs.items())
+        return "{name}({content}, in_channels={c})".format(
+            name=type(self).__name__, content=content, c=in_channels if in_channels else None)
+
+
+class LayerNorm(HybridBlock):
+    """Layer normalization over ``axis`` (the last by default) with learned gamma and beta."""
+
+    def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", in_channels=0, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
+        self._axis = axis
+        self._epsilon = epsilon
+        self._center = center
+        self._scale = scale
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                     shape=(in_channels,), init=gamma_initializer,
+                                     allow_deferred_init=True)
+        self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                    shape=(in_channels,), init=beta_initializer,
+                                    allow_deferred_init=True)
+
+    def _alias(self):
+        return "layernorm"
+
+    def infer_shape(self, x, *args):
+        channels = x.shape[self._axis]
+        self.gamma.shape = (channels,)
+        self.beta.shape = (channels,)
+
+    def hybrid_forward(self, F, data, gamma, beta):
+        return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
+
+    def __repr__(self):
+        in_channels = self.gamma.shape[0]
+        content = ", ".join("=".join([k, repr(v)]) for k, v in self._kwargs.items())
+        return "{name}({content}, in_channels={c})".format(name=type(self).__name__, content=content,
+                                                           c=in_channels)
+
+
+class Embedding(HybridBlock):
+    """Map integer indices (given as floats) to rows of a ``(input_dim, output_dim)`` weight.
+
+    ``sparse_grad`` is accepted; the gradient is always dense (same values, more memory).
+    """
+
+    def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
+                 sparse_grad=False, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
+                        "sparse_grad": sparse_grad}
+        self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer,
+                                      dtype=dtype, allow_deferred_init=True)
+
+    def hybrid_forward(self, F, x, weight):
+        return F.Embedding(x, weight, **self._kwargs)
+
+    def __repr__(self):
+        return "{block_name}({input_dim} -> {output_dim}, {dtype})".format(
+            block_name=type(self).__name__, **self._kwargs)
