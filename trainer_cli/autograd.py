@@ -11,7 +11,7 @@ import threading
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-    "set_recording", "set_training", "backward", "mark_variables", "grad", "Node",
+    "set_recording", "set_training", "backward", "mark_variables", "grad", "Node", "Function",
 ]
 
 
@@ -222,3 +222,52 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         data = entry[1] if entry is not None else v._xp.zeros(v._data.shape, dtype=v._data.dtype)
         out.append(NDArray(data, v._ctx))
     return out[0] if single else out
+
+
+class Function:
+    """A user-defined differentiable function, as MXNet's ``autograd.Function``.
+
+    Subclasses define ``forward(*inputs)`` and ``backward(*output_grads)`` on NDArrays; ``forward``
+    runs outside recording and ``backward`` returns one gradient per input.
+    """
+
+    def __init__(self):
+        self._used = False
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        self.saved_tensors = args
+
+    def forward(self, *inputs):
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        raise NotImplementedError
+
+    def __call__(self, *inputs):
+        from .ndarray.ndarray import NDArray, _recording_for
+        if self._used:
+            raise RuntimeError("each Function instance can only be called once; create a new one")
+        self._used = True
+        with pause():
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = (outputs,) if single else tuple(outputs)
+        if _recording_for(*inputs):
+            shapes = [(o._data.shape, o._data.dtype) for o in outs]
+
+            # One node per output; ``backward`` is linear in its arguments, so calling it once per
+            # output with zeros elsewhere and summing gives the joint gradient.
+            def make_vjp(k):
+                def vjp(g, needs):
+                    xp = outs[k]._xp
+                    grads = [NDArray(g if i == k else xp.zeros(s, dtype=t), outs[k]._ctx)
+                             for i, (s, t) in enumerate(shapes)]
+                    with pause():
+                        res = self.backward(*grads)
+                    res = (res,) if isinstance(res, NDArray) else tuple(res)
+                    return tuple(None if r is None else r._data for r in res)
+                return vjp
+            for k, o in enumerate(outs):
+                o._node = Node(tuple(inputs), make_vjp(k))
+        return outputs

@@ -4,6 +4,8 @@ from .ops import *  # noqa: F401,F403
 from .ops import __all__ as _ops_all
 from .creation import *  # noqa: F401,F403
 from .creation import __all__ as _creation_all
+from .nn import *  # noqa: F401,F403
+from .nn import __all__ as _nn_all
 from . import random
 from . import ops as _ops
 
@@ -17,5 +19,7 @@ broadcast_minimum = _ops.minimum
 broadcast_power = _ops.power
 random_uniform = random.uniform
 random_normal = random.normal
+# ``slice`` cannot live in ops.py, whose code uses the builtin of that name.
+slice = crop = _ops._slice_op  # noqa: A001
 
-__all__ = ["NDArray", "random"] + list(_ops_all) + list(_creation_all)
+__all__ = ["NDArray", "random", "slice", "crop"] + list(_ops_all) + list(_creation_all) + list(_nn_all)

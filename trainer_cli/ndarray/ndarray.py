@@ -48,6 +48,19 @@ def _result(data, ctx, inputs, vjp):
     return out
 
 
+def _needs_grad(x) -> bool:
+    return x._node is not None or x._grad is not None
+
+
+def _check_not_in_graph(x):
+    if _needs_grad(x):
+        raise ValueError(
+            "Assigning to NDArrays that are already in a computational graph will cause undefined "
+            "behavior when evaluating gradients. Please call backward first to clear the graph or do "
+            "this outside of a record section. Also note that you cannot use inplace operations like "
+            "+=, *=, relu(x, out=x), y[idx]=x, etc inside a record section.")
+
+
 def _recording_for(*inputs) -> bool:
     if not _state.recording:
         return False
@@ -68,6 +81,15 @@ def unbroadcast(g, shape):
     if axes:
         g = g.sum(axis=axes, keepdims=True)
     return g.reshape(shape)
+
+
+def _scatter_add(target, key, values):
+    """``target[key] += values`` with repeated indices accumulating, on NumPy and CuPy."""
+    if type(target) is _np_ndarray:
+        numpy.add.at(target, key, values)
+    else:
+        import cupyx
+        cupyx.scatter_add(target, key, values)
 
 
 def _scalar(x):
@@ -370,7 +392,7 @@ class NDArray:
 
     # ----------------------------------------------------------------- indexing
     def __getitem__(self, key):
-        key = _raw_key(key)
+        key = _raw_key(key, self._data)
         data = self._data[key]
         if data.ndim == 0:
             data = data.reshape(1)
@@ -386,7 +408,7 @@ class NDArray:
                 sub = z[key]
                 g = g.reshape(sub.shape) if sub.ndim != g.ndim else g
                 if advanced:
-                    xp.add.at(z, key, g)
+                    _scatter_add(z, key, g)
                 else:
                     z[key] = g
                 return (z,)
@@ -394,7 +416,9 @@ class NDArray:
         return _wrap(data, self._ctx)
 
     def __setitem__(self, key, value):
-        key = _raw_key(key)
+        key = _raw_key(key, self._data)
+        if _state.recording and (_needs_grad(self) or (isinstance(value, NDArray) and _needs_grad(value))):
+            return self._record_setitem(key, value)
         if isinstance(value, NDArray):
             value = _transfer(value._data, self._ctx)
         elif not isinstance(value, numbers.Number):
@@ -404,6 +428,23 @@ class NDArray:
             target[...] = value
         else:
             target[key] = value
+
+    def _record_setitem(self, key, value):
+        # Writing into a buffer that a recorded op captured would silently corrupt its gradient,
+        # so MXNet refuses; a constant array assigned from a recorded value becomes a new node.
+        _check_not_in_graph(self)
+        data = self._data.copy()
+        vd = _transfer(value._data, self._ctx)
+        data[key] = vd
+        vshape = vd.shape
+
+        def vjp(g, needs):
+            sub = g[key]
+            gv = unbroadcast(sub, vshape) if sub.ndim >= len(vshape) else sub.reshape(vshape)
+            return None, gv
+        const = _wrap(self._data, self._ctx)
+        result = _result(data, self._ctx, (const, value), vjp)
+        self._data, self._node = result._data, result._node
 
     # ----------------------------------------------------------------- arithmetic
     def __add__(self, other):
@@ -456,7 +497,10 @@ class NDArray:
     def _inplace(self, other, op, fallback):
         """In place outside a graph (keeps the buffer, as a weight update needs); else rebinds."""
         if _recording_for(self) or (isinstance(other, NDArray) and _recording_for(other)):
-            result = fallback(self, other)
+            # MXNet refuses in-place writes to recorded arrays and variables; a constant updated
+            # by a recorded value becomes a new node whose input is the old constant buffer.
+            _check_not_in_graph(self)
+            result = fallback(_wrap(self._data, self._ctx), other)
             self._data, self._node = result._data, result._node
             return self
         op(self._data, other._data if isinstance(other, NDArray) else _scalar(other),
@@ -515,12 +559,24 @@ def _transfer(data, ctx: Context, copy=False):
         return xp.array(data, copy=True)
 
 
-def _raw_key(key):
-    if isinstance(key, NDArray):
-        return key._data.astype(numpy.int64)
+def _raw_key(key, data):
+    """An index for the raw array ``data``: NDArray indices become integer arrays (MXNet indices are
+    floats), and on a GPU, NumPy arrays and lists become device arrays."""
+    if type(key) is int or type(key) is slice:
+        return key
     if isinstance(key, tuple):
-        return tuple(k._data.astype(numpy.int64) if isinstance(k, NDArray) else k for k in key)
-    return key
+        return tuple(_raw_index(k, data) for k in key)
+    return _raw_index(key, data)
+
+
+def _raw_index(k, data):
+    if isinstance(k, NDArray):
+        k = k._data.astype(numpy.int64)
+    if type(data) is _np_ndarray:
+        return k if type(k) is _np_ndarray or not hasattr(k, "get") else k.get()
+    if isinstance(k, (list, _np_ndarray)):
+        return _xp_of(data).asarray(k)
+    return k
 
 
 def _is_advanced(key):

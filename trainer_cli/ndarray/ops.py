@@ -5,12 +5,13 @@ function serves NumPy and CuPy because it only uses the array module of its inpu
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy
 
-from .ndarray import (NDArray, _maximum_op, _minimum_op, _recording_for, _result, _scalar, _wrap,
-                      _xp_of, unbroadcast)
+from .ndarray import (NDArray, _maximum_op, _minimum_op, _recording_for, _result, _scalar,
+                      _scatter_add, _wrap, _xp_of, unbroadcast)
 
 __all__ = [
     "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "abs", "sign", "negative",
@@ -21,6 +22,13 @@ __all__ = [
     "repeat", "dot", "batch_dot", "softmax", "log_softmax", "concat", "concatenate", "stack",
     "split", "pick", "take", "one_hot", "topk", "sort", "argsort", "slice_axis", "zeros_like",
     "ones_like", "full_like", "Activation", "FullyConnected", "flip", "reshape_like",
+    "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh",
+    "arctanh", "degrees", "radians", "cbrt", "rcbrt", "trunc", "fix", "rint", "erf", "softsign",
+    "hard_sigmoid", "smooth_l1", "identity", "BlockGrad", "stop_gradient", "cast", "Cast", "add_n",
+    "ElementWiseSum", "broadcast_axis", "broadcast_axes", "softmin", "sum_axis", "max_axis",
+    "min_axis", "Reshape", "Concat", "SwapAxis", "SliceChannel", "equal", "not_equal", "greater",
+    "greater_equal", "lesser", "lesser_equal", "broadcast_equal", "broadcast_not_equal",
+    "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal",
 ]
 
 
@@ -66,7 +74,7 @@ def abs(x):
 
 
 def sign(x):
-    return _unary(x, lambda d: _xp_of(d).sign(d), lambda g, d, o: g * 0)
+    return _unary(x, lambda d: _xp_of(d).sign(d), _zero_grad)
 
 
 def negative(x):
@@ -115,16 +123,21 @@ def clip(data, a_min, a_max):
                   lambda g, d, o: g * ((d >= lo) & (d <= hi)))
 
 
+def _zero_grad(g, d, o):
+    return _xp_of(g).zeros_like(g)
+
+
+# Piecewise-constant ops have a zero gradient in MXNet: the graph goes on through them.
 def floor(x):
-    return _unary(x, lambda d: _xp_of(d).floor(d), None)
+    return _unary(x, lambda d: _xp_of(d).floor(d), _zero_grad)
 
 
 def ceil(x):
-    return _unary(x, lambda d: _xp_of(d).ceil(d), None)
+    return _unary(x, lambda d: _xp_of(d).ceil(d), _zero_grad)
 
 
 def round(x):
-    return _unary(x, lambda d: _xp_of(d).round(d), None)
+    return _unary(x, lambda d: _xp_of(d).round(d), _zero_grad)
 
 
 def _as_nd(x, like):
@@ -165,6 +178,9 @@ def divide(lhs, rhs):
 
 def where(condition, x, y):
     cond = condition._data != 0
+    if cond.ndim == 1 and x.ndim > 1 and cond.shape[0] == x.shape[0]:
+        # MXNet: a 1-D condition picks whole rows (along the first axis) of x or y.
+        cond = cond.reshape((-1,) + (1,) * (x.ndim - 1))
     xp = _xp_of(cond)
     out = xp.where(cond, x._data, y._data)
     if _recording_for(x, y):
@@ -173,6 +189,163 @@ def where(condition, x, y):
             unbroadcast(g * cond, xs) if needs[0] else None,
             unbroadcast(g * ~cond, ys) if needs[1] else None))
     return _wrap(out, x._ctx)
+
+
+def log2(x):
+    return _unary(x, lambda d: _xp_of(d).log2(d), lambda g, d, o: g / (d * numpy.log(2.0)))
+
+
+def log10(x):
+    return _unary(x, lambda d: _xp_of(d).log10(d), lambda g, d, o: g / (d * numpy.log(10.0)))
+
+
+def tan(x):
+    return _unary(x, lambda d: _xp_of(d).tan(d), lambda g, d, o: g * (1 + o * o))
+
+
+def arcsin(x):
+    return _unary(x, lambda d: _xp_of(d).arcsin(d), lambda g, d, o: g / _xp_of(d).sqrt(1 - d * d))
+
+
+def arccos(x):
+    return _unary(x, lambda d: _xp_of(d).arccos(d), lambda g, d, o: -g / _xp_of(d).sqrt(1 - d * d))
+
+
+def arctan(x):
+    return _unary(x, lambda d: _xp_of(d).arctan(d), lambda g, d, o: g / (1 + d * d))
+
+
+def sinh(x):
+    return _unary(x, lambda d: _xp_of(d).sinh(d), lambda g, d, o: g * _xp_of(d).cosh(d))
+
+
+def cosh(x):
+    return _unary(x, lambda d: _xp_of(d).cosh(d), lambda g, d, o: g * _xp_of(d).sinh(d))
+
+
+def arcsinh(x):
+    return _unary(x, lambda d: _xp_of(d).arcsinh(d), lambda g, d, o: g / _xp_of(d).sqrt(d * d + 1))
+
+
+def arccosh(x):
+    return _unary(x, lambda d: _xp_of(d).arccosh(d), lambda g, d, o: g / _xp_of(d).sqrt(d * d - 1))
+
+
+def arctanh(x):
+    return _unary(x, lambda d: _xp_of(d).arctanh(d), lambda g, d, o: g / (1 - d * d))
+
+
+def degrees(x):
+    return _unary(x, lambda d: _xp_of(d).degrees(d), lambda g, d, o: g * (180.0 / numpy.pi))
+
+
+def radians(x):
+    return _unary(x, lambda d: _xp_of(d).radians(d), lambda g, d, o: g * (numpy.pi / 180.0))
+
+
+def cbrt(x):
+    return _unary(x, lambda d: _xp_of(d).cbrt(d), lambda g, d, o: g / (3 * o * o))
+
+
+def rcbrt(x):
+    return _unary(x, lambda d: 1 / _xp_of(d).cbrt(d), lambda g, d, o: -g * o / (3 * d))
+
+
+def trunc(x):
+    return _unary(x, lambda d: _xp_of(d).trunc(d), _zero_grad)
+
+
+fix = trunc
+
+
+def rint(x):
+    return _unary(x, lambda d: _xp_of(d).rint(d), _zero_grad)
+
+
+def _erf_raw(d):
+    xp = _xp_of(d)
+    if xp is numpy:
+        # NumPy has no erf; math.erf is exact to the last bit, elementwise.
+        return numpy.frompyfunc(math.erf, 1, 1)(d).astype(d.dtype)
+    import cupyx.scipy.special
+    return cupyx.scipy.special.erf(d)
+
+
+def erf(x):
+    return _unary(x, _erf_raw,
+                  lambda g, d, o: g * (2 / math.sqrt(math.pi)) * _xp_of(d).exp(-d * d))
+
+
+def softsign(x):
+    return _unary(x, lambda d: d / (1 + _xp_of(d).abs(d)),
+                  lambda g, d, o: g / ((1 + _xp_of(d).abs(d)) ** 2))
+
+
+def hard_sigmoid(x, alpha=0.2, beta=0.5):
+    return _unary(x, lambda d: _xp_of(d).clip(d * alpha + beta, 0, 1),
+                  lambda g, d, o: g * alpha * ((o > 0) & (o < 1)))
+
+
+def smooth_l1(data, scalar=1.0):
+    """``0.5 (scalar x)^2`` where ``|x| < 1/scalar^2``, else ``|x| - 0.5/scalar^2``."""
+    s2 = float(scalar) ** 2
+
+    def fwd(d):
+        xp = _xp_of(d)
+        a = xp.abs(d)
+        return xp.where(a < 1 / s2, 0.5 * s2 * d * d, a - 0.5 / s2).astype(d.dtype, copy=False)
+    return _unary(data, fwd, lambda g, d, o: g * _xp_of(d).where(_xp_of(d).abs(d) < 1 / s2, s2 * d,
+                                                                   _xp_of(d).sign(d)))
+
+
+def identity(data):
+    """A copy of ``data`` that passes gradients through (MXNet's ``_copy``)."""
+    return data.copy()
+
+
+def BlockGrad(data):
+    """``data`` as a constant: no gradient flows back through it."""
+    return _wrap(data._data.copy(), data._ctx)
+
+
+stop_gradient = BlockGrad
+
+
+def cast(data, dtype):
+    return data.astype(dtype)
+
+
+Cast = cast
+
+
+def add_n(*args):
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    out = args[0]
+    for a in args[1:]:
+        out = out + a
+    return out if len(args) > 1 else out.copy()
+
+
+ElementWiseSum = add_n
+
+
+def _compare_fn(op):
+    def fn(lhs, rhs):
+        if not isinstance(lhs, NDArray):
+            return getattr(rhs, _REFLECTED[op])(lhs)
+        return getattr(lhs, op)(rhs)
+    return fn
+
+
+_REFLECTED = {"__eq__": "__eq__", "__ne__": "__ne__", "__gt__": "__lt__", "__ge__": "__le__",
+              "__lt__": "__gt__", "__le__": "__ge__"}
+equal = broadcast_equal = _compare_fn("__eq__")
+not_equal = broadcast_not_equal = _compare_fn("__ne__")
+greater = broadcast_greater = _compare_fn("__gt__")
+greater_equal = broadcast_greater_equal = _compare_fn("__ge__")
+lesser = broadcast_lesser = _compare_fn("__lt__")
+lesser_equal = broadcast_lesser_equal = _compare_fn("__le__")
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -269,6 +442,18 @@ def _arg_reduce(data, axis, keepdims, fn):
     return _wrap(_fix_scalar(out.astype(d.dtype)), data._ctx)
 
 
+def sum_axis(data, axis=None, keepdims=False, exclude=False):
+    return sum(data, axis, keepdims, exclude)
+
+
+def max_axis(data, axis=None, keepdims=False, exclude=False):
+    return max(data, axis, keepdims, exclude)
+
+
+def min_axis(data, axis=None, keepdims=False, exclude=False):
+    return min(data, axis, keepdims, exclude)
+
+
 def argmax(data, axis=None, keepdims=False):
     return _arg_reduce(data, axis, keepdims, lambda d, axis: _xp_of(d).argmax(d, axis=axis))
 
@@ -348,7 +533,7 @@ def transpose(data, axes=None):
     d = data._data
     if axes is None or axes == ():
         axes = tuple(reversed(range(d.ndim)))
-    axes = tuple(axes)
+    axes = tuple(a % d.ndim for a in axes)
     out = d.transpose(axes)
     if _recording_for(data):
         inverse = tuple(numpy.argsort(axes))
@@ -373,7 +558,7 @@ def flip(data, axis):
 def broadcast_to(data, shape):
     d = data._data
     shape = tuple(s if s != 0 else d.shape[i] for i, s in enumerate(shape))
-    out = _xp_of(d).broadcast_to(d, shape)
+    out = _xp_of(d).broadcast_to(d, shape).copy()
     if _recording_for(data):
         src = d.shape
         return _result(out, data._ctx, (data,), lambda g, needs: (unbroadcast(g, src),))
@@ -382,6 +567,19 @@ def broadcast_to(data, shape):
 
 def broadcast_like(lhs, rhs):
     return broadcast_to(lhs, rhs.shape)
+
+
+def broadcast_axis(data, axis=(), size=()):
+    """Broadcast the length-1 ``axis`` (int or tuple) of ``data`` to ``size``."""
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    sizes = (size,) if isinstance(size, numbers.Integral) else tuple(size)
+    shape = list(data.shape)
+    for a, n in zip(axes, sizes):
+        shape[a] = n
+    return broadcast_to(data, tuple(shape))
+
+
+broadcast_axes = broadcast_axis
 
 
 def tile(data, reps):
@@ -427,29 +625,32 @@ def slice_axis(data, axis, begin, end):
 
 # ----------------------------------------------------------------------------- products
 def dot(lhs, rhs, transpose_a=False, transpose_b=False):
-    """MXNet's dot: contracts the last axis of ``lhs`` with the first axis of ``rhs``."""
+    """MXNet's dot: contracts the last axis of ``lhs`` (the first, with ``transpose_a``) with the
+    first axis of ``rhs`` (the last, with ``transpose_b``); N-D operands are viewed as matrices."""
     a, b = lhs._data, rhs._data
     if transpose_a:
-        a = a.T
+        a2 = a.reshape(a.shape[0], -1)
+        left, am = a.shape[1:], a2.T
+    else:
+        a2 = a.reshape(-1, a.shape[-1])
+        left, am = a.shape[:-1], a2
     if transpose_b:
-        b = b.T
-    k = a.shape[-1]
-    a2 = a.reshape(-1, k)
-    b2 = b.reshape(k, -1)
-    out_shape = a.shape[:-1] + b.shape[1:]
-    out = (a2 @ b2).reshape(out_shape or (1,))
+        b2 = b.reshape(-1, b.shape[-1])
+        right, bm = b.shape[:-1], b2.T
+    else:
+        b2 = b.reshape(b.shape[0], -1)
+        right, bm = b.shape[1:], b2
+    out = (am @ bm).reshape(left + right or (1,))
     if _recording_for(lhs, rhs):
         def vjp(g, needs):
-            g2 = g.reshape(a2.shape[0], b2.shape[1])
+            g2 = g.reshape(am.shape[0], bm.shape[1])
             ga = gb = None
             if needs[0]:
-                ga = (g2 @ b2.T).reshape(a.shape)
-                if transpose_a:
-                    ga = ga.T
+                ga = (bm @ g2.T) if transpose_a else (g2 @ bm.T)
+                ga = ga.reshape(a.shape)
             if needs[1]:
-                gb = (a2.T @ g2).reshape(b.shape)
-                if transpose_b:
-                    gb = gb.T
+                gb = (g2.T @ am) if transpose_b else (am.T @ g2)
+                gb = gb.reshape(b.shape)
             return ga, gb
         return _result(out, lhs._ctx, (lhs, rhs), vjp)
     return _wrap(out, lhs._ctx)
@@ -509,7 +710,9 @@ def _softmax_raw(d, axis, temperature):
     return e
 
 
-def softmax(data, axis=-1, temperature=None):
+def softmax(data, axis=-1, temperature=None, dtype=None, **kwargs):
+    if dtype is not None:
+        data = data.astype(dtype, copy=False)
     out = _softmax_raw(data._data, axis, temperature)
     if _recording_for(data):
         t = 1 if temperature is None else temperature
@@ -520,7 +723,9 @@ def softmax(data, axis=-1, temperature=None):
     return _wrap(out, data._ctx)
 
 
-def log_softmax(data, axis=-1, temperature=None):
+def log_softmax(data, axis=-1, temperature=None, dtype=None, **kwargs):
+    if dtype is not None:
+        data = data.astype(dtype, copy=False)
     d = data._data
     xp = _xp_of(d)
     if temperature is not None and temperature != 1:
@@ -537,7 +742,11 @@ def log_softmax(data, axis=-1, temperature=None):
 
 
 _ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softrelu": softrelu,
-                "softsign": lambda x: x / (1 + abs(x))}
+                "softsign": softsign}
+
+
+def softmin(data, axis=-1, temperature=None):
+    return softmax(-data, axis=axis, temperature=temperature)
 
 
 def Activation(data, act_type):
@@ -552,7 +761,7 @@ def concat(*data, dim=1):
     raws = [x._data for x in data]
     out = _xp_of(raws[0]).concatenate(raws, axis=dim)
     if _recording_for(*data):
-        bounds = numpy.cumsum([r.shape[dim] for r in raws])[:-1]
+        bounds = numpy.cumsum([r.shape[dim] for r in raws])[:-1].tolist()
 
         def vjp(g, needs):
             return tuple(_xp_of(g).split(g, bounds, axis=dim))
@@ -604,9 +813,8 @@ def pick(data, index, axis=-1, keepdims=False, mode="clip"):
         out = _fix_scalar(out.squeeze(ax))
     if _recording_for(data):
         def vjp(g, needs):
-            z = xp.zeros(d.shape, dtype=d.dtype)
-            xp.put_along_axis(z, idx, g.reshape(idx.shape), axis=ax)
-            return (z,)
+            positions = xp.arange(n).reshape((n,) + (1,) * (d.ndim - ax - 1))
+            return ((positions == idx) * g.reshape(idx.shape),)
         return _result(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
 
@@ -614,6 +822,7 @@ def pick(data, index, axis=-1, keepdims=False, mode="clip"):
 def take(a, indices, axis=0, mode="clip"):
     d = a._data
     xp = _xp_of(d)
+    axis = axis % d.ndim
     idx = indices._data.astype(numpy.int64) if isinstance(indices, NDArray) else xp.asarray(indices, dtype=numpy.int64)
     n = d.shape[axis]
     idx = xp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
@@ -623,7 +832,7 @@ def take(a, indices, axis=0, mode="clip"):
             z = xp.zeros(d.shape, dtype=d.dtype)
             moved = xp.moveaxis(z, axis, 0)
             gm = xp.moveaxis(g, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))
-            xp.add.at(moved, idx.reshape(-1), gm.reshape((-1,) + moved.shape[1:]))
+            _scatter_add(moved, idx.reshape(-1), gm.reshape((-1,) + moved.shape[1:]))
             return (z,)
         return _result(out, a._ctx, (a,), vjp)
     return _wrap(out, a._ctx)
@@ -632,11 +841,8 @@ def take(a, indices, axis=0, mode="clip"):
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
     d = indices._data
     xp = _xp_of(d)
-    out = xp.full(d.shape + (depth,), off_value, dtype=numpy.dtype(dtype))
-    idx = d.astype(numpy.int64)
-    valid = (idx >= 0) & (idx < depth)
-    xp.put_along_axis(out, xp.expand_dims(xp.where(valid, idx, 0), -1),
-                      xp.expand_dims(xp.where(valid, on_value, off_value).astype(out.dtype), -1), axis=-1)
+    hit = xp.expand_dims(d.astype(numpy.int64), -1) == xp.arange(depth)
+    out = xp.where(hit, on_value, off_value).astype(numpy.dtype(dtype), copy=False)
     return _wrap(out, indices._ctx)
 
 
@@ -667,6 +873,22 @@ def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
     return _wrap(out.astype(numpy.dtype(dtype)), data._ctx)
 
 
+def _slice_op(data, begin, end, step=None):
+    """MXNet's ``slice``: per-axis ``begin``/``end``/``step`` (``None`` entries mean the default)."""
+    step = step or ()
+    keys = []
+    for i in range(len(begin)):
+        st = step[i] if i < len(step) else None
+        keys.append(slice(begin[i], end[i] if i < len(end) else None, st))
+    return data[tuple(keys)]
+
+
+Reshape = reshape
+Concat = concat
+SwapAxis = swapaxes
+SliceChannel = split
+
+
 # ----------------------------------------------------------------------------- *_like
 def zeros_like(data, dtype=None):
     return _wrap(data._xp.zeros(data._data.shape, dtype=dtype or data._data.dtype), data._ctx)
@@ -692,7 +914,12 @@ _METHODS = {
     "repeat": repeat, "softmax": softmax, "log_softmax": log_softmax, "split": split,
     "pick": pick, "take": take, "one_hot": one_hot, "topk": topk, "sort": sort,
     "argsort": argsort, "slice_axis": slice_axis, "zeros_like": zeros_like, "ones_like": ones_like,
-    "reshape_like": reshape_like, "dot": dot,
+    "reshape_like": reshape_like, "dot": dot, "log2": log2, "log10": log10, "tan": tan,
+    "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh,
+    "arcsinh": arcsinh, "arccosh": arccosh, "arctanh": arctanh, "degrees": degrees,
+    "radians": radians, "cbrt": cbrt, "rcbrt": rcbrt, "trunc": trunc, "fix": fix, "rint": rint,
+    "softmin": softmin, "broadcast_axes": broadcast_axes, "broadcast_axis": broadcast_axis,
+    "slice": _slice_op,
 }
 
 

@@ -1,0 +1,462 @@
+"""Neural-network ops with MXNet's names and semantics: Convolution, Pooling, BatchNorm, Dropout,
+Embedding, LeakyReLU.
+
+Convolution is im2col: a strided window view of the padded input is copied once into a
+``(groups, C/g * kernel, N * out)`` matrix and multiplied by the weight in one GEMM per group;
+its input gradient scatters the column gradient back window offset by window offset. Pooling loops
+over window offsets (a handful of whole-array ops) instead of materialising windows. Everything is
+written over the array module of the input, so NumPy and CuPy share it.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+
+import numpy
+
+from .. import autograd as _ag
+from .. import random as _random
+from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
+from .ops import _erf_raw
+from .ops import flatten as _flatten
+
+__all__ = ["Convolution", "Pooling", "BatchNorm", "LayerNorm", "Dropout", "Embedding", "LeakyReLU",
+           "Flatten"]
+
+Flatten = _flatten
+
+
+def _tuple(value, n, default):
+    """A length-``n`` tuple from MXNet's int / tuple / empty-tuple (meaning default) spellings."""
+    if value is None or value == ():
+        return (default,) * n
+    if isinstance(value, numbers.Integral):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) != n:
+        raise ValueError("expected %d values, got %r" % (n, value))
+    return value
+
+
+def _check_layout(layout, nsp):
+    expected = {1: "NCW", 2: "NCHW", 3: "NCDHW"}[nsp]
+    if layout is not None and layout != expected:
+        raise NotImplementedError("only the %s layout is supported, got %r" % (expected, layout))
+
+
+def _offsets(kernel):
+    return itertools.product(*(range(k) for k in kernel))
+
+
+def _window_slices(offset, dilate, stride, out):
+    """Slices picking, for one kernel offset, the input element of every output position."""
+    return tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                 for o, d, s, n in zip(offset, dilate, stride, out))
+
+
+# ----------------------------------------------------------------------------- Convolution
+def Convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dilate=None, pad=None,
+                num_filter=None, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None,
+                cudnn_off=False, layout=None, **kwargs):
+    """N-D convolution (1-D, 2-D or 3-D, channels first) with groups, stride, dilation, padding."""
+    x, w = data._data, weight._data
+    xp = _xp_of(x)
+    nsp = x.ndim - 2
+    if kernel is None:
+        kernel = w.shape[2:]
+    kernel = _tuple(kernel, nsp, 1)
+    _check_layout(layout, nsp)
+    stride, dilate, pad = _tuple(stride, nsp, 1), _tuple(dilate, nsp, 1), _tuple(pad, nsp, 0)
+    n, c = x.shape[:2]
+    f = w.shape[0]
+    groups = int(num_group)
+    if num_filter is not None and int(num_filter) != f:
+        raise ValueError("num_filter=%s does not match weight shape %s" % (num_filter, w.shape))
+    if c % groups or f % groups or w.shape[1] * groups != c or tuple(w.shape[2:]) != kernel:
+        raise ValueError("weight shape %s does not fit data shape %s with kernel %s and num_group=%d"
+                         % (w.shape, x.shape, kernel, groups))
+    spatial = x.shape[2:]
+    out_sp = tuple((h + 2 * p - d * (k - 1) - 1) // s + 1
+                   for h, p, d, k, s in zip(spatial, pad, dilate, kernel, stride))
+    if min(out_sp) <= 0:
+        raise ValueError("kernel %s (dilate %s) is larger than the padded input %s"
+                         % (kernel, dilate, spatial))
+    xpad = xp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad)) if any(pad) else x
+    xpad = xp.ascontiguousarray(xpad)
+    # Window view laid out (C, kernel..., N, out...): one copy turns it into the GEMM operand.
+    st = xpad.strides
+    view = xp.lib.stride_tricks.as_strided(
+        xpad, shape=(c,) + kernel + (n,) + out_sp,
+        strides=(st[1],) + tuple(st[2 + i] * dilate[i] for i in range(nsp)) + (st[0],)
+        + tuple(st[2 + i] * stride[i] for i in range(nsp)))
+    ksize = math.prod(kernel)
+    length = n * math.prod(out_sp)
+    cols = view.reshape(groups, (c // groups) * ksize, length)
+    wm = w.reshape(groups, f // groups, (c // groups) * ksize)
+    out = xp.matmul(wm, cols).reshape((f, n) + out_sp)
+    out = xp.moveaxis(out, 0, 1)
+    use_bias = bias is not None and not no_bias
+    if use_bias:
+        out = out + bias._data.reshape((f,) + (1,) * nsp)
+    else:
+        out = xp.ascontiguousarray(out)
+    inputs = (data, weight, bias) if use_bias else (data, weight)
+    if not _recording_for(*inputs):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        g2 = xp.moveaxis(g, 1, 0).reshape(groups, f // groups, length)
+        gx = gw = None
+        if needs[1]:
+            gw = xp.matmul(g2, cols.transpose(0, 2, 1)).reshape(w.shape)
+        if needs[0]:
+            gcols = xp.matmul(wm.transpose(0, 2, 1), g2).reshape((c,) + kernel + (n,) + out_sp)
+            gpad = xp.zeros((c, n) + xpad.shape[2:], dtype=x.dtype)
+            for offset in _offsets(kernel):
+                gpad[(slice(None), slice(None)) + _window_slices(offset, dilate, stride, out_sp)] \
+                    += gcols[(slice(None),) + offset]
+            inner = tuple(slice(p, p + h) for p, h in zip(pad, spatial))
+            gx = xp.moveaxis(gpad[(slice(None), slice(None)) + inner], 0, 1)
+        if use_bias:
+            return gx, gw, (g.sum(axis=(0,) + tuple(range(2, g.ndim))) if needs[2] else None)
+        return gx, gw
+    return _result(out, data._ctx, inputs, vjp)
+
+
+# ----------------------------------------------------------------------------- Pooling
+def _pool_geometry(spatial, kernel, stride, pad, convention):
+    if convention == "valid":
+        return tuple((h + 2 * p - k) // s + 1 for h, k, s, p in zip(spatial, kernel, stride, pad))
+    if convention == "full":
+        return tuple(-(-(h + 2 * p - k) // s) + 1 for h, k, s, p in zip(spatial, kernel, stride, pad))
+    raise NotImplementedError("pooling_convention %r is not supported ('valid' or 'full')" % convention)
+
+
+def _avg_divisor(xp, spatial, kernel, stride, pad, out_sp, count_include_pad, dtype):
+    """MXNet's per-output divisor: the window clipped to the padded input (or to the real input)."""
+    divisor = numpy.ones(out_sp, dtype=numpy.float64)
+    for axis, (h, k, s, p, o) in enumerate(zip(spatial, kernel, stride, pad, out_sp)):
+        start = numpy.arange(o) * s - p
+        end = numpy.minimum(start + k, h + p)
+        if not count_include_pad:
+            start, end = numpy.maximum(start, 0), numpy.minimum(end, h)
+        shape = [1] * len(out_sp)
+        shape[axis] = o
+        divisor = divisor * (end - start).reshape(shape)
+    return xp.asarray(divisor.astype(dtype))
+
+
+def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_off=False,
+            pooling_convention="valid", stride=None, pad=None, p_value=None, count_include_pad=None,
+            layout=None, **kwargs):
+    """Max, average or sum pooling over 1-3 trailing spatial axes (channels first)."""
+    x = data._data
+    xp = _xp_of(x)
+    nsp = x.ndim - 2
+    _check_layout(layout, nsp)
+    if pool_type not in ("max", "avg", "sum"):
+        raise NotImplementedError("pool_type %r is not supported ('max', 'avg', 'sum')" % (pool_type,))
+    spatial = x.shape[2:]
+    if global_pool:
+        return _global_pool(data, pool_type)
+    kernel = _tuple(kernel, nsp, 1)
+    stride, pad = _tuple(stride, nsp, 1), _tuple(pad, nsp, 0)
+    out_sp = _pool_geometry(spatial, kernel, stride, pad, pooling_convention)
+    # 'full' windows may run past the padding on the far side: pad enough for the last window.
+    hi = tuple(max(p, (o - 1) * s + k - h - p) for h, k, s, p, o in zip(spatial, kernel, stride, pad, out_sp))
+    is_max = pool_type == "max"
+    fill = xp.finfo(x.dtype).min if is_max else 0
+    if any(pad) or any(hi):
+        xpad = xp.pad(x, ((0, 0), (0, 0)) + tuple(zip(pad, hi)), constant_values=fill)
+    else:
+        xpad = x
+    lead = (slice(None), slice(None))
+    ones = (1,) * nsp
+    out = None
+    for offset in _offsets(kernel):
+        win = xpad[lead + _window_slices(offset, ones, stride, out_sp)]
+        if out is None:
+            out = win.copy()
+        elif is_max:
+            xp.maximum(out, win, out=out)
+        else:
+            out += win
+    divisor = None
+    if pool_type == "avg":
+        include = True if count_include_pad is None else bool(count_include_pad)
+        divisor = _avg_divisor(xp, spatial, kernel, stride, pad, out_sp, include, x.dtype)
+        out /= divisor
+    if not _recording_for(data):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        gpad = xp.zeros(xpad.shape, dtype=x.dtype)
+        if is_max:
+            # The gradient goes to the first maximum of each window, in row-major order, as MXNet.
+            taken = xp.zeros(out.shape, dtype=bool)
+            for offset in _offsets(kernel):
+                sl = lead + _window_slices(offset, ones, stride, out_sp)
+                hit = (xpad[sl] == out) & ~taken
+                taken |= hit
+                gpad[sl] += g * hit
+        else:
+            share = g / divisor if divisor is not None else g
+            for offset in _offsets(kernel):
+                gpad[lead + _window_slices(offset, ones, stride, out_sp)] += share
+        inner = tuple(slice(p, p + h) for p, h in zip(pad, spatial))
+        return (gpad[lead + inner],)
+    return _result(out, data._ctx, (data,), vjp)
+
+
+def _global_pool(data, pool_type):
+    x = data._data
+    xp = _xp_of(x)
+    n, c = x.shape[:2]
+    keep = (n, c) + (1,) * (x.ndim - 2)
+    flat = x.reshape(n, c, -1)
+    if pool_type == "max":
+        idx = flat.argmax(axis=-1)[..., None]  # first maximum, as MXNet
+        out = xp.take_along_axis(flat, idx, axis=-1).reshape(keep)
+    elif pool_type == "avg":
+        out = flat.mean(axis=-1).reshape(keep)
+    else:
+        out = flat.sum(axis=-1).reshape(keep)
+    if not _recording_for(data):
+        return _wrap(out, data._ctx)
+    size = flat.shape[-1]
+
+    def vjp(g, needs):
+        g2 = g.reshape(n, c, 1)
+        if pool_type == "max":
+            gx = (xp.arange(size) == idx) * g2
+        else:
+            gx = xp.broadcast_to(g2 / size if pool_type == "avg" else g2, flat.shape)
+        return (gx.reshape(x.shape),)
+    return _result(out, data._ctx, (data,), vjp)
+
+
+# ----------------------------------------------------------------------------- BatchNorm
+def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=None, eps=1e-3,
+              momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1,
+              cudnn_off=False, **kwargs):
+    """Batch normalization with MXNet's semantics.
+
+    In training mode (``autograd.is_training()``) without ``use_global_stats`` it normalizes with
+    the batch mean and biased batch variance and updates ``moving_mean``/``moving_var`` in place:
+    ``moving = moving * momentum + batch * (1 - momentum)``, with the biased variance as MXNet's CPU
+    operator uses. Otherwise it normalizes with the moving statistics. ``fix_gamma`` uses a scale of
+    1 (and sets ``gamma`` to 1, as MXNet does) with a zero gamma gradient.
+    """
+    x = data._data
+    xp = _xp_of(x)
+    ax = axis % x.ndim
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
+    if fix_gamma:
+        gamma._data[...] = 1
+    training = _ag._state.training and not use_global_stats
+    if training:
+        mean = x.mean(axis=red, keepdims=True)
+        centered = x - mean
+        var = (centered * centered).mean(axis=red, keepdims=True)
+        invstd = 1 / xp.sqrt(var + eps)
+        rm, rv = moving_mean._data, moving_var._data
+        rm *= momentum
+        rm += (1 - momentum) * mean.reshape(rm.shape).astype(rm.dtype, copy=False)
+        rv *= momentum
+        rv += (1 - momentum) * var.reshape(rv.shape).astype(rv.dtype, copy=False)
+    else:
+        mean = moving_mean._data.reshape(bshape).astype(x.dtype, copy=False)
+        var = moving_var._data.reshape(bshape).astype(x.dtype, copy=False)
+        centered = x - mean
+        invstd = 1 / xp.sqrt(var + eps)
+    xhat = centered * invstd
+    scale = invstd if fix_gamma else invstd * gamma._data.reshape(bshape)
+    out = centered * scale + beta._data.reshape(bshape)
+    result = _finish_bn(data, gamma, beta, out, xhat, scale, red, training, fix_gamma,
+                        x.size // x.shape[ax])
+    if output_mean_var:
+        # MXNet's second and third outputs are the batch mean and inverse standard deviation.
+        return [result, _wrap(mean.reshape(-1), data._ctx), _wrap(invstd.reshape(-1), data._ctx)]
+    return result
+
+
+def _finish_bn(data, gamma, beta, out, xhat, scale, red, training, fix_gamma, count):
+    if not _recording_for(data, gamma, beta):
+        return _wrap(out, data._ctx)
+    xp = _xp_of(out)
+
+    def vjp(g, needs):
+        gx = ggamma = gbeta = None
+        if needs[0]:
+            if training:
+                gmean = g.sum(axis=red, keepdims=True) / count
+                proj = (g * xhat).sum(axis=red, keepdims=True) / count
+                gx = (g - gmean - xhat * proj) * scale
+            else:
+                gx = g * scale
+        if needs[1]:
+            ggamma = (xp.zeros(gamma._data.shape, dtype=gamma._data.dtype) if fix_gamma
+                      else (g * xhat).sum(axis=red).reshape(gamma._data.shape))
+        if needs[2]:
+            gbeta = g.sum(axis=red).reshape(beta._data.shape)
+        return gx, ggamma, gbeta
+    return _result(out, data._ctx, (data, gamma, beta), vjp)
+
+
+# ----------------------------------------------------------------------------- LayerNorm
+def LayerNorm(data=None, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_var=False, **kwargs):
+    """Normalize over ``axis`` with the biased variance, then scale by ``gamma`` and shift by ``beta``."""
+    x = data._data
+    xp = _xp_of(x)
+    ax = axis % x.ndim
+    bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
+    mean = x.mean(axis=ax, keepdims=True)
+    centered = x - mean
+    var = (centered * centered).mean(axis=ax, keepdims=True)
+    invstd = 1 / xp.sqrt(var + eps)
+    xhat = centered * invstd
+    g = gamma._data.reshape(bshape)
+    out = xhat * g + beta._data.reshape(bshape)
+    inputs = (data, gamma, beta)
+    result = _wrap(out, data._ctx)
+    if _recording_for(*inputs):
+        red = tuple(i for i in range(x.ndim) if i != ax)
+
+        def vjp(gout, needs):
+            gx = ggamma = gbeta = None
+            if needs[0]:
+                gh = gout * g
+                gx = (gh - gh.mean(axis=ax, keepdims=True)
+                      - xhat * (gh * xhat).mean(axis=ax, keepdims=True)) * invstd
+            if needs[1]:
+                ggamma = (gout * xhat).sum(axis=red).reshape(gamma._data.shape)
+            if needs[2]:
+                gbeta = gout.sum(axis=red).reshape(beta._data.shape)
+            return gx, ggamma, gbeta
+        result = _result(out, data._ctx, inputs, vjp)
+    if output_mean_var:
+        return [result, _wrap(mean, data._ctx), _wrap(xp.sqrt(var + eps), data._ctx)]
+    return result
+
+
+# ----------------------------------------------------------------------------- Dropout
+def Dropout(data=None, p=0.5, mode="training", axes=(), cudnn_off=False, **kwargs):
+    """Inverted dropout: in training mode (or ``mode='always'``) zero each element with probability
+    ``p`` and scale the rest by ``1/(1-p)``; ``axes`` share one mask value along those axes."""
+    x = data._data
+    active = mode == "always" or _ag._state.training
+    if not active or p <= 0:
+        # A copy, as MXNet's identity output: writing into it must not change the input.
+        if _recording_for(data):
+            return _result(x.copy(), data._ctx, (data,), lambda g, needs: (g,))
+        return _wrap(x.copy(), data._ctx)
+    xp = _xp_of(x)
+    shape = list(x.shape)
+    for a in (axes if not isinstance(axes, numbers.Integral) else (axes,)):
+        shape[a] = 1
+    ctx = data._ctx
+    gen = _random.generator(ctx)
+    fdtype = x.dtype if x.dtype in (numpy.float32, numpy.float64) else numpy.dtype(numpy.float32)
+    if p >= 1:
+        mask = xp.zeros(shape, dtype=x.dtype)
+    else:
+        with ctx.device_scope():
+            if ctx.is_gpu:
+                u = gen.random_sample(tuple(shape), dtype=fdtype)
+            else:
+                u = gen.random(tuple(shape), dtype=fdtype)
+        mask = (u <= 1 - p).astype(x.dtype) * x.dtype.type(1 / (1 - p))
+    out = x * mask
+    if _recording_for(data):
+        return _result(out, data._ctx, (data,), lambda g, needs: (g * mask,))
+    return _wrap(out, data._ctx)
+
+
+# ----------------------------------------------------------------------------- Embedding
+def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="float32",
+              sparse_grad=False, **kwargs):
+    """Rows of ``weight`` picked by the (float) indices in ``data``, clipped to the table.
+
+    The result has shape ``data.shape + (output_dim,)``; only ``weight`` gets a gradient (rows used
+    several times accumulate); the indices get none.
+    """
+    w = weight._data
+    xp = _xp_of(w)
+    rows = w.shape[0] if input_dim is None else int(input_dim)
+    idx = xp.clip(_transfer_index(data._data, xp).astype(numpy.int64), 0, rows - 1)
+    out = xp.take(w, idx, axis=0)
+    if not _recording_for(weight):
+        return _wrap(out, weight._ctx)
+    flat = idx.reshape(-1)
+
+    def vjp(g, needs):
+        gw = xp.zeros(w.shape, dtype=w.dtype)
+        _scatter_add(gw, flat, g.reshape((flat.shape[0],) + w.shape[1:]))
+        return None, gw
+    return _result(out, weight._ctx, (data, weight), vjp)
+
+
+def _transfer_index(d, xp):
+    return d if _xp_of(d) is xp else xp.asarray(d)
+
+
+# ----------------------------------------------------------------------------- LeakyReLU
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_LAMBDA = 1.0507009873554804934193349852946
+
+
+def LeakyReLU(data=None, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125,
+              upper_bound=0.334, **kwargs):
+    """MXNet's LeakyReLU family: 'leaky', 'elu', 'selu', 'gelu' and 'prelu' (learned ``gamma``)."""
+    x = data._data
+    xp = _xp_of(x)
+    pos = x > 0
+    if act_type == "leaky":
+        out = xp.where(pos, x, x * slope)
+        local = lambda: xp.where(pos, 1, slope).astype(x.dtype)  # noqa: E731
+    elif act_type == "elu":
+        em1 = xp.expm1(xp.minimum(x, 0))
+        out = xp.where(pos, x, slope * em1)
+        local = lambda: xp.where(pos, 1, slope * (em1 + 1)).astype(x.dtype)  # noqa: E731
+    elif act_type == "selu":
+        em1 = xp.expm1(xp.minimum(x, 0))
+        out = _SELU_LAMBDA * xp.where(pos, x, _SELU_ALPHA * em1)
+        local = lambda: (_SELU_LAMBDA * xp.where(pos, 1, _SELU_ALPHA * (em1 + 1))).astype(x.dtype)  # noqa: E731
+    elif act_type == "gelu":
+        cdf = 0.5 * (1 + _erf_raw(x / math.sqrt(2)))
+        out = x * cdf
+        local = lambda: cdf + x * xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # noqa: E731
+    elif act_type == "prelu":
+        return _prelu(data, gamma)
+    else:
+        raise NotImplementedError("LeakyReLU act_type %r is not supported" % (act_type,))
+    out = out.astype(x.dtype, copy=False)
+    if _recording_for(data):
+        return _result(out, data._ctx, (data,), lambda g, needs: (g * local(),))
+    return _wrap(out, data._ctx)
+
+
+def _prelu(data, gamma):
+    x, a = data._data, gamma._data
+    xp = _xp_of(x)
+    shape = [1] * x.ndim
+    if x.ndim > 1 and a.size > 1:
+        shape[1] = a.size
+    slope = a.reshape(shape)
+    pos = x > 0
+    out = xp.where(pos, x, x * slope)
+    inputs = (data, gamma)
+    if not _recording_for(*inputs):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        gx = xp.where(pos, g, g * slope) if needs[0] else None
+        ga = None
+        if needs[1]:
+            contrib = xp.where(pos, 0, g * x)
+            ga = (contrib.sum() if a.size == 1 else
+                  contrib.sum(axis=tuple(i for i in range(x.ndim) if i != 1))).reshape(a.shape)
+        return gx, ga
+    return _result(out, data._ctx, inputs, vjp)
