@@ -1,0 +1,96 @@
+"""Reading a config: YAML with positions, shorthand normalized, overrides merged, validated, and
+every problem reported together as one ``ConfigError``."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .canonical import canonicalize
+from .errors import ConfigError, ConfigIssue
+from .overrides import apply_overrides
+from .positions import PositionMap
+from .report import issues_from_validation
+from .schema import RunConfig
+from .yamlio import parse_yaml
+
+__all__ = ["load_config", "validate_config_text", "validate_config_data"]
+
+
+def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True) -> RunConfig:
+    """Load and validate the YAML config at ``path``, with ``-o`` overrides applied in order.
+
+    Relative file paths in the config are looked up next to it, then in the working directory;
+    the run name defaults to the file's stem. Raises ``ConfigError`` listing every problem.
+    """
+    shown = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([ConfigIssue("config file not found", file=shown)]) from None
+    except IsADirectoryError:
+        raise ConfigError([ConfigIssue("expected a config file, got a folder", file=shown)]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([ConfigIssue(f"not UTF-8 text (byte {exc.start}); is this a YAML file?",
+                                       file=shown)]) from None
+    except OSError as exc:
+        raise ConfigError([ConfigIssue(f"cannot read the config: {exc.strerror or exc}",
+                                       file=shown)]) from None
+    return validate_config_text(text, filename=shown, overrides=overrides,
+                                config_dir=Path(path).resolve().parent,
+                                config_name=Path(path).stem, check_files=check_files)
+
+
+def validate_config_text(text: str, *, filename: str = "<config>", overrides: Iterable[str] = (),
+                         config_dir=None, config_name: str | None = None,
+                         check_files: bool = True) -> RunConfig:
+    """Validate YAML text as a config; ``filename`` is what error positions name."""
+    data, positions, issues = parse_yaml(text, filename)
+    if issues and data is None:  # a syntax error: nothing below it can be trusted
+        raise ConfigError(issues)
+    if data is None:
+        raise ConfigError([ConfigIssue("the config is empty; expected a mapping with at least "
+                                       "model, data, loss and epochs or steps",
+                                       file=filename, line=1, column=1)])
+    if not isinstance(data, dict):
+        raise ConfigError(issues + [ConfigIssue(
+            "expected a mapping of sections (model, data, loss, ...), got a list"
+            if isinstance(data, list) else f"expected a mapping of sections, got {data!r}",
+            file=filename, line=1, column=1)])
+    return _validate(data, positions, issues, overrides, filename, config_dir, config_name,
+                     check_files)
+
+
+def validate_config_data(data: dict, *, overrides: Iterable[str] = (), config_dir=None,
+                         config_name: str | None = None, check_files: bool = True) -> RunConfig:
+    """Validate an already-parsed config (a dict); problems have keys but no file positions."""
+    return _validate(data, None, [], overrides, None, config_dir, config_name, check_files)
+
+
+def _validate(data, positions: PositionMap | None, issues, overrides, filename, config_dir,
+              config_name, check_files) -> RunConfig:
+    issues = list(issues)
+    data = canonicalize(data, RunConfig, positions)
+    overrides = list(overrides)
+    if overrides:
+        positions = positions if positions is not None else PositionMap()
+        issues += apply_overrides(data, positions, overrides, RunConfig)
+        data = canonicalize(data, RunConfig, positions)  # an override may itself be shorthand
+    context = {"config_dir": str(config_dir) if config_dir is not None else None,
+               "config_name": config_name, "check_files": check_files}
+    try:
+        config = RunConfig.model_validate(data, context=context)
+    except ValidationError as exc:
+        # A value YAML could not read was already reported; its "got null" would only repeat it.
+        unreadable = {i.key for i in issues if i.message.startswith("cannot read this value")}
+        issues += [i for i in issues_from_validation(exc, RunConfig, positions, filename)
+                   if i.key not in unreadable]
+        config = None
+    if issues:
+        # Override problems in command-line order (ConfigError keeps the order of equals).
+        rank = {f"-o {text}": n for n, text in enumerate(overrides)}
+        issues.sort(key=lambda i: rank.get(i.override, -1))
+        raise ConfigError(issues)
+    return config

@@ -1,0 +1,120 @@
+"""Input files a config names: where a relative path points, and cheap looks inside them that
+read headers only and never execute anything."""
+from __future__ import annotations
+
+import ast
+import csv
+import os
+import zipfile
+from pathlib import Path
+
+import numpy
+
+from ..suggest import show
+from .base import ctx_value, problem
+
+__all__ = ["resolve_input", "npz_names", "npy_shape", "csv_header", "top_level_names",
+           "factory_params"]
+
+
+def _bases(info) -> list[Path]:
+    # Next to the config first (a config and its data travel together), then the working folder.
+    config_dir = ctx_value(info, "config_dir")
+    bases = [Path(config_dir)] if config_dir is not None else []
+    cwd = Path(os.getcwd())
+    if cwd not in bases:
+        bases.append(cwd)
+    return bases
+
+
+def checking_files(info) -> bool:
+    return bool(ctx_value(info, "check_files", True))
+
+
+def resolve_input(value: str, info, what: str = "file") -> str:
+    """The absolute path of an existing input file, or a problem naming where it was looked for."""
+    try:
+        path = Path(os.path.expanduser(value))
+        candidates = [path] if path.is_absolute() else [base / path for base in _bases(info)]
+        for c in candidates:
+            if c.is_file():
+                return str(c.resolve())
+            if c.is_dir():
+                raise problem(f"expected a {what}, got the folder {show(value)}")
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop of links
+        raise problem(f"cannot use {show(value)} as a {what}: {getattr(exc, 'strerror', None) or exc}")
+    where = "" if path.is_absolute() else " (looked in " + " and ".join(
+        f"'{c.parent}'" for c in candidates) + ")"
+    raise problem(f"{what} {show(value)} not found{where}")
+
+
+def npz_names(path: str) -> list[str]:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise problem(f"cannot read {Path(path).name} as an .npz archive: {exc}") from None
+
+
+def npy_shape(path: str) -> tuple:
+    try:
+        with open(path, "rb") as f:
+            version = numpy.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, _, _ = numpy.lib.format.read_array_header_1_0(f)
+            else:
+                shape, _, _ = numpy.lib.format.read_array_header_2_0(f)
+        return shape
+    except (ValueError, OSError) as exc:
+        raise problem(f"cannot read {Path(path).name} as an .npy array: {exc}") from None
+
+
+def csv_header(path: str, delimiter: str) -> list[str]:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            return next(csv.reader(f, delimiter=delimiter), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise problem(f"cannot read the first line of {Path(path).name}: {exc}") from None
+
+
+def _parse(path: str) -> ast.Module:
+    try:
+        return ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+    except SyntaxError as exc:
+        raise problem(f"{Path(path).name} has a syntax error at line {exc.lineno}: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise problem(f"cannot read {Path(path).name}: {exc}") from None
+
+
+def factory_params(path: str, name: str) -> list[str] | None:
+    """Keyword names ``name(...)`` accepts, read from the source; None when it cannot be told
+    (no such def, ``**kwargs``, or something other than a plain function or class)."""
+    for node in _parse(path).body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            init = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+            if not init or node.bases:
+                return None  # inherited constructors are not visible here
+            node, skip = init[0], 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            skip = 0
+        else:
+            continue
+        args = node.args
+        if args.kwarg is not None:
+            return None
+        return [a.arg for a in (args.posonlyargs + args.args)[skip:] + args.kwonlyargs]
+    return None
+
+
+def top_level_names(path: str) -> list[str]:
+    """Functions, classes and assignments at the top of a Python file, found without running it."""
+    tree = _parse(path)
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(node.name)
+        elif isinstance(node, ast.Assign):
+            out += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.append(node.target.id)
+    return out

@@ -1,0 +1,105 @@
+"""The ``model`` section: which network to build, with what arguments and initializer."""
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from .. import names
+from ..suggest import choice_list, did_you_mean
+from .base import Section, Shorthand, ctx_value, detail, fail, named_shorthand, problem
+from .component import NamedComponent
+from .files import checking_files, factory_params, resolve_input, top_level_names
+from .hyperparams import INITIALIZER
+
+__all__ = ["ModelSection", "InitSection"]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What a file in models/ is expected to define; args are checked against it when it does.
+MODEL_FACTORY = "build"
+
+
+class InitSection(NamedComponent):
+    """How parameters are initialised: an initializer name and its arguments."""
+
+    expect_text: ClassVar[str] = "an initializer name or a mapping with name and params"
+    what: ClassVar[str] = "initializer"
+    choices: ClassVar = staticmethod(names.initializer_names)
+    spec: ClassVar = staticmethod(names.initializer_params)
+    types: ClassVar[dict] = INITIALIZER
+
+    name: str = Field(description="uniform, normal, xavier, msraprelu, orthogonal, constant, ...")
+    params: dict[str, Any] = Field(default_factory=dict, validate_default=True,
+                                   description="keyword arguments, e.g. scale, magnitude")
+
+
+class ModelSection(Section):
+    """The network: a file in ``models/`` by name, or ``path/to/file.py:factory``."""
+
+    expect_text: ClassVar[str] = "a model name or a mapping with name, args, init and dtype"
+
+    name: str = Field(description="a model in models/ by file name (mlp), or path/to/file.py:factory")
+    args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the factory")
+    init: Annotated[InitSection, Shorthand()] = Field(
+        default_factory=lambda: InitSection(name="uniform"),
+        description="parameter initializer; MXNet's default is uniform with scale 0.07")
+    dtype: Literal["float32", "float64"] = Field("float32", description="parameter dtype")
+
+    @classmethod
+    def normalize(cls, raw):
+        return named_shorthand(raw, "name")
+
+    @field_validator("name")
+    @classmethod
+    def _find(cls, value: str, info: ValidationInfo):
+        if ":" in value:
+            return _factory_in_file(value, info)
+        if not _IDENT.match(value):
+            raise problem(f"expected a model name from models/ or path/to/file.py:factory, got {value!r}")
+        if not checking_files(info):
+            return value
+        found = names.model_files(ctx_value(info, "config_dir"))
+        if value in found:
+            return value
+        if not found:
+            raise problem(f"unknown model {value!r}: no models/ folder found next to the config, "
+                          "beside its folder or in the working directory; "
+                          "give path/to/file.py:factory instead")
+        raise problem(f"unknown model {value!r}{did_you_mean(value, found)} "
+                      f"(models: {choice_list(sorted(found))}; or give path/to/file.py:factory)")
+
+    @model_validator(mode="after")
+    def _args_match_factory(self, info: ValidationInfo):
+        if not checking_files(info) or not self.args:
+            return self
+        if ":" in self.name:
+            file, _, factory = self.name.rpartition(":")
+        else:
+            file = names.model_files(ctx_value(info, "config_dir")).get(self.name)
+            factory = MODEL_FACTORY
+        accepted = factory_params(str(file), factory) if file else None
+        if accepted is None:
+            return self
+        shown = f"{factory}() in {PurePath(file).name}"
+        listed = f" (arguments: {choice_list(accepted) or 'none'})"
+        details = [detail(("args", key), f"unknown argument of {shown}"
+                          + (did_you_mean(key, accepted) or listed), value, "key")
+                   for key, value in self.args.items() if key not in accepted]
+        if details:
+            fail("ModelSection", details)
+        return self
+
+
+def _factory_in_file(value: str, info) -> str:
+    file, _, factory = value.rpartition(":")
+    if not file.endswith(".py") or not _IDENT.match(factory):
+        raise problem(f"expected path/to/file.py:factory, got {value!r}")
+    if not checking_files(info):
+        return value
+    path = resolve_input(file, info, "model file")
+    defined = top_level_names(path)
+    if factory not in defined:
+        raise problem(f"{file} defines no {factory!r}{did_you_mean(factory, defined)}")
+    return f"{path}:{factory}"

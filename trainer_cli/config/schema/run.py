@@ -1,0 +1,210 @@
+"""``RunConfig``: the whole config file, and the checks that span sections."""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Optional
+
+import annotated_types as at
+from pydantic import Field, ValidationError, ValidationInfo, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from .. import names
+from ..describe import Expect
+from .base import Section, Shorthand, ctx_value, detail, fail
+from ..suggest import choice_list, did_you_mean
+from .data import DataSection
+from .model import ModelSection
+from .objective import LossSection, MetricSection
+from .optim import CompressionSection, KVStoreSection, LRSchedulerSection, OptimizerSection
+from .training import CheckpointSection, Device, EarlyStoppingSection, ValidateEvery
+
+__all__ = ["RunConfig"]
+
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def default_run_name(stem: str | None) -> str:
+    """A run-directory-safe name from a config file's stem."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", stem or "").strip("-.")
+    return name or "run"
+
+
+class RunConfig(Section):
+    """A training run, as written in a YAML config.
+
+    ``epochs`` and ``steps`` may both be given: training stops at whichever is reached first.
+    ``steps`` counts optimizer updates, each of which consumes ``grad_accumulation`` batches;
+    ``log_every``, ``validate_every`` and ``checkpoint.every_steps`` count the same steps.
+    """
+
+    name: Optional[Annotated[str, at.MinLen(1)]] = Field(
+        None, description="run name, the prefix of the run directory; default: the config file's stem")
+    run_dir: Annotated[str, at.MinLen(1)] = Field("runs", description="root folder of run directories")
+    seed: int = Field(0, description="seed of initialization, shuffling and every random draw")
+    context: Annotated[list[Device], at.MinLen(1),
+                       Expect("a device such as cpu, gpu or gpu:0, or a list of devices")] = Field(
+        default_factory=lambda: ["cpu:0"], description="device or list of devices, e.g. cpu, gpu:0")
+
+    model: Annotated[ModelSection, Shorthand()]
+    data: Annotated[DataSection, Shorthand("train")]
+    loss: Annotated[LossSection, Shorthand()]
+    metrics: Annotated[list[Annotated[MetricSection, Shorthand()]],
+                       Expect("a metric name, or a list of metric names or mappings with name "
+                              "and params")] = Field(
+        default_factory=list, description="metrics logged for train and val")
+
+    optimizer: Annotated[OptimizerSection, Shorthand()] = Field(
+        default_factory=lambda: OptimizerSection(name="sgd"))
+    lr_scheduler: Optional[Annotated[LRSchedulerSection, Shorthand("type")]] = None
+    kvstore: Annotated[KVStoreSection, Shorthand("type")] = Field(default_factory=KVStoreSection)
+    compression: Optional[Annotated[CompressionSection, Shorthand("type")]] = None
+
+    epochs: Optional[Annotated[int, at.Ge(1)]] = Field(None, description="passes over the training set")
+    steps: Optional[Annotated[int, at.Ge(1)]] = Field(None, description="optimizer updates")
+    grad_clip: Optional[Annotated[float, at.Gt(0)]] = Field(
+        None, description="clip gradients to this global L2 norm")
+    grad_accumulation: Annotated[int, at.Ge(1)] = Field(1, description="batches per optimizer update")
+    nan_policy: Literal["stop", "skip"] = Field(
+        "stop", description="on a NaN/Inf loss or gradient: stop the run, or skip that update")
+    log_every: Annotated[int, at.Ge(1)] = Field(10, description="steps between progress log lines")
+    validate_every: ValidateEvery = Field("epoch", description="steps between validations, or epoch")
+    early_stopping: Optional[EarlyStoppingSection] = None
+    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+
+    @classmethod
+    def normalize(cls, raw):
+        if not isinstance(raw, dict):
+            return raw, []
+        moves = []
+        raw = dict(raw)
+        if isinstance(raw.get("context"), str):
+            raw["context"] = [raw["context"]]
+            moves.append((("context",), ("context", 0)))
+        if isinstance(raw.get("early_stopping"), bool):  # true: with the defaults; false: off
+            raw["early_stopping"] = {} if raw["early_stopping"] else None
+        if isinstance(raw.get("metrics"), (str, dict)):
+            raw["metrics"] = [raw["metrics"]]
+            moves.append((("metrics",), ("metrics", 0)))
+        return raw, moves
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _all_at_once(cls, raw, handler, info: ValidationInfo):
+        # Checks on the raw input run even when some section is invalid, so that they are
+        # reported together with that section's errors instead of after it is fixed.
+        early = _raw_checks(raw)
+        try:
+            config = handler(raw)
+        except ValidationError as exc:
+            if not early:
+                raise
+            fail("RunConfig", _rebuild(exc) + early)
+        late = config._across_sections(info)
+        if early or late:
+            fail("RunConfig", early + late)
+        return config
+
+    def _across_sections(self, info: ValidationInfo) -> list:
+        """Fill defaults that depend on other sections; return problems spanning sections."""
+        if self.name is None:
+            self.name = default_run_name(ctx_value(info, "config_name"))
+        details = []
+        if not _RUN_NAME.match(self.name):
+            details.append(detail(("name",), "expected letters, digits, '.', '_' or '-' "
+                                  f"(it names a folder), got {self.name!r}", self.name))
+        return details + self._metric_refs() + self._device_checks()
+
+    def metric_keys(self) -> list[str]:
+        """Keys a run logs and that early stopping and keep_best may name."""
+        base = ["loss"] + [m.name for m in self.metrics]
+        splits = ["train"] + (["val"] if self.data.has_validation else [])
+        return list(dict.fromkeys(f"{s}_{b}" for s in splits for b in base))
+
+    def _metric_refs(self) -> list:
+        details = []
+        seen = {}
+        for i, metric in enumerate(self.metrics):
+            if metric.name in seen:
+                details.append(detail(("metrics", i), f"metric {metric.name!r} is listed twice "
+                                      f"(also item {seen[metric.name]})", metric.name))
+            seen.setdefault(metric.name, i)
+        valid = self.metric_keys()
+        for loc, section in ((("early_stopping",), self.early_stopping),
+                             (("checkpoint", "keep_best"), self.checkpoint.keep_best)):
+            if section is None:
+                continue
+            key = section.metric
+            if key not in valid:
+                if key.startswith("val_") and not self.data.has_validation:
+                    why = "needs validation data: add data.val or data.split"
+                else:
+                    why = f"unknown metric {key!r}{did_you_mean(key, valid)} (choices: {choice_list(valid)})"
+                details.append(detail(loc + ("metric",), why, key))
+            elif section.mode is None:
+                section.mode = names.metric_mode(key.split("_", 1)[1])
+        return details
+
+    def _device_checks(self) -> list:
+        details = []
+        seen = set()
+        for i, device in enumerate(self.context):
+            if device in seen:
+                details.append(detail(("context", i), f"{device} is listed twice", device))
+            seen.add(device)
+        kv = self.kvstore.type
+        if kv.endswith("_async") and self.kvstore.update_on_kvstore is False:
+            details.append(detail(("kvstore", "update_on_kvstore"), f"{kv} updates on the kvstore; "
+                                  "expected true or null, got false", False))
+        compression = self.compression
+        if compression is not None and compression.type != "none":
+            if "dist" not in kv and "device" not in kv:
+                details.append(detail(("compression", "type"), "gradient compression needs a "
+                                      f"device or dist_* kvstore; kvstore {kv!r} cannot apply it",
+                                      compression.type))
+            elif "dist" not in kv and len(self.context) < 2:
+                details.append(detail(("compression", "type"), "gradient compression with a "
+                                      "single device and a local kvstore would never be applied; "
+                                      "use several devices in context or a dist_* kvstore",
+                                      compression.type))
+        return details
+
+    # Conveniences for the run loop -----------------------------------------------------------
+
+    def resolved_yaml(self) -> str:
+        """This config with every default filled in, as YAML; loading it gives an equal config."""
+        from ..resolved import resolved_yaml
+
+        return resolved_yaml(self)
+
+    def contexts(self):
+        """The devices as ``trainer_cli.Context`` objects."""
+        from ...context import Context
+
+        return [Context(d.split(":")[0], int(d.split(":")[1])) for d in self.context]
+
+    @property
+    def kvstore_type(self) -> str | None:
+        """The Trainer's ``kvstore`` argument: the type, or None for no kvstore."""
+        return None if self.kvstore.type == "none" else self.kvstore.type
+
+    @property
+    def compression_params(self) -> dict | None:
+        """The Trainer's ``compression_params`` argument, or None."""
+        c = self.compression
+        return None if c is None or c.type == "none" else {"type": c.type, "threshold": c.threshold}
+
+
+def _raw_checks(raw) -> list:
+    if not isinstance(raw, dict):
+        return []
+    if raw.get("epochs") is None and raw.get("steps") is None:
+        return [detail((), "give epochs or steps (or both: training stops at whichever comes "
+                           "first)", None, "key")]
+    return []
+
+
+def _rebuild(exc: ValidationError) -> list:
+    # Keeps each error's type and context, which is all the report reads.
+    return [InitErrorDetails(type=PydanticCustomError(err["type"], err["msg"], err.get("ctx")),
+                             loc=err["loc"], input=err.get("input"))
+            for err in exc.errors(include_url=False)]
