@@ -1,0 +1,135 @@
+"""The reporting commands: validate, schema, lr, inspect, list.
+
+Each is one call into ``trainer_cli.report`` and one print: rich tables for people, or with
+``--json`` only JSON on stdout, a failure included (``{"error": ...}``, with the exit code).
+"""
+from __future__ import annotations
+
+import click
+
+from .errors import EXIT_BAD_INPUT, CLIError, _bad_input_types, handle_errors
+
+__all__ = ["validate", "schema", "lr", "inspect", "list_"]
+
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print only JSON on stdout, for scripts.")
+override_option = click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+                               help="Set a config value, e.g. -o optimizer.params.learning_rate=0.1 "
+                                    "(repeatable; validated like the file).")
+
+
+def _build(as_json, make):
+    """``make()``, except that under --json a bad input is also reported as JSON on stdout."""
+    from ..report.jsonout import dumps, error_dict
+
+    try:
+        return make()
+    except Exception as exc:
+        if as_json and isinstance(exc, _bad_input_types()):
+            click.echo(dumps(error_dict(exc)))
+        raise
+
+
+def _echo_json(value):
+    from ..report.jsonout import dumps
+
+    click.echo(dumps(value))
+
+
+@click.command()
+@click.argument("config", metavar="CONFIG")
+@override_option
+@json_option
+@handle_errors
+def validate(config, overrides, as_json):
+    """Check CONFIG (every problem at once, exit 2) and print it fully resolved as YAML."""
+    from ..report.validate import validate_report
+
+    report = _build(as_json, lambda: validate_report(config, overrides))
+    if as_json:
+        _echo_json(report["resolved"])
+        return
+    click.echo(report["yaml"], nl=False)
+    click.echo("%s: valid" % config, err=True)  # stderr, so that stdout stays loadable YAML
+
+
+@click.command()
+@json_option
+@handle_errors
+def schema(as_json):
+    """Print the JSON schema of a config file (always JSON; --json is accepted for symmetry)."""
+    from ..config import json_schema
+
+    _echo_json(json_schema())
+
+
+@click.command()
+@click.argument("source", metavar="CONFIG|RUN_DIR")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Steps to show (default: the run's steps, or epochs x updates per epoch).")
+@override_option
+@json_option
+@handle_errors
+def lr(source, steps, overrides, as_json):
+    """Show the learning rate of every step, from the optimizer the run builds.
+
+    For a run directory, the step of its latest checkpoint is marked.
+    """
+    from ..report.schedule import lr_report
+
+    report = _build(as_json, lambda: lr_report(source, steps=steps, overrides=overrides))
+    if as_json:
+        _echo_json(report)
+        return
+    from ..report.render import console, render_lr
+
+    render_lr(console(), report)
+
+
+@click.command()
+@click.argument("target", metavar="RUN_DIR|STATES_FILE")
+@json_option
+@handle_errors
+def inspect(target, as_json):
+    """Show optimizer states (name, hyper-parameters, update count, lr, per-parameter state
+    shapes and norms); for a run directory also its checkpoints and last metrics.
+
+    Exits 2, naming the file, when any file is damaged, truncated or not ours.
+    """
+    from ..report.inspect_run import inspect_path
+
+    report = _build(as_json, lambda: inspect_path(target))
+    if as_json:
+        _echo_json(report)
+    else:
+        from ..report.render import console, render_inspect
+
+        render_inspect(console(), report)
+    errors = report.get("errors")
+    if errors:
+        advice = ""
+        if report.get("kind") == "run_dir" and report.get("resume_from") is not None \
+                and report.get("resume_from") != report.get("latest"):
+            advice = "\nnewest intact checkpoint: step-%d (trainer resume %s --from step-%d)" % (
+                report["resume_from"], target, report["resume_from"])
+        raise CLIError("%s: %d damaged or unreadable file(s):\n%s%s"
+                       % (target, len(errors), "\n".join(errors), advice), EXIT_BAD_INPUT)
+
+
+@click.command("list")
+@click.option("--models-dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Folder of model files (default: models/ here, and the shipped ones).")
+@json_option
+@handle_errors
+def list_(models_dir, as_json):
+    """List optimizers, schedulers, models, losses, metrics, datasets, initializers, kvstore and
+    compression types."""
+    from ..report.catalog import catalog
+
+    cat = catalog(models_dir)
+    if as_json:
+        _echo_json(cat)
+        return
+    from ..report.render import console, render_list
+
+    render_list(console(), cat)
