@@ -1,1 +1,34 @@
-"""The training runner behind the CLI: building from a config, the loop, run directories."""
+"""The training runner behind the CLI: building from a config, the loop, run directories.
+
+``start_run(config_path, overrides)`` and ``resume_run(run_dir)`` are the whole of ``trainer
+run`` and ``trainer resume``; the modules below each do one job:
+
+=============  ================================================================================
+layout         the run-directory contract: file names, meta.json, verifying checkpoints
+rundir         creating ``<root>/<name>-<UTC time>/``; the writer's lock
+data           datasets from a config (synthetic, npz, npy, csv, scikit-learn), validation split
+order          the batches of each epoch, a pure function of (seed, epoch)
+model          loading ``models/<name>.py`` or ``file.py:factory`` and building the network
+metrics        accuracy, top_k_accuracy, mae, mse, rmse, cross_entropy, perplexity, f1
+build          everything from a config, up to the gluon.Trainer and its kvstore mode
+grads          global norm, NaN/Inf check and clipping between backward and update
+loop           steps, epochs, validation, early stopping, when to checkpoint
+state          the loop's position and counters, as stored in meta.json
+checkpoint     writing, verifying, loading, pruning ``checkpoints/step-N/``
+kvstate        gradient-compression residuals, for exact resume
+logs           metrics.jsonl, metrics.csv, train.log
+progress       the progress bar and log lines
+signals        Ctrl-C / SIGTERM: finish the step, checkpoint, exit 130
+session        start_run / resume_run
+=============  ================================================================================
+"""
+import importlib
+
+__all__ = ["start_run", "resume_run", "RunResult", "RunFailed"]
+
+
+def __getattr__(name):
+    # Lazy: importing trainer_cli.run.layout or .metrics must not pull in the training stack.
+    if name in __all__:
+        return getattr(importlib.import_module(".session", __name__), name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -7,13 +7,16 @@
         metrics.jsonl          one JSON object per logged event
         metrics.csv            the same rows as CSV
         train.log              human-readable log
+        .lock                  flock'ed while a process writes here (released when it dies)
         checkpoints/
             step-<N>/          built in a temp folder, then renamed: only ever complete
                 params.npz     parameters under structural names (Block.save_parameters)
                 trainer.states optimizer states (trainer_cli.optimizer.state_file)
+                kvstore.npz    only with gradient compression: the error-feedback residuals
                 meta.json      step, epoch, position, RNG and loop state, and a SHA-256 of
                                each other file, so damage is detected before anything loads
             latest             the name of the newest checkpoint, written last
+            abandoned-<time>/  checkpoints newer than the one `resume --from` went back to
 
 Nothing here executes or unpickles what it reads.
 """
@@ -26,9 +29,9 @@ from pathlib import Path
 
 __all__ = [
     "CONFIG_FILE", "METRICS_FILE", "METRICS_CSV", "LOG_FILE", "CHECKPOINTS", "LATEST",
-    "PARAMS_FILE", "STATES_FILE", "META_FILE", "META_FORMAT", "RunDirError", "checkpoint_name",
-    "checkpoint_dir", "list_checkpoints", "read_latest", "read_meta", "verify_checkpoint",
-    "newest_intact", "file_digest",
+    "PARAMS_FILE", "STATES_FILE", "KVSTORE_FILE", "META_FILE", "META_FORMAT", "RunDirError",
+    "checkpoint_name", "checkpoint_dir", "list_checkpoints", "read_latest", "read_meta",
+    "verify_checkpoint", "newest_intact", "file_digest",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -39,6 +42,7 @@ CHECKPOINTS = "checkpoints"
 LATEST = "latest"
 PARAMS_FILE = "params.npz"
 STATES_FILE = "trainer.states"
+KVSTORE_FILE = "kvstore.npz"
 META_FILE = "meta.json"
 META_FORMAT = 1
 
@@ -112,7 +116,12 @@ def verify_checkpoint(ckpt_dir) -> dict:
     """Check every file of a checkpoint against the sizes and digests in its meta.json."""
     ckpt_dir = Path(ckpt_dir)
     meta = read_meta(ckpt_dir)
-    for name in (PARAMS_FILE, STATES_FILE):
+    # meta.json names the files to hash; only known names, so it cannot point outside the folder.
+    extra = [name for name in meta["files"] if name not in (PARAMS_FILE, STATES_FILE)]
+    for name in extra:
+        if name != KVSTORE_FILE:
+            raise RunDirError("%s: lists an unexpected file %r" % (ckpt_dir / META_FILE, name[:60]))
+    for name in [PARAMS_FILE, STATES_FILE] + extra:
         expected = meta["files"].get(name)
         path = ckpt_dir / name
         if not isinstance(expected, dict):

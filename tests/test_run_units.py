@@ -1,0 +1,223 @@
+"""The runner's pieces without a training run: batch order, data, metrics, checkpoints, layout."""
+import json
+
+import numpy as np
+import pytest
+
+from trainer_cli.config import names
+from trainer_cli.gluon.data import BatchSampler, Sampler
+from trainer_cli.run import checkpoint, layout, metrics
+from trainer_cli.run.data import Arrays, DataError, load_dataset, split_validation
+from trainer_cli.run.loop import slices
+from trainer_cli.run.order import BatchOrder
+from trainer_cli.run.rundir import RunLock, create_run_dir
+
+
+# ------------------------------------------------------------------------------ batch order
+class _EpochSampler(Sampler):
+    """Yields ``order.permutation(e)`` on its e-th pass, like a reshuffling RandomSampler."""
+
+    def __init__(self, order):
+        self.order, self.epoch = order, 0
+
+    def __iter__(self):
+        perm = self.order.permutation(self.epoch)
+        self.epoch += 1
+        return iter(perm.tolist())
+
+    def __len__(self):
+        return self.order.n
+
+
+@pytest.mark.parametrize("n,b", [(10, 3), (10, 5), (7, 10), (3, 8), (12, 4)])
+@pytest.mark.parametrize("last_batch", ["keep", "discard", "rollover"])
+def test_batch_order_matches_gluon_batch_sampler(n, b, last_batch):
+    order = BatchOrder(n, b, last_batch, shuffle=True, seed=3)
+    sampler = BatchSampler(_EpochSampler(order), b, last_batch)
+    for epoch in range(6):
+        expected = [list(batch) for batch in sampler]
+        got = [idx.tolist() for idx in order.batches(epoch)]
+        assert got == expected, (epoch, got, expected)
+        assert order.num_batches(epoch) == len(expected)
+
+
+def test_batch_order_is_a_pure_function_of_seed_and_epoch():
+    a = BatchOrder(50, 8, "rollover", seed=9)
+    b = BatchOrder(50, 8, "rollover", seed=9)
+    # b jumps straight to epoch 4: nothing depends on having visited the epochs before.
+    assert [x.tolist() for x in a.batches(4)] == [x.tolist() for x in b.batches(4)]
+    assert a.carry(4).tolist() == b.carry(4).tolist()
+    assert BatchOrder(50, 8, seed=9).permutation(1).tolist() != BatchOrder(50, 8, seed=10).permutation(1).tolist()
+    assert BatchOrder(5, 2, shuffle=False).batches(3)[0].tolist() == [0, 1]
+
+
+def test_total_updates_with_accumulation_and_limits():
+    order = BatchOrder(100, 10, "keep")
+    assert order.updates_in_epoch(0, 3) == 4  # 10 batches: 3 + 3 + 3 + a short window of 1
+    assert order.total_updates(5, None, 3) == 20
+    assert order.total_updates(5, 7, 3) == 7
+    assert order.total_updates(None, 9, 1) == 9
+    rollover = BatchOrder(25, 10, "rollover")
+    assert rollover.total_updates(4, None, 1) == sum(rollover.num_batches(e) for e in range(4)) == 10
+
+
+def test_slices_follow_mxnet_split_data():
+    assert slices(10, 3) == [(0, 3), (3, 6), (6, 10)]
+    assert slices(1, 2) == [(0, 1), (1, 1)]
+    assert slices(4, 1) == [(0, 4)]
+
+
+# ------------------------------------------------------------------------------ data
+def _spec(**kw):
+    from trainer_cli.config import DataSection
+    return DataSection.model_validate({"train": kw}, context={"check_files": False}).train
+
+
+def test_synthetic_data_is_seeded_and_typed():
+    a = load_dataset(_spec(type="synthetic", task="classification", num_samples=50, num_classes=3))
+    b = load_dataset(_spec(type="synthetic", task="classification", num_samples=50, num_classes=3))
+    assert a.x.dtype == np.float32 and a.x.shape == (50, 10) and a.y.shape == (50,)
+    assert np.array_equal(a.x, b.x) and set(np.unique(a.y)) <= {0.0, 1.0, 2.0}
+    c = load_dataset(_spec(type="synthetic", task="classification", num_samples=50, seed=1))
+    assert not np.array_equal(a.x, c.x)
+
+
+def test_files_npz_npy_csv(tmp_path):
+    x = np.arange(12, dtype=np.float64).reshape(4, 3)
+    y = np.array([0, 1, 0, 1])
+    np.savez(tmp_path / "d.npz", feats=x, lab=y)
+    got = load_dataset(_spec(type="npz", path=str(tmp_path / "d.npz"), x="feats", y="lab"))
+    assert np.array_equal(got.x, x.astype(np.float32)) and np.array_equal(got.y, y)
+    np.save(tmp_path / "d.npy", np.column_stack([x, y]))
+    got = load_dataset(_spec(type="npy", path=str(tmp_path / "d.npy")))
+    assert np.array_equal(got.x, x) and np.array_equal(got.y, y)
+    (tmp_path / "d.csv").write_text("a,b,label,c\n1,2,0,3\n4,5,1,6\n\n")
+    got = load_dataset(_spec(type="csv", path=str(tmp_path / "d.csv"), label="label", columns=["c", "a"]))
+    assert got.x.tolist() == [[3, 1], [6, 4]] and got.y.tolist() == [0, 1]
+    (tmp_path / "bad.csv").write_text("a,label\n1,0\nx,1\n")
+    with pytest.raises(DataError, match=r"bad.csv:3: a: expected a number, got 'x'"):
+        load_dataset(_spec(type="csv", path=str(tmp_path / "bad.csv"), label="label"))
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(DataError, match="obj.npy"):
+        load_dataset(_spec(type="npy", path=str(tmp_path / "obj.npy"), label_path=str(tmp_path / "d.npy")))
+
+
+def test_split_is_seeded_and_keeps_order():
+    data = Arrays(np.arange(20).reshape(20, 1).astype(np.float32), np.arange(20).astype(np.float32))
+    split = type("S", (), {"val_fraction": 0.25, "shuffle": True, "seed": 4})
+    train, val = split_validation(data, split)
+    assert len(train) == 15 and len(val) == 5
+    assert sorted(train.y.tolist() + val.y.tolist()) == list(range(20))
+    assert train.y.tolist() == sorted(train.y.tolist())
+    assert split_validation(data, split)[1].y.tolist() == val.y.tolist()
+    split.shuffle = False
+    assert split_validation(data, split)[1].y.tolist() == [15, 16, 17, 18, 19]
+
+
+# ------------------------------------------------------------------------------ metrics
+def test_metric_registry_is_what_configs_name():
+    assert names.metric_names() == ["accuracy", "cross_entropy", "f1", "mae", "mse", "perplexity",
+                                    "rmse", "top_k_accuracy"]
+    assert names.lookup("metric", "top_k_accuracy") is metrics.TopKAccuracy
+    assert "top_k" in names.metric_params("top_k_accuracy").accepted
+
+
+def test_metric_values():
+    labels = np.array([0, 1, 2, 1])
+    logits = np.array([[3, 1, 0], [0, 2, 1], [1, 2, 0], [0, 1, 5]], dtype=np.float32)
+    acc = metrics.Accuracy()
+    acc.update([labels], [logits])
+    assert acc.get() == ("accuracy", 0.5)
+    top2 = metrics.TopKAccuracy(top_k=2)
+    top2.update([labels], [logits])
+    assert top2.get()[1] == 0.75
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    ce_logits, ce_probs = metrics.CrossEntropy(from_logits=True), metrics.CrossEntropy()
+    ce_logits.update([labels], [logits])
+    ce_probs.update([labels], [probs])
+    assert ce_logits.get()[1] == pytest.approx(ce_probs.get()[1], rel=1e-6)
+    ppl = metrics.Perplexity(from_logits=True)
+    ppl.update([labels], [logits])
+    assert ppl.get()[1] == pytest.approx(np.exp(ce_logits.get()[1]))
+    y, p = np.array([1.0, 2.0, 4.0]), np.array([[1.5], [2.0], [2.0]])
+    for cls, want in ((metrics.MAE, 2.5 / 3), (metrics.MSE, 4.25 / 3), (metrics.RMSE, np.sqrt(4.25 / 3))):
+        m = cls()
+        m.update([y[:2]], [p[:2]])
+        m.update([y[2:]], [p[2:]])  # weighted by samples, not by batches
+        assert m.get()[1] == pytest.approx(want)
+    f1 = metrics.F1()
+    f1.update([np.array([1, 0, 1, 1])], [np.array([[0, 1], [0, 1], [1, 0], [0, 1]])])
+    assert f1.get()[1] == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
+
+
+def test_metric_state_round_trips_through_json():
+    for m in (metrics.Accuracy(), metrics.F1(), metrics.RMSE()):
+        preds = np.array([[1.0, 0.0], [0.2, 0.9], [0.7, 0.1]])
+        m.update([np.array([0, 1, 1])], [preds[:, :1] if isinstance(m, metrics.RMSE) else preds])
+        restored = type(m)()
+        restored.set_state(json.loads(json.dumps(m.get_state())))
+        assert restored.get() == m.get()
+
+
+# ------------------------------------------------------------------------------ run dirs and checkpoints
+def test_run_dir_is_new_every_time(tmp_path):
+    a = create_run_dir(tmp_path, "x", "a: 1\n", now=0)
+    b = create_run_dir(tmp_path, "x", "a: 2\n", now=0)
+    assert a.name == "x-19700101-000000" and b.name == "x-19700101-000000-2"
+    assert (a / "config.yaml").read_text() == "a: 1\n" and (b / "checkpoints").is_dir()
+
+
+def test_run_lock_excludes_a_second_writer(tmp_path):
+    with RunLock(tmp_path):
+        with pytest.raises(layout.RunDirError, match="another trainer process"):
+            RunLock(tmp_path).acquire()
+    RunLock(tmp_path).acquire().release()
+
+
+def _fake_checkpoint(run_dir, step, value=None):
+    folder = layout.checkpoint_dir(run_dir, step)
+    folder.mkdir(parents=True)
+    files = {}
+    for name in (layout.PARAMS_FILE, layout.STATES_FILE):
+        (folder / name).write_bytes(b"data %d" % step)
+        files[name] = {"size": (folder / name).stat().st_size,
+                       "sha256": layout.file_digest(folder / name)}
+    meta = {"format": layout.META_FORMAT, "step": step, "files": files,
+            "metrics": {} if value is None else {"val_accuracy": value}}
+    (folder / layout.META_FILE).write_text(json.dumps(meta))
+    (run_dir / layout.CHECKPOINTS / layout.LATEST).write_text("step-%d\n" % step)
+
+
+def test_prune_keeps_last_latest_and_best(tmp_path):
+    for step, value in ((10, 0.5), (20, 0.9), (30, 0.7), (40, 0.6), (50, 0.65)):
+        _fake_checkpoint(tmp_path, step, value)
+    best = type("K", (), {"metric": "val_accuracy", "mode": "max"})
+    checkpoint.prune(tmp_path, keep_last=2, keep_best=best)
+    assert [s for s, _ in layout.list_checkpoints(tmp_path)] == [20, 40, 50]
+    checkpoint.prune(tmp_path, keep_last=1)
+    assert [s for s, _ in layout.list_checkpoints(tmp_path)] == [50]
+
+
+def test_verify_refuses_files_meta_json_should_not_name(tmp_path):
+    _fake_checkpoint(tmp_path, 5)
+    meta_path = layout.checkpoint_dir(tmp_path, 5) / layout.META_FILE
+    meta = json.loads(meta_path.read_text())
+    meta["files"]["../../../etc/passwd"] = {"size": 1, "sha256": "0"}
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(layout.RunDirError, match="unexpected file"):
+        layout.verify_checkpoint(layout.checkpoint_dir(tmp_path, 5))
+
+
+def test_resume_point_names_damage_and_the_intact_fallback(tmp_path):
+    _fake_checkpoint(tmp_path, 10)
+    _fake_checkpoint(tmp_path, 20)
+    (layout.checkpoint_dir(tmp_path, 20) / layout.STATES_FILE).write_bytes(b"garbage")
+    with pytest.raises(layout.RunDirError) as err:
+        checkpoint.resume_point(tmp_path)
+    text = str(err.value)
+    assert "trainer.states" in text and "--from step-10" in text
+    assert checkpoint.resume_point(tmp_path, 10)[0] == 10
+    (tmp_path / "checkpoints" / "latest").write_text("nonsense")
+    with pytest.raises(layout.RunDirError, match="latest.*step-10"):
+        checkpoint.resume_point(tmp_path)
+    assert checkpoint.resume_point(tmp_path / "nowhere") is None

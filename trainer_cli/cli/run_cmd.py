@@ -1,0 +1,150 @@
+"""``trainer run`` and ``trainer resume``: argument parsing and output around
+:func:`trainer_cli.run.start_run` / :func:`trainer_cli.run.resume_run`."""
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+
+from .errors import EXIT_BAD_INPUT, EXIT_FAILED, CLIError, handle_errors
+
+__all__ = ["run", "resume"]
+
+_STEP = re.compile(r"^(?:step-)?(\d+)$")
+
+
+@click.command()
+@click.argument("config", type=click.Path(dir_okay=True))
+@click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Set a config value (YAML), e.g. -o epochs=3 or "
+                   "-o optimizer.params.learning_rate=0.1; repeatable.")
+@click.option("--name", help="Run name (default: the config's name or file stem); the run "
+                              "directory is ROOT/NAME-<UTC time>.")
+@click.option("--run-dir", "run_root", metavar="ROOT",
+              help="Folder that receives the new run directory (default: the config's run_dir).")
+@click.option("--json", "as_json", is_flag=True, help="Print only a JSON summary on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("--workers", type=click.IntRange(min=1), metavar="N",
+              help="Run as N MPI processes (needs a dist_* kvstore and the dist extra).")
+@handle_errors
+def run(config, overrides, name, run_root, as_json, quiet, workers):
+    """Train from the YAML file CONFIG into a new run directory.
+
+    Exit codes: 0 done; 1 the run failed; 2 bad config or input file; 130 interrupted (after
+    saving a checkpoint; continue with `trainer resume RUN_DIR`).
+    """
+    if workers is not None:
+        from ..config import load_config
+
+        _check_dist(load_config(config, overrides), config)
+        argv = ["run", str(config)] + [a for text in overrides for a in ("-o", text)]
+        for flag, value in (("--name", name), ("--run-dir", run_root)):
+            if value is not None:
+                argv += [flag, str(value)]
+        sys.exit(_launch(argv, as_json, quiet, workers))
+    from ..run import start_run
+
+    _finish(lambda reporter: start_run(config, overrides, name=name, run_root=run_root,
+                                       reporter=reporter), as_json, quiet)
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=True))
+@click.option("--from", "from_checkpoint", metavar="step-N",
+              help="Resume from this checkpoint instead of the latest one.")
+@click.option("--json", "as_json", is_flag=True, help="Print only a JSON summary on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("--workers", type=click.IntRange(min=1), metavar="N",
+              help="Resume as N MPI processes (a run with a dist_* kvstore).")
+@handle_errors
+def resume(run_dir, from_checkpoint, as_json, quiet, workers):
+    """Continue the run in RUN_DIR exactly where its latest checkpoint left off.
+
+    The final parameters equal bitwise those of a run that never stopped.
+    """
+    from ..run import resume_run
+
+    step = None
+    if from_checkpoint is not None:
+        match = _STEP.match(from_checkpoint.strip())
+        if match is None:
+            raise CLIError("--from: expected a checkpoint name like step-100, got %r"
+                           % from_checkpoint, EXIT_BAD_INPUT)
+        step = int(match.group(1))
+    if workers is not None:
+        from ..run.session import read_run_config
+
+        _check_dist(read_run_config(run_dir), run_dir)
+        argv = ["resume", str(run_dir)] + (["--from", "step-%d" % step] if step is not None else [])
+        sys.exit(_launch(argv, as_json, quiet, workers))
+    _finish(lambda reporter: resume_run(run_dir, step, reporter=reporter), as_json, quiet)
+
+
+def _finish(start, as_json, quiet):
+    from ..report.jsonout import dumps, error_dict
+    from ..run import RunFailed
+    from ..run.progress import choose_reporter
+
+    reporter = choose_reporter(quiet or as_json)
+    try:
+        result = start(reporter)
+    except RunFailed as exc:
+        if as_json and exc.summary.get("run_dir"):
+            click.echo(dumps(dict(exc.summary, error=str(exc))))
+        raise CLIError(str(exc), EXIT_FAILED) from None
+    except Exception as exc:
+        # Under --json stdout stays JSON even for a failure; the message also goes to stderr.
+        if as_json:
+            click.echo(dumps(error_dict(exc)))
+        raise
+    summary = result.summary
+    if summary.get("run_dir") is None:
+        pass  # an MPI rank other than 0: rank 0 reports
+    elif as_json:
+        click.echo(dumps(summary))
+    elif not quiet:
+        click.echo(_human(summary))
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
+def _human(summary) -> str:
+    status = summary["status"].replace("_", " ")
+    lines = ["%s: %d steps, %d epochs, %.1f s" % (status, summary["steps"], summary["epochs"],
+                                                  summary["elapsed_s"])]
+    if summary.get("skipped_steps"):
+        lines[0] += ", %d steps skipped (NaN/Inf)" % summary["skipped_steps"]
+    lines.append("run directory: %s" % summary["run_dir"])
+    lines.append("checkpoint:    %s" % summary["checkpoint"])
+    metrics = "  ".join("%s %.4g" % (k, v) for k, v in summary["metrics"].items()
+                        if isinstance(v, (int, float)))
+    if metrics:
+        lines.append("metrics:       %s" % metrics)
+    if summary["status"] == "interrupted":
+        lines.append("continue with: trainer resume %s" % summary["run_dir"])
+    return "\n".join(lines)
+
+
+def _check_dist(config, where):
+    kv = config.kvstore.type
+    if not kv.startswith("dist"):
+        raise CLIError("--workers runs one training process per worker, which needs a dist_* "
+                       "kvstore to combine their gradients; %s has kvstore %r (for a new run: "
+                       "-o kvstore=dist_sync)" % (where, kv), EXIT_BAD_INPUT)
+
+
+def _launch(argv, as_json, quiet, workers) -> int:
+    """The same command, without --workers, as ``workers`` MPI ranks."""
+    try:
+        from .. import dist_launch
+    except ImportError:
+        raise CLIError("--workers needs trainer_cli.dist_launch, which this installation does not "
+                       "have", EXIT_FAILED) from None
+    argv = [sys.executable, "-m", "trainer_cli.cli"] + argv
+    argv += ["--json"] if as_json else []
+    argv += ["--quiet"] if quiet else []
+    try:
+        return dist_launch.launch(argv, workers)
+    except dist_launch.DistLaunchError as exc:
+        raise CLIError(str(exc), EXIT_BAD_INPUT) from None

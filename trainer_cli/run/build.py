@@ -1,0 +1,146 @@
+"""Everything a run needs, built from a RunConfig: data, network, loss, metrics, optimizer and the
+``gluon.Trainer`` with its kvstore.
+
+How gradients reach the optimizer is decided here, once (:func:`update_mode`): with a kvstore the
+run reduces gradients itself (``allreduce_grads``) and then ``update``\\ s, so that it can check
+them for NaN/Inf and clip them by global norm on the reduced values. It lets the kvstore run the
+optimizer (``trainer.step``) only where that is required (``dist_async``) or asked for
+(``kvstore.update_on_kvstore: true``); global-norm clipping is then impossible and refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import ConfigError, ConfigIssue, names
+from . import data as _data
+from .metrics import create as create_metric
+from .model import build_network
+from .order import BatchOrder
+
+__all__ = ["Parts", "build", "build_optimizer", "build_loss", "build_metrics", "update_mode"]
+
+# Metrics that read class scores: the runner hands them the network's raw outputs (logits).
+_LOGIT_METRICS = ("cross_entropy", "perplexity")
+
+
+@dataclass
+class Parts:
+    config: object
+    contexts: list
+    train: _data.Arrays
+    val: _data.Arrays | None
+    order: BatchOrder
+    net: object
+    model_file: Path
+    loss: object
+    metrics: dict            # config name -> EvalMetric (train)
+    val_metrics: dict        # config name -> EvalMetric (validation)
+    trainer: object
+    kvstore: object          # the store instance, or None
+    on_store: bool           # the kvstore runs the optimizer (trainer.step)
+    rank: int
+    num_workers: int
+
+
+def _issue(config_file, key, message):
+    return ConfigError([ConfigIssue(message, key=key, file=str(config_file) if config_file else None)])
+
+
+def update_mode(config, config_file=None) -> tuple[str | None, bool]:
+    """``(kvstore type or None, update_on_kvstore)`` as the run uses them."""
+    kv = config.kvstore_type
+    if kv is None or (len(config.context) == 1 and "dist" not in kv):
+        return None, False  # the Trainer would drop a single-device in-process store anyway
+    on_store = bool(config.kvstore.update_on_kvstore) or kv.endswith("_async")
+    if on_store and config.grad_clip is not None:
+        why = ("kvstore %s updates on the kvstore" % kv if kv.endswith("_async")
+               else "kvstore.update_on_kvstore is true")
+        raise _issue(config_file, "grad_clip", "global-norm clipping needs the reduced gradients "
+                     "before the update, but %s; remove grad_clip or set "
+                     "kvstore.update_on_kvstore to false or null" % why)
+    return kv, on_store
+
+
+def build_loss(config, config_file=None):
+    cls = names.lookup("loss", config.loss.name)
+    if cls is None:
+        raise _issue(config_file, "loss.name", "unknown loss %r" % config.loss.name)
+    try:
+        return cls(**config.loss.params)
+    except (TypeError, ValueError) as exc:
+        raise _issue(config_file, "loss", "cannot create loss %s: %s" % (config.loss.name, exc)) from None
+
+
+def build_metrics(config, config_file=None) -> dict:
+    out = {}
+    for i, section in enumerate(config.metrics):
+        params = dict(section.params)
+        if section.name in _LOGIT_METRICS:
+            params.setdefault("from_logits", True)
+        try:
+            out[section.name] = create_metric(section.name, **params)
+        except (TypeError, ValueError) as exc:
+            raise _issue(config_file, "metrics.%d" % i, "cannot create metric %s: %s"
+                         % (section.name, exc)) from None
+    return out
+
+
+def build_optimizer(config, config_file=None):
+    """The optimizer with its scheduler, exactly as a run creates it (``trainer lr`` uses it too).
+
+    A scheduler without its own ``base_lr`` starts from the optimizer's ``learning_rate``, which
+    is what MXNet ends up doing too (it overwrites ``base_lr``), minus the warning.
+    """
+    from .. import lr_scheduler, optimizer
+
+    params = dict(config.optimizer.params)
+    scheduler = None
+    if config.lr_scheduler is not None:
+        sched_params = dict(config.lr_scheduler.params)
+        if "base_lr" not in sched_params and params.get("learning_rate") is not None:
+            sched_params["base_lr"] = params["learning_rate"]
+        try:
+            scheduler = lr_scheduler.create(config.lr_scheduler.type, **sched_params)
+        except (TypeError, ValueError) as exc:
+            raise _issue(config_file, "lr_scheduler", "cannot create scheduler %s: %s"
+                         % (config.lr_scheduler.type, exc)) from None
+    try:
+        return optimizer.create(config.optimizer.name, lr_scheduler=scheduler, **params)
+    except (TypeError, ValueError) as exc:
+        raise _issue(config_file, "optimizer", "cannot create optimizer %s: %s"
+                     % (config.optimizer.name, exc)) from None
+
+
+def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
+    """Build a run's parts; the global random state must already be seeded. ``run_dir`` (on
+    resume) is where no model file may come from."""
+    from .. import kvstore as _kvstore
+    from ..gluon import Trainer
+
+    kv_type, on_store = update_mode(config, config_file)
+    contexts = config.contexts()
+    train, val = _data.load_data(config.data)
+    order = BatchOrder(len(train), config.data.batch_size, config.data.last_batch,
+                       config.data.shuffle, config.seed)
+    if order.num_batches(0) == 0:
+        raise _issue(config_file, "data.batch_size", "batch_size %d is larger than the %d "
+                     "training samples and last_batch is discard: an epoch would have no batches"
+                     % (config.data.batch_size, len(train)))
+    # A dist store joins the MPI job, which the rank (who writes the run directory) comes from.
+    kv = _kvstore.create(kv_type) if kv_type is not None else None
+    net, model_file = build_network(config.model, contexts, train.x[:1], model_dir, run_dir)
+    if config.grad_accumulation > 1:
+        for param in net.collect_params().values():
+            if param.grad_req != "null":
+                param.grad_req = "add"
+    trainer = Trainer(net.collect_params(), build_optimizer(config, config_file), kvstore=kv,
+                      compression_params=config.compression_params,
+                      update_on_kvstore=on_store if kv is not None else None)
+    return Parts(config=config, contexts=contexts, train=train, val=val, order=order, net=net,
+                 model_file=model_file, loss=build_loss(config, config_file),
+                 metrics=build_metrics(config, config_file),
+                 val_metrics=build_metrics(config, config_file), trainer=trainer, kvstore=kv,
+                 on_store=on_store and kv is not None,
+                 rank=getattr(kv, "rank", 0) if kv is not None else 0,
+                 num_workers=getattr(kv, "num_workers", 1) if kv is not None else 1)

@@ -1,0 +1,219 @@
+"""Writing, reading and pruning ``checkpoints/step-N/`` (layout in :mod:`.layout`).
+
+A save builds ``checkpoints/.tmp-step-N-*/`` (params.npz, trainer.states, kvstore.npz when
+compressing, then meta.json with each file's size and SHA-256), fsyncs the files and the folder,
+renames it to ``step-N``, then rewrites ``latest`` atomically, and only then prunes. A crash at
+any point leaves the previous checkpoint and pointer intact; leftovers of an interrupted save or
+prune start with ``.`` and are removed by :func:`clean_leftovers`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from .._atomic import fsync_dir, write_text_atomic
+from . import kvstate, layout
+from .layout import RunDirError
+
+__all__ = ["save_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
+           "resume_point"]
+
+_TMP_PREFIX = ".tmp-step-"
+_TRASH_PREFIX = ".trash-"
+
+
+def _describe(path: Path) -> dict:
+    return {"size": path.stat().st_size, "sha256": layout.file_digest(path)}
+
+
+def save_checkpoint(run_dir, step: int, net, trainer, kv, meta: dict) -> Path:
+    """Write checkpoint ``step`` and point ``latest`` at it; returns its folder."""
+    folder = Path(run_dir) / layout.CHECKPOINTS
+    final = folder / layout.checkpoint_name(step)
+    if final.exists():
+        # Only a checkpoint of an abandoned future can be here (see set_aside_after).
+        set_aside(folder, [final])
+    tmp = Path(tempfile.mkdtemp(prefix="%s%d-" % (_TMP_PREFIX, step), dir=folder))
+    try:
+        files = {}
+        net.save_parameters(str(tmp / layout.PARAMS_FILE))
+        files[layout.PARAMS_FILE] = _describe(tmp / layout.PARAMS_FILE)
+        trainer.save_states(str(tmp / layout.STATES_FILE))
+        files[layout.STATES_FILE] = _describe(tmp / layout.STATES_FILE)
+        residuals = kvstate.get_residuals(kv)
+        if residuals:
+            from ..gluon.param_file import save_arrays
+            save_arrays(tmp / layout.KVSTORE_FILE, residuals)
+            files[layout.KVSTORE_FILE] = _describe(tmp / layout.KVSTORE_FILE)
+        meta = dict(meta, format=layout.META_FORMAT, step=int(step), files=files,
+                    saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        write_text_atomic(tmp / layout.META_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        fsync_dir(tmp)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    fsync_dir(folder)
+    write_text_atomic(folder / layout.LATEST, layout.checkpoint_name(step) + "\n")
+    return final
+
+
+def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> dict:
+    """Verify ``ckpt_dir`` and load it into ``net``, ``trainer`` and ``kv``; returns its meta."""
+    from ..gluon.param_file import ParamFileError, load_arrays
+    from ..gluon.parameter import ParameterError
+
+    ckpt_dir = Path(ckpt_dir)
+    meta = layout.verify_checkpoint(ckpt_dir)
+    try:
+        net.load_parameters(str(ckpt_dir / layout.PARAMS_FILE), ctx=contexts)
+    except ParameterError as exc:
+        raise RunDirError("%s: does not fit the model in config.yaml: %s"
+                          % (ckpt_dir / layout.PARAMS_FILE, exc)) from None
+    trainer.load_states(str(ckpt_dir / layout.STATES_FILE))
+    if layout.KVSTORE_FILE in meta["files"]:
+        try:
+            residuals = load_arrays(ckpt_dir / layout.KVSTORE_FILE)
+        except ParamFileError as exc:
+            raise RunDirError(str(exc)) from None
+        kvstate.set_residuals(kv, residuals, contexts)
+    return meta
+
+
+def resume_point(run_dir, from_step: int | None = None):
+    """``(step, folder)`` of the checkpoint to resume from, or None when there is none yet.
+
+    A damaged or missing checkpoint is an error that names the damaged file and the newest
+    intact checkpoint to pass as ``--from``: going back silently would redo work unasked.
+    """
+    run_dir = Path(run_dir)
+    if from_step is not None:
+        path = layout.checkpoint_dir(run_dir, from_step)
+        if not path.is_dir():
+            have = ", ".join(p.name for _, p in layout.list_checkpoints(run_dir)) or "none"
+            raise RunDirError("%s: no such checkpoint (checkpoints: %s)" % (path, have))
+        _verify_or_explain(run_dir, from_step, path, "")
+        return from_step, path
+    try:
+        step = layout.read_latest(run_dir)
+    except RunDirError as exc:
+        raise RunDirError("%s%s" % (exc, _suggest(run_dir, None))) from None
+    if step is None:
+        found = layout.list_checkpoints(run_dir)
+        if not found:
+            return None
+        pointer = run_dir / layout.CHECKPOINTS / layout.LATEST
+        raise RunDirError("%s: missing, but checkpoints exist%s" % (pointer, _suggest(run_dir, None)))
+    path = layout.checkpoint_dir(run_dir, step)
+    if not path.is_dir():
+        raise RunDirError("%s: the latest checkpoint is missing%s" % (path, _suggest(run_dir, step)))
+    _verify_or_explain(run_dir, step, path, " (the latest)")
+    return step, path
+
+
+def _verify_or_explain(run_dir, step, path, what):
+    try:
+        layout.verify_checkpoint(path)
+    except RunDirError as exc:
+        raise RunDirError("checkpoint %s%s is damaged: %s%s"
+                          % (path.name, what, exc, _suggest(run_dir, step))) from None
+
+
+def _suggest(run_dir, below) -> str:
+    intact = layout.newest_intact(run_dir, below=below)
+    if intact is None:
+        return ". No intact checkpoint is left to resume from."
+    return (". The newest intact checkpoint is %s; resume from it with: trainer resume %s --from %s"
+            % (layout.checkpoint_name(intact), run_dir, layout.checkpoint_name(intact)))
+
+
+def set_aside(folder: Path, paths) -> Path | None:
+    """Move checkpoint folders into ``checkpoints/abandoned-<UTC time>/`` (kept, out of the way)."""
+    paths = list(paths)
+    if not paths:
+        return None
+    target = folder / ("abandoned-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+    n = 1
+    while target.exists() and any((target / p.name).exists() for p in paths):
+        n += 1
+        target = folder / ("abandoned-%s-%d" % (time.strftime("%Y%m%d-%H%M%S", time.gmtime()), n))
+    target.mkdir(exist_ok=True)
+    for p in paths:
+        os.rename(p, target / p.name)
+    fsync_dir(folder)
+    return target
+
+
+def set_aside_after(run_dir, step: int):
+    """Checkpoints newer than ``step`` belong to a future the resumed run replaces: moving them
+    aside keeps them from being pruned in place of, or colliding with, the new ones."""
+    folder = Path(run_dir) / layout.CHECKPOINTS
+    later = [p for s, p in layout.list_checkpoints(run_dir) if s > step]
+    return [p.name for p in later], set_aside(folder, later)
+
+
+def point_latest(run_dir, step: int):
+    folder = Path(run_dir) / layout.CHECKPOINTS
+    pointer = folder / layout.LATEST
+    text = layout.checkpoint_name(step) + "\n"
+    if not pointer.exists() or pointer.read_text(encoding="utf-8", errors="replace") != text:
+        write_text_atomic(pointer, text)
+
+
+def clean_leftovers(run_dir):
+    """Remove temp files and folders of writes, saves and prunes that a crash interrupted."""
+    run_dir = Path(run_dir)
+    folder = run_dir / layout.CHECKPOINTS
+    for parent in (run_dir, folder):
+        if not parent.is_dir():
+            continue
+        for child in parent.iterdir():
+            if child.name.startswith((_TMP_PREFIX, _TRASH_PREFIX)) and child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+            elif child.name.startswith(".tmp-") and child.is_file():
+                child.unlink(missing_ok=True)
+
+
+def prune(run_dir, keep_last: int, keep_best=None):
+    """Delete all but the newest ``keep_last`` checkpoints, the one ``latest`` names, and (with
+    ``keep_best``, which has ``metric`` and ``mode``) the best by the value in its meta.json."""
+    folder = Path(run_dir) / layout.CHECKPOINTS
+    found = layout.list_checkpoints(run_dir)
+    keep = {s for s, _ in found[-keep_last:]}
+    try:
+        latest = layout.read_latest(run_dir)
+    except RunDirError:
+        latest = None
+    if latest is not None:
+        keep.add(latest)
+    if keep_best is not None:
+        best = _best(found, keep_best)
+        if best is not None:
+            keep.add(best)
+    for step, path in found:
+        if step in keep:
+            continue
+        # Renamed first, so a crash mid-delete never leaves a half-deleted step-N behind.
+        trash = folder / ("%s%s-%d" % (_TRASH_PREFIX, path.name, os.getpid()))
+        os.rename(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def _best(found, keep_best):
+    best_step, best_value = None, None
+    for step, path in found:
+        try:
+            value = layout.read_meta(path).get("metrics", {}).get(keep_best.metric)
+        except RunDirError:
+            continue
+        if not isinstance(value, (int, float)) or value != value:
+            continue
+        better = best_value is None or (value > best_value if keep_best.mode == "max"
+                                        else value < best_value)
+        if better:
+            best_step, best_value = step, value
+    return best_step

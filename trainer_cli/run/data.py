@@ -1,0 +1,227 @@
+"""Turning a config's ``data`` section into arrays: features ``x`` (n, ...) and labels ``y`` (n,).
+
+Everything here is a pure function of the config: synthetic sets come from their own seed, and
+the validation split from ``split.seed``, so a resumed run rebuilds exactly the same arrays.
+Files are read with ``allow_pickle=False``; a file that cannot be used raises ``DataError``
+naming it (the CLI exits 2).
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy
+
+from .layout import RunDirError
+
+__all__ = ["Arrays", "DataError", "load_data", "load_dataset", "split_validation"]
+
+
+class DataError(RunDirError):
+    """A data file that cannot be used: unreadable, ragged, non-numeric, or of mismatched length.
+
+    A RunDirError subclass only so that the CLI reports it like other bad input files (exit 2).
+    """
+
+
+@dataclass
+class Arrays:
+    x: numpy.ndarray
+    y: numpy.ndarray
+
+    def __len__(self):
+        return len(self.x)
+
+    def take(self, index) -> "Arrays":
+        return Arrays(self.x[index], self.y[index])
+
+
+def load_data(section, classification: bool | None = None) -> tuple[Arrays, Arrays | None]:
+    """``(train, val)`` for a DataSection; ``val`` is None without data.val or data.split."""
+    train = load_dataset(section.train)
+    if section.val is not None:
+        return train, load_dataset(section.val)
+    if section.split is not None:
+        return split_validation(train, section.split)
+    return train, None
+
+
+def split_validation(data: Arrays, split) -> tuple[Arrays, Arrays]:
+    """Hold out ``val_fraction`` of the samples (at random with ``split.seed``, else the last
+    ones); both parts keep the original sample order."""
+    n = len(data)
+    n_val = min(max(int(round(n * split.val_fraction)), 1), n - 1) if n > 1 else 0
+    if n_val == 0:
+        raise DataError("data.split: %d training sample(s) cannot be split into training and "
+                        "validation sets" % n)
+    if split.shuffle:
+        order = numpy.random.default_rng(split.seed).permutation(n)
+        val_idx, train_idx = numpy.sort(order[:n_val]), numpy.sort(order[n_val:])
+    else:
+        train_idx, val_idx = numpy.arange(n - n_val), numpy.arange(n - n_val, n)
+    return data.take(train_idx), data.take(val_idx)
+
+
+def load_dataset(spec) -> Arrays:
+    loader = _LOADERS[spec.type]
+    arrays = loader(spec)
+    return _checked(arrays, spec)
+
+
+# --------------------------------------------------------------------------------------------
+
+def _synthetic(spec) -> Arrays:
+    """A random linear teacher: features uniform in [-1, 1), which keeps the tutorial's lr 1 SGD
+    stable; regression targets ``x @ w + b + noise``, classes the arg-max of noisy logits."""
+    rng = numpy.random.default_rng(spec.seed)
+    n, d = spec.num_samples, spec.num_features
+    x = rng.uniform(-1.0, 1.0, size=(n, d))
+    if spec.task == "regression":
+        w = rng.normal(size=d)
+        b = rng.normal()
+        y = x @ w + b + spec.noise * rng.normal(size=n)
+        return Arrays(x.astype(numpy.float32), y.astype(numpy.float32))
+    w = rng.normal(size=(d, spec.num_classes))
+    logits = x @ w + spec.noise * rng.normal(size=(n, spec.num_classes))
+    return Arrays(x.astype(numpy.float32), logits.argmax(axis=1).astype(numpy.float32))
+
+
+def _npz(spec) -> Arrays:
+    try:
+        with numpy.load(spec.path, allow_pickle=False) as archive:
+            return Arrays(archive[spec.x], archive[spec.y])
+    except (OSError, ValueError, KeyError) as exc:
+        raise DataError("%s: cannot read arrays %r and %r (%s)" % (spec.path, spec.x, spec.y, exc)) from None
+
+
+def _load_npy(path) -> numpy.ndarray:
+    try:
+        return numpy.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise DataError("%s: cannot read as a .npy array (%s)" % (path, exc)) from None
+
+
+def _npy(spec) -> Arrays:
+    data = _load_npy(spec.path)
+    if spec.label_path is not None:
+        return Arrays(data, _load_npy(spec.label_path))
+    if data.ndim != 2:
+        raise DataError("%s: expected a 2-D array with a label column, got shape %s"
+                        % (spec.path, data.shape))
+    label = spec.label % data.shape[1]
+    features = numpy.delete(data, label, axis=1)
+    return Arrays(features, data[:, label])
+
+
+def _csv(spec) -> Arrays:
+    path = spec.path
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.reader(f, delimiter=spec.delimiter))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError("%s: cannot read (%s)" % (path, exc)) from None
+    header = rows[0] if spec.header and rows else None
+    body = rows[1:] if spec.header else rows
+    first_line = 2 if spec.header else 1
+    body_lines = [(first_line + i, r) for i, r in enumerate(body) if r]
+    if not body_lines:
+        raise DataError("%s: no data rows" % path)
+    width = len(header) if header is not None else len(body_lines[0][1])
+
+    def index(ref):
+        if isinstance(ref, int):
+            return ref % width
+        return header.index(ref)
+
+    label = index(spec.label)
+    columns = [index(c) for c in spec.columns] if spec.columns else \
+        [i for i in range(width) if i != label]
+    values = numpy.empty((len(body_lines), width), dtype=numpy.float64)
+    for r, (line, row) in enumerate(body_lines):
+        if len(row) != width:
+            raise DataError("%s:%d: expected %d columns, got %d" % (path, line, width, len(row)))
+        for c, cell in enumerate(row):
+            if c != label and c not in columns:
+                continue
+            try:
+                values[r, c] = float(cell)
+            except ValueError:
+                name = header[c] if header is not None else "column %d" % c
+                raise DataError("%s:%d: %s: expected a number, got %r"
+                                % (path, line, name, cell[:40])) from None
+    return Arrays(values[:, columns].astype(numpy.float32), values[:, label].astype(numpy.float32))
+
+
+# The bundled CSV files behind sklearn.datasets.load_<name>: (file, whether its first line is
+# sklearn's "n_samples,n_features,..." header). The last column is the target.
+_SKLEARN_FILES = {"digits": ("digits.csv.gz", False), "iris": ("iris.csv", True),
+                  "wine": ("wine_data.csv", True), "breast_cancer": ("breast_cancer.csv", True)}
+
+
+def _sklearn(spec) -> Arrays:
+    fast = _sklearn_file(spec.name)
+    if fast is not None:
+        return fast
+    try:
+        from sklearn import datasets
+    except ImportError:
+        raise DataError("data: type sklearn needs scikit-learn: pip install scikit-learn") from None
+    x, y = getattr(datasets, "load_" + spec.name)(return_X_y=True)
+    return Arrays(numpy.asarray(x, dtype=numpy.float32), numpy.asarray(y, dtype=numpy.float32))
+
+
+def _sklearn_file(name) -> Arrays | None:
+    """The same arrays as ``load_<name>(return_X_y=True)``, read from scikit-learn's data file
+    without importing scikit-learn (which pulls in scipy: seconds of start-up)."""
+    import gzip
+    import importlib.util
+
+    entry = _SKLEARN_FILES.get(name)
+    spec = importlib.util.find_spec("sklearn")
+    if entry is None or spec is None or not spec.submodule_search_locations:
+        return None
+    file, has_header = entry
+    path = Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data" / file
+    if not path.is_file():
+        return None
+    opener = gzip.open if file.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            data = numpy.loadtxt(f, delimiter=",", skiprows=1 if has_header else 0)
+    except (OSError, ValueError):
+        return None
+    return Arrays(data[:, :-1].astype(numpy.float32), data[:, -1].astype(numpy.float32))
+
+
+_LOADERS = {"synthetic": _synthetic, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
+
+
+def _checked(arrays: Arrays, spec) -> Arrays:
+    where = getattr(spec, "path", None) or "data (%s)" % spec.type
+    x, y = arrays.x, arrays.y
+    for what, arr in (("features", x), ("labels", y)):
+        if arr.dtype.kind not in "biuf":
+            raise DataError("%s: %s must be numbers, got dtype %s" % (where, what, arr.dtype))
+    if x.ndim < 1 or len(x) == 0:
+        raise DataError("%s: no samples" % where)
+    if len(x) != len(y):
+        raise DataError("%s: %d feature rows but %d labels" % (where, len(x), len(y)))
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.reshape(-1)
+    # MXNet's convention: float32 features and labels; the model's dtype is applied per batch.
+    return Arrays(numpy.ascontiguousarray(x, dtype=numpy.float32),
+                  numpy.ascontiguousarray(y, dtype=numpy.float32))
+
+
+def describe(arrays: Arrays | None) -> str:
+    if arrays is None:
+        return "none"
+    return "%d samples, features %s" % (len(arrays), tuple(arrays.x.shape[1:]))
+
+
+def path_name(spec) -> str:
+    path = getattr(spec, "path", None)
+    return Path(path).name if path else spec.type

@@ -1,0 +1,62 @@
+"""Gradient checks between backward and update: the global norm, NaN/Inf, and clipping.
+
+Scale of ``grad_clip``: gradients are summed over the samples of a step (backward of per-sample
+losses, over every device, accumulated batch and worker); the optimizer sees that sum divided by
+the number of samples (``trainer.update(batch_size)``). ``grad_clip`` bounds the global L2 norm
+of *that* mean gradient, so it does not depend on batch size, accumulation or device count. It
+applies before the optimizer's own ``rescale_grad`` and per-element ``clip_gradient``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy
+
+__all__ = ["global_norm", "scale_grads", "clip", "zero_grads"]
+
+
+def _grad_params(params):
+    return [p for p in params if p.grad_req != "null"]
+
+
+def global_norm(params, devices=None) -> float:
+    """L2 norm over the gradients of ``params`` on the devices at positions ``devices`` (all by
+    default); inf or nan when any gradient is not finite."""
+    total = 0.0
+    for param in _grad_params(params):
+        grads = param.list_grad()
+        for pos in (range(len(grads)) if devices is None else devices):
+            flat = grads[pos]._data.reshape(-1)
+            sq = _host(flat.dot(flat))
+            if not math.isfinite(sq) and bool(_host(grads[pos]._xp.isfinite(flat).all())):
+                # Finite values whose squares overflow float32 are not NaN/Inf gradients.
+                wide = flat.astype(numpy.float64)
+                sq = _host(wide.dot(wide))
+            total += sq
+    return math.sqrt(total) if total == total else float("nan")
+
+
+def _host(value) -> float:
+    return float(value.get() if hasattr(value, "get") else value)
+
+
+def scale_grads(params, factor: float):
+    for param in _grad_params(params):
+        for grad in param.list_grad():
+            grad._data *= numpy.dtype(grad._data.dtype).type(factor)
+
+
+def clip(params, norm: float, num_samples: int, max_norm: float) -> float:
+    """Scale every device's gradients so the mean gradient's norm is at most ``max_norm``;
+    returns the factor applied (1.0 when within bounds)."""
+    mean_norm = norm / num_samples
+    if mean_norm <= max_norm:
+        return 1.0
+    factor = max_norm / mean_norm
+    scale_grads(params, factor)
+    return factor
+
+
+def zero_grads(params):
+    for param in _grad_params(params):
+        param.zero_grad()

@@ -1,0 +1,290 @@
+"""The training loop: steps, epochs, validation, early stopping, and when to checkpoint.
+
+One *step* is one optimizer update. It consumes ``grad_accumulation`` batches (fewer at the end
+of an epoch: a short window is still one step, normalized by the samples it saw), each batch cut
+first across workers (dist kvstores), then across this process's devices, with MXNet's
+``split_data`` rule. The loop reads and writes only :class:`LoopState` and the parts; the
+``recorder`` turns rows and checkpoints into files (and does nothing on ranks other than 0).
+
+Rows: every ``log_every`` steps a ``train`` row with the running means of the epoch so far (over
+the samples of applied steps; a skipped NaN step counts in ``skipped`` only), at each epoch's
+end an ``epoch`` row with the whole epoch's means, and a ``val`` row per validation (every
+``validate_every`` steps or epoch, and once more at the end when the last step was not
+validated). Checkpoints: every ``checkpoint.every_steps`` steps, at epoch ends with
+``every_epoch``, on a stop request, and always at the end.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy
+
+from .. import autograd
+from ..ndarray import array as _array
+from ..ndarray import zeros as _zeros
+from . import grads
+from .state import Accumulator, EarlyStopping, LoopState
+
+__all__ = ["TrainingLoop", "NonFiniteError", "slices"]
+
+
+class NonFiniteError(RuntimeError):
+    """A step's loss or gradients were NaN/Inf under ``nan_policy: stop`` (the run fails)."""
+
+
+def slices(n: int, parts: int) -> list[tuple[int, int]]:
+    """MXNet's uneven ``split_data``: ``n // parts`` each, the remainder to the last; with fewer
+    items than parts, one item each and empty slices after."""
+    if n < parts:
+        return [(i, i + 1) for i in range(n)] + [(n, n)] * (parts - n)
+    step = n // parts
+    return [(i * step, (i + 1) * step if i < parts - 1 else n) for i in range(parts)]
+
+
+class TrainingLoop:
+    def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False):
+        self.parts = parts
+        self.config = config = parts.config
+        self.state = state
+        self.recorder = recorder
+        self.stop_requested = stop_requested
+        self.params = list(parts.net.collect_params().values())
+        self.dtype = numpy.dtype(config.model.dtype)
+        self.train_acc = Accumulator(parts.metrics)
+        self.train_acc.set_state(state.train)
+        self.early = EarlyStopping(config.early_stopping) if config.early_stopping else None
+        if self.early is not None:
+            self.early.set_state(state.early_stopping)
+        self.total_steps = parts.order.total_updates(config.epochs, config.steps,
+                                                     config.grad_accumulation)
+        self._saved_step = None
+        self._started = time.monotonic()
+        self._elapsed0 = state.elapsed_s
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> str:
+        """Train until a limit, early stopping or a stop request; returns the status:
+        ``finished``, ``early_stopped`` or ``interrupted``."""
+        st = self.state
+        if st.finished:
+            return "early_stopped" if st.stop_reason == "early_stopping" else "finished"
+        order, k = self.parts.order, self.config.grad_accumulation
+        while st.stop_reason is None and not self._limit_reached():
+            batches = order.batches(st.epoch)
+            if st.batch_in_epoch >= len(batches):  # rollover can leave an epoch without batches
+                self._end_epoch()
+                continue
+            window = batches[st.batch_in_epoch:st.batch_in_epoch + k]
+            self._step(window)
+            st.batch_in_epoch += len(window)
+            self._after_step(epoch_end=st.batch_in_epoch >= len(batches))
+            if st.stop_reason is None and self.stop_requested():
+                self._checkpoint()
+                return "interrupted"
+        self._finish()
+        return "early_stopped" if st.stop_reason == "early_stopping" else "finished"
+
+    def _limit_reached(self) -> bool:
+        st, config = self.state, self.config
+        if config.epochs is not None and st.epoch >= config.epochs:
+            st.stop_reason = "epochs"
+        elif config.steps is not None and st.step >= config.steps:
+            st.stop_reason = "steps"
+        return st.stop_reason is not None
+
+    # ------------------------------------------------------------------ one step
+    def _step(self, window):
+        parts, st = self.parts, self.state
+        window_acc_loss, window_count = 0.0, 0
+        samples = sum(len(idx) for idx in window)
+        metric_batches = []
+        for idx in window:
+            loss_sum, count, pairs = self._forward_backward(idx)
+            window_acc_loss += loss_sum
+            window_count += count
+            metric_batches.append(pairs)
+        finite = self._reduce_and_check(window_acc_loss)
+        if finite:
+            if parts.on_store:
+                parts.trainer.step(samples)
+            else:
+                if self.config.grad_clip is not None:
+                    grads.clip(self.params, self._norm, samples, self.config.grad_clip)
+                parts.trainer.update(samples)
+            # Metrics count only applied steps, so a skipped NaN step does not poison the means.
+            self.train_acc.add_loss(window_acc_loss, window_count)
+            for pairs in metric_batches:
+                for metric in self.train_acc.metrics.values():
+                    for label, out in pairs:
+                        metric.update([label], [out])
+        if self.config.grad_accumulation > 1 or not finite:
+            grads.zero_grads(self.params)
+        st.step += 1
+        st.samples += samples
+        self._window_loss = window_acc_loss / window_count if window_count else float("nan")
+        if not finite:
+            self._non_finite()
+
+    def _forward_backward(self, idx):
+        """Forward and backward of one batch on this worker's devices; returns the loss sum, the
+        sample count and (label, output) pairs for the metrics."""
+        parts = self.parts
+        x, y = parts.train.x, parts.train.y
+        lo, hi = slices(len(idx), parts.num_workers)[parts.rank]
+        mine = idx[lo:hi]
+        pieces = slices(len(mine), len(parts.contexts))
+        heads, pairs = [], []
+        with autograd.record():
+            for ctx, (a, b) in zip(parts.contexts, pieces):
+                if b > a:
+                    rows = mine[a:b]
+                    label = y[rows]
+                else:
+                    # A device with no sample still has to write a (zero) gradient, or the
+                    # reduction would add its stale one: run one sample with a zero head gradient.
+                    rows, label = idx[:1], None
+                out = parts.net(_array(x[rows], ctx=ctx, dtype=self.dtype))
+                loss = parts.loss(out, _array(y[rows], ctx=ctx, dtype=self.dtype))
+                heads.append((loss, label is None))
+                if label is not None:
+                    pairs.append((label, out))
+        loss_sum, count = 0.0, 0
+        for loss, dummy in heads:
+            if dummy:
+                loss.backward(_zeros(loss.shape, ctx=loss.context, dtype=loss.dtype))
+            else:
+                loss.backward()
+                loss_sum += float(loss.asnumpy().astype(numpy.float64).sum())
+                count += loss.shape[0]
+        return loss_sum, count, pairs
+
+    def _reduce_and_check(self, loss_sum) -> bool:
+        parts = self.parts
+        if parts.on_store:
+            self._norm = grads.global_norm(self.params)
+            return math.isfinite(self._norm) and math.isfinite(loss_sum)
+        if parts.kvstore is not None:
+            parts.trainer.allreduce_grads()
+            # Reduced gradients are equal on every device (and worker): look at one copy.
+            self._norm = grads.global_norm(self.params, devices=[0])
+        else:
+            self._norm = grads.global_norm(self.params)
+        if not math.isfinite(self._norm):
+            return False
+        # Workers see different losses; only the reduced gradients are the same everywhere.
+        return parts.num_workers > 1 or math.isfinite(loss_sum)
+
+    def _non_finite(self):
+        st = self.state
+        what = "loss or gradient is NaN/Inf at step %d (epoch %d)" % (st.step, self._row_epoch())
+        if self.config.nan_policy == "stop":
+            raise NonFiniteError(
+                "%s; stopping (nan_policy: stop). The last checkpoint before it is kept; consider "
+                "a lower learning rate, grad_clip, or nan_policy: skip" % what)
+        st.skipped += 1
+        self.recorder.message("warning: %s; update skipped (%d skipped so far)" % (what, st.skipped))
+
+    # ------------------------------------------------------------------ after a step
+    def _after_step(self, epoch_end: bool):
+        st, config = self.state, self.config
+        self.recorder.progress(self, self._window_loss)
+        if st.step % config.log_every == 0:
+            self._row("train", self.train_acc.values("train_"))
+        if isinstance(config.validate_every, int) and st.step % config.validate_every == 0:
+            self._validate()
+        if epoch_end:
+            self._end_epoch()
+        if st.stop_reason is None:
+            self._limit_reached()
+        if st.stop_reason is None and config.checkpoint.every_steps \
+                and st.step % config.checkpoint.every_steps == 0:
+            self._checkpoint()
+
+    def _end_epoch(self):
+        st, config = self.state, self.config
+        if self.train_acc.count:
+            values = self.train_acc.values("train_")
+            self._row("epoch", values)
+            self._early_stopping_check(values)
+        if config.validate_every == "epoch":
+            self._validate()
+        st.epoch += 1
+        st.batch_in_epoch = 0
+        self.train_acc.reset()
+        if st.stop_reason is None and not self._limit_reached() and config.checkpoint.every_epoch:
+            self._checkpoint()
+
+    def _validate(self):
+        parts, st = self.parts, self.state
+        if parts.val is None:
+            return
+        acc = Accumulator(parts.val_metrics)
+        ctx = parts.contexts[0]
+        bs = self.config.data.batch_size
+        for start in range(0, len(parts.val), bs):
+            x = parts.val.x[start:start + bs]
+            y = parts.val.y[start:start + bs]
+            out = parts.net(_array(x, ctx=ctx, dtype=self.dtype))
+            loss = parts.loss(out, _array(y, ctx=ctx, dtype=self.dtype))
+            acc.add_loss(float(loss.asnumpy().astype(numpy.float64).sum()), loss.shape[0])
+            for metric in acc.metrics.values():
+                metric.update([y], [out])
+        st.last_val_step = st.step
+        values = acc.values("val_")
+        self._row("val", values)
+        self._early_stopping_check(values)
+
+    def _early_stopping_check(self, values):
+        if self.early is not None and self.early.metric in values:
+            if self.early.update(values[self.early.metric]):
+                self.state.stop_reason = "early_stopping"
+                self.recorder.message("early stopping: %s did not improve by more than %g for %d "
+                                      "evaluations (best %s)" % (self.early.metric,
+                                                                 self.early.min_delta,
+                                                                 self.early.patience,
+                                                                 _fmt(self.early.best)))
+
+    def _finish(self):
+        st = self.state
+        if self.parts.val is not None and st.last_val_step != st.step and st.step > 0:
+            self._validate()
+        st.finished = True
+        self._checkpoint()
+
+    # ------------------------------------------------------------------ rows and checkpoints
+    def _row_epoch(self) -> int:
+        st = self.state
+        return st.epoch + 1 if st.batch_in_epoch > 0 else max(st.epoch, 1)
+
+    def _row(self, kind, values):
+        st = self.state
+        st.latest.update(values)
+        row = {"kind": kind, "step": st.step, "epoch": self._row_epoch()}
+        if kind == "train":
+            row["lr"] = float(self.parts.trainer.learning_rate)
+        row.update(values)
+        row["skipped"] = st.skipped
+        row["time"] = round(time.time(), 3)
+        self.recorder.row(row)
+
+    def _checkpoint(self):
+        st = self.state
+        if self._saved_step == st.step and not st.finished:
+            return
+        st.train = self.train_acc.get_state()
+        st.early_stopping = self.early.get_state() if self.early is not None else {}
+        st.elapsed_s = self.elapsed()
+        self.recorder.checkpoint(self)
+        self._saved_step = st.step
+
+    def elapsed(self) -> float:
+        return self._elapsed0 + (time.monotonic() - self._started)
+
+    @property
+    def learning_rate(self) -> float:
+        return float(self.parts.trainer.learning_rate)
+
+
+def _fmt(value):
+    return "none" if value is None else "%.6g" % value

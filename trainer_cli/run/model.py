@@ -1,0 +1,107 @@
+"""Building the network a config names: a ``models/<name>.py`` file's ``build(**args)``, or
+``path/to/file.py:factory``.
+
+The file is executed as a module object that is never entered in ``sys.modules``, so a user's
+``models/mlp.py`` cannot shadow or be shadowed by an installed package of the same name, and two
+runs in one process each get a fresh copy. Only files the config names are executed; a run
+directory's files never are (``resume`` reads only its ``config.yaml``).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import numpy
+
+from ..config import names
+from ..config.schema.model import MODEL_FACTORY
+
+__all__ = ["ModelError", "model_source", "load_factory", "build_network"]
+
+
+class ModelError(RuntimeError):
+    """The model file could not be loaded or its factory failed (the run fails, exit 1)."""
+
+
+def model_source(model_section, config_dir=None, forbid=None) -> tuple[Path, str]:
+    """``(file, factory name)`` for a ModelSection; never a file inside the folder ``forbid``
+    (a run directory being resumed: its files are data, not code)."""
+    name = model_section.name
+    if ":" in name:
+        file, _, factory = name.rpartition(":")
+        file = Path(file)
+    else:
+        # names.model_files' search order, minus any folder inside ``forbid``.
+        folders = [d for d in names.model_dirs(config_dir) if forbid is None or not _inside(d, forbid)]
+        found = [d / (name + ".py") for d in folders if (d / (name + ".py")).is_file()]
+        file, factory = (found[0] if found else None), MODEL_FACTORY
+        if file is None:
+            dirs = ", ".join(str(d) for d in names.model_dirs(config_dir)) or "none found"
+            raise ModelError("model %r: no models/%s.py in the model folders (%s)" % (name, name, dirs))
+    if forbid is not None and _inside(file, forbid):
+        from .layout import RunDirError
+        raise RunDirError("%s: the model file is inside the run directory %s, whose files are "
+                          "never executed" % (file, forbid))
+    return file, factory
+
+
+def _inside(path, folder) -> bool:
+    try:
+        Path(path).resolve().relative_to(Path(folder).resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def load_factory(file: Path, factory: str):
+    """The callable ``factory`` of the Python file ``file``."""
+    file = Path(file).resolve()
+    # A private module name: the same file loaded twice gets two independent module objects.
+    digest = hashlib.sha256(str(file).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location("_trainer_model_%s_%s" % (file.stem, digest), file)
+    if spec is None or spec.loader is None:
+        raise ModelError("%s: cannot be loaded as a Python module" % file)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - any failure of user code is reported the same way
+        raise ModelError("%s: loading the model file failed: %s: %s"
+                         % (file.name, type(exc).__name__, exc)) from exc
+    fn = getattr(module, factory, None)
+    if not callable(fn):
+        raise ModelError("%s: defines no callable %r" % (file.name, factory))
+    return fn
+
+
+def build_network(model_section, contexts, sample_x, config_dir=None, forbid=None):
+    """The initialized network on ``contexts``, its parameters' shapes known.
+
+    ``sample_x`` (a few training rows) is run through once in predict mode, so that deferred
+    initialization happens now, in a fixed place of the random stream, rather than inside the
+    first training step.
+    """
+    from .. import autograd, initializer
+    from ..gluon.block import reset_name_counters
+    from ..ndarray import array
+
+    file, factory = model_source(model_section, config_dir, forbid)
+    fn = load_factory(file, factory)
+    # Blocks made outside a name scope are numbered by a process-wide counter; starting it
+    # afresh gives a run the same parameter names (and so the same Trainer order) every time.
+    reset_name_counters()
+    try:
+        net = fn(**model_section.args)
+    except Exception as exc:  # noqa: BLE001
+        raise ModelError("%s: %s(**%r) failed: %s: %s" % (file.name, factory, model_section.args,
+                                                          type(exc).__name__, exc)) from exc
+    if not hasattr(net, "collect_params") or not callable(net):
+        raise ModelError("%s: %s() returned %r, expected a gluon Block" % (file.name, factory, net))
+    init = initializer.create(model_section.init.name, **model_section.init.params)
+    net.initialize(init, ctx=contexts)
+    dtype = numpy.dtype(model_section.dtype)
+    if dtype != numpy.float32:
+        net.cast(dtype.name)
+    with autograd.pause():
+        net(array(sample_x.astype(dtype), ctx=contexts[0], dtype=dtype))
+    return net, file

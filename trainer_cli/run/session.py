@@ -1,0 +1,363 @@
+"""``start_run`` and ``resume_run``: a whole run, from a config or a run directory to a summary.
+
+Start: load the config, seed, build, create the run directory (``config.yaml`` first), train.
+Resume: read the run directory's ``config.yaml`` (only that: nothing there is executed), pick
+the checkpoint (``latest`` or ``--from``; a damaged one is an error naming the file and the
+newest intact checkpoint), seed and build exactly as the run did, load parameters, trainer
+states, kvstore residuals and the random state, set aside checkpoints newer than the one
+resumed from, cut ``metrics.jsonl`` back to it, and train on.
+
+Under a dist kvstore every rank trains; only rank 0 writes the run directory.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from .. import random as _random
+from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
+from . import checkpoint as _ckpt
+from . import layout
+from .build import build
+from .layout import RunDirError
+from .logs import MetricsLog, TrainLog, truncate_metrics
+from .loop import NonFiniteError, TrainingLoop
+from .progress import Reporter
+from .rundir import RunLock, create_run_dir
+from .signals import StopOnSignal
+from .state import LoopState
+
+__all__ = ["RunResult", "RunFailed", "start_run", "resume_run", "EXIT_CODES"]
+
+EXIT_CODES = {"finished": 0, "early_stopped": 0, "interrupted": 130, "failed": 1}
+
+
+class RunFailed(RuntimeError):
+    """Training started and failed (NaN/Inf under nan_policy stop, an error in the model...)."""
+
+    def __init__(self, message, summary=None):
+        super().__init__(message)
+        self.summary = summary or {}
+
+
+@dataclass
+class RunResult:
+    status: str                      # finished | early_stopped | interrupted
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+
+# --------------------------------------------------------------------------------------------
+
+def start_run(config_path, overrides=(), *, name=None, run_root=None, reporter=None,
+              handle_signals=True) -> RunResult:
+    """Train from the config at ``config_path`` into a new run directory under ``run_root``
+    (default: the config's ``run_dir``)."""
+    config = load_config(config_path, overrides)
+    if name is not None:
+        _check_name(name)
+        config.name = name
+    if run_root is not None:
+        config.run_dir = str(run_root)
+    _random.seed(config.seed)
+    with _capture_warnings() as caught:
+        parts = build(config, config_file=config_path, model_dir=Path(config_path).resolve().parent)
+    run_dir = None
+    if parts.rank == 0:
+        run_dir = create_run_dir(config.run_dir, config.name, config.resolved_yaml())
+    return _train(parts, run_dir, LoopState(), reporter, handle_signals, caught,
+                  resumed_from=None, notes=[])
+
+
+def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
+               handle_signals=True) -> RunResult:
+    """Continue the run in ``run_dir`` from its latest checkpoint (or ``from_step``)."""
+    run_dir = Path(run_dir)
+    config = read_run_config(run_dir)
+    point = _ckpt.resume_point(run_dir, from_step)
+    _random.seed(config.seed)
+    with _capture_warnings() as caught:
+        parts = build(config, config_file=run_dir / layout.CONFIG_FILE, run_dir=run_dir)
+    lock = RunLock(run_dir).acquire() if parts.rank == 0 else None
+    try:
+        notes = []
+        state = LoopState()
+        step = 0
+        if point is not None:
+            step, path = point
+            meta = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore, parts.contexts)
+            _check_data(meta, parts, path)
+            state = _loop_state(meta, step, path)
+            notes.append("resuming from %s (step %d, epoch %d, batch %d of the epoch)"
+                         % (path.name, step, state.epoch, state.batch_in_epoch))
+        else:
+            notes.append("no checkpoint yet: starting again from step 0")
+        if lock is not None:
+            _ckpt.clean_leftovers(run_dir)
+            moved, where = _ckpt.set_aside_after(run_dir, step)
+            if moved:
+                notes.append("moved checkpoints after step %d (%s) to %s"
+                             % (step, ", ".join(moved), where.relative_to(run_dir)))
+            if point is not None:
+                _ckpt.point_latest(run_dir, step)
+            dropped = truncate_metrics(run_dir, step, config.metric_keys())
+            if dropped:
+                notes.append("dropped %d metrics rows logged after step %d" % (dropped, step))
+        return _train(parts, run_dir if lock is not None else None, state, reporter,
+                      handle_signals, caught, resumed_from=step, notes=notes, lock=lock)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def read_run_config(run_dir):
+    """The run directory's resolved config, validated; never anything else from the folder."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError("%s: no such run directory" % run_dir)
+    path = run_dir / layout.CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunDirError("%s: missing; is %s a run directory?" % (path, run_dir)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirError("%s: cannot read (%s)" % (path, exc)) from None
+    # No config_dir: models are looked up in the working folder and the installation, never
+    # in (or next to) the run directory.
+    return validate_config_text(text, filename=str(path), config_name=run_dir.name)
+
+
+# --------------------------------------------------------------------------------------------
+
+def _check_name(name):
+    from ..config.schema.run import _RUN_NAME
+
+    if not _RUN_NAME.match(name):
+        raise ConfigError([ConfigIssue("expected letters, digits, '.', '_' or '-' (it names a "
+                                       "folder), got %r" % name, key="name", override="--name %s" % name)])
+
+
+def _loop_state(meta, step, path) -> LoopState:
+    """The loop state and random state a checkpoint holds, checked before anything uses them."""
+    where = path / layout.META_FILE
+    loop = meta.get("loop")
+    if not isinstance(loop, dict) or not isinstance(meta.get("rng"), dict):
+        raise RunDirError("%s: no loop or random state; not a checkpoint of trainer run" % where)
+    try:
+        state = LoopState.from_dict(loop)
+        _random.set_state(meta["rng"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise RunDirError("%s: unusable loop or random state (%s)" % (where, exc)) from None
+    if meta["step"] != step or state.step != step:
+        raise RunDirError("%s: says step %s, but the folder is %s" % (where, meta["step"], path.name))
+    return state
+
+
+def data_fingerprint(parts) -> str:
+    digest = hashlib.sha256()
+    for arr in (parts.train.x, parts.train.y):
+        digest.update(str((arr.dtype.str, arr.shape)).encode())
+        digest.update(memoryview(arr).cast("B"))
+    return digest.hexdigest()
+
+
+def _check_data(meta, parts, path):
+    saved = (meta.get("data") or {}).get("sha256")
+    if saved is not None and saved != data_fingerprint(parts):
+        raise RunDirError("%s: the training data differs from when this checkpoint was saved (a "
+                          "data file changed?); resuming would not continue the same run"
+                          % (path / layout.META_FILE))
+
+
+@contextlib.contextmanager
+def _capture_warnings():
+    """Library warnings become log messages instead of tracebacks-looking stderr lines."""
+    caught = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, category, *a, **k: caught.append(
+            "warning: %s" % message)
+        yield caught
+
+
+class _Recorder:
+    """Rank 0's view of the run: rows, messages and checkpoints into the run directory."""
+
+    def __init__(self, run_dir, parts, reporter: Reporter):
+        self.run_dir = Path(run_dir)
+        self.parts = parts
+        self.reporter = reporter
+        self.metrics = MetricsLog(run_dir, parts.config.metric_keys())
+        self.log = TrainLog(run_dir)
+        self.fingerprint = data_fingerprint(parts)
+        self.last_checkpoint = None
+        self._session_samples0 = None
+
+    def row(self, row):
+        self.metrics.write(row)
+        from .progress import format_row
+        self.log.write(format_row(row))
+        self.reporter.row(row)
+
+    def message(self, text):
+        self.log.write(text)
+        self.reporter.message(text)
+
+    def progress(self, loop, loss):
+        st = loop.state
+        if self._session_samples0 is None:
+            self._session_samples0 = (st.samples, loop.elapsed())
+        samples0, t0 = self._session_samples0
+        dt = loop.elapsed() - t0
+        speed = (st.samples - samples0) / dt if dt > 0 else 0.0
+        self.reporter.progress(st.step, loop.total_steps, loop._row_epoch(), loss,
+                               loop.learning_rate, speed)
+
+    def checkpoint(self, loop):
+        st, parts, config = loop.state, self.parts, self.parts.config
+        meta = {
+            "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch, "finished": st.finished,
+            "stop_reason": st.stop_reason, "num_update": int(parts.trainer.optimizer.num_update),
+            "lr": loop.learning_rate, "rng": _random.get_state(),
+            "data": {"seed": config.seed, "shuffle": config.data.shuffle,
+                     "last_batch": config.data.last_batch, "batch_size": config.data.batch_size,
+                     "num_samples": len(parts.train), "sha256": self.fingerprint,
+                     "carry": parts.order.carry(st.epoch).tolist()},
+            "loop": st.to_dict(), "metrics": dict(st.latest),
+            "trainer_cli": __version__,
+        }
+        path = _ckpt.save_checkpoint(self.run_dir, st.step, parts.net, parts.trainer,
+                                     parts.kvstore, _json_safe(meta))
+        _ckpt.prune(self.run_dir, config.checkpoint.keep_last, config.checkpoint.keep_best)
+        self.last_checkpoint = path
+        self.log.write("checkpoint %s saved" % path.name)
+
+    def close(self):
+        self.metrics.close()
+        self.log.close()
+
+
+class _NullRecorder:
+    """Ranks other than 0 write nothing."""
+
+    last_checkpoint = None
+
+    def row(self, row):
+        pass
+
+    def message(self, text):
+        pass
+
+    def progress(self, loop, loss):
+        pass
+
+    def checkpoint(self, loop):
+        pass
+
+    def close(self):
+        pass
+
+
+def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from, notes,
+           lock=None) -> RunResult:
+    # Ranks other than 0 stay silent: rank 0 speaks for the job.
+    reporter = reporter if reporter is not None and run_dir is not None else Reporter()
+    own_lock = None
+    if run_dir is not None and lock is None:
+        own_lock = lock = RunLock(run_dir).acquire()
+    recorder = _Recorder(run_dir, parts, reporter) if run_dir is not None else _NullRecorder()
+    signals = StopOnSignal(on_first=lambda name: recorder.message(
+        "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
+    use_signals = handle_signals and parts.num_workers == 1
+    loop = TrainingLoop(parts, state, recorder, stop_requested=signals.requested)
+    try:
+        headline = _headline(parts, run_dir, resumed_from)
+        if run_dir is not None:
+            recorder.log.write(headline)
+        reporter.start({"headline": headline, "total_steps": loop.total_steps, "step": state.step,
+                        "log_every": parts.config.log_every})
+        for text in caught + notes:
+            recorder.message(text)
+        with (signals if use_signals else contextlib.nullcontext()), _capture_warnings() as more:
+            try:
+                status = loop.run()
+            except NonFiniteError as exc:
+                recorder.message("error: %s" % exc)
+                raise RunFailed(str(exc), _summary(loop, run_dir, recorder, "failed")) from None
+            except KeyboardInterrupt:
+                recorder.message("stopped at once by a second signal; the last checkpoint stays")
+                raise
+            except Exception as exc:
+                recorder.message("error at step %d: %s: %s" % (state.step, type(exc).__name__, exc))
+                raise
+            finally:
+                for text in more:
+                    recorder.message(text)
+        summary = _summary(loop, run_dir, recorder, status)
+        recorder.message("%s after step %d: %s" % (status, state.step, _metric_text(summary)))
+        return RunResult(status, summary)
+    finally:
+        reporter.close()
+        recorder.close()
+        if own_lock is not None:
+            own_lock.release()
+
+
+def _headline(parts, run_dir, resumed_from) -> str:
+    config = parts.config
+    where = str(run_dir) if run_dir is not None else "(rank %d: not writing)" % parts.rank
+    verb = "resuming" if resumed_from is not None else "training"
+    model = Path(parts.model_file).name if ":" in config.model.name else config.model.name
+    workers = " x %d workers" % parts.num_workers if parts.num_workers > 1 else ""
+    val = ", %d validation" % len(parts.val) if parts.val is not None else ""
+    return "%s %s: model %s on %s%s, %d training samples%s -> %s" % (
+        verb, config.name, model, ", ".join(config.context), workers, len(parts.train), val, where)
+
+
+def _summary(loop, run_dir, recorder, status) -> dict:
+    st = loop.state
+    latest = None
+    if recorder.last_checkpoint is not None:
+        latest = str(recorder.last_checkpoint)
+    elif run_dir is not None:
+        step = _safe_latest(run_dir)
+        latest = str(layout.checkpoint_dir(run_dir, step)) if step is not None else None
+    return _json_safe({
+        "status": status, "run_dir": str(run_dir) if run_dir is not None else None,
+        "name": loop.config.name, "steps": st.step, "epochs": st.epoch,
+        "batch_in_epoch": st.batch_in_epoch, "stop_reason": st.stop_reason,
+        "skipped_steps": st.skipped, "checkpoint": latest,
+        "metrics": {k: st.latest[k] for k in loop.config.metric_keys() if k in st.latest},
+        "elapsed_s": round(loop.elapsed(), 3),
+    })
+
+
+def _safe_latest(run_dir):
+    try:
+        return layout.read_latest(run_dir)
+    except RunDirError:
+        return None
+
+
+def _metric_text(summary) -> str:
+    items = ["%s %.4g" % (k, v) for k, v in summary["metrics"].items() if isinstance(v, float)]
+    return "  ".join(items) or "no metrics"
+
+
+def _json_safe(value):
+    """NaN/Inf become None, so meta.json and --json output are strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value

@@ -1,0 +1,106 @@
+"""Where a run is, as JSON-able data stored in each checkpoint's meta.json.
+
+Position: ``step`` optimizer steps done; ``epoch`` epochs completed; ``batch_in_epoch`` batches
+of epoch ``epoch`` (0-based) already used. Checkpoints are only taken between steps, so the
+position is always at an accumulation boundary. The rest is what makes the logs and decisions of
+a resumed run those of an uninterrupted one: the running train metrics of the epoch, the latest
+value of every metric key, early-stopping progress, and the count of skipped steps.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["LoopState", "Accumulator", "EarlyStopping"]
+
+
+@dataclass
+class LoopState:
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    samples: int = 0
+    skipped: int = 0
+    finished: bool = False
+    stop_reason: str | None = None
+    last_val_step: int | None = None
+    elapsed_s: float = 0.0
+    latest: dict = field(default_factory=dict)
+    train: dict = field(default_factory=dict)          # Accumulator state of the running epoch
+    early_stopping: dict = field(default_factory=dict)  # EarlyStopping state
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LoopState":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+class Accumulator:
+    """Mean loss and metrics over the samples seen since the last reset."""
+
+    def __init__(self, metrics: dict):
+        self.metrics = metrics  # config name -> EvalMetric
+        self.reset()
+
+    def reset(self):
+        self.loss_sum = 0.0
+        self.count = 0
+        for m in self.metrics.values():
+            m.reset()
+
+    def add_loss(self, total: float, count: int):
+        self.loss_sum += total
+        self.count += count
+
+    def values(self, prefix: str) -> dict:
+        out = {prefix + "loss": self.loss_sum / self.count if self.count else float("nan")}
+        for name, metric in self.metrics.items():
+            out[prefix + name] = float(metric.get()[1])
+        return out
+
+    def get_state(self) -> dict:
+        return {"loss_sum": self.loss_sum, "count": self.count,
+                "metrics": {k: m.get_state() for k, m in self.metrics.items()}}
+
+    def set_state(self, state: dict):
+        self.reset()
+        if not state:
+            return
+        self.loss_sum = float(state["loss_sum"])
+        self.count = int(state["count"])
+        for name, metric_state in state.get("metrics", {}).items():
+            if name in self.metrics:
+                self.metrics[name].set_state(metric_state)
+
+
+class EarlyStopping:
+    """Stop after ``patience`` evaluations without an improvement larger than ``min_delta``."""
+
+    def __init__(self, section):
+        self.metric = section.metric
+        self.mode = section.mode or "min"
+        self.patience = section.patience
+        self.min_delta = section.min_delta
+        self.best = None
+        self.bad = 0
+
+    def update(self, value: float) -> bool:
+        """Record one evaluation; True when training should stop."""
+        if value is None or not math.isfinite(value):
+            self.bad += 1
+        elif self.best is None or (value > self.best + self.min_delta if self.mode == "max"
+                                   else value < self.best - self.min_delta):
+            self.best, self.bad = value, 0
+        else:
+            self.bad += 1
+        return self.bad >= self.patience
+
+    def get_state(self) -> dict:
+        return {"best": self.best, "bad": self.bad}
+
+    def set_state(self, state: dict):
+        self.best = state.get("best")
+        self.bad = int(state.get("bad", 0))
