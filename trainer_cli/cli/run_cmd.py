@@ -43,6 +43,7 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
             if value is not None:
                 argv += [flag, str(value)]
         sys.exit(_launch(argv, as_json, quiet, workers))
+    _join_mpi_job()
     from ..run import start_run
 
     _finish(lambda reporter: start_run(config, overrides, name=name, run_root=run_root,
@@ -78,6 +79,7 @@ def resume(run_dir, from_checkpoint, as_json, quiet, workers):
         _check_dist(read_run_config(run_dir), run_dir)
         argv = ["resume", str(run_dir)] + (["--from", "step-%d" % step] if step is not None else [])
         sys.exit(_launch(argv, as_json, quiet, workers))
+    _join_mpi_job()
     _finish(lambda reporter: resume_run(run_dir, step, reporter=reporter), as_json, quiet)
 
 
@@ -134,6 +136,15 @@ def _check_dist(config, where):
                        "-o kvstore=dist_sync)" % (where, kv), EXIT_BAD_INPUT)
 
 
+def _join_mpi_job():
+    """Under mpiexec, start MPI before anything else can fail, so that a rank failing while it
+    loads its config or data aborts the whole job instead of leaving the others in MPI_Init."""
+    from ..kvstore import mpi
+
+    if mpi.launched_by_mpiexec():
+        mpi.job()
+
+
 def _launch(argv, as_json, quiet, workers) -> int:
     """The same command, without --workers, as ``workers`` MPI ranks."""
     try:
@@ -145,6 +156,9 @@ def _launch(argv, as_json, quiet, workers) -> int:
     argv += ["--json"] if as_json else []
     argv += ["--quiet"] if quiet else []
     try:
-        return dist_launch.launch(argv, workers)
+        code = dist_launch.launch(argv, workers)
     except dist_launch.DistLaunchError as exc:
         raise CLIError(str(exc), EXIT_BAD_INPUT) from None
+    # mpiexec reports a killed rank as 9 and an abort as its own codes; the CLI's contract is
+    # 0/1/2/130, and the launcher has already said which rank failed.
+    return code if code in (0, EXIT_FAILED, EXIT_BAD_INPUT, 130) else EXIT_FAILED
