@@ -53,7 +53,7 @@ class KVStoreBase:
     def set_gradient_compression(self, compression_params):
         raise NotImplementedError
 
-    def save_optimizer_states(self, fname, dump_optimizer=False):
+    def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         raise NotImplementedError
 
     def load_optimizer_states(self, fname):

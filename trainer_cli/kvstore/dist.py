@@ -371,12 +371,12 @@ class KVStoreDistSync(KVStoreLocal):
     def gradient_compression(self):
         return self._gc
 
-    def save_optimizer_states(self, fname, dump_optimizer=False):
+    def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         """Rank 0 writes (every rank holds the same states); a no-op on the other ranks."""
         if self._updater is None:
             raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
         if self._job.rank == 0:
-            super().save_optimizer_states(fname, dump_optimizer)
+            super().save_optimizer_states(fname, dump_optimizer, param_names)
 
 
 def _chunked_allreduce(comm, job, send, recv, what):
@@ -724,7 +724,7 @@ class KVStoreDistAsync(KVStoreBase):
     def gradient_compression(self):
         return self._gc
 
-    def save_optimizer_states(self, fname, dump_optimizer=False):
+    def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         """Rank 0 writes the server's states; a no-op on the other ranks."""
         if self._updater is None:
             raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
@@ -732,7 +732,7 @@ class KVStoreDistAsync(KVStoreBase):
             return
         from ..optimizer.state_file import save_states_file
         with self._server.lock:
-            save_states_file(fname, {0: self._updater.states}, self._updater.optimizer)
+            save_states_file(fname, {0: self._updater.states}, self._updater.optimizer, param_names)
 
     def load_optimizer_states(self, fname):
         if self._updater is None:

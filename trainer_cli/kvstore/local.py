@@ -179,11 +179,11 @@ class KVStoreLocal(KVStoreBase):
     def gradient_compression(self):
         return self._compression
 
-    def save_optimizer_states(self, fname, dump_optimizer=False):
+    def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         if self._updater is None:
             raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
         from ..optimizer.state_file import save_states_file
-        save_states_file(fname, {0: self._updater.states}, self._updater.optimizer)
+        save_states_file(fname, {0: self._updater.states}, self._updater.optimizer, param_names)
 
     def load_optimizer_states(self, fname):
         if self._updater is None:

@@ -50,8 +50,11 @@ class StateFileError(ValueError):
 
 
 # ---------------------------------------------------------------------- writing
-def dumps_states(states_by_device: dict, optimizer: Optimizer | None) -> bytes:
-    """Serialize ``{device_id: {index: state}}`` and (optionally) the optimizer to bytes."""
+def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_names=None) -> bytes:
+    """Serialize ``{device_id: {index: state}}`` and (optionally) the optimizer to bytes.
+
+    ``param_names`` (``{index: name}``) only labels the states for people reading the file.
+    """
     arrays: dict = {}
 
     def put(array) -> str:
@@ -77,6 +80,8 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None) -> bytes:
     header = {"format": FORMAT, "version": VERSION,
               "optimizer": None if optimizer is None else _describe_optimizer(optimizer, put),
               "devices": devices}
+    if param_names:
+        header["param_names"] = [[_json_key(i), str(n)] for i, n in sorted(param_names.items())]
     text = json.dumps(header, allow_nan=True)
     buf = io.BytesIO()
     numpy.savez(buf, **{_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8)},
@@ -107,9 +112,10 @@ def _current_device(opt):
     return 0
 
 
-def save_states_file(path, states_by_device: dict, optimizer: Optimizer | None) -> None:
+def save_states_file(path, states_by_device: dict, optimizer: Optimizer | None,
+                     param_names=None) -> None:
     """Write ``dumps_states(...)`` to ``path`` atomically (temp file, fsync, rename)."""
-    data = dumps_states(states_by_device, optimizer)
+    data = dumps_states(states_by_device, optimizer, param_names)
     with atomic_write(path, "wb") as f:
         f.write(data)
 

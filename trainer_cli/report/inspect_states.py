@@ -39,6 +39,7 @@ def states_summary(data: bytes, source: str) -> dict:
         by_device, optimizer = loads_states(data, source)
     desc = header.get("optimizer") or {}
     names = {k: v for k, v in (desc.get("hyperparams") or {}).get("param_idx2name") or []}
+    names.update({k: v for k, v in header.get("param_names") or []})
     devices = []
     for device_id in sorted(by_device):
         params = []

@@ -186,13 +186,18 @@ def _metrics_table(out: Console, metrics: dict) -> None:
     if not rows:
         out.print(Text("metrics.jsonl: no rows yet", style="dim"))
         return
-    keys = list(dict.fromkeys(k for row in rows for k in row))
     table = Table(title="last metrics (%d of %d rows)" % (len(rows), metrics["rows"]),
-                  title_justify="left")
-    for key in keys:
-        table.add_column(key, justify="right")
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    for name, justify in (("kind", "left"), ("step", "right"), ("epoch", "right"),
+                          ("values", "left")):
+        table.add_column(name, justify=justify, no_wrap=name != "values")
+    # One line per row with its values spelled out: a column per metric does not fit a terminal.
+    positional = ("kind", "step", "epoch", "time")
     for row in rows:
-        table.add_row(*(_metric_cell(k, row.get(k)) for k in keys))
+        values = "  ".join("%s %s" % (k, _metric_cell(k, v)) for k, v in row.items()
+                           if k not in positional)
+        table.add_row(str(row.get("kind", "")), _metric_cell("step", row.get("step")),
+                      _metric_cell("epoch", row.get("epoch")), values)
     out.print(table)
     if metrics["skipped_lines"]:
         out.print(Text("%d unreadable line(s) in metrics.jsonl skipped" % metrics["skipped_lines"],
