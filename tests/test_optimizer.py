@@ -225,28 +225,28 @@ def test_update_counts_per_device():
     np.testing.assert_array_equal(ws[0].asnumpy(), ws[1].asnumpy())
 
 
-def test_begin_num_update_and_first_scheduler_call():
-    calls = []
+def _recording_scheduler(calls, **params):
+    """A FactorScheduler that appends each update count it is called with to ``calls``."""
 
-    class Spy(lr_scheduler.FactorScheduler):
+    class Recording(lr_scheduler.FactorScheduler):
         def __call__(self, n):
             calls.append(n)
             return super().__call__(n)
 
-    opt = optimizer.create("sgd", lr_scheduler=Spy(step=100, base_lr=0.1), begin_num_update=5)
+    return Recording(**params)
+
+
+def test_begin_num_update_and_first_scheduler_call():
+    calls = []
+    opt = optimizer.create("sgd", lr_scheduler=_recording_scheduler(calls, step=100, base_lr=0.1),
+                           begin_num_update=5)
     get_updater(opt)(0, nd.ones((1,)), nd.ones((1,)))
     assert calls == [6] and opt._index_update_count == {0: 6} and opt.num_update == 6
 
 
 def test_lbsgd_reads_lr_before_counting():
     calls = []
-
-    class Spy(lr_scheduler.FactorScheduler):
-        def __call__(self, n):
-            calls.append(n)
-            return super().__call__(n)
-
-    opt = optimizer.create("lbsgd", lr_scheduler=Spy(step=100, base_lr=0.1))
+    opt = optimizer.create("lbsgd", lr_scheduler=_recording_scheduler(calls, step=100, base_lr=0.1))
     upd = get_updater(opt)
     for _ in range(2):
         upd(0, nd.ones((1,)), nd.ones((1,)))

@@ -1,20 +1,9 @@
 """The forward/backward cell of the MXNet Trainer tutorial runs with only its import changed."""
 import re
-from pathlib import Path
 
 import numpy as np
-import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-TUTORIAL = SHARED / "seeds" / "trainer-tutorial.md"
-
-
-def _first_cell():
-    if not TUTORIAL.is_file():
-        pytest.skip("shared/seeds/trainer-tutorial.md is not present next to this checkout")
-    cells = re.findall(r"```\{\.python \.input\}\n(.*?)```", TUTORIAL.read_text(), re.S)
-    assert cells, "no python cell found in the tutorial"
-    return cells[0]
+from tutorial_cells import python_cells
 
 
 def _port(cell):
@@ -28,11 +17,12 @@ def _port(cell):
 
 
 def test_tutorial_cell_gives_analytic_l2_gradient(ctx):
-    code = _port(_first_cell())
+    path, cells = python_cells("trainer-tutorial.md")
+    code = _port(cells[0])
     ns = {}
     # The cell creates its arrays and parameters on the current context, so this runs it on ctx.
     with ctx:
-        exec(compile(code, str(TUTORIAL), "exec"), ns)
+        exec(compile(code, str(path), "exec"), ns)
     net, X, y, batch_size = ns["net"], ns["X"], ns["y"], ns["batch_size"]
     assert net.weight.data().context == ctx
 

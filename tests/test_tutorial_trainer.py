@@ -1,20 +1,9 @@
 """The whole Trainer tutorial and guide run with only ``mxnet`` -> ``trainer_cli`` in their imports."""
 import re
-from pathlib import Path
 
 import numpy as np
-import pytest
 
-SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
-
-
-def _cells(name):
-    path = SEEDS / name
-    if not path.is_file():
-        pytest.skip("shared/seeds/%s is not present next to this checkout" % name)
-    cells = re.findall(r"```\{\.python \.input\}\n(.*?)```", path.read_text(), re.S)
-    assert cells, "no python cells in %s" % name
-    return path, cells
+from tutorial_cells import python_cells
 
 
 def _port(cell):
@@ -23,7 +12,7 @@ def _port(cell):
 
 def _run_cells(name):
     """Execute every cell in one namespace, recording each cell's last expression's value."""
-    path, cells = _cells(name)
+    path, cells = python_cells(name)
     ns, values = {}, []
     for cell in cells:
         code = _port(cell).rstrip()

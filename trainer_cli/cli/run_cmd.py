@@ -12,6 +12,15 @@ from .errors import EXIT_BAD_INPUT, EXIT_FAILED, CLIError, handle_errors
 __all__ = ["run", "resume"]
 
 _STEP = re.compile(r"^(?:step-)?(\d+)$")
+# run and resume report through the same _finish, so they take the same output options.
+_json_summary_option = click.option("--json", "as_json", is_flag=True,
+                                    help="Print only a JSON summary on stdout.")
+_quiet_option = click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+
+
+def _workers_option(help_text):
+    """``--workers N`` of run and resume: both hand N to :func:`_launch`."""
+    return click.option("--workers", type=click.IntRange(min=1), metavar="N", help=help_text)
 
 
 @click.command()
@@ -23,10 +32,9 @@ _STEP = re.compile(r"^(?:step-)?(\d+)$")
                               "directory is ROOT/NAME-<UTC time>.")
 @click.option("--run-dir", "run_root", metavar="ROOT",
               help="Folder that receives the new run directory (default: the config's run_dir).")
-@click.option("--json", "as_json", is_flag=True, help="Print only a JSON summary on stdout.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-@click.option("--workers", type=click.IntRange(min=1), metavar="N",
-              help="Run as N MPI processes (needs a dist_* kvstore and the dist extra).")
+@_json_summary_option
+@_quiet_option
+@_workers_option("Run as N MPI processes (needs a dist_* kvstore and the dist extra).")
 @handle_errors
 def run(config, overrides, name, run_root, as_json, quiet, workers):
     """Train from the YAML file CONFIG into a new run directory.
@@ -54,10 +62,9 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 @click.argument("run_dir", type=click.Path(file_okay=True))
 @click.option("--from", "from_checkpoint", metavar="step-N",
               help="Resume from this checkpoint instead of the latest one.")
-@click.option("--json", "as_json", is_flag=True, help="Print only a JSON summary on stdout.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-@click.option("--workers", type=click.IntRange(min=1), metavar="N",
-              help="Resume as N MPI processes (a run with a dist_* kvstore).")
+@_json_summary_option
+@_quiet_option
+@_workers_option("Resume as N MPI processes (a run with a dist_* kvstore).")
 @handle_errors
 def resume(run_dir, from_checkpoint, as_json, quiet, workers):
     """Continue the run in RUN_DIR exactly where its latest checkpoint left off.

@@ -45,6 +45,7 @@ ranks; see :mod:`.mpi` for how failures end the job.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -139,28 +140,25 @@ def _gc_from_code(code, bits):
     return GradientCompression({"type": "2bit" if code == 1 else "1bit", "threshold": thr})
 
 
-def _check_compressible(key, raw):
-    if raw.dtype != numpy.float32:
-        raise TypeError("gradient compression supports float32 gradients only; key %s is %s"
-                        % (_key_repr(key), raw.dtype))
-
-
 # --------------------------------------------------------------------------------------------
-# Sync
+# What both stores share
 
 
-class KVStoreDistSync(KVStoreLocal):
-    """Data-parallel sync store: every worker sums over every device of every worker."""
+class _DistStore(KVStoreLocal):
+    """A worker of an MPI job: keys, the optimizer and the merge of the worker's own devices are
+    :class:`KVStoreLocal`'s; gradient compression applies to what the worker sends to others.
 
-    def __init__(self, name="dist_sync"):
+    The local merge stays uncompressed (``_compression`` is never set): compression has one
+    residual per key and worker, in ``_wire_residuals``.
+    """
+
+    def __init__(self, name):
         super().__init__(name)
         MPI = mpi.load_mpi()
         self._job = mpi.job()
         self._comm = self._job.dup(MPI.COMM_WORLD, "creating kvstore %r" % name)
         self._gc = None
         self._wire_residuals: dict = {}
-        self._sum_buffers: dict = {}
-        self._host_buffers: dict = {}
         self.wire_bytes = 0  # payload bytes this rank handed to MPI for pushes (benchmarks read it)
 
     @property
@@ -174,12 +172,53 @@ class KVStoreDistSync(KVStoreLocal):
     def barrier(self):
         mpi.wait(self._comm.Ibarrier(), "barrier of kvstore %r" % self._type, job=self._job)
 
+    def set_gradient_compression(self, compression_params):
+        """Compress what each worker sends (``{'type': '2bit', 'threshold': 0.5}``)."""
+        from .compression import GradientCompression
+        self._gc = GradientCompression(compression_params)
+        self._wire_residuals.clear()
+
+    @property
+    def gradient_compression(self):
+        return self._gc
+
+    def _quantize_for_wire(self, key, grad, ctx):
+        """The packed words (host memory) of ``grad``, a raw array on ``ctx``, quantized with this
+        worker's residual for ``key``."""
+        if grad.dtype != numpy.float32:
+            raise TypeError("gradient compression supports float32 gradients only; key %s is %s"
+                            % (_key_repr(key), grad.dtype))
+        residual = self._wire_residuals.get(key)
+        if residual is None:
+            with ctx.device_scope():
+                residual = ctx.xp.zeros(grad.size, dtype=numpy.float32)
+            self._wire_residuals[key] = residual
+        return _host(self._gc.quantize(grad.reshape(-1), residual))
+
+    def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
+        """Rank 0 writes them (see the module notes); a no-op on the other ranks."""
+        if self._updater is None:
+            raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
+        if self._job.rank == 0:
+            super().save_optimizer_states(fname, dump_optimizer, param_names)
+
+
+# --------------------------------------------------------------------------------------------
+# Sync
+
+
+class KVStoreDistSync(_DistStore):
+    """Data-parallel sync store: every worker sums over every device of every worker."""
+
+    def __init__(self, name="dist_sync"):
+        super().__init__(name)
+        self._sum_buffers: dict = {}
+        self._host_buffers: dict = {}
+
     # ----------------------------------------------------------------- init: rank 0's value
     def init(self, key, value):
         for k, arrays in group_key_values(key, value):
-            self._check_key_kind(k)
-            if k in self._store:
-                raise ValueError("duplicate init of key %r" % (k,))
+            self._check_new_key(k, self._store)
             src = arrays[0]
             _agree(self._comm, self._job, k, src, "init")
             stored = _wrap(src._data.copy(), src.context)
@@ -334,14 +373,8 @@ class KVStoreDistSync(KVStoreLocal):
         comp = self._gc
         ctx = out.context
         grad = _transfer(merged._data, ctx)
-        _check_compressible(key, grad)
+        packed = self._quantize_for_wire(key, grad, ctx)
         n = grad.size
-        residual = self._wire_residuals.get(key)
-        if residual is None:
-            with ctx.device_scope():
-                residual = ctx.xp.zeros(n, dtype=numpy.float32)
-            self._wire_residuals[key] = residual
-        packed = _host(comp.quantize(grad.reshape(-1), residual))
         size = self._job.size
         gathered = numpy.empty((size, packed.size), dtype=numpy.float32)
         self.wire_bytes += packed.nbytes
@@ -359,24 +392,6 @@ class KVStoreDistSync(KVStoreLocal):
                 scratch = ctx.xp.empty(n, dtype=numpy.float32)
             for r in range(1, size):
                 flat += comp.dequantize(words[r], n, out=scratch)
-
-    # ----------------------------------------------------------------- settings and states
-    def set_gradient_compression(self, compression_params):
-        """Compress what each worker sends (``{'type': '2bit', 'threshold': 0.5}``)."""
-        from .compression import GradientCompression
-        self._gc = GradientCompression(compression_params)
-        self._wire_residuals.clear()
-
-    @property
-    def gradient_compression(self):
-        return self._gc
-
-    def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
-        """Rank 0 writes (every rank holds the same states); a no-op on the other ranks."""
-        if self._updater is None:
-            raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
-        if self._job.rank == 0:
-            super().save_optimizer_states(fname, dump_optimizer, param_names)
 
 
 def _chunked_allreduce(comm, job, send, recv, what):
@@ -539,8 +554,12 @@ class _Server:
                           "still waiting for %s to finish" % (limit, waiting))
 
 
-class KVStoreDistAsync(KVStoreBase):
-    """Asynchronous store: rank 0 hosts a parameter server; every push is applied on arrival."""
+class KVStoreDistAsync(_DistStore):
+    """Asynchronous store: rank 0 hosts a parameter server; every push is applied on arrival.
+
+    The values live on the server (``_slots`` and ``_meta`` describe them here), not in
+    :class:`KVStoreLocal`'s ``_store``, which stays empty.
+    """
 
     def __init__(self, name="dist_async"):
         MPI = mpi.load_mpi()
@@ -549,40 +568,14 @@ class KVStoreDistAsync(KVStoreBase):
                 "kvstore %r runs a parameter-server thread on rank 0 and needs MPI initialized "
                 "with MPI_THREAD_MULTIPLE (mpi4py's default; do not lower mpi4py.rc.thread_level)"
                 % name)
-        self._type = name
-        self._job = mpi.job()
-        self._comm = self._job.dup(MPI.COMM_WORLD, "creating kvstore %r" % name)
+        super().__init__(name)
         self._ps = self._job.dup(MPI.COMM_WORLD, "creating kvstore %r" % name)
         self._slots: dict = {}
         self._meta: dict = {}
-        self._key_kind = None
-        self._updater = None
-        self._gc = None
-        self._compression = None  # KVStoreLocal._merge reads it: local merges are uncompressed
-        self._residuals: dict = {}
-        self._merge_buffers: dict = {}
         self._reply_buffers: dict = {}
         self._closed = False
-        self.wire_bytes = 0
         self._server = _Server(self._ps, self._job) if self._job.rank == 0 else None
         self._job.on_exit(self.close)
-
-    @property
-    def type(self) -> str:
-        return self._type
-
-    @property
-    def rank(self) -> int:
-        return self._job.rank
-
-    @property
-    def num_workers(self) -> int:
-        return self._job.size
-
-    def is_capable(self, capability) -> bool:
-        if capability.lower() == KVStoreBase.OPTIMIZER:
-            return True
-        raise ValueError("Unknown capability: %s" % capability)
 
     def barrier(self):
         """Wait for every worker; every push made before it has then been applied by the server."""
@@ -592,13 +585,9 @@ class KVStoreDistAsync(KVStoreBase):
             mpi.wait([self._ps.Irecv(reply, source=0, tag=_TAG_REPLY),
                       self._ps.Isend(header, dest=0, tag=_TAG_REQ)],
                      "flushing pushes to the parameter server on rank 0", peers=(), job=self._job)
-        mpi.wait(self._comm.Ibarrier(), "barrier of kvstore %r" % self._type, job=self._job)
+        super().barrier()
 
     # ----------------------------------------------------------------- keys
-    _check_key_kind = KVStoreLocal._check_key_kind
-    _merge = KVStoreLocal._merge
-    _merge_buffer = KVStoreLocal._merge_buffer
-
     def _slot(self, key):
         slot = self._slots.get(key)
         if slot is None:
@@ -607,9 +596,7 @@ class KVStoreDistAsync(KVStoreBase):
 
     def init(self, key, value):
         for k, arrays in group_key_values(key, value):
-            self._check_key_kind(k)
-            if k in self._slots:
-                raise ValueError("duplicate init of key %r" % (k,))
+            self._check_new_key(k, self._slots)
             src = arrays[0]
             _agree(self._comm, self._job, k, src, "init")
             slot = len(self._slots)
@@ -635,10 +622,6 @@ class KVStoreDistAsync(KVStoreBase):
         for k, arrays in group_key_values(key, value):
             self._request(_OP_PUSHPULL, k, arrays, outs_by_key[k])
 
-    def broadcast(self, key, value, out, priority=0):
-        self.init(key, value)
-        self.pull(key, out, priority)
-
     def _request(self, op, key, arrays, outs=None):
         """One round trip with the server: header, payload (push), reply (pull)."""
         if self._closed:
@@ -660,7 +643,7 @@ class KVStoreDistAsync(KVStoreBase):
             return
         if merged is not None:
             if self._gc is not None:
-                payload = self._compress(key, merged)
+                payload = self._quantize_for_wire(key, merged._data, merged.context)
                 ctype, bits = _gc_code(self._gc)
             else:
                 payload = _host(merged._data)
@@ -689,60 +672,21 @@ class KVStoreDistAsync(KVStoreBase):
         """What the server applies for rank 0's push: through the codec too, when one is set."""
         if merged is None or self._gc is None:
             return merged
-        words = self._compress(key, merged)
+        words = self._quantize_for_wire(key, merged._data, merged.context)
         raw = self._gc.dequantize(_transfer(words, merged.context), merged.size)
         return _wrap(raw.reshape(merged.shape), merged.context)
 
-    def _compress(self, key, merged):
-        raw = merged._data
-        _check_compressible(key, raw)
-        residual = self._residuals.get(key)
-        if residual is None:
-            ctx = merged.context
-            with ctx.device_scope():
-                residual = ctx.xp.zeros(raw.size, dtype=numpy.float32)
-            self._residuals[key] = residual
-        return _host(self._gc.quantize(raw.reshape(-1), residual))
-
     # ----------------------------------------------------------------- settings and states
-    def set_optimizer(self, optimizer):
-        from ..optimizer import get_updater
-        self._set_updater(get_updater(optimizer))
-
     def _set_updater(self, updater):
         self._updater = updater
         if self._server is not None:
             with self._server.lock:
                 self._server.updater = updater
 
-    def set_gradient_compression(self, compression_params):
-        from .compression import GradientCompression
-        self._gc = GradientCompression(compression_params)
-        self._residuals.clear()
-
-    @property
-    def gradient_compression(self):
-        return self._gc
-
     def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
-        """Rank 0 writes the server's states; a no-op on the other ranks."""
-        if self._updater is None:
-            raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
-        if self._server is None:
-            return
-        from ..optimizer.state_file import save_states_file
-        with self._server.lock:
-            save_states_file(fname, {0: self._updater.states}, self._updater.optimizer, param_names)
-
-    def load_optimizer_states(self, fname):
-        if self._updater is None:
-            raise RuntimeError("Cannot load optimizer states: no optimizer is set on this kvstore")
-        from ..optimizer import get_updater
-        from ..optimizer.state_file import load_states_file
-        states_by_device, optimizer = load_states_file(fname)
-        updater = get_updater(optimizer)
-        updater.set_states_dict(next(iter(states_by_device.values())) if states_by_device else {})
-        self._set_updater(updater)
+        # The server thread may be applying a push: the states are read under its lock.
+        with self._server.lock if self._server is not None else contextlib.nullcontext():
+            super().save_optimizer_states(fname, dump_optimizer, param_names)
 
     # ----------------------------------------------------------------- the end
     def close(self):

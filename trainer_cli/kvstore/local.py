@@ -63,13 +63,17 @@ class KVStoreLocal(KVStoreBase):
         raise ValueError("Unknown capability: %s" % capability)
 
     # ----------------------------------------------------------------- keys and values
-    def _check_key_kind(self, key):
+    def _check_new_key(self, key, known):
+        """What ``init`` asks of a key: the kind (int or str) of this store's keys, and not in
+        ``known`` (the keys initialized so far)."""
         kind = type(key)
         if self._key_kind is None:
             self._key_kind = kind
         elif kind is not self._key_kind:
             raise TypeError("kvstore keys must all be int or all be str; this store uses %s keys"
                             % self._key_kind.__name__)
+        if key in known:
+            raise ValueError("duplicate init of key %r" % (key,))
 
     def _stored(self, key):
         stored = self._store.get(key)
@@ -79,9 +83,7 @@ class KVStoreLocal(KVStoreBase):
 
     def init(self, key, value):
         for k, arrays in group_key_values(key, value):
-            self._check_key_kind(k)
-            if k in self._store:
-                raise ValueError("duplicate init of key %r" % (k,))
+            self._check_new_key(k, self._store)
             src = arrays[0]
             self._store[k] = _wrap(src._data.copy(), src.context)
 
@@ -162,6 +164,7 @@ class KVStoreLocal(KVStoreBase):
         self._set_updater(get_updater(optimizer))
 
     def _set_updater(self, updater):
+        """Every way of setting the updater goes through here (dist_async hands it to its server)."""
         self._updater = updater
 
     def set_gradient_compression(self, compression_params):
@@ -193,4 +196,4 @@ class KVStoreLocal(KVStoreBase):
         states_by_device, optimizer = load_states_file(fname)
         updater = get_updater(optimizer)
         updater.set_states_dict(next(iter(states_by_device.values())) if states_by_device else {})
-        self._updater = updater
+        self._set_updater(updater)

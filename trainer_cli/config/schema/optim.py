@@ -91,7 +91,21 @@ class LRSchedulerSection(Component):
         return out
 
 
-class KVStoreSection(Section):
+class _ChosenByType(Section):
+    """A section chosen by its ``type``: a plain string is the type, ``name`` is accepted for it."""
+
+    @classmethod
+    def normalize(cls, raw):
+        return named_shorthand(raw, "type")
+
+    @classmethod
+    def precheck(cls, raw):
+        details = spelling_details(raw, "type")
+        if details:
+            fail(cls.__name__, details)
+
+
+class KVStoreSection(_ChosenByType):
     """How gradients are aggregated across devices and processes."""
 
     expect_text: ClassVar[str] = "a kvstore type or a mapping with type and update_on_kvstore"
@@ -107,32 +121,16 @@ class KVStoreSection(Section):
     def normalize(cls, raw):
         if raw is None:
             return {"type": "none"}, []
-        return named_shorthand(raw, "type")
-
-    @classmethod
-    def precheck(cls, raw):
-        details = spelling_details(raw, "type")
-        if details:
-            fail(cls.__name__, details)
+        return super().normalize(raw)
 
 
-class CompressionSection(Section):
+class CompressionSection(_ChosenByType):
     """Gradient compression with error feedback, applied by the kvstore."""
 
     expect_text: ClassVar[str] = "a compression type or a mapping with type and threshold"
 
     type: Literal[COMPRESSION_TYPES] = Field(description="2bit, 1bit, or none")
     threshold: float = Field(0.5, description="quantization threshold; > 0 for 2bit")
-
-    @classmethod
-    def normalize(cls, raw):
-        return named_shorthand(raw, "type")
-
-    @classmethod
-    def precheck(cls, raw):
-        details = spelling_details(raw, "type")
-        if details:
-            fail(cls.__name__, details)
 
     @field_validator("threshold")
     @classmethod
