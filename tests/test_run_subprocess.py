@@ -145,7 +145,11 @@ def test_kill_9_at_random_moments_then_resume_is_bitwise_exact(kill_setup, tmp_p
         args = ["run", config, "--run-dir", root, "-q"] if run_dir is None else ["resume", run_dir, "-q"]
         proc = _start(args)
         if target is None:
-            time.sleep(rng.uniform(0.2, 1.2))
+            # A random moment, but never past step 30: a fast machine may finish the run in
+            # about a second, and the kill must land while it trains.
+            deadline = time.monotonic() + rng.uniform(0.2, 1.2)
+            while time.monotonic() < deadline and _logged_step(root) < 30 and proc.poll() is None:
+                time.sleep(0.005)
         elif target != "finish":
             deadline = time.monotonic() + 60
             while _logged_step(root) < target and proc.poll() is None and time.monotonic() < deadline:
