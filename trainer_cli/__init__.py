@@ -16,6 +16,7 @@ _ALIASES = {
     "nd": "ndarray", "ndarray": "ndarray", "autograd": "autograd", "gluon": "gluon",
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "kvstore": "kvstore", "kv": "kvstore",
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
+    "metric": "metric",
 }
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"] + sorted(_ALIASES)

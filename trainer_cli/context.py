@@ -5,11 +5,19 @@ and only when a GPU context is first asked for its array module.
 """
 from __future__ import annotations
 
+import sys
 import threading
 
-import numpy
-
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "GPUUnavailableError"]
+
+
+def _numpy():
+    # NumPy is imported on first use, not with the package, so that the ``trainer`` command's
+    # start-up (``--help``, ``validate``) does not pay for it.
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        import numpy
+    return numpy
 
 
 class GPUUnavailableError(RuntimeError):
@@ -72,7 +80,7 @@ class Context:
     def xp(self):
         """The array module for this device: numpy, or cupy for a GPU."""
         if self.device_type != "gpu":
-            return numpy
+            return _numpy()
         cupy = _import_cupy()
         count = num_gpus()
         if self.device_id >= count:
@@ -145,6 +153,6 @@ def current_context() -> Context:
 
 def array_module_of(data):
     """numpy or cupy, whichever owns ``data``."""
-    if isinstance(data, numpy.ndarray) or _cupy is None:
-        return numpy
-    return _cupy if isinstance(data, _cupy.ndarray) else numpy
+    if _cupy is not None and isinstance(data, _cupy.ndarray):
+        return _cupy
+    return _numpy()

@@ -291,9 +291,12 @@ class HybridBlock(Block):
     """
 
     def forward(self, x, *args):
+        reg_params = self._reg_params
+        if not reg_params:
+            return self.hybrid_forward(_nd, x, *args)
         ctx = x._ctx if isinstance(x, NDArray) else current_context()
         try:
-            params = {name: p.data(ctx) for name, p in self._reg_params.items()}
+            params = {name: p.data(ctx) for name, p in reg_params.items()}
         except DeferredInitializationError:
             self.infer_shape(x, *args)
             for p in list(self._params.values()) + list(self._reg_params.values()):

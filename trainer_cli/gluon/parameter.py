@@ -237,7 +237,12 @@ class Parameter:
             "later does not include Parameters of nested child Blocks" % self.name)
 
     def data(self, ctx=None) -> NDArray:
-        return self._check_and_get(self._data, ctx)
+        arrays = self._data
+        # One context, asked for by None or by the very Context object it was created with: the
+        # answer ``_check_and_get`` gives, without hashing a Context.
+        if arrays is not None and len(arrays) == 1 and (ctx is None or ctx is self._ctx_list[0]):
+            return arrays[0]
+        return self._check_and_get(arrays, ctx)
 
     def list_data(self):
         return self._check_and_get(self._data, list)

@@ -246,11 +246,11 @@ class Trainer:
         for i, param in self._trainable():
             self._kvstore.pushpull(i, param.list_grad(), priority=-i)
 
-    def _check_fresh(self, ignore_stale_grad):
+    def _check_fresh(self, ignore_stale_grad, trainable=None):
         """Raise before anything changes if a gradient was not refreshed by ``backward``."""
         if ignore_stale_grad:
             return
-        for _, param in self._trainable():
+        for _, param in (self._trainable() if trainable is None else trainable):
             for data in param.list_data():
                 if not data._fresh_grad:
                     raise StaleGradientError(
@@ -271,9 +271,28 @@ class Trainer:
                 data._fresh_grad = False
 
     def _update(self, ignore_stale_grad=False):
-        self._check_fresh(ignore_stale_grad)
-        per_device = [([], [], []) for _ in self._updaters]
-        for i, param in self._trainable():
+        trainable = self._trainable()
+        self._check_fresh(ignore_stale_grad, trainable)
+        updaters = self._updaters
+        if len(updaters) == 1:
+            # One device: the per-device lists below, without the zip over devices.
+            indices, grads, weights = [], [], []
+            for i, param in trainable:
+                copies = param.list_data()
+                if not copies:
+                    continue
+                data = copies[0]
+                if ignore_stale_grad and not data._fresh_grad:
+                    continue
+                indices.append(i)
+                grads.append(data._grad)
+                weights.append(data)
+                data._fresh_grad = False
+            if indices:
+                updaters[0](indices, grads, weights)
+            return
+        per_device = [([], [], []) for _ in updaters]
+        for i, param in trainable:
             for (indices, grads, weights), data in zip(per_device, param.list_data()):
                 if ignore_stale_grad and not data._fresh_grad:
                     continue
@@ -281,7 +300,7 @@ class Trainer:
                 grads.append(data._grad)
                 weights.append(data)
                 data._fresh_grad = False
-        for updater, (indices, grads, weights) in zip(self._updaters, per_device):
+        for updater, (indices, grads, weights) in zip(updaters, per_device):
             if indices:
                 updater(indices, grads, weights)
 
@@ -289,14 +308,15 @@ class Trainer:
     def save_states(self, fname):
         """Write the optimizer and its per-parameter states (every device's) to ``fname``."""
         self._prepare()
+        names = {i: param.name for i, param in enumerate(self._params)}
         if self._mode == _STORE:
             if self._params_to_init:
                 raise RuntimeError("Cannot save trainer states when some parameters are not yet "
                                    "initialized in kvstore.")
-            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True, param_names=names)
         else:
             states = {pos: updater.states for pos, updater in enumerate(self._updaters)}
-            state_file.save_states_file(fname, states, self._optimizer)
+            state_file.save_states_file(fname, states, self._optimizer, names)
 
     def load_states(self, fname):
         """Restore what ``save_states`` wrote; the optimizer (lr, counts, scheduler) comes from it."""

@@ -39,12 +39,30 @@ def _wrap(data, ctx):
 
 def _result(data, ctx, inputs, vjp):
     """Wrap ``data``; record ``vjp`` when recording and some input needs a gradient."""
-    out = _wrap(data, ctx)
+    out = _new(NDArray)
+    out._data = data
+    out._ctx = ctx
+    out._node = None
+    out._grad = None
+    out._grad_req = "null"
+    out._fresh_grad = False
     if _state.recording:
         for x in inputs:
             if x._node is not None or x._grad is not None:
                 out._node = _Node(inputs, vjp)
                 break
+    return out
+
+
+def _recorded(data, ctx, inputs, vjp):
+    """``_result`` for a caller that has already seen ``_recording_for(*inputs)`` hold."""
+    out = _new(NDArray)
+    out._data = data
+    out._ctx = ctx
+    out._node = _Node(inputs, vjp)
+    out._grad = None
+    out._grad_req = "null"
+    out._fresh_grad = False
     return out
 
 
@@ -165,30 +183,34 @@ def _minimum(a, b):
 
 def _binary(a, b, fwd, grads):
     ad = a._data
-    if isinstance(b, NDArray):
+    tb = type(b)
+    if tb is NDArray or (tb is not float and tb is not int and isinstance(b, NDArray)):
         bd = b._data
         out = fwd(ad, bd)
-        if _recording_for(a, b):
+        if _state.recording and (a._node is not None or a._grad is not None
+                                 or b._node is not None or b._grad is not None):
             ashape, bshape = ad.shape, bd.shape
 
             def vjp(g, needs):
                 ga, gb = grads(g, ad, bd, out, needs[0], needs[1])
                 return (None if ga is None else unbroadcast(ga, ashape),
                         None if gb is None else unbroadcast(gb, bshape))
-            return _result(out, a._ctx, (a, b), vjp)
+            return _recorded(out, a._ctx, (a, b), vjp)
         return _wrap(out, a._ctx)
-    if isinstance(b, numbers.Number):
+    if tb is float or tb is int:
+        bd = b
+    elif isinstance(b, numbers.Number):
         bd = _scalar(b)
     else:
         bd = _xp_of(ad).asarray(b, dtype=ad.dtype)
     out = fwd(ad, bd)
-    if _recording_for(a):
+    if _state.recording and (a._node is not None or a._grad is not None):
         ashape = ad.shape
 
         def vjp1(g, needs):
             ga = grads(g, ad, bd, out, True, False)[0]
             return (unbroadcast(ga, ashape),)
-        return _result(out, a._ctx, (a,), vjp1)
+        return _recorded(out, a._ctx, (a,), vjp1)
     return _wrap(out, a._ctx)
 
 

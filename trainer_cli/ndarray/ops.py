@@ -1,17 +1,23 @@
 """Differentiable array ops: elementwise math, reductions, shape changes, products, softmax.
 
-Each op computes on the raw array and hands ``_result`` a vector-Jacobian function; the same
+Each op computes on the raw array and, while recording an input that needs a gradient, hands
+``_recorded`` a vector-Jacobian function; the same
 function serves NumPy and CuPy because it only uses the array module of its inputs.
 """
 from __future__ import annotations
 
+import builtins as _builtins
 import math
 import numbers
 
 import numpy
 
-from .ndarray import (NDArray, _maximum_op, _minimum_op, _recording_for, _result, _scalar,
+from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_for, _scalar,
                       _scatter_add, _wrap, _xp_of, unbroadcast)
+from .. import autograd as _ag
+
+_state = _ag._state
+_np_ndarray = numpy.ndarray
 
 __all__ = [
     "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "abs", "sign", "negative",
@@ -34,10 +40,10 @@ __all__ = [
 
 def _unary(x, fwd, grad):
     """``grad(g, x_raw, out_raw)`` gives the input gradient; ``None`` marks a constant op."""
-    out = fwd(x._data)
-    if grad is not None and _recording_for(x):
-        xd = x._data
-        return _result(out, x._ctx, (x,), lambda g, needs: (grad(g, xd, out),))
+    xd = x._data
+    out = fwd(xd)
+    if grad is not None and _state.recording and (x._node is not None or x._grad is not None):
+        return _recorded(out, x._ctx, (x,), lambda g, needs: (grad(g, xd, out),))
     return _wrap(out, x._ctx)
 
 
@@ -65,8 +71,16 @@ def rsqrt(x):
     return _unary(x, lambda d: 1 / _xp_of(d).sqrt(d), lambda g, d, o: -0.5 * g * o / d)
 
 
+def _square_raw(d):
+    return d * d
+
+
+def _square_grad(g, d, o):
+    return 2 * g * d
+
+
 def square(x):
-    return _unary(x, lambda d: d * d, lambda g, d, o: 2 * g * d)
+    return _unary(x, _square_raw, _square_grad)
 
 
 def abs(x):
@@ -185,7 +199,7 @@ def where(condition, x, y):
     out = xp.where(cond, x._data, y._data)
     if _recording_for(x, y):
         xs, ys = x._data.shape, y._data.shape
-        return _result(out, x._ctx, (x, y), lambda g, needs: (
+        return _recorded(out, x._ctx, (x, y), lambda g, needs: (
             unbroadcast(g * cond, xs) if needs[0] else None,
             unbroadcast(g * ~cond, ys) if needs[1] else None))
     return _wrap(out, x._ctx)
@@ -350,18 +364,44 @@ lesser_equal = broadcast_lesser_equal = _compare_fn("__le__")
 
 # ----------------------------------------------------------------------------- reductions
 def _axes(ndim, axis, exclude):
+    if type(axis) is int:
+        # The common case, memoized: a training step asks for the same few reductions.
+        key = (ndim, axis, exclude)
+        axes = _AXES_CACHE.get(key)
+        if axes is None:
+            if len(_AXES_CACHE) > 1024:
+                _AXES_CACHE.clear()
+            axes = _AXES_CACHE[key] = _axes_uncached(ndim, axis, exclude)
+        return axes
+    return _axes_uncached(ndim, axis, exclude)
+
+
+_AXES_CACHE: dict = {}
+
+
+def _axes_uncached(ndim, axis, exclude):
     if axis is None or axis == ():
         axes = tuple(range(ndim))
+    elif isinstance(axis, numbers.Integral):
+        axes = (axis % ndim,)
     else:
-        axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
-        axes = tuple(a % ndim for a in axes)
+        axes = tuple(a % ndim for a in axis)
     if exclude:
         axes = tuple(i for i in range(ndim) if i not in axes)
     return axes
 
 
 def _keep_shape(shape, axes):
-    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    key = (shape, axes)
+    kept = _KEEP_CACHE.get(key)
+    if kept is None:
+        if len(_KEEP_CACHE) > 1024:
+            _KEEP_CACHE.clear()
+        kept = _KEEP_CACHE[key] = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return kept
+
+
+_KEEP_CACHE: dict = {}
 
 
 def _fix_scalar(out):
@@ -373,28 +413,58 @@ def _reduce(x, axis, keepdims, exclude, fwd, grad):
     d = x._data
     axes = _axes(d.ndim, axis, exclude)
     out = _fix_scalar(fwd(d, axes, keepdims))
-    if grad is not None and _recording_for(x):
+    if grad is not None and _state.recording and (x._node is not None or x._grad is not None):
         kshape = _keep_shape(d.shape, axes)
 
         def vjp(g, needs):
             return (grad(g.reshape(kshape), d, out.reshape(kshape), axes),)
-        return _result(out, x._ctx, (x,), vjp)
+        return _recorded(out, x._ctx, (x,), vjp)
     return _wrap(out, x._ctx)
 
 
+def _sum_raw(d, a, k):
+    return d.sum(axis=a, keepdims=k)
+
+
+def _sum_grad(g, d, o, a):
+    return _xp_of(d).broadcast_to(g, d.shape)
+
+
 def sum(data, axis=None, keepdims=False, exclude=False):
-    return _reduce(data, axis, keepdims, exclude,
-                   lambda d, a, k: d.sum(axis=a, keepdims=k),
-                   lambda g, d, o, a: _xp_of(d).broadcast_to(g, d.shape))
+    return _reduce(data, axis, keepdims, exclude, _sum_raw, _sum_grad)
 
 
-def mean(data, axis=None, keepdims=False, exclude=False):
-    def grad(g, d, o, a):
+_FLOAT_KINDS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+def _mean_raw(d, a, k):
+    if type(d) is _np_ndarray and d.dtype in _FLOAT_KINDS and (k or len(a) < d.ndim):
+        # NumPy's own ``_methods._mean`` for a float array reduced to an array, without its
+        # Python-level checks: the same sum, divided in place by the same intp count.
         count = 1
         for i in a:
             count *= d.shape[i]
-        return _xp_of(d).broadcast_to(g / count, d.shape)
-    return _reduce(data, axis, keepdims, exclude, lambda d, a, k: d.mean(axis=a, keepdims=k), grad)
+        if count:
+            out = _add_reduce(d, a, None, None, k)
+            return _true_divide(out, numpy.intp(count), out=out, casting="unsafe", subok=False)
+    return d.mean(axis=a, keepdims=k)
+
+
+_add_reduce = numpy.add.reduce
+_true_divide = numpy.true_divide
+
+
+def _mean_grad(g, d, o, a):
+    count = 1
+    for i in a:
+        count *= d.shape[i]
+    g = g / count
+    # Reducing only axes of length 1 leaves the shape: broadcast_to would be a costly no-op.
+    return g if g.shape == d.shape else _xp_of(d).broadcast_to(g, d.shape)
+
+
+def mean(data, axis=None, keepdims=False, exclude=False):
+    return _reduce(data, axis, keepdims, exclude, _mean_raw, _mean_grad)
 
 
 def _extreme_grad(g, d, o, a):
@@ -465,9 +535,9 @@ def argmin(data, axis=None, keepdims=False):
 # ----------------------------------------------------------------------------- shapes
 def _shape_op(x, out):
     """An op that only rearranges elements: its gradient reshapes/permutes back."""
-    if _recording_for(x):
+    if _state.recording and (x._node is not None or x._grad is not None):
         shape = x._data.shape
-        return _result(out, x._ctx, (x,), lambda g, needs: (g.reshape(shape),))
+        return _recorded(out, x._ctx, (x,), lambda g, needs: (g.reshape(shape),))
     return _wrap(out, x._ctx)
 
 
@@ -503,10 +573,10 @@ def _mxnet_shape(src, target, reverse=False):
 def reshape(data, shape=None, reverse=False, **kwargs):
     if shape is None:
         shape = kwargs.get("newshape")
-    if isinstance(shape, numbers.Integral):
-        shape = (shape,)
-    shape = tuple(shape)
-    if any(n in (0, -2, -3, -4) for n in shape):
+    if type(shape) is not tuple:
+        shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    # Only 0, -2, -3 and -4 need MXNet's rules; -1 and sizes are NumPy's.
+    if shape and (0 in shape or _builtins.min(shape) < -1):
         shape = _mxnet_shape(data._data.shape, shape, reverse)
     return _shape_op(data, data._data.reshape(shape))
 
@@ -537,7 +607,7 @@ def transpose(data, axes=None):
     out = d.transpose(axes)
     if _recording_for(data):
         inverse = tuple(numpy.argsort(axes))
-        return _result(out, data._ctx, (data,), lambda g, needs: (g.transpose(inverse),))
+        return _recorded(out, data._ctx, (data,), lambda g, needs: (g.transpose(inverse),))
     return _wrap(out, data._ctx)
 
 
@@ -551,7 +621,7 @@ def flip(data, axis):
     d = data._data
     out = _xp_of(d).flip(d, axis)
     if _recording_for(data):
-        return _result(out, data._ctx, (data,), lambda g, needs: (_xp_of(g).flip(g, axis),))
+        return _recorded(out, data._ctx, (data,), lambda g, needs: (_xp_of(g).flip(g, axis),))
     return _wrap(out, data._ctx)
 
 
@@ -561,7 +631,7 @@ def broadcast_to(data, shape):
     out = _xp_of(d).broadcast_to(d, shape).copy()
     if _recording_for(data):
         src = d.shape
-        return _result(out, data._ctx, (data,), lambda g, needs: (unbroadcast(g, src),))
+        return _recorded(out, data._ctx, (data,), lambda g, needs: (unbroadcast(g, src),))
     return _wrap(out, data._ctx)
 
 
@@ -597,7 +667,7 @@ def tile(data, reps):
                 split.extend([r, n])
             summed = g.reshape(split).sum(axis=tuple(range(0, 2 * len(full), 2)))
             return (summed.reshape(shape),)
-        return _result(out, data._ctx, (data,), vjp)
+        return _recorded(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
 
 
@@ -613,7 +683,7 @@ def repeat(data, repeats, axis=None):
             ax = axis % len(shape)
             new = shape[:ax] + (shape[ax], repeats) + shape[ax + 1:]
             return (g.reshape(new).sum(axis=ax + 1),)
-        return _result(out, data._ctx, (data,), vjp)
+        return _recorded(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
 
 
@@ -652,7 +722,7 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False):
                 gb = (g2.T @ am) if transpose_b else (am.T @ g2)
                 gb = gb.reshape(b.shape)
             return ga, gb
-        return _result(out, lhs._ctx, (lhs, rhs), vjp)
+        return _recorded(out, lhs._ctx, (lhs, rhs), vjp)
     return _wrap(out, lhs._ctx)
 
 
@@ -673,7 +743,7 @@ def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False):
                 if transpose_b:
                     gb = gb.swapaxes(-1, -2)
             return ga, gb
-        return _result(out, lhs._ctx, (lhs, rhs), vjp)
+        return _recorded(out, lhs._ctx, (lhs, rhs), vjp)
     return _wrap(out, lhs._ctx)
 
 
@@ -687,8 +757,9 @@ def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flat
         out += bias._data
     if not flatten:
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
-    inputs = (data, weight, bias) if use_bias else (data, weight)
-    if _recording_for(*inputs):
+    if _state.recording and (data._node is not None or data._grad is not None
+                             or weight._node is not None or weight._grad is not None
+                             or (use_bias and (bias._node is not None or bias._grad is not None))):
         def vjp(g, needs):
             g2 = g.reshape(-1, w.shape[0])
             gx = (g2 @ w).reshape(x.shape) if needs[0] else None
@@ -696,7 +767,7 @@ def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flat
             if use_bias:
                 return gx, gw, (g2.sum(axis=0) if needs[2] else None)
             return gx, gw
-        return _result(out, data._ctx, inputs, vjp)
+        return _recorded(out, data._ctx, (data, weight, bias) if use_bias else (data, weight), vjp)
     return _wrap(out, data._ctx)
 
 
@@ -719,25 +790,32 @@ def softmax(data, axis=-1, temperature=None, dtype=None, **kwargs):
 
         def vjp(g, needs):
             return (out * (g - (g * out).sum(axis=axis, keepdims=True)) / t,)
-        return _result(out, data._ctx, (data,), vjp)
+        return _recorded(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
+
+
+def _log_softmax_raw(d, axis, temperature):
+    xp = _xp_of(d)
+    if temperature is not None and temperature != 1:
+        d = d / temperature
+    shifted = d - d.max(axis=axis, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _log_softmax_grad(g, out, axis, t):
+    return (g - _xp_of(out).exp(out) * g.sum(axis=axis, keepdims=True)) / t
 
 
 def log_softmax(data, axis=-1, temperature=None, dtype=None, **kwargs):
     if dtype is not None:
         data = data.astype(dtype, copy=False)
-    d = data._data
-    xp = _xp_of(d)
-    if temperature is not None and temperature != 1:
-        d = d / temperature
-    shifted = d - d.max(axis=axis, keepdims=True)
-    out = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+    out = _log_softmax_raw(data._data, axis, temperature)
     if _recording_for(data):
         t = 1 if temperature is None else temperature
 
         def vjp(g, needs):
-            return ((g - xp.exp(out) * g.sum(axis=axis, keepdims=True)) / t,)
-        return _result(out, data._ctx, (data,), vjp)
+            return (_log_softmax_grad(g, out, axis, t),)
+        return _recorded(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
 
 
@@ -765,7 +843,7 @@ def concat(*data, dim=1):
 
         def vjp(g, needs):
             return tuple(_xp_of(g).split(g, bounds, axis=dim))
-        return _result(out, data[0]._ctx, tuple(data), vjp)
+        return _recorded(out, data[0]._ctx, tuple(data), vjp)
     return _wrap(out, data[0]._ctx)
 
 
@@ -781,7 +859,7 @@ def stack(*data, axis=0, num_args=None):
     if _recording_for(*data):
         def vjp(g, needs):
             return tuple(_xp_of(g).moveaxis(g, axis, 0))
-        return _result(out, data[0]._ctx, tuple(data), vjp)
+        return _recorded(out, data[0]._ctx, tuple(data), vjp)
     return _wrap(out, data[0]._ctx)
 
 
@@ -800,8 +878,8 @@ def split(data, num_outputs, axis=1, squeeze_axis=False):
 
 
 # ----------------------------------------------------------------------------- gathering
-def pick(data, index, axis=-1, keepdims=False, mode="clip"):
-    d = data._data
+def _pick_raw(d, index, axis, keepdims, mode):
+    """``(out, idx, ax)``: the picked values, and the index array and axis its gradient needs."""
     xp = _xp_of(d)
     ax = axis % d.ndim
     idx = index._data.astype(numpy.int64) if isinstance(index, NDArray) else xp.asarray(index, dtype=numpy.int64)
@@ -811,11 +889,22 @@ def pick(data, index, axis=-1, keepdims=False, mode="clip"):
     out = xp.take_along_axis(d, idx, axis=ax)
     if not keepdims:
         out = _fix_scalar(out.squeeze(ax))
+    return out, idx, ax
+
+
+def _pick_grad(g, d, idx, ax):
+    n = d.shape[ax]
+    positions = _xp_of(d).arange(n).reshape((n,) + (1,) * (d.ndim - ax - 1))
+    return (positions == idx) * g.reshape(idx.shape)
+
+
+def pick(data, index, axis=-1, keepdims=False, mode="clip"):
+    d = data._data
+    out, idx, ax = _pick_raw(d, index, axis, keepdims, mode)
     if _recording_for(data):
         def vjp(g, needs):
-            positions = xp.arange(n).reshape((n,) + (1,) * (d.ndim - ax - 1))
-            return ((positions == idx) * g.reshape(idx.shape),)
-        return _result(out, data._ctx, (data,), vjp)
+            return (_pick_grad(g, d, idx, ax),)
+        return _recorded(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
 
 
@@ -834,7 +923,7 @@ def take(a, indices, axis=0, mode="clip"):
             gm = xp.moveaxis(g, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))
             _scatter_add(moved, idx.reshape(-1), gm.reshape((-1,) + moved.shape[1:]))
             return (z,)
-        return _result(out, a._ctx, (a,), vjp)
+        return _recorded(out, a._ctx, (a,), vjp)
     return _wrap(out, a._ctx)
 
 

@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import math
 
+import numpy
+
 from ..context import array_module_of
+from . import _fused
 from .optimizer import Optimizer, register, scaled_grad, zeros_like
 
 __all__ = ["Adam", "AdamW", "adam_rule", "adamw_rule"]
+
+_np_ndarray = numpy.ndarray
 
 
 def _moments(xp, G, mean, var, beta1, beta2, scratch):
@@ -25,8 +30,17 @@ def _moments(xp, G, mean, var, beta1, beta2, scratch):
 def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's adam_update: ``G = clip(rescale*g + wd*w)`` (decay is L2, inside the moments);
     ``w -= lr * mean / (sqrt(var) + epsilon)``. Bias correction is folded into ``lr`` by the caller."""
-    xp = array_module_of(w)
     t = w.dtype.type
+    if w.size >= _fused.MIN_SIZE and _adam_kernel.fits(w, g, mean, var):
+        # One conversion for all scalars: each rounds to w's dtype as t(x) would.
+        clipping = clip is not None
+        scalars = numpy.array([rescale, wd, -clip if clipping else 0, clip if clipping else 0,
+                               beta1, beta2, epsilon, lr, 1], dtype=t)
+        if w.ndim != 1:
+            w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
+        _adam_kernel(w, g, mean, var, scalars, bool(wd), clipping)
+        return
+    xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, w, wd)
     scratch = xp.empty_like(G)
     _moments(xp, G, mean, var, beta1, beta2, scratch)
@@ -40,8 +54,16 @@ def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
 def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's contrib adamw_update with lr=1 (as MXNet 2.0's AdamW and GluonNLP call it):
     ``G = clip(rescale*g)``; ``w -= eta * (mean / (sqrt(var) + epsilon) + wd*w)``."""
-    xp = array_module_of(w)
     t = w.dtype.type
+    if w.size >= _fused.MIN_SIZE and _adamw_kernel.fits(w, g, mean, var):
+        clipping = clip is not None
+        scalars = numpy.array([rescale, wd, -clip if clipping else 0, clip if clipping else 0,
+                               beta1, beta2, epsilon, eta, 1], dtype=t)
+        if w.ndim != 1:
+            w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
+        _adamw_kernel(w, g, mean, var, scalars, clipping)
+        return
+    xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, dtype=w.dtype)
     scratch = xp.empty_like(G)
     _moments(xp, G, mean, var, beta1, beta2, scratch)
@@ -52,6 +74,52 @@ def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip
     scratch += G
     scratch *= t(eta)
     w -= scratch
+
+
+def _adam_loop(w, g, mean, var, scalars, decay, clipping):
+    rescale, wd, lo, hi = scalars[0], scalars[1], scalars[2], scalars[3]
+    beta1, beta2, epsilon, lr, one = scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
+    one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
+    for i in range(w.shape[0]):
+        G = g[i] * rescale
+        if decay:
+            G = G + w[i] * wd
+        if clipping:
+            # numpy.clip: max with lo, then min with hi, a NaN kept.
+            if G == G:
+                G = G if G > lo else lo
+                G = G if G < hi else hi
+        m = mean[i] * beta1
+        m = m + G * one_minus_beta1
+        mean[i] = m
+        v = var[i] * beta2
+        v = v + (G * one_minus_beta2) * G
+        var[i] = v
+        w[i] = w[i] - (m * lr) / (numpy.sqrt(v) + epsilon)
+
+
+def _adamw_loop(w, g, mean, var, scalars, clipping):
+    rescale, wd, lo, hi = scalars[0], scalars[1], scalars[2], scalars[3]
+    beta1, beta2, epsilon, eta, one = scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
+    one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
+    for i in range(w.shape[0]):
+        G = g[i] * rescale
+        if clipping:
+            if G == G:
+                G = G if G > lo else lo
+                G = G if G < hi else hi
+        m = mean[i] * beta1
+        m = m + G * one_minus_beta1
+        mean[i] = m
+        v = var[i] * beta2
+        v = v + (G * one_minus_beta2) * G
+        var[i] = v
+        wi = w[i]
+        w[i] = wi - (m / (numpy.sqrt(v) + epsilon) + wi * wd) * eta
+
+
+_adam_kernel = _fused.Kernel(_adam_loop)
+_adamw_kernel = _fused.Kernel(_adamw_loop)
 
 
 class _AdamBase(Optimizer):

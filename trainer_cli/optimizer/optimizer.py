@@ -20,6 +20,8 @@ from .. import lr_scheduler as _lr_scheduler
 
 __all__ = ["Optimizer", "register", "create", "scaled_grad", "raw", "raw_state", "zeros_like"]
 
+_MISSING = object()
+
 
 class Optimizer:
     """Base class of all optimizers (MXNet 1.9's constructor and attributes).
@@ -124,16 +126,20 @@ class Optimizer:
         return [lr * self._mult(index, "lr_mult", self.lr_mult) for index in indices]
 
     def _get_wds(self, indices):
-        return [self.wd * self._mult(index, "wd_mult", self.wd_mult) for index in indices]
+        wd = self.wd
+        return [wd * self._mult(index, "wd_mult", self.wd_mult) for index in indices]
 
     def _mult(self, index, attr, table):
         # A live Gluon Parameter wins, so changing param.lr_mult mid-training takes effect.
-        if index in self.param_dict:
-            return getattr(self.param_dict[index], attr)
-        if index in table:
-            return table[index]
-        if index in self.idx2name:
-            return table.get(self.idx2name[index], 1.0)
+        param = self.param_dict.get(index, _MISSING)
+        if param is not _MISSING:
+            return getattr(param, attr)
+        mult = table.get(index, _MISSING)
+        if mult is not _MISSING:
+            return mult
+        name = self.idx2name.get(index, _MISSING)
+        if name is not _MISSING:
+            return table.get(name, 1.0)
         return 1.0
 
     def _get_lr(self, index):
@@ -147,10 +153,14 @@ class Optimizer:
         self._index_update_count = self._all_index_update_counts.setdefault(device_id, {})
 
     def _update_count(self, index):
-        for idx in index if isinstance(index, (list, tuple)) else [index]:
-            count = self._index_update_count.get(idx, self.begin_num_update) + 1
-            self._index_update_count[idx] = count
-            self.num_update = max(count, self.num_update)
+        counts, begin = self._index_update_count, self.begin_num_update
+        num_update = self.num_update
+        for idx in index if isinstance(index, (list, tuple)) else (index,):
+            count = counts.get(idx, begin) + 1
+            counts[idx] = count
+            if not num_update > count:      # max(count, num_update), ties to count
+                num_update = count
+        self.num_update = num_update
 
     @property
     def _clip(self):
@@ -196,6 +206,8 @@ class Optimizer:
 
     def update_multi_precision(self, index, weight, grad, state):
         """``update``, through the float32 master copy for float16 weights under multi_precision."""
+        if not self.multi_precision:
+            return self.update(index, weight, grad, state)
         many = isinstance(index, (list, tuple))
         weights = weight if many else [weight]
         if not weights or not self._uses_mp(weights[0]):
@@ -287,6 +299,10 @@ def raw(x):
 def raw_state(state):
     if isinstance(state, NDArray):
         return state._data
+    if type(state) is tuple:
+        if len(state) == 2 and type(state[0]) is NDArray and type(state[1]) is NDArray:
+            return (state[0]._data, state[1]._data)       # (mean, var) of the Adam family
+        return tuple([raw_state(s) for s in state])
     if isinstance(state, tuple):
         return tuple(raw_state(s) for s in state)
     if isinstance(state, list):

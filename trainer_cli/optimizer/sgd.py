@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import os
 
+import numpy
+
 from ..context import array_module_of
+from . import _fused
 from .optimizer import Optimizer, raw, raw_state, register, zeros_like
 
 __all__ = ["SGD", "ccSGD", "sgd_rule"]
+
+_np_ndarray = numpy.ndarray
 
 
 def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
@@ -14,9 +19,26 @@ def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
 
     ``mom = momentum*mom - lr*wd*w - lr*clip(rescale*g); w += mom``. The state is the NEGATIVE
     velocity (MXNet's convention); without a state the same step is applied directly."""
-    xp = array_module_of(w)
+    _sgd_step(w, g, mom, lr, wd, momentum, rescale, clip)
+
+
+def _sgd_step(w, g, mom, lr, wd, momentum, rescale, clip):
     t = w.dtype.type
+    if w.size >= _fused.MIN_SIZE and (
+            _sgd_kernel.fits(w, g) if mom is None else _sgd_mom_kernel.fits(w, g, mom)):
+        # One conversion for all scalars: each rounds to w's dtype as t(x) would.
+        clipping = clip is not None
+        scalars = numpy.array([lr, wd, rescale, -clip if clipping else 0, clip if clipping else 0,
+                               momentum], dtype=t)
+        if w.ndim != 1:
+            w, g, mom = w.ravel(), g.ravel(), None if mom is None else mom.ravel()
+        if mom is None:
+            _sgd_kernel(w, g, scalars, clipping, bool(scalars[1]))
+        else:
+            _sgd_mom_kernel(w, g, mom, scalars, clipping, bool(scalars[1]))
+        return
     lr, wd = t(lr), t(wd)
+    xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     # The kernel rounds (lr*rescale)*g when not clipping and lr*clip(rescale*g) when clipping.
     if clip is None:
         step = xp.multiply(g, lr * t(rescale), dtype=t)
@@ -34,6 +56,49 @@ def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
         mom -= w * (lr * wd)
     mom -= step
     w += mom
+
+
+# The NumPy body above, one element at a time (see ``_fused``): the same operations, in the same
+# order, on scalars of the weight's dtype.
+def _sgd_loop(w, g, scalars, clipping, decay):
+    lr, wd, rescale, lo, hi = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4]
+    scale = rescale if clipping else lr * rescale
+    lr_wd = lr * wd
+    for i in range(w.shape[0]):
+        step = g[i] * scale
+        if clipping:
+            # numpy.clip: max with lo, then min with hi, a NaN kept.
+            if step == step:
+                step = step if step > lo else lo
+                step = step if step < hi else hi
+            step = step * lr
+        if decay:
+            step = step + w[i] * lr_wd
+        w[i] = w[i] - step
+
+
+def _sgd_mom_loop(w, g, mom, scalars, clipping, decay):
+    lr, wd, rescale, lo, hi = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4]
+    momentum = scalars[5]
+    scale = rescale if clipping else lr * rescale
+    lr_wd = lr * wd
+    for i in range(w.shape[0]):
+        step = g[i] * scale
+        if clipping:
+            if step == step:
+                step = step if step > lo else lo
+                step = step if step < hi else hi
+            step = step * lr
+        m = mom[i] * momentum
+        if decay:
+            m = m - w[i] * lr_wd
+        m = m - step
+        mom[i] = m
+        w[i] = w[i] + m
+
+
+_sgd_kernel = _fused.Kernel(_sgd_loop)
+_sgd_mom_kernel = _fused.Kernel(_sgd_mom_loop)
 
 
 @register
@@ -72,10 +137,9 @@ class SGD(Optimizer):
             ([index], [weight], [grad], [state])
         self._update_count(indices)
         lrs, wds = self._lrs_wds(indices, weights, grads)
-        momentum, clip = self._momentum(), self._clip
+        momentum, clip, rescale = self._momentum(), self._clip, self.rescale_grad
         for w, g, s, lr, wd in zip(weights, grads, states, lrs, wds):
-            sgd_rule(raw(w), raw(g), raw_state(s), lr=lr, wd=wd, momentum=momentum,
-                     rescale=self.rescale_grad, clip=clip)
+            _sgd_step(raw(w), raw(g), raw_state(s), lr, wd, momentum, rescale, clip)
 
 
 @register

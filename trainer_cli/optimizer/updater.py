@@ -27,33 +27,44 @@ class Updater:
             indices, grads, weights = list(index), list(grad), list(weight)
         if not weights:
             return
-        self.optimizer._set_current_context(weights[0].context.device_id)
+        optimizer = self.optimizer
+        optimizer._set_current_context(weights[0].context.device_id)
+        states, synced = self.states, self.states_synced
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode("utf-8")
-            if idx not in self.states:
-                self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
-                self.states_synced[idx] = True
-            elif not self.states_synced.get(idx, False):
-                self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
-                self.states_synced[idx] = True
+            if idx not in states:
+                states[idx] = optimizer.create_state_multi_precision(idx, weights[i])
+                synced[idx] = True
+            elif not synced.get(idx, False):
+                states[idx] = self.sync_state_context(states[idx], weights[i].context)
+                synced[idx] = True
         if not self.aggregate_updates:
+            update = optimizer.update_multi_precision
             for idx, w, g in zip(indices, weights, grads):
-                self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+                update(idx, w, g, states[idx])
             return
         # Grouped by dtype, in chunks of aggregate_num: the order in which MXNet's aggregated
         # updates count steps and query the scheduler.
+        size = optimizer.aggregate_num
+        if len({w.dtype for w in weights}) == 1:
+            # One dtype (the usual case): the chunks below are plain slices.
+            for start in range(0, len(indices), size):
+                idxs = indices[start:start + size]
+                optimizer.update_multi_precision(idxs, weights[start:start + size],
+                                                 grads[start:start + size],
+                                                 [states[i] for i in idxs])
+            return
         by_dtype = {}
         for item in zip(indices, weights, grads):
             by_dtype.setdefault(item[1].dtype, []).append(item)
-        size = self.optimizer.aggregate_num
         for items in by_dtype.values():
             for start in range(0, len(items), size):
                 chunk = items[start:start + size]
                 idxs = [c[0] for c in chunk]
-                self.optimizer.update_multi_precision(
+                optimizer.update_multi_precision(
                     idxs, [c[1] for c in chunk], [c[2] for c in chunk],
-                    [self.states[i] for i in idxs])
+                    [states[i] for i in idxs])
 
     def sync_state_context(self, state, context):
         """``state`` with every array moved to ``context`` (tuples stay tuples, lists lists)."""

@@ -1,0 +1,421 @@
+"""One implementation's side of ``run_all.py``: runs cases in this process, prints JSON.
+
+    python benchmarks/_worker.py IMPL --threads N --cases a,b [--quick]
+    python benchmarks/_worker.py IMPL --threads N --serve       # cases on stdin, JSON lines out
+
+IMPL is ``ours`` (trainer_cli), ``torch`` or ``mxnet``. ``run_all.py`` keeps one served process per
+implementation and thread count, with the thread variables already in the environment (NumPy's
+BLAS, MKL and OpenMP read them once, when they load), and sends the cases in turn. MXNet's side runs
+under the MXNet virtualenv's interpreter, so nothing here imports trainer_cli or torch at module
+level, and the code must run on MXNet's old NumPy (< 1.24) as well.
+
+The Gluon cases are written once over the ``(gluon, nd, autograd)`` modules and run unchanged on
+trainer_cli and MXNet: the comparison is the same user code with the import line swapped.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ----------------------------------------------------------------------------- timing
+class Timing:
+    def __init__(self, quick: bool):
+        self.quick = quick
+        self.repeats = 3 if quick else 7
+        self.batch_seconds = 0.05 if quick else 0.25
+
+    # Every figure is taken on two clocks: wall time (what a user waits) and this process's CPU
+    # time, which a machine shared with other work disturbs far less (for one thread it is what
+    # the wall time would be on an idle machine; for several it adds the threads up).
+    def rate(self, step, sync=lambda: None, warmup=None):
+        """Median steps/s of ``step`` over ``repeats`` batches sized to ``batch_seconds``."""
+        for _ in range(warmup if warmup is not None else (20 if self.quick else 100)):
+            step()
+        sync()
+        # Calibrate the batch size on a short run, so slow and fast implementations are timed
+        # over comparable wall time.
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < self.batch_seconds / 5 or n < 3:
+            step()
+            n += 1
+        sync()
+        per_step = (time.perf_counter() - start) / n
+        batch = max(3, int(self.batch_seconds / per_step))
+        rates, cpu_rates = [], []
+        for _ in range(self.repeats):
+            start, cpu = time.perf_counter(), time.process_time()
+            for _ in range(batch):
+                step()
+            sync()
+            rates.append(batch / (time.perf_counter() - start))
+            cpu_rates.append(batch / max(time.process_time() - cpu, 1e-9))
+        return {"value": statistics.median(rates), "samples": rates,
+                "cpu_value": statistics.median(cpu_rates), "batch": batch}
+
+    def seconds(self, fn, sync=lambda: None, warmup=2):
+        """Median time of one ``fn()`` call (for calls of milliseconds or more)."""
+        for _ in range(warmup):
+            fn()
+        sync()
+        repeats = 5 if self.quick else 15
+        times, cpu_times = [], []
+        for _ in range(repeats):
+            start, cpu = time.perf_counter(), time.process_time()
+            fn()
+            sync()
+            times.append(time.perf_counter() - start)
+            cpu_times.append(time.process_time() - cpu)
+        return {"value": statistics.median(times), "samples": times,
+                "cpu_value": statistics.median(cpu_times)}
+
+    def per_call_us(self, fn, number=None, sync=lambda: None):
+        """Median microseconds per call of a very short ``fn`` (loops of ``number`` calls)."""
+        number = number or (5000 if self.quick else 20000)
+        fn()
+        sync()
+        samples, cpu_samples = [], []
+        for _ in range(self.repeats):
+            start, cpu = time.perf_counter(), time.process_time()
+            for _ in range(number):
+                fn()
+            sync()
+            samples.append((time.perf_counter() - start) / number * 1e6)
+            cpu_samples.append((time.process_time() - cpu) / number * 1e6)
+        return {"value": statistics.median(samples), "samples": samples,
+                "cpu_value": statistics.median(cpu_samples)}
+
+
+# ----------------------------------------------------------------------------- implementations
+class Gluon:
+    """trainer_cli or MXNet behind the same names."""
+
+    def __init__(self, impl):
+        self.impl = impl
+        if impl == "mxnet":
+            import mxnet as mx
+            from mxnet import autograd, gluon, nd, optimizer
+            self.sync = mx.nd.waitall
+            self.version = mx.__version__
+        else:
+            import trainer_cli
+            from trainer_cli import autograd, gluon, nd, optimizer
+            self.sync = lambda: None
+            self.version = getattr(trainer_cli, "__version__", "dev")
+        self.autograd, self.gluon, self.nd, self.optimizer = autograd, gluon, nd, optimizer
+
+    def perceptron_step(self):
+        """The tutorial's perceptron (lr 0.1 instead of 1, so that thousands of steps stay finite)."""
+        gluon, nd, autograd = self.gluon, self.nd, self.autograd
+        loss = gluon.loss.L2Loss()
+        net = gluon.nn.Dense(1)
+        net.initialize()
+        batch_size = 8
+        X = nd.random.uniform(shape=(batch_size, 4))
+        y = nd.random.uniform(shape=(batch_size,))
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+
+        def step():
+            with autograd.record():
+                l = loss(net(X), y)
+            l.backward()
+            trainer.step(batch_size)
+        return step
+
+    def mlp_step(self, batch_size, optimizer, optimizer_params):
+        import numpy as np
+        gluon, nd, autograd = self.gluon, self.nd, self.autograd
+        net = gluon.nn.Sequential()
+        net.add(gluon.nn.Dense(256, activation="relu", in_units=784),
+                gluon.nn.Dense(256, activation="relu", in_units=256),
+                gluon.nn.Dense(10, in_units=256))
+        net.initialize()
+        loss = gluon.loss.SoftmaxCrossEntropyLoss()
+        rng = np.random.RandomState(0)
+        X = nd.array(rng.uniform(size=(batch_size, 784)).astype(np.float32))
+        y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32))
+        trainer = gluon.Trainer(net.collect_params(), optimizer, optimizer_params)
+
+        def step():
+            with autograd.record():
+                l = loss(net(X), y)
+            l.backward()
+            trainer.step(batch_size)
+        return step
+
+    def optimizer_step(self, name, params, n_params, n_tensors):
+        """The optimizer alone, as gluon.Trainer runs it: its updater on the Parameters' data and
+        gradient arrays, all indices in one call (which is also what lets MXNet aggregate)."""
+        import numpy as np
+        rng = np.random.RandomState(0)
+        size = n_params // n_tensors
+        weights, grads = [], []
+        for i in range(n_tensors):
+            param = self.gluon.Parameter("w%d" % i, shape=(size,))
+            param.initialize()
+            param.set_data(self.nd.array(rng.standard_normal(size).astype(np.float32)))
+            param.grad()[:] = self.nd.array(rng.standard_normal(size).astype(np.float32))
+            weights.append(param.data())
+            grads.append(param.grad())
+        updater = self.optimizer.get_updater(self.optimizer.create(name, **params))
+        indices = list(range(n_tensors))
+        return lambda: updater(indices, grads, weights)
+
+    def op_in_record(self):
+        a = self.nd.ones((8, 4))
+        a.attach_grad()
+        b = self.nd.ones((8, 4))
+        scope = self.autograd.record()
+        return a, b, scope
+
+
+class Torch:
+    def __init__(self, threads):
+        import torch
+        torch.set_num_threads(threads)
+        self.torch = torch
+        self.version = torch.__version__
+        self.sync = lambda: None
+
+    def perceptron_step(self):
+        torch = self.torch
+        torch.manual_seed(0)
+        net = torch.nn.Linear(4, 1)
+        X, y = torch.rand(8, 4), torch.rand(8)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1 / 8)
+        ones = torch.ones(8)
+
+        # L2Loss as Gluon computes it: half the squared error, averaged over non-batch axes, one
+        # loss per sample and a backward from ones (Gluon's trainer.step(8) divides by 8 instead).
+        def step():
+            opt.zero_grad()
+            out = net(X)
+            l = ((y.view(-1, 1) - out) ** 2 * 0.5).mean(dim=1)
+            l.backward(ones)
+            opt.step()
+        return step
+
+    def mlp_step(self, batch_size, optimizer, optimizer_params):
+        torch = self.torch
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                                  torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                                  torch.nn.Linear(256, 10))
+        criterion = torch.nn.CrossEntropyLoss()
+        X = torch.rand(batch_size, 784)
+        y = torch.randint(0, 10, (batch_size,))
+        if optimizer == "sgd":
+            opt = torch.optim.SGD(net.parameters(), lr=optimizer_params["learning_rate"],
+                                  momentum=optimizer_params.get("momentum", 0.0))
+        else:
+            opt = torch.optim.Adam(net.parameters(), lr=optimizer_params["learning_rate"])
+
+        # Idiomatic PyTorch: a mean loss and the optimizer's default (eager) implementation.
+        def step():
+            opt.zero_grad()
+            criterion(net(X), y).backward()
+            opt.step()
+        return step
+
+    def optimizer_step(self, name, params, n_params, n_tensors):
+        torch = self.torch
+        gen = torch.Generator().manual_seed(0)
+        size = n_params // n_tensors
+        ps = [torch.nn.Parameter(torch.randn(size, generator=gen)) for _ in range(n_tensors)]
+        for p in ps:
+            p.grad = torch.randn(size, generator=gen)
+        if name == "adam":
+            opt = torch.optim.Adam(ps, lr=params["learning_rate"], fused=True)
+        else:
+            opt = torch.optim.SGD(ps, lr=params["learning_rate"], momentum=params["momentum"],
+                                  fused=True)
+        return opt.step
+
+    def op_in_record(self):
+        a = self.torch.ones(8, 4, requires_grad=True)
+        b = self.torch.ones(8, 4)
+        return a, b, None
+
+
+# ----------------------------------------------------------------------------- cases
+N_PARAMS, N_TENSORS = 10_000_000, 200
+MLP_CASES = {
+    "mlp_sgd_b64": (64, "sgd", {"learning_rate": 0.1, "momentum": 0.9}),
+    "mlp_adam_b512": (512, "adam", {"learning_rate": 0.001}),
+}
+OPT_CASES = {
+    "opt_adam_10m": ("adam", {"learning_rate": 0.001}),
+    "opt_sgd_mom_10m": ("sgd", {"learning_rate": 0.01, "momentum": 0.9}),
+}
+
+
+_built = {}
+
+
+def _build(case, make):
+    # Built once per process: a served worker measures a case in several rounds on one model.
+    if case not in _built:
+        _built[case] = make()
+    return _built[case]
+
+
+def run_case(case, lib, timing):
+    if case == "perceptron":
+        step = _build(case, lib.perceptron_step)
+        return dict(timing.rate(step, lib.sync), unit="steps/s")
+    if case in MLP_CASES:
+        step = _build(case, lambda: lib.mlp_step(*MLP_CASES[case]))
+        return dict(timing.rate(step, lib.sync, warmup=5 if timing.quick else 20), unit="steps/s")
+    if case in OPT_CASES:
+        name, params = OPT_CASES[case]
+        fn = _build(case, lambda: lib.optimizer_step(name, params, N_PARAMS, N_TENSORS))
+        out = timing.seconds(fn, lib.sync)
+        out = {"value": out["value"] * 1e3, "samples": [t * 1e3 for t in out["samples"]],
+               "cpu_value": out["cpu_value"] * 1e3}
+        if isinstance(lib, Gluon) and lib.impl == "ours":
+            from trainer_cli.optimizer import _fused
+            out["fused_kernels"] = _fused.enabled()
+        return dict(out, unit="ms")
+    if case == "op_overhead":
+        return op_overhead(lib, timing)
+    if case == "compression":
+        return compression(timing)
+    if case == "memory":
+        return memory(lib)
+    raise ValueError("unknown case %r" % case)
+
+
+def op_overhead(lib, timing):
+    """An elementwise multiply of two 8x4 float32 arrays, one of them recorded, against NumPy."""
+    import numpy as np
+    a, b, scope = lib.op_in_record()
+    if scope is not None:
+        scope.__enter__()
+    try:
+        op = timing.per_call_us(lambda: a * b, sync=lib.sync)
+    finally:
+        if scope is not None:
+            scope.__exit__(None, None, None)
+    an, bn = np.ones((8, 4), np.float32), np.ones((8, 4), np.float32)
+    bare = timing.per_call_us(lambda: an * bn)
+    return {"value": op["value"] - bare["value"], "unit": "us", "op_us": op["value"],
+            "numpy_us": bare["value"], "samples": op["samples"],
+            "cpu_value": op["cpu_value"] - bare["cpu_value"], "cpu_op_us": op["cpu_value"],
+            "cpu_numpy_us": bare["cpu_value"]}
+
+
+def compression(timing):
+    sys.path.insert(0, HERE)
+    import bench_compression
+    n = 2_000_000 if timing.quick else 10_000_000
+    results = bench_compression.run(n, 5 if timing.quick else 9, 0.5, False, 0)
+    return {row["name"]: {"value": row["m_values_per_s"], "unit": "M values/s",
+                          "median_ms": row["median_ms"]} for row in results}
+
+
+def _rss_kib():
+    """(current RSS, peak RSS) of this process in KiB."""
+    current = peak = None
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    current = int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1])
+    except OSError:
+        import resource
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return current, peak
+
+
+def memory(lib, steps=1000):
+    """RSS at steps 100 and 1000 of the batch-64 SGD-momentum MLP; growth means per-step garbage
+    that something keeps alive. trainer_cli also reports the transient bytes one step allocates."""
+    step = lib.mlp_step(*MLP_CASES["mlp_sgd_b64"])
+    marks = {}
+    for i in range(1, steps + 1):
+        step()
+        if i in (100, steps):
+            lib.sync()
+            marks[i] = _rss_kib()
+    (rss100, peak100), (rss_end, peak_end) = marks[100], marks[steps]
+    out = {"unit": "MiB", "rss_100_mib": rss100 / 1024 if rss100 else None,
+           "rss_end_mib": rss_end / 1024 if rss_end else None,
+           "peak_100_mib": peak100 / 1024, "peak_end_mib": peak_end / 1024,
+           "value": (peak_end - peak100) / 1024}
+    if isinstance(lib, Gluon) and lib.impl == "ours":
+        import tracemalloc
+        # Parameters are what the Trainer was built on: the sum of their sizes in bytes.
+        param_bytes = 4 * (784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10)
+        tracemalloc.start()
+        step()
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        step()
+        current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out["param_bytes"] = param_bytes
+        out["step_transient_bytes"] = peak - base
+        out["step_retained_bytes"] = current - base
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("impl", choices=["ours", "torch", "mxnet"])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cases", help="comma-separated cases to run, then exit")
+    parser.add_argument("--serve", action="store_true",
+                        help="read one case per line on stdin, answer one JSON line each")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    limiter = None
+    try:
+        from threadpoolctl import threadpool_limits
+        limiter = threadpool_limits(args.threads)
+    except ImportError:
+        pass
+    timing = Timing(args.quick)
+    report = {"impl": args.impl, "threads": args.threads, "results": {}, "errors": {}}
+    try:
+        lib = Torch(args.threads) if args.impl == "torch" else Gluon(args.impl)
+        report["version"] = lib.version
+    except Exception as exc:        # the peer is not installed or does not load
+        report["unavailable"] = "%s: %s" % (type(exc).__name__, exc)
+        print(json.dumps(report), flush=True)
+        return 0
+    if args.serve:
+        print(json.dumps(report), flush=True)
+        for line in sys.stdin:
+            case = line.strip()
+            if not case:
+                continue
+            answer = {"case": case}
+            try:
+                answer["result"] = run_case(case, lib, timing)
+            except Exception:
+                answer["error"] = traceback.format_exc(limit=3)
+            print(json.dumps(answer), flush=True)
+        return 0
+    for case in (args.cases or "").split(","):
+        if not case:
+            continue
+        try:
+            report["results"][case] = run_case(case, lib, timing)
+        except Exception:
+            report["errors"][case] = traceback.format_exc(limit=3)
+    del limiter
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The numba kernels of the optimizer rules give bitwise the numbers of the NumPy bodies.
+
+The NumPy body is the reference (the golden tests run on it); a kernel only moves the same
+element-wise operations into one pass, so every case here compares raw bits, NaN and infinities
+included. Skipped where numba is not installed.
+"""
+import itertools
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+from trainer_cli.optimizer import _fused, adam, sgd
+
+numba = pytest.importorskip("numba")
+
+SIZE = 5000     # above the MIN_SIZE the tests set, below the default one
+
+
+@pytest.fixture
+def fused_on(monkeypatch):
+    monkeypatch.setattr(_fused, "_numba", None)
+    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    assert _fused.enabled()
+    return monkeypatch
+
+
+def _data(dtype, seed, positive=False):
+    rng = numpy.random.default_rng(seed)
+    a = rng.standard_normal(SIZE) * 10.0 ** rng.integers(-8, 4, SIZE)
+    special = [numpy.nan, numpy.inf, -numpy.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 1e-38,
+               0.5, 2.0, -7.0, 1e20, -1e20]
+    a[:len(special)] = special
+    a = a.astype(dtype)
+    return numpy.abs(a) if positive else a
+
+
+def _bits(a):
+    return a.view(numpy.uint32 if a.dtype == numpy.float32 else numpy.uint64)
+
+
+def _both_ways(monkeypatch, rule, arrays, **kw):
+    """Run ``rule`` on copies through NumPy (kernels out of reach) and through the kernel."""
+    numpy_side = [a.copy() for a in arrays]
+    fused_side = [a.copy() for a in arrays]
+    with numpy.errstate(all="ignore"):
+        monkeypatch.setattr(_fused, "MIN_SIZE", 1 << 60)
+        rule(*numpy_side, **kw)
+        monkeypatch.setattr(_fused, "MIN_SIZE", 1024)
+        rule(*fused_side, **kw)
+    for x, y in zip(numpy_side, fused_side):
+        numpy.testing.assert_array_equal(_bits(x), _bits(y))
+
+
+DTYPES = [numpy.float32, numpy.float64]
+CLIPS = [None, 0.5]
+WDS = [0.0, 1e-3]
+RESCALES = [1.0, 1 / 64, 0.37]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_kernel_is_bitwise_the_numpy_rule(fused_on, dtype, momentum):
+    for k, (clip, wd, rescale) in enumerate(itertools.product(CLIPS, WDS, RESCALES)):
+        arrays = [_data(dtype, 3 * k), _data(dtype, 3 * k + 1)]
+        if momentum:
+            arrays.append(_data(dtype, 3 * k + 2))
+
+        def rule(w, g, mom=None, **kw):
+            sgd.sgd_rule(w, g, mom, **kw)
+        _both_ways(fused_on, rule, arrays, lr=0.1, wd=wd, momentum=momentum, rescale=rescale,
+                   clip=clip)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("which", ["adam", "adamw"])
+def test_adam_kernels_are_bitwise_the_numpy_rules(fused_on, dtype, which):
+    for k, (clip, wd, rescale) in enumerate(itertools.product(CLIPS, WDS, RESCALES)):
+        arrays = [_data(dtype, 4 * k), _data(dtype, 4 * k + 1), _data(dtype, 4 * k + 2),
+                  _data(dtype, 4 * k + 3, positive=True)]
+        common = dict(wd=wd, beta1=0.9, beta2=0.999, epsilon=1e-8, rescale=rescale, clip=clip)
+        if which == "adam":
+            _both_ways(fused_on, adam.adam_rule, arrays, lr=1.23e-3, **common)
+        else:
+            _both_ways(fused_on, adam.adamw_rule, arrays, eta=1.23e-3, **common)
+
+
+def test_kernels_leave_layouts_they_do_not_handle_to_numpy(fused_on):
+    fused_on.setattr(_fused, "MIN_SIZE", 16)
+    w = numpy.ones(64, numpy.float32)
+    kernel = sgd._sgd_kernel
+    assert kernel.fits(w, numpy.ones(64, numpy.float32))
+    assert not kernel.fits(w, numpy.ones(64, numpy.float64))             # mixed dtypes
+    assert not kernel.fits(w, numpy.ones(128, numpy.float32)[::2])       # strided
+    assert kernel.fits(w[:32], numpy.ones(32, numpy.float32))            # a view, apart
+    assert not kernel.fits(w[:48], w[16:])                               # partial overlap
+    assert not kernel.fits(numpy.ones(8, numpy.float32), numpy.ones(8, numpy.float32))  # small
+    assert not kernel.fits(numpy.ones(64, numpy.float16), numpy.ones(64, numpy.float16))
+
+
+def test_trainer_numbers_do_not_depend_on_numba(tmp_path):
+    """A few Adam and SGD steps through gluon.Trainer, with kernels and with TRAINER_NO_NUMBA=1."""
+    script = r"""
+import sys, numpy
+from trainer_cli import autograd, gluon, nd
+from trainer_cli.optimizer import _fused
+_fused.MIN_SIZE = 256
+out = {}
+for name, params in [("adam", {"learning_rate": 0.01, "wd": 0.01, "clip_gradient": 0.5}),
+                     ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.001})]:
+    net = gluon.nn.Dense(32, in_units=20)
+    net.initialize()
+    for i, p in enumerate(net.collect_params().values()):
+        p.set_data(nd.array(numpy.random.RandomState(i).standard_normal(p.shape)))
+    trainer = gluon.Trainer(net.collect_params(), name, params)
+    x = nd.array(numpy.random.RandomState(7).standard_normal((16, 20)))
+    for _ in range(3):
+        with autograd.record():
+            loss = (net(x) ** 2).mean()
+        loss.backward()
+        trainer.step(16)
+    for p in net.collect_params().values():
+        out[name + p.name] = p.data().asnumpy()
+numpy.savez(sys.argv[1], **out)
+from trainer_cli.optimizer import adam, sgd
+print("compiled", adam._adam_kernel._compiled is not None, sgd._sgd_mom_kernel._compiled is not None)
+"""
+    results = []
+    for flag in ("0", "1"):
+        path = tmp_path / ("numba%s.npz" % flag)
+        env = dict(os.environ, TRAINER_NO_NUMBA=flag)
+        proc = subprocess.run([sys.executable, "-c", script, str(path)], check=True, env=env,
+                              capture_output=True, text=True)
+        assert proc.stdout.split()[-2:] == (["True", "True"] if flag == "0" else ["False", "False"])
+        results.append(numpy.load(path))
+    with_numba, without = results
+    assert sorted(with_numba.files) == sorted(without.files)
+    for key in with_numba.files:
+        numpy.testing.assert_array_equal(with_numba[key].view(numpy.uint32),
+                                         without[key].view(numpy.uint32))
+
+
+def test_no_numba_switch_turns_kernels_off(monkeypatch):
+    monkeypatch.setattr(_fused, "_numba", None)
+    monkeypatch.setenv("TRAINER_NO_NUMBA", "1")
+    assert not _fused.enabled()
+    monkeypatch.setattr(_fused, "MIN_SIZE", 16)
+    w = numpy.ones(64, numpy.float32)
+    assert not sgd._sgd_kernel.fits(w, numpy.ones(64, numpy.float32))
