@@ -196,11 +196,11 @@ def collect(args):
     mxnet_python = None if args.no_mxnet else find_mxnet_python(args.mxnet_python)
     notes = []
     if not torch_version:
-        notes.append("PyTorch is not installed in this interpreter (pip install torch==2.13.0): "
-                     "its columns are skipped.")
+        notes.append("PyTorch columns skipped: --no-torch, or torch is not installed in this "
+                     "interpreter (pip install torch==2.13.0).")
     if not mxnet_python:
-        notes.append("No MXNet interpreter (--mxnet-python, $MXNET_PYTHON or /tmp/mxvenv): "
-                     "its columns are skipped.")
+        notes.append("MXNet columns skipped: --no-mxnet, or no MXNet interpreter found "
+                     "(--mxnet-python, $MXNET_PYTHON or /tmp/mxvenv).")
     step_cases = [c[0] for c in CASES]
     jobs = [("ours", sys.executable, None)]
     if torch_version:
