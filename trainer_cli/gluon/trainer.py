@@ -274,23 +274,6 @@ class Trainer:
         trainable = self._trainable()
         self._check_fresh(ignore_stale_grad, trainable)
         updaters = self._updaters
-        if len(updaters) == 1:
-            # One device: the per-device lists below, without the zip over devices.
-            indices, grads, weights = [], [], []
-            for i, param in trainable:
-                copies = param.list_data()
-                if not copies:
-                    continue
-                data = copies[0]
-                if ignore_stale_grad and not data._fresh_grad:
-                    continue
-                indices.append(i)
-                grads.append(data._grad)
-                weights.append(data)
-                data._fresh_grad = False
-            if indices:
-                updaters[0](indices, grads, weights)
-            return
         per_device = [([], [], []) for _ in updaters]
         for i, param in trainable:
             for (indices, grads, weights), data in zip(per_device, param.list_data()):
