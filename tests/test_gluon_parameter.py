@@ -476,3 +476,17 @@ def test_load_onto_other_contexts(tmp_path):
     deferred.initialize(ctx=cpu(3))
     deferred.load_parameters(path)  # shape and contexts come from the file and initialize()
     assert deferred.weight.shape == (2, 3) and deferred.weight.list_ctx() == [cpu(3)]
+
+
+def test_reduce_of_equal_copies_is_exact_on_three_devices():
+    """Saving three identical copies writes their value, not (a+a+a)/3 rounded in float32."""
+    import numpy as np
+    from trainer_cli import cpu, gluon, nd
+
+    value = np.array([0.1, 1 / 3, 7.7, -2.9], dtype=np.float32)
+    p = gluon.Parameter("w", shape=(4,))
+    p.initialize(ctx=[cpu(0), cpu(1), cpu(2)])
+    p.set_data(nd.array(value))
+    assert np.array_equal(p._reduce().asnumpy(), value)
+    p.data(cpu(1))[:] = nd.array(value * 2)
+    np.testing.assert_allclose(p._reduce().asnumpy(), value * 4 / 3, rtol=1e-6)
