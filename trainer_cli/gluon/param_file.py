@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import os
-import zipfile
 
 import numpy
-from numpy.lib import format as _npy_format
 
 from .._atomic import atomic_write
+from .._npz import write_npz
 
 __all__ = ["save_arrays", "load_arrays", "ParamFileError"]
 
@@ -17,20 +16,9 @@ class ParamFileError(ValueError):
 
 
 def save_arrays(filename, arrays: dict) -> None:
-    """Write ``arrays`` as an uncompressed ``.npz`` that ``numpy.load(allow_pickle=False)`` reads.
-
-    The archive is written member by member instead of through ``numpy.savez``, whose own keyword
-    arguments (``file``, ``allow_pickle``) would swallow parameters of those names.
-    """
+    """Write ``arrays`` as an ``.npz`` that ``numpy.load(allow_pickle=False)`` reads, atomically."""
     with atomic_write(filename) as f:
-        with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            for name, arr in arrays.items():
-                arr = numpy.asarray(arr)
-                if arr.dtype.hasobject:
-                    raise TypeError("parameter %r has dtype object, which cannot be saved without "
-                                    "pickle" % (name,))
-                with zf.open(name + ".npy", mode="w", force_zip64=True) as member:
-                    _npy_format.write_array(member, arr, allow_pickle=False)
+        write_npz(f, arrays)
 
 
 _ZIP_MAGIC = b"PK\x03\x04"

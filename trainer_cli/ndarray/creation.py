@@ -99,8 +99,9 @@ def save(fname, data):
     else:
         arrays = {"i:%08d" % i: v.asnumpy() for i, v in enumerate(data)}
     from .._atomic import atomic_write
+    from .._npz import write_npz
     with atomic_write(fname) as f:
-        numpy.savez(f, **arrays)
+        write_npz(f, arrays)
 
 
 def load(fname, ctx=None):

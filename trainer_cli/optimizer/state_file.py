@@ -33,6 +33,7 @@ import zlib
 import numpy
 
 from .._atomic import atomic_write
+from .._npz import write_npz
 from ..context import cpu
 from ..ndarray import NDArray
 from .optimizer import Optimizer
@@ -84,8 +85,7 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_name
         header["param_names"] = [[_json_key(i), str(n)] for i, n in sorted(param_names.items())]
     text = json.dumps(header, allow_nan=True)
     buf = io.BytesIO()
-    numpy.savez(buf, **{_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8)},
-                **arrays)
+    write_npz(buf, {_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8), **arrays})
     return buf.getvalue()
 
 
