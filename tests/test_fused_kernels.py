@@ -149,3 +149,89 @@ def test_no_numba_switch_turns_kernels_off(monkeypatch):
     monkeypatch.setattr(_fused, "MIN_SIZE", 16)
     w = numpy.ones(64, numpy.float32)
     assert not sgd._sgd_kernel.fits(w, numpy.ones(64, numpy.float32))
+
+
+# ----------------------------------------------------------------------------- many tensors
+def _tensor_set(seed):
+    """Weights and gradients of mixed sizes, shapes and dtypes, one strided (NumPy path)."""
+    rng = numpy.random.default_rng(seed)
+    shapes = [(40, 50), (7,), (1,), (300,), (20, 30), (3, 4, 5), (2000,), (64,)]
+    dtypes = [numpy.float32, numpy.float32, numpy.float32, numpy.float64, numpy.float32,
+              numpy.float64, numpy.float32, numpy.float16]
+    weights = [rng.standard_normal(s).astype(t) for s, t in zip(shapes, dtypes)]
+    weights.append(rng.standard_normal(600).astype(numpy.float32)[::2])   # not contiguous
+    grads = [(rng.standard_normal(w.shape) * 3).astype(w.dtype) for w in weights]
+    return weights, grads
+
+
+def _run_updates(name, params, weights, grads, steps=3):
+    """``steps`` updates of every tensor through an Updater; names give the biases no decay."""
+    from trainer_cli import nd
+    from trainer_cli.optimizer import Updater, create
+    idx2name = {i: ("p%d_bias" if i % 3 == 1 else "p%d_weight") % i for i in range(len(weights))}
+    opt = create(name, param_idx2name=idx2name, **params)
+    opt.set_lr_mult({2: 0.5})
+    updater = Updater(opt)
+    ws = [nd.array(w, dtype=w.dtype) for w in weights]
+    gs = [nd.array(g, dtype=g.dtype) for g in grads]
+    for w, a in zip(ws, weights):
+        if not a.flags.c_contiguous:        # nd.array copies: put a strided view back
+            spread = numpy.zeros(a.size * 2, a.dtype)
+            spread[::2] = a
+            w._data = spread[::2]
+    for _ in range(steps):
+        updater(list(range(len(ws))), gs, ws)
+    return [w.asnumpy() for w in ws], opt
+
+
+MULTI_CASES = [
+    ("sgd", {"learning_rate": 0.1, "wd": 1e-3}),
+    ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3, "clip_gradient": 0.5}),
+    ("adam", {"learning_rate": 0.01, "wd": 1e-3, "rescale_grad": 1 / 64}),
+    ("adam", {"learning_rate": 0.01, "clip_gradient": 0.5}),
+    ("adamw", {"learning_rate": 0.01, "wd": 1e-2, "clip_gradient": 0.5}),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Accumulating with float16")
+@pytest.mark.parametrize("name,params", MULTI_CASES)
+def test_multi_tensor_kernels_are_bitwise_the_numpy_rules(fused_on, name, params):
+    weights, grads = _tensor_set(1)
+    with numpy.errstate(all="ignore"):
+        fused_on.setattr(_fused, "MIN_SIZE", 1 << 60)
+        reference, _ = _run_updates(name, params, weights, grads)
+        fused_on.setattr(_fused, "MIN_SIZE", 256)
+        fused, opt = _run_updates(name, params, weights, grads)
+    groups, rest = next(iter(opt._array_lists._entries))[1]
+    # float32 and float64 groups; the float16 and the strided tensors step through NumPy.
+    assert sorted(len(positions) for positions, _ in groups) == [2, 5]
+    assert len(rest) == 2
+    for a, b in zip(reference, fused):
+        assert a.dtype == b.dtype
+        numpy.testing.assert_array_equal(a.view(numpy.uint8), b.view(numpy.uint8))
+
+
+def test_small_models_never_load_numba(fused_on):
+    fused_on.setattr(_fused, "_numba", None)
+    weights, grads = _tensor_set(2)
+    _run_updates("sgd", {"momentum": 0.9}, weights[:3], grads[:3])      # 2 500 values in all
+    assert _fused._numba is None
+
+
+def test_array_lists_are_reused_while_the_arrays_are_the_same(fused_on):
+    fused_on.setattr(_fused, "MIN_SIZE", 16)
+    cache = _fused.ArrayLists(size=2)
+    ws = [numpy.ones(32, numpy.float32), numpy.ones((4, 8), numpy.float32)]
+    gs = [numpy.ones(32, numpy.float32), numpy.ones((4, 8), numpy.float32)]
+    first = cache.groups((ws, gs))
+    assert cache.groups((ws, gs)) is first
+    (positions, (wl, gl)), = first[0]
+    assert positions == [0, 1] and first[1] == []
+    wl[1][3] = 7                                            # flat views of the arrays
+    assert ws[1][0, 3] == 7
+    replaced = [numpy.ones(32, numpy.float32), ws[1]]
+    assert cache.groups((replaced, gs)) is not first
+    # A gradient overlapping its weight other than exactly is left to NumPy.
+    base = numpy.ones(48, numpy.float32)
+    groups, rest = cache.groups(([base[:32]], [base[16:]]))
+    assert groups == [] and rest == [0]

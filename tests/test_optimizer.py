@@ -503,3 +503,35 @@ def test_updater_states_roundtrip_and_context_sync():
     with_opt.set_states(upd.get_states(dump_optimizer=True))
     assert type(with_opt.optimizer).__name__ == "Adam"
     assert with_opt.optimizer._all_index_update_counts == {0: {}, 1: {0: 1, 1: 1}}
+
+
+# ---------------------------------------------------------------------- planned updates
+@pytest.mark.parametrize("name", ["sgd", "lars", "adam", "nadam", "lamb", "ftml", "signum"])
+def test_updater_planning_ahead_matches_one_update_call_at_a_time(name):
+    """The Updater plans every chunk, then steps all tensors at once. A subclass with its own
+    ``update`` takes the per-call path; both must agree bit for bit: weights, states' effect,
+    counts, ``num_update`` and the scheduler calls, here with uneven per-index counts and a
+    scheduler that moves at every count (so chunk order shows in the learning rates)."""
+    klass = type(optimizer.create(name))
+    per_call = type("PerCall", (klass,), {"update": lambda self, *a: klass.update(self, *a)})
+    rng = np.random.default_rng(3)
+    shapes = [(3, 4), (5,), (2, 2), (6,), (1,), (4, 3), (7,)]
+    weights = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    steps = [[0, 2, 4]] + [list(range(len(shapes)))] * 3 + [[6, 1, 5]]
+    grads = [[rng.standard_normal(shapes[i]).astype(np.float32) for i in idxs] for idxs in steps]
+    results = []
+    for make in (klass, per_call):
+        calls = []
+        opt = make(learning_rate=0.1,
+                   lr_scheduler=_recording_scheduler(calls, step=1, factor=0.9, base_lr=0.1),
+                   wd=1e-3, **({"momentum": 0.9} if name in ("sgd", "lars", "signum") else {}))
+        upd = get_updater(opt)
+        ws = [nd.array(w) for w in weights]
+        for idxs, gs in zip(steps, grads):
+            upd(idxs, [nd.array(g) for g in gs], [ws[i] for i in idxs])
+        results.append(([w.asnumpy() for w in ws], calls, opt.num_update,
+                        dict(opt._index_update_count)))
+    (w_a, calls_a, n_a, counts_a), (w_b, calls_b, n_b, counts_b) = results
+    assert (calls_a, n_a, counts_a) == (calls_b, n_b, counts_b)
+    for a, b in zip(w_a, w_b):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))

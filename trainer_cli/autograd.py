@@ -18,9 +18,42 @@ __all__ = [
 class _State(threading.local):
     recording = False
     training = False
+    # During ``backward``: {id(leaf): leaf} for the leaves whose gradient an op may write
+    # straight into the gradient buffer (see ``direct_grad_buffer``).
+    direct = None
 
 
 _state = _State()
+
+# What a vjp returns for an input whose gradient it wrote into ``direct_grad_buffer(x)``.
+WRITTEN = object()
+
+
+def direct_grad_buffer(x):
+    """The gradient buffer of ``x`` when a vjp may write ``x``'s gradient into it, else None.
+
+    That is when ``backward`` runs, ``x`` is a leaf with ``grad_req='write'`` and this is the only
+    gradient it will receive: writing there saves the copy from a fresh array (a weight's
+    gradient, the size of the weight, at every step). A vjp that gets a buffer and fills it
+    returns ``WRITTEN`` for ``x``; the buffer is handed out once.
+    """
+    direct = _state.direct
+    if direct is None or direct.pop(id(x), None) is None:
+        return None
+    return x._grad._data
+
+
+def _direct_leaves(nodes, heads):
+    """The write-mode leaves that feed exactly one input slot of ``nodes`` and are not heads."""
+    seen = {}
+    for node in nodes:
+        for x in node.inputs:
+            if x._node is None and x._grad is not None:
+                key = id(x)
+                seen[key] = None if key in seen else x
+    for head in heads:
+        seen.pop(id(head), None)
+    return {key: x for key, x in seen.items() if x is not None and x._grad_req == "write"}
 
 
 class Node:
@@ -140,8 +173,9 @@ def _accumulate(table, key, owner, g):
         entry[1] = entry[1] + g
 
 
-def _run_backward(heads, head_grads, retain_graph):
-    """Propagate ``head_grads`` from ``heads``; return {id(var): [var, grad]} for the leaves."""
+def _run_backward(heads, head_grads, retain_graph, direct=False):
+    """Propagate ``head_grads`` from ``heads``; return {id(var): [var, grad]} for the leaves
+    (``grad`` is ``WRITTEN`` where, with ``direct``, an op wrote it into the leaf's buffer)."""
     node_grads, var_grads = {}, {}      # node -> grad, id(var) -> [var, grad]
     for head, hg in zip(heads, head_grads):
         node = head._node
@@ -155,8 +189,19 @@ def _run_backward(heads, head_grads, retain_graph):
                 "cannot differentiate: the head array was not computed inside autograd.record() "
                 "from an array with attach_grad()"
             )
+    nodes = _topological_nodes(heads)
+    if direct:
+        _state.direct = _direct_leaves(nodes, heads)
+    try:
+        _propagate(nodes, node_grads, var_grads, retain_graph)
+    finally:
+        _state.direct = None
+    return var_grads
+
+
+def _propagate(nodes, node_grads, var_grads, retain_graph):
     pop = node_grads.pop
-    for node in _topological_nodes(heads):
+    for node in nodes:
         out_grad = pop(node, None)
         if out_grad is None:
             continue
@@ -184,7 +229,6 @@ def _run_backward(heads, head_grads, retain_graph):
                 node_grads[child] = gx if g is None else g + gx
             else:
                 _accumulate(var_grads, id(x), x, gx)
-    return var_grads
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
@@ -208,11 +252,14 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     state = _state
     prev_training, state.training = state.training, bool(train_mode)
     try:
-        var_grads = _run_backward(heads, raw, retain_graph)
+        var_grads = _run_backward(heads, raw, retain_graph, direct=True)
     finally:
         state.training = prev_training
     for var, g in var_grads.values():
-        var._receive_grad(g)
+        if g is WRITTEN:
+            var._fresh_grad = True
+        else:
+            var._receive_grad(g)
 
 
 _NDArray = None

@@ -749,25 +749,52 @@ def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False):
 
 def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
     """``data @ weight.T + bias`` as one recorded op (the hot path of every Dense layer)."""
+    return _fully_connected(data, weight, None if no_bias else bias, flatten, False)
+
+
+def _fully_connected(data, weight, bias, flatten, relu):
+    """FullyConnected, followed by ReLU when ``relu`` (one node: Dense(activation='relu'))."""
     x, w = data._data, weight._data
     x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
-    out = x2 @ w.T
-    use_bias = bias is not None and not no_bias
-    if use_bias:
+    if type(x2) is _np_ndarray and x2.shape[0] < w.shape[0]:
+        # OpenBLAS runs a batch smaller than the layer's width 1.2-2x faster with the weight as
+        # the left operand: the same dot products, the same bits, a transposed (F-order) result.
+        out = (w @ x2.T).T
+    else:
+        out = x2 @ w.T
+    if bias is not None:
         out += bias._data
+    if relu:
+        # In place: FullyConnected's own gradient does not need its output.
+        _xp_of(out).maximum(out, 0, out=out)
     if not flatten:
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
     if _state.recording and (data._node is not None or data._grad is not None
                              or weight._node is not None or weight._grad is not None
-                             or (use_bias and (bias._node is not None or bias._grad is not None))):
+                             or (bias is not None and (bias._node is not None
+                                                       or bias._grad is not None))):
         def vjp(g, needs):
+            if relu:
+                g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
             g2 = g.reshape(-1, w.shape[0])
-            gx = (g2 @ w).reshape(x.shape) if needs[0] else None
-            gw = g2.T @ x2 if needs[1] else None
-            if use_bias:
+            gx = None
+            if needs[0]:
+                # In x's layout (F-order after a transposed forward): the ReLU mask of the
+                # layer below then multiplies arrays of one layout, three times faster.
+                gx = ((w.T @ g2.T).T if x2.flags.f_contiguous and not x2.flags.c_contiguous
+                      else g2 @ w).reshape(x.shape)
+            gw = None
+            if needs[1]:
+                buf = _ag.direct_grad_buffer(weight)
+                if buf is not None and type(buf) is type(g2) and buf.dtype == g2.dtype:
+                    _xp_of(buf).matmul(g2.T, x2, out=buf)
+                    gw = _ag.WRITTEN
+                else:
+                    gw = g2.T @ x2
+            if bias is not None:
                 return gx, gw, (g2.sum(axis=0) if needs[2] else None)
             return gx, gw
-        return _recorded(out, data._ctx, (data, weight, bias) if use_bias else (data, weight), vjp)
+        return _recorded(out, data._ctx, (data, weight, bias) if bias is not None else (data, weight), vjp)
     return _wrap(out, data._ctx)
 
 
@@ -884,9 +911,16 @@ def _pick_raw(d, index, axis, keepdims, mode):
     ax = axis % d.ndim
     idx = index._data.astype(numpy.int64) if isinstance(index, NDArray) else xp.asarray(index, dtype=numpy.int64)
     n = d.shape[ax]
-    idx = xp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
-    idx = xp.expand_dims(idx.reshape(d.shape[:ax] + d.shape[ax + 1:]), ax)
-    out = xp.take_along_axis(d, idx, axis=ax)
+    # minimum(maximum()) is what clip computes, without clip's Python-level checks (which cost
+    # more than the clipping on a batch of labels).
+    idx = xp.minimum(xp.maximum(idx, 0), n - 1) if mode == "clip" else idx % n
+    idx = idx.reshape(d.shape[:ax] + (1,) + d.shape[ax + 1:])
+    if d.ndim == 2 and ax == 1:
+        # Class scores per row (every classification loss): plain fancy indexing, the same
+        # elements take_along_axis gathers through its index-building helpers.
+        out = d[xp.arange(d.shape[0]).reshape(-1, 1), idx]
+    else:
+        out = xp.take_along_axis(d, idx, axis=ax)
     if not keepdims:
         out = _fix_scalar(out.squeeze(ax))
     return out, idx, ax

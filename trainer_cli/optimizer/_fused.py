@@ -12,6 +12,12 @@ The kernels are optional: without numba, with ``TRAINER_NO_NUMBA=1``, for arrays
 imported and a kernel compiled (or loaded from numba's on-disk cache) only on the first call that
 qualifies: about 0.3 s for the import and 0.5 s for the first kernel from the cache, once per
 process. Small models, whose NumPy update costs microseconds, never pay it.
+
+A ``MultiKernel`` runs a kernel over a whole group of tensors in one call (numba typed lists of
+the arrays), so that a step over hundreds of tensors pays Python's dispatch once instead of once
+per tensor. The tensors are processed one after the other, each exactly as the single kernel
+does, so the numbers stay the same. ``ArrayLists`` builds the typed lists once and reuses them
+while the same arrays come back, as they do at every step of a training loop.
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import os
 
 import numpy
 
-__all__ = ["Kernel", "enabled", "MIN_SIZE"]
+__all__ = ["Kernel", "MultiKernel", "ArrayLists", "scalar_rows", "enabled", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 14
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
@@ -44,11 +50,43 @@ def enabled() -> bool:
     return _numba is not False
 
 
+def handles(arrays) -> bool:
+    """Whether a kernel takes these arrays of one tensor (weight first): NumPy, one native float
+    dtype, one size, C-contiguous, and no two of them overlapping other than exactly."""
+    w = arrays[0]
+    if type(w) is not _np_ndarray:
+        return False
+    dtype, size = w.dtype, w.size
+    # Native float dtypes are singletons; anything else (byte-swapped...) takes the NumPy path.
+    if (dtype is not _F32 and dtype is not _F64) or not w.flags.c_contiguous:
+        return False
+    for a in arrays[1:]:
+        if type(a) is not _np_ndarray or a.dtype is not dtype or a.size != size \
+                or not a.flags.c_contiguous:
+            return False
+    # A kernel computes element i from elements i only, so buffers that overlap other than
+    # exactly would see each other's writes in another order than the NumPy passes do.
+    # Arrays owning their memory (parameters, gradients, states) are distinct allocations;
+    # views are checked.
+    for a in arrays:
+        if a.base is not None:
+            return _disjoint(arrays)
+    return True
+
+
+def _disjoint(arrays):
+    for i, a in enumerate(arrays):
+        for b in arrays[i + 1:]:
+            if a is not b and numpy.may_share_memory(a, b):
+                return False
+    return True
+
+
 class Kernel:
     """``pyfunc`` (a loop over one element at a time) compiled on first use.
 
-    ``fits(*arrays)`` says whether the arrays are ones the kernel handles: NumPy, one float dtype,
-    one size of at least ``MIN_SIZE``, C-contiguous. The caller passes them flattened with ``ravel``
+    ``fits(*arrays)`` says whether a call is worth it: arrays the kernel ``handles``, of at least
+    ``MIN_SIZE`` elements, and numba available. The caller passes them flattened with ``ravel``
     (a view for contiguous arrays) and scalars already cast to that dtype.
     """
 
@@ -59,44 +97,112 @@ class Kernel:
         self._compiled = None
 
     def fits(self, w, *others) -> bool:
-        if type(w) is not _np_ndarray or w.size < MIN_SIZE:
-            return False
-        dtype, size = w.dtype, w.size
-        # Native float dtypes are singletons; anything else (byte-swapped...) takes the NumPy path.
-        if (dtype is not _F32 and dtype is not _F64) or not w.flags.c_contiguous:
-            return False
-        for a in others:
-            if type(a) is not _np_ndarray or a.dtype is not dtype or a.size != size \
-                    or not a.flags.c_contiguous:
-                return False
-        # A kernel computes element i from elements i only, so buffers that overlap other than
-        # exactly would see each other's writes in another order than the NumPy passes do.
-        # Arrays owning their memory (parameters, gradients, states) are distinct allocations;
-        # views are checked.
-        arrays = (w,) + others
-        for a in arrays:
-            if a.base is not None:
-                return self._disjoint(arrays)
-        return _numba is not False and (_numba is not None or enabled())
-
-    @staticmethod
-    def _disjoint(arrays):
-        for i, a in enumerate(arrays):
-            for b in arrays[i + 1:]:
-                if a is not b and numpy.may_share_memory(a, b):
-                    return False
-        return enabled()
+        return type(w) is _np_ndarray and w.size >= MIN_SIZE and handles((w,) + others) \
+            and _numba is not False and (_numba is not None or enabled())
 
     def __call__(self, *args):
         fn = self._compiled
         if fn is None:
-            fn = self._compiled = self.compile()
+            fn = self._compiled = _jit(self.pyfunc)
         return fn(*args)
 
-    def compile(self):
-        if not enabled():
-            raise RuntimeError("numba is not available (or TRAINER_NO_NUMBA is set)")
-        try:
-            return _numba.njit(self.pyfunc, nogil=True, error_model="numpy", cache=True)
-        except Exception:       # no writable cache location: compile in memory each run
-            return _numba.njit(self.pyfunc, nogil=True, error_model="numpy")
+    def compiled(self):
+        if self._compiled is None:
+            self._compiled = _jit(self.pyfunc)
+        return self._compiled
+
+
+class MultiKernel:
+    """``pyfunc`` loops a single-tensor ``Kernel`` over typed lists of arrays.
+
+    The loop calls the kernel through the module global ``callee``: numba resolves globals when
+    it compiles, so the name is bound to the compiled kernel just before, which also lets numba
+    cache the loop on disk like any function calling another jitted one.
+    """
+
+    __slots__ = ("pyfunc", "one", "callee", "_compiled")
+
+    def __init__(self, pyfunc, one: Kernel, callee: str):
+        self.pyfunc = pyfunc
+        self.one = one
+        self.callee = callee
+        self._compiled = None
+
+    def __call__(self, *args):
+        fn = self._compiled
+        if fn is None:
+            self.pyfunc.__globals__[self.callee] = self.one.compiled()
+            fn = self._compiled = _jit(self.pyfunc)
+        return fn(*args)
+
+
+def _jit(pyfunc):
+    if not enabled():
+        raise RuntimeError("numba is not available (or TRAINER_NO_NUMBA is set)")
+    try:
+        return _numba.njit(pyfunc, nogil=True, error_model="numpy", cache=True)
+    except Exception:       # no writable cache location: compile in memory each run
+        return _numba.njit(pyfunc, nogil=True, error_model="numpy")
+
+
+class ArrayLists:
+    """The tensors of an update split into groups a ``MultiKernel`` runs, cached by identity.
+
+    ``groups(columns)`` takes one list per kernel argument (weights, gradients, each state) and
+    returns ``(groups, rest)``: ``groups`` holds ``(positions, lists)`` for each dtype, ``lists``
+    being one numba typed list of flat views per column; ``rest`` the positions a kernel does
+    not handle (other layouts, other array libraries, too little work in all to pay for numba).
+    A training loop passes the same arrays at every step, so the split is kept for the last
+    few sets of arrays seen (one per device); the arrays themselves are kept with it, which is
+    what makes their ids a valid key.
+    """
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size=8):
+        self._entries = []
+        self._size = size
+
+    def groups(self, columns):
+        key = tuple([id(a) for column in columns for a in column])
+        for entry_key, value, _ in self._entries:
+            if entry_key == key:
+                return value
+        value = _split(columns)
+        self._entries.insert(0, (key, value, columns))
+        del self._entries[self._size:]
+        return value
+
+    def clear(self):
+        self._entries.clear()
+
+
+def _split(columns):
+    by_dtype, rest = {}, []
+    for pos, arrays in enumerate(zip(*columns)):
+        # No size floor per tensor: a small tensor is cheap inside a group.
+        if handles(arrays) and arrays[0].size:
+            by_dtype.setdefault(arrays[0].dtype, []).append(pos)
+        else:
+            rest.append(pos)
+    groups = []
+    for positions in by_dtype.values():
+        # Checked before numba is imported: small models never load it.
+        if sum(columns[0][p].size for p in positions) < MIN_SIZE or not enabled():
+            rest.extend(positions)
+            continue
+        from numba.typed import List
+        lists = tuple(List([column[p].ravel() for p in positions]) for column in columns)
+        groups.append((positions, lists))
+    rest.sort()
+    return groups, rest
+
+
+def scalar_rows(template, n, columns):
+    """An ``(n, len(template))`` array of ``template``'s dtype: every row ``template``, with
+    column ``c`` set to the per-tensor values ``columns[c]`` (each rounds as ``dtype(x)``)."""
+    rows = numpy.empty((n, template.shape[0]), dtype=template.dtype)
+    rows[...] = template
+    for c, values in columns.items():
+        rows[:, c] = values
+    return rows

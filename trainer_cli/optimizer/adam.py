@@ -121,6 +121,42 @@ def _adamw_loop(w, g, mean, var, scalars, clipping):
 _adam_kernel = _fused.Kernel(_adam_loop)
 _adamw_kernel = _fused.Kernel(_adamw_loop)
 
+# Each tensor of a group with its own row of scalars (see ``sgd``).
+_adam_one = _adamw_one = None
+
+
+def _adam_multi_loop(ws, gs, means, vars_, rows, clipping):
+    for k in range(len(ws)):
+        _adam_one(ws[k], gs[k], means[k], vars_[k], rows[k], rows[k, 1] != 0, clipping)
+
+
+def _adamw_multi_loop(ws, gs, means, vars_, rows, clipping):
+    for k in range(len(ws)):
+        _adamw_one(ws[k], gs[k], means[k], vars_[k], rows[k], clipping)
+
+
+_adam_multi = _fused.MultiKernel(_adam_multi_loop, _adam_kernel, "_adam_one")
+_adamw_multi = _fused.MultiKernel(_adamw_multi_loop, _adamw_kernel, "_adamw_one")
+
+
+def _adam_steps(rule, multi, cache, weights, grads, states, plans, *, beta1, beta2, epsilon,
+                rescale, clip):
+    """``rule`` for each tensor (``plans``: its ``(lr, wd)``, ``lr`` bias-corrected), the tensors
+    the kernel ``multi`` handles in one call per dtype."""
+    means, variances = [s[0] for s in states], [s[1] for s in states]
+    groups, rest = cache.groups((weights, grads, means, variances))
+    clipping = clip is not None
+    for positions, lists in groups:
+        template = numpy.array([rescale, 0, -clip if clipping else 0, clip if clipping else 0,
+                                beta1, beta2, epsilon, 0, 1], dtype=weights[positions[0]].dtype)
+        rows = _fused.scalar_rows(template, len(positions), {
+            7: [plans[p][0] for p in positions], 1: [plans[p][1] for p in positions]})
+        multi(*lists, rows, clipping)
+    for p in rest:
+        lr, wd = plans[p]
+        rule(weights[p], grads[p], means[p], variances[p], lr, wd, beta1=beta1, beta2=beta2,
+             epsilon=epsilon, rescale=rescale, clip=clip)
+
 
 class _AdamBase(Optimizer):
     def __init__(self, learning_rate, beta1, beta2, epsilon, **kwargs):
@@ -136,21 +172,33 @@ class _AdamBase(Optimizer):
         t = self._index_update_count[index]
         return lr * math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t)
 
+    def _steps(self, weights, grads, states, plans):
+        _adam_steps(self._rule, self._multi, self._fused_lists(), weights, grads, states, plans,
+                    beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
+                    rescale=self._rescale(), clip=self._clip)
+
+    def _rescale(self):
+        return self.rescale_grad
+
 
 @register
 class Adam(_AdamBase):
     """Adam (Kingma & Ba). ``epsilon`` is added to sqrt of the uncorrected variance (MXNet)."""
+
+    _multi = _adam_multi
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  lazy_update=True, **kwargs):
         super().__init__(learning_rate, beta1, beta2, epsilon, **kwargs)
         self.lazy_update = lazy_update      # row-sparse gradients only; all arrays here are dense
 
-    def _step(self, index, w, g, state, lr, wd):
-        mean, var = state
-        adam_rule(w, g, mean, var, lr=self._corrected_lr(index, lr), wd=wd, beta1=self.beta1,
-                  beta2=self.beta2, epsilon=self.epsilon, rescale=self.rescale_grad,
-                  clip=self._clip)
+    def _plan(self, indices, weights, grads):
+        return [(self._corrected_lr(index, lr), wd)
+                for index, lr, wd in super()._plan(indices, weights, grads)]
+
+    @staticmethod
+    def _rule(w, g, mean, var, lr, wd, **kw):
+        adam_rule(w, g, mean, var, lr=lr, wd=wd, **kw)
 
 
 @register
@@ -162,16 +210,26 @@ class AdamW(_AdamBase):
     ``correct_bias``) and ``w -= eta*(m/(sqrt(v)+epsilon) + wd*w)``. Like the operator, a step whose
     ``rescale_grad`` is 0 or not finite (an AMP overflow) leaves weight and moments unchanged."""
 
+    _multi = _adamw_multi
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6,
                  correct_bias=True, **kwargs):
         super().__init__(learning_rate, beta1, beta2, epsilon, **kwargs)
         self.correct_bias = correct_bias
 
-    def _step(self, index, w, g, state, lr, wd):
-        rescale = float(self.rescale_grad)
+    def _plan(self, indices, weights, grads):
+        return [(self._corrected_lr(index, lr) if self.correct_bias else lr, wd)
+                for index, lr, wd in super()._plan(indices, weights, grads)]
+
+    def _rescale(self):
+        return float(self.rescale_grad)
+
+    def _steps(self, weights, grads, states, plans):
+        rescale = self._rescale()
         if rescale == 0 or not math.isfinite(rescale):
             return
-        mean, var = state
-        eta = self._corrected_lr(index, lr) if self.correct_bias else lr
-        adamw_rule(w, g, mean, var, eta=eta, wd=wd, beta1=self.beta1, beta2=self.beta2,
-                   epsilon=self.epsilon, rescale=rescale, clip=self._clip)
+        super()._steps(weights, grads, states, plans)
+
+    @staticmethod
+    def _rule(w, g, mean, var, lr, wd, **kw):
+        adamw_rule(w, g, mean, var, eta=lr, wd=wd, **kw)

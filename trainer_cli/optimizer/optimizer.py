@@ -123,11 +123,23 @@ class Optimizer:
 
     def _get_lrs(self, indices):
         lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
-        return [lr * self._mult(index, "lr_mult", self.lr_mult) for index in indices]
+        return [lr * m for m in self._mults(indices, "lr_mult", self.lr_mult)]
 
     def _get_wds(self, indices):
         wd = self.wd
-        return [wd * self._mult(index, "wd_mult", self.wd_mult) for index in indices]
+        return [wd * m for m in self._mults(indices, "wd_mult", self.wd_mult)]
+
+    def _mults(self, indices, attr, table):
+        params = self.param_dict
+        if params:
+            # Under a Trainer every index has its Parameter, which wins (the per-step hot path).
+            try:
+                return [getattr(params[index], attr) for index in indices]
+            except KeyError:
+                pass
+        elif not table and not self.idx2name:
+            return [1.0] * len(indices)
+        return [self._mult(index, attr, table) for index in indices]
 
     def _mult(self, index, attr, table):
         # A live Gluon Parameter wins, so changing param.lr_mult mid-training takes effect.
@@ -197,12 +209,39 @@ class Optimizer:
     def update(self, index, weight, grad, state):
         """Update ``weight`` (an NDArray, in place) from ``grad``; lists update several in turn."""
         if isinstance(index, (list, tuple)):
-            for i, w, g, s in zip(index, weight, grad, state):
-                self.update(i, w, g, s)
-            return
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        self._step(index, raw(weight), raw(grad), raw_state(state), lr, wd)
+            indices, weights, grads, states = index, weight, grad, state
+        else:
+            indices, weights, grads, states = [index], [weight], [grad], [state]
+        plans = self._plan(indices, weights, grads)
+        self._steps([raw(w) for w in weights], [raw(g) for g in grads],
+                    [raw_state(s) for s in states], plans)
+
+    # An update is two phases: ``_plan`` does the bookkeeping (update counts, the scheduler, the
+    # per-tensor learning rates) and returns what each tensor's step needs; ``_steps`` runs the
+    # rule on raw arrays. The Updater plans every chunk of a step in MXNet's order, then runs one
+    # ``_steps`` over all of them, which lets a fused kernel take every tensor in one call.
+    # Whether ``_plan`` counts a list of indices one by one (as single calls would) or together.
+    _counts_each_index = True
+
+    def _plan(self, indices, weights, grads):
+        """Count each index in turn and return its ``(index, lr, wd)``."""
+        plans = []
+        for index in indices:
+            self._update_count(index)
+            plans.append((index, self._get_lr(index), self._get_wd(index)))
+        return plans
+
+    def _steps(self, weights, grads, states, plans):
+        for w, g, s, (index, lr, wd) in zip(weights, grads, states, plans):
+            self._step(index, w, g, s, lr, wd)
+
+    def _fused_lists(self):
+        """The cache of kernel argument lists (see ``_fused.ArrayLists``), made on first use."""
+        cache = self.__dict__.get("_array_lists")
+        if cache is None:
+            from ._fused import ArrayLists
+            cache = self._array_lists = ArrayLists()
+        return cache
 
     def update_multi_precision(self, index, weight, grad, state):
         """``update``, through the float32 master copy for float16 weights under multi_precision."""
@@ -272,6 +311,7 @@ class Optimizer:
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("param_dict", None)   # live Parameters: the Trainer re-attaches them
+        state.pop("_array_lists", None)     # views of those Parameters' arrays
         return state
 
     def __setstate__(self, state):

@@ -100,6 +100,49 @@ def _sgd_mom_loop(w, g, mom, scalars, clipping, decay):
 _sgd_kernel = _fused.Kernel(_sgd_loop)
 _sgd_mom_kernel = _fused.Kernel(_sgd_mom_loop)
 
+# Each tensor of a group with its own row of scalars (the single kernels' layout); the kernel
+# names are bound by ``_fused.MultiKernel`` when it compiles these.
+_sgd_one = _sgd_mom_one = None
+
+
+def _sgd_multi_loop(ws, gs, rows, clipping):
+    for k in range(len(ws)):
+        _sgd_one(ws[k], gs[k], rows[k], clipping, rows[k, 1] != 0)
+
+
+def _sgd_mom_multi_loop(ws, gs, moms, rows, clipping):
+    for k in range(len(ws)):
+        _sgd_mom_one(ws[k], gs[k], moms[k], rows[k], clipping, rows[k, 1] != 0)
+
+
+_sgd_multi = _fused.MultiKernel(_sgd_multi_loop, _sgd_kernel, "_sgd_one")
+_sgd_mom_multi = _fused.MultiKernel(_sgd_mom_multi_loop, _sgd_mom_kernel, "_sgd_mom_one")
+
+
+def sgd_steps(cache, weights, grads, moms, plans, rescale, clip):
+    """``_sgd_step`` for each tensor (``plans``: its ``(lr, wd, momentum)``), the tensors a
+    kernel handles in one call per dtype."""
+    if all(m is None for m in moms):
+        groups, rest = cache.groups((weights, grads))
+    elif all(m is not None for m in moms):
+        groups, rest = cache.groups((weights, grads, moms))
+    else:
+        groups, rest = (), range(len(weights))
+    clipping = clip is not None
+    for positions, lists in groups:
+        template = numpy.array([0, 0, rescale, -clip if clipping else 0, clip if clipping else 0,
+                                0], dtype=weights[positions[0]].dtype)
+        rows = _fused.scalar_rows(template, len(positions), {
+            0: [plans[p][0] for p in positions], 1: [plans[p][1] for p in positions],
+            5: [plans[p][2] for p in positions]})
+        if len(lists) == 2:
+            _sgd_multi(lists[0], lists[1], rows, clipping)
+        else:
+            _sgd_mom_multi(lists[0], lists[1], lists[2], rows, clipping)
+    for p in rest:
+        lr, wd, momentum = plans[p]
+        _sgd_step(weights[p], grads[p], moms[p], lr, wd, momentum, rescale, clip)
+
 
 @register
 class SGD(Optimizer):
@@ -131,15 +174,18 @@ class SGD(Optimizer):
         # runs without momentum).
         return self.momentum if self.momentum > 0 else 0.0
 
-    def update(self, index, weight, grad, state):
-        many = isinstance(index, (list, tuple))
-        indices, weights, grads, states = (index, weight, grad, state) if many else \
-            ([index], [weight], [grad], [state])
+    _counts_each_index = False
+
+    def _plan(self, indices, weights, grads):
+        # An aggregated update counts its indices together, then asks for their rates (MXNet).
         self._update_count(indices)
         lrs, wds = self._lrs_wds(indices, weights, grads)
-        momentum, clip, rescale = self._momentum(), self._clip, self.rescale_grad
-        for w, g, s, lr, wd in zip(weights, grads, states, lrs, wds):
-            _sgd_step(raw(w), raw(g), raw_state(s), lr, wd, momentum, rescale, clip)
+        momentum = self._momentum()
+        return [(lr, wd, momentum) for lr, wd in zip(lrs, wds)]
+
+    def _steps(self, weights, grads, states, plans):
+        sgd_steps(self._fused_lists(), weights, grads, states, plans, self.rescale_grad,
+                  self._clip)
 
 
 @register

@@ -1,7 +1,10 @@
 """``Updater``: applies an optimizer to (index, grad, weight) triples, keeping one state per index."""
 from __future__ import annotations
 
+import numpy
+
 from ..ndarray import NDArray
+from .optimizer import Optimizer, raw_state
 
 __all__ = ["Updater", "get_updater"]
 
@@ -39,13 +42,39 @@ class Updater:
             elif not synced.get(idx, False):
                 states[idx] = self.sync_state_context(states[idx], weights[i].context)
                 synced[idx] = True
+        if not _plans_ahead(optimizer, weights):
+            self._update_each(optimizer, indices, weights, grads)
+            return
+        # Grouped by dtype, in chunks of aggregate_num: the order in which MXNet's aggregated
+        # updates count steps and query the scheduler. Every chunk is planned first, then all
+        # tensors step in one call.
+        size = optimizer.aggregate_num if self.aggregate_updates else 1
+        if optimizer._counts_each_index:
+            size = len(indices)       # planning a list counts index by index anyway
+        raw_weights = [w._data for w in weights]
+        runs = [(0, len(indices))]
+        if self.aggregate_updates and len({w.dtype for w in raw_weights}) > 1:
+            order = sorted(range(len(indices)), key=_first_seen_dtype(raw_weights))
+            indices, weights, grads, raw_weights = ([xs[k] for k in order] for xs in
+                                                    (indices, weights, grads, raw_weights))
+            runs = _dtype_runs(raw_weights)
+        plans = []
+        for begin, end in runs:
+            for start in range(begin, end, size):
+                stop = min(start + size, end)
+                plans += optimizer._plan(indices[start:stop], weights[start:stop],
+                                         grads[start:stop])
+        optimizer._steps(raw_weights, [g._data for g in grads],
+                         [raw_state(states[i]) for i in indices], plans)
+
+    def _update_each(self, optimizer, indices, weights, grads):
+        """Through ``update_multi_precision``: custom optimizers and float16 master copies."""
+        states = self.states
         if not self.aggregate_updates:
             update = optimizer.update_multi_precision
             for idx, w, g in zip(indices, weights, grads):
                 update(idx, w, g, states[idx])
             return
-        # Grouped by dtype, in chunks of aggregate_num: the order in which MXNet's aggregated
-        # updates count steps and query the scheduler.
         size = optimizer.aggregate_num
         if len({w.dtype for w in weights}) == 1:
             # One dtype (the usual case): the chunks below are plain slices.
@@ -114,6 +143,34 @@ class Updater:
         that weight's next update."""
         self.states = dict(states)
         self.states_synced = dict.fromkeys(self.states, False)
+
+
+def _plans_ahead(optimizer, weights) -> bool:
+    """Whether ``optimizer`` updates through ``_plan``/``_steps`` (not a custom ``update``) and
+    no float16 master copy is involved."""
+    klass = type(optimizer)
+    if klass.update is not Optimizer.update \
+            or klass.update_multi_precision is not Optimizer.update_multi_precision:
+        return False
+    return not optimizer.multi_precision or all(w.dtype != numpy.float16 for w in weights)
+
+
+def _first_seen_dtype(weights):
+    """Sort key putting positions in groups of one dtype, the groups in order of first sight."""
+    rank = {}
+    for w in weights:
+        rank.setdefault(w.dtype, len(rank))
+    return lambda k: rank[weights[k].dtype]
+
+
+def _dtype_runs(weights):
+    """``(begin, end)`` of each run of one dtype in ``weights``."""
+    runs, begin = [], 0
+    for k in range(1, len(weights) + 1):
+        if k == len(weights) or weights[k].dtype != weights[begin].dtype:
+            runs.append((begin, k))
+            begin = k
+    return runs
 
 
 def get_updater(optimizer) -> Updater:
