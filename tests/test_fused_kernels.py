@@ -204,7 +204,7 @@ def test_multi_tensor_kernels_are_bitwise_the_numpy_rules(fused_on, name, params
         fused, opt = _run_updates(name, params, weights, grads)
     groups, rest = next(iter(opt._array_lists._entries))[1]
     # float32 and float64 groups; the float16 and the strided tensors step through NumPy.
-    assert sorted(len(positions) for positions, _ in groups) == [2, 5]
+    assert sorted(len(group[0]) for group in groups) == [2, 5]
     assert len(rest) == 2
     for a, b in zip(reference, fused):
         assert a.dtype == b.dtype
@@ -225,7 +225,7 @@ def test_array_lists_are_reused_while_the_arrays_are_the_same(fused_on):
     gs = [numpy.ones(32, numpy.float32), numpy.ones((4, 8), numpy.float32)]
     first = cache.groups((ws, gs))
     assert cache.groups((ws, gs)) is first
-    (positions, (wl, gl)), = first[0]
+    (positions, (wl, gl), spans), = first[0]
     assert positions == [0, 1] and first[1] == []
     wl[1][3] = 7                                            # flat views of the arrays
     assert ws[1][0, 3] == 7
@@ -235,3 +235,35 @@ def test_array_lists_are_reused_while_the_arrays_are_the_same(fused_on):
     base = numpy.ones(48, numpy.float32)
     groups, rest = cache.groups(([base[:32]], [base[16:]]))
     assert groups == [] and rest == [0]
+
+
+def test_spans_cover_every_element_once_in_aligned_shares(monkeypatch):
+    monkeypatch.setenv("TRAINER_NUM_THREADS", "3")
+    monkeypatch.setattr(_fused, "PARALLEL_MIN_SIZE", 0)
+    sizes = [5, 1000, 1, 333, 40]
+    spans = _fused._spans(sizes)
+    assert len(spans) == 3
+    covered = [numpy.zeros(s, int) for s in sizes]
+    for part in spans:
+        for k, start, stop in part:
+            covered[k][start:stop] += 1
+    assert all((c == 1).all() for c in covered)
+    share = -(-sum(sizes) // 3)
+    share += -share % 16
+    assert [int((p[:, 2] - p[:, 1]).sum()) for p in spans[:-1]] == [share, share]
+    monkeypatch.setattr(_fused, "PARALLEL_MIN_SIZE", 1 << 60)
+    assert len(_fused._spans(sizes)) == 1
+
+
+@pytest.mark.parametrize("name,params", MULTI_CASES[1:3])
+def test_threads_do_not_change_a_number(fused_on, name, params):
+    weights, grads = _tensor_set(4)
+    fused_on.setattr(_fused, "MIN_SIZE", 256)
+    fused_on.setattr(_fused, "PARALLEL_MIN_SIZE", 0)
+    results = []
+    with numpy.errstate(all="ignore"):
+        for threads in ("1", "3"):
+            fused_on.setenv("TRAINER_NUM_THREADS", threads)
+            results.append(_run_updates(name, params, weights[:7], grads[:7])[0])
+    for a, b in zip(*results):
+        numpy.testing.assert_array_equal(a.view(numpy.uint8), b.view(numpy.uint8))

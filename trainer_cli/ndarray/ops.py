@@ -759,14 +759,20 @@ def _fully_connected(data, weight, bias, flatten, relu):
     if type(x2) is _np_ndarray and x2.shape[0] < w.shape[0]:
         # OpenBLAS runs a batch smaller than the layer's width 1.2-2x faster with the weight as
         # the left operand: the same dot products, the same bits, a transposed (F-order) result.
-        out = (w @ x2.T).T
+        # Bias and ReLU go on the contiguous transpose, where NumPy's loops are fastest.
+        out_t = w @ x2.T
+        if bias is not None:
+            out_t += bias._data.reshape(-1, 1)
+        if relu:
+            numpy.maximum(out_t, 0, out=out_t)
+        out = out_t.T
     else:
         out = x2 @ w.T
-    if bias is not None:
-        out += bias._data
-    if relu:
-        # In place: FullyConnected's own gradient does not need its output.
-        _xp_of(out).maximum(out, 0, out=out)
+        if bias is not None:
+            out += bias._data
+        if relu:
+            # In place: FullyConnected's own gradient does not need its output.
+            _xp_of(out).maximum(out, 0, out=out)
     if not flatten:
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
     if _state.recording and (data._node is not None or data._grad is not None

@@ -25,7 +25,8 @@ import os
 
 import numpy
 
-__all__ = ["Kernel", "MultiKernel", "ArrayLists", "scalar_rows", "enabled", "MIN_SIZE"]
+__all__ = ["Kernel", "MultiKernel", "ArrayLists", "scalar_rows", "enabled", "num_threads",
+           "MIN_SIZE"]
 
 MIN_SIZE = 1 << 14
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
@@ -135,6 +136,17 @@ class MultiKernel:
             fn = self._compiled = _jit(self.pyfunc)
         return fn(*args)
 
+    def run(self, lists, *args, spans):
+        """``self(*lists, *args, spans[i])`` for each thread's spans, the first on this thread
+        (the kernels release the GIL, so the threads run at once)."""
+        if len(spans) == 1:
+            return self(*lists, *args, spans[0])
+        pool = _thread_pool(len(spans) - 1)
+        others = [pool.submit(self, *lists, *args, part) for part in spans[1:]]
+        self(*lists, *args, spans[0])
+        for future in others:
+            future.result()
+
 
 def _jit(pyfunc):
     if not enabled():
@@ -149,9 +161,10 @@ class ArrayLists:
     """The tensors of an update split into groups a ``MultiKernel`` runs, cached by identity.
 
     ``groups(columns)`` takes one list per kernel argument (weights, gradients, each state) and
-    returns ``(groups, rest)``: ``groups`` holds ``(positions, lists)`` for each dtype, ``lists``
-    being one numba typed list of flat views per column; ``rest`` the positions a kernel does
-    not handle (other layouts, other array libraries, too little work in all to pay for numba).
+    returns ``(groups, rest)``: ``groups`` holds ``(positions, lists, spans)`` for each dtype,
+    ``lists`` being one numba typed list of flat views per column and ``spans`` the work of each
+    thread (see ``_spans``); ``rest`` the positions a kernel does not handle (other layouts,
+    other array libraries, too little work in all to pay for numba).
     A training loop passes the same arrays at every step, so the split is kept for the last
     few sets of arrays seen (one per device); the arrays themselves are kept with it, which is
     what makes their ids a valid key.
@@ -193,9 +206,62 @@ def _split(columns):
             continue
         from numba.typed import List
         lists = tuple(List([column[p].ravel() for p in positions]) for column in columns)
-        groups.append((positions, lists))
+        groups.append((positions, lists, _spans([columns[0][p].size for p in positions])))
     rest.sort()
     return groups, rest
+
+
+# Below this many elements an update is not split over threads: handing work to another
+# thread costs tens of microseconds.
+PARALLEL_MIN_SIZE = 1 << 20
+_ALIGN = 16         # split points at multiples of 16 elements keep the vector loops aligned
+
+
+def _spans(sizes):
+    """Each thread's share of tensors of ``sizes``: an int64 array of rows ``(tensor, start,
+    stop)``, contiguous element ranges of about equal total. Every element is computed the
+    same way whichever thread takes it, so the split never changes a number."""
+    total = sum(sizes)
+    threads = num_threads() if total >= PARALLEL_MIN_SIZE else 1
+    share = -(-total // threads)
+    share += -share % _ALIGN
+    parts, rows, room = [], [], share
+    for k, size in enumerate(sizes):
+        start = 0
+        while start < size:
+            stop = min(size, start + room)
+            rows.append((k, start, stop))
+            room -= stop - start
+            start = stop
+            if room == 0 and len(parts) < threads - 1:
+                parts.append(rows)
+                rows, room = [], share
+    parts.append(rows)
+    return tuple(numpy.array(p, dtype=numpy.int64).reshape(-1, 3) for p in parts if p)
+
+
+def num_threads() -> int:
+    """Threads a large update is split over: ``TRAINER_NUM_THREADS``, else ``OMP_NUM_THREADS``
+    (what NumPy's BLAS follows), else the CPUs this process may run on."""
+    for name in ("TRAINER_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # not on Linux
+        return os.cpu_count() or 1
+
+
+_pool = None
+
+
+def _thread_pool(workers):
+    global _pool
+    if _pool is None or _pool._max_workers < workers:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainer-cli-update")
+    return _pool
 
 
 def scalar_rows(template, n, columns):

@@ -125,14 +125,17 @@ _adamw_kernel = _fused.Kernel(_adamw_loop)
 _adam_one = _adamw_one = None
 
 
-def _adam_multi_loop(ws, gs, means, vars_, rows, clipping):
-    for k in range(len(ws)):
-        _adam_one(ws[k], gs[k], means[k], vars_[k], rows[k], rows[k, 1] != 0, clipping)
+def _adam_multi_loop(ws, gs, means, vars_, rows, clipping, spans):
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        _adam_one(ws[k][a:b], gs[k][a:b], means[k][a:b], vars_[k][a:b], rows[k],
+                  rows[k, 1] != 0, clipping)
 
 
-def _adamw_multi_loop(ws, gs, means, vars_, rows, clipping):
-    for k in range(len(ws)):
-        _adamw_one(ws[k], gs[k], means[k], vars_[k], rows[k], clipping)
+def _adamw_multi_loop(ws, gs, means, vars_, rows, clipping, spans):
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        _adamw_one(ws[k][a:b], gs[k][a:b], means[k][a:b], vars_[k][a:b], rows[k], clipping)
 
 
 _adam_multi = _fused.MultiKernel(_adam_multi_loop, _adam_kernel, "_adam_one")
@@ -146,12 +149,12 @@ def _adam_steps(rule, multi, cache, weights, grads, states, plans, *, beta1, bet
     means, variances = [s[0] for s in states], [s[1] for s in states]
     groups, rest = cache.groups((weights, grads, means, variances))
     clipping = clip is not None
-    for positions, lists in groups:
+    for positions, lists, spans in groups:
         template = numpy.array([rescale, 0, -clip if clipping else 0, clip if clipping else 0,
                                 beta1, beta2, epsilon, 0, 1], dtype=weights[positions[0]].dtype)
         rows = _fused.scalar_rows(template, len(positions), {
             7: [plans[p][0] for p in positions], 1: [plans[p][1] for p in positions]})
-        multi(*lists, rows, clipping)
+        multi.run(lists, rows, clipping, spans=spans)
     for p in rest:
         lr, wd = plans[p]
         rule(weights[p], grads[p], means[p], variances[p], lr, wd, beta1=beta1, beta2=beta2,

@@ -105,14 +105,16 @@ _sgd_mom_kernel = _fused.Kernel(_sgd_mom_loop)
 _sgd_one = _sgd_mom_one = None
 
 
-def _sgd_multi_loop(ws, gs, rows, clipping):
-    for k in range(len(ws)):
-        _sgd_one(ws[k], gs[k], rows[k], clipping, rows[k, 1] != 0)
+def _sgd_multi_loop(ws, gs, rows, clipping, spans):
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        _sgd_one(ws[k][a:b], gs[k][a:b], rows[k], clipping, rows[k, 1] != 0)
 
 
-def _sgd_mom_multi_loop(ws, gs, moms, rows, clipping):
-    for k in range(len(ws)):
-        _sgd_mom_one(ws[k], gs[k], moms[k], rows[k], clipping, rows[k, 1] != 0)
+def _sgd_mom_multi_loop(ws, gs, moms, rows, clipping, spans):
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        _sgd_mom_one(ws[k][a:b], gs[k][a:b], moms[k][a:b], rows[k], clipping, rows[k, 1] != 0)
 
 
 _sgd_multi = _fused.MultiKernel(_sgd_multi_loop, _sgd_kernel, "_sgd_one")
@@ -129,16 +131,14 @@ def sgd_steps(cache, weights, grads, moms, plans, rescale, clip):
     else:
         groups, rest = (), range(len(weights))
     clipping = clip is not None
-    for positions, lists in groups:
+    for positions, lists, spans in groups:
         template = numpy.array([0, 0, rescale, -clip if clipping else 0, clip if clipping else 0,
                                 0], dtype=weights[positions[0]].dtype)
         rows = _fused.scalar_rows(template, len(positions), {
             0: [plans[p][0] for p in positions], 1: [plans[p][1] for p in positions],
             5: [plans[p][2] for p in positions]})
-        if len(lists) == 2:
-            _sgd_multi(lists[0], lists[1], rows, clipping)
-        else:
-            _sgd_mom_multi(lists[0], lists[1], lists[2], rows, clipping)
+        multi = _sgd_multi if len(lists) == 2 else _sgd_mom_multi
+        multi.run(lists, rows, clipping, spans=spans)
     for p in rest:
         lr, wd, momentum = plans[p]
         _sgd_step(weights[p], grads[p], moms[p], lr, wd, momentum, rescale, clip)
