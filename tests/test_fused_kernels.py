@@ -12,6 +12,7 @@ import sys
 import numpy
 import pytest
 
+import trainer_cli
 from trainer_cli.optimizer import _fused, adam, sgd
 
 numba = pytest.importorskip("numba")
@@ -267,3 +268,55 @@ def test_threads_do_not_change_a_number(fused_on, name, params):
             results.append(_run_updates(name, params, weights[:7], grads[:7])[0])
     for a, b in zip(*results):
         numpy.testing.assert_array_equal(a.view(numpy.uint8), b.view(numpy.uint8))
+
+
+# ----------------------------------------------------------------------------- GPU kernels
+def _gpu_both_ways(monkeypatch, rule, arrays, **kw):
+    """``rule`` on CuPy copies through the per-operation path and through the ElementwiseKernel."""
+    from trainer_cli.optimizer import _cuda
+    cupy = pytest.importorskip("cupy")
+    unfused = [cupy.asarray(a) for a in arrays]
+    fused = [cupy.asarray(a) for a in arrays]
+    with monkeypatch.context() as m:
+        m.setattr(_cuda, "handles", lambda *a: False)
+        rule(*unfused, **kw)
+    assert _cuda.handles(*fused)
+    rule(*fused, **kw)
+    for x, y in zip(unfused, fused):
+        numpy.testing.assert_array_equal(_bits(cupy.asnumpy(x)), _bits(cupy.asnumpy(y)))
+
+
+needs_gpu = pytest.mark.skipif(not trainer_cli.num_gpus(), reason="no GPU visible to CuPy")
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("clip,wd,rescale", list(itertools.product(CLIPS, WDS, RESCALES)))
+def test_gpu_sgd_kernel_is_bitwise_the_cupy_rule(monkeypatch, dtype, momentum, clip, wd, rescale):
+    arrays = [_data(dtype, 1), _data(dtype, 2)] + ([_data(dtype, 3)] if momentum else [])
+
+    def rule(w, g, mom=None, **kw):
+        sgd.sgd_rule(w, g, mom, **kw)
+    _gpu_both_ways(monkeypatch, rule, arrays, lr=0.1, wd=wd, momentum=momentum, rescale=rescale,
+                   clip=clip)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("which", ["adam", "adamw"])
+@pytest.mark.parametrize("clip,wd,rescale", list(itertools.product(CLIPS, WDS, RESCALES)))
+def test_gpu_adam_kernels_are_bitwise_the_cupy_rules(monkeypatch, dtype, which, clip, wd, rescale):
+    arrays = [_data(dtype, 4), _data(dtype, 5), _data(dtype, 6), _data(dtype, 7, positive=True)]
+    common = dict(wd=wd, beta1=0.9, beta2=0.999, epsilon=1e-8, rescale=rescale, clip=clip)
+    if which == "adam":
+        _gpu_both_ways(monkeypatch, adam.adam_rule, arrays, lr=1.23e-3, **common)
+    else:
+        _gpu_both_ways(monkeypatch, adam.adamw_rule, arrays, eta=1.23e-3, **common)
+
+
+def test_gpu_kernels_are_not_used_for_numpy_arrays():
+    from trainer_cli.optimizer import _cuda
+    assert not _cuda.handles(numpy.ones(4, numpy.float32), numpy.ones(4, numpy.float32))

@@ -509,11 +509,14 @@ def test_updater_states_roundtrip_and_context_sync():
 @pytest.mark.parametrize("name", ["sgd", "lars", "adam", "nadam", "lamb", "ftml", "signum"])
 def test_updater_planning_ahead_matches_one_update_call_at_a_time(name):
     """The Updater plans every chunk, then steps all tensors at once. A subclass with its own
-    ``update`` takes the per-call path; both must agree bit for bit: weights, states' effect,
-    counts, ``num_update`` and the scheduler calls, here with uneven per-index counts and a
-    scheduler that moves at every count (so chunk order shows in the learning rates)."""
+    ``update`` (and ``_update_count``, which turns off the inlined bookkeeping of ``_plan``)
+    takes the per-call path; both must agree bit for bit: weights, counts, ``num_update`` and
+    the scheduler calls, here with uneven per-index counts and a scheduler that moves at every
+    count (so chunk order shows in the learning rates)."""
     klass = type(optimizer.create(name))
-    per_call = type("PerCall", (klass,), {"update": lambda self, *a: klass.update(self, *a)})
+    per_call = type("PerCall", (klass,), {
+        "update": lambda self, *a: klass.update(self, *a),
+        "_update_count": lambda self, index: klass._update_count(self, index)})
     rng = np.random.default_rng(3)
     shapes = [(3, 4), (5,), (2, 2), (6,), (1,), (4, 3), (7,)]
     weights = [rng.standard_normal(s).astype(np.float32) for s in shapes]

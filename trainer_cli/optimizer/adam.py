@@ -6,7 +6,7 @@ import math
 import numpy
 
 from ..context import array_module_of
-from . import _fused
+from . import _cuda, _fused
 from .optimizer import Optimizer, register, scaled_grad, zeros_like
 
 __all__ = ["Adam", "AdamW", "adam_rule", "adamw_rule"]
@@ -40,6 +40,10 @@ def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
             w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
         _adam_kernel(w, g, mean, var, scalars, bool(wd), clipping)
         return
+    if type(w) is not _np_ndarray and _cuda.handles(w, g, mean, var):
+        _cuda.adam(w, g, mean, var, lr=lr, wd=wd, beta1=beta1, beta2=beta2, epsilon=epsilon,
+                   rescale=rescale, clip=clip)
+        return
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, w, wd)
     scratch = xp.empty_like(G)
@@ -62,6 +66,10 @@ def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip
         if w.ndim != 1:
             w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
         _adamw_kernel(w, g, mean, var, scalars, clipping)
+        return
+    if type(w) is not _np_ndarray and _cuda.handles(w, g, mean, var):
+        _cuda.adamw(w, g, mean, var, eta=eta, wd=wd, beta1=beta1, beta2=beta2, epsilon=epsilon,
+                    rescale=rescale, clip=clip)
         return
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, dtype=w.dtype)

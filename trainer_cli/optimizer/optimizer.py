@@ -225,10 +225,28 @@ class Optimizer:
 
     def _plan(self, indices, weights, grads):
         """Count each index in turn and return its ``(index, lr, wd)``."""
-        plans = []
-        for index in indices:
-            self._update_count(index)
-            plans.append((index, self._get_lr(index), self._get_wd(index)))
+        klass = type(self)
+        if klass._update_count is not Optimizer._update_count \
+                or klass._get_lrs is not Optimizer._get_lrs \
+                or klass._get_wds is not Optimizer._get_wds:
+            plans = []
+            for index in indices:
+                self._update_count(index)
+                plans.append((index, self._get_lr(index), self._get_wd(index)))
+            return plans
+        # The same, inlined: hundreds of tensors pay it at every step.
+        counts, begin, scheduler, wd = (self._index_update_count, self.begin_num_update,
+                                        self.lr_scheduler, self.wd)
+        lr_mults = self._mults(indices, "lr_mult", self.lr_mult)
+        wd_mults = self._mults(indices, "wd_mult", self.wd_mult)
+        num_update, plans = self.num_update, []
+        for index, lr_mult, wd_mult in zip(indices, lr_mults, wd_mults):
+            count = counts.get(index, begin) + 1
+            counts[index] = count
+            if not num_update > count:
+                num_update = self.num_update = count
+            lr = scheduler(num_update) if scheduler is not None else self.lr
+            plans.append((index, lr * lr_mult, wd * wd_mult))
         return plans
 
     def _steps(self, weights, grads, states, plans):

@@ -6,7 +6,7 @@ import os
 import numpy
 
 from ..context import array_module_of
-from . import _fused
+from . import _cuda, _fused
 from .optimizer import Optimizer, raw, raw_state, register, zeros_like
 
 __all__ = ["SGD", "ccSGD", "sgd_rule"]
@@ -36,6 +36,13 @@ def _sgd_step(w, g, mom, lr, wd, momentum, rescale, clip):
             _sgd_kernel(w, g, scalars, clipping, bool(scalars[1]))
         else:
             _sgd_mom_kernel(w, g, mom, scalars, clipping, bool(scalars[1]))
+        return
+    if type(w) is not _np_ndarray and (
+            _cuda.handles(w, g) if mom is None else _cuda.handles(w, g, mom)):
+        if mom is None:
+            _cuda.sgd(w, g, lr=lr, wd=wd, rescale=rescale, clip=clip)
+        else:
+            _cuda.sgd_mom(w, g, mom, lr=lr, wd=wd, momentum=momentum, rescale=rescale, clip=clip)
         return
     lr, wd = t(lr), t(wd)
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
