@@ -498,7 +498,8 @@ def detail_lines(report):
             ours = (row.get("detail") or {}).get("ours") or {}
             if ours.get("step_transient_bytes") is not None:
                 lines.append("memory, ours: one MLP step allocates %.2f MiB transiently (the "
-                             "gradients and activations; parameters: %.2f MiB) and keeps %d bytes"
+                             "activations and the gradients not written in place; parameters: "
+                             "%.2f MiB) and keeps %d bytes"
                              % (ours["step_transient_bytes"] / 2**20, ours["param_bytes"] / 2**20,
                                 ours["step_retained_bytes"]))
     return lines
