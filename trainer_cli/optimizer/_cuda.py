@@ -25,6 +25,16 @@ _CLIP = """
     }
 """
 
+# Adam's moments from the clipped gradient x, as adam._moments rounds them.
+_MOMENTS = """
+        T m = mean * beta1;
+        m = m + x * ((T)1 - beta1);
+        mean = m;
+        T v = var * beta2;
+        v = v + (x * ((T)1 - beta2)) * x;
+        var = v;
+"""
+
 _SOURCES = {
     "sgd": ("T g, T lr, T wd, T rescale, T lo, T hi, bool clipping, bool decay", "T w", """
         T x = g * (clipping ? rescale : lr * rescale);
@@ -51,26 +61,14 @@ _SOURCES = {
         T x = g * rescale;
         if (decay) x = x + w * wd;
         if (clipping) {""" + _CLIP + """
-        }
-        T m = mean * beta1;
-        m = m + x * ((T)1 - beta1);
-        mean = m;
-        T v = var * beta2;
-        v = v + (x * ((T)1 - beta2)) * x;
-        var = v;
+        }""" + _MOMENTS + """
         w = w - (m * lr) / (sqrt(v) + epsilon);
     """),
     "adamw": ("T g, T rescale, T wd, T lo, T hi, T beta1, T beta2, T epsilon, T eta, "
               "bool clipping", "T w, T mean, T var", """
         T x = g * rescale;
         if (clipping) {""" + _CLIP + """
-        }
-        T m = mean * beta1;
-        m = m + x * ((T)1 - beta1);
-        mean = m;
-        T v = var * beta2;
-        v = v + (x * ((T)1 - beta2)) * x;
-        var = v;
+        }""" + _MOMENTS + """
         T wi = w;
         w = wi - (m / (sqrt(v) + epsilon) + wi * wd) * eta;
     """),
