@@ -488,3 +488,27 @@ def test_cupy_small_against_reference():
     assert_bits_equal(cupy.asnumpy(packed), words)
     assert_bits_equal(cupy.asnumpy(residual), ref_residual)
     assert_bits_equal(cupy.asnumpy(dequantize_2bit(packed, 45, 0.5)), decoded)
+
+
+def test_store_residuals_round_trip_through_the_public_accessors():
+    from trainer_cli import kvstore, nd
+    kv = kvstore.create("device")
+    with pytest.raises(ValueError, match="no gradient compression"):
+        kv.set_compression_residuals({})
+    kv.set_gradient_compression({"type": "2bit", "threshold": 0.5})
+    ctxs = [trainer_cli.cpu(0), trainer_cli.cpu(1)]
+    kv.init(3, nd.zeros((4,)))
+    grads = [nd.array([0.3, -0.3, 0.1, -0.9], ctx=c) for c in ctxs]
+    kv.push(3, grads)
+    saved = {k: v.copy() for k, v in kv.compression_residuals().items()}
+    assert sorted(saved) == [(3, 0), (3, 1)]
+    np.testing.assert_allclose(saved[(3, 0)], [0.3, -0.3, 0.1, -0.4], rtol=1e-6)
+    fresh = kvstore.create("device")
+    fresh.set_gradient_compression({"type": "2bit", "threshold": 0.5})
+    fresh.init(3, nd.zeros((4,)))
+    fresh.set_compression_residuals(saved)
+    out_a, out_b = nd.zeros((4,)), nd.zeros((4,))
+    kv.pushpull(3, grads, out=out_a)
+    fresh.pushpull(3, grads, out=out_b)
+    np.testing.assert_array_equal(out_a.asnumpy(), out_b.asnumpy())
+    np.testing.assert_allclose(out_a.asnumpy(), [1.0, -1.0, 0.0, -1.0])     # 0.5 per device

@@ -182,6 +182,18 @@ class KVStoreLocal(KVStoreBase):
     def gradient_compression(self):
         return self._compression
 
+    def compression_residuals(self) -> dict:
+        """Compression's error-feedback residuals, ``{(key, source position): flat float32
+        array}`` (the live arrays): what an exact resume must restore. Empty without compression."""
+        return dict(self._residuals)
+
+    def set_compression_residuals(self, residuals: dict) -> None:
+        """Adopt residuals saved from ``compression_residuals`` (after compression is set up,
+        which starts them at zero); each must be a flat float32 array on its source's device."""
+        if self._compression is None:
+            raise ValueError("set_compression_residuals: this store has no gradient compression")
+        self._residuals.update(residuals)
+
     def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         if self._updater is None:
             raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
