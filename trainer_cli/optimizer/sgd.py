@@ -7,7 +7,7 @@ import numpy
 
 from ..context import array_module_of
 from . import _cuda, _fused
-from .optimizer import Optimizer, raw, raw_state, register, zeros_like
+from .optimizer import Optimizer, register, zeros_like
 
 __all__ = ["SGD", "ccSGD", "sgd_rule"]
 
