@@ -6,6 +6,8 @@ included. Skipped where numba is not installed.
 """
 import itertools
 import os
+import select
+import signal
 import subprocess
 import sys
 
@@ -320,3 +322,28 @@ def test_gpu_adam_kernels_are_bitwise_the_cupy_rules(monkeypatch, dtype, which, 
 def test_gpu_kernels_are_not_used_for_numpy_arrays():
     from trainer_cli.optimizer import _cuda
     assert not _cuda.handles(numpy.ones(4, numpy.float32), numpy.ones(4, numpy.float32))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_splits_updates_with_its_own_threads(fused_on):
+    fused_on.setattr(_fused, "MIN_SIZE", 256)
+    fused_on.setattr(_fused, "PARALLEL_MIN_SIZE", 0)
+    fused_on.setenv("TRAINER_NUM_THREADS", "2")
+    weights, grads = _tensor_set(5)
+    expected = _run_updates("sgd", {"momentum": 0.9}, weights[:7], grads[:7])[0]   # pool made
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                    # the child: the same update must finish and agree
+        try:
+            got = _run_updates("sgd", {"momentum": 0.9}, weights[:7], grads[:7])[0]
+            ok = all(numpy.array_equal(a, b) for a, b in zip(expected, got))
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 60)     # a child stuck on dead threads hangs
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    answer = os.read(read, 1) if ready else b"hung"
+    os.waitpid(pid, 0)
+    assert answer == b"1"

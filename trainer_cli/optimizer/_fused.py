@@ -256,6 +256,16 @@ def num_threads() -> int:
 _pool = None
 
 
+def _forget_pool():
+    # A forked child has the pool object but none of its threads: it makes its own.
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _thread_pool(workers):
     global _pool
     if _pool is None or _pool._max_workers < workers:
