@@ -16,19 +16,25 @@ class StopOnSignal:
     thread (where handlers cannot be installed) it never does, and signals act as usual."""
 
     def __init__(self, on_first=None):
-        self._requested = False
+        self._requested = None          # the first signal's name, once one came
         self._on_first = on_first
         self._old = {}
 
     def requested(self) -> bool:
-        return self._requested
+        """Whether a signal came; the first call that sees it runs ``on_first(name)``. That
+        happens here, in the loop's own flow, not in the handler: a handler that writes to a
+        log the interrupted code was writing to meets a reentrant call on its buffer."""
+        if self._requested is None:
+            return False
+        if self._on_first is not None:
+            on_first, self._on_first = self._on_first, None
+            on_first(self._requested)
+        return True
 
     def _handle(self, signum, frame):
-        if self._requested:
+        if self._requested is not None:
             raise KeyboardInterrupt
-        self._requested = True
-        if self._on_first is not None:
-            self._on_first(signal.Signals(signum).name)
+        self._requested = signal.Signals(signum).name
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
