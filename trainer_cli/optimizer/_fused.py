@@ -102,10 +102,7 @@ class Kernel:
             and _numba is not False and (_numba is not None or enabled())
 
     def __call__(self, *args):
-        fn = self._compiled
-        if fn is None:
-            fn = self._compiled = _jit(self.pyfunc)
-        return fn(*args)
+        return (self._compiled or self.compiled())(*args)
 
     def compiled(self):
         if self._compiled is None:
@@ -185,9 +182,6 @@ class ArrayLists:
         self._entries.insert(0, (key, value, columns))
         del self._entries[self._size:]
         return value
-
-    def clear(self):
-        self._entries.clear()
 
 
 def _split(columns):

@@ -27,15 +27,24 @@ def _moments(xp, G, mean, var, beta1, beta2, scratch):
     var += scratch
 
 
+# The kernels' scalars, by position (per tensor in a group: wd and the step size).
+_WD, _LR = 1, 7
+
+
+def _scalars(dtype, rescale, wd, clip, beta1, beta2, epsilon, lr):
+    """One conversion for all scalars: each rounds to ``dtype`` as ``dtype(x)`` would."""
+    clipping = clip is not None
+    return numpy.array([rescale, wd, -clip if clipping else 0, clip if clipping else 0,
+                        beta1, beta2, epsilon, lr, 1], dtype=dtype)
+
+
 def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's adam_update: ``G = clip(rescale*g + wd*w)`` (decay is L2, inside the moments);
     ``w -= lr * mean / (sqrt(var) + epsilon)``. Bias correction is folded into ``lr`` by the caller."""
     t = w.dtype.type
     if w.size >= _fused.MIN_SIZE and _adam_kernel.fits(w, g, mean, var):
-        # One conversion for all scalars: each rounds to w's dtype as t(x) would.
         clipping = clip is not None
-        scalars = numpy.array([rescale, wd, -clip if clipping else 0, clip if clipping else 0,
-                               beta1, beta2, epsilon, lr, 1], dtype=t)
+        scalars = _scalars(t, rescale, wd, clip, beta1, beta2, epsilon, lr)
         if w.ndim != 1:
             w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
         _adam_kernel(w, g, mean, var, scalars, bool(wd), clipping)
@@ -61,8 +70,7 @@ def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip
     t = w.dtype.type
     if w.size >= _fused.MIN_SIZE and _adamw_kernel.fits(w, g, mean, var):
         clipping = clip is not None
-        scalars = numpy.array([rescale, wd, -clip if clipping else 0, clip if clipping else 0,
-                               beta1, beta2, epsilon, eta, 1], dtype=t)
+        scalars = _scalars(t, rescale, wd, clip, beta1, beta2, epsilon, eta)
         if w.ndim != 1:
             w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
         _adamw_kernel(w, g, mean, var, scalars, clipping)
@@ -158,10 +166,10 @@ def _adam_steps(rule, multi, cache, weights, grads, states, plans, *, beta1, bet
     groups, rest = cache.groups((weights, grads, means, variances))
     clipping = clip is not None
     for positions, lists, spans in groups:
-        template = numpy.array([rescale, 0, -clip if clipping else 0, clip if clipping else 0,
-                                beta1, beta2, epsilon, 0, 1], dtype=weights[positions[0]].dtype)
+        template = _scalars(weights[positions[0]].dtype, rescale, 0, clip, beta1, beta2, epsilon,
+                            0)
         rows = _fused.scalar_rows(template, len(positions), {
-            7: [plans[p][0] for p in positions], 1: [plans[p][1] for p in positions]})
+            _LR: [plans[p][0] for p in positions], _WD: [plans[p][1] for p in positions]})
         multi.run(lists, rows, clipping, spans=spans)
     for p in rest:
         lr, wd = plans[p]

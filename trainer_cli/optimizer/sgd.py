@@ -22,14 +22,23 @@ def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
     _sgd_step(w, g, mom, lr, wd, momentum, rescale, clip)
 
 
+# The kernels' scalars, by position (per tensor in a group: lr, wd and momentum).
+_LR, _WD, _MOMENTUM = 0, 1, 5
+
+
+def _scalars(dtype, lr, wd, rescale, clip, momentum):
+    """One conversion for all scalars: each rounds to ``dtype`` as ``dtype(x)`` would."""
+    clipping = clip is not None
+    return numpy.array([lr, wd, rescale, -clip if clipping else 0, clip if clipping else 0,
+                        momentum], dtype=dtype)
+
+
 def _sgd_step(w, g, mom, lr, wd, momentum, rescale, clip):
     t = w.dtype.type
     if w.size >= _fused.MIN_SIZE and (
             _sgd_kernel.fits(w, g) if mom is None else _sgd_mom_kernel.fits(w, g, mom)):
-        # One conversion for all scalars: each rounds to w's dtype as t(x) would.
         clipping = clip is not None
-        scalars = numpy.array([lr, wd, rescale, -clip if clipping else 0, clip if clipping else 0,
-                               momentum], dtype=t)
+        scalars = _scalars(t, lr, wd, rescale, clip, momentum)
         if w.ndim != 1:
             w, g, mom = w.ravel(), g.ravel(), None if mom is None else mom.ravel()
         if mom is None:
@@ -139,11 +148,10 @@ def sgd_steps(cache, weights, grads, moms, plans, rescale, clip):
         groups, rest = (), range(len(weights))
     clipping = clip is not None
     for positions, lists, spans in groups:
-        template = numpy.array([0, 0, rescale, -clip if clipping else 0, clip if clipping else 0,
-                                0], dtype=weights[positions[0]].dtype)
+        template = _scalars(weights[positions[0]].dtype, 0, 0, rescale, clip, 0)
         rows = _fused.scalar_rows(template, len(positions), {
-            0: [plans[p][0] for p in positions], 1: [plans[p][1] for p in positions],
-            5: [plans[p][2] for p in positions]})
+            _LR: [plans[p][0] for p in positions], _WD: [plans[p][1] for p in positions],
+            _MOMENTUM: [plans[p][2] for p in positions]})
         multi = _sgd_multi if len(lists) == 2 else _sgd_mom_multi
         multi.run(lists, rows, clipping, spans=spans)
     for p in rest:

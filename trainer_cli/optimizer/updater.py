@@ -42,58 +42,33 @@ class Updater:
             elif not synced.get(idx, False):
                 states[idx] = self.sync_state_context(states[idx], weights[i].context)
                 synced[idx] = True
+        if not self.aggregate_updates:
+            runs = [(0, len(indices))]
+        else:
+            # Grouped by dtype, in chunks of aggregate_num: the order in which MXNet's aggregated
+            # updates count steps and query the scheduler.
+            indices, weights, grads, runs = _by_dtype(indices, weights, grads)
         if not _plans_ahead(optimizer, weights):
-            self._update_each(optimizer, indices, weights, grads)
+            # Through update_multi_precision: custom optimizers and float16 master copies.
+            if not self.aggregate_updates:
+                update = optimizer.update_multi_precision
+                for idx, w, g in zip(indices, weights, grads):
+                    update(idx, w, g, states[idx])
+                return
+            for start, stop in _chunks(runs, optimizer.aggregate_num):
+                optimizer.update_multi_precision(indices[start:stop], weights[start:stop],
+                                                 grads[start:stop],
+                                                 [states[i] for i in indices[start:stop]])
             return
-        # Grouped by dtype, in chunks of aggregate_num: the order in which MXNet's aggregated
-        # updates count steps and query the scheduler. Every chunk is planned first, then all
-        # tensors step in one call.
+        # Every chunk is planned first, then all tensors step in one call.
         size = optimizer.aggregate_num if self.aggregate_updates else 1
         if optimizer._counts_each_index:
             size = len(indices)       # planning a list counts index by index anyway
-        raw_weights = [w._data for w in weights]
-        runs = [(0, len(indices))]
-        if self.aggregate_updates and len({w.dtype for w in raw_weights}) > 1:
-            order = sorted(range(len(indices)), key=_first_seen_dtype(raw_weights))
-            indices, weights, grads, raw_weights = ([xs[k] for k in order] for xs in
-                                                    (indices, weights, grads, raw_weights))
-            runs = _dtype_runs(raw_weights)
         plans = []
-        for begin, end in runs:
-            for start in range(begin, end, size):
-                stop = min(start + size, end)
-                plans += optimizer._plan(indices[start:stop], weights[start:stop],
-                                         grads[start:stop])
-        optimizer._steps(raw_weights, [g._data for g in grads],
+        for start, stop in _chunks(runs, size):
+            plans += optimizer._plan(indices[start:stop], weights[start:stop], grads[start:stop])
+        optimizer._steps([w._data for w in weights], [g._data for g in grads],
                          [raw_state(states[i]) for i in indices], plans)
-
-    def _update_each(self, optimizer, indices, weights, grads):
-        """Through ``update_multi_precision``: custom optimizers and float16 master copies."""
-        states = self.states
-        if not self.aggregate_updates:
-            update = optimizer.update_multi_precision
-            for idx, w, g in zip(indices, weights, grads):
-                update(idx, w, g, states[idx])
-            return
-        size = optimizer.aggregate_num
-        if len({w.dtype for w in weights}) == 1:
-            # One dtype (the usual case): the chunks below are plain slices.
-            for start in range(0, len(indices), size):
-                idxs = indices[start:start + size]
-                optimizer.update_multi_precision(idxs, weights[start:start + size],
-                                                 grads[start:start + size],
-                                                 [states[i] for i in idxs])
-            return
-        by_dtype = {}
-        for item in zip(indices, weights, grads):
-            by_dtype.setdefault(item[1].dtype, []).append(item)
-        for items in by_dtype.values():
-            for start in range(0, len(items), size):
-                chunk = items[start:start + size]
-                idxs = [c[0] for c in chunk]
-                optimizer.update_multi_precision(
-                    idxs, [c[1] for c in chunk], [c[2] for c in chunk],
-                    [states[i] for i in idxs])
 
     def sync_state_context(self, state, context):
         """``state`` with every array moved to ``context`` (tuples stay tuples, lists lists)."""
@@ -155,22 +130,30 @@ def _plans_ahead(optimizer, weights) -> bool:
     return not optimizer.multi_precision or all(w.dtype != numpy.float16 for w in weights)
 
 
-def _first_seen_dtype(weights):
-    """Sort key putting positions in groups of one dtype, the groups in order of first sight."""
+def _by_dtype(indices, weights, grads):
+    """The items regrouped by weight dtype (groups in order of first sight, items in order within
+    each), and ``(begin, end)`` of each group."""
+    dtypes = [w._data.dtype for w in weights]
     rank = {}
-    for w in weights:
-        rank.setdefault(w.dtype, len(rank))
-    return lambda k: rank[weights[k].dtype]
-
-
-def _dtype_runs(weights):
-    """``(begin, end)`` of each run of one dtype in ``weights``."""
+    for dtype in dtypes:
+        rank.setdefault(dtype, len(rank))
+    if len(rank) == 1:
+        return indices, weights, grads, [(0, len(indices))]
+    order = sorted(range(len(indices)), key=lambda k: rank[dtypes[k]])
     runs, begin = [], 0
-    for k in range(1, len(weights) + 1):
-        if k == len(weights) or weights[k].dtype != weights[begin].dtype:
+    for k in range(1, len(order) + 1):
+        if k == len(order) or dtypes[order[k]] != dtypes[order[begin]]:
             runs.append((begin, k))
             begin = k
-    return runs
+    return ([indices[k] for k in order], [weights[k] for k in order], [grads[k] for k in order],
+            runs)
+
+
+def _chunks(runs, size):
+    """``(start, stop)`` slices of at most ``size`` items, none crossing a run's end."""
+    for begin, end in runs:
+        for start in range(begin, end, size):
+            yield start, min(start + size, end)
 
 
 def get_updater(optimizer) -> Updater:
