@@ -15,6 +15,7 @@ import numpy
 import pytest
 
 import trainer_cli
+from trainer_cli import _jit
 from trainer_cli.optimizer import _fused, adam, sgd
 
 numba = pytest.importorskip("numba")
@@ -24,7 +25,7 @@ SIZE = 5000     # above the MIN_SIZE the tests set, below the default one
 
 @pytest.fixture
 def fused_on(monkeypatch):
-    monkeypatch.setattr(_fused, "_numba", None)
+    monkeypatch.setattr(_jit, "_numba", None)
     monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
     assert _fused.enabled()
     return monkeypatch
@@ -146,7 +147,7 @@ print("compiled", adam._adam_kernel._compiled is not None, sgd._sgd_mom_kernel._
 
 
 def test_no_numba_switch_turns_kernels_off(monkeypatch):
-    monkeypatch.setattr(_fused, "_numba", None)
+    monkeypatch.setattr(_jit, "_numba", None)
     monkeypatch.setenv("TRAINER_NO_NUMBA", "1")
     assert not _fused.enabled()
     monkeypatch.setattr(_fused, "MIN_SIZE", 16)
@@ -215,10 +216,10 @@ def test_multi_tensor_kernels_are_bitwise_the_numpy_rules(fused_on, name, params
 
 
 def test_small_models_never_load_numba(fused_on):
-    fused_on.setattr(_fused, "_numba", None)
+    fused_on.setattr(_jit, "_numba", None)
     weights, grads = _tensor_set(2)
     _run_updates("sgd", {"momentum": 0.9}, weights[:3], grads[:3])      # 2 500 values in all
-    assert _fused._numba is None
+    assert _jit._numba is None
 
 
 def test_array_lists_are_reused_while_the_arrays_are_the_same(fused_on):

@@ -15,6 +15,7 @@ import numpy
 from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_for, _scalar,
                       _scatter_add, _wrap, _xp_of, unbroadcast)
 from .. import autograd as _ag
+from . import _fc_kernels
 
 _state = _ag._state
 _np_ndarray = numpy.ndarray
@@ -755,24 +756,27 @@ def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flat
 def _fully_connected(data, weight, bias, flatten, relu):
     """FullyConnected, followed by ReLU when ``relu`` (one node: Dense(activation='relu'))."""
     x, w = data._data, weight._data
+    b = None if bias is None else bias._data
     x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
     if type(x2) is _np_ndarray and x2.shape[0] < w.shape[0]:
         # OpenBLAS runs a batch smaller than the layer's width 1.2-2x faster with the weight as
         # the left operand: the same dot products, the same bits, a transposed (F-order) result.
-        # Bias and ReLU go on the contiguous transpose, where NumPy's loops are fastest.
+        # Bias and ReLU go on the contiguous transpose, where the loops are fastest.
         out_t = w @ x2.T
-        if bias is not None:
-            out_t += bias._data.reshape(-1, 1)
-        if relu:
-            numpy.maximum(out_t, 0, out=out_t)
+        if not _fc_kernels.bias_relu(out_t, b, True, relu):
+            if b is not None:
+                out_t += b.reshape(-1, 1)
+            if relu:
+                numpy.maximum(out_t, 0, out=out_t)
         out = out_t.T
     else:
         out = x2 @ w.T
-        if bias is not None:
-            out += bias._data
-        if relu:
-            # In place: FullyConnected's own gradient does not need its output.
-            _xp_of(out).maximum(out, 0, out=out)
+        if not _fc_kernels.bias_relu(out, b, False, relu):
+            if b is not None:
+                out += b
+            if relu:
+                # In place: FullyConnected's own gradient does not need its output.
+                _xp_of(out).maximum(out, 0, out=out)
     if not flatten:
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
     if _state.recording and (data._node is not None or data._grad is not None
@@ -780,9 +784,15 @@ def _fully_connected(data, weight, bias, flatten, relu):
                              or (bias is not None and (bias._node is not None
                                                        or bias._grad is not None))):
         def vjp(g, needs):
-            if relu:
-                g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
-            g2 = g.reshape(-1, w.shape[0])
+            bias_grad = bias is not None and needs[2]
+            fused = _fc_grad(g, out, relu, bias_grad) if relu or bias_grad else None
+            if fused is not None:
+                g2, gb = fused
+            else:
+                if relu:
+                    g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
+                g2 = g.reshape(-1, w.shape[0])
+                gb = g2.sum(axis=0) if bias_grad else None
             gx = None
             if needs[0]:
                 # In x's layout (F-order after a transposed forward): the ReLU mask of the
@@ -798,10 +808,25 @@ def _fully_connected(data, weight, bias, flatten, relu):
                 else:
                     gw = g2.T @ x2
             if bias is not None:
-                return gx, gw, (g2.sum(axis=0) if needs[2] else None)
+                return gx, gw, gb
             return gx, gw
         return _recorded(out, data._ctx, (data, weight, bias) if bias is not None else (data, weight), vjp)
     return _wrap(out, data._ctx)
+
+
+def _fc_grad(g, out, relu, bias_grad):
+    """``(g * (out > 0) if relu else g, its sum over the batch)`` in one kernel pass, for 2-D
+    NumPy gradients in the layout of ``out``; None where ``_fc_kernels`` does not apply."""
+    if type(g) is not _np_ndarray or g.ndim != 2:
+        return None
+    if g.flags.c_contiguous:
+        return _fc_kernels.relu_bias_grad(g, out, True, relu, bias_grad)
+    if g.flags.f_contiguous:
+        # The transposed forward's layout: one unit per row of the transposes.
+        fused = _fc_kernels.relu_bias_grad(g.T, out.T, False, relu, bias_grad)
+        if fused is not None:
+            return fused[0].T, fused[1]
+    return None
 
 
 # ----------------------------------------------------------------------------- activations

@@ -1,17 +1,9 @@
-"""Fused CPU kernels for the optimizer rules, compiled with numba when it is installed.
+"""Fused CPU kernels for the optimizer rules (numba; see ``trainer_cli._jit``).
 
 A rule's NumPy body makes one pass over memory per operation; its kernel does the same operations
-on one element at a time, in the same order and precision, in a single pass. Without fastmath LLVM
-neither reassociates nor contracts a multiply-add into an FMA, so every element rounds exactly as
-it does in NumPy and the results are bitwise equal (``tests/test_fused_kernels.py``).
-``error_model="numpy"`` makes division follow IEEE (inf/nan, as NumPy) instead of raising, and the
-missing exception branch is also what lets LLVM vectorize the loop.
-
-The kernels are optional: without numba, with ``TRAINER_NO_NUMBA=1``, for arrays smaller than
-``MIN_SIZE`` elements or for any layout a kernel does not handle, the NumPy body runs. numba is
-imported and a kernel compiled (or loaded from numba's on-disk cache) only on the first call that
-qualifies: about 0.3 s for the import and 0.5 s for the first kernel from the cache, once per
-process. Small models, whose NumPy update costs microseconds, never pay it.
+on one element at a time, in the same order and precision, in a single pass, so the results are
+bitwise equal (``tests/test_fused_kernels.py``). Arrays smaller than ``MIN_SIZE`` elements, and
+layouts a kernel does not handle, take the NumPy body.
 
 A ``MultiKernel`` runs a kernel over a whole group of tensors in one call (numba typed lists of
 the arrays), so that a step over hundreds of tensors pays Python's dispatch once instead of once
@@ -25,30 +17,15 @@ import os
 
 import numpy
 
+from .. import _jit
+from .._jit import enabled
+
 __all__ = ["Kernel", "MultiKernel", "ArrayLists", "scalar_rows", "enabled", "num_threads",
            "MIN_SIZE"]
 
 MIN_SIZE = 1 << 14
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
 _np_ndarray = numpy.ndarray
-
-_numba = None        # the module once imported; False when unavailable or turned off
-
-
-def enabled() -> bool:
-    """Whether fused kernels may run (numba importable and not turned off)."""
-    global _numba
-    if _numba is None:
-        if os.environ.get("TRAINER_NO_NUMBA", "") not in ("", "0"):
-            _numba = False
-        else:
-            try:
-                import numba
-            except ImportError:
-                _numba = False
-            else:
-                _numba = numba
-    return _numba is not False
 
 
 def handles(arrays) -> bool:
@@ -83,31 +60,18 @@ def _disjoint(arrays):
     return True
 
 
-class Kernel:
-    """``pyfunc`` (a loop over one element at a time) compiled on first use.
-
-    ``fits(*arrays)`` says whether a call is worth it: arrays the kernel ``handles``, of at least
-    ``MIN_SIZE`` elements, and numba available. The caller passes them flattened with ``ravel``
-    (a view for contiguous arrays) and scalars already cast to that dtype.
+class Kernel(_jit.Kernel):
+    """A rule's kernel; ``fits(*arrays)`` says whether a call is worth it: arrays the kernel
+    ``handles``, of at least ``MIN_SIZE`` elements, and numba available. The caller passes them
+    flattened with ``ravel`` (a view for contiguous arrays) and scalars already cast to that
+    dtype.
     """
 
-    __slots__ = ("pyfunc", "_compiled")
-
-    def __init__(self, pyfunc):
-        self.pyfunc = pyfunc
-        self._compiled = None
+    __slots__ = ()
 
     def fits(self, w, *others) -> bool:
         return type(w) is _np_ndarray and w.size >= MIN_SIZE and handles((w,) + others) \
-            and _numba is not False and (_numba is not None or enabled())
-
-    def __call__(self, *args):
-        return (self._compiled or self.compiled())(*args)
-
-    def compiled(self):
-        if self._compiled is None:
-            self._compiled = _jit(self.pyfunc)
-        return self._compiled
+            and _jit._numba is not False and (_jit._numba is not None or enabled())
 
 
 class MultiKernel:
@@ -130,7 +94,7 @@ class MultiKernel:
         fn = self._compiled
         if fn is None:
             self.pyfunc.__globals__[self.callee] = self.one.compiled()
-            fn = self._compiled = _jit(self.pyfunc)
+            fn = self._compiled = _jit.jit(self.pyfunc)
         return fn(*args)
 
     def run(self, lists, *args, spans):
@@ -143,15 +107,6 @@ class MultiKernel:
         self(*lists, *args, spans[0])
         for future in others:
             future.result()
-
-
-def _jit(pyfunc):
-    if not enabled():
-        raise RuntimeError("numba is not available (or TRAINER_NO_NUMBA is set)")
-    try:
-        return _numba.njit(pyfunc, nogil=True, error_model="numpy", cache=True)
-    except Exception:       # no writable cache location: compile in memory each run
-        return _numba.njit(pyfunc, nogil=True, error_model="numpy")
 
 
 class ArrayLists:

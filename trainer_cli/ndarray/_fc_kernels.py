@@ -1,0 +1,168 @@
+"""FullyConnected's element-wise passes in one pass each, on the CPU (numba; see ``_jit``).
+
+Forward, the bias add and the ReLU after the GEMM; backward, the ReLU mask and the bias gradient.
+In NumPy those are two to three passes with a temporary each, and on the layer sizes of a small
+MLP they cost as much as a fifth of the GEMMs (NumPy's ``maximum`` with a scalar runs at a
+fraction of memory speed). A kernel does the same operations on each element, in NumPy's order:
+
+- bias and ReLU: ``x + b``, then ``maximum(x, 0)`` (NaN kept; -0 becomes +0, as NumPy does);
+- the mask: ``g * (out > 0)``, a multiply by 1 or 0 (so inf*0 gives NaN, as in NumPy);
+- the bias gradient: the sum over the batch as NumPy's ``sum(axis=0)`` adds it, from +0.0:
+  pairwise along a contiguous batch (NumPy's ``pairwise_sum``: up to 128 values in 8 running
+  sums; longer batches are left to NumPy), one row after another when the batch is the outer
+  axis.
+
+Every function returns None (or False) where it does not apply: no numba, arrays below
+``MIN_SIZE`` elements, other dtypes or layouts, another array library; the caller then runs the
+NumPy operations. ``tests/test_fc_kernels.py`` compares the bits of both.
+"""
+from __future__ import annotations
+
+import numpy
+
+from .. import _jit
+
+__all__ = ["bias_relu", "relu_bias_grad", "MIN_SIZE"]
+
+MIN_SIZE = 1 << 12
+_FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+_np_ndarray = numpy.ndarray
+
+
+def _usable(*arrays) -> bool:
+    first = arrays[0]
+    if type(first) is not _np_ndarray or first.size < MIN_SIZE or first.dtype not in _FLOATS:
+        return False
+    for a in arrays:
+        if type(a) is not _np_ndarray or a.dtype != first.dtype or not a.flags.c_contiguous:
+            return False
+    return _jit._numba is not False and (_jit._numba is not None or _jit.enabled())
+
+
+def bias_relu(out, bias, bias_on_rows, relu) -> bool:
+    """In place on the 2-D C-contiguous ``out``: add ``bias`` (one value per row when
+    ``bias_on_rows``, per column otherwise; None for none), then ReLU when ``relu``."""
+    if bias is None:
+        if not relu or not _usable(out):
+            return False
+        _bias_relu(out, out[0], 0, True)
+        return True
+    if not _usable(out, bias) or bias.shape != (out.shape[0] if bias_on_rows else out.shape[1],):
+        return False
+    _bias_relu(out, bias, 1 if bias_on_rows else 2, relu)
+    return True
+
+
+def relu_bias_grad(g, out, batch_on_rows, relu, bias):
+    """``(g * (out > 0) if relu else g, its sum over the batch if bias else None)`` for 2-D
+    C-contiguous ``g`` and ``out`` of one shape; the batch runs down the columns (each row one
+    unit, the transposed layout) unless ``batch_on_rows``. None where the kernel does not apply
+    (or there is nothing to fuse)."""
+    if not relu and not bias:
+        return None
+    arrays = (g, out) if relu else (g,)
+    if not _usable(*arrays) or (relu and out.shape != g.shape):
+        return None
+    if bias and (g.shape[1] < 2 if batch_on_rows else g.shape[1] > _BLOCK):
+        # One unit with the batch on rows: the batch is contiguous and NumPy sums it pairwise;
+        # a long batch along the rows: NumPy's pairwise sum splits it, which the kernel does not.
+        return None
+    masked = numpy.empty_like(g) if relu else g
+    sums = numpy.empty(g.shape[1] if batch_on_rows else g.shape[0], g.dtype)
+    (_grad_batch_rows if batch_on_rows else _grad_batch_cols)(
+        g, out if relu else g, relu, bias, masked, sums)
+    return masked, (sums if bias else None)
+
+
+# ----------------------------------------------------------------------------- the loops
+def _bias_relu_loop(out, bias, mode, relu):
+    # mode 0: no bias, 1: bias per row, 2: bias per column.
+    rows, cols = out.shape
+    for i in range(rows):
+        row = out[i]
+        for j in range(cols):
+            v = row[j]
+            if mode == 1:
+                v = v + bias[i]
+            elif mode == 2:
+                v = v + bias[j]
+            if relu and not (v > 0 or v != v):
+                v = 0
+            row[j] = v
+
+
+def _grad_batch_cols_loop(g, out, relu, bias, masked, sums):
+    # One unit per row, the batch along it (at most _BLOCK long): each row's sum is NumPy's.
+    for i in range(g.shape[0]):
+        if relu:
+            grow, orow, mrow = g[i], out[i], masked[i]
+            for j in range(g.shape[1]):
+                mrow[j] = grow[j] * (1 if orow[j] > 0 else 0)
+        if bias:
+            sums[i] = _pairwise_block(masked[i])
+
+
+def _grad_batch_rows_loop(g, out, relu, bias, masked, sums):
+    # One sample per row: the sums add whole rows in order, as NumPy reduces the outer axis.
+    if bias:
+        for j in range(g.shape[1]):
+            sums[j] = 0             # NumPy starts a sum from +0.0 (so -0.0 sums to +0.0)
+    for i in range(g.shape[0]):
+        grow, mrow = g[i], masked[i]
+        if relu:
+            orow = out[i]
+            for j in range(g.shape[1]):
+                mrow[j] = grow[j] * (1 if orow[j] > 0 else 0)
+        if bias:
+            for j in range(g.shape[1]):
+                sums[j] = sums[j] + mrow[j]
+
+
+# NumPy's pairwise sum (numpy/_core/src/umath/loops_utils.h.src) sums up to PW_BLOCKSIZE values
+# in 8 running sums and splits longer runs in halves; the kernel takes the first case only.
+_BLOCK = 128
+
+
+def _pairwise_block_loop(a):
+    # NumPy: +0.0 + pairwise_sum(a), which starts from -0.0 below 8 values.
+    n = a.shape[0]
+    if n < 8:
+        res = a[0]                  # -0.0 + x is x for every x (and n >= 1 here)
+        for i in range(1, n):
+            res = res + a[i]
+        return 0 + res
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    whole = n - n % 8
+    for k in range(8, whole, 8):
+        r0, r1, r2, r3 = r0 + a[k], r1 + a[k + 1], r2 + a[k + 2], r3 + a[k + 3]
+        r4, r5, r6, r7 = r4 + a[k + 4], r5 + a[k + 5], r6 + a[k + 6], r7 + a[k + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(whole, n):
+        res = res + a[i]
+    return 0 + res
+
+
+class _Compiled(_jit.Kernel):
+    """A loop calling another kernel through the global ``name`` (numba resolves globals when it
+    compiles, so the name is bound to the compiled callee first)."""
+
+    __slots__ = ("name", "callee")
+
+    def __init__(self, pyfunc, name=None, callee=None):
+        super().__init__(pyfunc)
+        self.name, self.callee = name, callee
+
+    def compiled(self):
+        if self._compiled is None:
+            if self.name is not None:
+                self.pyfunc.__globals__[self.name] = self.callee.compiled()
+            self._compiled = _jit.jit(self.pyfunc)
+        return self._compiled
+
+
+_pairwise_block = None      # bound to the compiled ``_pairwise_block_loop`` (see ``_Compiled``)
+
+_bias_relu = _Compiled(_bias_relu_loop)
+_grad_batch_cols = _Compiled(_grad_batch_cols_loop, "_pairwise_block",
+                             _jit.Kernel(_pairwise_block_loop))
+_grad_batch_rows = _Compiled(_grad_batch_rows_loop)
