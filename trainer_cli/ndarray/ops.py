@@ -447,6 +447,8 @@ def _mean_raw(d, a, k):
             count *= d.shape[i]
         if count:
             out = _add_reduce(d, a, None, None, k)
+            if count == 1:          # x / 1 is x: a per-sample loss over one value, say
+                return out
             return _true_divide(out, numpy.intp(count), out=out, casting="unsafe", subok=False)
     return d.mean(axis=a, keepdims=k)
 
@@ -459,7 +461,8 @@ def _mean_grad(g, d, o, a):
     count = 1
     for i in a:
         count *= d.shape[i]
-    g = g / count
+    if count != 1:
+        g = g / count
     # Reducing only axes of length 1 leaves the shape: broadcast_to would be a costly no-op.
     return g if g.shape == d.shape else _xp_of(d).broadcast_to(g, d.shape)
 
@@ -861,7 +864,8 @@ def _log_softmax_raw(d, axis, temperature):
 
 
 def _log_softmax_grad(g, out, axis, t):
-    return (g - _xp_of(out).exp(out) * g.sum(axis=axis, keepdims=True)) / t
+    g = g - _xp_of(out).exp(out) * g.sum(axis=axis, keepdims=True)
+    return g if t == 1 else g / t
 
 
 def log_softmax(data, axis=-1, temperature=None, dtype=None, **kwargs):
