@@ -90,3 +90,69 @@ def test_l2_loss_with_a_recorded_label_takes_the_general_path():
     out.backward()
     numpy.testing.assert_allclose(label.grad.asnumpy(), [0.5, 1.5])
     numpy.testing.assert_allclose(pred.grad.asnumpy(), [[-0.5], [-1.5]])
+
+
+# ----------------------------------------------------------------------------- numba kernels
+def _ce_step(scores, labels, head, kernels):
+    """SoftmaxCrossEntropyLoss forward and backward on raw arrays; kernels on or off."""
+    from trainer_cli.gluon import _loss_kernels
+    pred = nd.array(scores, dtype=scores.dtype)
+    pred.attach_grad()
+    saved = _loss_kernels.MIN_SIZE
+    _loss_kernels.MIN_SIZE = 16 if kernels else 1 << 60
+    try:
+        with autograd.record():
+            out = gloss.SoftmaxCrossEntropyLoss()(pred, nd.array(labels, dtype=labels.dtype))
+        with numpy.errstate(all="ignore"):
+            out.backward(nd.array(head, dtype=head.dtype))
+    finally:
+        _loss_kernels.MIN_SIZE = saved
+    return out.asnumpy(), pred.grad.asnumpy()
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("shape", [(8, 10), (64, 10), (33, 128), (100, 3), (9, 2), (12, 129)])
+def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape):
+    pytest.importorskip("numba")
+    rng = numpy.random.RandomState(3)
+    batch, classes = shape
+    scores = (rng.standard_normal(shape) * rng.choice([1, 10, 100], size=shape)).astype(dtype)
+    scores[0] = 0
+    scores[1, 0] = 1e30                 # a certain class: logp exactly 0, a loss of (+)0
+    scores[2] = -numpy.inf
+    scores[2, 1] = 0
+    scores[3, 0] = numpy.nan
+    labels = rng.randint(-2, classes + 2, size=batch).astype(numpy.float32)
+    labels[1] = 0
+    labels[4:8] = [numpy.nan, numpy.inf, 1.9, -0.5]   # cast and clipped as pick does
+    head = rng.standard_normal(batch).astype(dtype)
+    head[5] = -0.0
+    with numpy.errstate(all="ignore"):
+        reference = _ce_step(scores, labels, head, kernels=False)
+        fused = _ce_step(scores, labels, head, kernels=True)
+    for a, b in zip(reference, fused):
+        _same_bits(a, b)
+
+
+def test_softmax_ce_kernels_run_on_a_classifier_batch(monkeypatch):
+    pytest.importorskip("numba")
+    from trainer_cli import _jit
+    from trainer_cli.gluon import _loss_kernels
+    monkeypatch.setattr(_jit, "_numba", None)
+    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    calls = []
+    for name in ("_forward", "_backward"):
+        kernel = getattr(_loss_kernels, name)
+        monkeypatch.setattr(_loss_kernels, name,
+                            lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a))[1])
+    scores = numpy.random.RandomState(0).standard_normal((64, 10)).astype(numpy.float32)
+    _ce_step(scores, numpy.arange(64, dtype=numpy.float32) % 10,
+             numpy.ones(64, numpy.float32), kernels=True)
+    assert calls == ["_forward", "_backward"]
+    monkeypatch.setattr(_jit, "_numba", None)
+    pred = nd.array(scores[:8])             # 80 scores, below the default MIN_SIZE
+    pred.attach_grad()
+    with autograd.record():
+        out = gloss.SoftmaxCrossEntropyLoss()(pred, nd.zeros(8))
+    out.backward()
+    assert _jit._numba is None              # small batches never load numba

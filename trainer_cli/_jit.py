@@ -48,18 +48,25 @@ def jit(pyfunc):
 
 
 class Kernel:
-    """``pyfunc`` (a loop over one element at a time) compiled on its first call."""
+    """``pyfunc`` (a loop over one element at a time) compiled on its first call.
 
-    __slots__ = ("pyfunc", "_compiled")
+    A loop may call another kernel through a module global: numba resolves globals when it
+    compiles, so ``name`` is bound to the compiled ``callee`` first.
+    """
 
-    def __init__(self, pyfunc):
+    __slots__ = ("pyfunc", "_compiled", "name", "callee")
+
+    def __init__(self, pyfunc, name=None, callee=None):
         self.pyfunc = pyfunc
         self._compiled = None
+        self.name, self.callee = name, callee
 
     def __call__(self, *args):
         return (self._compiled or self.compiled())(*args)
 
     def compiled(self):
         if self._compiled is None:
+            if self.name is not None:
+                self.pyfunc.__globals__[self.name] = self.callee.compiled()
             self._compiled = jit(self.pyfunc)
         return self._compiled

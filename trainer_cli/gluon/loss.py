@@ -12,6 +12,7 @@ from ..ndarray.ndarray import _g_mul, _g_sub, _recorded, _wrap, unbroadcast
 from ..ndarray.ops import (_axes, _fix_scalar, _keep_shape, _log_softmax_grad, _log_softmax_raw,
                            _mean_grad, _mean_raw, _pick_grad, _pick_raw, _square_grad, _square_raw)
 from .. import autograd as _ag
+from . import _loss_kernels
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss",
@@ -72,7 +73,25 @@ def _l2_fused(pred, label, half_weight, batch_axis):
 def _softmax_ce_fused(pred, label, axis, batch_axis):
     """``SoftmaxCrossEntropyLoss`` on logits and class indices without weights: log_softmax,
     pick, negate, batch mean."""
-    logp = _log_softmax_raw(pred._data, axis, None)
+    d = pred._data
+    lab = label._data if isinstance(label, NDArray) else None
+    if axis in (-1, 1) and batch_axis == 0 and _loss_kernels.applies(d, lab):
+        # Class scores per row: the pick, the mean and the gradient as one kernel pass each,
+        # around NumPy's own max, exp, sum and log (the same calls as _log_softmax_raw).
+        shifted = d - d.max(axis=1, keepdims=True)
+        log_sum = numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
+        out, logp, idx = _loss_kernels.forward(shifted, log_sum, lab)
+        if not (_ag._state.recording and _needs_grad(pred)):
+            return _wrap(out, pred._ctx)
+
+        def vjp_fused(g, needs):
+            grad = _loss_kernels.backward(g, logp, idx)
+            if grad is None:        # a head gradient of another dtype: the NumPy operations
+                g = _pick_grad(-g.reshape(-1, 1), logp, idx.reshape(-1, 1), 1)
+                grad = _log_softmax_grad(g, logp, 1, 1)
+            return (grad,)
+        return _recorded(out, pred._ctx, (pred,), vjp_fused)
+    logp = _log_softmax_raw(d, axis, None)
     picked, idx, ax = _pick_raw(logp, label, axis, True, "clip")
     neg = -picked
     out, axes = _fused_batch_mean(neg, batch_axis)

@@ -22,7 +22,7 @@ import numpy
 
 from .. import _jit
 
-__all__ = ["bias_relu", "relu_bias_grad", "MIN_SIZE"]
+__all__ = ["bias_relu", "relu_bias_grad", "pairwise_block", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
@@ -124,13 +124,13 @@ _BLOCK = 128
 
 
 def _pairwise_block_loop(a):
-    # NumPy: +0.0 + pairwise_sum(a), which starts from -0.0 below 8 values.
+    # NumPy: +0.0 + pairwise_sum(a), which starts from -0.0 below 8 values; at most _BLOCK long.
     n = a.shape[0]
     if n < 8:
         res = a[0]                  # -0.0 + x is x for every x (and n >= 1 here)
         for i in range(1, n):
             res = res + a[i]
-        return 0 + res
+        return abs(res) if res == 0 else res
     r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
     whole = n - n % 8
     for k in range(8, whole, 8):
@@ -139,30 +139,12 @@ def _pairwise_block_loop(a):
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     for i in range(whole, n):
         res = res + a[i]
-    return 0 + res
+    return abs(res) if res == 0 else res        # +0.0 + res, in a's dtype
 
 
-class _Compiled(_jit.Kernel):
-    """A loop calling another kernel through the global ``name`` (numba resolves globals when it
-    compiles, so the name is bound to the compiled callee first)."""
+_pairwise_block = None      # bound to the compiled ``_pairwise_block_loop`` (see ``_jit.Kernel``)
+pairwise_block = _jit.Kernel(_pairwise_block_loop)
 
-    __slots__ = ("name", "callee")
-
-    def __init__(self, pyfunc, name=None, callee=None):
-        super().__init__(pyfunc)
-        self.name, self.callee = name, callee
-
-    def compiled(self):
-        if self._compiled is None:
-            if self.name is not None:
-                self.pyfunc.__globals__[self.name] = self.callee.compiled()
-            self._compiled = _jit.jit(self.pyfunc)
-        return self._compiled
-
-
-_pairwise_block = None      # bound to the compiled ``_pairwise_block_loop`` (see ``_Compiled``)
-
-_bias_relu = _Compiled(_bias_relu_loop)
-_grad_batch_cols = _Compiled(_grad_batch_cols_loop, "_pairwise_block",
-                             _jit.Kernel(_pairwise_block_loop))
-_grad_batch_rows = _Compiled(_grad_batch_rows_loop)
+_bias_relu = _jit.Kernel(_bias_relu_loop)
+_grad_batch_cols = _jit.Kernel(_grad_batch_cols_loop, "_pairwise_block", pairwise_block)
+_grad_batch_rows = _jit.Kernel(_grad_batch_rows_loop)

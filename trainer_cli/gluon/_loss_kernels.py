@@ -1,0 +1,97 @@
+"""SoftmaxCrossEntropyLoss's small array operations in one numba pass each (see ``_jit``).
+
+On a classifier's scores (a batch of tens of rows of tens of classes) the loss is a dozen NumPy
+calls forward and as many backward, each costing more in dispatch than in arithmetic. The
+kernels do what those calls do, element by element in NumPy's order; the exponential and the
+logarithm stay NumPy's (their rounding is NumPy's own SIMD code). Forward, after NumPy's
+``shifted = d - max`` and ``log(sum(exp(shifted)))``: ``logp = shifted - that``, the label's
+entry picked (labels cast to int64 and clipped, as ``pick`` does) and negated, summed from +0.0
+over the one value per sample. Backward, from ``exp(logp)``: the picked one-hot times the negated
+head gradient, its row sums (NumPy's pairwise sum) and ``g - exp(logp) * sum``.
+
+``applies`` says where they do not (no numba, other layouts or dtypes, more than ``_BLOCK``
+classes, fewer than ``MIN_SIZE`` scores), and ``backward`` returns None for a head gradient of
+another dtype; the caller then runs the NumPy operations. ``tests/test_fused_losses.py`` compares the bits of both.
+"""
+from __future__ import annotations
+
+import numpy
+
+from .. import _jit
+from ..ndarray import _fc_kernels
+
+__all__ = ["applies", "forward", "backward", "MIN_SIZE"]
+
+MIN_SIZE = 512
+_FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+_INT64_MIN = numpy.iinfo(numpy.int64).min
+_np_ndarray = numpy.ndarray
+
+
+def applies(scores, label) -> bool:
+    """Whether ``forward`` takes these raw scores (batch, classes) and labels."""
+    return (type(scores) is _np_ndarray and scores.ndim == 2 and scores.size >= MIN_SIZE
+            and scores.dtype in _FLOATS and scores.shape[1] <= _fc_kernels._BLOCK
+            and type(label) is _np_ndarray and label.size == scores.shape[0]
+            and label.dtype.kind in "fi"
+            and _jit._numba is not False and (_jit._numba is not None or _jit.enabled()))
+
+
+def forward(shifted, log_sum, label):
+    """``(loss per sample, logp, label indices)`` from the row-wise ``shifted`` scores (C order)
+    and ``log_sum`` (``log(sum(exp(shifted)))``, shape (batch, 1)), for scores that
+    ``applies`` took."""
+    logp = numpy.empty_like(shifted)
+    loss = numpy.empty(shifted.shape[0], shifted.dtype)
+    idx = numpy.empty(shifted.shape[0], numpy.int64)
+    _forward(shifted, log_sum, label.reshape(-1), logp, loss, idx)
+    return loss, logp, idx
+
+
+def backward(head, logp, idx):
+    """The scores' gradient from the per-sample ``head`` gradient, ``logp`` and the label
+    indices of ``forward``, or None."""
+    if type(head) is not _np_ndarray or head.dtype != logp.dtype or head.size != logp.shape[0]:
+        return None
+    e = numpy.exp(logp)
+    grad = numpy.empty_like(logp)
+    _backward(head.reshape(-1), e, idx, grad)
+    return grad
+
+
+# ----------------------------------------------------------------------------- the loops
+def _forward_loop(shifted, log_sum, labels, logp, loss, idx):
+    classes = shifted.shape[1]
+    for i in range(shifted.shape[0]):
+        ls = log_sum[i, 0]
+        for j in range(classes):
+            logp[i, j] = shifted[i, j] - ls
+        lab = labels[i]
+        # astype(int64): truncation; NaN and values out of range give INT64_MIN (x86), which
+        # the clip then takes to 0.
+        if lab != lab or not (-9.223372036854775808e18 <= lab < 9.223372036854775808e18):
+            k = _INT64_MIN
+        else:
+            k = numpy.int64(lab)
+        k = min(max(k, 0), classes - 1)
+        idx[i] = k
+        v = -logp[i, k]
+        loss[i] = abs(v) if v == 0 else v        # +0.0 + v: add.reduce over one value
+
+
+def _backward_loop(head, e, idx, grad):
+    classes = e.shape[1]
+    for i in range(e.shape[0]):
+        neg = -head[i]
+        row = grad[i]
+        for j in range(classes):
+            row[j] = (1 if j == idx[i] else 0) * neg
+        total = _pairwise_block(row)
+        for j in range(classes):
+            row[j] = row[j] - e[i, j] * total
+
+
+_pairwise_block = None      # bound to the compiled pairwise sum (see ``_jit.Kernel``)
+
+_forward = _jit.Kernel(_forward_loop)
+_backward = _jit.Kernel(_backward_loop, "_pairwise_block", _fc_kernels.pairwise_block)
