@@ -74,6 +74,18 @@ class Kernel(_jit.Kernel):
             and _jit._numba is not False and (_jit._numba is not None or enabled())
 
 
+def _clip_loop(x, lo, hi):
+    # numpy.clip on one element: max with lo, then min with hi, a NaN kept.
+    if x == x:
+        x = x if x > lo else lo
+        x = x if x < hi else hi
+    return x
+
+
+# The rules' loops call it as their global ``_clip`` (bound when they compile; see ``_jit``).
+clip = _jit.Kernel(_clip_loop)
+
+
 class MultiKernel:
     """``pyfunc`` loops a single-tensor ``Kernel`` over typed lists of arrays.
 

@@ -101,10 +101,7 @@ def _adam_loop(w, g, mean, var, scalars, decay, clipping):
         if decay:
             G = G + w[i] * wd
         if clipping:
-            # numpy.clip: max with lo, then min with hi, a NaN kept.
-            if G == G:
-                G = G if G > lo else lo
-                G = G if G < hi else hi
+            G = _clip(G, lo, hi)
         m = mean[i] * beta1
         m = m + G * one_minus_beta1
         mean[i] = m
@@ -121,9 +118,7 @@ def _adamw_loop(w, g, mean, var, scalars, clipping):
     for i in range(w.shape[0]):
         G = g[i] * rescale
         if clipping:
-            if G == G:
-                G = G if G > lo else lo
-                G = G if G < hi else hi
+            G = _clip(G, lo, hi)
         m = mean[i] * beta1
         m = m + G * one_minus_beta1
         mean[i] = m
@@ -134,8 +129,9 @@ def _adamw_loop(w, g, mean, var, scalars, clipping):
         w[i] = wi - (m / (numpy.sqrt(v) + epsilon) + wi * wd) * eta
 
 
-_adam_kernel = _fused.Kernel(_adam_loop)
-_adamw_kernel = _fused.Kernel(_adamw_loop)
+_clip = None        # bound to ``_fused.clip`` when a loop compiles
+_adam_kernel = _fused.Kernel(_adam_loop, "_clip", _fused.clip)
+_adamw_kernel = _fused.Kernel(_adamw_loop, "_clip", _fused.clip)
 
 # Each tensor of a group with its own row of scalars (see ``sgd``).
 _adam_one = _adamw_one = None

@@ -83,11 +83,7 @@ def _sgd_loop(w, g, scalars, clipping, decay):
     for i in range(w.shape[0]):
         step = g[i] * scale
         if clipping:
-            # numpy.clip: max with lo, then min with hi, a NaN kept.
-            if step == step:
-                step = step if step > lo else lo
-                step = step if step < hi else hi
-            step = step * lr
+            step = _clip(step, lo, hi) * lr
         if decay:
             step = step + w[i] * lr_wd
         w[i] = w[i] - step
@@ -101,10 +97,7 @@ def _sgd_mom_loop(w, g, mom, scalars, clipping, decay):
     for i in range(w.shape[0]):
         step = g[i] * scale
         if clipping:
-            if step == step:
-                step = step if step > lo else lo
-                step = step if step < hi else hi
-            step = step * lr
+            step = _clip(step, lo, hi) * lr
         m = mom[i] * momentum
         if decay:
             m = m - w[i] * lr_wd
@@ -113,8 +106,9 @@ def _sgd_mom_loop(w, g, mom, scalars, clipping, decay):
         w[i] = w[i] + m
 
 
-_sgd_kernel = _fused.Kernel(_sgd_loop)
-_sgd_mom_kernel = _fused.Kernel(_sgd_mom_loop)
+_clip = None        # bound to ``_fused.clip`` when a loop compiles
+_sgd_kernel = _fused.Kernel(_sgd_loop, "_clip", _fused.clip)
+_sgd_mom_kernel = _fused.Kernel(_sgd_mom_loop, "_clip", _fused.clip)
 
 # Each tensor of a group with its own row of scalars (the single kernels' layout); the kernel
 # names are bound by ``_fused.MultiKernel`` when it compiles these.
