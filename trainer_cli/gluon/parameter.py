@@ -18,6 +18,10 @@ from .. import initializer as _init
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
 from ..ndarray import creation as _creation
+from ..ndarray.slabs import Slabs
+
+# Every parameter's data in one set of buffers and every gradient in another (see ``slabs``).
+_DATA_SLABS, _GRAD_SLABS = Slabs(stagger=0), Slabs(stagger=1024)
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "ParameterError",
            "shape_is_known"]
@@ -154,7 +158,7 @@ class Parameter:
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)
         self._ctx_index = {c: i for i, c in enumerate(self._ctx_list)}
-        self._data = [data.copyto(c) for c in self._ctx_list]
+        self._data = [_DATA_SLABS.copy(data, c) for c in self._ctx_list]
         self._init_grad()
 
     def _init_grad(self):
@@ -162,8 +166,7 @@ class Parameter:
             if self._grad_req == "null":
                 arr._mark(None, "null")
             else:
-                grad = NDArray(arr._xp.zeros_like(arr._data), arr.context)
-                arr._mark(grad, self._grad_req)
+                arr._mark(_GRAD_SLABS.zeros(arr.shape, arr.dtype, arr.context), self._grad_req)
 
     def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
         """Initialize (or overwrite) from a loaded array, checking shape, dtype and contexts."""

@@ -15,7 +15,7 @@ import numpy
 
 from ..context import array_module_of
 from ..ndarray import NDArray
-from ..ndarray import zeros as _nd_zeros
+from ..ndarray.slabs import Slabs
 from .. import lr_scheduler as _lr_scheduler
 
 __all__ = ["Optimizer", "register", "create", "scaled_grad", "raw", "raw_state", "zeros_like"]
@@ -368,9 +368,13 @@ def raw_state(state):
     return state
 
 
+# Every optimizer state in one set of buffers (see ``ndarray.slabs``).
+STATE_SLABS = Slabs(stagger=2048)
+
+
 def zeros_like(weight, dtype=None):
     """An NDArray of zeros on ``weight``'s context, in ``dtype`` (default: the weight's)."""
-    return _nd_zeros(weight.shape, ctx=weight.context, dtype=weight.dtype if dtype is None else dtype)
+    return STATE_SLABS.zeros(weight.shape, weight.dtype if dtype is None else dtype, weight.context)
 
 
 def scaled_grad(g, rescale, clip, w=None, wd=0.0, dtype=None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy
 
 from ..ndarray import NDArray
-from .optimizer import Optimizer, raw_state
+from .optimizer import STATE_SLABS, Optimizer, raw_state
 
 __all__ = ["Updater", "get_updater"]
 
@@ -34,6 +34,8 @@ class Updater:
         optimizer._set_current_context(weights[0].context.device_id)
         states, synced = self.states, self.states_synced
         for i, idx in enumerate(indices):
+            if synced.get(idx) is True and idx in states:
+                continue        # every step after the first
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode("utf-8")
             if idx not in states:
@@ -68,12 +70,16 @@ class Updater:
         for start, stop in _chunks(runs, size):
             plans += optimizer._plan(indices[start:stop], weights[start:stop], grads[start:stop])
         optimizer._steps([w._data for w in weights], [g._data for g in grads],
-                         [raw_state(states[i]) for i in indices], plans)
+                         [s._data if type(s) is NDArray else raw_state(s)
+                          for s in map(states.__getitem__, indices)], plans)
 
     def sync_state_context(self, state, context):
-        """``state`` with every array moved to ``context`` (tuples stay tuples, lists lists)."""
+        """``state`` with every array moved to ``context`` (tuples stay tuples, lists lists).
+
+        Arrays are copied even where they already are, into the optimizer's state buffers: loaded
+        states then sit in memory as created ones do (see ``ndarray.slabs``)."""
         if isinstance(state, NDArray):
-            return state.as_in_context(context)
+            return STATE_SLABS.copy(state, context)
         if isinstance(state, (tuple, list)):
             synced = [self.sync_state_context(s, context) for s in state]
             return tuple(synced) if isinstance(state, tuple) else synced
@@ -133,6 +139,12 @@ def _plans_ahead(optimizer, weights) -> bool:
 def _by_dtype(indices, weights, grads):
     """The items regrouped by weight dtype (groups in order of first sight, items in order within
     each), and ``(begin, end)`` of each group."""
+    first = weights[0]._data.dtype
+    for w in weights:
+        if w._data.dtype is not first:
+            break
+    else:       # one dtype (NumPy's native dtypes are singletons), the usual case
+        return indices, weights, grads, [(0, len(indices))]
     dtypes = [w._data.dtype for w in weights]
     rank = {}
     for dtype in dtypes:
