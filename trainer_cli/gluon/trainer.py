@@ -271,17 +271,24 @@ class Trainer:
                 data._fresh_grad = False
 
     def _update(self, ignore_stale_grad=False):
-        trainable = self._trainable()
-        self._check_fresh(ignore_stale_grad, trainable)
         updaters = self._updaters
         per_device = [([], [], []) for _ in updaters]
-        for i, param in trainable:
+        stale = False
+        for i, param in enumerate(self._params):
+            if param._grad_req == "null":
+                continue
             for (indices, grads, weights), data in zip(per_device, param.list_data()):
-                if ignore_stale_grad and not data._fresh_grad:
-                    continue
+                if not data._fresh_grad:
+                    stale = True
+                    if ignore_stale_grad:
+                        continue
                 indices.append(i)
                 grads.append(data._grad)
                 weights.append(data)
+        if stale and not ignore_stale_grad:
+            self._check_fresh(False)        # raises, before anything changed
+        for indices, grads, weights in per_device:
+            for data in weights:
                 data._fresh_grad = False
         for updater, (indices, grads, weights) in zip(updaters, per_device):
             if indices:

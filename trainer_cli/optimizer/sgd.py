@@ -131,6 +131,30 @@ _sgd_multi = _fused.MultiKernel(_sgd_multi_loop, _sgd_kernel, "_sgd_one")
 _sgd_mom_multi = _fused.MultiKernel(_sgd_mom_multi_loop, _sgd_mom_kernel, "_sgd_mom_one")
 
 
+# The scalar tables of the last few steps: a loop without a schedule asks for the same one at
+# every step, and building it costs more than the Python around the kernel call.
+_known_rows = {}
+
+
+def _rows(dtype, positions, plans, rescale, clip):
+    chosen = plans if len(positions) == len(plans) else [plans[p] for p in positions]
+    key = (dtype, rescale, clip, tuple(chosen))
+    rows = _known_rows.get(key)
+    if rows is None:
+        template = _scalars(dtype, 0, 0, rescale, clip, 0)
+        rows = _fused.scalar_rows(template, len(chosen), {
+            _LR: [p[0] for p in chosen], _WD: [p[1] for p in chosen],
+            _MOMENTUM: [p[2] for p in chosen]})
+        # Equal keys mean equal bits, except for zeros (-0.0 == 0.0). A zero weight decay and a
+        # zero momentum never reach the arithmetic; a zero rate or rescale would.
+        if rescale and all([p[0] for p in chosen]):
+            if len(_known_rows) >= 16:
+                _known_rows.clear()
+            rows.flags.writeable = False
+            _known_rows[key] = rows
+    return rows
+
+
 def sgd_steps(cache, weights, grads, moms, plans, rescale, clip):
     """``_sgd_step`` for each tensor (``plans``: its ``(lr, wd, momentum)``), the tensors a
     kernel handles in one call per dtype."""
@@ -142,10 +166,7 @@ def sgd_steps(cache, weights, grads, moms, plans, rescale, clip):
         groups, rest = (), range(len(weights))
     clipping = clip is not None
     for positions, lists, spans in groups:
-        template = _scalars(weights[positions[0]].dtype, 0, 0, rescale, clip, 0)
-        rows = _fused.scalar_rows(template, len(positions), {
-            _LR: [plans[p][0] for p in positions], _WD: [plans[p][1] for p in positions],
-            _MOMENTUM: [plans[p][2] for p in positions]})
+        rows = _rows(weights[positions[0]].dtype, positions, plans, rescale, clip)
         multi = _sgd_multi if len(lists) == 2 else _sgd_mom_multi
         multi.run(lists, rows, clipping, spans=spans)
     for p in rest:
@@ -188,8 +209,22 @@ class SGD(Optimizer):
     def _plan(self, indices, weights, grads):
         # An aggregated update counts its indices together, then asks for their rates (MXNet).
         self._update_count(indices)
+        klass = type(self)
+        if klass._lrs_wds is SGD._lrs_wds and klass._get_lrs is Optimizer._get_lrs \
+                and klass._get_wds is Optimizer._get_wds and self.param_dict:
+            # The same, in one pass over the Parameters: the hot path under a Trainer.
+            params = self.param_dict
+            lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+            wd = self.wd
+            try:
+                chosen = [params[index] for index in indices]
+            except KeyError:
+                pass
+            else:
+                momentum = self._momentum()
+                return [(lr * p.lr_mult, wd * p.wd_mult, momentum) for p in chosen]
         lrs, wds = self._lrs_wds(indices, weights, grads)
-        momentum = self._momentum()
+        momentum = self._momentum()     # after the rates: LARS's depends on them
         return [(lr, wd, momentum) for lr, wd in zip(lrs, wds)]
 
     def _steps(self, weights, grads, states, plans):
