@@ -348,3 +348,33 @@ def test_a_forked_child_splits_updates_with_its_own_threads(fused_on):
     answer = os.read(read, 1) if ready else b"hung"
     os.waitpid(pid, 0)
     assert answer == b"1"
+
+
+@pytest.mark.filterwarnings("ignore:Accumulating with float16")
+def test_sgd_scalar_tables_follow_every_change_of_rate(fused_on):
+    """The kernel's table of per-tensor scalars is reused only while its values stay the same:
+    a schedule changes it at every step, and a rate of -0.0 is not served 0.0's table."""
+    from trainer_cli import lr_scheduler
+    weights, grads = _tensor_set(3)
+    for w, g in zip(weights, grads):
+        n = min(3, w.size)
+        w.reshape(-1)[:n] = -0.0            # where the sign of a zero step shows
+        g.reshape(-1)[:n] = [1.0, -1.0, 0.0][:n]
+    cases = [
+        {"momentum": 0.9,
+         "lr_scheduler": lambda: lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=0.1)},
+        {"learning_rate": 0.0, "momentum": 0.9},
+        {"learning_rate": -0.0, "momentum": 0.9},
+        {"learning_rate": -0.0},
+        {"learning_rate": 0.0},
+    ]
+    for case in cases:
+        params = {k: v() if callable(v) else v for k, v in case.items()}
+        with numpy.errstate(all="ignore"):
+            fused_on.setattr(_fused, "MIN_SIZE", 1 << 60)
+            reference, _ = _run_updates("sgd", params, weights, grads, steps=4)
+            params = {k: v() if callable(v) else v for k, v in case.items()}
+            fused_on.setattr(_fused, "MIN_SIZE", 256)
+            fused, _ = _run_updates("sgd", params, weights, grads, steps=4)
+        for a, b in zip(reference, fused):
+            numpy.testing.assert_array_equal(a.view(numpy.uint8), b.view(numpy.uint8))
