@@ -133,3 +133,23 @@ def test_small_layers_never_load_numba(kernels_on):
     kernels_on.setattr(K, "MIN_SIZE", 1 << 12)
     _mlp_step(8)                                  # 8 x 48 outputs at most
     assert _jit._numba is None
+
+
+def test_the_bias_gradient_is_summed_into_the_bias_buffer(kernels_on):
+    g, out = _data((64, 40), np.float32, 5), _data((64, 40), np.float32, 6)
+    buf = np.full(40, 7, np.float32)
+    got = K.relu_bias_grad(g, out, True, True, True, buf)
+    assert got[1] is buf
+    _same_bits(buf, K.relu_bias_grad(g, out, True, True, True)[1])
+    for wrong in (np.zeros(40, np.float64), np.zeros(39, np.float32), np.zeros(80, np.float32)[::2]):
+        assert K.relu_bias_grad(g, out, True, True, True, wrong)[1] is not wrong
+
+    layer = gluon.nn.Dense(40, activation="relu", in_units=20)
+    layer.initialize()
+    buffer = layer.bias.grad()._data
+    x = nd.array(np.random.RandomState(0).standard_normal((64, 20)))
+    with autograd.record():
+        y = layer(x)
+    y.backward()
+    assert layer.bias.grad()._data is buffer and layer.bias.data()._fresh_grad
+    _same_bits(buffer, np.where(y.asnumpy() > 0, 1, 0).astype(np.float32).sum(axis=0))

@@ -53,11 +53,12 @@ def bias_relu(out, bias, bias_on_rows, relu) -> bool:
     return True
 
 
-def relu_bias_grad(g, out, batch_on_rows, relu, bias):
+def relu_bias_grad(g, out, batch_on_rows, relu, bias, sums=None):
     """``(g * (out > 0) if relu else g, its sum over the batch if bias else None)`` for 2-D
     C-contiguous ``g`` and ``out`` of one shape; the batch runs down the columns (each row one
-    unit, the transposed layout) unless ``batch_on_rows``. None where the kernel does not apply
-    (or there is nothing to fuse)."""
+    unit, the transposed layout) unless ``batch_on_rows``. The sum goes into ``sums`` where that
+    is given (the bias's gradient buffer). None where the kernel does not apply (or there is
+    nothing to fuse)."""
     if not relu and not bias:
         return None
     arrays = (g, out) if relu else (g,)
@@ -68,7 +69,10 @@ def relu_bias_grad(g, out, batch_on_rows, relu, bias):
         # a long batch along the rows: NumPy's pairwise sum splits it, which the kernel does not.
         return None
     masked = numpy.empty_like(g) if relu else g
-    sums = numpy.empty(g.shape[1] if batch_on_rows else g.shape[0], g.dtype)
+    units = g.shape[1] if batch_on_rows else g.shape[0]
+    if sums is None or type(sums) is not _np_ndarray or sums.dtype != g.dtype \
+            or sums.shape != (units,) or not sums.flags.c_contiguous:
+        sums = numpy.empty(units, g.dtype)
     (_grad_batch_rows if batch_on_rows else _grad_batch_cols)(
         g, out if relu else g, relu, bias, masked, sums)
     return masked, (sums if bias else None)

@@ -788,9 +788,13 @@ def _fully_connected(data, weight, bias, flatten, relu):
                                                        or bias._grad is not None))):
         def vjp(g, needs):
             bias_grad = bias is not None and needs[2]
-            fused = _fc_grad(g, out, relu, bias_grad) if relu or bias_grad else None
+            # Like the weight's below, the bias's gradient may go straight into its buffer.
+            gb_buf = _ag.direct_grad_buffer(bias) if bias_grad else None
+            fused = _fc_grad(g, out, relu, bias_grad, gb_buf) if relu or bias_grad else None
             if fused is not None:
                 g2, gb = fused
+                if gb is not None and gb is gb_buf:
+                    gb = _ag.WRITTEN
             else:
                 if relu:
                     g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
@@ -817,16 +821,17 @@ def _fully_connected(data, weight, bias, flatten, relu):
     return _wrap(out, data._ctx)
 
 
-def _fc_grad(g, out, relu, bias_grad):
+def _fc_grad(g, out, relu, bias_grad, sums=None):
     """``(g * (out > 0) if relu else g, its sum over the batch)`` in one kernel pass, for 2-D
-    NumPy gradients in the layout of ``out``; None where ``_fc_kernels`` does not apply."""
+    NumPy gradients in the layout of ``out`` (the sum into ``sums`` where the kernel can);
+    None where ``_fc_kernels`` does not apply."""
     if type(g) is not _np_ndarray or g.ndim != 2:
         return None
     if g.flags.c_contiguous:
-        return _fc_kernels.relu_bias_grad(g, out, True, relu, bias_grad)
+        return _fc_kernels.relu_bias_grad(g, out, True, relu, bias_grad, sums)
     if g.flags.f_contiguous:
         # The transposed forward's layout: one unit per row of the transposes.
-        fused = _fc_kernels.relu_bias_grad(g.T, out.T, False, relu, bias_grad)
+        fused = _fc_kernels.relu_bias_grad(g.T, out.T, False, relu, bias_grad, sums)
         if fused is not None:
             return fused[0].T, fused[1]
     return None
