@@ -7,7 +7,7 @@ mappings, paying a TLB miss every page. Carved one after another out of a few la
 the same arrays are contiguous, and NumPy asks the kernel for transparent huge pages on any
 buffer of 4 MiB or more (``madvise``). Measured on 10M float32 parameters in 200 tensors, the SGD
 momentum step takes 5.3 ms over separate arrays and 4.1 ms over packed ones
-(``benchmarks/run_all.py``, case ``sgd_mom_10M``).
+(``benchmarks/run_all.py``, case ``opt_sgd_mom_10m``).
 
 A ``Slabs`` is a bump allocator: each array takes the next 64-byte-aligned place in the current
 buffer; a new buffer (twice the size of the last, up to ``MAX_SLAB``) starts when it is full.
