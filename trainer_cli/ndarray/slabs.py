@@ -29,6 +29,7 @@ import threading
 import numpy
 
 from ..context import Context
+from . import creation
 from .ndarray import NDArray, _wrap
 
 __all__ = ["Slabs", "MIN_BYTES"]
@@ -58,8 +59,7 @@ class Slabs:
         """An NDArray of zeros on ``ctx``."""
         data = self._take(shape, dtype, ctx)
         if data is None:
-            with ctx.device_scope():
-                return _wrap(ctx.xp.zeros(shape, dtype=dtype), ctx)
+            return creation.zeros(shape, ctx=ctx, dtype=dtype)
         data[...] = 0
         return _wrap(data, ctx)
 

@@ -129,6 +129,23 @@ class Optimizer:
         wd = self.wd
         return [wd * m for m in self._mults(indices, "wd_mult", self.wd_mult)]
 
+    def _get_lrs_wds(self, indices):
+        """``(self._get_lrs(indices), self._get_wds(indices))``; in one pass over the Parameters
+        when neither is overridden and every index has its Parameter (the hot path under a
+        Trainer)."""
+        klass, params = type(self), self.param_dict
+        if params and klass._get_lrs is Optimizer._get_lrs \
+                and klass._get_wds is Optimizer._get_wds:
+            try:
+                chosen = [params[index] for index in indices]
+            except KeyError:
+                pass
+            else:
+                lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+                wd = self.wd
+                return [lr * p.lr_mult for p in chosen], [wd * p.wd_mult for p in chosen]
+        return self._get_lrs(indices), self._get_wds(indices)
+
     def _mults(self, indices, attr, table):
         params = self.param_dict
         if params:

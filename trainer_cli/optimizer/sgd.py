@@ -197,7 +197,7 @@ class SGD(Optimizer):
         return state[1], state[0]
 
     def _lrs_wds(self, indices, weights, grads):
-        return self._get_lrs(indices), self._get_wds(indices)
+        return self._get_lrs_wds(indices)
 
     def _momentum(self):
         # MXNet passes momentum to the kernel only when > 0 (a negative one creates a state but
@@ -209,20 +209,6 @@ class SGD(Optimizer):
     def _plan(self, indices, weights, grads):
         # An aggregated update counts its indices together, then asks for their rates (MXNet).
         self._update_count(indices)
-        klass = type(self)
-        if klass._lrs_wds is SGD._lrs_wds and klass._get_lrs is Optimizer._get_lrs \
-                and klass._get_wds is Optimizer._get_wds and self.param_dict:
-            # The same, in one pass over the Parameters: the hot path under a Trainer.
-            params = self.param_dict
-            lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
-            wd = self.wd
-            try:
-                chosen = [params[index] for index in indices]
-            except KeyError:
-                pass
-            else:
-                momentum = self._momentum()
-                return [(lr * p.lr_mult, wd * p.wd_mult, momentum) for p in chosen]
         lrs, wds = self._lrs_wds(indices, weights, grads)
         momentum = self._momentum()     # after the rates: LARS's depends on them
         return [(lr, wd, momentum) for lr, wd in zip(lrs, wds)]
