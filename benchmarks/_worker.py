@@ -26,6 +26,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # ----------------------------------------------------------------------------- timing
+def _clocked(fn, number, sync):
+    """Wall and process-CPU seconds of ``number`` calls of ``fn``, then ``sync()``."""
+    start, cpu = time.perf_counter(), time.process_time()
+    for _ in range(number):
+        fn()
+    sync()
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
 class Timing:
     def __init__(self, quick: bool):
         self.quick = quick
@@ -51,12 +60,9 @@ class Timing:
         batch = max(3, int(self.batch_seconds / per_step))
         rates, cpu_rates = [], []
         for _ in range(self.repeats):
-            start, cpu = time.perf_counter(), time.process_time()
-            for _ in range(batch):
-                step()
-            sync()
-            rates.append(batch / (time.perf_counter() - start))
-            cpu_rates.append(batch / max(time.process_time() - cpu, 1e-9))
+            wall, cpu = _clocked(step, batch, sync)
+            rates.append(batch / wall)
+            cpu_rates.append(batch / max(cpu, 1e-9))
         return {"value": statistics.median(rates), "samples": rates,
                 "cpu_value": statistics.median(cpu_rates), "batch": batch}
 
@@ -68,11 +74,9 @@ class Timing:
         repeats = 5 if self.quick else 15
         times, cpu_times = [], []
         for _ in range(repeats):
-            start, cpu = time.perf_counter(), time.process_time()
-            fn()
-            sync()
-            times.append(time.perf_counter() - start)
-            cpu_times.append(time.process_time() - cpu)
+            wall, cpu = _clocked(fn, 1, sync)
+            times.append(wall)
+            cpu_times.append(cpu)
         return {"value": statistics.median(times), "samples": times,
                 "cpu_value": statistics.median(cpu_times)}
 
@@ -83,12 +87,9 @@ class Timing:
         sync()
         samples, cpu_samples = [], []
         for _ in range(self.repeats):
-            start, cpu = time.perf_counter(), time.process_time()
-            for _ in range(number):
-                fn()
-            sync()
-            samples.append((time.perf_counter() - start) / number * 1e6)
-            cpu_samples.append((time.process_time() - cpu) / number * 1e6)
+            wall, cpu = _clocked(fn, number, sync)
+            samples.append(wall / number * 1e6)
+            cpu_samples.append(cpu / number * 1e6)
         return {"value": statistics.median(samples), "samples": samples,
                 "cpu_value": statistics.median(cpu_samples)}
 
