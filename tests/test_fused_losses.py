@@ -122,6 +122,9 @@ def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape):
     scores[2] = -numpy.inf
     scores[2, 1] = 0
     scores[3, 0] = numpy.nan
+    if batch > 9:
+        scores[9, :2] = [-0.0, 0.0]     # a largest value that is a zero of both signs
+        scores[9, 2:] = -numpy.abs(scores[9, 2:])
     labels = rng.randint(-2, classes + 2, size=batch).astype(numpy.float32)
     labels[1] = 0
     labels[4:8] = [numpy.nan, numpy.inf, 1.9, -0.5]   # cast and clipped as pick does
@@ -156,3 +159,24 @@ def test_softmax_ce_kernels_run_on_a_classifier_batch(monkeypatch):
         out = gloss.SoftmaxCrossEntropyLoss()(pred, nd.zeros(8))
     out.backward()
     assert _jit._numba is None              # small batches never load numba
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_log_softmax_parts_are_numpys_up_to_the_sign_of_a_zero(dtype):
+    pytest.importorskip("numba")
+    from trainer_cli.gluon import _loss_kernels
+    rng = numpy.random.RandomState(5)
+    for trial in range(300):
+        batch, classes = rng.randint(1, 20), rng.randint(1, _loss_kernels._fc_kernels._BLOCK + 1)
+        scores = (rng.standard_normal((batch, classes)) * rng.choice([1e-3, 1, 1e3])).astype(dtype)
+        mask = rng.rand(batch, classes) < rng.rand()
+        scores[mask] = rng.choice([0.0, -0.0, -numpy.inf, numpy.inf, numpy.nan, -1.0],
+                                  size=mask.sum())
+        for layout in (scores, numpy.asfortranarray(scores)):
+            with numpy.errstate(all="ignore"):
+                want_shifted = layout - layout.max(axis=1, keepdims=True)
+                want_log_sum = numpy.log(numpy.exp(want_shifted).sum(axis=1, keepdims=True))
+                shifted, log_sum = _loss_kernels.log_softmax_parts(layout)
+            _same_bits(log_sum, want_log_sum)
+            numpy.testing.assert_array_equal(shifted, want_shifted)     # -0.0 == 0.0, NaN == NaN
+            assert shifted.flags.c_contiguous == want_shifted.flags.c_contiguous

@@ -20,7 +20,7 @@ import numpy
 from .. import _jit
 from ..ndarray import _fc_kernels
 
-__all__ = ["applies", "forward", "backward", "MIN_SIZE"]
+__all__ = ["applies", "log_softmax_parts", "forward", "backward", "MIN_SIZE"]
 
 MIN_SIZE = 512
 _FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
@@ -35,6 +35,27 @@ def applies(scores, label) -> bool:
             and type(label) is _np_ndarray and label.size == scores.shape[0]
             and label.dtype.kind in "fi"
             and _jit._numba is not False and (_jit._numba is not None or _jit.enabled()))
+
+
+def log_softmax_parts(scores):
+    """``(shifted, log_sum)``: ``scores - scores.max(axis=1, keepdims=True)`` and
+    ``log(exp(shifted).sum(axis=1, keepdims=True))``, for scores that ``applies`` took.
+
+    On C-contiguous scores the max and the subtraction are one kernel pass and the row sums
+    another (NumPy's reductions over ten-odd values per row cost microseconds each); ``exp``
+    and ``log`` stay NumPy's. Other layouts take NumPy's calls, whose order of summation
+    depends on the layout. The one difference: where a row's largest value is a zero of both
+    signs, NumPy and the kernel may pick a different one as the max, which can only change the
+    sign of a zero in ``shifted``. Nothing after it sees that sign: such a row's exponentials
+    sum to 2 or more, so ``shifted - log_sum`` rounds the same either way."""
+    if not scores.flags.c_contiguous:
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        return shifted, numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
+    shifted = numpy.empty_like(scores)
+    _shift(scores, shifted)
+    sums = numpy.empty((scores.shape[0], 1), scores.dtype)
+    _row_sums(numpy.exp(shifted), sums)
+    return shifted, numpy.log(sums)
 
 
 def forward(shifted, log_sum, label):
@@ -91,7 +112,26 @@ def _backward_loop(head, e, idx, grad):
             row[j] = row[j] - e[i, j] * total
 
 
+def _shift_loop(scores, shifted):
+    for i in range(scores.shape[0]):
+        row = scores[i]
+        top = row[0]
+        for j in range(1, row.shape[0]):
+            v = row[j]
+            if not top >= v and top == top:        # numpy.maximum: a NaN wins
+                top = v
+        for j in range(row.shape[0]):
+            shifted[i, j] = row[j] - top
+
+
+def _row_sums_loop(e, sums):
+    for i in range(e.shape[0]):
+        sums[i, 0] = _pairwise_block(e[i])
+
+
 _pairwise_block = None      # bound to the compiled pairwise sum (see ``_jit.Kernel``)
 
 _forward = _jit.Kernel(_forward_loop)
 _backward = _jit.Kernel(_backward_loop, "_pairwise_block", _fc_kernels.pairwise_block)
+_shift = _jit.Kernel(_shift_loop)
+_row_sums = _jit.Kernel(_row_sums_loop, "_pairwise_block", _fc_kernels.pairwise_block)

@@ -76,10 +76,9 @@ def _softmax_ce_fused(pred, label, axis, batch_axis):
     d = pred._data
     lab = label._data if isinstance(label, NDArray) else None
     if axis in (-1, 1) and batch_axis == 0 and _loss_kernels.applies(d, lab):
-        # Class scores per row: the pick, the mean and the gradient as one kernel pass each,
-        # around NumPy's own max, exp, sum and log (the same calls as _log_softmax_raw).
-        shifted = d - d.max(axis=1, keepdims=True)
-        log_sum = numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
+        # Class scores per row: the log-softmax, the pick, the mean and the gradient in kernel
+        # passes around NumPy's own exp and log (the same operations as _log_softmax_raw).
+        shifted, log_sum = _loss_kernels.log_softmax_parts(d)
         out, logp, idx = _loss_kernels.forward(shifted, log_sum, lab)
         if not (_ag._state.recording and _needs_grad(pred)):
             return _wrap(out, pred._ctx)

@@ -272,6 +272,9 @@ class Trainer:
 
     def _update(self, ignore_stale_grad=False):
         updaters = self._updaters
+        if len(updaters) == 1:
+            self._update_one_device(ignore_stale_grad)
+            return
         per_device = [([], [], []) for _ in updaters]
         stale = False
         for i, param in enumerate(self._params):
@@ -292,7 +295,26 @@ class Trainer:
                 data._fresh_grad = False
         for updater, (indices, grads, weights) in zip(updaters, per_device):
             if indices:
-                updater(indices, grads, weights)
+                updater.update_lists(indices, grads, weights)
+
+    def _update_one_device(self, ignore_stale_grad):
+        # ``_update`` for the usual single device, in one pass (this runs at every step).
+        indices, grads, weights = [], [], []
+        for i, param in enumerate(self._params):
+            if param._grad_req == "null":
+                continue
+            data = (param._data or param.list_data())[0]
+            if not data._fresh_grad:
+                if not ignore_stale_grad:
+                    self._check_fresh(False)        # raises, before anything changed
+                continue
+            indices.append(i)
+            grads.append(data._grad)
+            weights.append(data)
+        for data in weights:
+            data._fresh_grad = False
+        if indices:
+            self._updaters[0].update_lists(indices, grads, weights)
 
     # ----------------------------------------------------------------- states
     def save_states(self, fname):

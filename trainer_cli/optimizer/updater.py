@@ -25,13 +25,17 @@ class Updater:
     def __call__(self, index, grad, weight):
         """Update ``weight`` from ``grad`` (note the order); each may be a single item or a list."""
         if not isinstance(index, (list, tuple)):
-            indices, grads, weights = [index], [grad], [weight]
+            self.update_lists([index], [grad], [weight])
         else:
-            indices, grads, weights = list(index), list(grad), list(weight)
-        if not weights:
-            return
+            weights = list(weight)
+            if weights:
+                self.update_lists(list(index), list(grad), weights)
+
+    def update_lists(self, indices, grads, weights):
+        """``self(indices, grads, weights)`` on non-empty lists of the caller's that this may
+        change (the Trainer's, made for the call)."""
         optimizer = self.optimizer
-        optimizer._set_current_context(weights[0].context.device_id)
+        optimizer._set_current_context(weights[0]._ctx.device_id)
         states, synced = self.states, self.states_synced
         for i, idx in enumerate(indices):
             if synced.get(idx) is True and idx in states:
