@@ -206,7 +206,7 @@ def test_multi_tensor_kernels_are_bitwise_the_numpy_rules(fused_on, name, params
         reference, _ = _run_updates(name, params, weights, grads)
         fused_on.setattr(_fused, "MIN_SIZE", 256)
         fused, opt = _run_updates(name, params, weights, grads)
-    groups, rest = next(iter(opt._array_lists._entries))[1]
+    groups, rest = next(iter(opt._array_tables._entries))[1]
     # float32 and float64 groups; the float16 and the strided tensors step through NumPy.
     assert sorted(len(group[0]) for group in groups) == [2, 5]
     assert len(rest) == 2
@@ -222,17 +222,18 @@ def test_small_models_never_load_numba(fused_on):
     assert _jit._numba is None
 
 
-def test_array_lists_are_reused_while_the_arrays_are_the_same(fused_on):
+def test_array_tables_are_reused_while_the_arrays_are_the_same(fused_on):
     fused_on.setattr(_fused, "MIN_SIZE", 16)
-    cache = _fused.ArrayLists(size=2)
+    cache = _fused.ArrayTables(size=2)
     ws = [numpy.ones(32, numpy.float32), numpy.ones((4, 8), numpy.float32)]
     gs = [numpy.ones(32, numpy.float32), numpy.ones((4, 8), numpy.float32)]
     first = cache.groups((ws, gs))
     assert cache.groups((ws, gs)) is first
-    (positions, (wl, gl), spans), = first[0]
+    (positions, table, spans), = first[0]
     assert positions == [0, 1] and first[1] == []
-    wl[1][3] = 7                                            # flat views of the arrays
-    assert ws[1][0, 3] == 7
+    # A row per tensor: its size, then the address of its weight and of its gradient.
+    assert table.dtype == numpy.int64
+    assert table.tolist() == [[a.size, a.ctypes.data, b.ctypes.data] for a, b in zip(ws, gs)]
     replaced = [numpy.ones(32, numpy.float32), ws[1]]
     assert cache.groups((replaced, gs)) is not first
     # A gradient overlapping its weight other than exactly is left to NumPy.

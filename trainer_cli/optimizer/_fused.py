@@ -5,11 +5,12 @@ on one element at a time, in the same order and precision, in a single pass, so 
 bitwise equal (``tests/test_fused_kernels.py``). Arrays smaller than ``MIN_SIZE`` elements, and
 layouts a kernel does not handle, take the NumPy body.
 
-A ``MultiKernel`` runs a kernel over a whole group of tensors in one call (numba typed lists of
-the arrays), so that a step over hundreds of tensors pays Python's dispatch once instead of once
-per tensor. The tensors are processed one after the other, each exactly as the single kernel
-does, so the numbers stay the same. ``ArrayLists`` builds the typed lists once and reuses them
-while the same arrays come back, as they do at every step of a training loop.
+A ``MultiKernel`` runs a kernel over a whole group of tensors in one call, so that a step over
+hundreds of tensors pays Python's dispatch once instead of once per tensor. The tensors are
+processed one after the other, each exactly as the single kernel does, so the numbers stay the
+same. The group goes in as a table of addresses (``ArrayTables``, built once and reused while the
+same arrays come back, as they do at every step of a training loop): numba passes one int64
+array in well under a microsecond, where typed lists of arrays cost microseconds per call.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy
 from .. import _jit
 from .._jit import enabled
 
-__all__ = ["Kernel", "MultiKernel", "ArrayLists", "scalar_rows", "enabled", "num_threads",
+__all__ = ["Kernel", "MultiKernel", "ArrayTables", "scalar_rows", "enabled", "num_threads",
            "MIN_SIZE"]
 
 MIN_SIZE = 1 << 14
@@ -86,12 +87,45 @@ def _clip_loop(x, lo, hi):
 clip = _jit.Kernel(_clip_loop)
 
 
-class MultiKernel:
-    """``pyfunc`` loops a single-tensor ``Kernel`` over typed lists of arrays.
+# A tensor's arrays inside a MultiKernel loop: ``_column(table, k, c, like)`` is column ``c``
+# (1 for the weight, 2 for the gradient, ...) of row ``k`` of an ``ArrayTables`` table, as a
+# flat array of ``like``'s dtype. Compiled on first use, when numba is imported.
+def _column_loop(table, k, c, like):
+    return _carray(_pointer(table[k, c], like), (table[k, 0],))
 
-    The loop calls the kernel through the module global ``callee``: numba resolves globals when
-    it compiles, so the name is bound to the compiled kernel just before, which also lets numba
-    cache the loop on disk like any function calling another jitted one.
+
+_carray = _pointer = None
+_column = None
+
+
+def _compiled_column():
+    global _carray, _pointer, _column
+    if _column is None:
+        import numba
+        from numba import types
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def pointer(typingctx, address, like):
+            # An int64 address as a pointer to like's dtype.
+            signature = types.CPointer(like.dtype)(address, like)
+
+            def codegen(context, builder, sig, args):
+                return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+            return signature, codegen
+
+        _carray, _pointer = numba.carray, pointer
+        _column = _jit.jit(_column_loop)
+    return _column
+
+
+class MultiKernel:
+    """``pyfunc`` loops a single-tensor ``Kernel`` over the tensors of an ``ArrayTables`` table.
+
+    The loop calls the kernel through the module global ``callee`` and reads the arrays through
+    the global ``_column``: numba resolves globals when it compiles, so the names are bound to
+    the compiled functions just before, which also lets numba cache the loop on disk like any
+    function calling another jitted one.
     """
 
     __slots__ = ("pyfunc", "one", "callee", "_compiled")
@@ -106,32 +140,35 @@ class MultiKernel:
         fn = self._compiled
         if fn is None:
             self.pyfunc.__globals__[self.callee] = self.one.compiled()
+            self.pyfunc.__globals__["_column"] = _compiled_column()
             fn = self._compiled = _jit.jit(self.pyfunc)
         return fn(*args)
 
-    def run(self, lists, *args, spans):
-        """``self(*lists, *args, spans[i])`` for each thread's spans, the first on this thread
+    def run(self, table, *args, spans):
+        """``self(table, *args, spans[i])`` for each thread's spans, the first on this thread
         (the kernels release the GIL, so the threads run at once)."""
         if len(spans) == 1:
-            return self(*lists, *args, spans[0])
+            return self(table, *args, spans[0])
         pool = _thread_pool(len(spans) - 1)
-        others = [pool.submit(self, *lists, *args, part) for part in spans[1:]]
-        self(*lists, *args, spans[0])
+        others = [pool.submit(self, table, *args, part) for part in spans[1:]]
+        self(table, *args, spans[0])
         for future in others:
             future.result()
 
 
-class ArrayLists:
+class ArrayTables:
     """The tensors of an update split into groups a ``MultiKernel`` runs, cached by identity.
 
     ``groups(columns)`` takes one list per kernel argument (weights, gradients, each state) and
-    returns ``(groups, rest)``: ``groups`` holds ``(positions, lists, spans)`` for each dtype,
-    ``lists`` being one numba typed list of flat views per column and ``spans`` the work of each
-    thread (see ``_spans``); ``rest`` the positions a kernel does not handle (other layouts,
-    other array libraries, too little work in all to pay for numba).
+    returns ``(groups, rest)``: ``groups`` holds ``(positions, table, spans)`` for each dtype,
+    ``table`` being an int64 array with a row per tensor, its size then the address of each
+    column's array, and ``spans`` the work of each thread (see ``_spans``); ``rest`` the
+    positions a kernel does not handle (other layouts, other array libraries, too little work
+    in all to pay for numba).
     A training loop passes the same arrays at every step, so the split is kept for the last
-    few sets of arrays seen (one per device); the arrays themselves are kept with it, which is
-    what makes their ids a valid key.
+    few sets of arrays seen (one per device). The arrays themselves are kept with it: that is
+    what makes their ids a valid key, and their addresses valid while the entry lives (a caller
+    holds them in its own lists while a kernel runs, too).
     """
 
     __slots__ = ("_entries", "_size")
@@ -165,9 +202,10 @@ def _split(columns):
         if sum(columns[0][p].size for p in positions) < MIN_SIZE or not enabled():
             rest.extend(positions)
             continue
-        from numba.typed import List
-        lists = tuple(List([column[p].ravel() for p in positions]) for column in columns)
-        groups.append((positions, lists, _spans([columns[0][p].size for p in positions])))
+        sizes = [columns[0][p].size for p in positions]
+        table = numpy.array([[size] + [column[p].ctypes.data for column in columns]
+                             for size, p in zip(sizes, positions)], dtype=numpy.int64)
+        groups.append((positions, table, _spans(sizes)))
     rest.sort()
     return groups, rest
 

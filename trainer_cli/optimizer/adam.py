@@ -134,20 +134,23 @@ _adam_kernel = _fused.Kernel(_adam_loop, "_clip", _fused.clip)
 _adamw_kernel = _fused.Kernel(_adamw_loop, "_clip", _fused.clip)
 
 # Each tensor of a group with its own row of scalars (see ``sgd``).
-_adam_one = _adamw_one = None
+_adam_one = _adamw_one = _column = None
 
 
-def _adam_multi_loop(ws, gs, means, vars_, rows, clipping, spans):
+def _adam_multi_loop(table, rows, clipping, spans):
     for j in range(spans.shape[0]):
         k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
-        _adam_one(ws[k][a:b], gs[k][a:b], means[k][a:b], vars_[k][a:b], rows[k],
+        _adam_one(_column(table, k, 1, rows)[a:b], _column(table, k, 2, rows)[a:b],
+                  _column(table, k, 3, rows)[a:b], _column(table, k, 4, rows)[a:b], rows[k],
                   rows[k, 1] != 0, clipping)
 
 
-def _adamw_multi_loop(ws, gs, means, vars_, rows, clipping, spans):
+def _adamw_multi_loop(table, rows, clipping, spans):
     for j in range(spans.shape[0]):
         k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
-        _adamw_one(ws[k][a:b], gs[k][a:b], means[k][a:b], vars_[k][a:b], rows[k], clipping)
+        _adamw_one(_column(table, k, 1, rows)[a:b], _column(table, k, 2, rows)[a:b],
+                   _column(table, k, 3, rows)[a:b], _column(table, k, 4, rows)[a:b], rows[k],
+                   clipping)
 
 
 _adam_multi = _fused.MultiKernel(_adam_multi_loop, _adam_kernel, "_adam_one")
@@ -161,12 +164,12 @@ def _adam_steps(rule, multi, cache, weights, grads, states, plans, *, beta1, bet
     means, variances = [s[0] for s in states], [s[1] for s in states]
     groups, rest = cache.groups((weights, grads, means, variances))
     clipping = clip is not None
-    for positions, lists, spans in groups:
+    for positions, table, spans in groups:
         template = _scalars(weights[positions[0]].dtype, rescale, 0, clip, beta1, beta2, epsilon,
                             0)
         rows = _fused.scalar_rows(template, len(positions), {
             _LR: [plans[p][0] for p in positions], _WD: [plans[p][1] for p in positions]})
-        multi.run(lists, rows, clipping, spans=spans)
+        multi.run(table, rows, clipping, spans=spans)
     for p in rest:
         lr, wd = plans[p]
         rule(weights[p], grads[p], means[p], variances[p], lr, wd, beta1=beta1, beta2=beta2,
@@ -188,7 +191,7 @@ class _AdamBase(Optimizer):
         return lr * math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t)
 
     def _steps(self, weights, grads, states, plans):
-        _adam_steps(self._rule, self._multi, self._fused_lists(), weights, grads, states, plans,
+        _adam_steps(self._rule, self._multi, self._fused_tables(), weights, grads, states, plans,
                     beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
                     rescale=self._rescale(), clip=self._clip)
 

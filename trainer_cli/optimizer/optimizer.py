@@ -270,12 +270,12 @@ class Optimizer:
         for w, g, s, (index, lr, wd) in zip(weights, grads, states, plans):
             self._step(index, w, g, s, lr, wd)
 
-    def _fused_lists(self):
-        """The cache of kernel argument lists (see ``_fused.ArrayLists``), made on first use."""
-        cache = self.__dict__.get("_array_lists")
+    def _fused_tables(self):
+        """The cache of kernel argument tables (see ``_fused.ArrayTables``), made on first use."""
+        cache = self.__dict__.get("_array_tables")
         if cache is None:
-            from ._fused import ArrayLists
-            cache = self._array_lists = ArrayLists()
+            from ._fused import ArrayTables
+            cache = self._array_tables = ArrayTables()
         return cache
 
     def update_multi_precision(self, index, weight, grad, state):
@@ -346,7 +346,7 @@ class Optimizer:
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("param_dict", None)   # live Parameters: the Trainer re-attaches them
-        state.pop("_array_lists", None)     # views of those Parameters' arrays
+        state.pop("_array_tables", None)    # addresses of those Parameters' arrays
         return state
 
     def __setstate__(self, state):

@@ -111,20 +111,22 @@ _sgd_kernel = _fused.Kernel(_sgd_loop, "_clip", _fused.clip)
 _sgd_mom_kernel = _fused.Kernel(_sgd_mom_loop, "_clip", _fused.clip)
 
 # Each tensor of a group with its own row of scalars (the single kernels' layout); the kernel
-# names are bound by ``_fused.MultiKernel`` when it compiles these.
-_sgd_one = _sgd_mom_one = None
+# names and ``_column`` are bound by ``_fused.MultiKernel`` when it compiles these.
+_sgd_one = _sgd_mom_one = _column = None
 
 
-def _sgd_multi_loop(ws, gs, rows, clipping, spans):
+def _sgd_multi_loop(table, rows, clipping, spans):
     for j in range(spans.shape[0]):
         k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
-        _sgd_one(ws[k][a:b], gs[k][a:b], rows[k], clipping, rows[k, 1] != 0)
+        _sgd_one(_column(table, k, 1, rows)[a:b], _column(table, k, 2, rows)[a:b], rows[k],
+                 clipping, rows[k, 1] != 0)
 
 
-def _sgd_mom_multi_loop(ws, gs, moms, rows, clipping, spans):
+def _sgd_mom_multi_loop(table, rows, clipping, spans):
     for j in range(spans.shape[0]):
         k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
-        _sgd_mom_one(ws[k][a:b], gs[k][a:b], moms[k][a:b], rows[k], clipping, rows[k, 1] != 0)
+        _sgd_mom_one(_column(table, k, 1, rows)[a:b], _column(table, k, 2, rows)[a:b],
+                     _column(table, k, 3, rows)[a:b], rows[k], clipping, rows[k, 1] != 0)
 
 
 _sgd_multi = _fused.MultiKernel(_sgd_multi_loop, _sgd_kernel, "_sgd_one")
@@ -165,10 +167,10 @@ def sgd_steps(cache, weights, grads, moms, plans, rescale, clip):
     else:
         groups, rest = (), range(len(weights))
     clipping = clip is not None
-    for positions, lists, spans in groups:
+    for positions, table, spans in groups:
         rows = _rows(weights[positions[0]].dtype, positions, plans, rescale, clip)
-        multi = _sgd_multi if len(lists) == 2 else _sgd_mom_multi
-        multi.run(lists, rows, clipping, spans=spans)
+        multi = _sgd_multi if table.shape[1] == 3 else _sgd_mom_multi
+        multi.run(table, rows, clipping, spans=spans)
     for p in rest:
         lr, wd, momentum = plans[p]
         _sgd_step(weights[p], grads[p], moms[p], lr, wd, momentum, rescale, clip)
@@ -214,7 +216,7 @@ class SGD(Optimizer):
         return [(lr, wd, momentum) for lr, wd in zip(lrs, wds)]
 
     def _steps(self, weights, grads, states, plans):
-        sgd_steps(self._fused_lists(), weights, grads, states, plans, self.rescale_grad,
+        sgd_steps(self._fused_tables(), weights, grads, states, plans, self.rescale_grad,
                   self._clip)
 
 
