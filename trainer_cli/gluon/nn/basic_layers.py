@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import numpy
 
+from ... import ndarray as _nd
+from ...ndarray import NDArray
 from ...ndarray import ops as _ops
 from ..block import Block, HybridBlock
+from ..parameter import DeferredInitializationError
 
 __all__ = ["Dense", "Activation", "Flatten", "Identity", "Lambda", "HybridLambda"]
 
@@ -49,6 +52,18 @@ class Dense(HybridBlock):
     def infer_shape(self, x, *args):
         in_units = int(numpy.prod(x.shape[1:])) if self._flatten else x.shape[-1]
         self.weight.shape = (self._units, in_units)
+
+    def forward(self, x, *args):
+        # HybridBlock.forward without the keyword dict, for the usual call: every layer pays
+        # this at every step.
+        if args or type(x) is not NDArray or type(self).hybrid_forward is not Dense.hybrid_forward:
+            return super().forward(x, *args)
+        try:
+            weight = self.weight.data(x._ctx)
+            bias = None if self.bias is None else self.bias.data(x._ctx)
+        except DeferredInitializationError:
+            return super().forward(x)
+        return self.hybrid_forward(_nd, x, weight, bias)
 
     def hybrid_forward(self, F, x, weight, bias=None):
         act = self.act
