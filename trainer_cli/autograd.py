@@ -43,19 +43,6 @@ def direct_grad_buffer(x):
     return x._grad._data
 
 
-def _direct_leaves(nodes, heads):
-    """The write-mode leaves that feed exactly one input slot of ``nodes`` and are not heads."""
-    seen = {}
-    for node in nodes:
-        for x in node.inputs:
-            if x._node is None and x._grad is not None:
-                key = id(x)
-                seen[key] = None if key in seen else x
-    for head in heads:
-        seen.pop(id(head), None)
-    return {key: x for key, x in seen.items() if x is not None and x._grad_req == "write"}
-
-
 class Node:
     """One recorded op: ``vjp(out_grad, needs)`` returns one gradient (or None) per input."""
 
@@ -137,11 +124,16 @@ def _requires_grad(x) -> bool:
     return x._node is not None or x._grad is not None
 
 
-def _topological_nodes(heads):
-    """Nodes reachable from ``heads``, each after every node that consumes its output."""
+def _topological_nodes(heads, leaves=None):
+    """Nodes reachable from ``heads``, each after every node that consumes its output.
+
+    With a dict ``leaves``, also fills it with the write-mode leaves that feed exactly one
+    input slot of those nodes and are not heads (``{id(leaf): leaf}``; see
+    ``direct_grad_buffer``), in the same walk."""
     # Nodes hash by identity, so they key the visited set directly.
     order, visited = [], set()
     add, append = visited.add, order.append
+    seen = {} if leaves is not None else None       # id -> leaf, or None once seen twice
     for head in heads:
         node = head._node
         if node is None or node in visited:
@@ -159,9 +151,19 @@ def _topological_nodes(heads):
             push((node, True))
             for x in node.inputs:
                 child = x._node
-                if child is not None and child not in visited:
-                    push((child, False))
+                if child is not None:
+                    if child not in visited:
+                        push((child, False))
+                elif seen is not None and x._grad is not None:
+                    key = id(x)
+                    seen[key] = None if key in seen else x
     order.reverse()
+    if seen:
+        for head in heads:
+            seen.pop(id(head), None)
+        for key, x in seen.items():
+            if x is not None and x._grad_req == "write":
+                leaves[key] = x
     return order
 
 
@@ -189,9 +191,12 @@ def _run_backward(heads, head_grads, retain_graph, direct=False):
                 "cannot differentiate: the head array was not computed inside autograd.record() "
                 "from an array with attach_grad()"
             )
-    nodes = _topological_nodes(heads)
     if direct:
-        _state.direct = _direct_leaves(nodes, heads)
+        leaves = {}
+        nodes = _topological_nodes(heads, leaves)
+        _state.direct = leaves
+    else:
+        nodes = _topological_nodes(heads)
     try:
         _propagate(nodes, node_grads, var_grads, retain_graph)
     finally:
@@ -227,8 +232,13 @@ def _propagate(nodes, node_grads, var_grads, retain_graph):
             if child is not None:
                 g = node_grads.get(child)
                 node_grads[child] = gx if g is None else g + gx
-            else:
-                _accumulate(var_grads, id(x), x, gx)
+            else:       # _accumulate, inlined: a leaf gradient per parameter and step
+                key = id(x)
+                entry = var_grads.get(key)
+                if entry is None:
+                    var_grads[key] = [x, gx]
+                else:
+                    entry[1] = entry[1] + gx
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):

@@ -25,17 +25,23 @@ from .. import _jit
 __all__ = ["bias_relu", "relu_bias_grad", "pairwise_block", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
-_FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
 _np_ndarray = numpy.ndarray
 
 
-def _usable(*arrays) -> bool:
-    first = arrays[0]
-    if type(first) is not _np_ndarray or first.size < MIN_SIZE or first.dtype not in _FLOATS:
+def _usable(a, b=None) -> bool:
+    """Whether the kernels take ``a`` (and ``b``, of ``a``'s dtype): C-contiguous NumPy arrays
+    of a native float dtype, ``a`` of at least ``MIN_SIZE`` elements, numba available."""
+    # Called several times per layer and step: two fixed arguments, dtypes compared by identity
+    # (NumPy's native dtypes are singletons; a byte-swapped one takes the NumPy path).
+    if type(a) is not _np_ndarray or a.size < MIN_SIZE or not a.flags.c_contiguous:
         return False
-    for a in arrays:
-        if type(a) is not _np_ndarray or a.dtype != first.dtype or not a.flags.c_contiguous:
-            return False
+    dtype = a.dtype
+    if dtype is not _F32 and dtype is not _F64:
+        return False
+    if b is not None and (type(b) is not _np_ndarray or b.dtype is not dtype
+                          or not b.flags.c_contiguous):
+        return False
     return _jit._numba is not False and (_jit._numba is not None or _jit.enabled())
 
 
@@ -61,8 +67,7 @@ def relu_bias_grad(g, out, batch_on_rows, relu, bias, sums=None):
     nothing to fuse)."""
     if not relu and not bias:
         return None
-    arrays = (g, out) if relu else (g,)
-    if not _usable(*arrays) or (relu and out.shape != g.shape):
+    if not _usable(g, out if relu else None) or (relu and out.shape != g.shape):
         return None
     if bias and (g.shape[1] < 2 if batch_on_rows else g.shape[1] > _BLOCK):
         # One unit with the batch on rows: the batch is contiguous and NumPy sums it pairwise;

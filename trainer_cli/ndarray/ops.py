@@ -760,7 +760,8 @@ def _fully_connected(data, weight, bias, flatten, relu):
     """FullyConnected, followed by ReLU when ``relu`` (one node: Dense(activation='relu'))."""
     x, w = data._data, weight._data
     b = None if bias is None else bias._data
-    x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
+    x2 = x if x.ndim == 2 else (x.reshape(x.shape[0], -1) if flatten
+                                 else x.reshape(-1, x.shape[-1]))
     if type(x2) is _np_ndarray and x2.shape[0] < w.shape[0]:
         # OpenBLAS runs a batch smaller than the layer's width 1.2-2x faster with the weight as
         # the left operand: the same dot products, the same bits, a transposed (F-order) result.
