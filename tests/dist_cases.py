@@ -164,6 +164,7 @@ def store_semantics(out):
         seq.append(g.asnumpy())
     results["compressed"] = numpy.stack(seq)
     results["compressed_bytes"] = numpy.array([kc.wire_bytes])
+    wire_residuals(kc, out)
     # several keys in one call (small ones share Allreduces) == one call per key
     import trainer_cli.optimizer as opt
     shapes = [(3,), (50, 20), (4,), (300_000,), (7, 7), (2,)]
@@ -196,6 +197,41 @@ def store_semantics(out):
     ko.pull(0, out=w)
     results["states"] = numpy.concatenate([w.asnumpy(), [float(written)]])
     numpy.savez(os.path.join(out, "semantics-rank%d.npz" % r), **results)
+
+
+def wire_residuals(kc, out):
+    """Checkpoint support: every rank's residuals gathered on rank 0, and taken back by a fresh
+    store; ``kc`` has pushed 0.3 (r + 1) three times (2bit, threshold 0.5) on rank r."""
+    from trainer_cli.kvstore import gather, mpi
+    r = kc.rank
+    every = kc.gather_wire_residuals()
+    assert (every is None) == (r != 0)
+    kd = kvstore.create("dist_sync")
+    kd.set_gradient_compression({"type": "2bit", "threshold": 0.5})
+    kd.init(0, nd.zeros((5,)))
+    errors = []
+    for bad in ({9: numpy.zeros(5, numpy.float32)}, {0: numpy.zeros(4, numpy.float32)}):
+        try:
+            kd.set_wire_residuals(bad)
+        except (KeyError, ValueError) as exc:
+            errors.append(type(exc).__name__)
+    kd.set_wire_residuals({k: v.copy() for k, v in kc.wire_residuals().items()})
+    g = nd.array(numpy.full((5,), 0.3 * (r + 1), dtype=numpy.float32))
+    kd.pushpull(0, g)
+    # Uneven sizes and several 1 MiB rounds, rank 1 sending more than rank 0.
+    job = mpi.job()
+    comm = job.dup(mpi.load_mpi().COMM_WORLD, "testing gather")
+    rng = numpy.random.RandomState(r)
+    mine = {"big": rng.randn(300_000 + 400_000 * r).astype(numpy.float32), 7: numpy.arange(r + 2),
+            "empty": numpy.zeros((0, 3))}
+    numpy.savez(os.path.join(out, "gather-sent-rank%d.npz" % r), big=mine["big"])
+    got = gather.gather_arrays(comm, job, mine, 0, "a test gather")
+    if r == 0:
+        flat = {"rank%d_%s" % (i, name): arr for i, arrays in enumerate(got)
+                for name, arr in arrays.items()}
+        numpy.savez(os.path.join(out, "gathered.npz"), restored=g.asnumpy(),
+                    errors=numpy.array(errors), residual0=every[0][0], residual1=every[1][0],
+                    kinds=numpy.array([" ".join(sorted(map(repr, a))) for a in got]), **flat)
 
 
 def case_async(out):
@@ -231,6 +267,12 @@ def case_async(out):
         seq.append(got.asnumpy())
         kc.barrier()
     numpy.save(os.path.join(out, "async-2bit-rank%d.npy" % r), numpy.stack(seq))
+    # The residuals gathered while rank 0's server runs, and put back on this store's keys.
+    every = kc.gather_wire_residuals()
+    if r == 0:
+        kc.set_wire_residuals(every[0])
+        numpy.save(os.path.join(out, "async-residuals.npy"), numpy.stack([every[0]["w"],
+                                                                          every[1]["w"]]))
     if r == 0:
         numpy.savez(os.path.join(out, "async.npz"), before=before, after=after, updates=updates)
 

@@ -113,6 +113,27 @@ def test_sync_store_semantics(sync_run):
     assert g["states"][-1] == 1.0
 
 
+@needs_dist
+def test_sync_wire_residuals_gather_and_restore(sync_run):
+    g = numpy.load(sync_run / "gathered.npz")
+    # After 0.3 (r + 1) pushed three times through 2bit at 0.5, each rank keeps what it has not
+    # sent yet: rank 0 0.9 - 0.5, rank 1 1.8 - 1.5.
+    numpy.testing.assert_allclose(g["residual0"], [0.4] * 5, rtol=1e-6)
+    numpy.testing.assert_allclose(g["residual1"], [0.3] * 5, rtol=1e-5)
+    # A fresh store given those residuals sends 0.5 from each rank on the next push; with
+    # residuals at zero rank 0 (0.3 < 0.5) would send nothing.
+    numpy.testing.assert_array_equal(g["restored"], [1.0] * 5)
+    assert g["errors"].tolist() == ["KeyError", "ValueError"]   # unknown key, wrong size
+    # gather_arrays: uneven sizes over several 1 MiB rounds, int and str names, empty arrays
+    assert g["kinds"].tolist() == ["'big' 'empty' 7"] * 2
+    for r in (0, 1):
+        sent = numpy.load(sync_run / ("gather-sent-rank%d.npz" % r))["big"]
+        assert sent.nbytes > (1 << 20)
+        assert g["rank%d_big" % r].tobytes() == sent.tobytes()
+        numpy.testing.assert_array_equal(g["rank%d_7" % r], numpy.arange(r + 2))
+        assert g["rank%d_empty" % r].shape == (0, 3)
+
+
 # --------------------------------------------------------------------------------------------
 # Async
 
@@ -130,6 +151,9 @@ def test_async_trains_like_one_process(tmp_path):
     for r in (0, 1):
         seq = numpy.load(tmp_path / ("async-2bit-rank%d.npy" % r))
         numpy.testing.assert_array_equal(seq, [[-1.0] * 5, [-2.0] * 5])
+    # what each rank has not sent yet: 1.3 - 1.0 on rank 0, 2.6 - 1.0 on rank 1
+    numpy.testing.assert_allclose(numpy.load(tmp_path / "async-residuals.npy"),
+                                  [[0.3] * 5, [1.6] * 5], rtol=1e-5)
 
 
 # --------------------------------------------------------------------------------------------

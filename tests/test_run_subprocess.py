@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 
+import numpy
 import pytest
 
 from conftest import HAS_GPU
@@ -232,3 +233,90 @@ def test_gpu_config_runs_and_learns(tmp_path):
     assert summary["metrics"]["val_accuracy"] >= 0.9
     params, states = final_arrays(only_run_dir(tmp_path))  # saved from the GPU as plain arrays
     assert params and states
+
+
+# Two ranks, each quantizing its own half of every batch with its own error-feedback residual
+# per parameter; thresholds small enough that the residuals carry real gradient mass from one
+# step to the next (and across the checkpoint that the resume starts from).
+DIST_COMPRESSED = """\
+model: {name: mlp, args: {hidden: [8], classes: 3}, init: xavier}
+data:
+  train: {type: synthetic, task: classification, num_samples: 96, num_features: 5,
+          num_classes: 3, seed: 4}
+  batch_size: 16
+loss: softmax_cross_entropy
+optimizer: {name: sgd, params: {learning_rate: 0.1, momentum: 0.9}}
+kvstore: dist_sync
+compression: {type: %s, threshold: %s}
+seed: 3
+epochs: 2
+log_every: 3
+checkpoint: {every_steps: 4, every_epoch: false, keep_last: 10}
+"""
+COMPRESSIONS = {"2bit": 0.05, "1bit": 0.0}
+
+
+@pytest.fixture(scope="module")
+def compressed_dist_runs(tmp_path_factory):
+    """``get(kind)``: a finished 2-rank run with that compression (12 steps, checkpoints every
+    4), made once per module; tests resume copies of it."""
+    made = {}
+
+    def get(kind):
+        if kind not in made:
+            folder = tmp_path_factory.mktemp("dist-" + kind)
+            config = folder / "dist.yaml"
+            config.write_text(DIST_COMPRESSED % (kind, COMPRESSIONS[kind]))
+            # Under a plain mpiexec (the resumes go through --workers, whose launcher costs
+            # half a second more).
+            from trainer_cli import dist_launch
+
+            cmd = [dist_launch.find_mpiexec(), "-n", "2"] + trainer_cmd(
+                "run", config, "--run-dir", folder / "runs", "-q")
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+            assert proc.returncode == 0, proc.stderr
+            made[kind] = only_run_dir(folder / "runs")
+        return made[kind]
+    return get
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+@pytest.mark.parametrize("kind", list(COMPRESSIONS))
+def test_compressed_dist_run_resumes_bitwise(compressed_dist_runs, tmp_path, kind):
+    done = compressed_dist_runs(kind)
+    # Rank 0 wrote every rank's residuals into the checkpoint, under the manifest.
+    saved = layout.checkpoint_dir(done, 4)
+    assert layout.KVSTORE_FILE in layout.verify_checkpoint(saved)["files"]
+    residuals = load_npz(saved / layout.KVSTORE_FILE)
+    assert sorted(residuals) == sorted("r%d_w%d" % (k, r) for k in range(4) for r in (0, 1))
+    for k in range(4):
+        assert residuals["r%d_w0" % k].any() and residuals["r%d_w1" % k].any()
+        assert not numpy.array_equal(residuals["r%d_w0" % k], residuals["r%d_w1" % k])
+    # Every rank takes its own back and the job replays steps 5-12 to the same bits.
+    run_dir = tmp_path / done.name
+    shutil.copytree(done, run_dir)
+    proc = run_trainer("resume", run_dir, "--from", "step-4", "--workers", 2, "-q")
+    assert proc.returncode == 0, proc.stderr
+    _assert_same_as_reference(run_dir, done)
+    assert_bitwise_equal(load_npz(latest_dir(run_dir) / layout.KVSTORE_FILE),
+                         load_npz(latest_dir(done) / layout.KVSTORE_FILE))
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+def test_compressed_dist_checkpoint_resumed_by_another_number_of_ranks(compressed_dist_runs,
+                                                                       tmp_path):
+    done = compressed_dist_runs("2bit")
+    run_dir = tmp_path / done.name
+    shutil.copytree(done, run_dir)
+    # One plain process: a dist store with one worker, for which the saved residuals mean nothing.
+    proc = run_trainer("resume", run_dir, "--from", "step-4")
+    assert proc.returncode == 0, proc.stderr
+    note = ("%s holds the gradient-compression residuals of 2 ranks, but this job has 1"
+            % (layout.checkpoint_dir(run_dir, 4) / layout.KVSTORE_FILE))
+    assert note in proc.stderr and note in (run_dir / layout.LOG_FILE).read_text()
+    assert layout.read_latest(run_dir) == 12
+    # Its own checkpoints hold its one rank's residuals.
+    final = load_npz(latest_dir(run_dir) / layout.KVSTORE_FILE)
+    assert sorted(final) == ["r%d_w0" % k for k in range(4)]

@@ -38,10 +38,15 @@ Optimizer states: MXNet refuses to save them for dist stores; here rank 0 writes
 mode all ranks hold the same states, in async mode rank 0's server holds the only ones) and the
 call does nothing on the other ranks. Every rank can load them.
 
-Collective calls (``init``/``broadcast``, sync ``push``/``pushpull``, ``barrier``, creating the
-store) must be made by every rank in the same order, as with MXNet; ``init`` checks that the
-ranks agree on the key, shape and dtype. Waits time out (``TRAINER_DIST_TIMEOUT``) and name the
-ranks; see :mod:`.mpi` for how failures end the job.
+Compression residuals: each worker's live in its own process, but only rank 0 writes
+checkpoints, so ``gather_wire_residuals`` brings every worker's to rank 0 (on a communicator of
+its own, so that ranks disagreeing about when to save time out naming it instead of pairing it
+with a push); on resume each worker hands its own back to ``set_wire_residuals``.
+
+Collective calls (``init``/``broadcast``, sync ``push``/``pushpull``, ``barrier``,
+``gather_wire_residuals``, creating the store) must be made by every rank in the same order, as
+with MXNet; ``init`` checks that the ranks agree on the key, shape and dtype. Waits time out
+(``TRAINER_DIST_TIMEOUT``) and name the ranks; see :mod:`.mpi` for how failures end the job.
 """
 from __future__ import annotations
 
@@ -57,6 +62,7 @@ from ..ndarray import NDArray
 from ..ndarray.ndarray import _transfer, _wrap
 from . import mpi
 from .base import KVStoreBase
+from .gather import gather_arrays
 from .local import KVStoreLocal, group_key_values
 
 __all__ = ["create_dist", "KVStoreDistSync", "KVStoreDistAsync"]
@@ -159,6 +165,7 @@ class _DistStore(KVStoreLocal):
         self._comm = self._job.dup(MPI.COMM_WORLD, "creating kvstore %r" % name)
         self._gc = None
         self._wire_residuals: dict = {}
+        self._state_comm = None  # for gather_wire_residuals, made on first use
         self.wire_bytes = 0  # payload bytes this rank handed to MPI for pushes (benchmarks read it)
 
     @property
@@ -194,6 +201,42 @@ class _DistStore(KVStoreLocal):
                 residual = ctx.xp.zeros(grad.size, dtype=numpy.float32)
             self._wire_residuals[key] = residual
         return _host(self._gc.quantize(grad.reshape(-1), residual))
+
+    def wire_residuals(self) -> dict:
+        """This worker's compression residuals, ``{key: flat float32 array}`` (the live arrays):
+        what an exact resume must restore. Empty without compression or before the first push."""
+        return dict(self._wire_residuals)
+
+    def gather_wire_residuals(self, root=0):
+        """Collective: every worker's residuals as host copies, on ``root`` a list indexed by
+        rank, None on the other ranks."""
+        if self._state_comm is None:
+            self._state_comm = self._job.dup(mpi.load_mpi().COMM_WORLD,
+                                             "gathering the compression residuals")
+        mine = {key: _host(arr) for key, arr in self._wire_residuals.items()}
+        return gather_arrays(self._state_comm, self._job, mine, root,
+                             "gathering the compression residuals of kvstore %r on rank %d"
+                             % (self._type, root))
+
+    def set_wire_residuals(self, residuals: dict) -> None:
+        """Adopt residuals saved from ``wire_residuals`` (after compression is set up, which
+        starts them at zero), each copied to its key's device; the keys must be initialized."""
+        if self._gc is None:
+            raise ValueError("set_wire_residuals: this store has no gradient compression")
+        placed = {}
+        for key, value in residuals.items():
+            shape, ctx = self._placement(key)
+            size = int(numpy.prod(shape, dtype=numpy.int64))
+            if value.size != size:
+                raise ValueError("a compression residual of %d values for key %s, which holds %d"
+                                 % (value.size, _key_repr(key), size))
+            with ctx.device_scope():
+                placed[key] = ctx.xp.array(value, dtype=numpy.float32).reshape(-1)
+        self._wire_residuals.update(placed)
+
+    def _placement(self, key):
+        """``(shape, context)`` of an initialized key: where its residual lives."""
+        raise NotImplementedError
 
     def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         """Rank 0 writes them (see the module notes); a no-op on the other ranks."""
@@ -321,6 +364,10 @@ class KVStoreDistSync(_DistStore):
                 self._updater(k, _wrap(total_k, stored.context), stored)
             else:
                 stored._data[...] = total_k
+
+    def _placement(self, key):
+        stored = self._stored(key)
+        return stored.shape, stored.context
 
     def _fusion_buffer(self, which, dtype, size):
         buf = self._host_buffers.get((which, dtype))
@@ -593,6 +640,11 @@ class KVStoreDistAsync(_DistStore):
         if slot is None:
             raise KeyError("kvstore key %r has not been initialized (call init first)" % (key,))
         return slot
+
+    def _placement(self, key):
+        self._slot(key)
+        shape, _, ctx = self._meta[key]
+        return shape, ctx
 
     def init(self, key, value):
         for k, arrays in group_key_values(key, value):

@@ -5,6 +5,9 @@ compressing, then meta.json with each file's size and SHA-256), fsyncs the files
 renames it to ``step-N``, then rewrites ``latest`` atomically, and only then prunes. A crash at
 any point leaves the previous checkpoint and pointer intact; leftovers of an interrupted save or
 prune start with ``.`` and are removed by :func:`clean_leftovers`.
+
+The caller hands over the kvstore residuals (:func:`.kvstate.get_residuals`, which a dist job's
+ranks call together) rather than the store: saving is rank 0's business alone.
 """
 from __future__ import annotations
 
@@ -30,8 +33,9 @@ def _describe(path: Path) -> dict:
     return {"size": path.stat().st_size, "sha256": layout.file_digest(path)}
 
 
-def save_checkpoint(run_dir, step: int, net, trainer, kv, meta: dict) -> Path:
-    """Write checkpoint ``step`` and point ``latest`` at it; returns its folder."""
+def save_checkpoint(run_dir, step: int, net, trainer, residuals: dict, meta: dict) -> Path:
+    """Write checkpoint ``step`` and point ``latest`` at it; returns its folder. ``residuals``
+    are ``kvstore.npz``'s entries (none: no such file)."""
     folder = Path(run_dir) / layout.CHECKPOINTS
     final = folder / layout.checkpoint_name(step)
     if final.exists():
@@ -44,7 +48,6 @@ def save_checkpoint(run_dir, step: int, net, trainer, kv, meta: dict) -> Path:
         files[layout.PARAMS_FILE] = _describe(tmp / layout.PARAMS_FILE)
         trainer.save_states(str(tmp / layout.STATES_FILE))
         files[layout.STATES_FILE] = _describe(tmp / layout.STATES_FILE)
-        residuals = kvstate.get_residuals(kv)
         if residuals:
             from ..gluon.param_file import save_arrays
             save_arrays(tmp / layout.KVSTORE_FILE, residuals)
@@ -62,8 +65,9 @@ def save_checkpoint(run_dir, step: int, net, trainer, kv, meta: dict) -> Path:
     return final
 
 
-def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> dict:
-    """Verify ``ckpt_dir`` and load it into ``net``, ``trainer`` and ``kv``; returns its meta."""
+def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> tuple[dict, list]:
+    """Verify ``ckpt_dir`` and load it into ``net``, ``trainer`` and ``kv``; returns its meta and
+    notes for the user (saved state that this job could not take back)."""
     from ..gluon.param_file import ParamFileError, load_arrays
     from ..gluon.parameter import ParameterError
 
@@ -75,13 +79,19 @@ def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> dict:
         raise RunDirError("%s: does not fit the model in config.yaml: %s"
                           % (ckpt_dir / layout.PARAMS_FILE, exc)) from None
     trainer.load_states(str(ckpt_dir / layout.STATES_FILE))
+    residuals, where = {}, ckpt_dir
     if layout.KVSTORE_FILE in meta["files"]:
+        where = ckpt_dir / layout.KVSTORE_FILE
         try:
-            residuals = load_arrays(ckpt_dir / layout.KVSTORE_FILE)
+            residuals = load_arrays(where)
         except ParamFileError as exc:
             raise RunDirError(str(exc)) from None
-        kvstate.set_residuals(kv, residuals, contexts)
-    return meta
+    try:
+        note = kvstate.set_residuals(kv, residuals, contexts, where)
+    except (KeyError, ValueError) as exc:
+        raise RunDirError("%s: does not fit the model in config.yaml: %s"
+                          % (where, exc.args[0] if exc.args else exc)) from None
+    return meta, [note] if note else []
 
 
 def resume_point(run_dir, from_step: int | None = None):

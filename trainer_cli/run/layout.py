@@ -12,7 +12,9 @@
             step-<N>/          built in a temp folder, then renamed: only ever complete
                 params.npz     parameters under structural names (Block.save_parameters)
                 trainer.states optimizer states (trainer_cli.optimizer.state_file)
-                kvstore.npz    only with gradient compression: the error-feedback residuals
+                kvstore.npz    only with gradient compression: the error-feedback residuals,
+                               r<key>_<device position> in one process, r<key>_w<rank> for
+                               every rank of a dist job (see run.kvstate)
                 meta.json      step, epoch, position, RNG and loop state, and a SHA-256 of
                                each other file, so damage is detected before anything loads
             latest             the name of the newest checkpoint, written last

@@ -7,7 +7,9 @@ newest intact checkpoint), seed and build exactly as the run did, load parameter
 states, kvstore residuals and the random state, set aside checkpoints newer than the one
 resumed from, cut ``metrics.jsonl`` back to it, and train on.
 
-Under a dist kvstore every rank trains; only rank 0 writes the run directory.
+Under a dist kvstore every rank trains; only rank 0 writes the run directory, and the other
+ranks hand it their gradient-compression residuals at each checkpoint. Every rank resumes from the
+same files.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from .. import __version__
 from .. import random as _random
 from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
 from . import checkpoint as _ckpt
-from . import layout
+from . import kvstate, layout
 from .build import build
 from .layout import RunDirError
 from .logs import MetricsLog, TrainLog, truncate_metrics
@@ -93,11 +95,13 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
         step = 0
         if point is not None:
             step, path = point
-            meta = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore, parts.contexts)
+            meta, unused = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore,
+                                                 parts.contexts)
             _check_data(meta, parts, path)
             state = _loop_state(meta, step, path)
             notes.append("resuming from %s (step %d, epoch %d, batch %d of the epoch)"
                          % (path.name, step, state.epoch, state.batch_in_epoch))
+            notes += ["note: %s" % text for text in unused]
         else:
             notes.append("no checkpoint yet: starting again from step 0")
         if lock is not None:
@@ -223,6 +227,8 @@ class _Recorder:
 
     def checkpoint(self, loop):
         st, parts, config = loop.state, self.parts, self.parts.config
+        # First, and on every rank (see _NullRecorder): a dist store gathers them here.
+        residuals = kvstate.get_residuals(parts.kvstore)
         meta = {
             "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch, "finished": st.finished,
             "stop_reason": st.stop_reason, "num_update": int(parts.trainer.optimizer.num_update),
@@ -235,7 +241,7 @@ class _Recorder:
             "trainer_cli": __version__,
         }
         path = _ckpt.save_checkpoint(self.run_dir, st.step, parts.net, parts.trainer,
-                                     parts.kvstore, _json_safe(meta))
+                                     residuals, _json_safe(meta))
         _ckpt.prune(self.run_dir, config.checkpoint.keep_last, config.checkpoint.keep_best)
         self.last_checkpoint = path
         self.log.write("checkpoint %s saved" % path.name)
@@ -246,9 +252,12 @@ class _Recorder:
 
 
 class _NullRecorder:
-    """Ranks other than 0 write nothing."""
+    """Ranks other than 0 write nothing; at a checkpoint they hand rank 0 their share of it."""
 
     last_checkpoint = None
+
+    def __init__(self, parts):
+        self.parts = parts
 
     def row(self, row):
         pass
@@ -260,7 +269,7 @@ class _NullRecorder:
         pass
 
     def checkpoint(self, loop):
-        pass
+        kvstate.get_residuals(self.parts.kvstore)  # the gather that rank 0's checkpoint starts with
 
     def close(self):
         pass
@@ -273,7 +282,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     own_lock = None
     if run_dir is not None and lock is None:
         own_lock = lock = RunLock(run_dir).acquire()
-    recorder = _Recorder(run_dir, parts, reporter) if run_dir is not None else _NullRecorder()
+    recorder = _Recorder(run_dir, parts, reporter) if run_dir is not None else _NullRecorder(parts)
     signals = StopOnSignal(on_first=lambda name: recorder.message(
         "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
     use_signals = handle_signals and parts.num_workers == 1
