@@ -67,14 +67,17 @@ def test_each_rank_takes_its_own_residuals_back():
         assert kv.restored[0][0] == 1 + rank and kv.restored[3][0] == 3 + rank
 
 
-@pytest.mark.parametrize("saved_ranks, workers", [(2, 3), (2, 1), (3, 2)])
-def test_another_number_of_ranks_restarts_the_residuals_with_a_note(saved_ranks, workers):
+@pytest.mark.parametrize("saved_ranks, workers, saved_text", [
+    (2, 3, "2 ranks"), (2, 1, "2 ranks"), (3, 2, "3 ranks"), (1, 2, "1 rank")])
+def test_another_number_of_ranks_restarts_the_residuals_with_a_note(saved_ranks, workers,
+                                                                     saved_text):
     saved = {"r%d_w%d" % (k, r): _arr(r) for k in range(2) for r in range(saved_ranks)}
     kv = OneRank(0, workers)
     note = kvstate.set_residuals(kv, saved, [trainer_cli.cpu(0)], "ck/kvstore.npz")
-    assert note.startswith("ck/kvstore.npz holds the gradient-compression residuals of %d ranks, "
-                           "but this job has %d" % (saved_ranks, workers))
-    assert "start again from zero on every rank" in note and "not bitwise" in note
+    assert note.startswith("ck/kvstore.npz holds the gradient-compression residuals of %s, but "
+                           "this job has %d: " % (saved_text, workers))
+    assert "start again from zero on every rank" in note
+    assert note.endswith("not bitwise as it would have with %s." % saved_text)
     assert kv.restored is None
 
 

@@ -95,16 +95,16 @@ def set_residuals(kv, arrays: dict, contexts, where) -> str | None:
 
 
 def _set_wire(kv, by_rank: dict, where) -> str | None:
-    restart = ("they start again from zero on every rank. The run continues, but not bitwise as "
-               "it would have %s")
+    restart = ("so they start again from zero on every rank. The run continues, but not bitwise "
+               "as it would have %s.")
     if not by_rank:
         return ("%s holds no gradient-compression residuals of the workers (it was saved before "
-                "trainer-cli kept them): %s" % (where, restart % "without the interruption"))
+                "trainer-cli kept them), %s" % (where, restart % "without the interruption"))
     ranks = sorted(by_rank)
     if ranks != list(range(kv.num_workers)):
-        return ("%s holds the gradient-compression residuals of %d rank%s, but this job has %d, "
-                "and each residual belongs to the shard its rank trained on: %s"
-                % (where, len(ranks), "" if len(ranks) == 1 else "s", kv.num_workers,
-                   restart % ("with %d" % len(ranks))))
+        saved = "%d rank%s" % (len(ranks), "" if len(ranks) == 1 else "s")
+        return ("%s holds the gradient-compression residuals of %s, but this job has %d: each "
+                "belongs to the shard of the batches its rank trained on, %s"
+                % (where, saved, kv.num_workers, restart % ("with " + saved)))
     kv.set_wire_residuals(by_rank[kv.rank])
     return None

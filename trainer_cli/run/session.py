@@ -95,13 +95,13 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
         step = 0
         if point is not None:
             step, path = point
-            meta, unused = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore,
-                                                 parts.contexts)
+            meta, kv_notes = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore,
+                                                   parts.contexts)
             _check_data(meta, parts, path)
             state = _loop_state(meta, step, path)
             notes.append("resuming from %s (step %d, epoch %d, batch %d of the epoch)"
                          % (path.name, step, state.epoch, state.batch_in_epoch))
-            notes += ["note: %s" % text for text in unused]
+            notes += ["note: %s" % text for text in kv_notes]
         else:
             notes.append("no checkpoint yet: starting again from step 0")
         if lock is not None:
