@@ -1,6 +1,8 @@
 """``Updater``: applies an optimizer to (index, grad, weight) triples, keeping one state per index."""
 from __future__ import annotations
 
+from operator import is_
+
 import numpy
 
 from ..ndarray import NDArray
@@ -21,6 +23,7 @@ class Updater:
         self.states = {}
         self.states_synced = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
+        self._last = None       # the previous call's arguments, prepared (see _Prepared)
 
     def __call__(self, index, grad, weight):
         """Update ``weight`` from ``grad`` (note the order); each may be a single item or a list."""
@@ -37,6 +40,12 @@ class Updater:
         optimizer = self.optimizer
         optimizer._set_current_context(weights[0]._ctx.device_id)
         states, synced = self.states, self.states_synced
+        last = self._last
+        if last is not None and last.repeats(optimizer, indices, grads, weights, states):
+            # A training loop's every step: the same arrays and states as the previous call.
+            self._plan_and_step(last.indices, last.weights, last.grads, last.runs, last.raw)
+            return
+        self._last = None
         for i, idx in enumerate(indices):
             if synced.get(idx) is True and idx in states:
                 continue        # every step after the first
@@ -48,6 +57,7 @@ class Updater:
             elif not synced.get(idx, False):
                 states[idx] = self.sync_state_context(states[idx], weights[i].context)
                 synced[idx] = True
+        given = (indices, grads, weights)
         if not self.aggregate_updates:
             runs = [(0, len(indices))]
         else:
@@ -66,16 +76,23 @@ class Updater:
                                                  grads[start:stop],
                                                  [states[i] for i in indices[start:stop]])
             return
+        kept = [states[i] for i in indices]
+        raw = ([w._data for w in weights], [g._data for g in grads],
+               [s._data if type(s) is NDArray else raw_state(s) for s in kept])
+        if all(map(_fixed_state, kept)):
+            self._last = _Prepared(optimizer, given, indices, weights, grads, runs, kept, raw)
+        self._plan_and_step(indices, weights, grads, runs, raw)
+
+    def _plan_and_step(self, indices, weights, grads, runs, raw):
         # Every chunk is planned first, then all tensors step in one call.
+        optimizer = self.optimizer
         size = optimizer.aggregate_num if self.aggregate_updates else 1
         if optimizer._counts_each_index:
             size = len(indices)       # planning a list counts index by index anyway
         plans = []
         for start, stop in _chunks(runs, size):
             plans += optimizer._plan(indices[start:stop], weights[start:stop], grads[start:stop])
-        optimizer._steps([w._data for w in weights], [g._data for g in grads],
-                         [s._data if type(s) is NDArray else raw_state(s)
-                          for s in map(states.__getitem__, indices)], plans)
+        optimizer._steps(*raw, plans)
 
     def sync_state_context(self, state, context):
         """``state`` with every array moved to ``context`` (tuples stay tuples, lists lists).
@@ -128,6 +145,43 @@ class Updater:
         that weight's next update."""
         self.states = dict(states)
         self.states_synced = dict.fromkeys(self.states, False)
+        self._last = None
+
+
+class _Prepared:
+    """One ``update_lists`` call's arguments, regrouped and with their raw arrays, for the next
+    call with the same ones (every step of a training loop): that call skips the regrouping and
+    hands ``_steps`` the same raw lists, which the kernels' own cache then knows at a glance.
+
+    The same means the same objects: indices, weight and gradient NDArrays, the optimizer (with
+    the same ``multi_precision``) and the state objects now in ``states`` (which a load or a user
+    may have replaced), all created and synced by the first call (``set_states_dict``, which
+    unsyncs states, forgets this). NDArrays never change the array they hold, and the states kept
+    here are NDArrays, tuples of them or None (``_fixed_state``), so the raw lists stay valid.
+    Nothing may change the lists handed to ``_steps``."""
+
+    __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "runs",
+                 "kept", "raw")
+
+    def __init__(self, optimizer, given, indices, weights, grads, runs, kept, raw):
+        self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
+        self.given = tuple(tuple(items) for items in given)
+        # Copies: the caller's lists are its own once the call returns.
+        self.indices, self.weights, self.grads = list(indices), list(weights), list(grads)
+        self.runs = runs
+        self.kept, self.raw = kept, raw
+
+    def repeats(self, optimizer, indices, grads, weights, states) -> bool:
+        given_indices, given_grads, given_weights = self.given
+        return (optimizer is self.optimizer and optimizer.multi_precision == self.multi_precision
+                and len(weights) == len(given_weights) and tuple(indices) == given_indices
+                and all(map(is_, weights, given_weights)) and all(map(is_, grads, given_grads))
+                and all(map(is_, map(states.get, self.indices), self.kept)))
+
+
+def _fixed_state(state) -> bool:
+    return state is None or type(state) is NDArray or (
+        type(state) is tuple and all(type(s) is NDArray for s in state))
 
 
 def _plans_ahead(optimizer, weights) -> bool:
