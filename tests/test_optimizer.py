@@ -538,3 +538,32 @@ def test_updater_planning_ahead_matches_one_update_call_at_a_time(name):
     assert (calls_a, n_a, counts_a) == (calls_b, n_b, counts_b)
     for a, b in zip(w_a, w_b):
         np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_updater_reuses_nothing_stale_between_calls():
+    # The Updater keeps the previous call's arrays prepared; each change below must be seen.
+    # Reference: mom = 0.5*mom - 0.5*g; w += mom (float32, exact in these binary fractions).
+    opt = optimizer.create("sgd", learning_rate=0.5, momentum=0.5)
+    upd = get_updater(opt)
+    w, g = nd.ones((4,)), nd.ones((4,))
+
+    def expect(array, value):
+        np.testing.assert_array_equal(array.asnumpy(), np.full(4, value, np.float32))
+
+    upd([0], [g], [w])                          # mom -0.5, w 0.5
+    upd([0], [g], [w])                          # mom -0.75, w -0.25
+    expect(w, -0.25)
+    other = nd.ones((4,))                       # another weight array for the same index
+    upd([0], [g], [other])                      # mom -0.875, other 0.125
+    expect(other, 0.125)
+    expect(w, -0.25)
+    upd.states[0] = nd.zeros((4,))              # a state replaced by hand
+    upd([0], [g], [other])                      # mom -0.5, other -0.375
+    expect(other, -0.375)
+    expect(upd.states[0], -0.5)
+    saved = upd.get_states()
+    upd([0], [g * 2], [other])                  # another gradient array: mom -1.25, other -1.625
+    expect(other, -1.625)
+    upd.set_states(saved)                       # mom back to -0.5
+    upd([0], [g], [other])                      # mom -0.75, other -2.375
+    expect(other, -2.375)
