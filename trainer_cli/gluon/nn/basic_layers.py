@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy
 
-from ... import ndarray as _nd
 from ...ndarray import NDArray
 from ...ndarray import ops as _ops
 from ..block import Block, HybridBlock
@@ -63,17 +62,20 @@ class Dense(HybridBlock):
             bias = None if self.bias is None else self.bias.data(x._ctx)
         except DeferredInitializationError:
             return super().forward(x)
-        return self.hybrid_forward(_nd, x, weight, bias)
+        return self._dense(x, weight, bias)
 
     def hybrid_forward(self, F, x, weight, bias=None):
+        return self._dense(x, weight, bias)
+
+    def _dense(self, x, weight, bias):
         act = self.act
         if act is None:
-            return _ops.FullyConnected(x, weight, bias, flatten=self._flatten)
+            return _ops._fully_connected(x, weight, bias, self._flatten, False)
         if type(act) is Activation and act._act_type == "relu" and not act._forward_hooks \
                 and not act._forward_pre_hooks:
             # The usual hidden layer: one op and one recorded node instead of two.
             return _ops._fully_connected(x, weight, bias, self._flatten, True)
-        return act(_ops.FullyConnected(x, weight, bias, flatten=self._flatten))
+        return act(_ops._fully_connected(x, weight, bias, self._flatten, False))
 
     def __repr__(self):
         shape = self.weight.shape
