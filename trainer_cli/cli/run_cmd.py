@@ -69,7 +69,8 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 def resume(run_dir, from_checkpoint, as_json, quiet, workers):
     """Continue the run in RUN_DIR exactly where its latest checkpoint left off.
 
-    The final parameters equal bitwise those of a run that never stopped.
+    The final parameters equal bitwise those of a run that never stopped (with the same number
+    of MPI workers; not under dist_async, whose pushes apply in arrival order).
     """
     from ..run import resume_run
 
