@@ -271,50 +271,28 @@ class Trainer:
                 data._fresh_grad = False
 
     def _update(self, ignore_stale_grad=False):
+        # One pass over the parameters (this runs at every step): a stale gradient raises before
+        # anything changed, or is skipped with ignore_stale_grad.
         updaters = self._updaters
-        if len(updaters) == 1:
-            self._update_one_device(ignore_stale_grad)
-            return
         per_device = [([], [], []) for _ in updaters]
-        stale = False
         for i, param in enumerate(self._params):
             if param._grad_req == "null":
                 continue
-            for (indices, grads, weights), data in zip(per_device, param.list_data()):
+            for (indices, grads, weights), data in zip(per_device,
+                                                       param._data or param.list_data()):
                 if not data._fresh_grad:
-                    stale = True
-                    if ignore_stale_grad:
-                        continue
+                    if not ignore_stale_grad:
+                        self._check_fresh(False)        # raises, naming the first stale one
+                    continue
                 indices.append(i)
                 grads.append(data._grad)
                 weights.append(data)
-        if stale and not ignore_stale_grad:
-            self._check_fresh(False)        # raises, before anything changed
-        for indices, grads, weights in per_device:
+        for _, _, weights in per_device:
             for data in weights:
                 data._fresh_grad = False
         for updater, (indices, grads, weights) in zip(updaters, per_device):
             if indices:
                 updater.update_lists(indices, grads, weights)
-
-    def _update_one_device(self, ignore_stale_grad):
-        # ``_update`` for the usual single device, in one pass (this runs at every step).
-        indices, grads, weights = [], [], []
-        for i, param in enumerate(self._params):
-            if param._grad_req == "null":
-                continue
-            data = (param._data or param.list_data())[0]
-            if not data._fresh_grad:
-                if not ignore_stale_grad:
-                    self._check_fresh(False)        # raises, before anything changed
-                continue
-            indices.append(i)
-            grads.append(data._grad)
-            weights.append(data)
-        for data in weights:
-            data._fresh_grad = False
-        if indices:
-            self._updaters[0].update_lists(indices, grads, weights)
 
     # ----------------------------------------------------------------- states
     def save_states(self, fname):
