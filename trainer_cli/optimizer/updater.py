@@ -47,8 +47,6 @@ class Updater:
             return
         self._last = None
         for i, idx in enumerate(indices):
-            if synced.get(idx) is True and idx in states:
-                continue        # every step after the first
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode("utf-8")
             if idx not in states:
@@ -78,7 +76,7 @@ class Updater:
             return
         kept = [states[i] for i in indices]
         raw = ([w._data for w in weights], [g._data for g in grads],
-               [s._data if type(s) is NDArray else raw_state(s) for s in kept])
+               [raw_state(s) for s in kept])
         if all(map(_fixed_state, kept)):
             self._last = _Prepared(optimizer, given, indices, weights, grads, runs, kept, raw)
         self._plan_and_step(indices, weights, grads, runs, raw)
@@ -197,12 +195,6 @@ def _plans_ahead(optimizer, weights) -> bool:
 def _by_dtype(indices, weights, grads):
     """The items regrouped by weight dtype (groups in order of first sight, items in order within
     each), and ``(begin, end)`` of each group."""
-    first = weights[0]._data.dtype
-    for w in weights:
-        if w._data.dtype is not first:
-            break
-    else:       # one dtype (NumPy's native dtypes are singletons), the usual case
-        return indices, weights, grads, [(0, len(indices))]
     dtypes = [w._data.dtype for w in weights]
     rank = {}
     for dtype in dtypes:
