@@ -130,18 +130,19 @@ class Gluon:
             trainer.step(batch_size)
         return step
 
-    def mlp_step(self, batch_size, optimizer, optimizer_params):
+    def mlp_step(self, batch_size, optimizer, optimizer_params, ctx=None):
+        """The MLP's training step, on ``ctx`` (default: the current context)."""
         import numpy as np
         gluon, nd, autograd = self.gluon, self.nd, self.autograd
         net = gluon.nn.Sequential()
         net.add(gluon.nn.Dense(256, activation="relu", in_units=784),
                 gluon.nn.Dense(256, activation="relu", in_units=256),
                 gluon.nn.Dense(10, in_units=256))
-        net.initialize()
+        net.initialize(ctx=ctx)
         loss = gluon.loss.SoftmaxCrossEntropyLoss()
         rng = np.random.RandomState(0)
-        X = nd.array(rng.uniform(size=(batch_size, 784)).astype(np.float32))
-        y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32))
+        X = nd.array(rng.uniform(size=(batch_size, 784)).astype(np.float32), ctx=ctx)
+        y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32), ctx=ctx)
         trainer = gluon.Trainer(net.collect_params(), optimizer, optimizer_params)
 
         def step():
@@ -178,9 +179,10 @@ class Gluon:
 
 
 class Torch:
-    def __init__(self, threads):
+    def __init__(self, threads=None):
         import torch
-        torch.set_num_threads(threads)
+        if threads is not None:
+            torch.set_num_threads(threads)
         self.torch = torch
         self.version = torch.__version__
         self.sync = lambda: None
@@ -203,15 +205,15 @@ class Torch:
             opt.step()
         return step
 
-    def mlp_step(self, batch_size, optimizer, optimizer_params):
+    def mlp_step(self, batch_size, optimizer, optimizer_params, device="cpu"):
         torch = self.torch
         torch.manual_seed(0)
         net = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
                                   torch.nn.Linear(256, 256), torch.nn.ReLU(),
-                                  torch.nn.Linear(256, 10))
+                                  torch.nn.Linear(256, 10)).to(device)
         criterion = torch.nn.CrossEntropyLoss()
-        X = torch.rand(batch_size, 784)
-        y = torch.randint(0, 10, (batch_size,))
+        X = torch.rand(batch_size, 784, device=device)
+        y = torch.randint(0, 10, (batch_size,), device=device)
         if optimizer == "sgd":
             opt = torch.optim.SGD(net.parameters(), lr=optimizer_params["learning_rate"],
                                   momentum=optimizer_params.get("momentum", 0.0))

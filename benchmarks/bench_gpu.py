@@ -41,44 +41,6 @@ def _rate(step, sync, seconds):
                                                      sync, 1, warmup=0) for _ in range(5))
 
 
-def ours_mlp(ctx, batch, optimizer, params):
-    import numpy
-    from trainer_cli import autograd, gluon, nd
-    net = gluon.nn.Sequential()
-    net.add(gluon.nn.Dense(256, activation="relu", in_units=784),
-            gluon.nn.Dense(256, activation="relu", in_units=256), gluon.nn.Dense(10, in_units=256))
-    net.initialize(ctx=ctx)
-    loss = gluon.loss.SoftmaxCrossEntropyLoss()
-    rng = numpy.random.RandomState(0)
-    X = nd.array(rng.uniform(size=(batch, 784)).astype(numpy.float32), ctx=ctx)
-    y = nd.array(rng.randint(0, 10, size=batch).astype(numpy.float32), ctx=ctx)
-    trainer = gluon.Trainer(net.collect_params(), optimizer, params)
-
-    def step():
-        with autograd.record():
-            l = loss(net(X), y)
-        l.backward()
-        trainer.step(batch)
-    return step
-
-
-def torch_mlp(batch, optimizer, params):
-    import torch
-    dev = torch.device("cuda")
-    net = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                              torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(dev)
-    X, y = torch.rand(batch, 784, device=dev), torch.randint(0, 10, (batch,), device=dev)
-    criterion = torch.nn.CrossEntropyLoss()
-    opt = (torch.optim.SGD(net.parameters(), lr=params["learning_rate"], momentum=params["momentum"])
-           if optimizer == "sgd" else torch.optim.Adam(net.parameters(), lr=params["learning_rate"]))
-
-    def step():
-        opt.zero_grad()
-        criterion(net(X), y).backward()
-        opt.step()
-    return step
-
-
 def ours_adam(ctx):
     from trainer_cli import nd, optimizer
     size = N_PARAMS // N_TENSORS
@@ -126,10 +88,14 @@ def main(argv=None):
     sync_torch = torch.cuda.synchronize if has_torch else None
     seconds = 0.2 if args.quick else 1.0
     rows = []
-    for batch, name, params in [(64, "sgd", {"learning_rate": 0.1, "momentum": 0.9}),
-                                (512, "adam", {"learning_rate": 0.001})]:
-        ours = _rate(ours_mlp(ctx, batch, name, params), sync_ours, seconds)
-        peer = _rate(torch_mlp(batch, name, params), sync_torch, seconds) if has_torch else None
+    # The CPU benchmark's MLP steps (benchmarks/_worker.py), on the GPU.
+    from _worker import MLP_CASES, Gluon, Torch
+    ours_lib, torch_lib = Gluon("trainer_cli"), Torch() if has_torch else None
+    for case in ("mlp_sgd_b64", "mlp_adam_b512"):
+        batch, name, params = MLP_CASES[case]
+        ours = _rate(ours_lib.mlp_step(batch, name, params, ctx=ctx), sync_ours, seconds)
+        peer = (_rate(torch_lib.mlp_step(batch, name, params, device="cuda"), sync_torch, seconds)
+                if has_torch else None)
         rows.append({"case": "MLP 784-256-256-10, batch %d, %s" % (batch, name), "unit": "steps/s",
                      "ours": ours, "torch": peer,
                      "ratio": None if peer is None else ours / peer})
