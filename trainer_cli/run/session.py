@@ -106,13 +106,13 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             state = _loop_state(meta, step, path)
             notes.append("resuming from %s (step %d, epoch %d, batch %d of the epoch)"
                          % (path.name, step, state.epoch, state.batch_in_epoch))
+            notes += ["note: %s" % text for text in kv_notes]
+        else:
+            notes.append("no checkpoint yet: starting again from step 0")
         if overrides:
             total = parts.order.total_updates(config.epochs, config.steps, config.grad_accumulation)
             notes += _extend.plan_extension(config, state, total, force)
             state.finished, state.stop_reason = False, None
-            notes += ["note: %s" % text for text in kv_notes]
-        else:
-            notes.append("no checkpoint yet: starting again from step 0")
         if lock is not None:
             _ckpt.clean_leftovers(run_dir)
             moved, where = _ckpt.set_aside_after(run_dir, step)
