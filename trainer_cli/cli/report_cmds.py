@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import click
 
+from .complete import complete_config, complete_override, complete_run_dir
 from .errors import EXIT_BAD_INPUT, CLIError, _bad_input_types, handle_errors
+
+
+def _config_or_run(ctx, param, incomplete):
+    return complete_config(ctx, param, incomplete) + complete_run_dir(ctx, param, incomplete)
 
 __all__ = ["validate", "schema", "lr", "inspect", "list_"]
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print only JSON on stdout, for scripts.")
 override_option = click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+                               shell_complete=complete_override,
                                help="Set a config value, e.g. -o optimizer.params.learning_rate=0.1 "
                                     "(repeatable; validated like the file).")
 
@@ -37,7 +43,7 @@ def _echo_json(value):
 
 
 @click.command()
-@click.argument("config", metavar="CONFIG")
+@click.argument("config", metavar="CONFIG", shell_complete=complete_config)
 @override_option
 @click.option("--explain", "explain", metavar="KEY",
               help="Say where KEY got its value (file and line through includes, an override, "
@@ -91,7 +97,7 @@ def schema(as_json):
 
 
 @click.command()
-@click.argument("source", metavar="CONFIG|RUN_DIR")
+@click.argument("source", metavar="CONFIG|RUN_DIR", shell_complete=_config_or_run)
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Steps to show (default: the run's steps, or epochs x updates per epoch).")
 @override_option
@@ -114,7 +120,7 @@ def lr(source, steps, overrides, as_json):
 
 
 @click.command()
-@click.argument("target", metavar="RUN_DIR|STATES_FILE")
+@click.argument("target", metavar="RUN_DIR|STATES_FILE", shell_complete=complete_run_dir)
 @json_option
 @handle_errors
 def inspect(target, as_json):
