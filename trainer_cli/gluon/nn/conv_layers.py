@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numbers
 
+from ...ndarray import nn as _nn
+from ...ndarray import NDArray
 from ..block import HybridBlock
 from .basic_layers import Activation
 
@@ -63,6 +65,15 @@ class _Conv(HybridBlock):
         self.weight.shape = (self._channels, x.shape[1] // groups) + self._kwargs["kernel"]
 
     def hybrid_forward(self, F, x, weight, bias=None):
+        act = self.act
+        if type(act) is Activation and act._act_type == "relu" and type(x) is NDArray \
+                and not act._forward_hooks and not act._forward_pre_hooks:
+            # The usual hidden layer: one op and one recorded node, the ReLU fused into the
+            # convolution's output pass (and its mask into the gradient's).
+            kw = self._kwargs
+            return _nn._convolution(x, weight, bias, kw["kernel"], kw["stride"], kw["dilate"],
+                                    kw["pad"], kw["num_filter"], kw["num_group"], kw["layout"],
+                                    True)
         if bias is None:
             out = F.Convolution(x, weight, **self._kwargs)
         else:
