@@ -73,7 +73,7 @@ def conv_epilogue(res, bias, relu, out) -> bool:
     if not _usable(res, out, bias):
         return False
     f, n, p = res.shape
-    _epilogue(res.reshape(-1), f, n, p, res[:, 0, 0] if bias is None else bias,
+    _epilogue(res.reshape(-1), f, n, p, res.reshape(-1)[:f] if bias is None else bias,
               bias is not None, relu, out.reshape(-1))
     return True
 
