@@ -203,3 +203,19 @@ def test_lenet_training_step_is_bitwise_with_and_without_kernels(monkeypatch):
         results.append([p.data().asnumpy() for p in net.collect_params().values()])
     for got, expect in zip(*results):
         _same_bits(got, expect)
+
+
+def test_gluon_conv2d_relu_takes_the_fused_op(monkeypatch):
+    """Conv2D(activation='relu') is one recorded op with the bits of Convolution then relu, and
+    a hook on its Activation keeps the two ops (the hook sees the activation's input)."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    layer = gluon.nn.Conv2D(4, 3, padding=1, activation="relu", in_channels=2)
+    layer.initialize()
+    x = nd.array(_data((3, 2, 6, 6), np.float32, 9, special=False))
+    w, b = layer.weight.data(), layer.bias.data()
+    expect = nd.relu(nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=4))
+    _same_bits(layer(x).asnumpy(), expect.asnumpy())
+    seen = []
+    layer.act.register_forward_hook(lambda block, inputs, output: seen.append(inputs[0]))
+    _same_bits(layer(x).asnumpy(), expect.asnumpy())
+    assert len(seen) == 1 and seen[0].shape == (3, 4, 6, 6)
