@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from .._bounded import MiB, read_regular_text
 from .canonical import canonicalize
 from .errors import ConfigError, ConfigIssue
 from .overrides import apply_overrides
@@ -18,6 +19,9 @@ from .yamlio import parse_yaml
 
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
 
+# The most bytes a config file may hold (a real one holds a few kilobytes).
+CONFIG_LIMIT = 16 * MiB
+
 
 def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True) -> RunConfig:
     """Load and validate the YAML config at ``path``, with ``-o`` overrides applied in order.
@@ -27,7 +31,8 @@ def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True
     """
     shown = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # Bounded, regular files only: a FIFO or /dev/zero in its place must not hang or fill memory.
+        text = read_regular_text(path, CONFIG_LIMIT)
     except FileNotFoundError:
         raise ConfigError([ConfigIssue("config file not found", file=shown)]) from None
     except IsADirectoryError:
