@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 from collections import OrderedDict
 
 from .. import initializer as _init
@@ -144,8 +145,32 @@ class Block:
     def name_scope(self):
         return self._scope
 
+    def _check_container_with_block(self):
+        """Warn, as MXNet does, about Blocks kept in a plain list, tuple or dict attribute: they are
+        not children, so their parameters are neither collected, initialized nor trained."""
+        children = set(map(id, self._children.values()))
+
+        def holds_unregistered(data):
+            if isinstance(data, (list, tuple)):
+                return any(holds_unregistered(item) for item in data)
+            if isinstance(data, dict):
+                return any(holds_unregistered(item) for item in data.values())
+            return isinstance(data, Block) and id(data) not in children
+
+        for key, value in self.__dict__.items():
+            if isinstance(value, (list, tuple, dict)) and not (key.startswith("__")
+                                                                or key == "_children"):
+                if holds_unregistered(value):
+                    warnings.warn('"{name}" is an unregistered container with Blocks. Note that '
+                                  'Blocks inside the list, tuple or dict will not be registered '
+                                  'automatically. Make sure to register them using '
+                                  'register_child() or switching to '
+                                  'nn.Sequential/nn.HybridSequential instead. '
+                                  .format(name=type(self).__name__ + "." + key), stacklevel=3)
+
     def collect_params(self, select=None) -> ParameterDict:
         """This block's and its descendants' parameters; ``select`` is matched with ``re.match``."""
+        self._check_container_with_block()
         out = ParameterDict(self._params.prefix)
         own = list(self._params.items())
         own += [(p.name, p) for p in self._reg_params.values() if p.name not in self._params]
@@ -211,8 +236,9 @@ class Block:
         self.collect_params().reset_ctx(ctx)
 
     # ----------------------------------------------------------------- saving and loading
-    def save_parameters(self, filename, deduplicate=False):
-        """Save parameters under their structural names (``0.weight``) to an ``.npz`` file.
+    def save_parameters(self, filename, deduplicate=False, format="npz"):  # noqa: A002
+        """Save parameters under their structural names (``0.weight``): an ``.npz`` file, or with
+        ``format='mxnet'`` MXNet's binary format, which real MXNet's ``load_parameters`` reads.
 
         With ``deduplicate``, a parameter shared by several blocks is stored once, under the last
         of its names (as MXNet does); ``load_parameters`` accepts any one of them.
@@ -222,11 +248,13 @@ class Block:
         if deduplicate:
             last_name = {id(param): key for key, param in params.items()}
             params = {key: param for key, param in params.items() if last_name[id(param)] == key}
-        save_arrays(filename, {key: param._reduce().asnumpy() for key, param in params.items()})
+        save_arrays(filename, {key: param._reduce().asnumpy() for key, param in params.items()},
+                    format)
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
-        """Load a file written by ``save_parameters`` (structural names).
+        """Load a file written by ``save_parameters`` (structural names), here or by real MXNet
+        (its binary ``.params`` format is read without MXNet).
 
         A file whose names contain no ``.`` is MXNet's older layout, names relative to this block's
         prefix (``ParameterDict.save(strip_prefix=block.prefix)``); a file of full names
@@ -264,8 +292,10 @@ class Block:
         raise NotImplementedError("%s must implement forward" % type(self).__name__)
 
     def summary(self, *inputs):
-        total = sum(int(p.data().size) for p in self.collect_params().values() if p._data is not None)
-        print("%s: %d parameters" % (self.name, total))
+        """Print MXNet's per-layer table (output shape and parameter count of every block that
+        ran) from one forward pass over ``inputs``; the block must be initialized."""
+        from .summary import print_summary
+        print_summary(self, inputs)
 
 
 class _HookHandle:
@@ -291,6 +321,9 @@ class HybridBlock(Block):
     """
 
     def forward(self, x, *args):
+        if not isinstance(x, NDArray) and not _holds_array((x,) + args):
+            raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
+                             "input. Please check the type of the args.\n")
         reg_params = self._reg_params
         if not reg_params:
             return self.hybrid_forward(_nd, x, *args)
@@ -317,6 +350,13 @@ class HybridBlock(Block):
     def export(self, path, epoch=0, remove_amp_cast=True):
         raise NotImplementedError("export writes MXNet symbol files, which trainer_cli does not "
                                   "have; use save_parameters")
+
+
+def _holds_array(args):
+    for arg in args:
+        if isinstance(arg, NDArray) or (isinstance(arg, (list, tuple)) and _holds_array(arg)):
+            return True
+    return False
 
 
 def _sequential_forward(self, x, *args):

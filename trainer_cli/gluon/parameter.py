@@ -58,11 +58,15 @@ class Parameter:
     def __init__(self, name="weight", grad_req="write", shape=None, dtype=numpy.float32,
                  lr_mult=1.0, wd_mult=1.0, init=None, allow_deferred_init=False,
                  differentiable=True, stype="default", grad_stype="default"):
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in ("default", "row_sparse", "csr"):
+                raise ParameterError("%s for Parameter '%s' must be one of 'default', 'row_sparse', "
+                                     "or 'csr', but got '%s'" % (what, name, value))
         if stype != "default" or grad_stype != "default":
             raise ValueError("only dense parameters are supported (stype='default')")
         self.name = name
         self._shape = None if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-        self.dtype = numpy.dtype(dtype).type
+        self._dtype = numpy.dtype(dtype).type
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
         self.init = init
@@ -95,6 +99,15 @@ class Parameter:
                 raise ParameterError("Expected shape %s is incompatible with given shape %s for "
                                      "Parameter %s." % (self._shape, new_shape, self.name))
         self._shape = new_shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, dtype):
+        """Setting the dtype casts the data and the gradient, as ``cast`` does (MXNet)."""
+        self.cast(dtype)
 
     @property
     def grad_req(self):
@@ -188,7 +201,7 @@ class Parameter:
                                      "cast the dtype of saved params."
                                      % (self.name, numpy.dtype(self.dtype).name, saved.name))
             if dtype_source == "saved":
-                self.dtype = saved.type
+                self.dtype = saved.type  # casts data already initialized, as MXNet does
             else:
                 data = data.astype(self.dtype)
         if not isinstance(data, NDArray):
@@ -328,7 +341,7 @@ class Parameter:
         return total / len(copies)
 
     def cast(self, dtype):
-        self.dtype = numpy.dtype(dtype).type
+        self._dtype = numpy.dtype(dtype).type
         if self._data is None:
             return
         with autograd.pause():
@@ -506,8 +519,9 @@ class ParameterDict:
         out._params.update((k, v) for k, v in self._params.items() if regex.match(k))
         return out
 
-    def save(self, filename, strip_prefix=""):
-        """Write every parameter (averaged over its copies) to an ``.npz`` file."""
+    def save(self, filename, strip_prefix="", format="npz"):  # noqa: A002 - MXNet-style keyword
+        """Write every parameter (averaged over its copies) to an ``.npz`` file, or with
+        ``format='mxnet'`` in MXNet's binary format."""
         from .param_file import save_arrays
         arrays = {}
         for param in self.values():
@@ -518,7 +532,7 @@ class ParameterDict:
                                  "outside 'with name_scope()'."
                                  % (strip_prefix, param.name, strip_prefix))
             arrays[param.name[len(strip_prefix):]] = param._reduce().asnumpy()
-        save_arrays(filename, arrays)
+        save_arrays(filename, arrays, format)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="",
              cast_dtype=False, dtype_source="current"):

@@ -26,7 +26,9 @@ from .. import random as _random
 from .._bounded import read_regular_text
 from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
 from ..config.load import CONFIG_LIMIT
+from .._atomic import write_text_atomic
 from . import checkpoint as _ckpt
+from . import extend as _extend
 from . import kvstate, layout
 from .build import build
 from .layout import RunDirError
@@ -83,10 +85,13 @@ def start_run(config_path, overrides=(), *, name=None, run_root=None, reporter=N
 
 
 def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
-               handle_signals=True) -> RunResult:
-    """Continue the run in ``run_dir`` from its latest checkpoint (or ``from_step``)."""
+               handle_signals=True, overrides=(), force=False) -> RunResult:
+    """Continue the run in ``run_dir`` from its latest checkpoint (or ``from_step``).
+
+    ``overrides`` may set only ``epochs`` / ``steps``: they extend a finished or stopped run
+    (see :mod:`.extend`; ``force`` where the result is not the run configured that long)."""
     run_dir = Path(run_dir)
-    config = read_run_config(run_dir)
+    config = read_run_config(run_dir, _extend.check_overrides(overrides))
     _random.seed(config.seed)
     with _capture_warnings() as caught:
         parts = build(config, config_file=run_dir / layout.CONFIG_FILE, run_dir=run_dir)
@@ -103,11 +108,14 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
                                                    parts.contexts)
             _check_data(meta, parts, path)
             state = _loop_state(meta, step, path)
-            notes.append("resuming from %s (step %d, epoch %d, batch %d of the epoch)"
-                         % (path.name, step, state.epoch, state.batch_in_epoch))
+            notes.append("resuming from %s (%s)" % (path.name, state.position_text()))
             notes += ["note: %s" % text for text in kv_notes]
         else:
             notes.append("no checkpoint yet: starting again from step 0")
+        if overrides:
+            total = parts.order.total_updates(config.epochs, config.steps, config.grad_accumulation)
+            notes += _extend.plan_extension(config, state, total, force)
+            state.finished, state.stop_reason = False, None
         if lock is not None:
             _ckpt.clean_leftovers(run_dir)
             moved, where = _ckpt.set_aside_after(run_dir, step)
@@ -116,6 +124,8 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
                              % (step, ", ".join(moved), where.relative_to(run_dir)))
             if point is not None:
                 _ckpt.point_latest(run_dir, step)
+            if overrides:  # later resumes continue to the new length
+                write_text_atomic(run_dir / layout.CONFIG_FILE, config.resolved_yaml())
             dropped = truncate_metrics(run_dir, step, config.metric_keys())
             if dropped:
                 notes.append("dropped %d metrics rows logged after step %d" % (dropped, step))
@@ -126,8 +136,9 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             lock.release()
 
 
-def read_run_config(run_dir):
-    """The run directory's resolved config, validated; never anything else from the folder."""
+def read_run_config(run_dir, overrides=()):
+    """The run directory's resolved config (with ``overrides``), validated; never anything
+    else from the folder."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunDirError("%s: no such run directory" % run_dir)
@@ -142,7 +153,8 @@ def read_run_config(run_dir):
         raise RunDirError("%s: cannot read (not UTF-8 text: %s)" % (path, exc.reason)) from None
     # No config_dir: models are looked up in the working folder and the installation, never
     # in (or next to) the run directory.
-    return validate_config_text(text, filename=str(path), config_name=run_dir.name)
+    return validate_config_text(text, filename=str(path), config_name=run_dir.name,
+                                overrides=overrides)
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,11 +213,16 @@ def _capture_warnings():
 class _Recorder:
     """Rank 0's view of the run: rows, messages and checkpoints into the run directory."""
 
-    def __init__(self, run_dir, parts, reporter: Reporter):
+    def __init__(self, run_dir, parts, reporter: Reporter, resumed_from=None):
         self.run_dir = Path(run_dir)
         self.parts = parts
         self.reporter = reporter
         self.metrics = MetricsLog(run_dir, parts.config.metric_keys())
+        self.sinks = []
+        if parts.config.logging.tensorboard:
+            from .tensorboard_sink import TensorBoardSink
+
+            self.sinks.append(TensorBoardSink(run_dir, parts.config.resolved_yaml(), resumed_from))
         self.log = TrainLog(run_dir)
         self.fingerprint = data_fingerprint(parts)
         self.last_checkpoint = None
@@ -213,6 +230,8 @@ class _Recorder:
 
     def row(self, row):
         self.metrics.write(row)
+        for sink in self.sinks:
+            sink.row(row)
         from .progress import format_row
         self.log.write(format_row(row))
         self.reporter.row(row)
@@ -271,6 +290,8 @@ class _Recorder:
             except OSError:
                 if not quiet:
                     raise
+        for sink in self.sinks:
+            sink.close()
 
 
 class _NullRecorder:
@@ -304,7 +325,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     own_lock = None
     if run_dir is not None and lock is None:
         own_lock = lock = RunLock(run_dir).acquire()
-    recorder = _Recorder(run_dir, parts, reporter) if run_dir is not None else _NullRecorder(parts)
+    recorder = (_Recorder(run_dir, parts, reporter, resumed_from) if run_dir is not None
+                else _NullRecorder(parts))
     signals = StopOnSignal(on_first=lambda name: recorder.message(
         "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
     use_signals = handle_signals and parts.num_workers == 1
