@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from .._bounded import MiB, read_regular_text
 from .canonical import canonicalize
 from .errors import ConfigError, ConfigIssue
 from .overrides import apply_overrides
@@ -17,6 +18,9 @@ from .schema import RunConfig
 from .yamlio import parse_yaml
 
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
+
+# The most bytes a config file may hold (a real one holds a few kilobytes).
+CONFIG_LIMIT = 16 * MiB
 
 
 def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True,
@@ -41,7 +45,8 @@ def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True
 
 def _read_config_text(shown: str) -> str:
     try:
-        return Path(shown).read_text(encoding="utf-8")
+        # Bounded, regular files only: a FIFO or /dev/zero in its place must not hang or fill memory.
+        return read_regular_text(shown, CONFIG_LIMIT)
     except FileNotFoundError:
         raise ConfigError([ConfigIssue("config file not found", file=shown)]) from None
     except IsADirectoryError:
