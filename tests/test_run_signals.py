@@ -189,9 +189,10 @@ def _wait_for(condition, proc, what, timeout=60):
         time.sleep(0.005)
 
 
-def _job_pids(proc, workers):
-    """The launcher's processes: itself, mpiexec, the proxy and the ranks, once all started."""
-    want = 1 + (2 + workers if workers > 1 else 0)
+def _job_pids(proc, workers, launcher=True):
+    """The job's processes: the launcher (if any), mpiexec, the proxy and the ranks, once all
+    have started."""
+    want = 1 + (1 + workers + launcher if workers > 1 else 0)
     _wait_for(lambda: len(_descendants(proc.pid)) + 1 >= want, proc, "all processes")
     return {proc.pid} | _descendants(proc.pid)
 
@@ -287,3 +288,46 @@ def test_a_stuck_rank_ends_the_whole_job_within_the_timeout(tmp_path, how):
     assert "rank 0 of 2 (pid" in err
     assert "timed out after 3 s waiting for rank 1 in allreduce of key" in err
     _assert_all_gone(pids)
+
+
+# --------------------------------------------------------------------------------------------
+# Without the launcher's relay: plain mpiexec, and a launcher that died
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+def test_sigint_to_a_plain_mpiexec_stops_every_rank_at_one_step(tmp_path):
+    from trainer_cli import dist_launch
+
+    folder = _folder(tmp_path, "dist_sync")
+    proc = subprocess.Popen([dist_launch.find_mpiexec(), "-n", "2"]
+                            + trainer_cmd("run", "run.yaml", "--run-dir", "runs", "-q"),
+                            cwd=folder, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    pids = _job_pids(proc, 2, launcher=False)
+    _wait_for(lambda: _logged_step(folder / "runs") >= 20, proc, "step 20")
+    proc.send_signal(signal.SIGINT)     # mpiexec forwards it to each rank, once
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    _assert_all_gone(pids)
+    run_dir = only_run_dir(folder / "runs")
+    step = layout.read_latest(run_dir)
+    assert 20 < step < 300
+    assert "interrupted after step %d" % step in (run_dir / layout.LOG_FILE).read_text()
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+def test_a_killed_launcher_still_stops_the_job_with_a_checkpoint(tmp_path):
+    folder = _folder(tmp_path, "dist_sync")
+    proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "-q"], 2)
+    pids = _job_pids(proc, 2)
+    _wait_for(lambda: _logged_step(folder / "runs") >= 20, proc, "step 20")
+    proc.send_signal(signal.SIGKILL)    # nothing to relay: the kernel tells mpiexec (SIGTERM)
+    proc.communicate(timeout=60)
+    _assert_all_gone(pids, within=30)
+    run_dir = only_run_dir(folder / "runs")
+    step = layout.read_latest(run_dir)
+    assert 20 < step < 300
+    assert layout.verify_checkpoint(latest_dir(run_dir))["finished"] is False
+    assert "SIGTERM: finishing this step" in (run_dir / layout.LOG_FILE).read_text()

@@ -435,5 +435,23 @@ def abort(message, code=1):
         # mpiexec forwards our stderr through a pipe and drops what is still in it when the job is
         # torn down; give it a moment to pass the message on.
         time.sleep(_ABORT_GRACE_S)
+        _die_if_abort_hangs()
         world.Abort(code)
     os._exit(code)
+
+
+_ABORT_HANG_S = 10
+
+
+def _die_if_abort_hangs():
+    """MPI_Abort asks the process manager to end the job; where it cannot be reached (its host
+    is gone), the kernel ends this process a few seconds later (SIGALRM's default action, which
+    needs neither the GIL nor MPI)."""
+    import signal
+
+    try:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(_ABORT_HANG_S)
+    except (AttributeError, ValueError, OSError):
+        pass
