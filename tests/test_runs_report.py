@@ -295,3 +295,93 @@ def test_resume_extension_refusals(tmp_path):
     assert forced.exit_code == 0, forced.output
     assert load_history(ended).step == 30
     assert before  # the old checkpoint was read before; the run went on from it
+
+
+# --------------------------------------------------------------------------- TensorBoard
+
+
+def _tensorboard_scalars(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    return acc, {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path):
+    run_dir = _run(tmp_path, "a", "logging.tensorboard=true")
+    acc, scalars = _tensorboard_scalars(run_dir)
+    rows = [json.loads(line) for line in (run_dir / layout.METRICS_FILE).read_text().splitlines()]
+    train = [(r["step"], r["train_loss"]) for r in rows if r["kind"] == "train"]
+    val = [(r["step"], r["val_accuracy"]) for r in rows if r["kind"] == "val"]
+    assert [s for s, _ in scalars["train/loss"]] == [s for s, _ in train]
+    assert [v for _, v in scalars["train/loss"]] == pytest.approx([v for _, v in train], rel=1e-6)
+    assert [v for _, v in scalars["val/accuracy"]] == pytest.approx([v for _, v in val], rel=1e-6)
+    assert [v for _, v in scalars["lr"]] == pytest.approx([0.01] * len(train))
+    assert "epoch/loss" in scalars
+    assert "config/text_summary" in acc.Tags()["tensors"]
+
+
+def test_tensorboard_after_resume_has_each_step_once(tmp_path):
+    from trainer_cli.run import resume_run
+
+    text = SMALL.replace("keep_last: 2", "keep_last: 10") + "logging: {tensorboard: true}\n"
+    run_dir = _run(tmp_path, "a", text=text)
+    # Going back to step-8 is what a resume after kill -9 at step 13 looks like: rows and events
+    # past the checkpoint exist, and must not show twice.
+    assert resume_run(run_dir, 8).status == "finished"
+    _, scalars = _tensorboard_scalars(run_dir)
+    assert [s for s, _ in scalars["train/loss"]] == list(range(2, 19, 2))
+
+
+# --------------------------------------------------------------------------- display, completion
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_progress_line_keeps_step_loss_and_eta_at_any_width(width):
+    import io
+
+    from rich.console import Console
+
+    from trainer_cli.run.progress import RichReporter, _StatusColumn
+
+    reporter = RichReporter(io.StringIO())
+    reporter.console = Console(file=io.StringIO(), width=width)
+    reporter._t0 -= 10  # ten seconds in
+    reporter.progress(120, 500, 3, 0.1234, 0.001, 5000.0)
+    reporter.console.print(_StatusColumn(reporter))
+    line = reporter.console.file.getvalue().rstrip("\n")
+    assert "\n" not in line and len(line) <= width
+    assert "step 120/500" in line and "loss 0.1234" in line and re.search(r"ETA \d+:\d\d", line)
+    if width >= 80:
+        assert "epoch 3" in line and "━" in line   # the less useful fields come back with room
+    if width <= 40:
+        assert "lr" not in line and "samples/s" not in line
+
+
+def test_resume_message_uses_the_logs_epoch_numbers(tmp_path):
+    from trainer_cli.run.state import LoopState
+
+    assert LoopState(step=26, epoch=2).position_text() == "step 26, end of epoch 2"
+    assert LoopState(step=30, epoch=2, batch_in_epoch=4).position_text() == \
+        "step 30, epoch 3, 4 batches into it"
+
+
+def test_shell_completion_of_commands_configs_run_dirs_and_override_keys(tmp_path):
+    import subprocess
+    import sys
+
+    run_dir = _run(tmp_path, "a")
+
+    def complete(words, cword, cwd):
+        env = dict(os.environ, _TRAINER_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=str(cword))
+        done = subprocess.run([sys.executable, "-m", "trainer_cli.cli"], env=env, cwd=cwd,
+                              capture_output=True, text=True, timeout=60)
+        return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
+
+    assert complete("trainer re", 1, tmp_path) == ["resume", "report"]
+    assert complete("trainer resume ", 2, tmp_path) == ["runs/" + run_dir.name]
+    assert "a.yaml" in complete("trainer run ", 2, tmp_path)
+    assert complete("trainer run a.yaml -o optimizer.params.learning_r", 4, tmp_path) == \
+        ["optimizer.params.learning_rate="]
+    assert "--workers" in complete("trainer run a.yaml --w", 3, tmp_path)

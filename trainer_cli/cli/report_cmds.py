@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import click
 
+from .complete import complete_config, complete_override, complete_run_dir
 from .errors import EXIT_BAD_INPUT, CLIError, _bad_input_types, handle_errors
+
+
+def _config_or_run(ctx, param, incomplete):
+    return complete_config(ctx, param, incomplete) + complete_run_dir(ctx, param, incomplete)
 
 __all__ = ["validate", "schema", "lr", "inspect", "list_"]
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print only JSON on stdout, for scripts.")
 override_option = click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+                               shell_complete=complete_override,
                                help="Set a config value, e.g. -o optimizer.params.learning_rate=0.1 "
                                     "(repeatable; validated like the file).")
 
@@ -37,13 +43,40 @@ def _echo_json(value):
 
 
 @click.command()
-@click.argument("config", metavar="CONFIG")
+@click.argument("config", metavar="CONFIG", shell_complete=complete_config)
 @override_option
+@click.option("--explain", "explain", metavar="KEY",
+              help="Say where KEY got its value (file and line through includes, an override, "
+                   "an ${...} reference, or the default).")
 @json_option
 @handle_errors
-def validate(config, overrides, as_json):
-    """Check CONFIG (every problem at once, exit 2) and print it fully resolved as YAML."""
-    from ..report.validate import validate_report
+def validate(config, overrides, explain, as_json):
+    """Check CONFIG (every problem at once, exit 2) and print it fully resolved as YAML:
+    includes merged, ${env:VAR} and ${key} references filled in, defaults written out.
+
+    \b
+    Example:
+      trainer validate configs/mlp_digits.yaml
+      trainer validate my.yaml --explain optimizer.params.learning_rate
+    """
+    from ..report.validate import explain_report, validate_report
+
+    if explain is not None:
+        found = _build(as_json, lambda: explain_report(config, overrides, explain))
+        if as_json:
+            _echo_json(found)
+            return
+        from ..config.yamlio import dump_yaml
+
+        shown = dump_yaml(found["value"]).strip()
+        shown = shown[:-3].strip() if shown.endswith("\n...") else shown  # a scalar document
+        if "\n" in shown:
+            shown = "\n" + "\n".join("    " + line for line in shown.splitlines())
+        click.echo("%s: %s" % (found["key"], shown))
+        click.echo("  from %s" % found["source"])
+        for how in found["via"]:
+            click.echo("  via %s" % how)
+        return
 
     report = _build(as_json, lambda: validate_report(config, overrides))
     if as_json:
@@ -64,7 +97,7 @@ def schema(as_json):
 
 
 @click.command()
-@click.argument("source", metavar="CONFIG|RUN_DIR")
+@click.argument("source", metavar="CONFIG|RUN_DIR", shell_complete=_config_or_run)
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Steps to show (default: the run's steps, or epochs x updates per epoch).")
 @override_option
@@ -87,7 +120,7 @@ def lr(source, steps, overrides, as_json):
 
 
 @click.command()
-@click.argument("target", metavar="RUN_DIR|STATES_FILE")
+@click.argument("target", metavar="RUN_DIR|STATES_FILE", shell_complete=complete_run_dir)
 @json_option
 @handle_errors
 def inspect(target, as_json):
