@@ -9,7 +9,6 @@ the veth pair is called so inside its namespace, as eth0 is on every host of a c
 
 Skipped where namespaces cannot be made (not root, no ``ip``, a sandbox that forbids them).
 """
-import json
 import os
 import random
 import shutil
@@ -19,8 +18,7 @@ import time
 
 import pytest
 
-from run_helpers import assert_bitwise_equal, final_arrays, only_run_dir, trainer_cmd
-from trainer_cli.run import layout
+from run_helpers import assert_bitwise_equal, final_arrays, logged_step, only_run_dir, trainer_cmd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,20 +142,9 @@ def two_hosts(tmp_path):
             _ip("netns", "del", name, check=False)   # takes its end of the veth pair along
 
 
-def _logged_step(root) -> int:
-    for path in root.glob("*/" + layout.METRICS_FILE):
-        lines = path.read_text(errors="replace").splitlines()
-        for line in reversed(lines):
-            try:
-                return json.loads(line)["step"]
-            except (ValueError, KeyError):
-                continue
-    return 0
-
-
 def _wait_for_step(proc, root, step):
     deadline = time.monotonic() + 60
-    while _logged_step(root) < step:
+    while logged_step(root) < step:
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "the job made no progress"
         time.sleep(0.02)

@@ -14,25 +14,14 @@ import time
 
 import pytest
 
-from run_helpers import (REPO, assert_bitwise_equal, final_arrays, latest_dir, only_run_dir,
-                         run_trainer, trainer_cmd)
+from run_helpers import (assert_bitwise_equal, final_arrays, have_mpi, latest_dir, logged_step,
+                         only_run_dir, run_trainer, trainer_cmd)
 from trainer_cli.run import layout
 from trainer_cli.run.signals import REPEAT_WINDOW_S
 
 
-def _have_mpi() -> bool:
-    try:
-        from trainer_cli import dist_launch
-
-        dist_launch.find_mpiexec()
-        dist_launch._check_mpi4py()
-    except Exception:  # noqa: BLE001 - any missing piece means: skip
-        return False
-    return True
-
-
 needs_mpi = [pytest.mark.dist,
-             pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")]
+             pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")]
 
 # A linear classifier whose forward can be slowed or stuck on cue (environment variables), so
 # that a signal reliably lands while it trains, and a rank can stop answering at a known step.
@@ -165,16 +154,6 @@ def _assert_all_gone(pids, within=5.0):
     assert not left, "processes of the job left running: %s" % left
 
 
-def _logged_step(root) -> int:
-    for path in root.glob("*/" + layout.METRICS_FILE):
-        for line in reversed(path.read_text(errors="replace").splitlines()):
-            try:
-                return json.loads(line)["step"]
-            except (ValueError, KeyError):
-                continue
-    return 0
-
-
 def _start(folder, args, workers, **env):
     return subprocess.Popen(trainer_cmd(*args, *_workers(workers)), cwd=folder,
                             env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -212,7 +191,7 @@ def test_a_signal_checkpoints_at_an_agreed_step_and_resume_is_exact(tmp_path, re
     folder = _folder(tmp_path, "dist_sync" if workers > 1 else "local")
     proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "--json"], workers)
     pids = _job_pids(proc, workers)
-    _wait_for(lambda: _logged_step(folder / "runs") >= 20, proc, "step 20")
+    _wait_for(lambda: logged_step(folder / "runs") >= 20, proc, "step 20")
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == (130 if sig == signal.SIGINT else 143), err
@@ -247,7 +226,7 @@ def test_a_second_signal_stops_at_once_with_the_same_code(tmp_path, workers, sig
     proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "-q"], workers,
                   TEST_SLOW_FILE=str(slow))
     pids = _job_pids(proc, workers)
-    _wait_for(lambda: _logged_step(folder / "runs") >= 10, proc, "step 10")
+    _wait_for(lambda: logged_step(folder / "runs") >= 10, proc, "step 10")
     slow.touch()                    # from now on each forward sleeps 3 s
     time.sleep(0.2)                 # inside one of them
     proc.send_signal(sig)
@@ -270,7 +249,7 @@ def test_a_second_signal_stops_at_once_with_the_same_code(tmp_path, workers, sig
 
 
 @pytest.mark.dist
-@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 @pytest.mark.parametrize("how", ["stop", "sleep"])
 def test_a_stuck_rank_ends_the_whole_job_within_the_timeout(tmp_path, how):
     folder = _folder(tmp_path, "dist_sync")
@@ -295,7 +274,7 @@ def test_a_stuck_rank_ends_the_whole_job_within_the_timeout(tmp_path, how):
 
 
 @pytest.mark.dist
-@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 def test_sigint_to_a_plain_mpiexec_stops_every_rank_at_one_step(tmp_path):
     from trainer_cli import dist_launch
 
@@ -305,7 +284,7 @@ def test_sigint_to_a_plain_mpiexec_stops_every_rank_at_one_step(tmp_path):
                             cwd=folder, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     pids = _job_pids(proc, 2, launcher=False)
-    _wait_for(lambda: _logged_step(folder / "runs") >= 20, proc, "step 20")
+    _wait_for(lambda: logged_step(folder / "runs") >= 20, proc, "step 20")
     proc.send_signal(signal.SIGINT)     # mpiexec forwards it to each rank, once
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -317,12 +296,12 @@ def test_sigint_to_a_plain_mpiexec_stops_every_rank_at_one_step(tmp_path):
 
 
 @pytest.mark.dist
-@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 def test_a_killed_launcher_still_stops_the_job_with_a_checkpoint(tmp_path):
     folder = _folder(tmp_path, "dist_sync")
     proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "-q"], 2)
     pids = _job_pids(proc, 2)
-    _wait_for(lambda: _logged_step(folder / "runs") >= 20, proc, "step 20")
+    _wait_for(lambda: logged_step(folder / "runs") >= 20, proc, "step 20")
     proc.send_signal(signal.SIGKILL)    # nothing to relay: the kernel tells mpiexec (SIGTERM)
     proc.communicate(timeout=60)
     _assert_all_gone(pids, within=30)
