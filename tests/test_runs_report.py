@@ -385,3 +385,24 @@ def test_shell_completion_of_commands_configs_run_dirs_and_override_keys(tmp_pat
     assert complete("trainer run a.yaml -o optimizer.params.learning_r", 4, tmp_path) == \
         ["optimizer.params.learning_rate="]
     assert "--workers" in complete("trainer run a.yaml --w", 3, tmp_path)
+
+
+def test_every_command_has_an_example_in_its_help():
+    from trainer_cli.cli import COMMANDS
+
+    for name in COMMANDS:
+        result = invoke(name, "--help")
+        assert result.exit_code == 0 and "Example:" in result.output, name
+
+
+def test_runs_plot_and_resume_last_as_real_subprocesses(tmp_path):
+    cfg = write_config(tmp_path)
+    assert run_trainer("run", cfg, "--run-dir", tmp_path / "runs", "-q", "-o", "epochs=1").returncode == 0
+    listed = run_trainer("runs", tmp_path / "runs", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["status"] == "finished"
+    extended = run_trainer("resume", "--last", "--run-dir", tmp_path / "runs", "-o", "epochs=2", "--json")
+    assert extended.returncode == 0, extended.stderr
+    summary = json.loads(extended.stdout)
+    assert summary["steps"] == 12 and summary["report"].endswith("report.html")
+    plotted = run_trainer("plot", summary["run_dir"], "-m", "train_loss")
+    assert plotted.returncode == 0 and "train_loss" in plotted.stdout and "┤" in plotted.stdout

@@ -90,7 +90,12 @@ def validate(config, overrides, explain, as_json):
 @json_option
 @handle_errors
 def schema(as_json):
-    """Print the JSON schema of a config file (always JSON; --json is accepted for symmetry)."""
+    """Print the JSON schema of a config file (always JSON; --json is accepted for symmetry).
+
+    \b
+    Example:
+      trainer schema > trainer-config.schema.json   # for an editor's YAML language server
+    """
     from ..config import json_schema
 
     _echo_json(json_schema())
@@ -107,6 +112,11 @@ def lr(source, steps, overrides, as_json):
     """Show the learning rate of every step, from the optimizer the run builds.
 
     For a run directory, the step of its latest checkpoint is marked.
+
+    \b
+    Example:
+      trainer lr configs/mlp_digits.yaml
+      trainer lr runs/mlp_digits-20261121-152038 --json
     """
     from ..report.schedule import lr_report
 
@@ -128,6 +138,11 @@ def inspect(target, as_json):
     shapes and norms); for a run directory also its checkpoints and last metrics.
 
     Exits 2, naming the file, when any file is damaged, truncated or not ours.
+
+    \b
+    Example:
+      trainer inspect runs/mlp_digits-20261121-152038
+      trainer inspect runs/mlp_digits-20261121-152038/checkpoints/step-450/trainer.states
     """
     from ..report.inspect_run import inspect_path
 
@@ -156,7 +171,13 @@ def inspect(target, as_json):
 @handle_errors
 def list_(models_dir, as_json):
     """List optimizers, schedulers, models, losses, metrics, datasets, initializers, kvstore and
-    compression types."""
+    compression types.
+
+    \b
+    Example:
+      trainer list
+      trainer list --json | jq '.optimizers'
+    """
     from ..report.catalog import catalog
 
     cat = catalog(models_dir)

@@ -44,6 +44,12 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
     Exit codes: 0 done; 1 the run failed; 2 bad config or input file; 130 stopped by Ctrl-C
     (SIGINT), 143 by SIGTERM or SIGHUP, after finishing the step and saving a checkpoint (continue
     with `trainer resume RUN_DIR`); a second signal stops at once with the same code.
+
+    \b
+    Example:
+      trainer run configs/mlp_digits.yaml
+      trainer run configs/mlp_synthetic.yaml -o epochs=3 --name quick
+      trainer run configs/dist.yaml --workers 2
     """
     if workers is not None:
         from ..config import load_config
