@@ -333,6 +333,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                 if isinstance(stop, AgreedStop):
                     stop.close()
             except NonFiniteError as exc:
+                if isinstance(stop, AgreedStop):
+                    stop.close()   # every rank stops here: the reduced gradients are the same
                 recorder.message("error: %s" % exc)
                 raise RunFailed(str(exc), _summary(loop, run_dir, recorder, "failed")) from None
             except KeyboardInterrupt as exc:
