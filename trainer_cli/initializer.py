@@ -12,6 +12,7 @@ import math
 import numpy
 
 from . import random as _random
+from .ndarray.interop import array_module as _array_module, raw as _raw
 
 __all__ = ["InitDesc", "Initializer", "Uniform", "Normal", "Xavier", "MSRAPrelu", "Zero", "One",
            "Constant", "Orthogonal", "create", "register", "registry"]
@@ -35,7 +36,7 @@ class InitDesc(str):
 
 
 def _fill(arr, values):
-    arr._data[...] = arr._xp.asarray(values) if isinstance(values, numpy.ndarray) else values
+    _raw(arr)[...] = _array_module(arr).asarray(values) if isinstance(values, numpy.ndarray) else values
 
 
 class Initializer:
@@ -78,10 +79,10 @@ class Initializer:
                 "names ending in weight, bias, gamma, beta, running_mean or running_var." % name)
 
     def _init_zero(self, _, arr):
-        arr._data[...] = 0
+        _raw(arr)[...] = 0
 
     def _init_one(self, _, arr):
-        arr._data[...] = 1
+        _raw(arr)[...] = 1
 
     def _init_weight(self, name, arr):
         raise NotImplementedError("%s must implement _init_weight" % type(self).__name__)
@@ -100,13 +101,13 @@ def _normal(arr, loc, scale):
 @register
 class Zero(Initializer):
     def _init_weight(self, _, arr):
-        arr._data[...] = 0
+        _raw(arr)[...] = 0
 
 
 @register
 class One(Initializer):
     def _init_weight(self, _, arr):
-        arr._data[...] = 1
+        _raw(arr)[...] = 1
 
 
 @register

@@ -24,6 +24,7 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
+from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh, mark_stale as _mark_stale
 from ..optimizer import state_file
 from .parameter import Parameter, ParameterDict
 
@@ -252,7 +253,7 @@ class Trainer:
             return
         for _, param in (self._trainable() if trainable is None else trainable):
             for data in param.list_data():
-                if not data._fresh_grad:
+                if not _is_fresh(data):
                     raise StaleGradientError(
                         "Gradient of Parameter `%s` on context %s has not been updated by backward "
                         "since last `step`. This could mean a bug in your model that made it only "
@@ -264,11 +265,11 @@ class Trainer:
     def _push_pull_weights(self, ignore_stale_grad):
         for i, param in self._trainable():
             copies = param.list_data()
-            if ignore_stale_grad and not all(d._fresh_grad for d in copies):
+            if ignore_stale_grad and not all(_is_fresh(d) for d in copies):
                 continue
             self._kvstore.pushpull(i, param.list_grad(), out=copies, priority=-i)
             for data in copies:
-                data._fresh_grad = False
+                _mark_stale(data)
 
     def _update(self, ignore_stale_grad=False):
         # One pass over the parameters (this runs at every step): a stale gradient raises before
@@ -280,16 +281,16 @@ class Trainer:
                 continue
             for (indices, grads, weights), data in zip(per_device,
                                                        param._data or param.list_data()):
-                if not data._fresh_grad:
+                if not _is_fresh(data):
                     if not ignore_stale_grad:
                         self._check_fresh(False)        # raises, naming the first stale one
                     continue
                 indices.append(i)
-                grads.append(data._grad)
+                grads.append(_grad_buffer(data))
                 weights.append(data)
         for _, _, weights in per_device:
             for data in weights:
-                data._fresh_grad = False
+                _mark_stale(data)
         for updater, (indices, grads, weights) in zip(updaters, per_device):
             if indices:
                 updater.update_lists(indices, grads, weights)
