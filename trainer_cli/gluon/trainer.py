@@ -1,7 +1,8 @@
 """``gluon.Trainer``: applies an optimizer to a set of Parameters, through a kvstore when useful.
 
-How gradients travel is decided once, by ``_resolve_kvstore`` (the first time it is needed), into
-one of three modes:
+How gradients travel is decided once, the first time it is needed (a step, or reading
+``Trainer.mode``), into one of three modes, which ``Trainer.mode`` names for everyone (the runner
+reads it rather than repeating these rules):
 
 ============  =====================================================  =========================
 mode          when                                                   a step does
@@ -15,6 +16,11 @@ mode          when                                                   a step does
                                                                      updates its weight, pull
                                                                      it into every copy
 ============  =====================================================  =========================
+
+MXNet's rules pick them: a ``kvstore`` named by a string is dropped for a single device unless it
+is a ``dist`` one; ``update_on_kvstore=None`` means ``default_update_on_kvstore`` (by default
+the ``MXNET_UPDATE_ON_KVSTORE`` environment variable, 1 unless set), except that an async dist
+store always updates on the store, and a store that cannot run the optimizer never does.
 """
 from __future__ import annotations
 
@@ -24,13 +30,15 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
-from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh, mark_stale as _mark_stale
+from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh
+from ..ndarray.interop import mark_stale as _mark_stale
 from ..optimizer import state_file
 from .parameter import Parameter, ParameterDict
 
-__all__ = ["Trainer", "StaleGradientError"]
+__all__ = ["Trainer", "StaleGradientError", "LOCAL", "REDUCE", "STORE"]
 
-_LOCAL, _REDUCE, _STORE = "local", "reduce", "store"
+LOCAL, REDUCE, STORE = "local", "reduce", "store"
+_LOCAL, _REDUCE, _STORE = LOCAL, REDUCE, STORE
 # A 'local' store keeps full copies on the host; past this size MXNet stops updating there.
 _BIG_PARAM = 1024 * 1024 * 16
 
@@ -46,9 +54,10 @@ def _env_update_on_kvstore() -> bool:
     return bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
 
 
-def _create_kvstore(kvstore, num_device, params):
+def _create_kvstore(kvstore, num_device, params, default_update_on_kvstore=None):
     """MXNet's ``model._create_kvstore``: the store to use and whether it may run the optimizer."""
-    update_on_kvstore = _env_update_on_kvstore()
+    update_on_kvstore = (_env_update_on_kvstore() if default_update_on_kvstore is None
+                         else bool(default_update_on_kvstore))
     if kvstore is None:
         kv = None
     elif isinstance(kvstore, _kvstore.KVStoreBase):
@@ -74,10 +83,14 @@ class Trainer:
 
     ``params`` is a dict (taken in sorted-name order, which fixes each parameter's index) or a
     list; ``optimizer`` a name with ``optimizer_params`` or an Optimizer instance.
+    ``default_update_on_kvstore`` (not in MXNet, keyword only) is what ``update_on_kvstore=None``
+    means where the store leaves the choice open; None reads ``MXNET_UPDATE_ON_KVSTORE`` as MXNet
+    does. ``mode`` says what was decided (see the module docstring).
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
-                 compression_params=None, update_on_kvstore=None):
+                 compression_params=None, update_on_kvstore=None, *,
+                 default_update_on_kvstore=None):
         if isinstance(params, (dict, ParameterDict)):
             params = [params[key] for key in sorted(params.keys())]
         if not isinstance(params, (list, tuple)):
@@ -95,7 +108,8 @@ class Trainer:
         self._contexts = self._check_contexts()
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
-        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore,
+                                "default": default_update_on_kvstore}
         self._reset_kvstore()
 
     def _check_contexts(self):
@@ -137,7 +151,8 @@ class Trainer:
     def _resolve_kvstore(self):
         """Create the store and pick the mode (see the module docstring)."""
         config = self._kvstore_params
-        kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params)
+        kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params,
+                                                config["default"])
         self._distributed = kv is not None and "dist" in kv.type
         if self._distributed and "async" in kv.type:
             if config["update_on_kvstore"] is False:
@@ -187,6 +202,24 @@ class Trainer:
             self._init_params()
 
     # ----------------------------------------------------------------- properties
+    @property
+    def mode(self) -> str:
+        """How a step moves gradients, decided once: ``LOCAL`` (``"local"``: no kvstore, each
+        device updates its copy), ``REDUCE`` (``"reduce"``: the kvstore sums gradients, each device
+        updates; ``allreduce_grads`` + ``update`` are allowed) or ``STORE`` (``"store"``: the
+        kvstore runs the optimizer; only ``step``). Reading it decides the mode (creating a store
+        named by a string) if no step has yet."""
+        if not self._kv_initialized:
+            self._resolve_kvstore()
+        return self._mode
+
+    @property
+    def kvstore(self):
+        """The kvstore in use (None in ``LOCAL`` mode), decided as ``mode`` is."""
+        if not self._kv_initialized:
+            self._resolve_kvstore()
+        return self._kvstore
+
     @property
     def learning_rate(self):
         return self._optimizer.learning_rate

@@ -53,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import threading
 import time
 
@@ -149,6 +150,19 @@ def _gc_from_code(code, bits):
 # --------------------------------------------------------------------------------------------
 # What both stores share
 
+_WIRE = re.compile(r"^r(\d+)_w(\d+)$")
+
+
+def wire_entries(state: dict) -> dict:
+    """The dist entries (``r<key>_w<rank>``) of a compression state as ``{rank: {key: array}}``."""
+    out: dict = {}
+    for name, value in state.items():
+        match = _WIRE.match(name)
+        if match is not None:
+            out.setdefault(int(match.group(2)), {})[int(match.group(1))] = value
+    return out
+
+
 
 class _DistStore(KVStoreLocal):
     """A worker of an MPI job: keys, the optimizer and the merge of the worker's own devices are
@@ -233,6 +247,39 @@ class _DistStore(KVStoreLocal):
             with ctx.device_scope():
                 placed[key] = ctx.xp.array(value, dtype=numpy.float32).reshape(-1)
         self._wire_residuals.update(placed)
+
+    def compression_state(self) -> dict:
+        """``{"r<key>_w<rank>": host array}`` of every worker on rank 0, ``{}`` elsewhere: a
+        collective (see ``KVStoreBase``)."""
+        if self._gc is None:
+            return {}
+        every = self.gather_wire_residuals(root=0)
+        if every is None:
+            return {}
+        return {"r%d_w%d" % (key, rank): arr
+                for rank, mine in enumerate(every) for key, arr in sorted(mine.items())}
+
+    def load_compression_state(self, state: dict, contexts=None, where="the saved state"):
+        """Take this rank's ``r<key>_w<rank>`` entries. A state saved by another number of ranks
+        (a residual belongs to the shard of batches its rank trained on), or saved before
+        residuals were kept, cannot be used: the residuals restart at zero and the note says so."""
+        if self._gc is None:
+            return None
+        by_rank = wire_entries(state)
+        restart = ("so they start again from zero on every rank. The run continues, but not "
+                   "bitwise as it would have %s.")
+        if not by_rank:
+            return ("%s holds no gradient-compression residuals of the workers (it was saved "
+                    "before trainer-cli kept them), %s"
+                    % (where, restart % "without the interruption"))
+        ranks = sorted(by_rank)
+        if ranks != list(range(self.num_workers)):
+            saved = "%d rank%s" % (len(ranks), "" if len(ranks) == 1 else "s")
+            return ("%s holds the gradient-compression residuals of %s, but this job has %d: each "
+                    "belongs to the shard of the batches its rank trained on, %s"
+                    % (where, saved, self.num_workers, restart % ("with " + saved)))
+        self.set_wire_residuals(by_rank[self.rank])
+        return None
 
     def _placement(self, key):
         """``(shape, context)`` of an initialized key: where its residual lives."""

@@ -6,11 +6,19 @@ value or hands the sum to the updater; ``pull`` broadcasts the stored value to e
 """
 from __future__ import annotations
 
+import re
+
 import numpy
 
 from ..ndarray import NDArray
 from ..ndarray.interop import array_module as _array_module, raw as _raw, transfer as _transfer, wrap as _wrap
 from .base import KVStoreBase
+
+_RESIDUAL = re.compile(r"^r(\d+)_(\d+)$")
+
+
+def _host_copy(arr):
+    return arr.get() if hasattr(arr, "get") else numpy.array(arr)
 
 __all__ = ["KVStoreLocal", "group_key_values"]
 
@@ -193,6 +201,30 @@ class KVStoreLocal(KVStoreBase):
         if self._compression is None:
             raise ValueError("set_compression_residuals: this store has no gradient compression")
         self._residuals.update(residuals)
+
+    def compression_state(self) -> dict:
+        """``{"r<key>_<source position>": host array}`` (see ``KVStoreBase``)."""
+        if self._compression is None:
+            return {}
+        return {"r%d_%d" % (key, pos): _host_copy(arr)
+                for (key, pos), arr in sorted(self._residuals.items())}
+
+    def load_compression_state(self, state: dict, contexts=None, where="the saved state"):
+        """Take the ``r<key>_<position>`` entries of ``state``, each onto ``contexts[position]``
+        (the first context for a position past the list)."""
+        if self._compression is None or not state:
+            return None
+        residuals = {}
+        for name, value in state.items():
+            match = _RESIDUAL.match(name)
+            if match is None:
+                continue
+            key, pos = int(match.group(1)), int(match.group(2))
+            ctx = contexts[pos] if pos < len(contexts) else contexts[0]
+            with ctx.device_scope():
+                residuals[(key, pos)] = ctx.xp.array(value, dtype=numpy.float32).reshape(-1)
+        self.set_compression_residuals(residuals)
+        return None
 
     def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         if self._updater is None:

@@ -22,6 +22,7 @@ import numpy
 
 from .. import autograd
 from ..ndarray import array as _array
+from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
 from .state import Accumulator, EarlyStopping, LoopState
@@ -106,7 +107,7 @@ class TrainingLoop:
             metric_batches.append(pairs)
         finite = self._reduce_and_check(window_acc_loss)
         if finite:
-            if parts.on_store:
+            if parts.trainer.mode == STORE:
                 parts.trainer.step(samples)
             else:
                 if self.config.grad_clip is not None:
@@ -161,10 +162,11 @@ class TrainingLoop:
 
     def _reduce_and_check(self, loss_sum) -> bool:
         parts = self.parts
-        if parts.on_store:
+        mode = parts.trainer.mode
+        if mode == STORE:
             self._norm = grads.global_norm(self.params)
             return math.isfinite(self._norm) and math.isfinite(loss_sum)
-        if parts.kvstore is not None:
+        if mode == REDUCE:
             parts.trainer.allreduce_grads()
             # Reduced gradients are equal on every device (and worker): look at one copy.
             self._norm = grads.global_norm(self.params, devices=[0])
