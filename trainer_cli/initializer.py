@@ -15,7 +15,7 @@ from . import random as _random
 from .ndarray.interop import array_module as _array_module, raw as _raw
 
 __all__ = ["InitDesc", "Initializer", "Uniform", "Normal", "Xavier", "MSRAPrelu", "Zero", "One",
-           "Constant", "Orthogonal", "create", "register", "registry"]
+           "Constant", "Orthogonal", "create", "names", "lookup", "register", "registry"]
 
 registry: dict = {}
 
@@ -230,6 +230,17 @@ class Orthogonal(Initializer):
 _ALIASES = {"zeros": Zero, "ones": One, "zero": Zero, "one": One}
 
 
+def names() -> list:
+    """The initializer names ``create`` takes (registered classes and MXNet's aliases), sorted."""
+    return sorted(set(registry) | set(_ALIASES))
+
+
+def lookup(name):
+    """The initializer class of ``name`` (any case), or None."""
+    key = str(name).lower()
+    return _ALIASES.get(key) or registry.get(key)
+
+
 def create(init, **kwargs):
     """An initializer from an instance, a name ('xavier', 'zeros', ...) or MXNet's JSON dump."""
     if isinstance(init, Initializer):
@@ -240,10 +251,8 @@ def create(init, **kwargs):
         if init.startswith("["):
             name, params = json.loads(init)
             return create(name, **params)
-        key = init.lower()
-        klass = _ALIASES.get(key) or registry.get(key)
+        klass = lookup(init)
         if klass is None:
-            raise ValueError("unknown initializer %r; expected one of %s"
-                             % (init, sorted(set(registry) | set(_ALIASES))))
+            raise ValueError("unknown initializer %r; expected one of %s" % (init, names()))
         return klass(**kwargs)
     raise TypeError("cannot make an initializer from %r" % (init,))

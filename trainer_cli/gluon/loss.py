@@ -6,6 +6,7 @@ import numbers
 
 import numpy
 
+from .._naming import snake_case
 from ..ndarray import NDArray
 from ..ndarray import ops as F
 from ..ndarray.interop import needs_grad as _needs_grad
@@ -13,7 +14,8 @@ from ..ndarray.losses import l2_loss_batch_mean, softmax_ce_batch_mean
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss",
-           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "HuberLoss"]
+           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "HuberLoss", "create", "names",
+           "lookup"]
 
 
 def _apply_weighting(loss, weight=None, sample_weight=None):
@@ -141,3 +143,34 @@ class HuberLoss(Loss):
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+# ----------------------------------------------------------------------------- the registry
+def _by_name() -> dict:
+    # Every public Loss class of this module, by the snake-case name of each of its names without
+    # "Loss" (``L2Loss`` -> ``l2``, ``SoftmaxCELoss`` -> ``softmax_ce``); read at each call, so a
+    # class defined or aliased anywhere in the module counts.
+    out = {}
+    for attr, obj in globals().items():
+        if (isinstance(obj, type) and issubclass(obj, Loss) and obj is not Loss
+                and not attr.startswith("_") and attr.endswith("Loss")):
+            out[snake_case(attr[: -len("Loss")])] = obj
+    return out
+
+
+def names() -> list:
+    """The loss names a config uses (``l2``, ``softmax_cross_entropy``, ...), sorted."""
+    return sorted(_by_name())
+
+
+def lookup(name):
+    """The Loss class of a config name (any case), or None."""
+    return _by_name().get(str(name).lower())
+
+
+def create(name, **kwargs) -> Loss:
+    """A loss by config name: ``create("huber", rho=2)``."""
+    cls = lookup(name)
+    if cls is None:
+        raise ValueError("unknown loss %r; expected one of %s" % (name, ", ".join(names())))
+    return cls(**kwargs)

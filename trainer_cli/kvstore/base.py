@@ -1,9 +1,11 @@
 """The KVStore interface and ``create``: one table maps a type name to its store class."""
 from __future__ import annotations
 
-__all__ = ["KVStoreBase", "create", "register"]
+__all__ = ["KVStoreBase", "create", "names", "register"]
 
 _registry: dict = {}
+# The types ``create`` builds itself (MXNet's names; see ``create``).
+_BUILTIN = ("local", "device", "dist_sync", "dist_device_sync", "dist_async", "dist_device_async")
 
 
 def register(klass):
@@ -84,6 +86,11 @@ class KVStoreBase:
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         raise NotImplementedError("row-sparse arrays are not supported by trainer_cli")
+
+
+def names() -> list:
+    """The store types ``create`` takes, sorted: MXNet's and the registered classes'."""
+    return sorted(set(_BUILTIN) | set(_registry))
 
 
 def create(name="local") -> KVStoreBase:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..config import ConfigError, ConfigIssue, names
 from . import data as _data
-from .metrics import create as create_metric
+from ..metric import create as create_metric
 from .model import build_network
 from .order import BatchOrder
 
