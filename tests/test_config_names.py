@@ -73,3 +73,16 @@ def test_model_search_order(tmp_path, monkeypatch):
     assert "_private" not in found
     assert names.model_dirs(config_dir)[:2] == [(config_dir / "models").resolve(),
                                                 (tmp_path / "proj" / "models").resolve()]
+
+
+def test_models_and_kvstores_follow_the_same_protocol():
+    from trainer_cli import kvstore
+    from trainer_cli.run import model
+    assert model.names() == sorted(names.model_files())
+    assert {"mlp", "perceptron"} <= set(model.names())
+    net = model.create("mlp", hidden=[4], classes=3)
+    assert hasattr(net, "collect_params")
+    with pytest.raises(model.ModelError, match="no-such"):
+        model.create("no-such")
+    assert {"local", "device", "dist_sync", "dist_async"} <= set(kvstore.names())
+    assert kvstore.create("device").type == "device"
