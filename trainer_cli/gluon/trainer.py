@@ -38,7 +38,6 @@ from .parameter import Parameter, ParameterDict
 __all__ = ["Trainer", "StaleGradientError", "LOCAL", "REDUCE", "STORE"]
 
 LOCAL, REDUCE, STORE = "local", "reduce", "store"
-_LOCAL, _REDUCE, _STORE = LOCAL, REDUCE, STORE
 # A 'local' store keeps full copies on the host; past this size MXNet stops updating there.
 _BIG_PARAM = 1024 * 1024 * 16
 
@@ -177,11 +176,11 @@ class Trainer:
                 kv.set_optimizer(self._optimizer)
             self._kvstore = kv
             self._update_on_kvstore = bool(update_on_kvstore)
-            self._mode = _STORE if update_on_kvstore else _REDUCE
+            self._mode = STORE if update_on_kvstore else REDUCE
         else:
             self._kvstore = None
             self._update_on_kvstore = None
-            self._mode = _LOCAL
+            self._mode = LOCAL
         self._kv_initialized = True
 
     def _init_params(self):
@@ -245,7 +244,7 @@ class Trainer:
         """One update with gradients normalized by ``1/batch_size``: reduce, then update."""
         self._check_and_rescale_grad(self._scale / batch_size)
         self._prepare()
-        if self._mode == _STORE:
+        if self._mode == STORE:
             self._check_fresh(ignore_stale_grad)
             self._push_pull_weights(ignore_stale_grad)
         else:
@@ -266,7 +265,7 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _forbid_on_store(self, what):
-        if self._mode == _STORE:
+        if self._mode == STORE:
             raise RuntimeError(
                 "%s() when parameters are updated on kvstore is not supported. Try setting "
                 "`update_on_kvstore` to False when creating trainer." % what)
@@ -333,7 +332,7 @@ class Trainer:
         """Write the optimizer and its per-parameter states (every device's) to ``fname``."""
         self._prepare()
         names = {i: param.name for i, param in enumerate(self._params)}
-        if self._mode == _STORE:
+        if self._mode == STORE:
             if self._params_to_init:
                 raise RuntimeError("Cannot save trainer states when some parameters are not yet "
                                    "initialized in kvstore.")
@@ -345,7 +344,7 @@ class Trainer:
     def load_states(self, fname):
         """Restore what ``save_states`` wrote; the optimizer (lr, counts, scheduler) comes from it."""
         self._prepare()
-        if self._mode == _STORE:
+        if self._mode == STORE:
             self._kvstore.load_optimizer_states(fname)
             self._optimizer = self._kvstore._updater.optimizer
         else:
