@@ -11,16 +11,17 @@ import re
 import numpy
 
 from ..ndarray import NDArray
-from ..ndarray.interop import array_module as _array_module, raw as _raw, transfer as _transfer, wrap as _wrap
+from ..ndarray.interop import array_module as _array_module, raw as _raw
+from ..ndarray.interop import transfer as _transfer, wrap as _wrap
 from .base import KVStoreBase
+
+__all__ = ["KVStoreLocal", "group_key_values"]
 
 _RESIDUAL = re.compile(r"^r(\d+)_(\d+)$")
 
 
 def _host_copy(arr):
     return arr.get() if hasattr(arr, "get") else numpy.array(arr)
-
-__all__ = ["KVStoreLocal", "group_key_values"]
 
 
 def group_key_values(key, value, what="value"):
@@ -211,7 +212,7 @@ class KVStoreLocal(KVStoreBase):
 
     def load_compression_state(self, state: dict, contexts=None, where="the saved state"):
         """Take the ``r<key>_<position>`` entries of ``state``, each onto ``contexts[position]``
-        (the first context for a position past the list)."""
+        (the first context for a position past the list; without ``contexts``, the key's)."""
         if self._compression is None or not state:
             return None
         residuals = {}
@@ -220,7 +221,10 @@ class KVStoreLocal(KVStoreBase):
             if match is None:
                 continue
             key, pos = int(match.group(1)), int(match.group(2))
-            ctx = contexts[pos] if pos < len(contexts) else contexts[0]
+            if contexts:
+                ctx = contexts[pos] if pos < len(contexts) else contexts[0]
+            else:
+                ctx = self._stored(key).context
             with ctx.device_scope():
                 residuals[(key, pos)] = ctx.xp.array(value, dtype=numpy.float32).reshape(-1)
         self.set_compression_residuals(residuals)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ConfigError, ConfigIssue, names
-from . import data as _data
 from ..metric import create as create_metric
+from . import data as _data
 from .model import build_network
 from .order import BatchOrder
 
