@@ -266,20 +266,32 @@ _BY_NAME = {"accuracy": Accuracy, "top_k_accuracy": TopKAccuracy, "mae": MAE, "m
             "rmse": RMSE, "cross_entropy": CrossEntropy, "perplexity": Perplexity, "f1": F1}
 
 
+# MXNet 1.9.1's registry names for these classes: each lower-cased class name and its aliases.
+_MXNET_NAMES = {"acc": Accuracy, "topkaccuracy": TopKAccuracy, "top_k_acc": TopKAccuracy,
+                "crossentropy": CrossEntropy, "ce": CrossEntropy}
+
+
 def lookup(name: str):
-    """The metric class of a config name (``top_k_accuracy``) or class name (``TopKAccuracy``),
-    or None."""
-    return _BY_NAME.get(str(name).lower()) or _BY_NAME.get(snake_case(str(name)))
+    """The metric class of a config name (``top_k_accuracy``), class name (``TopKAccuracy``) or
+    MXNet's registry names and aliases (``acc``, ``top_k_acc``, ``ce``), or None."""
+    key = str(name).lower()
+    return _BY_NAME.get(key) or _MXNET_NAMES.get(key) or _BY_NAME.get(snake_case(str(name)))
 
 
 def names() -> list[str]:
-    """The config names of the metrics, sorted."""
+    """The config names of the metrics, sorted (``lookup`` and ``create`` also take MXNet's)."""
     return sorted(_BY_NAME)
 
 
-def create(name: str, **params) -> EvalMetric:
-    """A metric by config name (``top_k_accuracy``) or class name (``TopKAccuracy``)."""
+def create(name, **params) -> EvalMetric:
+    """A metric by any name ``lookup`` takes; an EvalMetric is returned as is."""
+    if isinstance(name, EvalMetric):
+        if params:
+            raise ValueError("metric %r is already an instance; additional arguments are invalid"
+                             % (name.name,))
+        return name
     cls = lookup(name)
     if cls is None:
-        raise ValueError("unknown metric %r; expected one of %s" % (name, ", ".join(names())))
+        raise ValueError("unknown metric %r; expected one of %s"
+                         % (name, ", ".join(sorted(set(_BY_NAME) | set(_MXNET_NAMES)))))
     return cls(**params)

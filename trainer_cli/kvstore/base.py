@@ -1,6 +1,8 @@
 """The KVStore interface and ``create``: one table maps a type name to its store class."""
 from __future__ import annotations
 
+import warnings
+
 __all__ = ["KVStoreBase", "create", "names", "register"]
 
 _registry: dict = {}
@@ -9,8 +11,16 @@ _BUILTIN = ("local", "device", "dist_sync", "dist_device_sync", "dist_async", "d
 
 
 def register(klass):
-    """Register a store class under its lower-cased class name (``kvstore.create`` finds it)."""
-    _registry[klass.__name__.lower()] = klass
+    """Register a store class under its lower-cased class name (``kvstore.create`` finds it);
+    replacing a registered class warns, as MXNet does."""
+    if not isinstance(klass, type):
+        raise TypeError("register takes a KVStore class, got %r" % (klass,))
+    name = klass.__name__.lower()
+    if name in _registry:
+        warnings.warn("WARNING: New kvstore %s.%s is overriding existing kvstore %s.%s"
+                      % (klass.__module__, klass.__name__, _registry[name].__module__,
+                         _registry[name].__name__))
+    _registry[name] = klass
     return klass
 
 
@@ -18,6 +28,11 @@ class KVStoreBase:
     """What every store offers; the Trainer talks to stores only through these methods."""
 
     OPTIMIZER = "optimizer"
+    # MXNet's spelling: ``@kvstore.KVStoreBase.register`` on a subclass makes
+    # ``kvstore.create('<its lower-cased name>')`` build it. A store whose ``is_capable(OPTIMIZER)``
+    # is False only reduces gradients; the Trainer then updates on each device.
+    kv_registry = _registry
+    register = staticmethod(register)
 
     @property
     def type(self) -> str:
