@@ -152,6 +152,49 @@ class Gluon:
             trainer.step(batch_size)
         return step
 
+    def _train_step(self, net, X, y, batch_size, optimizer_params):
+        gluon, autograd = self.gluon, self.autograd
+        loss = gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", optimizer_params)
+
+        def step():
+            with autograd.record():
+                l = loss(net(X), y)
+            l.backward()
+            trainer.step(batch_size)
+        return step
+
+    def lenet_step(self, batch_size=64):
+        """LeNet-style: two 3x3 convolutions with ReLU, each followed by 2x2 max pooling, then
+        Dense(128, relu) and Dense(10); 1x28x28 images, SGD with momentum."""
+        import numpy as np
+        nn, nd = self.gluon.nn, self.nd
+        net = nn.Sequential()
+        net.add(nn.Conv2D(32, 3, activation="relu", in_channels=1), nn.MaxPool2D(2),
+                nn.Conv2D(64, 3, activation="relu", in_channels=32), nn.MaxPool2D(2),
+                nn.Dense(128, activation="relu", in_units=64 * 5 * 5), nn.Dense(10, in_units=128))
+        net.initialize()
+        rng = np.random.RandomState(0)
+        X = nd.array(rng.uniform(size=(batch_size, 1, 28, 28)).astype(np.float32))
+        y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32))
+        return self._train_step(net, X, y, batch_size, {"learning_rate": 0.01, "momentum": 0.9})
+
+    def cifar_step(self, batch_size=32):
+        """Four Conv2D(64, 3, padding 1, no bias) + BatchNorm + ReLU blocks, global average
+        pooling and Dense(10); 3x32x32 images, SGD with momentum."""
+        import numpy as np
+        nn, nd = self.gluon.nn, self.nd
+        net = nn.Sequential()
+        for cin in (3, 64, 64, 64):
+            net.add(nn.Conv2D(64, 3, padding=1, use_bias=False, in_channels=cin),
+                    nn.BatchNorm(in_channels=64), nn.Activation("relu"))
+        net.add(nn.GlobalAvgPool2D(), nn.Dense(10, in_units=64))
+        net.initialize()
+        rng = np.random.RandomState(0)
+        X = nd.array(rng.uniform(size=(batch_size, 3, 32, 32)).astype(np.float32))
+        y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32))
+        return self._train_step(net, X, y, batch_size, {"learning_rate": 0.01, "momentum": 0.9})
+
     def optimizer_step(self, name, params, n_params, n_tensors):
         """The optimizer alone, as gluon.Trainer runs it: its updater on the Parameters' data and
         gradient arrays, all indices in one call (which is also what lets MXNet aggregate)."""
@@ -191,17 +234,16 @@ class Torch:
         torch = self.torch
         torch.manual_seed(0)
         net = torch.nn.Linear(4, 1)
-        X, y = torch.rand(8, 4), torch.rand(8)
-        opt = torch.optim.SGD(net.parameters(), lr=0.1 / 8)
-        ones = torch.ones(8)
+        X, y = torch.rand(8, 4), torch.rand(8, 1)
+        # What a PyTorch user writes: F.mse_loss (the batch mean of the squared error) and
+        # loss.backward(). Gluon's L2Loss is half the squared error and trainer.step(8) averages
+        # it over the batch, so the same update needs half the learning rate here.
+        opt = torch.optim.SGD(net.parameters(), lr=0.1 / 2)
+        mse_loss = torch.nn.functional.mse_loss
 
-        # L2Loss as Gluon computes it: half the squared error, averaged over non-batch axes, one
-        # loss per sample and a backward from ones (Gluon's trainer.step(8) divides by 8 instead).
         def step():
             opt.zero_grad()
-            out = net(X)
-            l = ((y.view(-1, 1) - out) ** 2 * 0.5).mean(dim=1)
-            l.backward(ones)
+            mse_loss(net(X), y).backward()
             opt.step()
         return step
 
@@ -226,6 +268,39 @@ class Torch:
             criterion(net(X), y).backward()
             opt.step()
         return step
+
+    def _train_step(self, net, X, y):
+        torch = self.torch
+        criterion = torch.nn.CrossEntropyLoss()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+
+        def step():
+            opt.zero_grad()
+            criterion(net(X), y).backward()
+            opt.step()
+        return step
+
+    def lenet_step(self, batch_size=64):
+        torch = self.torch
+        nn = torch.nn
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                            nn.Linear(64 * 5 * 5, 128), nn.ReLU(), nn.Linear(128, 10))
+        return self._train_step(net, torch.rand(batch_size, 1, 28, 28),
+                                torch.randint(0, 10, (batch_size,)))
+
+    def cifar_step(self, batch_size=32):
+        torch = self.torch
+        nn = torch.nn
+        torch.manual_seed(0)
+        layers = []
+        for cin in (3, 64, 64, 64):
+            layers += [nn.Conv2d(cin, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64),
+                       nn.ReLU()]
+        net = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+        return self._train_step(net, torch.rand(batch_size, 3, 32, 32),
+                                torch.randint(0, 10, (batch_size,)))
 
     def optimizer_step(self, name, params, n_params, n_tensors):
         torch = self.torch
@@ -269,7 +344,13 @@ def _build(case, make):
     return _built[case]
 
 
+CNN_CASES = {"lenet_b64": "lenet_step", "cifar_conv4_b32": "cifar_step"}
+
+
 def run_case(case, lib, timing):
+    if case in CNN_CASES:
+        step = _build(case, getattr(lib, CNN_CASES[case]))
+        return dict(timing.rate(step, lib.sync, warmup=3 if timing.quick else 10), unit="steps/s")
     if case == "perceptron":
         step = _build(case, lib.perceptron_step)
         return dict(timing.rate(step, lib.sync), unit="steps/s")
@@ -292,6 +373,8 @@ def run_case(case, lib, timing):
         return compression(timing)
     if case == "memory":
         return memory(lib)
+    if case in PEAK_CASES:
+        return peak_rss(lib, *PEAK_CASES[case])
     raise ValueError("unknown case %r" % case)
 
 
@@ -369,6 +452,24 @@ def memory(lib, steps=1000):
         out["step_transient_bytes"] = peak - base
         out["step_retained_bytes"] = current - base
     return out
+
+
+PEAK_CASES = {"peak_mlp": (lambda lib: lib.mlp_step(*MLP_CASES["mlp_sgd_b64"]), 300),
+              "peak_lenet": (lambda lib: lib.lenet_step(), 40)}
+
+
+def peak_rss(lib, make, steps):
+    """Peak RSS of this (fresh) process over ``steps`` training steps, and its RSS before the
+    model was built (the interpreter and the imported library): run as the first case of a new
+    worker, the peak is that of the step (parameters, gradients, states, activations) on top."""
+    before, _ = _rss_kib()
+    step = make(lib)
+    for _ in range(steps):
+        step()
+    lib.sync()
+    _, peak = _rss_kib()
+    return {"unit": "MiB", "value": peak / 1024, "before_model_mib": before / 1024,
+            "step_mib": (peak - before) / 1024, "steps": steps}
 
 
 def main(argv=None):

@@ -51,9 +51,15 @@ CASES = [
      {"torch": 1.0}, None),
     ("op_overhead", "per-op overhead in record(), 8x4 multiply, over NumPy", "us", False,
      {}, ("<=", 3.0)),
+    ("lenet_b64", "LeNet (conv32-pool-conv64-pool-fc128-fc10), batch 64 of 1x28x28, SGD momentum",
+     "steps/s", True, {"torch": 1.2, "mxnet": 1.0}, None),
+    ("cifar_conv4_b32", "4x (Conv64 3x3 + BatchNorm + ReLU) + global pool, batch 32 of 3x32x32, "
+     "SGD momentum", "steps/s", True, {"torch": 1.0}, None),
 ]
 PEERS = ("torch", "mxnet")
 ONE_THREAD_CASES = ("compression", "memory", "cli_help")
+PEAK_CASES = {"peak_mlp": "peak RSS of a process running the MLP b64 SGD-momentum step",
+              "peak_lenet": "peak RSS of a process running the LeNet b64 step"}
 
 
 # ----------------------------------------------------------------------------- running workers
@@ -201,7 +207,7 @@ def collect(args):
     if not mxnet_python:
         notes.append("MXNet columns skipped: --no-mxnet, or no MXNet interpreter found "
                      "(--mxnet-python, $MXNET_PYTHON or /tmp/mxvenv).")
-    step_cases = [c[0] for c in CASES]
+    step_cases = [c[0] for c in CASES if not args.cases or c[0] in args.cases]
     jobs = [("ours", sys.executable, None)]
     if torch_version:
         jobs.append(("torch", sys.executable, None))
@@ -238,6 +244,13 @@ def collect(args):
     for name, by_threads in headers.items():
         for threads, header in by_threads.items():
             raw[name][threads] = _merge_rounds(header, results.get(name, {}).get(threads, {}))
+    if args.cases:
+        single = {"compression": None, "memory": {}, "cli_help": {}}
+        report = build_report(args, raw, single, torch_version, mxnet_python, list(notes))
+        report["load_average"] = {"before": load_before, "after": _loadavg()}
+        report["measured"] = {"raw": raw, "single": single, "torch_version": torch_version,
+                              "mxnet_python": mxnet_python, "notes": notes}
+        return report
     say(args, "compression and memory ...")
     single = {
         "compression": run_worker(sys.executable, "ours", 1, ["compression"], args.quick),
@@ -247,6 +260,13 @@ def collect(args):
         single["memory"]["torch"] = run_worker(sys.executable, "torch", 1, ["memory"], args.quick)
     if mxnet_python:
         single["memory"]["mxnet"] = run_worker(mxnet_python, "mxnet", 1, ["memory"], args.quick)
+    # Peak RSS, each model in a fresh process per implementation (VmHWM never goes down).
+    for case in PEAK_CASES:
+        single[case] = {"ours": run_worker(sys.executable, "ours", 1, [case], args.quick)}
+        if torch_version:
+            single[case]["torch"] = run_worker(sys.executable, "torch", 1, [case], args.quick)
+        if mxnet_python:
+            single[case]["mxnet"] = run_worker(mxnet_python, "mxnet", 1, [case], args.quick)
     say(args, "trainer --help ...")
     single["cli_help"] = cli_help(args.quick, mxnet_python, torch_version)
     report = build_report(args, raw, single, torch_version, mxnet_python, list(notes))
@@ -266,6 +286,7 @@ def rebuild(saved, args):
            for impl, by_threads in measured["raw"].items()}
     args.threads, args.quick = saved["threads"], saved["quick"]
     args.rounds = saved.get("rounds", 1)
+    args.cases = saved.get("cases")
     report = build_report(args, raw, measured["single"], measured["torch_version"],
                           measured["mxnet_python"], list(measured["notes"]))
     report["command"] = saved["command"]
@@ -333,6 +354,8 @@ def build_report(args, raw, single, torch_version, mxnet_python, notes):
             for case, err in (out or {}).get("errors", {}).items():
                 notes.append("%s %s failed: %s" % (impl, case, err.strip().splitlines()[-1]))
     for name, label, unit, higher, mins, absolute in CASES:
+        if getattr(args, "cases", None) and name not in args.cases:
+            continue
         for threads in args.threads:
             ours = _value(raw["ours"].get(threads), name)
             row = {"case": name, "label": label, "unit": unit, "threads": threads,
@@ -372,6 +395,8 @@ def build_report(args, raw, single, torch_version, mxnet_python, notes):
                                  "target": "(reference)", "meets_target": None})
                 elif not fused:
                     notes.append("numba is not installed: the optimizer rows are the NumPy path.")
+    if getattr(args, "cases", None):
+        return _report(args, rows, notes, versions, torch_version, mxnet_python)
     comp = single["compression"]
     comp_results = (comp or {}).get("results", {}).get("compression") or {}
     for op in ("2bit quantize+pack", "2bit unpack"):
@@ -392,6 +417,17 @@ def build_report(args, raw, single, torch_version, mxnet_python, notes):
                  "ratio_torch": None, "ratio_mxnet": None, "target": "flat (< 1 MiB)",
                  "meets_target": None if ours_mem.get("value") is None
                  else ours_mem["value"] < 1.0, "detail": mem})
+    for case, label in PEAK_CASES.items():
+        peaks = {impl: ((out or {}).get("results", {}).get(case) or {})
+                 for impl, out in (single.get(case) or {}).items()}
+        ours, torch = (peaks.get("ours") or {}).get("value"), (peaks.get("torch") or {}).get("value")
+        rows.append({"case": case, "label": label, "unit": "MiB", "threads": 1,
+                     "higher_is_better": False, "ours": ours, "torch": torch,
+                     "mxnet": (peaks.get("mxnet") or {}).get("value"),
+                     "ratio_torch": _ratio(ours, torch, False),
+                     "ratio_mxnet": _ratio(ours, (peaks.get("mxnet") or {}).get("value"), False),
+                     "target": "<= PyTorch's", "meets_target": None if ours is None or torch is None
+                     else ours <= torch, "detail": peaks})
     helps = single["cli_help"]
     rows.append({"case": "cli_help", "label": helps.get("measured", "trainer --help"),
                  "unit": "s", "threads": 1, "higher_is_better": False, "ours": helps.get("value"),
@@ -401,6 +437,10 @@ def build_report(args, raw, single, torch_version, mxnet_python, notes):
                  "detail": helps})
     if helps.get("note"):
         notes.append("trainer --help: " + helps["note"])
+    return _report(args, rows, notes, versions, torch_version, mxnet_python)
+
+
+def _report(args, rows, notes, versions, torch_version, mxnet_python):
     return {
         "command": " ".join(["python", "benchmarks/run_all.py"] + sys.argv[1:]),
         "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
@@ -410,6 +450,7 @@ def build_report(args, raw, single, torch_version, mxnet_python, notes):
         "mxnet_python": mxnet_python,
         "quick": args.quick,
         "rounds": args.rounds,
+        "cases": getattr(args, "cases", None),
         "clock": args.clock,
         "threads": args.threads,
         "rows": rows,
@@ -495,6 +536,14 @@ def detail_lines(report):
                                  "(peak %.1f -> %.1f MiB)" % (
                                      impl, d.get("rss_100_mib") or 0, d.get("rss_end_mib") or 0,
                                      d["peak_100_mib"], d["peak_end_mib"]))
+        if row["case"] in PEAK_CASES:
+            for impl, d in (row.get("detail") or {}).items():
+                if d.get("value") is not None:
+                    lines.append("%s, %s: peak %.1f MiB, of which %.1f MiB before the model was "
+                                 "built (interpreter and library) and %.1f MiB over %d steps" % (
+                                     row["case"], impl, d["value"], d["before_model_mib"],
+                                     d["step_mib"], d["steps"]))
+        if row["case"] == "memory_growth":
             ours = (row.get("detail") or {}).get("ours") or {}
             if ours.get("step_transient_bytes") is not None:
                 lines.append("memory, ours: one MLP step allocates %.2f MiB transiently (the "
@@ -566,6 +615,9 @@ def main(argv=None):
     parser.add_argument("--mxnet-python", help="interpreter of a venv with mxnet==1.9.1")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch")
     parser.add_argument("--no-mxnet", action="store_true", help="skip MXNet")
+    parser.add_argument("--cases", nargs="+", metavar="CASE",
+                        help="measure only these step cases (%s), without the one-off rows"
+                             % ", ".join(c[0] for c in CASES))
     parser.add_argument("--load", metavar="JSON",
                         help="print a report saved with --json instead of measuring")
     args = parser.parse_args(argv)

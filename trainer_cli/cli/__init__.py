@@ -21,6 +21,9 @@ COMMANDS = {
     "inspect": ("trainer_cli.cli.report_cmds", "inspect", "Show a run's checkpoints or a trainer states file."),
     "list": ("trainer_cli.cli.report_cmds", "list_", "List optimizers, schedulers, models, losses, datasets, ..."),
     "schema": ("trainer_cli.cli.report_cmds", "schema", "Print the JSON schema of a config file."),
+    "runs": ("trainer_cli.cli.runs_cmds", "runs", "List runs: status, progress, best metric, last checkpoint."),
+    "report": ("trainer_cli.cli.runs_cmds", "report", "Write an HTML report of one or several runs."),
+    "plot": ("trainer_cli.cli.runs_cmds", "plot", "Draw a run's curves in the terminal."),
 }
 
 

@@ -59,21 +59,43 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 
 
 @click.command()
-@click.argument("run_dir", type=click.Path(file_okay=True))
+@click.argument("run_dir", required=False, type=click.Path(file_okay=True))
+@click.option("--last", is_flag=True, help="Resume the newest run under --run-dir (default runs/).")
+@click.option("--run-dir", "run_root", metavar="ROOT", default="runs", show_default=True,
+              help="Where --last looks for runs.")
 @click.option("--from", "from_checkpoint", metavar="step-N",
               help="Resume from this checkpoint instead of the latest one.")
+@click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=N",
+              help="Extend the run: -o epochs=N or -o steps=N (nothing else may change).")
+@click.option("--force", is_flag=True,
+              help="Extend even where the result differs from a run configured that long from "
+                   "the start (a finished schedule, early stopping).")
 @_json_summary_option
 @_quiet_option
 @_workers_option("Resume as N MPI processes (a run with a dist_* kvstore).")
 @handle_errors
-def resume(run_dir, from_checkpoint, as_json, quiet, workers):
-    """Continue the run in RUN_DIR exactly where its latest checkpoint left off.
+def resume(run_dir, last, run_root, from_checkpoint, overrides, force, as_json, quiet, workers):
+    """Continue the run in RUN_DIR (or the newest one, --last) exactly where its latest
+    checkpoint left off.
 
     The final parameters equal bitwise those of a run that never stopped (with the same number
-    of MPI workers; not under dist_async, whose pushes apply in arrival order).
+    of MPI workers; not under dist_async, whose pushes apply in arrival order). With
+    -o epochs=N (or steps=N) a finished or stopped run goes on to the new length, bitwise the
+    run configured that long from the start.
+
+    \b
+    Example:
+      trainer resume runs/mlp-20261123-101500
+      trainer resume --last -o epochs=40
     """
     from ..run import resume_run
 
+    if last == (run_dir is not None):
+        raise CLIError("give either RUN_DIR or --last", EXIT_BAD_INPUT)
+    if last:
+        from ..report.runs_list import newest_run
+
+        run_dir = str(newest_run(run_root))
     step = None
     if from_checkpoint is not None:
         match = _STEP.match(from_checkpoint.strip())
@@ -84,11 +106,13 @@ def resume(run_dir, from_checkpoint, as_json, quiet, workers):
     if workers is not None:
         from ..run.session import read_run_config
 
-        _check_dist(read_run_config(run_dir), run_dir)
+        _check_dist(read_run_config(run_dir, overrides), run_dir)
         argv = ["resume", str(run_dir)] + (["--from", "step-%d" % step] if step is not None else [])
+        argv += [a for text in overrides for a in ("-o", text)] + (["--force"] if force else [])
         sys.exit(_launch(argv, as_json, quiet, workers))
     _join_mpi_job()
-    _finish(lambda reporter: resume_run(run_dir, step, reporter=reporter), as_json, quiet)
+    _finish(lambda reporter: resume_run(run_dir, step, reporter=reporter, overrides=overrides,
+                                        force=force), as_json, quiet)
 
 
 def _finish(start, as_json, quiet):
@@ -109,6 +133,10 @@ def _finish(start, as_json, quiet):
             click.echo(dumps(error_dict(exc)))
         raise
     summary = result.summary
+    if summary.get("run_dir") is not None:
+        from ..report.run_end import end_of_run
+
+        summary = dict(summary, **end_of_run(summary["run_dir"]))
     if summary.get("run_dir") is None:
         pass  # an MPI rank other than 0: rank 0 reports
     elif as_json:
@@ -131,6 +159,14 @@ def _human(summary) -> str:
                         if isinstance(v, (int, float)))
     if metrics:
         lines.append("metrics:       %s" % metrics)
+    if summary.get("sparkline"):
+        best = summary.get("best")
+        tail = "  best %s %.4g (step %d)" % (best["metric"], best["value"], best["step"]) if best else ""
+        lines.append("loss:          %s%s" % (summary["sparkline"], tail))
+    if summary.get("report"):
+        lines.append("report:        %s" % summary["report"])
+    elif summary.get("report_error"):
+        lines.append("note:          %s" % summary["report_error"])
     if summary["status"] == "interrupted":
         lines.append("continue with: trainer resume %s" % summary["run_dir"])
     return "\n".join(lines)

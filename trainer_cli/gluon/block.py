@@ -211,8 +211,9 @@ class Block:
         self.collect_params().reset_ctx(ctx)
 
     # ----------------------------------------------------------------- saving and loading
-    def save_parameters(self, filename, deduplicate=False):
-        """Save parameters under their structural names (``0.weight``) to an ``.npz`` file.
+    def save_parameters(self, filename, deduplicate=False, format="npz"):  # noqa: A002
+        """Save parameters under their structural names (``0.weight``): an ``.npz`` file, or with
+        ``format='mxnet'`` MXNet's binary format, which real MXNet's ``load_parameters`` reads.
 
         With ``deduplicate``, a parameter shared by several blocks is stored once, under the last
         of its names (as MXNet does); ``load_parameters`` accepts any one of them.
@@ -222,11 +223,13 @@ class Block:
         if deduplicate:
             last_name = {id(param): key for key, param in params.items()}
             params = {key: param for key, param in params.items() if last_name[id(param)] == key}
-        save_arrays(filename, {key: param._reduce().asnumpy() for key, param in params.items()})
+        save_arrays(filename, {key: param._reduce().asnumpy() for key, param in params.items()},
+                    format)
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
-        """Load a file written by ``save_parameters`` (structural names).
+        """Load a file written by ``save_parameters`` (structural names), here or by real MXNet
+        (its binary ``.params`` format is read without MXNet).
 
         A file whose names contain no ``.`` is MXNet's older layout, names relative to this block's
         prefix (``ParameterDict.save(strip_prefix=block.prefix)``); a file of full names

@@ -1,4 +1,5 @@
-"""Parameter files: a plain ``.npz`` of name -> array, written atomically, read without pickle."""
+"""Parameter files: a plain ``.npz`` of name -> array, or MXNet's own binary format (``.params``
+files written by real MXNet), written atomically, read without pickle."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ import numpy
 
 from .._atomic import atomic_write
 from .._npz import write_npz
+from ..ndarray.mxnet_format import MXNetFileError, is_mxnet_file, read_mxnet_file, write_mxnet_file
 
 __all__ = ["save_arrays", "load_arrays", "ParamFileError"]
 
@@ -15,10 +17,19 @@ class ParamFileError(ValueError):
     """A parameter file is missing, truncated, corrupted or not a parameter file."""
 
 
-def save_arrays(filename, arrays: dict) -> None:
-    """Write ``arrays`` as an ``.npz`` that ``numpy.load(allow_pickle=False)`` reads, atomically."""
+FORMATS = ("npz", "mxnet")
+
+
+def save_arrays(filename, arrays: dict, format="npz") -> None:  # noqa: A002 - MXNet-style keyword
+    """Write ``arrays`` atomically as an ``.npz`` that ``numpy.load(allow_pickle=False)`` reads
+    (``format='npz'``) or in MXNet's binary format, which real MXNet loads (``format='mxnet'``)."""
+    if format not in FORMATS:
+        raise ValueError("format must be one of %s, not %r" % (", ".join(map(repr, FORMATS)), format))
     with atomic_write(filename) as f:
-        write_npz(f, arrays)
+        if format == "mxnet":
+            write_mxnet_file(f, list(arrays.values()), list(arrays))
+        else:
+            write_npz(f, arrays)
 
 
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -26,11 +37,12 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 
 def load_arrays(filename) -> dict:
-    """Read a parameter file as name -> numpy array; any unreadable file is a ParamFileError."""
+    """Read a parameter file (``.npz`` or MXNet's binary format) as name -> numpy array; any
+    unreadable file is a ParamFileError."""
     path = os.fspath(filename)
     try:
         with open(path, "rb") as f:
-            head = f.read(len(_ZIP_MAGIC))
+            head = f.read(8)
     except FileNotFoundError:
         raise ParamFileError("%s: no such parameter file" % path) from None
     except OSError as exc:
@@ -39,12 +51,15 @@ def load_arrays(filename) -> dict:
     # unpickle it.
     if not head:
         raise ParamFileError("%s: the parameter file is empty" % path)
+    if is_mxnet_file(head):
+        return _load_mxnet(path)
+    head = head[:len(_ZIP_MAGIC)]
     if _NPY_MAGIC.startswith(head):
         raise ParamFileError("%s: not a parameter file (a single .npy array, expected an .npz "
                              "archive of named arrays)" % path)
     if head != _ZIP_MAGIC:
-        raise ParamFileError("%s: not a parameter file (expected an .npz archive of named arrays)"
-                             % path)
+        raise ParamFileError("%s: not a parameter file (expected an .npz archive or MXNet's binary "
+                             "format of named arrays)" % path)
     try:
         with numpy.load(path, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
@@ -58,6 +73,19 @@ def load_arrays(filename) -> dict:
         raise ParamFileError("%s: cannot read parameter file (%s); it may be truncated or "
                              "corrupted" % (path, _reason(exc))) from None
     return _strip_nd_save_keys(path, arrays)
+
+
+def _load_mxnet(path):
+    try:
+        arrays, names = read_mxnet_file(path)
+    except MXNetFileError as exc:
+        raise ParamFileError(str(exc)) from None
+    if names is None:
+        if arrays:
+            raise ParamFileError("%s: holds a list of %d arrays saved by nd.save, not named "
+                                 "parameters" % (path, len(arrays)))
+        return {}  # MXNet writes an empty dict as an empty list
+    return dict(zip(names, arrays))
 
 
 def _strip_nd_save_keys(path, arrays):

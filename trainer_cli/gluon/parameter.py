@@ -506,8 +506,9 @@ class ParameterDict:
         out._params.update((k, v) for k, v in self._params.items() if regex.match(k))
         return out
 
-    def save(self, filename, strip_prefix=""):
-        """Write every parameter (averaged over its copies) to an ``.npz`` file."""
+    def save(self, filename, strip_prefix="", format="npz"):  # noqa: A002 - MXNet-style keyword
+        """Write every parameter (averaged over its copies) to an ``.npz`` file, or with
+        ``format='mxnet'`` in MXNet's binary format."""
         from .param_file import save_arrays
         arrays = {}
         for param in self.values():
@@ -518,7 +519,7 @@ class ParameterDict:
                                  "outside 'with name_scope()'."
                                  % (strip_prefix, param.name, strip_prefix))
             arrays[param.name[len(strip_prefix):]] = param._reduce().asnumpy()
-        save_arrays(filename, arrays)
+        save_arrays(filename, arrays, format)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="",
              cast_dtype=False, dtype_source="current"):

@@ -91,24 +91,60 @@ def waitall():
 
 
 def save(fname, data):
-    """Save an NDArray, a list or a str-keyed dict of them as an ``.npz`` file (no pickle)."""
+    """Save an NDArray, a list or a str-keyed dict of them in MXNet's binary format, as
+    ``mx.nd.save`` does (real MXNet loads the file), atomically."""
     if isinstance(data, NDArray):
         data = [data]
     if isinstance(data, dict):
-        arrays = {"k:" + str(k): v.asnumpy() for k, v in data.items()}
+        if any(not isinstance(k, str) for k in data) or any(not isinstance(v, NDArray) for v in data.values()):
+            raise TypeError("save only accept dict str->NDArray or list of NDArray")
+        names, arrays = list(data), list(data.values())
+    elif isinstance(data, (list, tuple)):
+        if any(not isinstance(v, NDArray) for v in data):
+            raise TypeError("save only accept dict str->NDArray or list of NDArray")
+        names, arrays = None, list(data)
     else:
-        arrays = {"i:%08d" % i: v.asnumpy() for i, v in enumerate(data)}
+        raise ValueError("data needs to either be a NDArray, dict of str, NDArray pairs "
+                         "or a list of NDarrays.")
     from .._atomic import atomic_write
-    from .._npz import write_npz
+    from .mxnet_format import write_mxnet_file
     with atomic_write(fname) as f:
-        write_npz(f, arrays)
+        write_mxnet_file(f, [a.asnumpy() for a in arrays], names,
+                         [(a.context.device_typeid, a.context.device_id) for a in arrays])
 
 
 def load(fname, ctx=None):
-    """Load what ``save`` wrote: a list or a dict of NDArrays."""
-    with numpy.load(os.fspath(fname), allow_pickle=False) as npz:
-        keys = list(npz.keys())
-        if keys and all(k.startswith("i:") for k in keys):
-            return [array(npz[k], ctx=ctx, dtype=npz[k].dtype) for k in sorted(keys)]
-        return {k[2:] if k.startswith("k:") else k: array(npz[k], ctx=ctx, dtype=npz[k].dtype) for k in keys}
+    """Load a list or a dict of NDArrays from a file in MXNet's binary format (written by MXNet or
+    by ``save``), or from the ``.npz`` that earlier trainer_cli versions wrote.
 
+    A truncated, corrupted or foreign file raises ``MXNetFileError`` (a ``ValueError``).
+    """
+    from .mxnet_format import MXNetFileError, is_mxnet_file, read_mxnet_file
+    path = os.fspath(fname)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise MXNetFileError("%s: cannot open (%s)" % (path, exc.strerror or exc)) from None
+    if head.startswith(b"PK\x03\x04"):
+        return _load_npz(path, ctx)
+    if not is_mxnet_file(head):
+        raise MXNetFileError("%s: not an array file (neither MXNet's binary format nor an .npz)"
+                             % path)
+    arrays, names = read_mxnet_file(path)
+    loaded = [array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
+    return loaded if names is None else dict(zip(names, loaded))
+
+
+def _load_npz(path, ctx):
+    try:
+        with numpy.load(path, allow_pickle=False) as npz:
+            keys = list(npz.keys())
+            if keys and all(k.startswith("i:") for k in keys):
+                return [array(npz[k], ctx=ctx, dtype=npz[k].dtype) for k in sorted(keys)]
+            return {k[2:] if k.startswith("k:") else k: array(npz[k], ctx=ctx, dtype=npz[k].dtype)
+                    for k in keys}
+    except Exception as exc:  # noqa: BLE001 - any failure to parse the archive means a bad file
+        from .mxnet_format import MXNetFileError
+        raise MXNetFileError("%s: cannot read the .npz archive (%s: %s)"
+                             % (path, type(exc).__name__, exc)) from None

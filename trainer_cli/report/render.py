@@ -300,3 +300,60 @@ def render_list(out: Console, cat: dict) -> None:
     grid.add_row("kvstore types", ", ".join(cat["kvstore"]))
     grid.add_row("compression", ", ".join(cat["compression"]))
     out.print(grid)
+
+
+def render_runs(out: Console, root, runs: list) -> None:
+    """``trainer runs``: one row per run directory (it fits 80 columns: the best metric's name
+    goes into the header when every run has the same one)."""
+    if not runs:
+        out.print("no runs under %s" % root)
+        return
+    metrics = {run["best"]["metric"] for run in runs if run["best"]}
+    shared = metrics.pop() if len(metrics) == 1 else None
+    title = "runs under %s" % root + ("  (best: %s)" % shared if shared else "")
+    table = Table(title=title, title_justify="left", box=None,
+                  pad_edge=False, padding=(0, 1), header_style="bold underline")
+    for name, justify in (("run", "left"), ("status", "left"), ("step", "right"), ("epoch", "right"),
+                          ("best", "left"), ("ckpt", "right"), ("started", "left"), ("took", "right")):
+        # Only a run's name may wrap: every other cell is short and reads badly broken.
+        table.add_column(name, justify=justify, overflow="fold", no_wrap=name != "run",
+                         min_width=12 if name == "run" else None)
+    styles = {"running": "cyan", "failed": "red", "killed": "red", "stopped": "yellow",
+              "unreadable": "red"}
+    for run in runs:
+        best = run["best"]
+        best_text = "-"
+        if best:
+            best_text = "%.4g @%d" % (best["value"], best["step"])
+            if not shared:
+                best_text = "%s %s" % (best["metric"], best_text)
+        duration = run["duration_s"]
+        table.add_row(run["name"], Text(run["status"], style=styles.get(run["status"], "")),
+                      _num(run["step"]), _num(run["epoch"]), best_text,
+                      (run["last_checkpoint"] or "-").replace("step-", ""),
+                      (run["started"] or "-")[5:16], "-" if duration is None else _seconds(duration))
+    out.print(table)
+
+
+def _seconds(value: float) -> str:
+    value = int(round(value))
+    if value < 60:
+        return "%ds" % value
+    if value < 3600:
+        return "%dm%02ds" % divmod(value, 60)
+    return "%dh%02dm" % (value // 3600, value % 3600 // 60)
+
+
+def render_plot(out: Console, report: dict, width: int) -> None:
+    """``trainer plot``: one area plot per series."""
+    from .curves import curve_plot, format_value
+
+    epoch = "" if report["epoch"] is None else ", epoch %d" % report["epoch"]
+    out.print("%s (%s, step %d%s)" % (report["run"], report["status"], report["step"], epoch))
+    for series in report["series"]:
+        best = series["best"]
+        mark = (best[0], "best %s at step %d" % (format_value(best[1]), best[0])) if best else None
+        out.print("")
+        for line in curve_plot([tuple(p) for p in series["points"]], width=width,
+                               label=series["key"], mark=mark):
+            out.print(Text(line))

@@ -23,7 +23,9 @@ from pathlib import Path
 from .. import __version__
 from .. import random as _random
 from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
+from .._atomic import write_text_atomic
 from . import checkpoint as _ckpt
+from . import extend as _extend
 from . import kvstate, layout
 from .build import build
 from .layout import RunDirError
@@ -80,10 +82,13 @@ def start_run(config_path, overrides=(), *, name=None, run_root=None, reporter=N
 
 
 def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
-               handle_signals=True) -> RunResult:
-    """Continue the run in ``run_dir`` from its latest checkpoint (or ``from_step``)."""
+               handle_signals=True, overrides=(), force=False) -> RunResult:
+    """Continue the run in ``run_dir`` from its latest checkpoint (or ``from_step``).
+
+    ``overrides`` may set only ``epochs`` / ``steps``: they extend a finished or stopped run
+    (see :mod:`.extend`; ``force`` where the result is not the run configured that long)."""
     run_dir = Path(run_dir)
-    config = read_run_config(run_dir)
+    config = read_run_config(run_dir, _extend.check_overrides(overrides))
     point = _ckpt.resume_point(run_dir, from_step)
     _random.seed(config.seed)
     with _capture_warnings() as caught:
@@ -104,6 +109,10 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             notes += ["note: %s" % text for text in kv_notes]
         else:
             notes.append("no checkpoint yet: starting again from step 0")
+        if overrides:
+            total = parts.order.total_updates(config.epochs, config.steps, config.grad_accumulation)
+            notes += _extend.plan_extension(config, state, total, force)
+            state.finished, state.stop_reason = False, None
         if lock is not None:
             _ckpt.clean_leftovers(run_dir)
             moved, where = _ckpt.set_aside_after(run_dir, step)
@@ -112,6 +121,8 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
                              % (step, ", ".join(moved), where.relative_to(run_dir)))
             if point is not None:
                 _ckpt.point_latest(run_dir, step)
+            if overrides:  # later resumes continue to the new length
+                write_text_atomic(run_dir / layout.CONFIG_FILE, config.resolved_yaml())
             dropped = truncate_metrics(run_dir, step, config.metric_keys())
             if dropped:
                 notes.append("dropped %d metrics rows logged after step %d" % (dropped, step))
@@ -122,8 +133,9 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             lock.release()
 
 
-def read_run_config(run_dir):
-    """The run directory's resolved config, validated; never anything else from the folder."""
+def read_run_config(run_dir, overrides=()):
+    """The run directory's resolved config (with ``overrides``), validated; never anything
+    else from the folder."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunDirError("%s: no such run directory" % run_dir)
@@ -136,7 +148,8 @@ def read_run_config(run_dir):
         raise RunDirError("%s: cannot read (%s)" % (path, exc)) from None
     # No config_dir: models are looked up in the working folder and the installation, never
     # in (or next to) the run directory.
-    return validate_config_text(text, filename=str(path), config_name=run_dir.name)
+    return validate_config_text(text, filename=str(path), config_name=run_dir.name,
+                                overrides=overrides)
 
 
 # --------------------------------------------------------------------------------------------

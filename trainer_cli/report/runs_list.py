@@ -1,0 +1,50 @@
+"""``trainer runs``: the run directories under a root, one summary each, and the newest one."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..run import layout
+from .history import STATUS_NAMES, find_runs, load_history
+
+__all__ = ["list_runs", "run_summary", "newest_run"]
+
+
+def run_summary(history) -> dict:
+    key = history.headline_metric()
+    best = history.best(key) if key else None
+    return {
+        "name": history.path.name,
+        "path": str(history.path),
+        "status": STATUS_NAMES.get(history.status, history.status),
+        "step": history.step,
+        "epoch": history.epoch,
+        "best": {"metric": key, "value": best[1], "step": best[0]} if best else None,
+        "last_checkpoint": "step-%d" % history.latest if history.latest is not None else None,
+        "started": history.started,
+        "duration_s": None if history.duration() is None else round(history.duration(), 3),
+        "error": history.error,
+        "problems": history.problems,
+    }
+
+
+def list_runs(root) -> list[dict]:
+    """Summaries of every run directory directly under ``root``, oldest first. A folder that is
+    not readable as a run is listed with status ``unreadable`` rather than hidden."""
+    out = []
+    for path in find_runs(root):
+        try:
+            out.append(run_summary(load_history(path)))
+        except (OSError, layout.RunDirError) as exc:
+            out.append({"name": path.name, "path": str(path), "status": "unreadable",
+                        "step": None, "epoch": None, "best": None, "last_checkpoint": None,
+                        "started": None, "duration_s": None, "error": str(exc), "problems": []})
+    return out
+
+
+def newest_run(root) -> Path:
+    """The run directory under ``root`` that started last (by the UTC time in its name)."""
+    runs = find_runs(root)
+    if not runs:
+        raise layout.RunDirError("%s: no run directories here (a run directory holds %s and %s/)"
+                                 % (root, layout.CONFIG_FILE, layout.CHECKPOINTS))
+    return runs[-1]
