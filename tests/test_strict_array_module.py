@@ -81,7 +81,7 @@ def test_fused_rules_on_the_stand_in_take_their_numpy_body(monkeypatch):
     standin_array_module(monkeypatch)
     w = to_device(numpy.ones(1 << 15, numpy.float32))
     assert not kernels.cuda_handles(w, w)
-    assert not kernels.Kernel.fits(None, w, w)
+    assert not kernels.Kernel.fits(w, w)
 
 
 @pytest.mark.parametrize("kind", ["2bit", "1bit"])

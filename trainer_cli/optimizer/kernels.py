@@ -101,7 +101,8 @@ class Kernel:
             rows[:, self.scalars.index(name)] = values
         return rows
 
-    def fits(self, w, *others) -> bool:
+    @staticmethod
+    def fits(w, *others) -> bool:
         """Whether the CPU loop takes these arrays: NumPy, one native float dtype and size,
         C-contiguous, not overlapping other than exactly, at least ``MIN_SIZE`` elements, and
         numba available."""
@@ -113,7 +114,7 @@ class Kernel:
         mapping of the values ``scalars`` names); False when the NumPy body must run instead."""
         w = arrays[0]
         if type(w) is _np_ndarray:
-            if w.size < MIN_SIZE or not self.fits(*arrays):
+            if not self.fits(*arrays):
                 return False
             s = self.row(w.dtype, **scalars)
             if w.ndim != 1:

@@ -51,6 +51,8 @@ class Updater:
             if prepared.serves(optimizer, grads, weights, states):
                 # A training loop's every step: the same weights and states as last time.
                 self._plan_and_step(prepared)
+                if prepared.grads_change:
+                    prepared.forget_grads()
                 return
             del self._prepared[key]
         for i, idx in enumerate(indices):
@@ -178,10 +180,12 @@ class _Prepared:
     replaced); the Updater forgets every prepared step when states are loaded. NDArrays never
     change the array they hold, and the states kept here are NDArrays, tuples of them or None
     (``_fixed_state``), so the raw arrays stay valid. Other gradient NDArrays (a kvstore's sum
-    is new at each push) are taken in place of the previous ones."""
+    may be new at each push) are taken in place of the previous ones; gradients that change
+    from call to call are not kept once the call is over (a parameter server would otherwise
+    hold the last gradient of every key)."""
 
     __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "order",
-                 "runs", "kept", "step")
+                 "runs", "kept", "step", "grads_change")
 
     def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept):
         self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
@@ -192,6 +196,7 @@ class _Prepared:
         self.order, self.runs, self.kept = order, runs, kept
         self.step = PreparedStep([w._data for w in weights], [g._data for g in grads],
                                  [raw_state(s) for s in kept])
+        self.grads_change = False
 
     def serves(self, optimizer, grads, weights, states) -> bool:
         given_grads, given_weights = self.given
@@ -199,14 +204,21 @@ class _Prepared:
                 and len(weights) == len(given_weights) and all(map(is_, weights, given_weights))
                 and all(map(is_, map(states.get, self.indices), self.kept))):
             return False
+        self.grads_change = False
         if len(grads) != len(given_grads) or not all(map(is_, grads, given_grads)):
-            if not all(type(g) is NDArray for g in grads):
+            if len(grads) != len(given_weights) or not all(type(g) is NDArray for g in grads):
                 return False
             self.given = (tuple(grads), given_weights)
             order = self.order
             self.grads = list(grads) if order is None else [grads[k] for k in order]
             self.step.new_grads([g._data for g in self.grads])
+            self.grads_change = True
         return True
+
+    def forget_grads(self):
+        self.given = ((), self.given[1])
+        self.grads = None
+        self.step.new_grads(None)
 
 
 def _fixed_state(state) -> bool:
