@@ -64,7 +64,7 @@ class Updater:
             elif not synced.get(idx, False):
                 states[idx] = self.sync_state_context(states[idx], weights[i].context)
                 synced[idx] = True
-        given = (key, grads, weights)
+        given = (grads, weights)
         order = None
         if not self.aggregate_updates:
             runs = [(0, len(indices))]
@@ -189,7 +189,7 @@ class _Prepared:
 
     def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept):
         self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
-        key, given_grads, given_weights = given
+        given_grads, given_weights = given
         self.given = (tuple(given_grads), tuple(given_weights))
         # Copies: the caller's lists are its own once the call returns.
         self.indices, self.weights, self.grads = list(indices), list(weights), list(grads)
