@@ -22,4 +22,10 @@ random_normal = random.normal
 # ``slice`` cannot live in ops.py, whose code uses the builtin of that name.
 slice = crop = _ops._slice_op  # noqa: A001
 
-__all__ = ["NDArray", "random", "slice", "crop"] + list(_ops_all) + list(_creation_all) + list(_nn_all)
+# MXNet operators beside the convolution kernels (nn.py): their own modules.
+from .deconvolution import Deconvolution  # noqa: E402
+from .normalization import GroupNorm, InstanceNorm  # noqa: E402
+from .padding import Pad, pad  # noqa: E402
+
+__all__ = ["NDArray", "random", "slice", "crop", "Deconvolution", "GroupNorm", "InstanceNorm",
+           "Pad", "pad"] + list(_ops_all) + list(_creation_all) + list(_nn_all)
