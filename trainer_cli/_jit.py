@@ -70,6 +70,9 @@ class Kernel:
     __slots__ = ("pyfunc", "_compiled", "helpers", "qualname")
 
     def __init__(self, pyfunc, helpers=None, qualname=None):
+        if helpers is not None and not isinstance(helpers, dict):
+            raise TypeError("Kernel(pyfunc, {name: kernel}): helpers are a dict (the former "
+                            "Kernel(pyfunc, name, callee) rebound module globals)")
         self.pyfunc = pyfunc
         self._compiled = None
         self.helpers = dict(helpers or {})
