@@ -6,6 +6,7 @@ from .creation import *  # noqa: F401,F403
 from .creation import __all__ as _creation_all
 from .nn import *  # noqa: F401,F403
 from .nn import __all__ as _nn_all
+from .ctc import CTCLoss, ctc_loss
 from . import random
 from . import ops as _ops
 
@@ -22,4 +23,4 @@ random_normal = random.normal
 # ``slice`` cannot live in ops.py, whose code uses the builtin of that name.
 slice = crop = _ops._slice_op  # noqa: A001
 
-__all__ = ["NDArray", "random", "slice", "crop"] + list(_ops_all) + list(_creation_all) + list(_nn_all)
+__all__ = ["NDArray", "random", "slice", "crop", "CTCLoss", "ctc_loss"] + list(_ops_all) + list(_creation_all) + list(_nn_all)
