@@ -1,4 +1,6 @@
 """gluon.data (ArrayDataset, DataLoader, samplers) and gluon.utils (split_and_load, clip_global_norm)."""
+import json
+import os
 import warnings
 
 import numpy as np
@@ -8,7 +10,7 @@ import trainer_cli
 from trainer_cli import cpu, nd
 from trainer_cli.gluon.data import (ArrayDataset, BatchSampler, DataLoader, RandomSampler,
                                     SequentialSampler, SimpleDataset)
-from trainer_cli.gluon.utils import clip_global_norm, split_and_load, split_data
+from trainer_cli.gluon.utils import clip_global_norm, split_and_load, split_bounds, split_data
 
 
 def _dataset(n=10):
@@ -141,15 +143,36 @@ def test_split_and_load_even():
     assert len(only) == 1 and only[0].context == cpu(1) and only[0].dtype == np.float32
 
 
-def test_split_and_load_uneven_follows_mxnet_1_9():
-    data = nd.arange(10)
-    parts = split_and_load(data, [cpu(0), cpu(1), cpu(2)], even_split=False)
-    # MXNet 1.9: size // n items per slice, the remainder goes to the last slice.
-    assert [p.asnumpy().tolist() for p in parts] == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
+def _mxnet_split_cases():
+    path = os.path.join(os.path.dirname(__file__), "data", "mxnet_split", "split_cases.json")
+    with open(path) as f:
+        return json.load(f)["cases"]
+
+
+def test_split_data_uneven_gives_mxnet_1_9_1s_slices():
+    # Recorded from the real MXNet 1.9.1 (data/mxnet_split/make_split_cases.py): the first
+    # size % n slices get one item more, and slices past the items are empty.
+    cases = _mxnet_split_cases()
+    assert {"size": 10, "num_slice": 3, "values": [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]} in cases
+    for case in cases:
+        parts = split_data(nd.arange(case["size"]), case["num_slice"], even_split=False)
+        assert [p.asnumpy().astype(int).tolist() for p in parts] == case["values"], case
+        assert split_bounds(case["size"], case["num_slice"]) == [
+            (sum(map(len, case["values"][:i])), sum(map(len, case["values"][:i + 1])))
+            for i in range(case["num_slice"])]
+
+
+def test_split_and_load_uneven_and_empty_slices_on_any_axis():
+    parts = split_and_load(nd.arange(10), [cpu(0), cpu(1), cpu(2)], even_split=False)
+    assert [p.asnumpy().tolist() for p in parts] == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert [p.context for p in parts] == [cpu(0), cpu(1), cpu(2)]
     cols = split_data(nd.ones((2, 5)), 2, batch_axis=1, even_split=False)
-    assert [c.shape for c in cols] == [(2, 2), (2, 3)]
-    fewer = split_data(nd.arange(2), 4, even_split=False)
-    assert [p.asnumpy().tolist() for p in fewer] == [[0], [1]]
+    assert [c.shape for c in cols] == [(2, 3), (2, 2)]
+    # MXNet 1.9.1 fails on these two (an empty slice_axis, and copying an empty slice).
+    assert [c.shape for c in split_data(nd.ones((2, 2)), 3, batch_axis=1, even_split=False)] == [
+        (2, 1), (2, 1), (2, 0)]
+    fewer = split_and_load(nd.arange(2), [cpu(0), cpu(1), cpu(2)], even_split=False)
+    assert [p.shape for p in fewer] == [(1,), (1,), (0,)] and fewer[2].context == cpu(2)
 
 
 def test_split_and_load_on_device(ctx):

@@ -490,3 +490,72 @@ def test_reduce_of_equal_copies_is_exact_on_three_devices():
     assert np.array_equal(p._reduce().asnumpy(), value)
     p.data(cpu(1))[:] = nd.array(value * 2)
     np.testing.assert_allclose(p._reduce().asnumpy(), value * 4 / 3, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------ issue 16 behaviours
+# Each expectation below is what the real MXNet 1.9.1 did with the same code.
+class _Scaled(gluon.Block):
+    def __init__(self, value=1.0, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.w = self.params.get("w", shape=(2,), init=init.Constant(value))
+            self.d = gluon.nn.Dense(2, in_units=2, weight_initializer=init.Xavier(),
+                                    bias_initializer="ones")
+
+    def forward(self, x):
+        return self.d(x) * self.w.data()
+
+
+def test_sharing_parameters_whose_children_declare_an_initializer():
+    a = _Scaled()
+    a.initialize()
+    b = _Scaled(params=a.collect_params())  # MXNet: equal initializers are the same setting
+    assert b.w is a.w and b.d.weight is a.d.weight
+    x = nd.ones((1, 2))
+    np.testing.assert_array_equal(b(x).asnumpy(), a(x).asnumpy())
+    with pytest.raises(AssertionError, match="attribute 'init'"):
+        _Scaled(2.0, params=a.collect_params(), prefix=a.prefix)  # a different initializer
+    d = gluon.nn.Dense(2, in_units=2, weight_initializer="xavier")
+    with pytest.raises(AssertionError, match="desired 'zeros' vs stored 'xavier'"):
+        gluon.nn.Dense(2, in_units=2, weight_initializer="zeros", params=d.collect_params())
+    assert init.Constant(1.0) == init.Constant(1.0) != init.Constant(2.0)
+    assert init.Xavier() != init.Xavier(magnitude=2) and init.Zero() != "zeros"
+    assert init.Constant(np.ones(2)) == init.Constant(np.ones(2)) != init.Constant(np.zeros(2))
+
+
+def test_setting_dtype_casts_data_and_gradient():
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    with autograd.record():
+        net(nd.ones((1, 3))).sum().backward()
+    w32 = net.weight.data().asnumpy()
+    net.weight.dtype = "float64"
+    assert net.weight.dtype == np.float64
+    assert net.weight.data().dtype == np.float64 and net.weight.grad().dtype == np.float64
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), w32.astype(np.float64))
+    np.testing.assert_array_equal(net.weight.grad().asnumpy(), np.ones((2, 3)))
+
+
+def test_load_with_saved_dtype_casts_initialized_parameters(tmp_path):
+    src = gluon.nn.Dense(2, in_units=3)
+    src.initialize()
+    path = str(tmp_path / "f32.params")
+    src.save_parameters(path)
+    dst = gluon.nn.Dense(2, in_units=3, dtype="float64")
+    dst.initialize()
+    dst.load_parameters(path, cast_dtype=True, dtype_source="saved")
+    assert dst.weight.dtype == np.float32
+    assert dst.weight.data().dtype == np.float32 and dst.weight.grad().dtype == np.float32
+    np.testing.assert_array_equal(dst.weight.data().asnumpy(), src.weight.data().asnumpy())
+    kept = gluon.nn.Dense(2, in_units=3, dtype="float64")
+    kept.initialize()
+    kept.load_parameters(path, cast_dtype=True)
+    assert kept.weight.dtype == np.float64 and kept.weight.data().dtype == np.float64
+
+
+@pytest.mark.parametrize("key", ["stype", "grad_stype"])
+def test_an_invalid_stype_is_a_parameter_error(key):
+    from trainer_cli.gluon.parameter import ParameterError
+    with pytest.raises(ParameterError, match="%s for Parameter 'w' must be one of 'default', "
+                                             "'row_sparse', or 'csr', but got 'bogus'" % key):
+        gluon.Parameter("w", **{key: "bogus"})

@@ -1,14 +1,19 @@
 """The runner's pieces without a training run: batch order, data, metrics, checkpoints, layout."""
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+
+from trainer_cli import cpu, nd
+from trainer_cli.gluon import Block
+from trainer_cli.gluon.utils import split_data
 
 from trainer_cli.config import names
 from trainer_cli.gluon.data import BatchSampler, Sampler
 from trainer_cli.run import checkpoint, layout, metrics
 from trainer_cli.run.data import Arrays, DataError, load_dataset, split_validation
-from trainer_cli.run.loop import slices
+from trainer_cli.run.loop import TrainingLoop
 from trainer_cli.run.order import BatchOrder
 from trainer_cli.run.rundir import RunLock, create_run_dir
 
@@ -61,10 +66,38 @@ def test_total_updates_with_accumulation_and_limits():
     assert rollover.total_updates(4, None, 1) == sum(rollover.num_batches(e) for e in range(4)) == 10
 
 
-def test_slices_follow_mxnet_split_data():
-    assert slices(10, 3) == [(0, 3), (3, 6), (6, 10)]
-    assert slices(1, 2) == [(0, 1), (1, 1)]
-    assert slices(4, 1) == [(0, 4)]
+class _Sizes(Block):
+    """Records the batch each device gets; its output is the per-sample sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+        self.w = self.params.get("w", shape=(2,))
+
+    def forward(self, x):
+        self.seen.append((x.context, x.shape[0]))
+        return (x * self.w.data(x.context)).sum(axis=1)
+
+
+@pytest.mark.parametrize("batch, workers, devices", [(10, 1, 3), (10, 2, 3), (5, 1, 4), (7, 3, 1),
+                                                     (2, 1, 3)])
+def test_the_runner_splits_batches_with_mxnets_split_data(batch, workers, devices):
+    """Across workers, then across each worker's devices, as gluon.utils.split_data cuts them."""
+    x = np.arange(batch * 2, dtype=np.float32).reshape(batch, 2)
+    contexts = [cpu(i) for i in range(devices)]
+    for rank in range(workers):
+        net = _Sizes()
+        net.initialize(ctx=contexts)
+        parts = SimpleNamespace(train=SimpleNamespace(x=x, y=np.zeros(batch, np.float32)),
+                                num_workers=workers, rank=rank, contexts=contexts, net=net,
+                                loss=lambda out, label: out)
+        loop = TrainingLoop.__new__(TrainingLoop)
+        loop.parts, loop.dtype = parts, np.dtype(np.float32)
+        loop._forward_backward(np.arange(batch))
+        mine = split_data(nd.array(x), workers, even_split=False)[rank]
+        want = [p.shape[0] for p in split_data(mine, devices, even_split=False)]
+        # A device without samples runs one with a zero head gradient (its gradient is written).
+        assert net.seen == [(ctx, n or 1) for ctx, n in zip(contexts, want)]
 
 
 # ------------------------------------------------------------------------------ data

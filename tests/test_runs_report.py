@@ -295,3 +295,40 @@ def test_resume_extension_refusals(tmp_path):
     assert forced.exit_code == 0, forced.output
     assert load_history(ended).step == 30
     assert before  # the old checkpoint was read before; the run went on from it
+
+
+# --------------------------------------------------------------------------- TensorBoard
+
+
+def _tensorboard_scalars(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    return acc, {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path):
+    run_dir = _run(tmp_path, "a", "logging.tensorboard=true")
+    acc, scalars = _tensorboard_scalars(run_dir)
+    rows = [json.loads(line) for line in (run_dir / layout.METRICS_FILE).read_text().splitlines()]
+    train = [(r["step"], r["train_loss"]) for r in rows if r["kind"] == "train"]
+    val = [(r["step"], r["val_accuracy"]) for r in rows if r["kind"] == "val"]
+    assert [s for s, _ in scalars["train/loss"]] == [s for s, _ in train]
+    assert [v for _, v in scalars["train/loss"]] == pytest.approx([v for _, v in train], rel=1e-6)
+    assert [v for _, v in scalars["val/accuracy"]] == pytest.approx([v for _, v in val], rel=1e-6)
+    assert [v for _, v in scalars["lr"]] == pytest.approx([0.01] * len(train))
+    assert "epoch/loss" in scalars
+    assert "config/text_summary" in acc.Tags()["tensors"]
+
+
+def test_tensorboard_after_resume_has_each_step_once(tmp_path):
+    from trainer_cli.run import resume_run
+
+    text = SMALL.replace("keep_last: 2", "keep_last: 10") + "logging: {tensorboard: true}\n"
+    run_dir = _run(tmp_path, "a", text=text)
+    # Going back to step-8 is what a resume after kill -9 at step 13 looks like: rows and events
+    # past the checkpoint exist, and must not show twice.
+    assert resume_run(run_dir, 8).status == "finished"
+    _, scalars = _tensorboard_scalars(run_dir)
+    assert [s for s, _ in scalars["train/loss"]] == list(range(2, 19, 2))

@@ -38,6 +38,21 @@ def _fill(arr, values):
     arr._data[...] = arr._xp.asarray(values) if isinstance(values, numpy.ndarray) else values
 
 
+def _same_arguments(mine, theirs):
+    if mine.keys() != theirs.keys():
+        return False
+    for key, value in mine.items():
+        other = theirs[key]
+        if hasattr(value, "shape") or hasattr(other, "shape"):  # arrays (Constant's value)
+            value = value.asnumpy() if hasattr(value, "asnumpy") else value
+            other = other.asnumpy() if hasattr(other, "asnumpy") else other
+            if not numpy.array_equal(numpy.asarray(value), numpy.asarray(other)):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
 class Initializer:
     """Base class: subclasses fill an NDArray in place in ``_init_weight``."""
 
@@ -51,6 +66,16 @@ class Initializer:
     def __repr__(self):
         args = ", ".join("%s=%r" % kv for kv in self._kwargs.items())
         return "%s(%s)" % (type(self).__name__, args)
+
+    def __eq__(self, other):
+        # As MXNet: the same kind with the same arguments, so that a Block built on another's
+        # parameters (``params=``) may declare the initializer those parameters already have.
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and _same_arguments(self._kwargs, other._kwargs)
+
+    def __hash__(self):
+        return hash(type(self))
 
     def set_verbosity(self, verbose=False, print_func=None):
         self._verbose = verbose

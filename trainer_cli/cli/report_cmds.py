@@ -39,11 +39,38 @@ def _echo_json(value):
 @click.command()
 @click.argument("config", metavar="CONFIG")
 @override_option
+@click.option("--explain", "explain", metavar="KEY",
+              help="Say where KEY got its value (file and line through includes, an override, "
+                   "an ${...} reference, or the default).")
 @json_option
 @handle_errors
-def validate(config, overrides, as_json):
-    """Check CONFIG (every problem at once, exit 2) and print it fully resolved as YAML."""
-    from ..report.validate import validate_report
+def validate(config, overrides, explain, as_json):
+    """Check CONFIG (every problem at once, exit 2) and print it fully resolved as YAML:
+    includes merged, ${env:VAR} and ${key} references filled in, defaults written out.
+
+    \b
+    Example:
+      trainer validate configs/mlp_digits.yaml
+      trainer validate my.yaml --explain optimizer.params.learning_rate
+    """
+    from ..report.validate import explain_report, validate_report
+
+    if explain is not None:
+        found = _build(as_json, lambda: explain_report(config, overrides, explain))
+        if as_json:
+            _echo_json(found)
+            return
+        from ..config.yamlio import dump_yaml
+
+        shown = dump_yaml(found["value"]).strip()
+        shown = shown[:-3].strip() if shown.endswith("\n...") else shown  # a scalar document
+        if "\n" in shown:
+            shown = "\n" + "\n".join("    " + line for line in shown.splitlines())
+        click.echo("%s: %s" % (found["key"], shown))
+        click.echo("  from %s" % found["source"])
+        for how in found["via"]:
+            click.echo("  via %s" % how)
+        return
 
     report = _build(as_json, lambda: validate_report(config, overrides))
     if as_json:

@@ -19,15 +19,29 @@ from .yamlio import parse_yaml
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
 
 
-def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True) -> RunConfig:
-    """Load and validate the YAML config at ``path``, with ``-o`` overrides applied in order.
+def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True,
+                trace: dict | None = None) -> RunConfig:
+    """Load and validate the YAML config at ``path``, with its includes and ``${...}``
+    references composed (:mod:`.compose`) and ``-o`` overrides applied in order.
 
     Relative file paths in the config are looked up next to it, then in the working directory;
     the run name defaults to the file's stem. Raises ``ConfigError`` listing every problem.
+    ``trace``, when given, receives ``positions`` and ``origins``: where every key came from.
     """
+    from .compose import compose
+
     shown = os.fspath(path)
+    data, positions, issues = _parsed(_read_config_text(shown), shown)
+    data, positions, origins, failed = compose(data, positions, shown, _read_included, issues)
+    if trace is not None:
+        trace["origins"] = origins
+    return _validate(data, positions, issues, overrides, shown, Path(path).resolve().parent,
+                     Path(path).stem, check_files, trace, failed)
+
+
+def _read_config_text(shown: str) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(shown).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError([ConfigIssue("config file not found", file=shown)]) from None
     except IsADirectoryError:
@@ -38,15 +52,20 @@ def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True
     except OSError as exc:
         raise ConfigError([ConfigIssue(f"cannot read the config: {exc.strerror or exc}",
                                        file=shown)]) from None
-    return validate_config_text(text, filename=shown, overrides=overrides,
-                                config_dir=Path(path).resolve().parent,
-                                config_name=Path(path).stem, check_files=check_files)
 
 
-def validate_config_text(text: str, *, filename: str = "<config>", overrides: Iterable[str] = (),
-                         config_dir=None, config_name: str | None = None,
-                         check_files: bool = True) -> RunConfig:
-    """Validate YAML text as a config; ``filename`` is what error positions name."""
+def _read_included(shown: str):
+    """An included file, parsed (its YAML problems come back as issues); an OSError when it
+    cannot be read, which the include reports at its own position."""
+    try:
+        text = _read_config_text(shown)
+    except ConfigError as exc:
+        raise OSError(exc.issues[0].message) from None
+    return parse_yaml(text, shown)
+
+
+def _parsed(text: str, filename: str):
+    """``(data, positions, issues)`` of a config's text; a ConfigError when it is no mapping."""
     data, positions, issues = parse_yaml(text, filename)
     if issues and data is None:  # a syntax error: nothing below it can be trusted
         raise ConfigError(issues)
@@ -59,6 +78,16 @@ def validate_config_text(text: str, *, filename: str = "<config>", overrides: It
             "expected a mapping of sections (model, data, loss, ...), got a list"
             if isinstance(data, list) else f"expected a mapping of sections, got {data!r}",
             file=filename, line=1, column=1)])
+    return data, positions, issues
+
+
+def validate_config_text(text: str, *, filename: str = "<config>", overrides: Iterable[str] = (),
+                         config_dir=None, config_name: str | None = None,
+                         check_files: bool = True) -> RunConfig:
+    """Validate YAML text as a config; ``filename`` is what error positions name. No
+    composition: text (a run directory's resolved config) never reaches other files or the
+    environment through ``include`` or ``${...}``."""
+    data, positions, issues = _parsed(text, filename)
     return _validate(data, positions, issues, overrides, filename, config_dir, config_name,
                      check_files)
 
@@ -70,7 +99,7 @@ def validate_config_data(data: dict, *, overrides: Iterable[str] = (), config_di
 
 
 def _validate(data, positions: PositionMap | None, issues, overrides, filename, config_dir,
-              config_name, check_files) -> RunConfig:
+              config_name, check_files, trace=None, reported=frozenset()) -> RunConfig:
     issues = list(issues)
     data = canonicalize(data, RunConfig, positions)
     overrides = list(overrides)
@@ -78,6 +107,8 @@ def _validate(data, positions: PositionMap | None, issues, overrides, filename, 
         positions = positions if positions is not None else PositionMap()
         issues += apply_overrides(data, positions, overrides, RunConfig)
         data = canonicalize(data, RunConfig, positions)  # an override may itself be shorthand
+    if trace is not None:
+        trace["positions"], trace["data"] = positions, data
     context = {"config_dir": str(config_dir) if config_dir is not None else None,
                "config_name": config_name, "check_files": check_files}
     try:
@@ -85,6 +116,7 @@ def _validate(data, positions: PositionMap | None, issues, overrides, filename, 
     except ValidationError as exc:
         # A value YAML could not read was already reported; its "got null" would only repeat it.
         unreadable = {i.key for i in issues if i.message.startswith("cannot read this value")}
+        unreadable |= set(reported)
         issues += [i for i in issues_from_validation(exc, RunConfig, positions, filename)
                    if i.key not in unreadable]
         config = None

@@ -22,4 +22,9 @@ def json_schema() -> dict:
     schema = RunConfig.model_json_schema()
     schema.setdefault("$schema", "https://json-schema.org/draft/2020-12/schema")
     schema["title"] = "trainer-cli run config"
+    # Composition happens before validation (config.compose); a file may name what it includes.
+    schema.setdefault("properties", {})["include"] = {
+        "description": "config files merged under this one, in order (relative to this file)",
+        "anyOf": [{"type": "string", "minLength": 1},
+                  {"type": "array", "items": {"type": "string", "minLength": 1}}]}
     return schema

@@ -58,11 +58,15 @@ class Parameter:
     def __init__(self, name="weight", grad_req="write", shape=None, dtype=numpy.float32,
                  lr_mult=1.0, wd_mult=1.0, init=None, allow_deferred_init=False,
                  differentiable=True, stype="default", grad_stype="default"):
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in ("default", "row_sparse", "csr"):
+                raise ParameterError("%s for Parameter '%s' must be one of 'default', 'row_sparse', "
+                                     "or 'csr', but got '%s'" % (what, name, value))
         if stype != "default" or grad_stype != "default":
             raise ValueError("only dense parameters are supported (stype='default')")
         self.name = name
         self._shape = None if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-        self.dtype = numpy.dtype(dtype).type
+        self._dtype = numpy.dtype(dtype).type
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
         self.init = init
@@ -95,6 +99,15 @@ class Parameter:
                 raise ParameterError("Expected shape %s is incompatible with given shape %s for "
                                      "Parameter %s." % (self._shape, new_shape, self.name))
         self._shape = new_shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, dtype):
+        """Setting the dtype casts the data and the gradient, as ``cast`` does (MXNet)."""
+        self.cast(dtype)
 
     @property
     def grad_req(self):
@@ -188,7 +201,7 @@ class Parameter:
                                      "cast the dtype of saved params."
                                      % (self.name, numpy.dtype(self.dtype).name, saved.name))
             if dtype_source == "saved":
-                self.dtype = saved.type
+                self.dtype = saved.type  # casts data already initialized, as MXNet does
             else:
                 data = data.astype(self.dtype)
         if not isinstance(data, NDArray):
@@ -328,7 +341,7 @@ class Parameter:
         return total / len(copies)
 
     def cast(self, dtype):
-        self.dtype = numpy.dtype(dtype).type
+        self._dtype = numpy.dtype(dtype).type
         if self._data is None:
             return
         with autograd.pause():

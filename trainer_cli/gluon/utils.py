@@ -8,14 +8,29 @@ import numpy
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
 
-__all__ = ["split_data", "split_and_load", "clip_global_norm"]
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds"]
+
+
+def split_bounds(size, num_slice):
+    """``(start, stop)`` of each slice as MXNet 1.9.1's ``split_data`` cuts ``size`` items: the
+    first ``size % num_slice`` slices get one item more (NumPy's ``array_split`` rule), and with
+    fewer items than slices the last slices are empty."""
+    if num_slice < 1:
+        raise ValueError("num_slice must be at least 1, not %d" % num_slice)
+    each, extra = divmod(size, num_slice)
+    bounds, start = [], 0
+    for i in range(num_slice):
+        stop = start + each + (i < extra)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
-    """Split ``data`` into ``num_slice`` pieces along ``batch_axis``.
+    """Split ``data`` into ``num_slice`` pieces along ``batch_axis`` (see ``split_bounds``).
 
-    As in MXNet 1.9, an uneven split gives every slice ``size // num_slice`` items and the last one
-    the remainder as well; with fewer items than slices there is one slice per item.
+    Empty pieces are ordinary zero-size arrays on every axis (MXNet returns them only on axis 0,
+    and cannot copy them to another device).
     """
     size = data.shape[batch_axis]
     if even_split and size % num_slice != 0:
@@ -23,11 +38,8 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
             "data with shape %s cannot be evenly split into %d slices along axis %d. Use a batch "
             "size that's multiple of %d or set even_split=False to allow uneven partitioning of "
             "data." % (str(data.shape), num_slice, batch_axis, num_slice))
-    step = size // num_slice
-    if not even_split and size < num_slice:
-        step, num_slice = 1, size
-    return [ops.slice_axis(data, batch_axis, i * step, (i + 1) * step if i < num_slice - 1 else size)
-            for i in range(num_slice)]
+    return [ops.slice_axis(data, batch_axis, start, stop)
+            for start, stop in split_bounds(size, num_slice)]
 
 
 def split_and_load(data, ctx_list, batch_axis=0, even_split=True):

@@ -2,8 +2,8 @@
 
 One *step* is one optimizer update. It consumes ``grad_accumulation`` batches (fewer at the end
 of an epoch: a short window is still one step, normalized by the samples it saw), each batch cut
-first across workers (dist kvstores), then across this process's devices, with MXNet's
-``split_data`` rule. The loop reads and writes only :class:`LoopState` and the parts; the
+first across workers (dist kvstores), then across this process's devices, with MXNet 1.9.1's
+``split_data`` rule (``gluon.utils.split_bounds``: the first ``n % parts`` pieces one more). The loop reads and writes only :class:`LoopState` and the parts; the
 ``recorder`` turns rows and checkpoints into files (and does nothing on ranks other than 0).
 
 Rows: every ``log_every`` steps a ``train`` row with the running means of the epoch so far (over
@@ -21,25 +21,17 @@ import time
 import numpy
 
 from .. import autograd
+from ..gluon.utils import split_bounds
 from ..ndarray import array as _array
 from ..ndarray import zeros as _zeros
 from . import grads
 from .state import Accumulator, EarlyStopping, LoopState
 
-__all__ = ["TrainingLoop", "NonFiniteError", "slices"]
+__all__ = ["TrainingLoop", "NonFiniteError"]
 
 
 class NonFiniteError(RuntimeError):
     """A step's loss or gradients were NaN/Inf under ``nan_policy: stop`` (the run fails)."""
-
-
-def slices(n: int, parts: int) -> list[tuple[int, int]]:
-    """MXNet's uneven ``split_data``: ``n // parts`` each, the remainder to the last; with fewer
-    items than parts, one item each and empty slices after."""
-    if n < parts:
-        return [(i, i + 1) for i in range(n)] + [(n, n)] * (parts - n)
-    step = n // parts
-    return [(i * step, (i + 1) * step if i < parts - 1 else n) for i in range(parts)]
 
 
 class TrainingLoop:
@@ -131,9 +123,9 @@ class TrainingLoop:
         sample count and (label, output) pairs for the metrics."""
         parts = self.parts
         x, y = parts.train.x, parts.train.y
-        lo, hi = slices(len(idx), parts.num_workers)[parts.rank]
+        lo, hi = split_bounds(len(idx), parts.num_workers)[parts.rank]
         mine = idx[lo:hi]
-        pieces = slices(len(mine), len(parts.contexts))
+        pieces = split_bounds(len(mine), len(parts.contexts))
         heads, pairs = [], []
         with autograd.record():
             for ctx, (a, b) in zip(parts.contexts, pieces):

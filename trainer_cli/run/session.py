@@ -208,11 +208,16 @@ def _capture_warnings():
 class _Recorder:
     """Rank 0's view of the run: rows, messages and checkpoints into the run directory."""
 
-    def __init__(self, run_dir, parts, reporter: Reporter):
+    def __init__(self, run_dir, parts, reporter: Reporter, resumed_from=None):
         self.run_dir = Path(run_dir)
         self.parts = parts
         self.reporter = reporter
         self.metrics = MetricsLog(run_dir, parts.config.metric_keys())
+        self.sinks = []
+        if parts.config.logging.tensorboard:
+            from .tensorboard_sink import TensorBoardSink
+
+            self.sinks.append(TensorBoardSink(run_dir, parts.config.resolved_yaml(), resumed_from))
         self.log = TrainLog(run_dir)
         self.fingerprint = data_fingerprint(parts)
         self.last_checkpoint = None
@@ -220,6 +225,8 @@ class _Recorder:
 
     def row(self, row):
         self.metrics.write(row)
+        for sink in self.sinks:
+            sink.row(row)
         from .progress import format_row
         self.log.write(format_row(row))
         self.reporter.row(row)
@@ -262,6 +269,8 @@ class _Recorder:
     def close(self):
         self.metrics.close()
         self.log.close()
+        for sink in self.sinks:
+            sink.close()
 
 
 class _NullRecorder:
@@ -295,7 +304,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     own_lock = None
     if run_dir is not None and lock is None:
         own_lock = lock = RunLock(run_dir).acquire()
-    recorder = _Recorder(run_dir, parts, reporter) if run_dir is not None else _NullRecorder(parts)
+    recorder = (_Recorder(run_dir, parts, reporter, resumed_from) if run_dir is not None
+                else _NullRecorder(parts))
     signals = StopOnSignal(on_first=lambda name: recorder.message(
         "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
     use_signals = handle_signals and parts.num_workers == 1

@@ -16,7 +16,8 @@ from .data import DataSection
 from .model import ModelSection
 from .objective import LossSection, MetricSection
 from .optim import CompressionSection, KVStoreSection, LRSchedulerSection, OptimizerSection
-from .training import CheckpointSection, Device, EarlyStoppingSection, ValidateEvery
+from .training import (CheckpointSection, Device, EarlyStoppingSection, LoggingSection,
+                       ValidateEvery)
 
 __all__ = ["RunConfig"]
 
@@ -70,6 +71,7 @@ class RunConfig(Section):
     validate_every: ValidateEvery = Field("epoch", description="steps between validations, or epoch")
     early_stopping: Optional[EarlyStoppingSection] = None
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+    logging: LoggingSection = Field(default_factory=LoggingSection)
 
     @classmethod
     def normalize(cls, raw):

@@ -11,7 +11,7 @@ from ..describe import Expect
 from .base import Section, Shorthand, problem
 
 __all__ = ["Device", "ValidateEvery", "EarlyStoppingSection", "KeepBestSection",
-           "CheckpointSection"]
+           "CheckpointSection", "LoggingSection"]
 
 _DEVICE = re.compile(r"^\s*(cpu|gpu)\s*(?:(?::\s*(\d+))|\(\s*(\d*)\s*\))?\s*$", re.IGNORECASE)
 
@@ -75,3 +75,21 @@ class CheckpointSection(Section):
     keep_last: Annotated[int, at.Ge(1)] = Field(3, description="how many recent checkpoints to keep")
     keep_best: Optional[Annotated[KeepBestSection, Shorthand("metric")]] = Field(
         None, description="also keep the best checkpoint by a metric (a metric key or a mapping)")
+
+
+def _tensorboard(value: bool) -> bool:
+    if value:
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboardX") is None:
+            raise problem("TensorBoard event files need tensorboardX, which is not installed: "
+                          "pip install -e '.[tensorboard]' (or set tensorboard: false)")
+    return value
+
+
+class LoggingSection(Section):
+    """Where a run's metrics go besides metrics.jsonl, metrics.csv and train.log."""
+
+    tensorboard: Annotated[bool, AfterValidator(_tensorboard)] = Field(
+        False, description="also write TensorBoard event files into <run dir>/tensorboard "
+                           "(needs the tensorboard extra)")

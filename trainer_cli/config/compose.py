@@ -1,0 +1,238 @@
+"""Config composition: ``include:`` of other files, ``${env:VAR}`` and ``${key.path}``.
+
+- ``include: base.yaml`` or ``include: [a.yaml, b.yaml]`` (paths relative to the including file)
+  merges those files first, in order, then the including file on top: mappings merge key by key,
+  anything else (a scalar, a list) is replaced whole by the later file. Included files may include
+  others; a cycle, more than 16 levels or more than 64 files in all is an error.
+- ``${env:VAR}`` is the environment variable VAR (an error where it is not set), and
+  ``${env:VAR,default}`` falls back to ``default``. ``${data.batch_size}`` is the value of another
+  key of the composed config. A string that is exactly one ``${...}`` takes the value's type
+  (``${env:LR,0.1}`` is the number 0.1, a key reference may be a list or a mapping); inside longer
+  text the value is spliced in as text. ``$${`` is a literal ``${``.
+
+Every key keeps the file, line and column it came from, through includes, so that an error names
+the file where the bad value was written; :func:`explain` tells where a key got its value. A run
+directory's ``config.yaml`` is written resolved (no include, nothing left to interpolate) and is
+read without composition: resuming a run never reads another file or the environment.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .errors import ConfigIssue
+from .positions import Entry, Place, PositionMap, dotted
+
+__all__ = ["compose", "INCLUDE_KEY", "MAX_INCLUDE_DEPTH", "MAX_INCLUDE_FILES"]
+
+INCLUDE_KEY = "include"
+MAX_INCLUDE_DEPTH = 16
+MAX_INCLUDE_FILES = 64
+_REF = re.compile(r"\$\{([^{}]*)\}")
+_ESCAPED = "$${"
+
+
+class _Composer:
+    def __init__(self, read_file, issues):
+        self.read_file = read_file  # path -> (data, positions, issues) or raises OSError
+        self.issues = issues
+        self.files = 0
+        self.origins: dict[tuple, list[str]] = {}  # key path -> how it got its value
+        self.failed: set[str] = set()  # dotted keys whose ${...} could not be filled in
+
+    # -- includes ---------------------------------------------------------------------------
+    def layer(self, data, positions, file, chain):
+        """``data`` with its includes merged under it; ``(data, positions)``."""
+        if not isinstance(data, dict) or INCLUDE_KEY not in data:
+            return data, positions
+        spec = data[INCLUDE_KEY]
+        entry = positions.get((INCLUDE_KEY,))
+        place = entry.value if entry is not None else Place(file=file)
+        names = [spec] if isinstance(spec, str) else spec
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            self._issue("expected a file name or a list of file names to include, got %r" % (spec,),
+                        place, INCLUDE_KEY)
+            names = []
+        merged, merged_pos = {}, PositionMap()
+        for name in names:
+            path = (Path(file).parent / name) if file else Path(name)
+            shown = os.path.normpath(str(path))
+            if shown in chain:
+                self._issue("include cycle: %s" % " -> ".join(list(chain) + [shown]), place, INCLUDE_KEY)
+                continue
+            if len(chain) >= MAX_INCLUDE_DEPTH or self.files >= MAX_INCLUDE_FILES:
+                self._issue("too many includes (at most %d levels and %d files)"
+                            % (MAX_INCLUDE_DEPTH, MAX_INCLUDE_FILES), place, INCLUDE_KEY)
+                break
+            self.files += 1
+            try:
+                sub, sub_pos, sub_issues = self.read_file(shown)
+            except OSError as exc:
+                self._issue("cannot include %s: %s" % (name, exc.strerror or exc), place, INCLUDE_KEY)
+                continue
+            self.issues.extend(sub_issues)
+            if sub is None:
+                continue
+            if not isinstance(sub, dict):
+                self._issue("%s: an included file must be a mapping of sections" % name, place,
+                            INCLUDE_KEY)
+                continue
+            sub, sub_pos = self.layer(sub, sub_pos, shown, chain + (shown,))
+            self._merge(merged, merged_pos, sub, sub_pos, (), "from %s" % shown)
+        own = {k: v for k, v in data.items() if k != INCLUDE_KEY}
+        own_pos = PositionMap()
+        for path, e in positions.items():
+            if not path or path[0] != INCLUDE_KEY:
+                own_pos.set(path, e)
+        self._merge(merged, merged_pos, own, own_pos, (), "from %s" % (file or "<config>"))
+        root = positions.get(())
+        if root is not None:
+            merged_pos.set((), root)
+        return merged, merged_pos
+
+    def _merge(self, dst, dst_pos, src, src_pos, base, how):
+        for key, value in src.items():
+            path = base + (key,)
+            if isinstance(value, dict) and isinstance(dst.get(key), dict):
+                entry = src_pos.get(path)
+                if entry is not None and dst_pos.get(path) is None:
+                    dst_pos.set(path, entry)
+                self._merge(dst[key], dst_pos, value, src_pos, path, how)
+                continue
+            prior = dst_pos.get(path) if key in dst else None
+            dst[key] = value
+            dst_pos.drop_under(path)
+            for p, e in src_pos.items():
+                if p[:len(path)] == path:
+                    dst_pos.set(p, e)
+            if prior is not None:
+                self.origins[path] = ["replaces the value written at %s" % self._where(prior, how)]
+
+    @staticmethod
+    def _where(entry, how):
+        if entry is None:
+            return how
+        place = entry.value
+        return "%s:%s:%s" % (place.file, place.line, place.column)
+
+    def _issue(self, message, place, key):
+        self.failed.add(key)
+        self.issues.append(ConfigIssue(message, key=key, file=place.file, line=place.line,
+                                       column=place.column, override=place.override))
+
+    # -- interpolation ----------------------------------------------------------------------
+    def interpolate(self, data, positions):
+        self.root, self.positions, self.resolving = data, positions, []
+        return self._walk(data, ())
+
+    def _walk(self, value, path):
+        if isinstance(value, dict):
+            for key in list(value):
+                value[key] = self._walk(value[key], path + (key,))
+            return value
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                value[i] = self._walk(item, path + (i,))
+            return value
+        if isinstance(value, str) and "${" in value:
+            return self._string(value, path)
+        return value
+
+    def _string(self, text, path):
+        escaped = text.replace(_ESCAPED, "\0")
+        whole = _REF.fullmatch(escaped)
+        if whole is not None:
+            found, ok = self._resolve(whole.group(1).strip(), path)
+            return found if ok else text
+        def splice(match):
+            found, ok = self._resolve(match.group(1).strip(), path)
+            if not ok:
+                return match.group(0)
+            return found if isinstance(found, str) else _scalar_text(found)
+        return _REF.sub(splice, escaped).replace("\0", "${")
+
+    def _resolve(self, ref, path):
+        place = self._place(path)
+        if ref.startswith("env:"):
+            name, sep, default = ref[4:].partition(",")
+            name = name.strip()
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                self._issue("${env:%s}: expected an environment variable name" % name, place, dotted(path))
+                return None, False
+            if name in os.environ:
+                value = os.environ[name]
+                self.origins.setdefault(path, []).append("${env:%s} (set in the environment)" % name)
+            elif sep:
+                value = default.strip()
+                self.origins.setdefault(path, []).append("${env:%s} not set: its default" % name)
+            else:
+                self._issue("environment variable %s is not set (give a default: ${env:%s,value})"
+                            % (name, name), place, dotted(path))
+                return None, False
+            return _yaml_scalar(value), True
+        target = tuple(int(p) if p.isdigit() else p for p in ref.split(".")) if ref else ()
+        if not target or any(p == "" for p in target):
+            self._issue("${%s}: expected env:VAR or a dotted key such as data.batch_size" % ref,
+                        place, dotted(path))
+            return None, False
+        if target in self.resolving or target == path:
+            self._issue("${%s}: the reference refers to itself" % ref, place, dotted(path))
+            return None, False
+        value = self.root
+        for part in target:
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+                value = value[part]
+            else:
+                self._issue("${%s}: no such key in the config" % ref, place, dotted(path))
+                return None, False
+        self.resolving.append(target)
+        try:
+            value = self._walk(_copy(value), target)
+        finally:
+            self.resolving.pop()
+        self.origins.setdefault(path, []).append("${%s}" % ref)
+        return value, True
+
+    def _place(self, path):
+        _, entry = self.positions.find(path)
+        return entry.value if entry is not None else Place()
+
+
+def _copy(value):
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _yaml_scalar(text: str):
+    """``"0.1"`` -> 0.1, ``"true"`` -> True, ``"8"`` -> 8; anything else stays text."""
+    from .yamlio import parse_yaml
+
+    data, _, issues = parse_yaml(text)
+    if issues or isinstance(data, (dict, list)) or data is None:
+        return text
+    return data
+
+
+def _scalar_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def compose(data, positions: PositionMap, file: str | None, read_file, issues: list):
+    """Includes merged and references resolved: ``(data, positions, origins, failed)``;
+    problems are appended to ``issues``. ``origins`` maps key paths to how each got its value,
+    for explain; ``failed`` holds the dotted keys already reported (their raw text would only
+    fail validation a second time)."""
+    composer = _Composer(read_file, issues)
+    chain = (os.path.normpath(file),) if file else ()
+    data, positions = composer.layer(data, positions, file, chain)
+    if isinstance(data, dict):
+        data = composer.interpolate(data, positions)
+    return data, positions, composer.origins, composer.failed
