@@ -332,3 +332,77 @@ def test_tensorboard_after_resume_has_each_step_once(tmp_path):
     assert resume_run(run_dir, 8).status == "finished"
     _, scalars = _tensorboard_scalars(run_dir)
     assert [s for s, _ in scalars["train/loss"]] == list(range(2, 19, 2))
+
+
+# --------------------------------------------------------------------------- display, completion
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_progress_line_keeps_step_loss_and_eta_at_any_width(width):
+    import io
+
+    from rich.console import Console
+
+    from trainer_cli.run.progress import RichReporter, _StatusColumn
+
+    reporter = RichReporter(io.StringIO())
+    reporter.console = Console(file=io.StringIO(), width=width)
+    reporter._t0 -= 10  # ten seconds in
+    reporter.progress(120, 500, 3, 0.1234, 0.001, 5000.0)
+    reporter.console.print(_StatusColumn(reporter))
+    line = reporter.console.file.getvalue().rstrip("\n")
+    assert "\n" not in line and len(line) <= width
+    assert "step 120/500" in line and "loss 0.1234" in line and re.search(r"ETA \d+:\d\d", line)
+    if width >= 80:
+        assert "epoch 3" in line and "━" in line   # the less useful fields come back with room
+    if width <= 40:
+        assert "lr" not in line and "samples/s" not in line
+
+
+def test_resume_message_uses_the_logs_epoch_numbers(tmp_path):
+    from trainer_cli.run.state import LoopState
+
+    assert LoopState(step=26, epoch=2).position_text() == "step 26, end of epoch 2"
+    assert LoopState(step=30, epoch=2, batch_in_epoch=4).position_text() == \
+        "step 30, epoch 3, 4 batches into it"
+
+
+def test_shell_completion_of_commands_configs_run_dirs_and_override_keys(tmp_path):
+    import subprocess
+    import sys
+
+    run_dir = _run(tmp_path, "a")
+
+    def complete(words, cword, cwd):
+        env = dict(os.environ, _TRAINER_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=str(cword))
+        done = subprocess.run([sys.executable, "-m", "trainer_cli.cli"], env=env, cwd=cwd,
+                              capture_output=True, text=True, timeout=60)
+        return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
+
+    assert complete("trainer re", 1, tmp_path) == ["resume", "report"]
+    assert complete("trainer resume ", 2, tmp_path) == ["runs/" + run_dir.name]
+    assert "a.yaml" in complete("trainer run ", 2, tmp_path)
+    assert complete("trainer run a.yaml -o optimizer.params.learning_r", 4, tmp_path) == \
+        ["optimizer.params.learning_rate="]
+    assert "--workers" in complete("trainer run a.yaml --w", 3, tmp_path)
+
+
+def test_every_command_has_an_example_in_its_help():
+    from trainer_cli.cli import COMMANDS
+
+    for name in COMMANDS:
+        result = invoke(name, "--help")
+        assert result.exit_code == 0 and "Example:" in result.output, name
+
+
+def test_runs_plot_and_resume_last_as_real_subprocesses(tmp_path):
+    cfg = write_config(tmp_path)
+    assert run_trainer("run", cfg, "--run-dir", tmp_path / "runs", "-q", "-o", "epochs=1").returncode == 0
+    listed = run_trainer("runs", tmp_path / "runs", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["status"] == "finished"
+    extended = run_trainer("resume", "--last", "--run-dir", tmp_path / "runs", "-o", "epochs=2", "--json")
+    assert extended.returncode == 0, extended.stderr
+    summary = json.loads(extended.stdout)
+    assert summary["steps"] == 12 and summary["report"].endswith("report.html")
+    plotted = run_trainer("plot", summary["run_dir"], "-m", "train_loss")
+    assert plotted.returncode == 0 and "train_loss" in plotted.stdout and "┤" in plotted.stdout

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import click
 
+from .complete import complete_config, complete_override, complete_run_dir
 from .errors import EXIT_BAD_INPUT, CLIError, _bad_input_types, handle_errors
+
+
+def _config_or_run(ctx, param, incomplete):
+    return complete_config(ctx, param, incomplete) + complete_run_dir(ctx, param, incomplete)
 
 __all__ = ["validate", "schema", "lr", "inspect", "list_"]
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print only JSON on stdout, for scripts.")
 override_option = click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+                               shell_complete=complete_override,
                                help="Set a config value, e.g. -o optimizer.params.learning_rate=0.1 "
                                     "(repeatable; validated like the file).")
 
@@ -37,7 +43,7 @@ def _echo_json(value):
 
 
 @click.command()
-@click.argument("config", metavar="CONFIG")
+@click.argument("config", metavar="CONFIG", shell_complete=complete_config)
 @override_option
 @click.option("--explain", "explain", metavar="KEY",
               help="Say where KEY got its value (file and line through includes, an override, "
@@ -84,14 +90,19 @@ def validate(config, overrides, explain, as_json):
 @json_option
 @handle_errors
 def schema(as_json):
-    """Print the JSON schema of a config file (always JSON; --json is accepted for symmetry)."""
+    """Print the JSON schema of a config file (always JSON; --json is accepted for symmetry).
+
+    \b
+    Example:
+      trainer schema > trainer-config.schema.json   # for an editor's YAML language server
+    """
     from ..config import json_schema
 
     _echo_json(json_schema())
 
 
 @click.command()
-@click.argument("source", metavar="CONFIG|RUN_DIR")
+@click.argument("source", metavar="CONFIG|RUN_DIR", shell_complete=_config_or_run)
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Steps to show (default: the run's steps, or epochs x updates per epoch).")
 @override_option
@@ -101,6 +112,11 @@ def lr(source, steps, overrides, as_json):
     """Show the learning rate of every step, from the optimizer the run builds.
 
     For a run directory, the step of its latest checkpoint is marked.
+
+    \b
+    Example:
+      trainer lr configs/mlp_digits.yaml
+      trainer lr runs/mlp_digits-20261121-152038 --json
     """
     from ..report.schedule import lr_report
 
@@ -114,7 +130,7 @@ def lr(source, steps, overrides, as_json):
 
 
 @click.command()
-@click.argument("target", metavar="RUN_DIR|STATES_FILE")
+@click.argument("target", metavar="RUN_DIR|STATES_FILE", shell_complete=complete_run_dir)
 @json_option
 @handle_errors
 def inspect(target, as_json):
@@ -122,6 +138,11 @@ def inspect(target, as_json):
     shapes and norms); for a run directory also its checkpoints and last metrics.
 
     Exits 2, naming the file, when any file is damaged, truncated or not ours.
+
+    \b
+    Example:
+      trainer inspect runs/mlp_digits-20261121-152038
+      trainer inspect runs/mlp_digits-20261121-152038/checkpoints/step-450/trainer.states
     """
     from ..report.inspect_run import inspect_path
 
@@ -150,7 +171,13 @@ def inspect(target, as_json):
 @handle_errors
 def list_(models_dir, as_json):
     """List optimizers, schedulers, models, losses, metrics, datasets, initializers, kvstore and
-    compression types."""
+    compression types.
+
+    \b
+    Example:
+      trainer list
+      trainer list --json | jq '.optimizers'
+    """
     from ..report.catalog import catalog
 
     cat = catalog(models_dir)

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from .complete import complete_config, complete_override, complete_run_dir
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, CLIError, handle_errors
 
 __all__ = ["run", "resume"]
@@ -24,8 +25,9 @@ def _workers_option(help_text):
 
 
 @click.command()
-@click.argument("config", type=click.Path(dir_okay=True))
+@click.argument("config", type=click.Path(dir_okay=True), shell_complete=complete_config)
 @click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+              shell_complete=complete_override,
               help="Set a config value (YAML), e.g. -o epochs=3 or "
                    "-o optimizer.params.learning_rate=0.1; repeatable.")
 @click.option("--name", help="Run name (default: the config's name or file stem); the run "
@@ -41,6 +43,12 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 
     Exit codes: 0 done; 1 the run failed; 2 bad config or input file; 130 interrupted (after
     saving a checkpoint; continue with `trainer resume RUN_DIR`).
+
+    \b
+    Example:
+      trainer run configs/mlp_digits.yaml
+      trainer run configs/mlp_synthetic.yaml -o epochs=3 --name quick
+      trainer run configs/dist.yaml --workers 2
     """
     if workers is not None:
         from ..config import load_config
@@ -59,7 +67,8 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 
 
 @click.command()
-@click.argument("run_dir", required=False, type=click.Path(file_okay=True))
+@click.argument("run_dir", required=False, type=click.Path(file_okay=True),
+                shell_complete=complete_run_dir)
 @click.option("--last", is_flag=True, help="Resume the newest run under --run-dir (default runs/).")
 @click.option("--run-dir", "run_root", metavar="ROOT", default="runs", show_default=True,
               help="Where --last looks for runs.")
@@ -199,6 +208,12 @@ def _launch(argv, as_json, quiet, workers) -> int:
     argv = [sys.executable, "-m", "trainer_cli.cli"] + argv
     argv += ["--json"] if as_json else []
     argv += ["--quiet"] if quiet else []
+    if not (quiet or as_json) and sys.stderr.isatty():  # rank 0 draws the live line for us
+        import os
+
+        from ..run.progress import TERMINAL_ENV
+
+        os.environ[TERMINAL_ENV] = "1"
     try:
         code = dist_launch.launch(argv, workers)
     except dist_launch.DistLaunchError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from .complete import complete_run_dir
 from .errors import EXIT_BAD_INPUT, CLIError, handle_errors
 from .report_cmds import _build, _echo_json, json_option
 
@@ -41,7 +42,8 @@ def runs(root, as_json):
 
 
 @click.command()
-@click.argument("run_dirs", nargs=-1, required=True, metavar="RUN_DIR...")
+@click.argument("run_dirs", nargs=-1, required=True, metavar="RUN_DIR...",
+                shell_complete=complete_run_dir)
 @click.option("-o", "--output", "output", metavar="FILE.html",
               help="Where to write the page (default: RUN_DIR/report.html for one run, "
                    "report.html here for several).")
@@ -70,7 +72,7 @@ def report(run_dirs, output, as_json):
 
 
 @click.command()
-@click.argument("run_dir", metavar="RUN_DIR")
+@click.argument("run_dir", metavar="RUN_DIR", shell_complete=complete_run_dir)
 @click.option("-m", "--metric", "metrics", multiple=True, metavar="NAME",
               help="A logged key to draw (train_loss, val_accuracy, lr, ...); repeatable. "
                    "Default: the losses and the run's headline metric.")

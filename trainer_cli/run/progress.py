@@ -96,42 +96,107 @@ class LineReporter(Reporter):
         self._line(text)
 
 
+def _duration(seconds) -> str:
+    if seconds is None or seconds != seconds or seconds == float("inf"):
+        return "-:--"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return "%d:%02d:%02d" % (hours, *divmod(rest, 60)) if hours else "%d:%02d" % divmod(rest, 60)
+
+
+def status_fields(step, total, epoch, loss, lr, speed, elapsed, eta) -> list[tuple[str, str]]:
+    """The progress line's fields as ``(name, text)``, most useful first: step, loss and ETA
+    stay when a narrow terminal drops the rest (see :func:`fit_status`)."""
+    return [
+        ("step", "step %d/%s" % (step, total if total is not None else "?")),
+        ("loss", "loss %s" % _num(loss)),
+        ("eta", "ETA %s" % _duration(eta)),
+        ("epoch", "epoch %s" % epoch),
+        ("lr", "lr %s" % _num(lr)),
+        ("speed", "%.0f samples/s" % speed if speed else ""),
+        ("elapsed", "%s elapsed" % _duration(elapsed)),
+    ]
+
+
+def fit_status(fields, width: int, bar_min: int = 10) -> tuple[list[str], int]:
+    """Which fields fit in ``width`` columns, in display order, and the width left for the bar
+    (0: no bar). Fields are dropped from the least useful end; the bar goes before the ETA."""
+    order = ["epoch", "step", "loss", "lr", "speed", "elapsed", "eta"]
+    texts = {name: text for name, text in fields if text}
+    kept = [name for name, _ in fields if name in texts]
+    while kept:
+        used = sum(len(texts[n]) for n in kept) + 2 * (len(kept) - 1)
+        if used + 2 + bar_min <= width:
+            return [texts[n] for n in order if n in kept], width - used - 2
+        if used <= width and len(kept) <= 3:
+            return [texts[n] for n in order if n in kept], 0
+        kept.pop()
+    return [], 0
+
+
+class _StatusColumn:
+    """One rich renderable per refresh: the fields that fit the console's width, and a bar."""
+
+    def __init__(self, reporter):
+        self.reporter = reporter
+
+    def __rich__(self):
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        r = self.reporter
+        width = r.console.width
+        elapsed = time.monotonic() - r._t0
+        done = r._step - r._step0
+        eta = None
+        if r._total is not None and done > 0:
+            eta = elapsed / done * max(0, r._total - r._step)
+        texts, bar = fit_status(status_fields(r._step, r._total, r._epoch, r._loss, r._lr,
+                                              r._speed, elapsed + r._elapsed0, eta), width - 1)
+        grid = Table.grid(padding=(0, 2))
+        cells = []
+        for text in texts:
+            if bar and text.startswith("ETA"):  # the bar sits just before the ETA
+                grid.add_column(width=bar)
+                cells.append(ProgressBar(total=r._total or None, completed=r._step, width=bar))
+            grid.add_column(no_wrap=True)
+            cells.append(text)
+        grid.add_row(*cells)
+        return grid
+
+
 class RichReporter(Reporter):
-    def __init__(self, stream=None):
+    """A live status line on a terminal: step, loss and ETA first; epoch, a bar, lr, throughput
+    and elapsed time as the width allows. It is transient: when the run ends (finished,
+    stopped, failed) the line goes away and the run's own last messages are what stays."""
+
+    def __init__(self, stream=None, force_terminal=None):
         from rich.console import Console
 
-        self.console = Console(file=stream or sys.stderr)
+        self.console = Console(file=stream or sys.stderr, force_terminal=force_terminal)
         self._throttle = _EpochThrottle()
-        self._progress = None
-        self._task = None
+        self._live = None
         self._last = 0.0
+        self._step = self._step0 = 0
+        self._total = None
+        self._epoch, self._loss, self._lr, self._speed = "-", None, None, None
+        self._t0, self._elapsed0 = time.monotonic(), 0.0
 
     def start(self, info):
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.live import Live
 
         self._throttle.start(info)
         self.console.print(info["headline"], highlight=False, markup=False)
-        self._progress = Progress(
-            TextColumn("epoch {task.fields[epoch]}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]}"), TextColumn("lr {task.fields[lr]}"),
-            TextColumn("{task.fields[speed]}"), TimeElapsedColumn(), TextColumn("ETA"),
-            TimeRemainingColumn(), console=self.console, transient=False)
-        self._progress.start()
-        self._task = self._progress.add_task("train", total=info.get("total_steps"),
-                                             completed=info.get("step", 0), epoch="-", loss="-",
-                                             lr="-", speed="")
+        self._step = self._step0 = info.get("step", 0)
+        self._total = info.get("total_steps")
+        self._t0 = time.monotonic()
+        self._live = Live(_StatusColumn(self), console=self.console, transient=True,
+                          refresh_per_second=8, redirect_stdout=False, redirect_stderr=False)
+        self._live.start()
 
     def progress(self, step, total, epoch, loss, lr, samples_per_s):
-        if self._progress is None:
-            return
-        now = time.monotonic()
-        if now - self._last < 0.05 and step != total:
-            return
-        self._last = now
-        self._progress.update(self._task, completed=step, total=total, epoch=epoch,
-                              loss=_num(loss), lr=_num(lr),
-                              speed="%.0f samples/s" % samples_per_s if samples_per_s else "")
+        self._step, self._total, self._epoch = step, total, epoch
+        self._loss, self._lr, self._speed = loss, lr, samples_per_s
 
     def row(self, row):
         if row.get("kind") != "train" and self._throttle.wants(row):
@@ -141,15 +206,25 @@ class RichReporter(Reporter):
         self.console.print(text, highlight=False, markup=False)
 
     def close(self):
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+TERMINAL_ENV = "TRAINER_PROGRESS_TERMINAL"
 
 
 def choose_reporter(quiet: bool, stream=None) -> Reporter:
+    """Nothing when quiet; the live line on a terminal; plain lines otherwise. Under ``trainer
+    ... --workers N`` rank 0's stderr is mpiexec's pipe, so the launcher says in
+    ``TRAINER_PROGRESS_TERMINAL`` when its own stderr is a terminal, and rank 0 draws for it."""
+    import os
+
     stream = stream or sys.stderr
     if quiet:
         return Reporter()
     if hasattr(stream, "isatty") and stream.isatty():
         return RichReporter(stream)
+    if os.environ.get(TERMINAL_ENV) == "1":
+        return RichReporter(stream, force_terminal=True)
     return LineReporter(stream)

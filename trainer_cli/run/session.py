@@ -104,8 +104,7 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
                                                    parts.contexts)
             _check_data(meta, parts, path)
             state = _loop_state(meta, step, path)
-            notes.append("resuming from %s (step %d, epoch %d, batch %d of the epoch)"
-                         % (path.name, step, state.epoch, state.batch_in_epoch))
+            notes.append("resuming from %s (%s)" % (path.name, state.position_text()))
             notes += ["note: %s" % text for text in kv_notes]
         else:
             notes.append("no checkpoint yet: starting again from step 0")

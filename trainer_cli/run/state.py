@@ -32,6 +32,14 @@ class LoopState:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def position_text(self) -> str:
+        """Where the run stands, in the epoch numbers the log and the progress line use (an
+        epoch is numbered from 1 while it runs; ``epoch`` here counts completed ones)."""
+        if self.batch_in_epoch:
+            return "step %d, epoch %d, %d batches into it" % (self.step, self.epoch + 1,
+                                                              self.batch_in_epoch)
+        return "step %d, end of epoch %d" % (self.step, self.epoch)
+
     @classmethod
     def from_dict(cls, data: dict) -> "LoopState":
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
