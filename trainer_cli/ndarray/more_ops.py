@@ -152,21 +152,24 @@ def batch_take(a, indices):
     return _ops.pick(a, indices, axis=-1, mode="clip")
 
 
-def gather_nd(data, indices):
-    """``data[indices[0], indices[1], ...]``: the first axis of ``indices`` indexes the leading
-    axes of ``data``."""
+def _gather(data, key):
+    """``data[key]`` for an index tuple ``key``; its gradient adds back at the same places."""
     d = data._data
-    xp = _xp_of(d)
-    key = tuple(indices._data.astype(numpy.int64))
     out = d[key]
     if not _recording_for(data):
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
-        z = xp.zeros(d.shape, dtype=d.dtype)
+        z = _xp_of(d).zeros(d.shape, dtype=d.dtype)
         _scatter_add(z, key, g)
         return (z,)
     return _recorded(out, data._ctx, (data,), vjp)
+
+
+def gather_nd(data, indices):
+    """``data[indices[0], indices[1], ...]``: the first axis of ``indices`` indexes the leading
+    axes of ``data``."""
+    return _gather(data, tuple(indices._data.astype(numpy.int64)))
 
 
 def scatter_nd(data, indices, shape):
@@ -238,18 +241,8 @@ def SequenceReverse(data, sequence_length=None, use_sequence_length=False, axis=
     t = numpy.arange(steps)[:, None]
     src = numpy.where(t < lengths[None, :], lengths[None, :] - 1 - t, t)   # (T, N)
     batch = numpy.arange(data.shape[1])[None, :]
-    d = data._data
-    xp = _xp_of(d)
-    key = (xp.asarray(src), xp.asarray(numpy.broadcast_to(batch, src.shape)))
-    out = d[key]
-    if not _recording_for(data):
-        return _wrap(out, data._ctx)
-
-    def vjp(g, needs):
-        z = xp.zeros(d.shape, dtype=d.dtype)
-        _scatter_add(z, key, g)
-        return (z,)
-    return _recorded(out, data._ctx, (data,), vjp)
+    xp = data._xp
+    return _gather(data, (xp.asarray(src), xp.asarray(numpy.broadcast_to(batch, src.shape))))
 
 
 def L2Normalization(data, eps=1e-10, mode="instance"):
