@@ -567,3 +567,18 @@ def test_updater_reuses_nothing_stale_between_calls():
     upd.set_states(saved)                       # mom back to -0.5
     upd([0], [g], [other])                      # mom -0.75, other -2.375
     expect(other, -2.375)
+
+
+def test_sgld_draws_noise_in_the_weights_dtype():
+    # MXNet draws normal(0, sqrt(lr)) with dtype=weight.dtype: float64 weights get float64 noise.
+    import trainer_cli
+    for dtype, exact in (("float64", False), ("float32", True)):
+        trainer_cli.random.seed(3)
+        sgld = optimizer.create("sgld", learning_rate=0.25)
+        w = nd.zeros((64,), dtype=dtype)
+        sgld.update(0, w, nd.zeros((64,), dtype=dtype), sgld.create_state(0, w))
+        noise = w.asnumpy()
+        assert noise.dtype == np.dtype(dtype)
+        assert 0.3 < noise.std() < 0.7  # std sqrt(0.25)
+        rounds_to_float32 = np.array_equal(noise.astype(np.float32).astype(noise.dtype), noise)
+        assert rounds_to_float32 == exact

@@ -254,3 +254,21 @@ def test_resume_point_names_damage_and_the_intact_fallback(tmp_path):
     with pytest.raises(layout.RunDirError, match="latest.*step-10"):
         checkpoint.resume_point(tmp_path)
     assert checkpoint.resume_point(tmp_path / "nowhere") is None
+
+
+def test_metric_create_takes_mxnets_names_and_aliases():
+    from trainer_cli import metric
+    # name -> the class MXNet 1.9.1's mx.metric.create gives for it
+    mxnet = {"acc": "Accuracy", "accuracy": "Accuracy", "Accuracy": "Accuracy",
+             "top_k_acc": "TopKAccuracy", "top_k_accuracy": "TopKAccuracy",
+             "topkaccuracy": "TopKAccuracy", "ce": "CrossEntropy", "crossentropy": "CrossEntropy",
+             "mae": "MAE", "MSE": "MSE", "rmse": "RMSE", "f1": "F1"}
+    for name, cls in mxnet.items():
+        assert type(metric.create(name)).__name__ == cls, name
+    assert metric.create("top_k_acc", top_k=3).top_k == 3
+    acc = metric.Accuracy()
+    assert metric.create(acc) is acc
+    with pytest.raises(ValueError, match="already an instance"):
+        metric.create(acc, axis=0)
+    with pytest.raises(ValueError, match="unknown metric 'cross-entropy'"):
+        metric.create("cross-entropy")  # not an MXNet name either

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 from collections import OrderedDict
 
 from .. import initializer as _init
@@ -144,8 +145,32 @@ class Block:
     def name_scope(self):
         return self._scope
 
+    def _check_container_with_block(self):
+        """Warn, as MXNet does, about Blocks kept in a plain list, tuple or dict attribute: they are
+        not children, so their parameters are neither collected, initialized nor trained."""
+        children = set(map(id, self._children.values()))
+
+        def holds_unregistered(data):
+            if isinstance(data, (list, tuple)):
+                return any(holds_unregistered(item) for item in data)
+            if isinstance(data, dict):
+                return any(holds_unregistered(item) for item in data.values())
+            return isinstance(data, Block) and id(data) not in children
+
+        for key, value in self.__dict__.items():
+            if isinstance(value, (list, tuple, dict)) and not (key.startswith("__")
+                                                                or key == "_children"):
+                if holds_unregistered(value):
+                    warnings.warn('"{name}" is an unregistered container with Blocks. Note that '
+                                  'Blocks inside the list, tuple or dict will not be registered '
+                                  'automatically. Make sure to register them using '
+                                  'register_child() or switching to '
+                                  'nn.Sequential/nn.HybridSequential instead. '
+                                  .format(name=type(self).__name__ + "." + key), stacklevel=3)
+
     def collect_params(self, select=None) -> ParameterDict:
         """This block's and its descendants' parameters; ``select`` is matched with ``re.match``."""
+        self._check_container_with_block()
         out = ParameterDict(self._params.prefix)
         own = list(self._params.items())
         own += [(p.name, p) for p in self._reg_params.values() if p.name not in self._params]
@@ -267,8 +292,10 @@ class Block:
         raise NotImplementedError("%s must implement forward" % type(self).__name__)
 
     def summary(self, *inputs):
-        total = sum(int(p.data().size) for p in self.collect_params().values() if p._data is not None)
-        print("%s: %d parameters" % (self.name, total))
+        """Print MXNet's per-layer table (output shape and parameter count of every block that
+        ran) from one forward pass over ``inputs``; the block must be initialized."""
+        from .summary import print_summary
+        print_summary(self, inputs)
 
 
 class _HookHandle:
@@ -294,6 +321,9 @@ class HybridBlock(Block):
     """
 
     def forward(self, x, *args):
+        if not isinstance(x, NDArray) and not _holds_array((x,) + args):
+            raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
+                             "input. Please check the type of the args.\n")
         reg_params = self._reg_params
         if not reg_params:
             return self.hybrid_forward(_nd, x, *args)
@@ -320,6 +350,13 @@ class HybridBlock(Block):
     def export(self, path, epoch=0, remove_amp_cast=True):
         raise NotImplementedError("export writes MXNet symbol files, which trainer_cli does not "
                                   "have; use save_parameters")
+
+
+def _holds_array(args):
+    for arg in args:
+        if isinstance(arg, NDArray) or (isinstance(arg, (list, tuple)) and _holds_array(arg)):
+            return True
+    return False
 
 
 def _sequential_forward(self, x, *args):

@@ -1,14 +1,24 @@
 """The KVStore interface and ``create``: one table maps a type name to its store class."""
 from __future__ import annotations
 
+import warnings
+
 __all__ = ["KVStoreBase", "create", "register"]
 
 _registry: dict = {}
 
 
 def register(klass):
-    """Register a store class under its lower-cased class name (``kvstore.create`` finds it)."""
-    _registry[klass.__name__.lower()] = klass
+    """Register a store class under its lower-cased class name (``kvstore.create`` finds it);
+    replacing a registered class warns, as MXNet does."""
+    if not isinstance(klass, type):
+        raise TypeError("register takes a KVStore class, got %r" % (klass,))
+    name = klass.__name__.lower()
+    if name in _registry:
+        warnings.warn("WARNING: New kvstore %s.%s is overriding existing kvstore %s.%s"
+                      % (klass.__module__, klass.__name__, _registry[name].__module__,
+                         _registry[name].__name__))
+    _registry[name] = klass
     return klass
 
 
@@ -16,6 +26,11 @@ class KVStoreBase:
     """What every store offers; the Trainer talks to stores only through these methods."""
 
     OPTIMIZER = "optimizer"
+    # MXNet's spelling: ``@kvstore.KVStoreBase.register`` on a subclass makes
+    # ``kvstore.create('<its lower-cased name>')`` build it. A store whose ``is_capable(OPTIMIZER)``
+    # is False only reduces gradients; the Trainer then updates on each device.
+    kv_registry = _registry
+    register = staticmethod(register)
 
     @property
     def type(self) -> str:

@@ -43,7 +43,13 @@ _RANDOM_NAMES = ["uniform", "normal", "random_uniform", "random_normal", "random
                  "random_gamma", "random_poisson", "random_randint", "random_negative_binomial",
                  "random_generalized_negative_binomial", "shuffle"] + [
                      n for n in _sampling.__all__ if n.startswith("sample_")]
-_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss"] + list(_ops_all) + list(_nn_all)
+# MXNet operators beside the convolution kernels (nn.py): their own modules.
+from .deconvolution import Deconvolution  # noqa: E402
+from .normalization import GroupNorm, InstanceNorm  # noqa: E402
+from .padding import Pad, pad  # noqa: E402
+
+_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "Deconvolution", "GroupNorm", "InstanceNorm",
+              "Pad", "pad"] + list(_ops_all) + list(_nn_all)
              + list(_more_all) + ["elemwise_add", "broadcast_add", "elemwise_sub", "broadcast_sub",
                                   "elemwise_mul", "broadcast_mul", "elemwise_div", "broadcast_div",
                                   "broadcast_maximum", "broadcast_minimum", "broadcast_power"])

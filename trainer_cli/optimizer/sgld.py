@@ -35,9 +35,11 @@ class SGLD(Optimizer):
                   clip=self._clip)
 
     def _noise(self, w, std):
-        """Normal(0, std) noise shaped and typed like ``w``, on its device."""
+        """Normal(0, std) noise shaped and typed like ``w``, on its device: drawn in float64 for
+        float64 weights (as MXNet draws in the weight's dtype), else in float32."""
         xp = array_module_of(w)
         ctx = cpu() if xp is numpy else gpu(w.device.id)
-        noise = _random.generator(ctx).standard_normal(w.shape, dtype=numpy.float32)
-        noise *= numpy.float32(std)
+        draw = numpy.float64 if w.dtype == numpy.float64 else numpy.float32
+        noise = _random.generator(ctx).standard_normal(w.shape, dtype=draw)
+        noise *= draw(std)
         return noise.astype(w.dtype, copy=False)

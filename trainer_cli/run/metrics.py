@@ -263,11 +263,24 @@ _BY_NAME = {"accuracy": Accuracy, "top_k_accuracy": TopKAccuracy, "mae": MAE, "m
             "rmse": RMSE, "cross_entropy": CrossEntropy, "perplexity": Perplexity, "f1": F1}
 
 
-def create(name: str, **params) -> EvalMetric:
-    """A metric by config name (``top_k_accuracy``) or class name (``TopKAccuracy``)."""
+# MXNet 1.9.1's registry names for these classes: each lower-cased class name and its aliases.
+_MXNET_NAMES = {"acc": Accuracy, "topkaccuracy": TopKAccuracy, "top_k_acc": TopKAccuracy,
+                "crossentropy": CrossEntropy, "ce": CrossEntropy}
+
+
+def create(name, **params) -> EvalMetric:
+    """A metric by config name (``top_k_accuracy``), class name (``TopKAccuracy``) or MXNet's
+    registry names and aliases (``acc``, ``top_k_acc``, ``ce``); an EvalMetric is returned as is."""
     from ..config.names import snake_case
 
-    cls = _BY_NAME.get(str(name).lower()) or _BY_NAME.get(snake_case(str(name)))
+    if isinstance(name, EvalMetric):
+        if params:
+            raise ValueError("metric %r is already an instance; additional arguments are invalid"
+                             % (name.name,))
+        return name
+    key = str(name).lower()
+    cls = _BY_NAME.get(key) or _MXNET_NAMES.get(key) or _BY_NAME.get(snake_case(str(name)))
     if cls is None:
-        raise ValueError("unknown metric %r; expected one of %s" % (name, ", ".join(sorted(_BY_NAME))))
+        raise ValueError("unknown metric %r; expected one of %s"
+                         % (name, ", ".join(sorted(set(_BY_NAME) | set(_MXNET_NAMES)))))
     return cls(**params)

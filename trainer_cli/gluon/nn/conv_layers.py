@@ -1,9 +1,13 @@
-"""Convolution and pooling layers: Conv1D/2D/3D, Max/Avg/GlobalMax/GlobalAvg pooling in 1-3 D.
+"""Convolution and pooling layers: Conv1D/2D/3D, their transposes, Max/Avg/GlobalMax/GlobalAvg
+pooling in 1-3 D, and ReflectionPad2D.
 
 Names, defaults, parameter shapes and reprs follow MXNet 1.9's ``gluon.nn.conv_layers``: every
 convolution is prefixed ``conv`` and every pooling layer ``pool``; the weight is
-``(channels, in_channels // groups, *kernel_size)`` with ``in_channels`` inferred at the first call
-when given as 0.
+``(channels, in_channels // groups, *kernel_size)`` (transposed: ``(in_channels,
+channels // groups, *kernel_size)``) with ``in_channels`` inferred at the first call when given as
+0. Channels-last layouts (``NWC``, ``NHWC``, ``NDHWC``) keep MXNet's weight layouts for them
+(``(channels, *kernel_size, in_channels // groups)``; transposed ``(in_channels, *kernel_size,
+channels // groups)``) and run the channels-first operators between transposes.
 """
 from __future__ import annotations
 
@@ -12,32 +16,45 @@ import numbers
 from ..block import HybridBlock
 from .basic_layers import Activation
 
-__all__ = ["Conv1D", "Conv2D", "Conv3D", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D",
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
+           "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D",
            "AvgPool2D", "AvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPool3D",
-           "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D"]
+           "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "ReflectionPad2D"]
 
-_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+_LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 
 
 def _expand(value, n):
     return (value,) * n if isinstance(value, numbers.Integral) else tuple(value)
 
 
-def _check_layout(layout, n):
-    if layout != _LAYOUTS[n]:
-        raise NotImplementedError("only the channels-first layout %r is supported, got %r"
-                                  % (_LAYOUTS[n], layout))
+def _channels_last(layout, n):
+    """Whether ``layout`` is the channels-last one of ``n`` spatial axes (else channels first)."""
+    if layout not in _LAYOUTS[n]:
+        raise ValueError("layout must be %r or %r for %d spatial axes, got %r"
+                         % (_LAYOUTS[n] + (n, layout)))
+    return layout == _LAYOUTS[n][1]
+
+
+def _to_first(F, x):
+    return F.transpose(x, (0, x.ndim - 1) + tuple(range(1, x.ndim - 1)))
+
+
+def _to_last(F, x):
+    return F.transpose(x, (0,) + tuple(range(2, x.ndim)) + (1,))
 
 
 class _Conv(HybridBlock):
     """N-D convolution over ``nd.Convolution``, optionally followed by an activation."""
 
+    _op_name = "Convolution"
+
     def __init__(self, channels, kernel_size, strides, padding, dilation, groups, layout,
                  in_channels=0, activation=None, use_bias=True, weight_initializer=None,
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", adj=None, **kwargs):
         super().__init__(**kwargs)
         n = len(kernel_size)
-        _check_layout(layout, n)
+        self._last = _channels_last(layout, n)
         with self.name_scope():
             self._channels = channels
             self._in_channels = in_channels
@@ -45,9 +62,13 @@ class _Conv(HybridBlock):
                 "kernel": tuple(kernel_size), "stride": _expand(strides, n),
                 "dilate": _expand(dilation, n), "pad": _expand(padding, n), "num_filter": channels,
                 "num_group": groups, "no_bias": not use_bias, "layout": layout}
+            if adj is not None:
+                self._kwargs["adj"] = _expand(adj, n)
+            # The operators run channels first; channels-last data is transposed around them.
+            self._op_kwargs = dict(self._kwargs, layout=_LAYOUTS[n][0])
             self.weight = self.params.get(
-                "weight", shape=(channels, in_channels // groups) + tuple(kernel_size),
-                init=weight_initializer, allow_deferred_init=True)
+                "weight", shape=self._weight_shape(in_channels), init=weight_initializer,
+                allow_deferred_init=True)
             if use_bias:
                 self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
                                             allow_deferred_init=True)
@@ -58,15 +79,26 @@ class _Conv(HybridBlock):
     def _alias(self):
         return "conv"
 
+    def _weight_shape(self, in_channels):
+        """(out, in // groups, *kernel), or channels last (out, *kernel, in // groups)."""
+        kernel, groups = self._kwargs["kernel"], self._kwargs["num_group"]
+        if self._last:
+            return (self._channels,) + kernel + (in_channels // groups,)
+        return (self._channels, in_channels // groups) + kernel
+
     def infer_shape(self, x, *args):
-        groups = self._kwargs["num_group"]
-        self.weight.shape = (self._channels, x.shape[1] // groups) + self._kwargs["kernel"]
+        self.weight.shape = self._weight_shape(x.shape[-1] if self._last else x.shape[1])
 
     def hybrid_forward(self, F, x, weight, bias=None):
+        op = getattr(F, self._op_name)
+        if self._last:
+            x, weight = _to_first(F, x), _to_first(F, weight)
         if bias is None:
-            out = F.Convolution(x, weight, **self._kwargs)
+            out = op(x, weight, **self._op_kwargs)
         else:
-            out = F.Convolution(x, weight, bias, **self._kwargs)
+            out = op(x, weight, bias, **self._op_kwargs)
+        if self._last:
+            out = _to_last(F, out)
         return self.act(out) if self.act is not None else out
 
     def __repr__(self):
@@ -118,6 +150,53 @@ class Conv3D(_Conv):
                          bias_initializer, **kwargs)
 
 
+class _ConvTranspose(_Conv):
+    """Transposed convolution over ``nd.Deconvolution``: weight ``(in_channels,
+    channels // groups, *kernel_size)`` (channels last: ``(in_channels, *kernel_size,
+    channels // groups)``); ``output_padding`` adds positions at the end of each output axis."""
+
+    _op_name = "Deconvolution"
+
+    def _weight_shape(self, in_channels):
+        kernel, groups = self._kwargs["kernel"], self._kwargs["num_group"]
+        if self._last:
+            return (in_channels,) + kernel + (self._channels // groups,)
+        return (in_channels, self._channels // groups) + kernel
+
+    @property
+    def outpad(self):
+        return self._kwargs["adj"]
+
+
+class Conv1DTranspose(_ConvTranspose):
+    def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0, dilation=1,
+                 groups=1, layout="NCW", activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _expand(kernel_size, 1), strides, padding, dilation, groups,
+                         layout, in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, adj=output_padding, **kwargs)
+
+
+class Conv2DTranspose(_ConvTranspose):
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
+                 output_padding=(0, 0), dilation=(1, 1), groups=1, layout="NCHW",
+                 activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _expand(kernel_size, 2), strides, padding, dilation, groups,
+                         layout, in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, adj=output_padding, **kwargs)
+
+
+class Conv3DTranspose(_ConvTranspose):
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
+                 output_padding=(0, 0, 0), dilation=(1, 1, 1), groups=1, layout="NCDHW",
+                 activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _expand(kernel_size, 3), strides, padding, dilation, groups,
+                         layout, in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, adj=output_padding, **kwargs)
+
+
 class _Pooling(HybridBlock):
     """Pooling over ``nd.Pooling``; ``strides=None`` means the pool size, as in MXNet."""
 
@@ -125,7 +204,7 @@ class _Pooling(HybridBlock):
                  count_include_pad=None, **kwargs):
         super().__init__(**kwargs)
         n = len(pool_size)
-        _check_layout(layout, n)
+        self._last = _channels_last(layout, n)
         if strides is None:
             strides = pool_size
         self._kwargs = {
@@ -139,6 +218,9 @@ class _Pooling(HybridBlock):
         return "pool"
 
     def hybrid_forward(self, F, x):
+        if self._last:
+            kwargs = dict(self._kwargs, layout=_LAYOUTS[len(self._kwargs["kernel"])][0])
+            return _to_last(F, F.Pooling(_to_first(F, x), **kwargs))
         return F.Pooling(x, **self._kwargs)
 
     def __repr__(self):
@@ -195,3 +277,20 @@ GlobalAvgPool2D = _named(_global_pool(2, "NCHW", "avg"), "GlobalAvgPool2D",
                          "Mean over H, W: (N, C, 1, 1).")
 GlobalAvgPool3D = _named(_global_pool(3, "NCDHW", "avg"), "GlobalAvgPool3D",
                          "Mean over D, H, W: (N, C, 1, 1, 1).")
+
+
+class ReflectionPad2D(HybridBlock):
+    """Pad the two spatial axes of ``(N, C, H, W)`` by reflection: ``padding`` an int, or MXNet's
+    8-tuple ``pad_width``."""
+
+    def __init__(self, padding=0, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(padding, numbers.Integral):
+            padding = (0, 0, 0, 0, padding, padding, padding, padding)
+        if len(padding) != 8:
+            raise ValueError("ReflectionPad2D padding must be an int or 8 values, got %r"
+                             % (padding,))
+        self._padding = tuple(padding)
+
+    def hybrid_forward(self, F, x):
+        return F.pad(x, mode="reflect", pad_width=self._padding)

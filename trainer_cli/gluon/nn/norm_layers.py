@@ -1,4 +1,5 @@
-"""Dropout, BatchNorm, LayerNorm and Embedding with MXNet 1.9's parameters, names and defaults.
+"""Dropout, BatchNorm, LayerNorm, InstanceNorm, GroupNorm and Embedding with MXNet 1.9's
+parameters, names and defaults.
 
 BatchNorm's ``running_mean``/``running_var`` are parameters with ``grad_req='null'``, updated in
 place by the forward pass in training mode (``autograd.record()``), as MXNet's operator does.
@@ -9,7 +10,7 @@ import numpy
 
 from ..block import HybridBlock
 
-__all__ = ["Dropout", "BatchNorm", "LayerNorm", "Embedding"]
+__all__ = ["Dropout", "BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "Embedding"]
 
 
 class Dropout(HybridBlock):
@@ -140,3 +141,66 @@ class Embedding(HybridBlock):
     def __repr__(self):
         return "{block_name}({input_dim} -> {output_dim}, {dtype})".format(
             block_name=type(self).__name__, **self._kwargs)
+
+
+class InstanceNorm(HybridBlock):
+    """Normalize each sample's channel over its other axes; ``axis`` is the channel axis.
+
+    As in MXNet, ``scale=False`` (the default) and ``center=False`` only stop ``gamma``/``beta``
+    from training; their values still apply.
+    """
+
+    def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False, beta_initializer="zeros",
+                 gamma_initializer="ones", in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
+        self._axis = axis
+        self._epsilon = epsilon
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                     shape=(in_channels,), init=gamma_initializer,
+                                     allow_deferred_init=True)
+        self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                    shape=(in_channels,), init=beta_initializer,
+                                    allow_deferred_init=True)
+
+    def infer_shape(self, x, *args):
+        channels = x.shape[self._axis]
+        self.gamma.shape = self.beta.shape = (channels,)
+
+    def hybrid_forward(self, F, x, gamma, beta):
+        if self._axis == 1:
+            return F.InstanceNorm(x, gamma, beta, eps=self._epsilon)
+        x = F.swapaxes(x, 1, self._axis)
+        return F.swapaxes(F.InstanceNorm(x, gamma, beta, eps=self._epsilon), 1, self._axis)
+
+    def __repr__(self):
+        content = ", ".join("=".join([k, repr(v)]) for k, v in self._kwargs.items())
+        return "{name}({content}, in_channels={c})".format(
+            name=type(self).__name__, content=content, c=self.gamma.shape[0])
+
+
+class GroupNorm(HybridBlock):
+    """Normalize ``(N, C, ...)`` in ``num_groups`` groups of channels; as MXNet 1.9.1's,
+    ``gamma`` and ``beta`` have one value per group (shape ``(num_groups,)``)."""
+
+    def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._kwargs = {"eps": epsilon, "num_groups": num_groups, "center": center,
+                        "scale": scale}
+        self._num_groups = num_groups
+        self._epsilon = epsilon
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                     shape=(num_groups,), init=gamma_initializer,
+                                     allow_deferred_init=True)
+        self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                    shape=(num_groups,), init=beta_initializer,
+                                    allow_deferred_init=True)
+
+    def hybrid_forward(self, F, data, gamma, beta):
+        return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups,
+                           eps=self._epsilon)
+
+    def __repr__(self):
+        content = ", ".join("=".join([k, repr(v)]) for k, v in self._kwargs.items())
+        return "{name}({content})".format(name=type(self).__name__, content=content)
