@@ -411,9 +411,8 @@ def diag(data, k=0, axis1=0, axis2=1):
 
     def vjp(g, needs):
         z = xp.zeros(d.shape, dtype=d.dtype)
-        view = xp.diagonal(z, k, axis1, axis2)
-        # diagonal() returns a read-only view in NumPy: write through the index arrays instead.
-        n = view.shape[-1]
+        # diagonal() is a read-only view in NumPy: write through index arrays on a moved view.
+        n = out.shape[-1]
         moved = xp.moveaxis(z, (axis1 % d.ndim, axis2 % d.ndim), (-2, -1))
         i = xp.arange(n) + max(-k, 0)
         j = xp.arange(n) + max(k, 0)

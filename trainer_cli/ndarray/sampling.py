@@ -11,7 +11,7 @@ import numpy
 
 from .. import random as _random
 from . import random as _rnd
-from .ndarray import NDArray, _wrap
+from .ndarray import _wrap
 
 __all__ = [
     "negative_binomial", "generalized_negative_binomial", "uniform_like", "normal_like",
@@ -29,7 +29,7 @@ def _shape(shape):
 
 
 def _draw(ctx, dtype, shape, fn, out):
-    """``fn(generator, size)`` on the CPU generator for ``ctx`` (or the device's), as ``dtype``."""
+    """``fn(generator, size)`` with the generator of ``ctx``, as ``dtype``, into ``out`` if given."""
     ctx, shape, dtype = _rnd._setup(shape if out is None else out.shape, ctx, dtype)
     gen = _random.generator(ctx)
     with ctx.device_scope():
@@ -122,7 +122,3 @@ def sample_generalized_negative_binomial(mu, alpha, shape=None, dtype=None, out=
 
 def sample_multinomial(data, shape=None, get_prob=False, dtype="int32"):
     return _rnd.multinomial(data, shape=shape, get_prob=get_prob, dtype=dtype)
-
-
-def is_array(x) -> bool:
-    return isinstance(x, NDArray)
