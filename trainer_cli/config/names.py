@@ -56,7 +56,8 @@ _SCHED_FALLBACK = {
     "cosine": (("max_update",), ("final_lr",)),
 }
 _LOSS_FALLBACK = ("l2", "l1", "softmax_cross_entropy", "sigmoid_binary_cross_entropy", "huber",
-                  "hinge", "squared_hinge", "logistic", "kl_div")
+                  "hinge", "squared_hinge", "logistic", "kl_div", "ctc", "triplet", "poisson_nll",
+                  "cosine_embedding", "sdml")
 _METRIC_FALLBACK = ("accuracy", "top_k_accuracy", "mae", "mse", "rmse", "cross_entropy",
                     "perplexity", "f1")
 _INIT_FALLBACK = ("zero", "zeros", "one", "ones", "constant", "uniform", "normal", "xavier",
