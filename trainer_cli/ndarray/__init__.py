@@ -10,8 +10,9 @@ from .ctc import CTCLoss, ctc_loss
 from .more_ops import *  # noqa: F401,F403
 from .more_ops import __all__ as _more_all
 from . import random
+from . import sparse
+from .sparse import cast_storage
 from . import ops as _ops
-from . import more_ops as _more_ops
 from . import sampling as _sampling
 from .sampling import (sample_uniform, sample_normal, sample_exponential, sample_gamma,  # noqa: F401
                        sample_poisson, sample_negative_binomial,
@@ -48,7 +49,7 @@ from .deconvolution import Deconvolution  # noqa: E402
 from .normalization import GroupNorm, InstanceNorm  # noqa: E402
 from .padding import Pad, pad  # noqa: E402
 
-_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "Deconvolution", "GroupNorm", "InstanceNorm",
+_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "Deconvolution", "GroupNorm", "InstanceNorm",
               "Pad", "pad"] + list(_ops_all) + list(_nn_all)
              + list(_more_all) + ["elemwise_add", "broadcast_add", "elemwise_sub", "broadcast_sub",
                                   "elemwise_mul", "broadcast_mul", "elemwise_div", "broadcast_div",
@@ -60,7 +61,4 @@ for _name in _OP_NAMES:
     globals()[_name] = _with_out(globals()[_name])
 del _name
 
-NDArray.tostype = lambda self, stype: _more_ops.cast_storage(self, stype)
-NDArray.tostype.__doc__ = "A copy in storage type ``stype``: only 'default' (dense) exists here."
-
-__all__ = ["NDArray", "random"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
+__all__ = ["NDArray", "random", "sparse"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES

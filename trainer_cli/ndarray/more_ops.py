@@ -20,7 +20,7 @@ __all__ = [
     "argmax_channel", "batch_take", "gather_nd", "scatter_nd", "SequenceMask", "SequenceLast",
     "SequenceReverse", "L2Normalization", "softmax_cross_entropy", "make_loss", "MakeLoss",
     "moments", "all_finite", "multi_all_finite", "split_v2", "depth_to_space", "space_to_depth",
-    "UpSampling", "SoftmaxActivation", "cast_storage", "onehot_encode", "diag",
+    "UpSampling", "SoftmaxActivation", "onehot_encode", "diag",
     "ravel_multi_index", "unravel_index", "from_numpy", "reset_arrays", "multi_sum_sq",
     "choose_element_0index", "fill_element_0index",
 ]
@@ -373,17 +373,6 @@ def SoftmaxActivation(data, mode="instance"):
     if mode != "instance":
         raise ValueError("SoftmaxActivation: mode must be instance or channel, got %r" % (mode,))
     return _ops.softmax(data, axis=-1)
-
-
-def cast_storage(data, stype):
-    """Dense to dense is a copy; the sparse storage types are not implemented."""
-    if stype == "default":
-        return _ops.identity(data)
-    if stype in ("row_sparse", "csr"):
-        raise NotImplementedError(
-            "storage type %r is not supported: trainer_cli arrays are dense only (docs/compat.md, "
-            "'Arrays'); keep stype='default'" % stype)
-    raise ValueError("unknown storage type %r (expected 'default', 'row_sparse' or 'csr')" % (stype,))
 
 
 def onehot_encode(indices, out):
