@@ -131,4 +131,5 @@ def test_storage_stays_sparse_and_bad_input_is_refused():
     with pytest.raises(ValueError, match="unknown storage type"):
         nd.zeros((2, 2)).tostype("coo")
     dense = nd.array([[1.0, 0.0], [0.0, 0.0]])
-    assert dense.tostype("default") is dense
+    same = dense.tostype("default")        # a new array, as MXNet 1.9.1's cast_storage gives
+    assert same is not dense and same.asnumpy().tolist() == dense.asnumpy().tolist()

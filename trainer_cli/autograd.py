@@ -285,17 +285,26 @@ def _ndarray_class():
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):
-    """Gradients of ``heads`` with respect to ``variables``, returned instead of stored."""
-    from .ndarray.ndarray import NDArray
-    if create_graph:
-        raise NotImplementedError("higher-order gradients (create_graph=True) are not supported")
+    """Gradients of ``heads`` with respect to ``variables``, returned instead of stored.
+
+    With ``create_graph`` the gradients are computed with recorded ops, so that they can be
+    differentiated again (a gradient penalty; ``ndarray/higher_order.py`` lists the ops); the
+    graph is then kept (``retain_graph`` defaults to ``create_graph``, as in MXNet). The result
+    is a list even for a single variable: MXNet 1.9.1 returns one (its single-array check looks
+    at the variable after wrapping it in a list), and code written for it indexes ``[0]``."""
+    NDArray = _ndarray_class()
     if isinstance(heads, NDArray):
         heads = [heads]
         head_grads = [head_grads] if head_grads is not None else None
-    single = isinstance(variables, NDArray)
-    variables = [variables] if single else list(variables)
+    heads = list(heads)
+    variables = [variables] if isinstance(variables, NDArray) else list(variables)
+    if not variables:
+        raise ValueError("variables cannot be an empty list")
     if head_grads is None:
         head_grads = [None] * len(heads)
+    if create_graph:
+        from .ndarray.higher_order import grad_with_graph
+        return grad_with_graph(heads, variables, head_grads, train_mode)
     raw = [h._xp.ones(h._data.shape, dtype=h._data.dtype) if g is None else g._data
            for h, g in zip(heads, head_grads)]
     prev_training = set_training(train_mode)
@@ -308,7 +317,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         entry = var_grads.get(id(v))
         data = entry[1] if entry is not None else v._xp.zeros(v._data.shape, dtype=v._data.dtype)
         out.append(NDArray(data, v._ctx))
-    return out[0] if single else out
+    return out
 
 
 class Function:

@@ -2,20 +2,23 @@
 against the loss, and the result is averaged over every axis except ``batch_axis``."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy
 
 from .._naming import snake_case
 from ..ndarray import NDArray
+from .. import ndarray as _nd
 from ..ndarray import ops as F
 from ..ndarray.interop import needs_grad as _needs_grad
 from ..ndarray.losses import l2_loss_batch_mean, softmax_ce_batch_mean
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss",
-           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "HuberLoss", "create", "names",
-           "lookup"]
+           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "HuberLoss", "KLDivLoss", "CTCLoss",
+           "HingeLoss", "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "PoissonNLLLoss",
+           "CosineEmbeddingLoss", "SDMLLoss", "create", "names", "lookup"]
 
 
 def _apply_weighting(loss, weight=None, sample_weight=None):
@@ -139,6 +142,205 @@ class HuberLoss(Loss):
         loss = F.where(loss > self._rho, loss - 0.5 * self._rho, (0.5 / self._rho) * F.square(loss))
         loss = _apply_weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
+
+
+class KLDivLoss(Loss):
+    """``label * (log(label + 1e-12) - pred)`` summed over the non-batch axes; ``pred`` holds
+    log-probabilities, or with ``from_logits=False`` scores that get a log-softmax over ``axis``."""
+
+    def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._axis = axis
+
+    def hybrid_forward(self, F_, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=self._axis)
+        loss = label * (F.log(label + 1e-12) - pred)
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return F.sum(loss, axis=self._batch_axis, exclude=True)
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification on unnormalised scores, the last class being the
+    blank and labels padded with -1 (``nd.CTCLoss`` with ``blank_label='last'``).
+
+    ``layout`` is the scores' ('NTC' or 'TNC'), ``label_layout`` the labels' ('NT' or 'TN');
+    optional ``pred_lengths`` / ``label_lengths`` give each sample's lengths."""
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
+        if layout not in ("NTC", "TNC"):
+            raise ValueError("Only 'NTC' and 'TNC' layouts for pred are supported. Got: %s" % layout)
+        if label_layout not in ("NT", "TN"):
+            raise ValueError("Only 'NT' and 'TN' layouts for label are supported. Got: %s"
+                             % label_layout)
+        self._layout = layout
+        self._label_layout = label_layout
+        super().__init__(weight, label_layout.find("N"), **kwargs)
+
+    def hybrid_forward(self, F_, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        loss = _nd.CTCLoss(pred, label, pred_lengths, label_lengths,
+                         use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(loss, self._weight, sample_weight)
+
+
+class HingeLoss(Loss):
+    """``max(0, margin - pred * label)`` for labels -1/1, averaged over the non-batch axes."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F_, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        loss = F.relu(self._margin - pred * label)
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return self._batch_mean(loss)
+
+
+class SquaredHingeLoss(Loss):
+    """``max(0, margin - pred * label)^2`` for labels -1/1, averaged over the non-batch axes."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F_, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        loss = F.square(F.relu(self._margin - pred * label))
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return self._batch_mean(loss)
+
+
+class LogisticLoss(Loss):
+    """``log(1 + exp(-pred * label))`` in its stable form, for labels -1/1 (``label_format=
+    'signed'``) or 0/1 (``'binary'``), averaged over the non-batch axes."""
+
+    def __init__(self, weight=None, batch_axis=0, label_format="signed", **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        if label_format not in ("signed", "binary"):
+            raise ValueError("label_format can only be signed or binary, received %s."
+                             % label_format)
+        self._label_format = label_format
+
+    def hybrid_forward(self, F_, pred, label, sample_weight=None):
+        label = _reshape_like(label, pred)
+        if self._label_format == "signed":
+            label = (label + 1.0) / 2.0
+        loss = F.relu(pred) - pred * label + F.softrelu(-F.abs(pred))
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return self._batch_mean(loss)
+
+
+class TripletLoss(Loss):
+    """``max(0, |positive - pred|^2 - |negative - pred|^2 + margin)``, the squared distances
+    summed over the non-batch axes. Called as ``loss(pred, positive, negative)``."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F_, pred, positive, negative):
+        positive = _reshape_like(positive, pred)
+        negative = _reshape_like(negative, pred)
+        loss = F.sum(F.square(positive - pred) - F.square(negative - pred),
+                     axis=self._batch_axis, exclude=True)
+        loss = F.relu(loss + self._margin)
+        return _apply_weighting(loss, self._weight, None)
+
+
+class PoissonNLLLoss(Loss):
+    """Poisson negative log-likelihood, averaged over every element (shape (1,), as MXNet):
+    ``exp(pred) - target * pred`` on log-rates (``from_logits``), else ``pred - target *
+    log(pred + epsilon)``; ``compute_full`` adds Stirling's approximation of ``log(target!)``
+    where ``target > 1``."""
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F_, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            # MXNet multiplies the factor by (target > 1), which leaves NaN where a target is 0
+            # (0 * log 0), and does it in place, which fails under autograd.record(); the factor
+            # is taken only where target > 1 instead (elsewhere it is 0, as intended).
+            above_one = target > 1
+            safe = F.where(above_one, target, F.ones_like(target))
+            stirling = safe * F.log(safe) - safe + 0.5 * F.log(2 * safe * math.pi)
+            loss = loss + stirling * above_one
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return F.mean(loss)
+
+
+class CosineEmbeddingLoss(Loss):
+    """``1 - cos(input1, input2)`` where ``label`` is 1 and ``max(0, cos - margin)`` where it
+    is -1, the cosine taken over the last axis; shape (batch, 1) as MXNet's. Called as
+    ``loss(input1, input2, label[, sample_weight])``."""
+
+    def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F_, input1, input2, label, sample_weight=None):
+        input1 = _reshape_like(input1, input2)
+        label = F.reshape(label, (-1, 1))
+        cos_sim = self._cosine_similarity(input1, input2)
+        y_1 = label == 1
+        y_minus_1 = label == -1
+        cos_sim_a = (1 - cos_sim) * y_1
+        zero = _nd.zeros((1,), ctx=input1.context, dtype=input1.dtype)
+        cos_sim_b = F.maximum(zero, y_minus_1 * (cos_sim - self._margin))
+        loss = cos_sim_a + cos_sim_b
+        return _apply_weighting(loss, self._weight, sample_weight)
+
+    @staticmethod
+    def _cosine_similarity(x, y, axis=-1):
+        x_norm = F.reshape(F.norm(x, axis=axis), (-1, 1))
+        y_norm = F.reshape(F.norm(y, axis=axis), (-1, 1))
+        x_dot_y = F.reshape(F.sum(x * y, axis=axis), (-1, 1))
+        eps = _nd.full((1,), 1e-12, ctx=x.context, dtype=x.dtype)
+        return x_dot_y / F.maximum(x_norm * y_norm, eps)
+
+
+class SDMLLoss(Loss):
+    """Batch-wise smoothed deep metric learning (Bonadiman et al. 2019): ``x1[i]`` and ``x2[i]``
+    are a positive pair and every other row of the batch a negative; the KL divergence between
+    the log-softmax of the negative squared distances and the identity smoothed by
+    ``smoothing_parameter``. Called as ``loss(x1, x2)`` on (batch, dim) arrays; as in MXNet,
+    ``weight`` is not applied."""
+
+    def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def _compute_labels(self, batch_size, like):
+        gold = _nd.eye(batch_size, ctx=like.context, dtype=like.dtype)
+        return gold * (1 - self.smoothing_parameter) \
+            + (1 - gold) * self.smoothing_parameter / (batch_size - 1)
+
+    def hybrid_forward(self, F_, x1, x2):
+        if x1.shape != x2.shape or x1.ndim != 2:
+            raise ValueError("SDMLLoss takes two arrays of the same shape (batch_size, dim), "
+                             "got %s and %s" % (x1.shape, x2.shape))
+        batch_size, dim = x1.shape
+        x1_ = F.broadcast_to(F.expand_dims(x1, 1), (batch_size, batch_size, dim))
+        x2_ = F.broadcast_to(F.expand_dims(x2, 0), (batch_size, batch_size, dim))
+        distances = F.sum(F.square(x1_ - x2_), axis=2)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        return self.kl_loss(log_probabilities, self._compute_labels(batch_size, distances))
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss

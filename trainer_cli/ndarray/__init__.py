@@ -6,9 +6,18 @@ from .creation import *  # noqa: F401,F403
 from .creation import __all__ as _creation_all
 from .nn import *  # noqa: F401,F403
 from .nn import __all__ as _nn_all
+from .ctc import CTCLoss, ctc_loss
+from .more_ops import *  # noqa: F401,F403
+from .more_ops import __all__ as _more_all
 from . import random
 from . import sparse
+from .sparse import cast_storage
 from . import ops as _ops
+from . import sampling as _sampling
+from .sampling import (sample_uniform, sample_normal, sample_exponential, sample_gamma,  # noqa: F401
+                       sample_poisson, sample_negative_binomial,
+                       sample_generalized_negative_binomial, sample_multinomial)
+from .out_arg import with_out as _with_out
 
 # MXNet's older spellings of the same functions.
 elemwise_add = broadcast_add = _ops.add
@@ -18,15 +27,38 @@ elemwise_div = broadcast_div = _ops.divide
 broadcast_maximum = _ops.maximum
 broadcast_minimum = _ops.minimum
 broadcast_power = _ops.power
-random_uniform = random.uniform
-random_normal = random.normal
+# MXNet's top-level random names (``nd.uniform`` is ``nd.random.uniform``, ...).
+uniform = random_uniform = random.uniform
+normal = random_normal = random.normal
+random_exponential = random.exponential
+random_gamma = random.gamma
+random_poisson = random.poisson
+random_randint = random.randint
+random_negative_binomial = random.negative_binomial
+random_generalized_negative_binomial = random.generalized_negative_binomial
+shuffle = random.shuffle
 # ``slice`` cannot live in ops.py, whose code uses the builtin of that name.
 slice = crop = _ops._slice_op  # noqa: A001
 
+_RANDOM_NAMES = ["uniform", "normal", "random_uniform", "random_normal", "random_exponential",
+                 "random_gamma", "random_poisson", "random_randint", "random_negative_binomial",
+                 "random_generalized_negative_binomial", "shuffle"] + [
+                     n for n in _sampling.__all__ if n.startswith("sample_")]
 # MXNet operators beside the convolution kernels (nn.py): their own modules.
 from .deconvolution import Deconvolution  # noqa: E402
 from .normalization import GroupNorm, InstanceNorm  # noqa: E402
 from .padding import Pad, pad  # noqa: E402
 
-__all__ = ["NDArray", "random", "sparse", "slice", "crop", "Deconvolution", "GroupNorm", "InstanceNorm",
-           "Pad", "pad"] + list(_ops_all) + list(_creation_all) + list(_nn_all)
+_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "Deconvolution", "GroupNorm", "InstanceNorm",
+              "Pad", "pad"] + list(_ops_all) + list(_nn_all)
+             + list(_more_all) + ["elemwise_add", "broadcast_add", "elemwise_sub", "broadcast_sub",
+                                  "elemwise_mul", "broadcast_mul", "elemwise_div", "broadcast_div",
+                                  "broadcast_maximum", "broadcast_minimum", "broadcast_power"])
+
+# MXNet's ``out=`` on every operator: the exported names get it; the library's own code calls
+# the modules directly and skips the wrapper.
+for _name in _OP_NAMES:
+    globals()[_name] = _with_out(globals()[_name])
+del _name
+
+__all__ = ["NDArray", "random", "sparse"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES

@@ -8,7 +8,9 @@ from ..context import Context, current_context
 from .ndarray import NDArray, _wrap
 
 __all__ = ["uniform", "normal", "randn", "randint", "shuffle", "exponential", "poisson", "gamma",
-           "multinomial", "bernoulli"]
+           "multinomial", "bernoulli", "negative_binomial", "generalized_negative_binomial",
+           "uniform_like", "normal_like", "exponential_like", "gamma_like", "poisson_like",
+           "negative_binomial_like", "generalized_negative_binomial_like"]
 
 
 def _setup(shape, ctx, dtype):
@@ -102,3 +104,10 @@ def shuffle(data, **kwargs):
     ctx = data.context
     perm = _random.generator(None).permutation(data.shape[0])
     return data[perm.tolist()] if ctx.is_gpu else _wrap(data._data[perm], ctx)
+
+
+# The negative binomials and the ``*_like`` forms live with the ``sample_*`` ops; imported last
+# because that module builds on the functions above.
+from .sampling import (negative_binomial, generalized_negative_binomial, uniform_like,  # noqa: E402
+                       normal_like, exponential_like, gamma_like, poisson_like,
+                       negative_binomial_like, generalized_negative_binomial_like)

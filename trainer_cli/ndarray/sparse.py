@@ -350,7 +350,8 @@ def cast_storage(x: NDArray, stype: str):
     if stype not in ("default", "row_sparse", "csr"):
         raise ValueError("unknown storage type %r (default, row_sparse or csr)" % (stype,))
     if stype == have:
-        return x.copy() if isinstance(x, BaseSparseNDArray) else x
+        # MXNet's cast_storage makes a new array even from dense to dense (and records it).
+        return x.copy()
     if have != "default" and stype != "default":
         raise ValueError("cast_storage from %s to %s is not supported" % (have, stype))
     if stype == "default":

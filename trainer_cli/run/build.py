@@ -11,6 +11,7 @@ impossible and refused.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,10 +57,22 @@ def _refuse_clip_on_store(config, config_file):
                  "kvstore.update_on_kvstore to false or null" % why)
 
 
+def _required_inputs(loss_cls) -> int:
+    """How many arrays the loss must be called with (``hybrid_forward`` after ``F``)."""
+    params = list(inspect.signature(loss_cls.hybrid_forward).parameters.values())[2:]
+    return sum(1 for p in params if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD)
+
+
 def build_loss(config, config_file=None):
     cls = names.lookup("loss", config.loss.name)
     if cls is None:
         raise _issue(config_file, "loss.name", "unknown loss %r" % config.loss.name)
+    needed = _required_inputs(cls)
+    if needed != 2:
+        # TripletLoss(pred, positive, negative), CosineEmbeddingLoss(input1, input2, label).
+        raise _issue(config_file, "loss.name", "loss %s takes %d input arrays, but the runner "
+                     "calls the loss with two (the network's output and the label); use it from "
+                     "Python" % (config.loss.name, needed))
     try:
         return cls(**config.loss.params)
     except (TypeError, ValueError) as exc:

@@ -54,7 +54,8 @@ MULTIFACTOR_STEP = Annotated[list[PositiveInt], at.MinLen(1)]
 LOSS = {
     "weight": Optional[float], "batch_axis": int, "axis": int, "sparse_label": bool,
     "from_logits": bool, "from_sigmoid": bool, "rho": Positive, "margin": float,
-    "label_format": Literal["signed", "binary"],
+    "label_format": Literal["signed", "binary"], "layout": Literal["NTC", "TNC"],
+    "label_layout": Literal["NT", "TN"], "compute_full": bool, "smoothing_parameter": float,
 }
 METRIC = {"top_k": PositiveInt, "axis": int}
 INITIALIZER = {
