@@ -133,29 +133,22 @@ class Gluon:
     def mlp_step(self, batch_size, optimizer, optimizer_params, ctx=None):
         """The MLP's training step, on ``ctx`` (default: the current context)."""
         import numpy as np
-        gluon, nd, autograd = self.gluon, self.nd, self.autograd
+        gluon, nd = self.gluon, self.nd
         net = gluon.nn.Sequential()
         net.add(gluon.nn.Dense(256, activation="relu", in_units=784),
                 gluon.nn.Dense(256, activation="relu", in_units=256),
                 gluon.nn.Dense(10, in_units=256))
         net.initialize(ctx=ctx)
-        loss = gluon.loss.SoftmaxCrossEntropyLoss()
         rng = np.random.RandomState(0)
         X = nd.array(rng.uniform(size=(batch_size, 784)).astype(np.float32), ctx=ctx)
         y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32), ctx=ctx)
-        trainer = gluon.Trainer(net.collect_params(), optimizer, optimizer_params)
+        return self._train_step(net, X, y, batch_size, optimizer_params, optimizer)
 
-        def step():
-            with autograd.record():
-                l = loss(net(X), y)
-            l.backward()
-            trainer.step(batch_size)
-        return step
-
-    def _train_step(self, net, X, y, batch_size, optimizer_params):
+    def _train_step(self, net, X, y, batch_size, optimizer_params, optimizer="sgd"):
+        """A classifier's step: softmax cross-entropy, backward, ``trainer.step``."""
         gluon, autograd = self.gluon, self.autograd
         loss = gluon.loss.SoftmaxCrossEntropyLoss()
-        trainer = gluon.Trainer(net.collect_params(), "sgd", optimizer_params)
+        trainer = gluon.Trainer(net.collect_params(), optimizer, optimizer_params)
 
         def step():
             with autograd.record():

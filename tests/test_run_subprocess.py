@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 SHIPPED = {
     "perceptron": ("train_mse", 1e-6, False),
     "mlp_digits": ("val_accuracy", 0.95, True),
+    "cnn_digits": ("val_accuracy", 0.95, True),
     "mlp_synthetic": ("val_accuracy", 0.9, True),
     "regression": ("val_mse", 0.05, False),
     "multi_device": ("val_accuracy", 0.85, True),

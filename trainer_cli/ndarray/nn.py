@@ -17,6 +17,7 @@ import numpy
 
 from .. import autograd as _ag
 from .. import random as _random
+from . import _conv_kernels as _ck
 from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
 from .ops import _erf_raw
 from .ops import flatten as _flatten
@@ -60,6 +61,13 @@ def Convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dil
                 num_filter=None, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None,
                 cudnn_off=False, layout=None, **kwargs):
     """N-D convolution (1-D, 2-D or 3-D, channels first) with groups, stride, dilation, padding."""
+    return _convolution(data, weight, None if no_bias else bias, kernel, stride, dilate, pad,
+                        num_filter, num_group, layout, False)
+
+
+def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, num_group, layout,
+                 relu):
+    """Convolution, followed by ReLU when ``relu`` (one node: Conv2D(activation='relu'))."""
     x, w = data._data, weight._data
     xp = _xp_of(x)
     nsp = x.ndim - 2
@@ -82,44 +90,64 @@ def Convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dil
     if min(out_sp) <= 0:
         raise ValueError("kernel %s (dilate %s) is larger than the padded input %s"
                          % (kernel, dilate, spatial))
-    xpad = xp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad)) if any(pad) else x
-    xpad = xp.ascontiguousarray(xpad)
-    # Window view laid out (C, kernel..., N, out...): one copy turns it into the GEMM operand.
-    st = xpad.strides
-    view = xp.lib.stride_tricks.as_strided(
-        xpad, shape=(c,) + kernel + (n,) + out_sp,
-        strides=(st[1],) + tuple(st[2 + i] * dilate[i] for i in range(nsp)) + (st[0],)
-        + tuple(st[2 + i] * stride[i] for i in range(nsp)))
     ksize = math.prod(kernel)
-    length = n * math.prod(out_sp)
-    cols = view.reshape(groups, (c // groups) * ksize, length)
+    plane = math.prod(out_sp)
+    length = n * plane
+    # The GEMM operand: (C * kernel, N * out) columns, laid out (C, kernel..., N, out...).
+    cols = numpy.empty((c * ksize, length), x.dtype) if type(x) is numpy.ndarray else None
+    if cols is None or not _ck.im2col(x, kernel, stride, dilate, pad, out_sp, cols):
+        xpad = xp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad)) if any(pad) else x
+        xpad = xp.ascontiguousarray(xpad)
+        st = xpad.strides
+        view = xp.lib.stride_tricks.as_strided(
+            xpad, shape=(c,) + kernel + (n,) + out_sp,
+            strides=(st[1],) + tuple(st[2 + i] * dilate[i] for i in range(nsp)) + (st[0],)
+            + tuple(st[2 + i] * stride[i] for i in range(nsp)))
+        cols = view.reshape(c * ksize, length)
+    cols = cols.reshape(groups, (c // groups) * ksize, length)
     wm = w.reshape(groups, f // groups, (c // groups) * ksize)
-    out = xp.matmul(wm, cols).reshape((f, n) + out_sp)
-    out = xp.moveaxis(out, 0, 1)
-    use_bias = bias is not None and not no_bias
-    if use_bias:
-        out = out + bias._data.reshape((f,) + (1,) * nsp)
-    else:
-        out = xp.ascontiguousarray(out)
-    inputs = (data, weight, bias) if use_bias else (data, weight)
+    res = xp.matmul(wm, cols).reshape(f, n, plane)
+    b = None if bias is None else bias._data
+    out = numpy.empty((n, f) + out_sp, x.dtype) if type(res) is numpy.ndarray else None
+    if out is None or not _ck.conv_epilogue(res, b, relu, out.reshape(n, f, plane)):
+        out = xp.moveaxis(res.reshape((f, n) + out_sp), 0, 1)
+        out = out + b.reshape((f,) + (1,) * nsp) if b is not None else xp.ascontiguousarray(out)
+        if relu:
+            xp.maximum(out, 0, out=out)
+    inputs = (data, weight, bias) if bias is not None else (data, weight)
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
-        g2 = xp.moveaxis(g, 1, 0).reshape(groups, f // groups, length)
+        g2 = numpy.empty((f, n, plane), g.dtype) if type(g) is numpy.ndarray else None
+        if g2 is not None:
+            gc = g.reshape(n, f, plane) if g.flags.c_contiguous else \
+                numpy.ascontiguousarray(g).reshape(n, f, plane)
+            if not _ck.conv_grad_out(gc, out.reshape(n, f, plane), relu, g2):
+                g2 = None
+        if g2 is None:
+            # The same mask as relu's d > 0 (NaN included), then the GEMM's (F, N, out) layout.
+            gm = g * (out > 0) if relu else g
+            g2 = xp.ascontiguousarray(xp.moveaxis(gm, 1, 0)).reshape(f, n, plane)
+        g2 = g2.reshape(groups, f // groups, length)
         gx = gw = None
         if needs[1]:
             gw = xp.matmul(g2, cols.transpose(0, 2, 1)).reshape(w.shape)
         if needs[0]:
-            gcols = xp.matmul(wm.transpose(0, 2, 1), g2).reshape((c,) + kernel + (n,) + out_sp)
-            gpad = xp.zeros((c, n) + xpad.shape[2:], dtype=x.dtype)
-            for offset in _offsets(kernel):
-                gpad[(slice(None), slice(None)) + _window_slices(offset, dilate, stride, out_sp)] \
-                    += gcols[(slice(None),) + offset]
-            inner = tuple(slice(p, p + h) for p, h in zip(pad, spatial))
-            gx = xp.moveaxis(gpad[(slice(None), slice(None)) + inner], 0, 1)
-        if use_bias:
-            return gx, gw, (g.sum(axis=(0,) + tuple(range(2, g.ndim))) if needs[2] else None)
+            gcols = xp.matmul(wm.transpose(0, 2, 1), g2).reshape(c * ksize, length)
+            gx = numpy.empty(x.shape, x.dtype) if type(gcols) is numpy.ndarray else None
+            if gx is None or not _ck.col2im(gcols, kernel, stride, dilate, pad, out_sp, gx):
+                gcols = gcols.reshape((c,) + kernel + (n,) + out_sp)
+                gpad = xp.zeros((c, n) + tuple(h + 2 * p for h, p in zip(spatial, pad)),
+                                dtype=x.dtype)
+                for offset in _offsets(kernel):
+                    gpad[(slice(None), slice(None))
+                         + _window_slices(offset, dilate, stride, out_sp)] \
+                        += gcols[(slice(None),) + offset]
+                inner = tuple(slice(p, p + h) for p, h in zip(pad, spatial))
+                gx = xp.moveaxis(gpad[(slice(None), slice(None)) + inner], 0, 1)
+        if bias is not None:
+            return gx, gw, (g2.reshape(f, length).sum(axis=1) if needs[2] else None)
         return gx, gw
     return _result(out, data._ctx, inputs, vjp)
 
@@ -166,22 +194,27 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
     # 'full' windows may run past the padding on the far side: pad enough for the last window.
     hi = tuple(max(p, (o - 1) * s + k - h - p) for h, k, s, p, o in zip(spatial, kernel, stride, pad, out_sp))
     is_max = pool_type == "max"
-    fill = xp.finfo(x.dtype).min if is_max else 0
-    if any(pad) or any(hi):
-        xpad = xp.pad(x, ((0, 0), (0, 0)) + tuple(zip(pad, hi)), constant_values=fill)
-    else:
-        xpad = x
     lead = (slice(None), slice(None))
     ones = (1,) * nsp
-    out = None
-    for offset in _offsets(kernel):
-        win = xpad[lead + _window_slices(offset, ones, stride, out_sp)]
-        if out is None:
-            out = win.copy()
-        elif is_max:
-            xp.maximum(out, win, out=out)
-        else:
-            out += win
+    index = None
+    if is_max and type(x) is numpy.ndarray:
+        # The window maximum with the offset of its first occurrence (numba), which is all the
+        # gradient needs; int8 holds the offset of any window up to 127 elements.
+        out = numpy.empty(x.shape[:2] + out_sp, x.dtype)
+        index = numpy.empty(out.shape, numpy.int8 if math.prod(kernel) <= 127 else numpy.int32)
+        if not _ck.max_pool(x, kernel, stride, pad, out, index):
+            index = None
+    if index is None:
+        xpad = _pool_padded(x, pad, hi, is_max)
+        out = None
+        for offset in _offsets(kernel):
+            win = xpad[lead + _window_slices(offset, ones, stride, out_sp)]
+            if out is None:
+                out = win.copy()
+            elif is_max:
+                xp.maximum(out, win, out=out)
+            else:
+                out += win
     divisor = None
     if pool_type == "avg":
         include = True if count_include_pad is None else bool(count_include_pad)
@@ -191,6 +224,12 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
+        if index is not None:
+            gx = numpy.empty(x.shape, x.dtype)
+            gc = g if type(g) is numpy.ndarray and g.flags.c_contiguous else numpy.ascontiguousarray(g)
+            if _ck.max_pool_grad(gc, index, kernel, stride, pad, gx):
+                return (gx,)
+        xpad = _pool_padded(x, pad, hi, is_max)
         gpad = xp.zeros(xpad.shape, dtype=x.dtype)
         if is_max:
             # The gradient goes to the first maximum of each window, in row-major order, as MXNet.
@@ -207,6 +246,15 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
         inner = tuple(slice(p, p + h) for p, h in zip(pad, spatial))
         return (gpad[lead + inner],)
     return _result(out, data._ctx, (data,), vjp)
+
+
+def _pool_padded(x, pad, hi, is_max):
+    """``x`` padded by ``pad`` before and ``hi`` after, with the lowest finite value for max."""
+    if not any(pad) and not any(hi):
+        return x
+    xp = _xp_of(x)
+    fill = xp.finfo(x.dtype).min if is_max else 0
+    return xp.pad(x, ((0, 0), (0, 0)) + tuple(zip(pad, hi)), constant_values=fill)
 
 
 def _global_pool(data, pool_type):

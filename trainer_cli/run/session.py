@@ -26,7 +26,7 @@ from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
 from .._atomic import write_text_atomic
 from . import checkpoint as _ckpt
 from . import extend as _extend
-from . import kvstate, layout
+from . import kvstate, layout, threads
 from .build import build
 from .layout import RunDirError
 from .logs import MetricsLog, TrainLog, truncate_metrics
@@ -309,10 +309,13 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
     use_signals = handle_signals and parts.num_workers == 1
     loop = TrainingLoop(parts, state, recorder, stop_requested=signals.requested)
+    thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers))
+    restore_threads = threads.apply(thread_plan)
     try:
         headline = _headline(parts, run_dir, resumed_from)
         if run_dir is not None:
             recorder.log.write(headline)
+            recorder.log.write("threads: %s" % thread_plan.how)
         reporter.start({"headline": headline, "total_steps": loop.total_steps, "step": state.step,
                         "log_every": parts.config.log_every})
         for text in caught + notes:
@@ -336,6 +339,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         recorder.message("%s after step %d: %s" % (status, state.step, _metric_text(summary)))
         return RunResult(status, summary)
     finally:
+        restore_threads()
         reporter.close()
         recorder.close()
         if own_lock is not None:

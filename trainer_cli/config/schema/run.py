@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 import annotated_types as at
 from pydantic import Field, ValidationError, ValidationInfo, model_validator
@@ -65,6 +65,10 @@ class RunConfig(Section):
     grad_clip: Optional[Annotated[float, at.Gt(0)]] = Field(
         None, description="clip gradients to this global L2 norm")
     grad_accumulation: Annotated[int, at.Ge(1)] = Field(1, description="batches per optimizer update")
+    threads: Union[Literal["auto"], Annotated[int, at.Ge(1)]] = Field(
+        "auto", description="threads for BLAS and the optimizer update: a count, or auto (the "
+                            "usable cores shared among this host's ranks, less those other work "
+                            "keeps busy)")
     nan_policy: Literal["stop", "skip"] = Field(
         "stop", description="on a NaN/Inf loss or gradient: stop the run, or skip that update")
     log_every: Annotated[int, at.Ge(1)] = Field(10, description="steps between progress log lines")

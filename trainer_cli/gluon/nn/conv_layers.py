@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numbers
 
+from ...ndarray import nn as _nn
+from ...ndarray import NDArray
 from ..block import HybridBlock
 from .basic_layers import Activation
 
@@ -90,6 +92,16 @@ class _Conv(HybridBlock):
         self.weight.shape = self._weight_shape(x.shape[-1] if self._last else x.shape[1])
 
     def hybrid_forward(self, F, x, weight, bias=None):
+        act = self.act
+        if type(act) is Activation and act._act_type == "relu" and type(x) is NDArray \
+                and self._op_name == "Convolution" and not self._last \
+                and not act._forward_hooks and not act._forward_pre_hooks:
+            # The usual hidden layer: one op and one recorded node, the ReLU fused into the
+            # convolution's output pass (and its mask into the gradient's).
+            kw = self._op_kwargs
+            return _nn._convolution(x, weight, bias, kw["kernel"], kw["stride"], kw["dilate"],
+                                    kw["pad"], kw["num_filter"], kw["num_group"], kw["layout"],
+                                    True)
         op = getattr(F, self._op_name)
         if self._last:
             x, weight = _to_first(F, x), _to_first(F, weight)

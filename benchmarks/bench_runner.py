@@ -1,0 +1,116 @@
+"""Issue 17's runner benchmark: ``trainer run configs/mlp_synthetic.yaml`` over 5,000 steps against
+the bare forward/backward/step loop on the same model, data, loss and optimizer.
+
+    python benchmarks/bench_runner.py              # 5000 steps, 2 interleaved rounds
+    python benchmarks/bench_runner.py --steps 2000 --rounds 3 --json
+
+The runner is a fresh ``trainer run`` process (``-o steps=N -o epochs=1000``: checkpoints,
+metrics, logging, validation each epoch and the progress display as configured); its figure is
+steps over the summary's ``elapsed_s`` (training time: kernel loading included, interpreter
+start-up and config loading not). The bare loop runs in this process on the parts the runner
+builds (``trainer_cli.run.build``): a shuffled pass over the training arrays in batches, then
+``autograd.record()`` / ``backward()`` / ``trainer.step()``, nothing else; timed after 20 warm-up
+steps. The target: the runner at 95% of the bare loop's steps/s or more.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CONFIG = os.path.join(ROOT, "configs", "mlp_synthetic.yaml")
+
+
+def runner(steps, run_root):
+    cmd = [sys.executable, "-c", "from trainer_cli.cli import main; main()", "run", CONFIG,
+           "-o", "steps=%d" % steps, "-o", "epochs=1000", "--run-dir", run_root, "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit("trainer run failed: %s" % proc.stderr.strip()[-500:])
+    summary = json.loads(proc.stdout)
+    return steps / summary["elapsed_s"]
+
+
+def bare(steps):
+    import numpy
+
+    from trainer_cli import autograd, nd
+    from trainer_cli import random as _random
+    from trainer_cli.config import load_config
+    from trainer_cli.run.build import build
+
+    config = load_config(CONFIG)
+    _random.seed(config.seed)
+    parts = build(config, CONFIG)
+    net, loss, trainer = parts.net, parts.loss, parts.trainer
+    x, y = parts.train.x, parts.train.y
+    batch = config.data.batch_size
+    rng = numpy.random.RandomState(config.seed)
+    per_epoch = len(x) // batch
+
+    def batches():
+        while True:
+            perm = rng.permutation(len(x))
+            for b in range(per_epoch):
+                idx = perm[b * batch:(b + 1) * batch]
+                yield nd.array(x[idx]), nd.array(y[idx])
+
+    feed = batches()
+
+    def step():
+        xb, yb = next(feed)
+        with autograd.record():
+            l = loss(net(xb), yb)
+        l.backward()
+        trainer.step(batch)
+
+    for _ in range(20):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return steps / (time.perf_counter() - start)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, ROOT)
+    load_before = os.getloadavg()
+    bare_rates, run_rates = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            jobs = [("bare", lambda: bare_rates.append(bare(args.steps))),
+                    ("runner", lambda: run_rates.append(runner(args.steps,
+                                                               os.path.join(tmp, "r%d" % r))))]
+            for name, job in (jobs if r % 2 == 0 else jobs[::-1]):
+                job()
+                print("round %d: %s done" % (r + 1, name), file=sys.stderr, flush=True)
+    bare_rate, run_rate = statistics.median(bare_rates), statistics.median(run_rates)
+    report = {"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
+              "steps": args.steps, "load_average_before": [round(v, 2) for v in load_before],
+              "bare_steps_per_s": bare_rate, "runner_steps_per_s": run_rate,
+              "runner_over_bare": run_rate / bare_rate, "met": run_rate / bare_rate >= 0.95,
+              "bare_rounds": bare_rates, "runner_rounds": run_rates}
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print("bare loop %.0f steps/s, trainer run %.0f steps/s: %.0f%% (target >= 95%%: %s)"
+              % (bare_rate, run_rate, 100 * run_rate / bare_rate,
+                 "met" if run_rate / bare_rate >= 0.95 else "NOT met"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Convolution's and max pooling's numba passes give the NumPy path's bits.
+
+Each case runs the op forward and backward twice, once with the kernels (``_jit`` on, the size
+floor lowered) and once on the NumPy reference path (numba off), and compares the raw bits of the
+output and of every gradient, with NaN, infinities and signed zeros in the data and in the head
+gradient (a NaN's sign is not compared: see ``_conv_kernels``). Skipped where numba is not
+installed.
+"""
+import numpy as np
+import pytest
+
+from trainer_cli import _jit, autograd, gluon, nd
+from trainer_cli.ndarray import _conv_kernels as K
+
+pytest.importorskip("numba")
+
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 0.5, -2.0]
+
+
+def _data(shape, dtype, seed, special=True):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape) * 10.0 ** rng.integers(-2, 2, shape)
+    if special:
+        flat = a.reshape(-1)
+        where = rng.choice(flat.size, size=min(flat.size, 3 * len(SPECIAL)), replace=False)
+        flat[where] = np.resize(SPECIAL, where.size)
+    return a.astype(dtype)
+
+
+def _same_bits(a, b):
+    """Equal bits, NaN for NaN: an add of two NaNs may return either one's sign bit (see
+    ``_conv_kernels``), and NumPy's own loops do not agree on which."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    a, b = a.copy(), b.copy()
+    a[np.isnan(a)] = np.nan
+    b[np.isnan(b)] = np.nan
+    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _run(fn, arrays, head_seed, kernels, monkeypatch):
+    """(output, gradients of every input) of ``fn(*arrays)`` with the kernels on or off."""
+    monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    calls = []
+    if kernels:
+        for name in ("_im2col", "_epilogue", "_grad_out", "_col2im", "_max_pool",
+                     "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad"):
+            kernel = getattr(K, name)
+            monkeypatch.setattr(K, name, _counting(kernel, name, calls))
+    inputs = [nd.array(a, dtype=a.dtype) for a in arrays]
+    for x in inputs:
+        x.attach_grad()
+    with np.errstate(all="ignore"):
+        with autograd.record():
+            out = fn(*inputs)
+        head = _data(out.shape, arrays[0].dtype, head_seed)
+        out.backward(nd.array(head, dtype=head.dtype))
+    return out.asnumpy(), [x.grad.asnumpy() for x in inputs], calls
+
+
+def _counting(kernel, name, calls):
+    def call(*args):
+        calls.append(name)
+        return kernel(*args)
+    return call
+
+
+CONVS = [
+    # x shape, weight shape, keyword arguments
+    ((4, 3, 9, 9), (8, 3, 3, 3), {}),
+    ((3, 2, 10, 11), (6, 2, 3, 2), {"stride": (2, 1), "pad": (1, 2)}),
+    ((2, 4, 12, 12), (6, 2, 3, 3), {"dilate": (2, 2), "pad": (2, 1), "num_group": 2}),
+    ((5, 1, 28, 28), (32, 1, 3, 3), {}),
+    ((2, 3, 8, 8), (4, 3, 1, 1), {"stride": (3, 3)}),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("case", range(len(CONVS)))
+def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, case):
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    xshape, wshape, kw = CONVS[case]
+    arrays = [_data(xshape, dtype, 1), _data(wshape, dtype, 2)]
+    if with_bias:
+        arrays.append(_data(wshape[:1], dtype, 3))
+
+    def conv(x, w, b=None):
+        return nd.nn._convolution(x, w, b, wshape[2:], kw.get("stride"), kw.get("dilate"),
+                                  kw.get("pad"), wshape[0], kw.get("num_group", 1), None, relu)
+
+    out, grads, calls = _run(conv, arrays, 4, True, monkeypatch)
+    ref_out, ref_grads, _ = _run(conv, arrays, 4, False, monkeypatch)
+    assert set(calls) == {"_im2col", "_epilogue", "_grad_out", "_col2im"}
+    _same_bits(out, ref_out)
+    for got, expect in zip(grads, ref_grads):
+        _same_bits(got, expect)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv2d_relu_layer_is_conv_then_relu(monkeypatch, dtype):
+    """The fused Conv2D(activation='relu') gives the bits of Convolution then a ReLU op."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    x, w, b = _data((3, 2, 7, 7), dtype, 5), _data((4, 2, 3, 3), dtype, 6), _data(4, dtype, 7)
+
+    def fused(x, w, b):
+        return nd.nn._convolution(x, w, b, (3, 3), None, None, (1, 1), 4, 1, None, True)
+
+    def separate(x, w, b):
+        return nd.relu(nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=4))
+
+    for kernels in (True, False):
+        out, grads, _ = _run(fused, [x, w, b], 8, kernels, monkeypatch)
+        ref_out, ref_grads, _ = _run(separate, [x, w, b], 8, False, monkeypatch)
+        _same_bits(out, ref_out)
+        for got, expect in zip(grads, ref_grads):
+            _same_bits(got, expect)
+
+
+POOLS = [
+    ((4, 3, 8, 8), {"kernel": (2, 2), "stride": (2, 2)}),
+    ((2, 3, 9, 7), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    ((2, 2, 6, 5), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1),
+                    "pooling_convention": "full"}),
+    ((3, 2, 7, 7), {"kernel": (3, 2), "stride": (1, 1)}),
+    ((2, 4, 26, 26), {"kernel": (2, 2), "stride": (2, 2)}),
+    ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2)}),
+    ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2), "pooling_convention": "full"}),
+    ((2, 3, 10, 10), {"kernel": (2, 2), "stride": (2, 2), "pad": (1, 1)}),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(POOLS)))
+@pytest.mark.parametrize("ties", [False, True])
+def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties):
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    shape, kw = POOLS[case]
+    x = _data(shape, dtype, 11)
+    if ties:    # equal values and signed zeros inside windows: the first one takes the gradient
+        x = np.round(x / 1e3).astype(dtype)
+        x[..., ::3] = -0.0
+        x[..., 1::3] = 0.0
+        x[0, 0, :2, :2] = -np.inf
+
+    def pool(x):
+        return nd.Pooling(x, pool_type="max", **kw)
+
+    out, grads, calls = _run(pool, [x], 12, True, monkeypatch)
+    ref_out, ref_grads, _ = _run(pool, [x], 12, False, monkeypatch)
+    square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
+        and "pooling_convention" not in kw
+    assert calls == (["_max_pool_2x2", "_max_pool_2x2_grad"] if square
+                     else ["_max_pool", "_max_pool_grad"])
+    _same_bits(out, ref_out)
+    _same_bits(grads[0], ref_grads[0])
+
+
+def test_kernels_decline_what_they_do_not_take(monkeypatch):
+    monkeypatch.setattr(_jit, "_numba", None)
+    x = np.ones((1, 1, 4, 4), np.float32)
+    cols = np.empty((9, 4), np.float32)
+    # Below the size floor, another dtype, a non-contiguous array, 1-D convolution: NumPy's turn.
+    assert not K.im2col(x, (3, 3), (1, 1), (1, 1), (0, 0), (2, 2), cols)
+    monkeypatch.setattr(K, "MIN_SIZE", 1)
+    assert K.im2col(x, (3, 3), (1, 1), (1, 1), (0, 0), (2, 2), cols)
+    assert not K.im2col(x.astype(np.float16), (3, 3), (1, 1), (1, 1), (0, 0), (2, 2), cols)
+    assert not K.im2col(x, (3, 3), (1, 1), (1, 1), (0, 0), (2, 2), cols.T.copy().T)
+    assert not K.im2col(x[0], (3,), (1,), (1,), (0,), (2,), cols)
+    monkeypatch.setattr(_jit, "_numba", False)
+    assert not K.im2col(x, (3, 3), (1, 1), (1, 1), (0, 0), (2, 2), cols)
+
+
+def test_lenet_training_step_is_bitwise_with_and_without_kernels(monkeypatch):
+    """Three SGD-momentum steps of a LeNet-style net: the same weights either way."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    rng = np.random.RandomState(0)
+    X = rng.uniform(size=(8, 1, 14, 14)).astype(np.float32)
+    y = rng.randint(0, 10, size=8).astype(np.float32)
+    results = []
+    for kernels in (True, False):
+        monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+        nn = gluon.nn
+        net = nn.Sequential()
+        net.add(nn.Conv2D(4, 3, activation="relu", in_channels=1), nn.MaxPool2D(2),
+                nn.Conv2D(8, 3, activation="relu", in_channels=4), nn.MaxPool2D(2),
+                nn.Dense(16, activation="relu", in_units=8 * 2 * 2), nn.Dense(10, in_units=16))
+        net.initialize()
+        for i, p in enumerate(net.collect_params().values()):
+            p.set_data(nd.array(np.random.RandomState(i).uniform(-0.3, 0.3, p.shape)
+                                .astype(np.float32)))
+        trainer = gluon.Trainer(net.collect_params(), "sgd",
+                                {"learning_rate": 0.1, "momentum": 0.9})
+        loss = gluon.loss.SoftmaxCrossEntropyLoss()
+        for _ in range(3):
+            with autograd.record():
+                l = loss(net(nd.array(X)), nd.array(y))
+            l.backward()
+            trainer.step(8)
+        results.append([p.data().asnumpy() for p in net.collect_params().values()])
+    for got, expect in zip(*results):
+        _same_bits(got, expect)
+
+
+def test_gluon_conv2d_relu_takes_the_fused_op(monkeypatch):
+    """Conv2D(activation='relu') is one recorded op with the bits of Convolution then relu, and
+    a hook on its Activation keeps the two ops (the hook sees the activation's input)."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    layer = gluon.nn.Conv2D(4, 3, padding=1, activation="relu", in_channels=2)
+    layer.initialize()
+    x = nd.array(_data((3, 2, 6, 6), np.float32, 9, special=False))
+    w, b = layer.weight.data(), layer.bias.data()
+    expect = nd.relu(nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=4))
+    _same_bits(layer(x).asnumpy(), expect.asnumpy())
+    seen = []
+    layer.act.register_forward_hook(lambda block, inputs, output: seen.append(inputs[0]))
+    _same_bits(layer(x).asnumpy(), expect.asnumpy())
+    assert len(seen) == 1 and seen[0].shape == (3, 4, 6, 6)

@@ -1,0 +1,71 @@
+"""The run's thread count: chosen from the cores, the ranks on the host and the load, or fixed
+by the config; applied to BLAS (threadpoolctl) and the update split, undone after; in train.log."""
+import os
+
+import pytest
+
+from trainer_cli.config import load_config
+from trainer_cli.run import threads
+from trainer_cli.run.session import start_run
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+
+def test_auto_leaves_out_busy_cores_and_never_goes_below_one():
+    assert threads.plan("auto", cores=2, load=0.1).count == 2
+    assert threads.plan("auto", cores=2, load=1.2).count == 1       # one core taken elsewhere
+    assert threads.plan("auto", cores=2, load=8.0).count == 1
+    assert threads.plan("auto", cores=16, load=3.6).count == 12
+    assert "load average 8.00" in threads.plan("auto", cores=2, load=8.0).how
+
+
+def test_mpi_ranks_share_the_cores():
+    assert threads.plan("auto", ranks=4, cores=16, load=0.0).count == 4
+    assert threads.plan("auto", ranks=3, cores=2, load=0.0).count == 1
+    assert "3 rank(s)" in threads.plan("auto", ranks=3, cores=2, load=0.0).how
+
+
+def test_a_count_from_the_config_wins():
+    plan = threads.plan(3, cores=2, load=9.0)
+    assert plan.count == 3 and "config" in plan.how
+
+
+def test_local_ranks_come_from_the_launcher(monkeypatch):
+    for name in threads._LOCAL_RANK_VARS:
+        monkeypatch.delenv(name, raising=False)
+    assert threads.local_ranks(4) == 4
+    monkeypatch.setenv("MPI_LOCALNRANKS", "2")
+    assert threads.local_ranks(4) == 2
+
+
+def test_apply_limits_blas_and_the_update_split_then_restores(monkeypatch):
+    import numpy  # noqa: F401  (loads NumPy's BLAS)
+    from trainer_cli.optimizer import _fused
+
+    monkeypatch.delenv("TRAINER_NUM_THREADS", raising=False)
+    before = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    restore = threads.apply(threads.ThreadPlan(1, "test"))
+    try:
+        assert _fused.num_threads() == 1
+        assert all(p["num_threads"] == 1 for p in threadpoolctl.threadpool_info()
+                   if p["user_api"] == "blas")
+    finally:
+        restore()
+    assert "TRAINER_NUM_THREADS" not in os.environ
+    assert [p["num_threads"] for p in threadpoolctl.threadpool_info()
+            if p["user_api"] == "blas"] == before
+
+
+def test_config_key_and_train_log(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "model: {name: mlp, args: {hidden: [8], classes: 2}}\n"
+        "data:\n  train: {type: synthetic, task: classification, num_samples: 40,"
+        " num_features: 4, num_classes: 2}\n  batch_size: 10\n"
+        "loss: softmax_cross_entropy\nepochs: 1\nthreads: 1\n")
+    assert load_config(str(config)).threads == 1
+    assert load_config(str(config), ["threads=auto"]).threads == "auto"
+    result = start_run(str(config), run_root=tmp_path / "runs", handle_signals=False)
+    log = (tmp_path / "runs").glob("*/train.log")
+    assert "threads: 1 (set by the config's threads)" in next(log).read_text()
+    assert result.status == "finished"

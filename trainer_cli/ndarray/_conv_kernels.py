@@ -1,0 +1,352 @@
+"""2-D convolution's and max pooling's data movement in one pass each, on the CPU (numba).
+
+Convolution is im2col + GEMM (``nn.Convolution``). The GEMMs are OpenBLAS's either way; what the
+kernels replace are the NumPy passes around them, which on a LeNet-sized step cost as much as the
+GEMMs themselves:
+
+- ``im2col``: the column matrix ``(C * kh * kw, N * oh * ow)`` straight from the unpadded input
+  (NumPy: a padded copy, then a strided window view copied into the matrix);
+- ``conv_epilogue``: the GEMM's ``(F, N, P)`` result into the ``(N, F, P)`` output with the bias
+  added and, for Conv2D(activation='relu'), the ReLU (NumPy: ``moveaxis(out) + bias`` and
+  ``maximum(out, 0)``);
+- ``conv_grad_out``: the output gradient, ReLU-masked, into the GEMM's ``(F, N, P)`` layout
+  (NumPy: ``g * (out > 0)`` and a transposing copy);
+- ``col2im``: the column gradient added back into the input gradient, window offset by window
+  offset (NumPy: one strided ``+=`` per offset into a padded buffer);
+- ``max_pool`` / ``max_pool_grad``: the window maximum with the index of its first occurrence, and
+  the gradient routed back through that index (NumPy: ``maximum`` per offset, then per offset a
+  comparison, a mask and a multiply-add).
+
+Each does, element by element, the operations of the NumPy code it replaces in the same order, so
+the results are bitwise equal (NaN, infinities and signed zeros included): copies are copies; the
+bias add and ReLU are those of ``_fc_kernels``; NumPy's ``maximum(a, b)`` is ``a`` if ``a`` is NaN,
+else ``b`` if ``b`` is NaN, else ``a if a > b else b``; every sum starts from +0.0 and adds its
+terms in window-offset order. One thing is not the same: which NaN an add of two NaNs returns
+(its sign bit). NumPy's own loops differ there (its broadcast add returns the first operand's, its
+strided in-place add the second's) and so may LLVM, which treats an add as commutative; the
+tests require NaN exactly where NumPy has NaN and every other bit equal. Every function returns False where it does not apply (no numba,
+another dtype, layout or array library, small arrays); the caller then runs the NumPy code.
+``tests/test_conv_kernels.py`` compares the bits of both.
+"""
+from __future__ import annotations
+
+import numpy
+
+from .. import _jit
+
+__all__ = ["im2col", "conv_epilogue", "conv_grad_out", "col2im", "max_pool", "max_pool_grad",
+           "MIN_SIZE"]
+
+MIN_SIZE = 1 << 12
+_np_ndarray = numpy.ndarray
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
+
+
+def _usable(first, *others) -> bool:
+    """``first`` a C-contiguous NumPy array of a native float dtype and ``MIN_SIZE`` elements or
+    more, every other one (None skipped) a C-contiguous NumPy array of its dtype; numba there."""
+    if type(first) is not _np_ndarray or first.size < MIN_SIZE or not first.flags.c_contiguous:
+        return False
+    dtype = first.dtype
+    if dtype is not _F32 and dtype is not _F64:
+        return False
+    for a in others:
+        if a is not None and (type(a) is not _np_ndarray or a.dtype is not dtype
+                              or not a.flags.c_contiguous):
+            return False
+    return _jit._numba is not False and (_jit._numba is not None or _jit.enabled())
+
+
+def im2col(x, kernel, stride, dilate, pad, out_sp, cols) -> bool:
+    """Fill ``cols`` ``(C*kh*kw, N*oh*ow)`` with the windows of ``x`` ``(N, C, H, W)``."""
+    if len(kernel) != 2 or not _usable(x, cols):
+        return False
+    n, c, h, w = x.shape
+    _im2col(x.reshape(-1), n, c, h, w, kernel[0], kernel[1], stride[0], stride[1], dilate[0],
+            dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], cols.reshape(-1))
+    return True
+
+
+def conv_epilogue(res, bias, relu, out) -> bool:
+    """``out[n, f] = res[f, n] (+ bias[f]) (then ReLU)`` for ``res`` ``(F, N, P)`` and ``out``
+    ``(N, F, P)``."""
+    if not _usable(res, out, bias):
+        return False
+    f, n, p = res.shape
+    _epilogue(res.reshape(-1), f, n, p, res.reshape(-1)[:f] if bias is None else bias,
+              bias is not None, relu, out.reshape(-1))
+    return True
+
+
+def conv_grad_out(g, out, relu, g2) -> bool:
+    """``g2[f, n] = g[n, f] * (out[n, f] > 0 if relu else 1)`` for ``(N, F, P)`` ``g`` and ``out``
+    and ``(F, N, P)`` ``g2``; without ``relu`` a transposing copy."""
+    if not _usable(g, g2, out if relu else None):
+        return False
+    n, f, p = g.shape
+    _grad_out(g.reshape(-1), n, f, p, (out if relu else g).reshape(-1), relu, g2.reshape(-1))
+    return True
+
+
+def col2im(gcols, kernel, stride, dilate, pad, out_sp, gx) -> bool:
+    """``gx`` ``(N, C, H, W)`` = the sum over window offsets, in order, of ``gcols``'s columns."""
+    if len(kernel) != 2 or not _usable(gcols, gx):
+        return False
+    n, c, h, w = gx.shape
+    _col2im(gcols.reshape(-1), kernel[0], kernel[1], stride[0], stride[1], dilate[0], dilate[1],
+            pad[0], pad[1], out_sp[0], out_sp[1], gx.reshape(-1), n, c, h, w)
+    return True
+
+
+def _square(kernel, stride, pad, small, large) -> bool:
+    """The 2x2 / stride-2 / unpadded windows that tile ``large`` into ``small``."""
+    return (kernel == (2, 2) and tuple(stride) == (2, 2) and not any(pad)
+            and small[2:] == (large[2] // 2, large[3] // 2))
+
+
+def max_pool(x, kernel, stride, pad, out, index) -> bool:
+    """``out`` ``(N, C, oh, ow)``: each window's maximum (padding counts as the dtype's lowest
+    finite value); ``index``: the offset of the window's first element equal to it, -1 if none."""
+    if len(kernel) != 2 or not _usable(x, out) or type(index) is not _np_ndarray \
+            or not index.flags.c_contiguous:
+        return False
+    n, c, h, w = x.shape
+    oh, ow = out.shape[2:]
+    if _square(kernel, stride, pad, out.shape, x.shape):
+        _max_pool_2x2(x.reshape(-1), n * c, h, w, oh, ow, out.reshape(-1), index.reshape(-1))
+    else:
+        _max_pool(x.reshape(-1), n * c, h, w, kernel[0], kernel[1], stride[0], stride[1], pad[0],
+                  pad[1], numpy.finfo(x.dtype).min, out.reshape(-1), oh, ow, index.reshape(-1))
+    return True
+
+
+def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
+    """``gx`` ``(N, C, H, W)``: for each window offset in order, ``g * (index == offset)`` added
+    where the window puts that offset."""
+    if len(kernel) != 2 or not _usable(gx, g) or index.shape != g.shape:
+        return False
+    n, c, h, w = gx.shape
+    oh, ow = g.shape[2:]
+    if _square(kernel, stride, pad, g.shape, gx.shape):
+        _max_pool_2x2_grad(g.reshape(-1), index.reshape(-1), n * c, oh, ow, gx.reshape(-1), h, w)
+    else:
+        _max_pool_grad(g.reshape(-1), index.reshape(-1), n * c, oh, ow, kernel[0], kernel[1],
+                       stride[0], stride[1], pad[0], pad[1], gx.reshape(-1), h, w)
+    return True
+
+
+# ----------------------------------------------------------------------------- the loops
+# The loops index flat arrays and cast every index to uint64 where it is used: numba checks a
+# signed index for wrap-around (a negative one counts from the end), and that check in the inner
+# loops kept LLVM from vectorizing them (an im2col ran 10x slower). Every index is >= 0 by
+# construction: out-of-range window positions are cut off by ``_span`` or tested before.
+_U = numpy.uint64
+
+
+def _span_loop(size, k_off, step, pad, count):
+    """The outputs ``[lo, hi)`` whose input ``o * step + k_off - pad`` lies inside ``[0, size)``."""
+    lo, start = 0, k_off - pad
+    while lo < count and start + lo * step < 0:
+        lo += 1
+    hi = count
+    while hi > lo and start + (hi - 1) * step >= size:
+        hi -= 1
+    return lo, hi
+
+
+def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, cols):
+    plane = oh * ow
+    length = n_ * plane
+    for c in range(c_):
+        for i in range(kh):
+            a_lo, a_hi = _span(h_, i * dh, sh, ph, oh)
+            for j in range(kw):
+                b_lo, b_hi = _span(w_, j * dw, sw, pw, ow)
+                row = ((c * kh + i) * kw + j) * length
+                w_off = j * dw - pw
+                for n in range(n_):
+                    src = (n * c_ + c) * h_ * w_
+                    base = row + n * plane
+                    for q in range(base, base + a_lo * ow):
+                        cols[_U(q)] = 0
+                    for a in range(a_lo, a_hi):
+                        at = base + a * ow
+                        s0 = src + (a * sh + i * dh - ph) * w_ + w_off
+                        for b in range(b_lo):
+                            cols[_U(at + b)] = 0
+                        if sw == 1:
+                            for b in range(b_lo, b_hi):
+                                cols[_U(at + b)] = x[_U(s0 + b)]
+                        else:
+                            for b in range(b_lo, b_hi):
+                                cols[_U(at + b)] = x[_U(s0 + b * sw)]
+                        for b in range(b_hi, ow):
+                            cols[_U(at + b)] = 0
+                    for q in range(base + a_hi * ow, base + plane):
+                        cols[_U(q)] = 0
+
+
+def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out):
+    for n in range(n_):
+        for f in range(f_):
+            src, dst = (f * n_ + n) * p_, (n * f_ + f) * p_
+            bv = bias[f]
+            for p in range(p_):
+                v = res[_U(src + p)]
+                if with_bias:
+                    v = v + bv
+                if relu and not (v > 0 or v != v):
+                    v = 0
+                out[_U(dst + p)] = v
+
+
+def _grad_out_loop(g, n_, f_, p_, out, relu, g2):
+    for f in range(f_):
+        for n in range(n_):
+            src, dst = (n * f_ + f) * p_, (f * n_ + n) * p_
+            if relu:
+                for p in range(p_):
+                    g2[_U(dst + p)] = g[_U(src + p)] * (1 if out[_U(src + p)] > 0 else 0)
+            else:
+                for p in range(p_):
+                    g2[_U(dst + p)] = g[_U(src + p)]
+
+
+def _col2im_loop(cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, gx, n_, c_, h_, w_):
+    # Each element's terms arrive in window-offset order, as NumPy's per-offset adds; the column
+    # rows are read front to back (row by row over the planes: 5x faster than plane by plane).
+    plane = oh * ow
+    length = n_ * plane
+    for q in range(n_ * c_ * h_ * w_):
+        gx[_U(q)] = 0
+    for c in range(c_):
+        for i in range(kh):
+            a_lo, a_hi = _span(h_, i * dh, sh, ph, oh)
+            for j in range(kw):
+                b_lo, b_hi = _span(w_, j * dw, sw, pw, ow)
+                row = ((c * kh + i) * kw + j) * length
+                w_off = j * dw - pw
+                for n in range(n_):
+                    dst = (n * c_ + c) * h_ * w_
+                    for a in range(a_lo, a_hi):
+                        d0 = dst + (a * sh + i * dh - ph) * w_ + w_off
+                        at = row + n * plane + a * ow
+                        if sw == 1:
+                            for b in range(b_lo, b_hi):
+                                gx[_U(d0 + b)] = gx[_U(d0 + b)] + cols[_U(at + b)]
+                        else:
+                            for b in range(b_lo, b_hi):
+                                gx[_U(d0 + b * sw)] = gx[_U(d0 + b * sw)] + cols[_U(at + b)]
+
+
+def _max_pool_2x2_loop(x, planes, h_, w_, oh, ow, out, index):
+    # The usual MaxPool2D(2): 2x2 windows, stride 2, no padding; the general loop's rule,
+    # unrolled and without branches (the comparisons of random data mispredict half the time).
+    for pl in range(planes):
+        src, dst = pl * h_ * w_, pl * oh * ow
+        for a in range(oh):
+            top = src + 2 * a * w_
+            bottom = top + w_
+            at = dst + a * ow
+            for b in range(ow):
+                m = x[_U(top + 2 * b)]
+                k = 0 if m == m else -1
+                m, k = _max_step(m, k, x[_U(top + 2 * b + 1)], 1)
+                m, k = _max_step(m, k, x[_U(bottom + 2 * b)], 2)
+                m, k = _max_step(m, k, x[_U(bottom + 2 * b + 1)], 3)
+                out[_U(at + b)] = m
+                index[_U(at + b)] = k
+
+
+def _max_step_loop(m, k, v, q):
+    """NumPy's ``maximum(m, v)`` and the index of the first element equal to it (-1: NaN)."""
+    valid = m == m
+    new_k = k if not valid else (-1 if v != v else (q if v > m else k))
+    return (v if valid and not m > v else m), new_k
+
+
+def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_):
+    # Disjoint 2x2 windows: each covered input element is +0.0 plus its one term; the rows and
+    # columns no window covers stay +0.0.
+    for pl in range(planes):
+        dst, src = pl * h_ * w_, pl * oh * ow
+        for a in range(oh):
+            top = dst + 2 * a * w_
+            bottom = top + w_
+            at = src + a * ow
+            for b in range(ow):
+                gv, kk = g[_U(at + b)], index[_U(at + b)]
+                gx[_U(top + 2 * b)] = 0.0 + gv * (1 if kk == 0 else 0)
+                gx[_U(top + 2 * b + 1)] = 0.0 + gv * (1 if kk == 1 else 0)
+                gx[_U(bottom + 2 * b)] = 0.0 + gv * (1 if kk == 2 else 0)
+                gx[_U(bottom + 2 * b + 1)] = 0.0 + gv * (1 if kk == 3 else 0)
+            for w in range(2 * ow, w_):
+                gx[_U(top + w)] = 0
+                gx[_U(bottom + w)] = 0
+        for q in range(dst + 2 * oh * w_, dst + h_ * w_):
+            gx[_U(q)] = 0
+
+
+def _max_pool_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow, index):
+    # One pass per window: m follows NumPy's maximum(m, v) from the first element on; k is the
+    # first element equal to the final m (a strictly larger value moves it, an equal one, +-0
+    # included, does not), -1 once m is NaN (NaN equals nothing). Padding reads as ``lowest``.
+    for pl in range(planes):
+        src, dst = pl * h_ * w_, pl * oh * ow
+        for a in range(oh):
+            for b in range(ow):
+                m = lowest
+                k = 0
+                q = 0
+                for i in range(kh):
+                    h = a * sh + i - ph
+                    for j in range(kw):
+                        w = b * sw + j - pw
+                        v = x[_U(src + h * w_ + w)] if 0 <= h < h_ and 0 <= w < w_ else lowest
+                        if q == 0:
+                            m = v
+                            if v != v:
+                                k = -1
+                        elif k >= 0:
+                            if v != v:
+                                m, k = v, -1
+                            elif v > m:
+                                m, k = v, q
+                            elif not m > v:
+                                m = v
+                        q += 1
+                out[_U(dst + a * ow + b)] = m
+                index[_U(dst + a * ow + b)] = k
+
+
+def _max_pool_grad_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx, h_, w_):
+    # Window offset by window offset, as NumPy's per-offset strided adds.
+    for pl in range(planes):
+        dst, src = pl * h_ * w_, pl * oh * ow
+        for q in range(dst, dst + h_ * w_):
+            gx[_U(q)] = 0
+        for i in range(kh):
+            a_lo, a_hi = _span(h_, i, sh, ph, oh)
+            for j in range(kw):
+                b_lo, b_hi = _span(w_, j, sw, pw, ow)
+                k = i * kw + j
+                for a in range(a_lo, a_hi):
+                    d0 = dst + (a * sh + i - ph) * w_ + j - pw
+                    at = src + a * ow
+                    for b in range(b_lo, b_hi):
+                        gx[_U(d0 + b * sw)] = gx[_U(d0 + b * sw)] \
+                            + g[_U(at + b)] * (1 if index[_U(at + b)] == k else 0)
+
+
+_span = None        # bound to the compiled ``_span_loop`` (see ``_jit.Kernel``)
+span = _jit.Kernel(_span_loop)
+_im2col = _jit.Kernel(_im2col_loop, "_span", span)
+_epilogue = _jit.Kernel(_epilogue_loop)
+_grad_out = _jit.Kernel(_grad_out_loop)
+_col2im = _jit.Kernel(_col2im_loop, "_span", span)
+_max_pool = _jit.Kernel(_max_pool_loop)
+_max_pool_grad = _jit.Kernel(_max_pool_grad_loop, "_span", span)
+_max_step = None    # bound to the compiled ``_max_step_loop``
+max_step = _jit.Kernel(_max_step_loop)
+_max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop, "_max_step", max_step)
+_max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)

@@ -1,0 +1,91 @@
+"""How many threads a run computes with, chosen once when it starts.
+
+OpenBLAS (NumPy's GEMMs) and the optimizer's update split start one thread per core by default.
+On a machine whose cores are busy with other work those threads wait for each other (a GEMM's
+threads meet at every block), and a small model trains several times slower than on one thread.
+``threads: auto`` (the default) therefore takes the cores this process may run on, divides them
+among the MPI ranks on this host, and leaves out the cores that other work keeps busy (the
+one-minute load average, rounded to whole cores), never going below one thread. ``threads: N`` in
+the config (or ``-o threads=N``) fixes the count. The BLAS limit is set through threadpoolctl; the
+optimizer's update split follows ``TRAINER_NUM_THREADS``, which the run sets for its duration.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["ThreadPlan", "plan", "apply", "local_ranks", "usable_cores"]
+
+# MPI launchers' count of the ranks on this host: MPICH's Hydra, Open MPI, Slurm.
+_LOCAL_RANK_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
+
+
+@dataclass(frozen=True)
+class ThreadPlan:
+    count: int
+    how: str        # one line for train.log: how the count was chosen
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # not on Linux
+        return os.cpu_count() or 1
+
+
+def local_ranks(num_workers: int = 1) -> int:
+    """Ranks of this job on this host: the launcher's count where it says, else all of them."""
+    for name in _LOCAL_RANK_VARS:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return max(1, int(num_workers))
+
+
+def _load_average():
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def plan(requested="auto", ranks: int = 1, cores: int | None = None,
+         load: float | None = None) -> ThreadPlan:
+    """The thread count for ``requested`` (``"auto"`` or a count), with ``ranks`` ranks of the
+    job on this host, ``cores`` usable cores and a one-minute ``load`` (measured when None)."""
+    if requested not in (None, "auto"):
+        count = int(requested)
+        return ThreadPlan(count, "%d (set by the config's threads)" % count)
+    cores = usable_cores() if cores is None else int(cores)
+    share = max(1, cores // max(1, ranks))
+    load = _load_average() if load is None else load
+    free = cores if load is None else max(0, int(cores - load + 0.5))
+    count = max(1, min(share, free))
+    parts = ["%d core(s)" % cores]
+    if ranks > 1:
+        parts.append("%d rank(s) on this host" % ranks)
+    if load is not None:
+        parts.append("load average %.2f" % load)
+    return ThreadPlan(count, "%d (auto: %s)" % (count, ", ".join(parts)))
+
+
+def apply(thread_plan: ThreadPlan):
+    """Limit BLAS and the update split to ``thread_plan.count``; returns a function undoing it."""
+    previous = os.environ.get("TRAINER_NUM_THREADS")
+    os.environ["TRAINER_NUM_THREADS"] = str(thread_plan.count)
+    limiter = None
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:             # declared as a dependency; without it BLAS keeps its own
+        threadpool_limits = None
+    if threadpool_limits is not None:
+        limiter = threadpool_limits(limits=thread_plan.count, user_api="blas")
+
+    def restore():
+        if limiter is not None:
+            limiter.restore_original_limits()
+        if previous is None:
+            os.environ.pop("TRAINER_NUM_THREADS", None)
+        else:
+            os.environ["TRAINER_NUM_THREADS"] = previous
+    return restore
