@@ -23,7 +23,8 @@ def save_arrays(filename, arrays: dict, format="npz") -> None:  # noqa: A002 - M
     """Write ``arrays`` atomically as an ``.npz`` that ``numpy.load(allow_pickle=False)`` reads
     (``format='npz'``) or in MXNet's binary format, which real MXNet loads (``format='mxnet'``)."""
     if format not in FORMATS:
-        raise ValueError("format must be one of %s, not %r" % (", ".join(map(repr, FORMATS)), format))
+        raise ValueError("format must be one of %s, not %r"
+                         % (", ".join(map(repr, FORMATS)), format))
     with atomic_write(filename) as f:
         if format == "mxnet":
             write_mxnet_file(f, list(arrays.values()), list(arrays))

@@ -96,7 +96,8 @@ def save(fname, data):
     if isinstance(data, NDArray):
         data = [data]
     if isinstance(data, dict):
-        if any(not isinstance(k, str) for k in data) or any(not isinstance(v, NDArray) for v in data.values()):
+        if any(not isinstance(k, str) for k in data) or \
+                any(not isinstance(v, NDArray) for v in data.values()):
             raise TypeError("save only accept dict str->NDArray or list of NDArray")
         names, arrays = list(data), list(data.values())
     elif isinstance(data, (list, tuple)):

@@ -63,7 +63,8 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
         raise ValueError("weight shape %s does not fit data shape %s with kernel %s and "
                          "num_group=%d" % (w.shape, x.shape, kernel, groups))
     if any(a >= max(s, d) for a, s, d in zip(adj, stride, dilate)):
-        raise ValueError("adj %s must be smaller than stride %s or dilate %s" % (adj, stride, dilate))
+        raise ValueError("adj %s must be smaller than stride %s or dilate %s"
+                         % (adj, stride, dilate))
     in_sp = x.shape[2:]
     full = tuple((i - 1) * s + d * (k - 1) + 1 for i, s, d, k in zip(in_sp, stride, dilate, kernel))
     out_sp = tuple(fl - 2 * p + a for fl, p, a in zip(full, pad, adj))

@@ -3,7 +3,8 @@
 One *step* is one optimizer update. It consumes ``grad_accumulation`` batches (fewer at the end
 of an epoch: a short window is still one step, normalized by the samples it saw), each batch cut
 first across workers (dist kvstores), then across this process's devices, with MXNet 1.9.1's
-``split_data`` rule (``gluon.utils.split_bounds``: the first ``n % parts`` pieces one more). The loop reads and writes only :class:`LoopState` and the parts; the
+``split_data`` rule (``gluon.utils.split_bounds``: the first ``n % parts`` pieces one more). The
+loop reads and writes only :class:`LoopState` and the parts; the
 ``recorder`` turns rows and checkpoints into files (and does nothing on ranks other than 0).
 
 Rows: every ``log_every`` steps a ``train`` row with the running means of the epoch so far (over
