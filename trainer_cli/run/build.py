@@ -137,6 +137,16 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     trainer = Trainer(net.collect_params(), build_optimizer(config, config_file), kvstore=kv,
                       compression_params=config.compression_params,
                       update_on_kvstore=on_store if kv is not None else None)
+    if config.precision == "float16":
+        if on_store and kv is not None and "dist" in kv_type:
+            raise _issue(config_file, "precision", "precision float16 skips steps whose "
+                         "gradients overflow, which the workers of %s cannot agree on when the "
+                         "kvstore runs the optimizer; set kvstore.update_on_kvstore to false"
+                         % kv_type)
+        from ..contrib import amp
+
+        amp.init()
+        amp.init_trainer(trainer)
     return Parts(config=config, contexts=contexts, train=train, val=val, order=order, net=net,
                  model_file=model_file, loss=build_loss(config, config_file),
                  metrics=build_metrics(config, config_file),
