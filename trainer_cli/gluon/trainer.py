@@ -107,6 +107,7 @@ class Trainer:
         self._contexts = self._check_contexts()
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
+        self._amp_loss_scaler = None  # set by contrib.amp.init_trainer
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore,
                                 "default": default_update_on_kvstore}
         self._reset_kvstore()
@@ -246,6 +247,8 @@ class Trainer:
         self._prepare()
         if self._mode == STORE:
             self._check_fresh(ignore_stale_grad)
+            if self._amp_overflow():
+                return
             self._push_pull_weights(ignore_stale_grad)
         else:
             self._allreduce_grads()
@@ -303,7 +306,19 @@ class Trainer:
             for data in copies:
                 _mark_stale(data)
 
+    def _amp_overflow(self) -> bool:
+        """With AMP, whether this step's gradients overflowed (the step is then skipped whole).
+        On a dist store the ranks would have to agree first: refused rather than risk a hang."""
+        if self._amp_loss_scaler is None:
+            return False
+        if self._mode == STORE and self._distributed:
+            raise RuntimeError("AMP with update_on_kvstore on a distributed kvstore is not "
+                               "supported; create the Trainer with update_on_kvstore=False")
+        return self._amp_loss_scaler.has_overflow(self._params)
+
     def _update(self, ignore_stale_grad=False):
+        if self._amp_loss_scaler is not None and self._amp_overflow():
+            return
         # One pass over the parameters (this runs at every step): a stale gradient raises before
         # anything changed, or is skipped with ignore_stale_grad.
         updaters = self._updaters

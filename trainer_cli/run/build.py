@@ -147,6 +147,16 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     if trainer.mode == STORE and config.grad_clip is not None:
         _refuse_clip_on_store(config, config_file)
     kv = trainer.kvstore
+    if config.precision == "float16":
+        if trainer.mode == STORE and trainer.kvstore is not None and "dist" in trainer.kvstore.type:
+            raise _issue(config_file, "precision", "precision float16 skips steps whose "
+                         "gradients overflow, which the workers of %s cannot agree on when the "
+                         "kvstore runs the optimizer; set kvstore.update_on_kvstore to false"
+                         % trainer.kvstore.type)
+        from ..contrib import amp
+
+        amp.init()
+        amp.init_trainer(trainer)
     return Parts(config=config, contexts=contexts, train=train, val=val, order=order, net=net,
                  model_file=model_file, loss=build_loss(config, config_file),
                  metrics=build_metrics(config, config_file),

@@ -22,6 +22,7 @@ import time
 import numpy
 
 from .. import autograd
+from ..contrib import amp as _amp
 from ..gluon.utils import split_bounds
 from ..ndarray import array as _array
 from ..gluon.trainer import REDUCE, STORE
@@ -52,6 +53,9 @@ class TrainingLoop:
             self.early.set_state(state.early_stopping)
         self.total_steps = parts.order.total_updates(config.epochs, config.steps,
                                                      config.grad_accumulation)
+        self.scaler = _amp.loss_scaler(parts.trainer)
+        if self.scaler is not None and state.amp:
+            self.scaler.set_state(state.amp)
         self._saved_step = None
         self._started = time.monotonic()
         self._elapsed0 = state.elapsed_s
@@ -103,21 +107,28 @@ class TrainingLoop:
             if parts.trainer.mode == STORE:
                 parts.trainer.step(samples)
             else:
-                if self.config.grad_clip is not None:
-                    grads.clip(self.params, self._norm, samples, self.config.grad_clip)
+                if self.config.grad_clip is not None and math.isfinite(self._norm):
+                    # Under loss scaling the gradients are loss_scale times too large.
+                    scale = self.scaler.loss_scale if self.scaler is not None else 1.0
+                    grads.clip(self.params, self._norm, samples * scale, self.config.grad_clip)
                 parts.trainer.update(samples)
+            if self.scaler is not None and self.scaler.last_overflow:
+                finite = None  # AMP skipped the update: a normal event, not nan_policy's
+        if finite:
             # Metrics count only applied steps, so a skipped NaN step does not poison the means.
             self.train_acc.add_loss(window_acc_loss, window_count)
             for pairs in metric_batches:
                 for metric in self.train_acc.metrics.values():
                     for label, out in pairs:
                         metric.update([label], [out])
+        elif finite is None:
+            st.amp["skipped"] = st.amp.get("skipped", 0) + 1
         if self.config.grad_accumulation > 1 or not finite:
             grads.zero_grads(self.params)
         st.step += 1
         st.samples += samples
         self._window_loss = window_acc_loss / window_count if window_count else float("nan")
-        if not finite:
+        if finite is False:
             self._non_finite()
 
     def _forward_backward(self, idx):
@@ -140,15 +151,19 @@ class TrainingLoop:
                     rows, label = idx[:1], None
                 out = parts.net(_array(x[rows], ctx=ctx, dtype=self.dtype))
                 loss = parts.loss(out, _array(y[rows], ctx=ctx, dtype=self.dtype))
-                heads.append((loss, label is None))
+                scaled = loss
+                if self.scaler is not None and label is not None:
+                    with _amp.scale_loss(loss, parts.trainer) as scaled:
+                        pass
+                heads.append((loss, scaled, label is None))
                 if label is not None:
                     pairs.append((label, out))
         loss_sum, count = 0.0, 0
-        for loss, dummy in heads:
+        for loss, scaled, dummy in heads:
             if dummy:
                 loss.backward(_zeros(loss.shape, ctx=loss.context, dtype=loss.dtype))
             else:
-                loss.backward()
+                scaled.backward()
                 loss_sum += float(loss.asnumpy().astype(numpy.float64).sum())
                 count += loss.shape[0]
         return loss_sum, count, pairs
@@ -158,13 +173,16 @@ class TrainingLoop:
         mode = parts.trainer.mode
         if mode == STORE:
             self._norm = grads.global_norm(self.params)
-            return math.isfinite(self._norm) and math.isfinite(loss_sum)
+            # Under loss scaling the Trainer's scaler decides (and skips an overflow itself).
+            return self.scaler is not None or (math.isfinite(self._norm) and math.isfinite(loss_sum))
         if mode == REDUCE:
             parts.trainer.allreduce_grads()
             # Reduced gradients are equal on every device (and worker): look at one copy.
             self._norm = grads.global_norm(self.params, devices=[0])
         else:
             self._norm = grads.global_norm(self.params)
+        if self.scaler is not None:
+            return True  # the Trainer's loss scaler decides, and skips an overflow itself
         if not math.isfinite(self._norm):
             return False
         # Workers see different losses; only the reduced gradients are the same everywhere.
@@ -269,6 +287,8 @@ class TrainingLoop:
             return
         st.train = self.train_acc.get_state()
         st.early_stopping = self.early.get_state() if self.early is not None else {}
+        if self.scaler is not None:
+            st.amp = dict(st.amp, **self.scaler.get_state())
         st.elapsed_s = self.elapsed()
         self.recorder.checkpoint(self)
         self._saved_step = st.step

@@ -28,6 +28,7 @@ class LoopState:
     latest: dict = field(default_factory=dict)
     train: dict = field(default_factory=dict)          # Accumulator state of the running epoch
     early_stopping: dict = field(default_factory=dict)  # EarlyStopping state
+    amp: dict = field(default_factory=dict)  # precision float16: the loss scaler and its skips
 
     def to_dict(self) -> dict:
         return asdict(self)

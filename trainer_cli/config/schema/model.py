@@ -45,7 +45,8 @@ class ModelSection(Section):
     init: Annotated[InitSection, Shorthand()] = Field(
         default_factory=lambda: InitSection(name="uniform"),
         description="parameter initializer; MXNet's default is uniform with scale 0.07")
-    dtype: Literal["float32", "float64"] = Field("float32", description="parameter dtype")
+    dtype: Literal["float32", "float64", "float16"] = Field(
+        "float32", description="parameter dtype (float16: see precision for loss scaling)")
 
     @classmethod
     def normalize(cls, raw):

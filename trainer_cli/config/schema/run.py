@@ -69,6 +69,9 @@ class RunConfig(Section):
         "auto", description="threads for BLAS and the optimizer update: a count, or auto (the "
                             "usable cores shared among this host's ranks, less those other work "
                             "keeps busy)")
+    precision: Literal["float32", "float16"] = Field(
+        "float32", description="float16: float16 parameters with float32 master weights "
+                               "(optimizer multi_precision) and AMP's dynamic loss scaling")
     nan_policy: Literal["stop", "skip"] = Field(
         "stop", description="on a NaN/Inf loss or gradient: stop the run, or skip that update")
     log_every: Annotated[int, at.Ge(1)] = Field(10, description="steps between progress log lines")
@@ -118,7 +121,20 @@ class RunConfig(Section):
         if not _RUN_NAME.match(self.name):
             details.append(detail(("name",), "expected letters, digits, '.', '_' or '-' "
                                   f"(it names a folder), got {self.name!r}", self.name))
-        return details + self._metric_refs() + self._device_checks()
+        return details + self._metric_refs() + self._device_checks() + self._precision()
+
+    def _precision(self) -> list:
+        """``precision: float16`` makes the parameters float16 and, unless the config says
+        otherwise, gives the optimizer float32 master weights: both show in the resolved config."""
+        if self.precision != "float16":
+            return []
+        if "dtype" in self.model.model_fields_set and self.model.dtype != "float16":
+            return [detail(("model", "dtype"), "precision float16 trains float16 parameters; "
+                           f"expected float16 or no model.dtype, got {self.model.dtype}",
+                           self.model.dtype)]
+        self.model.dtype = "float16"
+        self.optimizer.params.setdefault("multi_precision", True)
+        return []
 
     def metric_keys(self) -> list[str]:
         """Keys a run logs and that early stopping and keep_best may name."""
