@@ -298,3 +298,14 @@ def test_compressed_dist_checkpoint_resumed_by_another_number_of_ranks(compresse
     # Its own checkpoints hold its one rank's residuals.
     final = load_npz(latest_dir(run_dir) / layout.KVSTORE_FILE)
     assert sorted(final) == ["r%d_w0" % k for k in range(4)]
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+def test_dist_async_trains_through_the_runner(tmp_path):
+    # The runner reads the Trainer's mode before the first step, which creates the store; the
+    # batch-size check of a dist store that runs the optimizer must still wait for a real step.
+    proc = run_trainer("run", "configs/dist.yaml", "-o", "kvstore=dist_async", "-o", "epochs=1",
+                       "--workers", 2, "--run-dir", tmp_path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "finished"

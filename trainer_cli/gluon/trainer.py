@@ -142,6 +142,7 @@ class Trainer:
         if getattr(self, "_kvstore", None) is not None and "dist" in self._kvstore.type:
             raise RuntimeError("Cannot reset distributed KVStore.")
         self._kv_initialized = False
+        self._stepped = False
         self._kvstore = None
         self._distributed = None
         self._update_on_kvstore = None
@@ -233,7 +234,9 @@ class Trainer:
 
     # ----------------------------------------------------------------- stepping
     def _check_and_rescale_grad(self, scale):
-        if self._update_on_kvstore and self._distributed and self._kv_initialized:
+        # MXNet checks once an earlier step has handed the store its optimizer (its store is
+        # created by the first step); reading ``mode`` before any step must not count as one.
+        if self._update_on_kvstore and self._distributed and self._stepped:
             if self._optimizer.rescale_grad != scale:
                 raise UserWarning(
                     "Possible change in the `batch_size` from previous `step` detected. Optimizer "
@@ -245,6 +248,7 @@ class Trainer:
         """One update with gradients normalized by ``1/batch_size``: reduce, then update."""
         self._check_and_rescale_grad(self._scale / batch_size)
         self._prepare()
+        self._stepped = True
         if self._mode == STORE:
             self._check_fresh(ignore_stale_grad)
             if self._amp_overflow():
