@@ -38,6 +38,8 @@ class NonFiniteError(RuntimeError):
 
 
 class TrainingLoop:
+    scaler = None  # precision float16: the Trainer's AMP loss scaler
+
     def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False):
         self.parts = parts
         self.config = config = parts.config
