@@ -108,3 +108,11 @@ def test_model_file_calling_sys_exit_is_bad_input(tmp_path):
     result = invoke("run", cfg, "--run-dir", tmp_path / "runs")
     assert result.exit_code == 2, result.output
     assert "quits.py: the model file called sys.exit(0) while being loaded" in result.output
+
+
+def test_misspelled_type_is_named_with_its_did_you_mean(tmp_path):
+    text = SMALL.replace("train: {type: synthetic", "train: {tyne: synthetic")
+    result = invoke("validate", write_config(tmp_path, text))
+    assert result.exit_code == 2
+    assert ("small.yaml:6:11: data.train.tyne: unknown key; did you mean 'type'? (the required key "
+            "'type' is missing: one of synthetic, npz, npy, csv, sklearn)") in result.output, result.output
