@@ -116,3 +116,23 @@ def test_misspelled_type_is_named_with_its_did_you_mean(tmp_path):
     assert result.exit_code == 2
     assert ("small.yaml:6:11: data.train.tyne: unknown key; did you mean 'type'? (the required key "
             "'type' is missing: one of synthetic, npz, npy, csv, sklearn)") in result.output, result.output
+
+
+def test_model_arguments_are_checked_against_the_builders_signature(tmp_path):
+    text = SMALL.replace("args: {hidden: [16], classes: 3}", "args: {hidden: 64, classes: four}")
+    result = invoke("validate", write_config(tmp_path, text))
+    assert result.exit_code == 2
+    assert "small.yaml:3:18: model.args.hidden: build() in mlp.py takes a list for hidden, got 64" \
+        in result.output, result.output
+    assert "small.yaml:3:31: model.args.classes: build() in mlp.py takes an integer for classes, " \
+        "got 'four'" in result.output, result.output
+
+
+def test_argument_kinds_come_from_annotations_then_defaults(tmp_path):
+    from trainer_cli.config.schema.files import factory_arg_kinds
+    (tmp_path / "m.py").write_text(
+        "from typing import Sequence\n"
+        "def build(a: int, b: 'float' = 1, c=(1, 2), d='x', e=None, *, f: Sequence[int] = (), g=True):\n"
+        "    pass\n")
+    assert factory_arg_kinds(str(tmp_path / "m.py"), "build") == {
+        "a": "int", "b": "float", "c": "list", "d": "str", "f": "list", "g": "bool"}
