@@ -18,7 +18,8 @@ import numpy
 from ..config import names as _config_names
 from ..config.schema.model import MODEL_FACTORY
 
-__all__ = ["ModelError", "ModelFileError", "model_source", "load_factory", "build_network", "names", "create"]
+__all__ = ["ModelError", "ModelFileError", "model_source", "load_factory", "build_network", "names",
+           "create"]
 
 
 class ModelError(RuntimeError):
