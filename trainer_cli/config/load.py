@@ -8,19 +8,19 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .._bounded import MiB, read_regular_text
+from .._bounded import read_regular_text
 from .canonical import canonicalize
 from .errors import ConfigError, ConfigIssue
 from .overrides import apply_overrides
 from .positions import PositionMap
 from .report import issues_from_validation
 from .schema import RunConfig
-from .yamlio import parse_yaml
+from .yamlio import MAX_DOCUMENT_CHARS, parse_yaml
 
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
 
 # The most bytes a config file may hold (a real one holds a few kilobytes).
-CONFIG_LIMIT = 16 * MiB
+CONFIG_LIMIT = 4 * MAX_DOCUMENT_CHARS + 4  # UTF-8: the parser then refuses a long document with its position
 
 
 def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True,
