@@ -36,7 +36,7 @@ def test_perceptron_run_directory_contract(tmp_path):
     assert str(run_dir) in result.stdout and "finished: 50 steps" in result.stdout
     names = sorted(p.name for p in run_dir.iterdir())
     assert names == [".lock", "checkpoints", "config.yaml", "metrics.csv", "metrics.jsonl",
-                     "report.html", "train.log"]
+                     "model.json", "report.html", "train.log"]
     # The resolved config loads back to the same config, with the run's name and root.
     resolved = load_config(run_dir / "config.yaml")
     assert resolved_dict(resolved) == yaml.safe_load((run_dir / "config.yaml").read_text())

@@ -80,11 +80,15 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 @click.option("--force", is_flag=True,
               help="Extend even where the result differs from a run configured that long from "
                    "the start (a finished schedule, early stopping).")
+@click.option("--trust-model-file", is_flag=True,
+              help="Import the model file the run's config names even though it is not the one "
+                   "the run recorded (model.json) when it started.")
 @_json_summary_option
 @_quiet_option
 @_workers_option("Resume as N MPI processes (a run with a dist_* kvstore).")
 @handle_errors
-def resume(run_dir, last, run_root, from_checkpoint, overrides, force, as_json, quiet, workers):
+def resume(run_dir, last, run_root, from_checkpoint, overrides, force, trust_model_file, as_json,
+           quiet, workers):
     """Continue the run in RUN_DIR (or the newest one, --last) exactly where its latest
     checkpoint left off.
 
@@ -119,10 +123,12 @@ def resume(run_dir, last, run_root, from_checkpoint, overrides, force, as_json, 
         _check_dist(read_run_config(run_dir, overrides), run_dir)
         argv = ["resume", str(run_dir)] + (["--from", "step-%d" % step] if step is not None else [])
         argv += [a for text in overrides for a in ("-o", text)] + (["--force"] if force else [])
+        argv += ["--trust-model-file"] if trust_model_file else []
         sys.exit(_launch(argv, as_json, quiet, workers))
     _join_mpi_job()
     _finish(lambda reporter: resume_run(run_dir, step, reporter=reporter, overrides=overrides,
-                                        force=force), as_json, quiet)
+                                        force=force, trust_model_file=trust_model_file),
+            as_json, quiet)
 
 
 def _finish(start, as_json, quiet):

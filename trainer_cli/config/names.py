@@ -145,13 +145,17 @@ def initializer_params(name: str) -> ParamSpec | None:
 # Models: files in a ``models/`` folder, found next to the config, beside its folder (a config in
 # ``configs/`` next to ``models/``), in the working directory, or in the source checkout.
 
+# The shipped models, inside the package so that a wheel has them (``trainer_cli.builtin_models``).
+BUILTIN_MODELS = Path(__file__).resolve().parents[1] / "builtin_models"
+
+
 def model_dirs(config_dir=None) -> list[Path]:
     candidates = []
     if config_dir is not None:
         config_dir = Path(config_dir).resolve()
         candidates += [config_dir / "models", config_dir.parent / "models"]
     candidates.append(Path(os.getcwd()) / "models")
-    candidates.append(Path(__file__).resolve().parents[2] / "models")
+    candidates.append(BUILTIN_MODELS)
     out: list[Path] = []
     for c in candidates:
         if c.is_dir() and c not in out:

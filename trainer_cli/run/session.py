@@ -29,10 +29,12 @@ from ..config.load import CONFIG_LIMIT
 from .._atomic import write_text_atomic
 from . import checkpoint as _ckpt
 from . import extend as _extend
+from . import model_record as _model_record
 from . import kvstate, layout, threads
 from .build import build
 from .layout import RunDirError
 from .logs import MetricsLog, TrainLog, truncate_metrics
+from .model import model_source
 from .loop import NonFiniteError, TrainingLoop
 from .progress import Reporter
 from .rundir import RunLock, create_run_dir
@@ -84,18 +86,25 @@ def start_run(config_path, overrides=(), *, name=None, run_root=None, reporter=N
     run_dir = None
     if parts.rank == 0:
         run_dir = create_run_dir(config.run_dir, config.name, config.resolved_yaml())
+        _model_record.write_record(run_dir, _model_record.record_for(config.model.name,
+                                                                     parts.model_file))
     return _train(parts, run_dir, LoopState(), reporter, handle_signals, caught,
                   resumed_from=None, notes=[])
 
 
 def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
-               handle_signals=True, overrides=(), force=False) -> RunResult:
+               handle_signals=True, overrides=(), force=False,
+               trust_model_file=False) -> RunResult:
     """Continue the run in ``run_dir`` from its latest checkpoint (or ``from_step``).
 
     ``overrides`` may set only ``epochs`` / ``steps``: they extend a finished or stopped run
-    (see :mod:`.extend`; ``force`` where the result is not the run configured that long)."""
+    (see :mod:`.extend`; ``force`` where the result is not the run configured that long).
+    The model file is imported only when it is the one the run recorded (:mod:`.model_record`)
+    or ``trust_model_file``."""
     run_dir = Path(run_dir)
     config = read_run_config(run_dir, _extend.check_overrides(overrides))
+    model_file, _ = model_source(config.model, forbid=run_dir)  # found, not yet imported
+    trusted = _model_record.check_record(run_dir, config.model.name, model_file, trust_model_file)
     _random.seed(config.seed)
     with _capture_warnings() as caught:
         parts = build(config, config_file=run_dir / layout.CONFIG_FILE, run_dir=run_dir)
@@ -103,7 +112,10 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
     lock = RunLock(run_dir).acquire() if parts.rank == 0 else None
     try:
         point = _ckpt.resume_point(run_dir, from_step)
-        notes = []
+        notes = [trusted] if trusted else []
+        if trusted and lock is not None:  # the user vouched for it: later resumes need not
+            _model_record.write_record(run_dir, _model_record.record_for(config.model.name,
+                                                                         model_file))
         state = LoopState()
         step = 0
         if point is not None:
