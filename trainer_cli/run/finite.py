@@ -12,20 +12,22 @@ from __future__ import annotations
 import numpy
 
 from ..gluon.trainer import STORE
+from ..gluon.parameter import DeferredInitializationError
 from ..ndarray import NDArray
+from ..ndarray.interop import array_module, raw
 
 __all__ = ["broken_part", "StepUndo", "state_updaters"]
 
 
 def _finite(array: NDArray) -> bool:
-    data = array._data
+    data, xp = raw(array), array_module(array)
     if data.dtype.kind not in "fc" or data.size == 0:
         return True
     # NaN and Inf propagate into a sum, so a finite sum is the common, allocation-free answer;
     # a non-finite one may be finite values that overflowed, which the exact test tells apart.
-    if bool(array._xp.isfinite(data.sum())):
+    if bool(xp.isfinite(data.sum())):
         return True
-    return bool(array._xp.isfinite(data).all())
+    return bool(xp.isfinite(data).all())
 
 
 def _leaves(state):
@@ -49,7 +51,11 @@ def broken_part(params, trainer, trainable_only=False) -> str | None:
     for param in params:
         if trainable_only and param.grad_req == "null":
             continue
-        if param._data is not None and not all(_finite(d) for d in param.list_data()):
+        try:
+            arrays = param.list_data()
+        except DeferredInitializationError:  # no values yet, so none that are NaN
+            continue
+        if not all(_finite(d) for d in arrays):
             return "parameters"
     for updater in state_updaters(trainer):
         for state in updater.states.values():
