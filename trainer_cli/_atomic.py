@@ -1,9 +1,18 @@
-"""Atomic file writes: a temp file in the target's folder, flushed and fsynced, then renamed."""
+"""Atomic file writes: a temp file in the target's folder, flushed and fsynced, then renamed.
+
+Temp files and folders are created with ``os.open``/``os.mkdir`` and modes 0666/0777, so the
+umask applies as it does to ``open()`` (``tempfile.mkstemp``/``mkdtemp`` force 0600/0700, which
+would keep a shared run directory's files from the teammates the umask lets read them).
+"""
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
+
+__all__ = ["atomic_write", "fsync_dir", "write_bytes_atomic", "write_text_atomic", "make_temp_dir"]
+
+_TRIES = 100
 
 
 @contextlib.contextmanager
@@ -11,7 +20,7 @@ def atomic_write(path, mode="wb"):
     """Yield a file object; on success the data appears at ``path`` all at once, or not at all."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=folder)
+    fd, tmp = _make_temp_file(folder, ".tmp-" + os.path.basename(path) + "-")
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -23,6 +32,30 @@ def atomic_write(path, mode="wb"):
             os.unlink(tmp)
         raise
     fsync_dir(folder)
+
+
+def _make_temp_file(folder, prefix):
+    for _ in range(_TRIES):
+        name = os.path.join(folder, prefix + secrets.token_hex(6))
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+                         | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        except FileExistsError:
+            continue
+        return fd, name
+    raise FileExistsError("%s: no free temporary name %s*" % (folder, prefix))
+
+
+def make_temp_dir(folder, prefix) -> str:
+    """A new, empty folder ``<folder>/<prefix><random>`` (mode 0777 less the umask)."""
+    for _ in range(_TRIES):
+        name = os.path.join(os.fspath(folder), prefix + secrets.token_hex(6))
+        try:
+            os.mkdir(name, 0o777)
+        except FileExistsError:
+            continue
+        return name
+    raise FileExistsError("%s: no free temporary name %s*" % (folder, prefix))
 
 
 def fsync_dir(folder):

@@ -2,12 +2,14 @@
 every problem reported together as one ``ConfigError``."""
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from .._bounded import MiB, open_regular
 from .canonical import canonicalize
 from .errors import ConfigError, ConfigIssue
 from .overrides import apply_overrides
@@ -17,6 +19,9 @@ from .schema import RunConfig
 from .yamlio import MAX_DOCUMENT_CHARS, parse_yaml
 
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
+
+# The most bytes a run directory's config.yaml may hold (a real one holds a few kilobytes).
+CONFIG_LIMIT = 16 * MiB
 
 
 def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True,
@@ -41,7 +46,8 @@ def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True
 
 def _read_config_text(shown: str) -> str:
     try:
-        with open(shown, encoding="utf-8") as f:
+        # Regular files only: a FIFO or /dev/zero in its place must not hang or fill memory.
+        with io.TextIOWrapper(open_regular(shown), encoding="utf-8") as f:
             # One character past the bound is enough for parse_yaml to refuse the document.
             return f.read(MAX_DOCUMENT_CHARS + 1)
     except FileNotFoundError:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
-import numpy
-
 from .._atomic import atomic_write
-from .._npz import write_npz
+from .._bounded import open_regular
+from .._npz import NpzError, read_npz, write_npz
 from ..ndarray.mxnet_format import MXNetFileError, is_mxnet_file, read_mxnet_file, write_mxnet_file
 
 __all__ = ["save_arrays", "load_arrays", "ParamFileError"]
@@ -41,37 +40,31 @@ def load_arrays(filename) -> dict:
     unreadable file is a ParamFileError."""
     path = os.fspath(filename)
     try:
-        with open(path, "rb") as f:
-            head = f.read(8)
+        f = open_regular(path)
     except FileNotFoundError:
         raise ParamFileError("%s: no such parameter file" % path) from None
     except OSError as exc:
         raise ParamFileError("%s: cannot open parameter file (%s)" % (path, _reason(exc))) from None
-    # Sniffed first so that a foreign file is reported as such, not with numpy's advice to
-    # unpickle it.
-    if not head:
-        raise ParamFileError("%s: the parameter file is empty" % path)
-    if is_mxnet_file(head):
-        return _load_mxnet(path)
-    head = head[:len(_ZIP_MAGIC)]
-    if _NPY_MAGIC.startswith(head):
-        raise ParamFileError("%s: not a parameter file (a single .npy array, expected an .npz "
-                             "archive of named arrays)" % path)
-    if head != _ZIP_MAGIC:
-        raise ParamFileError("%s: not a parameter file (expected an .npz archive or MXNet's binary "
-                             "format of named arrays)" % path)
-    try:
-        with numpy.load(path, allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise ParamFileError("%s: holds object (pickled) data, which parameter files never load"
-                                 % path) from None
-        raise ParamFileError("%s: cannot read parameter file (%s); it may be truncated or "
-                             "corrupted" % (path, _reason(exc))) from None
-    except Exception as exc:  # noqa: BLE001 - any failure to parse a zip means a damaged file
-        raise ParamFileError("%s: cannot read parameter file (%s); it may be truncated or "
-                             "corrupted" % (path, _reason(exc))) from None
+    with f:
+        head = f.read(8)
+        # Sniffed first so that a foreign file is reported as such.
+        if not head:
+            raise ParamFileError("%s: the parameter file is empty" % path)
+        if is_mxnet_file(head):
+            return _load_mxnet(path)
+        head = head[:len(_ZIP_MAGIC)]
+        if _NPY_MAGIC.startswith(head):
+            raise ParamFileError("%s: not a parameter file (a single .npy array, expected an .npz "
+                                 "archive of named arrays)" % path)
+        if head != _ZIP_MAGIC:
+            raise ParamFileError("%s: not a parameter file (expected an .npz archive or MXNet's "
+                                 "binary format of named arrays)" % path)
+        f.seek(0)
+        try:
+            arrays = read_npz(f)
+        except NpzError as exc:
+            raise ParamFileError("%s: cannot read parameter file (%s); it may be truncated or "
+                                 "corrupted" % (path, exc)) from None
     return _strip_nd_save_keys(path, arrays)
 
 

@@ -27,13 +27,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import zipfile
-import zlib
 
 import numpy
 
 from .._atomic import atomic_write
-from .._npz import write_npz
+from .._bounded import open_regular
+from .._npz import NpzError, read_npz, write_npz
 from ..context import cpu
 from ..ndarray import NDArray
 from .optimizer import Optimizer
@@ -44,6 +43,8 @@ __all__ = ["StateFileError", "FORMAT", "VERSION", "dumps_states", "loads_states"
 FORMAT = "trainer-cli/optimizer-states"
 VERSION = 1
 _HEADER = "__header__"
+_ZIP_MAGIC = b"PK\x03\x04"
+_NPY_MAGIC = b"\x93NUMPY"
 
 
 class StateFileError(ValueError):
@@ -131,11 +132,12 @@ def load_states_file(path):
     """``(states_by_device, optimizer or None)`` from a file written by ``save_states_file``."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with open_regular(path) as f:
+            header, arrays = _read(f, path)
     except OSError as exc:
-        raise StateFileError("%s: cannot read optimizer states: %s" % (path, exc)) from exc
-    return loads_states(data, source=path)
+        raise StateFileError("%s: cannot read optimizer states: %s"
+                             % (path, getattr(exc, "strerror", None) or exc)) from None
+    return _rebuild(header, arrays, path)
 
 
 def describe_states(data: bytes, source: str = "<bytes>") -> dict:
@@ -145,28 +147,25 @@ def describe_states(data: bytes, source: str = "<bytes>") -> dict:
     return header
 
 
-def _read(data: bytes, source: str):
+def _read(data, source: str):
+    """``(header, arrays)`` from the bytes (or a seekable binary file) of a states file."""
     def fail(why):
         return StateFileError("%s: not a readable trainer-cli optimizer-states file: %s"
                               % (source, why))
-    try:
-        npz = numpy.load(io.BytesIO(data), allow_pickle=False)
-    except Exception as exc:                # not a zip/npy at all, or a bare .npy
-        raise fail("%s" % (exc,)) from exc
-    if not isinstance(npz, numpy.lib.npyio.NpzFile):
+    fileobj = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    head = fileobj.read(len(_NPY_MAGIC))
+    fileobj.seek(0)
+    if head == _NPY_MAGIC:
         raise fail("it holds a single array, not an .npz archive")
-    with npz:
-        try:
-            names = set(npz.files)
-            if _HEADER not in names:
-                raise fail("it is an .npz without a %s entry (written by something else?)"
-                           % _HEADER)
-            raw_header = npz[_HEADER]
-            arrays = {name: npz[name] for name in names if name != _HEADER}
-        except StateFileError:
-            raise
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError) as exc:
-            raise fail("damaged archive (%s)" % (exc,)) from exc
+    if head[:4] != _ZIP_MAGIC:
+        raise fail("it is not an .npz archive")
+    try:
+        arrays = read_npz(fileobj)
+    except NpzError as exc:
+        raise fail(str(exc)) from None
+    if _HEADER not in arrays:
+        raise fail("it is an .npz without a %s entry (written by something else?)" % _HEADER)
+    raw_header = arrays.pop(_HEADER)
     try:
         if raw_header.dtype != numpy.uint8 or raw_header.ndim != 1:
             raise ValueError("header has dtype %s and shape %s" % (raw_header.dtype, raw_header.shape))

@@ -6,12 +6,16 @@ and ``errors`` lists every damaged file (the CLI prints the report, then exits 2
 """
 from __future__ import annotations
 
+import collections
+import io
 import json
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy
 
+from .._bounded import open_regular
 from ..config import ConfigError, load_config
 from ..gluon.param_file import ParamFileError, load_arrays
 from ..optimizer.state_file import StateFileError
@@ -99,7 +103,9 @@ def _contents(folder: Path, errors: list) -> dict:
     out = {"states": None, "parameters": None}
     states_path = folder / layout.STATES_FILE
     try:
-        out["states"] = states_summary(states_path.read_bytes(), str(states_path))
+        with open_regular(states_path) as f:
+            data = f.read()
+        out["states"] = states_summary(data, str(states_path))
     except StateFileError as exc:
         errors.append(str(exc))
     except OSError as exc:
@@ -116,28 +122,30 @@ def metrics_tail(path: Path, count: int = 5) -> dict:
     killed run may leave half a line."""
     out = {"path": str(path), "rows": 0, "skipped_lines": 0, "last": []}
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        f = open_regular(path)
     except OSError:
         return {**out, "path": None}
-    rows = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            out["skipped_lines"] += 1
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-        else:
-            out["skipped_lines"] += 1
-    out.update(rows=len(rows), last=rows[-count:])
+    rows, last = 0, collections.deque(maxlen=count)
+    with io.TextIOWrapper(f, encoding="utf-8", errors="replace") as text:
+        for line in text:  # streamed: a long run's log is not held in memory
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError):
+                out["skipped_lines"] += 1
+                continue
+            if isinstance(row, dict):
+                rows += 1
+                last.append(row)
+            else:
+                out["skipped_lines"] += 1
+    out.update(rows=rows, last=list(last))
     return out
 
 
 def _config_summary(path: Path, errors: list):
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
         config = load_config(path, check_files=False)

@@ -6,6 +6,7 @@ import warnings
 
 import numpy
 
+from .._bounded import open_regular
 from ..ndarray import NDArray
 from ..optimizer.state_file import StateFileError, describe_states, loads_states
 
@@ -84,7 +85,7 @@ def inspect_states_file(path) -> dict:
     """The report of a trainer states file (``Trainer.save_states`` or a checkpoint's)."""
     source = os.fspath(path)
     try:
-        with open(source, "rb") as f:
+        with open_regular(source) as f:
             data = f.read()
     except OSError as exc:
         raise StateFileError("%s: cannot read optimizer states: %s"

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
-from .._atomic import fsync_dir, write_text_atomic
+from .._atomic import fsync_dir, make_temp_dir, write_text_atomic
+from .._bounded import read_regular
 from . import kvstate, layout
 from .layout import RunDirError
 
@@ -41,7 +41,7 @@ def save_checkpoint(run_dir, step: int, net, trainer, residuals: dict, meta: dic
     if final.exists():
         # Only a checkpoint of an abandoned future can be here (see set_aside_after).
         set_aside(folder, [final])
-    tmp = Path(tempfile.mkdtemp(prefix="%s%d-" % (_TMP_PREFIX, step), dir=folder))
+    tmp = Path(make_temp_dir(folder, "%s%d-" % (_TMP_PREFIX, step)))
     try:
         files = {}
         net.save_parameters(str(tmp / layout.PARAMS_FILE))
@@ -170,7 +170,11 @@ def point_latest(run_dir, step: int):
     folder = Path(run_dir) / layout.CHECKPOINTS
     pointer = folder / layout.LATEST
     text = layout.checkpoint_name(step) + "\n"
-    if not pointer.exists() or pointer.read_text(encoding="utf-8", errors="replace") != text:
+    try:
+        same = read_regular(pointer, layout.LATEST_LIMIT) == text.encode()
+    except OSError:  # missing, or not a regular file: replaced below
+        same = False
+    if not same:
         write_text_atomic(pointer, text)
 
 

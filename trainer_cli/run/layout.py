@@ -20,20 +20,27 @@
             latest             the name of the newest checkpoint, written last
             abandoned-<time>/  checkpoints newer than the one `resume --from` went back to
 
-Nothing here executes or unpickles what it reads.
+Nothing here executes or unpickles what it reads, and every read is bounded: only regular files
+are opened (a FIFO or a device in their place is refused, never waited on), small files have size
+limits, and a data file is read no further than the size its meta.json records. A ``step-N`` that
+is a symbolic link is refused: checkpoints are folders of the run directory itself.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
+
+from .._bounded import MiB, open_regular, read_regular_text
 
 __all__ = [
     "CONFIG_FILE", "METRICS_FILE", "METRICS_CSV", "LOG_FILE", "CHECKPOINTS", "LATEST",
     "PARAMS_FILE", "STATES_FILE", "KVSTORE_FILE", "META_FILE", "META_FORMAT", "RunDirError",
     "checkpoint_name", "checkpoint_dir", "list_checkpoints", "read_latest", "read_meta",
-    "verify_checkpoint", "newest_intact", "file_digest",
+    "check_not_linked",
+    "verify_checkpoint", "newest_intact", "file_digest", "LATEST_LIMIT", "META_LIMIT",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -47,6 +54,10 @@ STATES_FILE = "trainer.states"
 KVSTORE_FILE = "kvstore.npz"
 META_FILE = "meta.json"
 META_FORMAT = 1
+
+# The most bytes each small file may hold (they hold a few hundred to a few thousand).
+LATEST_LIMIT = 4096
+META_LIMIT = 16 * MiB
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -79,59 +90,103 @@ def list_checkpoints(run_dir) -> list:
 def read_latest(run_dir):
     """The step named by the ``latest`` pointer, or None when there is no pointer."""
     pointer = Path(run_dir) / CHECKPOINTS / LATEST
-    if not pointer.exists():
-        return None
     try:
-        text = pointer.read_text(encoding="utf-8").strip()
+        text = read_regular_text(pointer, LATEST_LIMIT).strip()
+    except FileNotFoundError:
+        return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError("%s: cannot read the latest-checkpoint pointer (%s)" % (pointer, exc)) from None
+        raise RunDirError("%s: cannot read the latest-checkpoint pointer (%s)"
+                          % (pointer, _why(exc))) from None
     match = _STEP_DIR.match(text)
     if not match:
         raise RunDirError("%s: expected a checkpoint name like 'step-100', found %r" % (pointer, text[:60]))
     return int(match.group(1))
 
 
-def file_digest(path) -> str:
+def file_digest(path, limit: int | None = None) -> str:
+    """SHA-256 of the regular file ``path``; with ``limit``, of at most its first ``limit + 1``
+    bytes (enough to tell that a file is longer than it should be)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+    left = limit + 1 if limit is not None else None
+    with open_regular(path) as f:
+        while left is None or left > 0:
+            block = f.read(1 << 20 if left is None else min(1 << 20, left))
+            if not block:
+                break
             digest.update(block)
+            if left is not None:
+                left -= len(block)
     return digest.hexdigest()
+
+
+def _why(exc) -> str:
+    return (getattr(exc, "strerror", None) or str(exc)) if isinstance(exc, OSError) else str(exc)
+
+
+def check_not_linked(ckpt_dir) -> None:
+    """A ``step-N`` that is a symbolic link could lead anywhere: refused."""
+    ckpt_dir = Path(ckpt_dir)
+    if ckpt_dir.is_symlink():
+        raise RunDirError("%s: a symbolic link (to %s); a checkpoint is a folder of the run "
+                          "directory itself" % (ckpt_dir, os.readlink(ckpt_dir)))
 
 
 def read_meta(ckpt_dir) -> dict:
     """The checkpoint's ``meta.json``, checked for shape; a clear RunDirError otherwise."""
+    check_not_linked(ckpt_dir)
     path = Path(ckpt_dir) / META_FILE
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(read_regular_text(path, META_LIMIT))
     except FileNotFoundError:
         raise RunDirError("%s: missing; the checkpoint is incomplete" % path) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunDirError("%s: damaged checkpoint metadata (%s)" % (path, exc)) from None
+        raise RunDirError("%s: damaged checkpoint metadata (%s)" % (path, _why(exc))) from None
+    except RecursionError:
+        raise RunDirError("%s: damaged checkpoint metadata (nested too deeply)" % path) from None
     if not isinstance(meta, dict) or meta.get("format") != META_FORMAT \
-            or not isinstance(meta.get("step"), int) or not isinstance(meta.get("files"), dict):
+            or not _is_int(meta.get("step")) or not isinstance(meta.get("files"), dict):
         raise RunDirError("%s: not a trainer-cli checkpoint (format %d) metadata file" % (path, META_FORMAT))
+    if meta["step"] < 0:
+        raise RunDirError("%s: step: expected a count of steps (0 or more), got %d"
+                          % (path, meta["step"]))
     return meta
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def verify_checkpoint(ckpt_dir) -> dict:
     """Check every file of a checkpoint against the sizes and digests in its meta.json."""
     ckpt_dir = Path(ckpt_dir)
     meta = read_meta(ckpt_dir)
+    where = ckpt_dir / META_FILE
     # meta.json names the files to hash; only known names, so it cannot point outside the folder.
     extra = [name for name in meta["files"] if name not in (PARAMS_FILE, STATES_FILE)]
     for name in extra:
         if name != KVSTORE_FILE:
-            raise RunDirError("%s: lists an unexpected file %r" % (ckpt_dir / META_FILE, name[:60]))
+            raise RunDirError("%s: lists an unexpected file %r" % (where, name[:60]))
     for name in [PARAMS_FILE, STATES_FILE] + extra:
         expected = meta["files"].get(name)
         path = ckpt_dir / name
         if not isinstance(expected, dict):
-            raise RunDirError("%s: meta.json does not describe %s" % (ckpt_dir / META_FILE, name))
-        if not path.is_file():
-            raise RunDirError("%s: missing; the checkpoint is incomplete" % path)
-        if path.stat().st_size != expected.get("size") or file_digest(path) != expected.get("sha256"):
-            raise RunDirError("%s: damaged (its size or SHA-256 does not match meta.json)" % path)
+            raise RunDirError("%s: meta.json does not describe %s" % (where, name))
+        size, sha = expected.get("size"), expected.get("sha256")
+        if not _is_int(size) or size < 0 or not isinstance(sha, str):
+            raise RunDirError("%s: files.%s: expected a size (an integer, 0 or more) and a "
+                              "sha256 (a string)" % (where, name))
+        try:
+            with open_regular(path) as f:
+                actual = os.fstat(f.fileno()).st_size
+        except FileNotFoundError:
+            raise RunDirError("%s: missing; the checkpoint is incomplete" % path) from None
+        except OSError as exc:
+            raise RunDirError("%s: cannot read (%s)" % (path, _why(exc))) from None
+        try:
+            if actual != size or file_digest(path, size) != sha:
+                raise RunDirError("%s: damaged (its size or SHA-256 does not match meta.json)" % path)
+        except OSError as exc:
+            raise RunDirError("%s: cannot read (%s)" % (path, _why(exc))) from None
     return meta
 
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from .._atomic import write_text_atomic
+from .._bounded import open_append, open_regular
 from . import layout
 
 __all__ = ["CSV_FIELDS", "MetricsLog", "TrainLog", "read_metrics", "truncate_metrics"]
@@ -45,8 +46,8 @@ class MetricsLog:
         csv_path = self.run_dir / layout.METRICS_CSV
         if not csv_path.exists():
             write_text_atomic(csv_path, _csv_text([self.header]))
-        self._jsonl = open(self.run_dir / layout.METRICS_FILE, "a", encoding="utf-8")
-        self._csv = open(csv_path, "a", encoding="utf-8", newline="")
+        self._jsonl = open_append(self.run_dir / layout.METRICS_FILE, encoding="utf-8")
+        self._csv = open_append(csv_path, encoding="utf-8", newline="")
         self._writer = csv.writer(self._csv)
 
     def write(self, row: dict):
@@ -65,7 +66,7 @@ class TrainLog:
     """``train.log``: timestamped lines, appended (a resume adds to it, never rewrites it)."""
 
     def __init__(self, run_dir):
-        self._f = open(Path(run_dir) / layout.LOG_FILE, "a", encoding="utf-8")
+        self._f = open_append(Path(run_dir) / layout.LOG_FILE, encoding="utf-8")
 
     def write(self, text: str):
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
@@ -80,11 +81,15 @@ class TrainLog:
 def read_metrics(run_dir) -> list[dict]:
     """The rows of metrics.jsonl; a torn last line (a killed writer) is ignored."""
     path = Path(run_dir) / layout.METRICS_FILE
-    if not path.exists():
+    try:
+        f = open_regular(path)
+    except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise layout.RunDirError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
     rows = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
+    with io.TextIOWrapper(f, encoding="utf-8", errors="replace") as text:
+        for line in text:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
@@ -102,12 +107,21 @@ def truncate_metrics(run_dir, step: int, metric_keys) -> int:
     kept = [r for r in rows if r["step"] <= step]
     path = run_dir / layout.METRICS_FILE
     text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in kept)
-    if not path.exists() or path.read_text(encoding="utf-8", errors="replace") != text:
+    if len(kept) != len(rows) or _holds_other_than(path, text.encode("utf-8")):
         write_text_atomic(path, text)
     header = csv_header(metric_keys)
     write_text_atomic(run_dir / layout.METRICS_CSV,
                       _csv_text([header] + [_csv_cells(header, r) for r in kept]))
     return len(rows) - len(kept)
+
+
+def _holds_other_than(path, data: bytes) -> bool:
+    """Whether ``path`` holds anything but ``data`` (torn lines, another encoding)."""
+    try:
+        with open_regular(path) as f:
+            return f.read(len(data) + 1) != data
+    except OSError:
+        return True
 
 
 def _csv_cells(header, row) -> list:

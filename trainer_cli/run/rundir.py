@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -65,7 +66,17 @@ class RunLock:
             import fcntl
         except ImportError:  # not POSIX: no locking, as before
             return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError as exc:
+            raise layout.RunDirError(
+                "%s: cannot create the run lock (%s); the run directory must be writable"
+                % (self.path, exc.strerror or exc)) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise layout.RunDirError("%s: not a regular file; the run lock cannot be taken"
+                                     % self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

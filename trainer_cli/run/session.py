@@ -16,13 +16,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
 from .. import random as _random
+from .._bounded import read_regular_text
 from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
+from ..config.load import CONFIG_LIMIT
 from .._atomic import write_text_atomic
 from . import checkpoint as _ckpt
 from . import extend as _extend
@@ -35,7 +38,7 @@ from .progress import Reporter
 from .rundir import RunLock, create_run_dir
 from .signals import AgreedStop, StopOnSignal
 from .signals import exit_code as _signal_exit_code
-from .state import LoopState
+from .state import Accumulator, EarlyStopping, LoopState
 
 __all__ = ["RunResult", "RunFailed", "start_run", "resume_run", "EXIT_CODES"]
 
@@ -93,12 +96,13 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
     (see :mod:`.extend`; ``force`` where the result is not the run configured that long)."""
     run_dir = Path(run_dir)
     config = read_run_config(run_dir, _extend.check_overrides(overrides))
-    point = _ckpt.resume_point(run_dir, from_step)
     _random.seed(config.seed)
     with _capture_warnings() as caught:
         parts = build(config, config_file=run_dir / layout.CONFIG_FILE, run_dir=run_dir)
+    # The lock first: a run still writing here could otherwise prune the checkpoint chosen.
     lock = RunLock(run_dir).acquire() if parts.rank == 0 else None
     try:
+        point = _ckpt.resume_point(run_dir, from_step)
         notes = []
         state = LoopState()
         step = 0
@@ -107,7 +111,7 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             meta, kv_notes = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore,
                                                    parts.contexts)
             _check_data(meta, parts, path)
-            state = _loop_state(meta, step, path)
+            state = _loop_state(meta, step, path, parts, extending=bool(overrides))
             notes.append("resuming from %s (%s)" % (path.name, state.position_text()))
             notes += ["note: %s" % text for text in kv_notes]
         else:
@@ -144,11 +148,13 @@ def read_run_config(run_dir, overrides=()):
         raise RunDirError("%s: no such run directory" % run_dir)
     path = run_dir / layout.CONFIG_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path, CONFIG_LIMIT)
     except FileNotFoundError:
         raise RunDirError("%s: missing; is %s a run directory?" % (path, run_dir)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError("%s: cannot read (%s)" % (path, exc)) from None
+    except OSError as exc:
+        raise RunDirError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
+    except UnicodeDecodeError as exc:
+        raise RunDirError("%s: cannot read (not UTF-8 text: %s)" % (path, exc.reason)) from None
     # No config_dir: models are looked up in the working folder and the installation, never
     # in (or next to) the run directory.
     return validate_config_text(text, filename=str(path), config_name=run_dir.name,
@@ -165,19 +171,41 @@ def _check_name(name):
                                        "folder), got %r" % name, key="name", override="--name %s" % name)])
 
 
-def _loop_state(meta, step, path) -> LoopState:
-    """The loop state and random state a checkpoint holds, checked before anything uses them."""
+def _loop_state(meta, step, path, parts, extending=False) -> LoopState:
+    """The loop state and random state a checkpoint holds, checked (types, ranges, and against
+    the config) before anything uses them. (``extending``: epochs/steps overrides change the
+    length, which :mod:`.extend` checks itself.)"""
     where = path / layout.META_FILE
     loop = meta.get("loop")
     if not isinstance(loop, dict) or not isinstance(meta.get("rng"), dict):
         raise RunDirError("%s: no loop or random state; not a checkpoint of trainer run" % where)
     try:
         state = LoopState.from_dict(loop)
-        _random.set_state(meta["rng"])
-    except (TypeError, ValueError, KeyError) as exc:
-        raise RunDirError("%s: unusable loop or random state (%s)" % (where, exc)) from None
+    except ValueError as exc:
+        raise RunDirError("%s: %s" % (where, exc)) from None
     if meta["step"] != step or state.step != step:
         raise RunDirError("%s: says step %s, but the folder is %s" % (where, meta["step"], path.name))
+    config = parts.config
+    if not extending and config.epochs is not None and state.epoch > config.epochs:
+        raise RunDirError("%s: loop.epoch: %d epochs done, but the config trains %d"
+                          % (where, state.epoch, config.epochs))
+    batches = len(parts.order.batches(state.epoch))
+    if state.batch_in_epoch > batches:
+        raise RunDirError("%s: loop.batch_in_epoch: %d, but epoch %d has %d batches"
+                          % (where, state.batch_in_epoch, state.epoch + 1, batches))
+    try:
+        Accumulator(parts.metrics).set_state(state.train)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise RunDirError("%s: loop.train: unusable running metrics (%s)" % (where, exc)) from None
+    if config.early_stopping:
+        try:
+            EarlyStopping(config.early_stopping).set_state(state.early_stopping)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise RunDirError("%s: loop.early_stopping: unusable (%s)" % (where, exc)) from None
+    try:
+        _random.set_state(meta["rng"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise RunDirError("%s: rng: unusable random state (%s)" % (where, exc)) from None
     return state
 
 
@@ -263,15 +291,31 @@ class _Recorder:
             "loop": st.to_dict(), "metrics": dict(st.latest),
             "trainer_cli": __version__,
         }
-        path = _ckpt.save_checkpoint(self.run_dir, st.step, parts.net, parts.trainer,
-                                     residuals, _json_safe(meta))
+        try:
+            path = _ckpt.save_checkpoint(self.run_dir, st.step, parts.net, parts.trainer,
+                                         residuals, _json_safe(meta))
+        except OSError as exc:  # a full disk, a quota, a read-only remount
+            raise RunDirError("cannot save checkpoint %s in %s: %s. %s"
+                              % (layout.checkpoint_name(st.step), self.run_dir / layout.CHECKPOINTS,
+                                 exc.strerror or exc, self._kept_text())) from None
         _ckpt.prune(self.run_dir, config.checkpoint.keep_last, config.checkpoint.keep_best)
         self.last_checkpoint = path
         self.log.write("checkpoint %s saved" % path.name)
 
-    def close(self):
-        self.metrics.close()
-        self.log.close()
+    def _kept_text(self) -> str:
+        step = _safe_latest(self.run_dir)
+        if step is None:
+            return "No earlier checkpoint exists; nothing was lost on disk"
+        return ("The previous checkpoint %s is kept and intact; free some space, then continue "
+                "with: trainer resume %s" % (layout.checkpoint_name(step), self.run_dir))
+
+    def close(self, quiet=False):
+        for log in (self.metrics, self.log):
+            try:
+                log.close()
+            except OSError:
+                if not quiet:
+                    raise
         for sink in self.sinks:
             sink.close()
 
@@ -296,7 +340,7 @@ class _NullRecorder:
     def checkpoint(self, loop):
         kvstate.get_residuals(self.parts.kvstore)  # the gather that rank 0's checkpoint starts with
 
-    def close(self):
+    def close(self, quiet=False):
         pass
 
 
@@ -345,7 +389,9 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                                  % getattr(exc, "signame", "signal"))
                 raise
             except Exception as exc:
-                recorder.message("error at step %d: %s: %s" % (state.step, type(exc).__name__, exc))
+                with contextlib.suppress(OSError):  # the disk that failed may fail this too
+                    recorder.message("error at step %d: %s: %s"
+                                     % (state.step, type(exc).__name__, exc))
                 raise
             finally:
                 for text in more:
@@ -357,7 +403,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     finally:
         restore_threads()
         reporter.close()
-        recorder.close()
+        # While an error propagates, a log that cannot be flushed (a full disk) must not hide it.
+        recorder.close(quiet=sys.exc_info()[0] is not None)
         if own_lock is not None:
             own_lock.release()
 

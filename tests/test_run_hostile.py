@@ -1,0 +1,272 @@
+"""A hostile or failing environment around a run directory: FIFOs and devices in place of its
+files, symlinked checkpoints, lying ``.npy`` headers, a read-only filesystem, a full disk, the
+umask, and a concurrent writer. Each is refused with exit 2 naming the file, never a hang, a
+MemoryError or a traceback."""
+import errno
+import io
+import json
+import os
+import signal
+import stat
+import zipfile
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from run_helpers import latest_dir, no_fsync, only_run_dir, write_config
+from trainer_cli.cli import main
+from trainer_cli.run import layout
+from trainer_cli.run.rundir import RunLock
+
+
+@pytest.fixture(autouse=True)
+def _fast_disk(monkeypatch):
+    no_fsync(monkeypatch)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+class Blocked(BaseException):
+    """Not an OSError (TimeoutError is one, which the code under test would catch)."""
+
+
+@contextmanager
+def deadline(seconds):
+    """Fail (instead of hanging the suite) when the body blocks, e.g. in open() of a FIFO."""
+    def expired(signum, frame):
+        raise Blocked("still blocked after %d s" % seconds)
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A finished run (checkpoints step-4 and step-6) to copy and damage."""
+    root = tmp_path_factory.mktemp("hostile")
+    path = write_config(root)
+    mp = pytest.MonkeyPatch()
+    no_fsync(mp)
+    try:
+        result = invoke("run", path, "--run-dir", root / "runs", "-q", "-o", "epochs=1")
+    finally:
+        mp.undo()
+    assert result.exit_code == 0, result.output
+    return only_run_dir(root / "runs")
+
+
+@pytest.fixture
+def run_dir(finished_run, tmp_path):
+    import shutil
+    copy = tmp_path / finished_run.name
+    shutil.copytree(finished_run, copy, symlinks=True)
+    return copy
+
+
+def _expect_refused(result, named):
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert named in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+# ----------------------------------------------------------------------------- item 5
+@pytest.mark.parametrize("target", ["latest", "meta.json", "config.yaml", "metrics.jsonl"])
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_fifo_or_device_in_place_of_a_file_is_refused_at_once(run_dir, target, kind):
+    where = {"latest": run_dir / "checkpoints" / "latest", "config.yaml": run_dir / "config.yaml",
+             "metrics.jsonl": run_dir / "metrics.jsonl",
+             "meta.json": latest_dir(run_dir) / "meta.json"}[target]
+    where.unlink()
+    if kind == "fifo":
+        os.mkfifo(where)
+    else:
+        where.symlink_to("/dev/zero")
+    with deadline(20):
+        resumed = invoke("resume", run_dir)
+        inspected = invoke("inspect", run_dir)
+    _expect_refused(resumed, target)
+    assert "not a regular file" in resumed.output
+    if target != "metrics.jsonl":  # inspect shows what it can of the metrics and says nothing
+        _expect_refused(inspected, target)
+
+
+def test_a_checkpoint_folder_symlinked_out_of_the_run_directory_is_refused(run_dir, tmp_path):
+    folder = latest_dir(run_dir)
+    outside = tmp_path / "elsewhere"
+    folder.rename(outside)
+    folder.symlink_to(outside)
+    result = invoke("resume", run_dir)
+    _expect_refused(result, "symbolic link")
+    assert folder.name in result.output
+    assert "--from step-4" in result.output  # the intact one is offered
+    _expect_refused(invoke("inspect", run_dir), "symbolic link")
+    _expect_refused(invoke("resume", run_dir, "--from", folder.name), "symbolic link")
+
+
+# ----------------------------------------------------------------------------- item 10
+def _rehash(folder):
+    """Make meta.json describe the files as they now are (tampering that the hashes miss)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    for name in meta["files"]:
+        meta["files"][name] = {"size": (folder / name).stat().st_size,
+                               "sha256": layout.file_digest(folder / name)}
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def _npy_member(header_shape, data: bytes, descr="<f4") -> bytes:
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (descr, header_shape)
+    header += " " * (63 - (len(header) + 10) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + data
+
+
+def _replace_member(path, name, payload):
+    with zipfile.ZipFile(path) as zf:
+        members = {info.filename: zf.read(info) for info in zf.infolist()}
+    members[name] = payload
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for member, data in members.items():
+            zf.writestr(member, data)
+    path.write_bytes(buf.getvalue())
+
+
+def test_a_states_header_claiming_4_tb_is_refused_without_allocating(run_dir):
+    folder = latest_dir(run_dir)
+    states = folder / "trainer.states"
+    _replace_member(states, "a0.npy", _npy_member((1 << 40,), b"\0" * 64))
+    _rehash(folder)
+    result = invoke("resume", run_dir)
+    _expect_refused(result, "trainer.states")
+    assert "claims" in result.output and "MemoryError" not in result.output
+    _expect_refused(invoke("inspect", states), "trainer.states")
+    _expect_refused(invoke("inspect", run_dir), "trainer.states")
+
+
+@pytest.mark.parametrize("damage", ["object_array", "garbage_start"])
+def test_a_damaged_states_file_never_advises_unpickling(run_dir, damage):
+    folder = latest_dir(run_dir)
+    states = folder / "trainer.states"
+    if damage == "object_array":
+        buf = io.BytesIO()
+        np.save(buf, np.array([{"evil": 1}], dtype=object), allow_pickle=True)
+        _replace_member(states, "a0.npy", buf.getvalue())
+    else:
+        data = bytearray(states.read_bytes())
+        data[:16] = b"\x80\x04garbage-pickle"
+        states.write_bytes(bytes(data))
+    _rehash(folder)
+    for result in (invoke("resume", run_dir), invoke("inspect", states)):
+        _expect_refused(result, "trainer.states")
+        assert "allow_pickle" not in result.output
+
+
+def test_a_read_only_filesystem_is_exit_2_naming_the_lock(run_dir, monkeypatch):
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if os.fspath(path).endswith(".lock"):
+            raise OSError(errno.EROFS, "Read-only file system", os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    result = invoke("resume", run_dir)
+    _expect_refused(result, str(run_dir / ".lock"))
+    assert "Read-only file system" in result.output
+
+
+def test_a_full_disk_names_the_step_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    from trainer_cli.gluon import param_file
+    real = param_file.write_npz
+    calls = []
+
+    def fills_up(fileobj, arrays):
+        calls.append(1)
+        if len(calls) >= 3:  # the third checkpoint's parameters
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fileobj, arrays)
+
+    monkeypatch.setattr(param_file, "write_npz", fills_up)
+    path = write_config(tmp_path)
+    result = invoke("run", path, "--run-dir", tmp_path / "runs", "-o", "checkpoint.every_epoch=false")
+    assert result.exit_code == 2, result.output
+    assert "step-12" in result.output and "No space left on device" in result.output
+    assert "step-8 is kept" in result.output and "Traceback" not in result.output
+    run_dir = only_run_dir(tmp_path / "runs")
+    assert layout.read_latest(run_dir) == 8
+    layout.verify_checkpoint(latest_dir(run_dir))
+    assert not [p for p in (run_dir / "checkpoints").iterdir() if p.name.startswith(".")]
+
+
+# ----------------------------------------------------------------------------- item 11
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_files_and_folders_follow_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        path = write_config(tmp_path)
+        assert invoke("run", path, "--run-dir", tmp_path / "runs", "-q", "-o", "epochs=1").exit_code == 0
+        run_dir = only_run_dir(tmp_path / "runs")
+        assert invoke("resume", run_dir, "--from", "step-4", "-q").exit_code == 0
+    finally:
+        os.umask(old)
+    seen = 0
+    for folder, dirs, files in os.walk(run_dir):
+        for name in dirs:
+            assert stat.S_IMODE(os.stat(os.path.join(folder, name)).st_mode) == 0o777 & ~umask, name
+        for name in files:
+            assert stat.S_IMODE(os.stat(os.path.join(folder, name)).st_mode) == 0o666 & ~umask, name
+            seen += 1
+    assert seen > 10
+
+
+# ----------------------------------------------------------------------------- item 12
+def test_resume_takes_the_lock_before_choosing_its_checkpoint(run_dir, monkeypatch):
+    from trainer_cli.run import checkpoint
+    order = []
+    real_acquire, real_point = RunLock.acquire, checkpoint.resume_point
+    monkeypatch.setattr(RunLock, "acquire", lambda self: (order.append("lock"), real_acquire(self))[1])
+    monkeypatch.setattr(checkpoint, "resume_point",
+                        lambda *a, **k: (order.append("choose"), real_point(*a, **k))[1])
+    assert invoke("resume", run_dir, "-q").exit_code == 0
+    assert order[:2] == ["lock", "choose"]
+
+
+def test_resume_beside_a_live_writer_refuses_before_reading_checkpoints(run_dir):
+    # The writer is pruning: latest names a checkpoint that is already gone.
+    (run_dir / "checkpoints" / "latest").write_text("step-999\n")
+    with RunLock(run_dir):
+        result = invoke("resume", run_dir)
+    _expect_refused(result, "another trainer process is writing")
+
+
+# ----------------------------------------------------------------------------- item 9
+def _set(meta, dotted, value):
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        meta = meta[key]
+    meta[keys[-1]] = value
+
+
+@pytest.mark.parametrize("field,value", [
+    ("loop.epoch", 1e30), ("loop.epoch", 7), ("loop.epoch", -1), ("loop.step", "6"),
+    ("loop.batch_in_epoch", 99), ("loop.samples", -5), ("loop.skipped", 1.5),
+    ("loop.finished", "yes"), ("loop.elapsed_s", "soon"), ("loop.latest", {"train_loss": "low"}),
+    ("loop.train", {"loss_sum": "x", "count": 1, "metrics": {}}), ("loop.stop_reason", 3),
+    ("rng", {"not": "a state"}), ("step", -6)])
+def test_meta_json_fields_of_wrong_type_or_range_are_exit_2_naming_the_field(run_dir, field, value):
+    meta_path = latest_dir(run_dir) / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    _set(meta, field, value)
+    meta_path.write_text(json.dumps(meta))
+    before = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    result = invoke("resume", run_dir)
+    _expect_refused(result, "meta.json")
+    assert field.split(".")[-1] in result.output, result.output
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == before  # nothing moved
