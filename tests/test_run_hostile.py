@@ -244,3 +244,29 @@ def test_resume_beside_a_live_writer_refuses_before_reading_checkpoints(run_dir)
     with RunLock(run_dir):
         result = invoke("resume", run_dir)
     _expect_refused(result, "another trainer process is writing")
+
+
+# ----------------------------------------------------------------------------- item 9
+def _set(meta, dotted, value):
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        meta = meta[key]
+    meta[keys[-1]] = value
+
+
+@pytest.mark.parametrize("field,value", [
+    ("loop.epoch", 1e30), ("loop.epoch", 7), ("loop.epoch", -1), ("loop.step", "6"),
+    ("loop.batch_in_epoch", 99), ("loop.samples", -5), ("loop.skipped", 1.5),
+    ("loop.finished", "yes"), ("loop.elapsed_s", "soon"), ("loop.latest", {"train_loss": "low"}),
+    ("loop.train", {"loss_sum": "x", "count": 1, "metrics": {}}), ("loop.stop_reason", 3),
+    ("rng", {"not": "a state"}), ("step", -6)])
+def test_meta_json_fields_of_wrong_type_or_range_are_exit_2_naming_the_field(run_dir, field, value):
+    meta_path = latest_dir(run_dir) / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    _set(meta, field, value)
+    meta_path.write_text(json.dumps(meta))
+    before = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    result = invoke("resume", run_dir)
+    _expect_refused(result, "meta.json")
+    assert field.split(".")[-1] in result.output, result.output
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == before  # nothing moved

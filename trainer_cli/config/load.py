@@ -2,13 +2,14 @@
 every problem reported together as one ``ConfigError``."""
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from .._bounded import read_regular_text
+from .._bounded import MiB, open_regular
 from .canonical import canonicalize
 from .errors import ConfigError, ConfigIssue
 from .overrides import apply_overrides
@@ -19,8 +20,8 @@ from .yamlio import MAX_DOCUMENT_CHARS, parse_yaml
 
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
 
-# The most bytes a config file may hold (a real one holds a few kilobytes).
-CONFIG_LIMIT = 4 * MAX_DOCUMENT_CHARS + 4  # UTF-8: the parser then refuses a long document with its position
+# The most bytes a run directory's config.yaml may hold (a real one holds a few kilobytes).
+CONFIG_LIMIT = 16 * MiB
 
 
 def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True,
@@ -45,8 +46,10 @@ def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True
 
 def _read_config_text(shown: str) -> str:
     try:
-        # Bounded, regular files only: a FIFO or /dev/zero in its place must not hang or fill memory.
-        return read_regular_text(shown, CONFIG_LIMIT)
+        # Regular files only: a FIFO or /dev/zero in its place must not hang or fill memory.
+        with io.TextIOWrapper(open_regular(shown), encoding="utf-8") as f:
+            # One character past the bound is enough for parse_yaml to refuse the document.
+            return f.read(MAX_DOCUMENT_CHARS + 1)
     except FileNotFoundError:
         raise ConfigError([ConfigIssue("config file not found", file=shown)]) from None
     except IsADirectoryError:

@@ -28,13 +28,15 @@ from ..ndarray import array as _array
 from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
+from .finite import StepUndo, broken_part
 from .state import Accumulator, EarlyStopping, LoopState
 
 __all__ = ["TrainingLoop", "NonFiniteError"]
 
 
 class NonFiniteError(RuntimeError):
-    """A step's loss or gradients were NaN/Inf under ``nan_policy: stop`` (the run fails)."""
+    """A step's loss, gradients or update were NaN/Inf under ``nan_policy: stop`` (the run
+    fails), or a checkpoint would have held NaN/Inf."""
 
 
 class TrainingLoop:
@@ -59,6 +61,8 @@ class TrainingLoop:
         if self.scaler is not None and state.amp:
             self.scaler.set_state(state.amp)
         self._saved_step = None
+        self._broken = None
+        self._must_stop = False
         self._started = time.monotonic()
         self._elapsed0 = state.elapsed_s
 
@@ -95,7 +99,7 @@ class TrainingLoop:
 
     # ------------------------------------------------------------------ one step
     def _step(self, window):
-        parts, st = self.parts, self.state
+        st = self.state
         window_acc_loss, window_count = 0.0, 0
         samples = sum(len(idx) for idx in window)
         metric_batches = []
@@ -105,17 +109,9 @@ class TrainingLoop:
             window_count += count
             metric_batches.append(pairs)
         finite = self._reduce_and_check(window_acc_loss)
+        self._broken = "loss or gradient is"
         if finite:
-            if parts.trainer.mode == STORE:
-                parts.trainer.step(samples)
-            else:
-                if self.config.grad_clip is not None and math.isfinite(self._norm):
-                    # Under loss scaling the gradients are loss_scale times too large.
-                    scale = self.scaler.loss_scale if self.scaler is not None else 1.0
-                    grads.clip(self.params, self._norm, samples * scale, self.config.grad_clip)
-                parts.trainer.update(samples)
-            if self.scaler is not None and self.scaler.last_overflow:
-                finite = None  # AMP skipped the update: a normal event, not nan_policy's
+            finite = self._update(samples)
         if finite:
             # Metrics count only applied steps, so a skipped NaN step does not poison the means.
             self.train_acc.add_loss(window_acc_loss, window_count)
@@ -132,6 +128,35 @@ class TrainingLoop:
         self._window_loss = window_acc_loss / window_count if window_count else float("nan")
         if finite is False:
             self._non_finite()
+
+    def _update(self, samples):
+        """Apply the step's update; False when it made a trainable weight or an optimizer state
+        NaN/Inf (finite gradients can still overflow), which ``nan_policy: skip`` undoes."""
+        parts = self.parts
+        on_store = parts.trainer.mode == STORE
+        # Undoing an update needs a copy of what it changes; only skip needs to undo one.
+        undo = StepUndo(self.params, parts.trainer) \
+            if self.config.nan_policy == "skip" and not on_store else None
+        if on_store:
+            parts.trainer.step(samples)
+        else:
+            if self.config.grad_clip is not None and math.isfinite(self._norm):
+                # Under loss scaling the gradients are loss_scale times too large.
+                scale = self.scaler.loss_scale if self.scaler is not None else 1.0
+                grads.clip(self.params, self._norm, samples * scale, self.config.grad_clip)
+            parts.trainer.update(samples)
+        if self.scaler is not None and self.scaler.last_overflow:
+            return None  # AMP skipped the update (nothing changed): a normal event, not nan_policy's
+        broken = broken_part(self.params, parts.trainer, trainable_only=True)
+        if broken is None:
+            return True
+        self._broken = "the update made the %s" % broken
+        if undo is not None:
+            undo.restore()
+        elif self.config.nan_policy == "skip":
+            self._broken += " (an update made on the kvstore cannot be undone)"
+            self._must_stop = True
+        return False
 
     def _forward_backward(self, idx):
         """Forward and backward of one batch on this worker's devices; returns the loss sum, the
@@ -192,8 +217,8 @@ class TrainingLoop:
 
     def _non_finite(self):
         st = self.state
-        what = "loss or gradient is NaN/Inf at step %d (epoch %d)" % (st.step, self._row_epoch())
-        if self.config.nan_policy == "stop":
+        what = "%s NaN/Inf at step %d (epoch %d)" % (self._broken, st.step, self._row_epoch())
+        if self.config.nan_policy == "stop" or self._must_stop:
             raise NonFiniteError(
                 "%s; stopping (nan_policy: stop). The last checkpoint before it is kept; consider "
                 "a lower learning rate, grad_clip, or nan_policy: skip" % what)
@@ -292,6 +317,14 @@ class TrainingLoop:
         if self.scaler is not None:
             st.amp = dict(st.amp, **self.scaler.get_state())
         st.elapsed_s = self.elapsed()
+        # Never a checkpoint with NaN/Inf in it: it would become `latest` and prune good ones.
+        # (Under MPI only what every rank holds alike, so that all ranks decide the same.)
+        broken = broken_part(self.params, self.parts.trainer,
+                             trainable_only=self.parts.num_workers > 1)
+        if broken is not None:
+            raise NonFiniteError(
+                "the %s are NaN/Inf at step %d: no checkpoint saved, the last one before it is "
+                "kept" % (broken, st.step))
         self.recorder.checkpoint(self)
         self._saved_step = st.step
 

@@ -40,7 +40,7 @@ from .progress import Reporter
 from .rundir import RunLock, create_run_dir
 from .signals import AgreedStop, StopOnSignal
 from .signals import exit_code as _signal_exit_code
-from .state import LoopState
+from .state import Accumulator, EarlyStopping, LoopState
 
 __all__ = ["RunResult", "RunFailed", "start_run", "resume_run", "EXIT_CODES"]
 
@@ -123,7 +123,7 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             meta, kv_notes = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore,
                                                    parts.contexts)
             _check_data(meta, parts, path)
-            state = _loop_state(meta, step, path)
+            state = _loop_state(meta, step, path, parts, extending=bool(overrides))
             notes.append("resuming from %s (%s)" % (path.name, state.position_text()))
             notes += ["note: %s" % text for text in kv_notes]
         else:
@@ -183,19 +183,41 @@ def _check_name(name):
                                        "folder), got %r" % name, key="name", override="--name %s" % name)])
 
 
-def _loop_state(meta, step, path) -> LoopState:
-    """The loop state and random state a checkpoint holds, checked before anything uses them."""
+def _loop_state(meta, step, path, parts, extending=False) -> LoopState:
+    """The loop state and random state a checkpoint holds, checked (types, ranges, and against
+    the config) before anything uses them. (``extending``: epochs/steps overrides change the
+    length, which :mod:`.extend` checks itself.)"""
     where = path / layout.META_FILE
     loop = meta.get("loop")
     if not isinstance(loop, dict) or not isinstance(meta.get("rng"), dict):
         raise RunDirError("%s: no loop or random state; not a checkpoint of trainer run" % where)
     try:
         state = LoopState.from_dict(loop)
-        _random.set_state(meta["rng"])
-    except (TypeError, ValueError, KeyError) as exc:
-        raise RunDirError("%s: unusable loop or random state (%s)" % (where, exc)) from None
+    except ValueError as exc:
+        raise RunDirError("%s: %s" % (where, exc)) from None
     if meta["step"] != step or state.step != step:
         raise RunDirError("%s: says step %s, but the folder is %s" % (where, meta["step"], path.name))
+    config = parts.config
+    if not extending and config.epochs is not None and state.epoch > config.epochs:
+        raise RunDirError("%s: loop.epoch: %d epochs done, but the config trains %d"
+                          % (where, state.epoch, config.epochs))
+    batches = len(parts.order.batches(state.epoch))
+    if state.batch_in_epoch > batches:
+        raise RunDirError("%s: loop.batch_in_epoch: %d, but epoch %d has %d batches"
+                          % (where, state.batch_in_epoch, state.epoch + 1, batches))
+    try:
+        Accumulator(parts.metrics).set_state(state.train)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise RunDirError("%s: loop.train: unusable running metrics (%s)" % (where, exc)) from None
+    if config.early_stopping:
+        try:
+            EarlyStopping(config.early_stopping).set_state(state.early_stopping)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise RunDirError("%s: loop.early_stopping: unusable (%s)" % (where, exc)) from None
+    try:
+        _random.set_state(meta["rng"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise RunDirError("%s: rng: unusable random state (%s)" % (where, exc)) from None
     return state
 
 

@@ -43,8 +43,75 @@ class LoopState:
 
     @classmethod
     def from_dict(cls, data: dict) -> "LoopState":
+        """The state saved by :meth:`to_dict`, every field checked for type and range (a
+        ValueError naming the field: ``loop.epoch: expected ...``)."""
+        if not isinstance(data, dict):
+            raise ValueError("loop: expected a mapping")
+        for name, check in _CHECKS.items():
+            if name in data:
+                wrong = check(data[name])
+                if wrong is not None:
+                    raise ValueError("loop.%s: expected %s, got %s"
+                                     % (name, wrong, _shown(data[name])))
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        state = cls(**known)
+        for name, upper in (("skipped", "step"), ("last_val_step", "step")):
+            value = getattr(state, name)
+            if value is not None and value > getattr(state, upper):
+                raise ValueError("loop.%s: %d is more than loop.%s (%d)"
+                                 % (name, value, upper, getattr(state, upper)))
+        return state
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value):
+    return None if _is_int(value) and value >= 0 else "an integer, 0 or more"
+
+
+def _opt_count(value):
+    return None if value is None else _count(value)
+
+
+def _flag(value):
+    return None if isinstance(value, bool) else "true or false"
+
+
+def _seconds(value):
+    return None if _is_number(value) and value >= 0 else "a number of seconds, 0 or more"
+
+
+def _reason(value):
+    return None if value is None or value in STOP_REASONS else \
+        "null or one of %s" % ", ".join(STOP_REASONS)
+
+
+def _values(value):
+    ok = isinstance(value, dict) and all(
+        isinstance(k, str) and (v is None or _is_number(v)) for k, v in value.items())
+    return None if ok else "a mapping of metric names to numbers or null"
+
+
+def _mapping(value):
+    return None if isinstance(value, dict) else "a mapping"
+
+
+STOP_REASONS = ("epochs", "steps", "early_stopping")
+_CHECKS = {"step": _count, "epoch": _count, "batch_in_epoch": _count, "samples": _count,
+           "skipped": _count, "finished": _flag, "stop_reason": _reason,
+           "last_val_step": _opt_count, "elapsed_s": _seconds, "latest": _values,
+           "train": _mapping, "early_stopping": _mapping}
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class Accumulator:

@@ -1,0 +1,71 @@
+"""Issue 13 item 1: an update with finite gradients can still make the weights NaN/Inf (here
+``learning_rate: 1e39`` once a warmup of three good steps ends). No such checkpoint is saved or
+pointed at, the last finite one is never pruned, and ``nan_policy: skip`` undoes the update."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import run_helpers
+from run_helpers import assert_bitwise_equal, final_arrays, latest_dir, no_fsync, only_run_dir, write_config
+from trainer_cli.cli import main
+from trainer_cli.run import layout
+
+OVERFLOW = run_helpers.SMALL.replace(
+    "optimizer: {name: adam, params: {learning_rate: 0.01}}",
+    "optimizer: {name: sgd, params: {learning_rate: 1.0e+39, momentum: 0.9}}\n"
+    "lr_scheduler: {type: factor, params: {step: 1000, factor: 1.0, warmup_steps: 4,\n"
+    "               warmup_begin_lr: 0.01, warmup_mode: constant}}")
+EVERY_STEP = ("-o", "checkpoint.every_steps=1", "-o", "checkpoint.keep_last=1",
+              "-o", "checkpoint.every_epoch=false")
+
+
+@pytest.fixture(autouse=True)
+def _fast_disk(monkeypatch):
+    no_fsync(monkeypatch)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _all_finite(arrays: dict) -> bool:
+    return all(np.isfinite(v).all() for k, v in arrays.items() if v.dtype.kind == "f")
+
+
+def test_an_overflowing_update_is_never_checkpointed_under_stop(tmp_path):
+    path = write_config(tmp_path, OVERFLOW)
+    result = invoke("run", path, "--run-dir", tmp_path / "runs", *EVERY_STEP)
+    assert result.exit_code == 1, result.output
+    assert "NaN/Inf" in result.output and "step 4" in result.output
+    run_dir = only_run_dir(tmp_path / "runs")
+    assert layout.read_latest(run_dir) == 3
+    assert [s for s, _ in layout.list_checkpoints(run_dir)] == [3]  # the last finite one stays
+    params, states = final_arrays(run_dir)
+    assert _all_finite(params) and _all_finite(states)
+    # ... and it resumes (and stops again at the same step, as the config asks)
+    again = invoke("resume", run_dir)
+    assert again.exit_code == 1 and "step 4" in again.output
+    assert layout.read_latest(run_dir) == 3
+
+
+def test_skip_undoes_an_overflowing_update(tmp_path):
+    path = write_config(tmp_path, OVERFLOW)
+    result = invoke("run", path, "--run-dir", tmp_path / "runs", "--json", "-o", "nan_policy=skip",
+                    *EVERY_STEP)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["steps"] == 18 and summary["skipped_steps"] == 15
+    run_dir = only_run_dir(tmp_path / "runs")
+    params, states = final_arrays(run_dir)
+    assert _all_finite(params) and _all_finite(states)
+    assert "update skipped" in (run_dir / "train.log").read_text()
+    # Every skipped step was undone: the weights and states are those after the 3 good steps.
+    ref = invoke("run", path, "--run-dir", tmp_path / "ref", "-q", "-o", "epochs=null",
+                 "-o", "steps=3")
+    assert ref.exit_code == 0, ref.output
+    ref_params, ref_states = final_arrays(only_run_dir(tmp_path / "ref"))
+    assert_bitwise_equal(params, ref_params)
+    ref_states.pop("__header__"), states.pop("__header__")
+    assert_bitwise_equal(states, ref_states)

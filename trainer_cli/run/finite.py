@@ -1,0 +1,124 @@
+"""Whether a model's weights and optimizer states are finite, and undoing one update.
+
+The NaN check before an update looks at the loss and the gradients; an update with finite
+gradients can still overflow (``learning_rate: 1e39``, or Adam's second moment of a huge
+gradient). So after each update :func:`broken_part` looks at the weights and states too, and a
+checkpoint is never written while either is NaN/Inf. Under ``nan_policy: skip`` a
+:class:`StepUndo` taken before the update (a copy of the trainable weights, their optimizer
+states and the update counts: once more the memory of the weights and states) puts the step back.
+"""
+from __future__ import annotations
+
+import numpy
+
+from ..gluon.trainer import STORE
+from ..gluon.parameter import DeferredInitializationError
+from ..ndarray import NDArray
+from ..ndarray.interop import array_module, raw
+
+__all__ = ["broken_part", "StepUndo", "state_updaters"]
+
+
+def _finite(array: NDArray) -> bool:
+    data, xp = raw(array), array_module(array)
+    if data.dtype.kind not in "fc" or data.size == 0:
+        return True
+    # NaN and Inf propagate into a sum, so a finite sum is the common, allocation-free answer;
+    # a non-finite one may be finite values that overflowed, which the exact test tells apart.
+    if bool(xp.isfinite(data.sum())):
+        return True
+    return bool(xp.isfinite(data).all())
+
+
+def _leaves(state):
+    if isinstance(state, NDArray):
+        yield state
+    elif isinstance(state, (tuple, list)):
+        for item in state:
+            yield from _leaves(item)
+
+
+def state_updaters(trainer) -> list:
+    """The Updaters holding ``trainer``'s optimizer states (the kvstore's when it updates)."""
+    if trainer.mode == STORE:
+        updater = getattr(trainer._kvstore, "_updater", None)
+        return [updater] if updater is not None else []
+    return list(trainer._updaters)
+
+
+def broken_part(params, trainer, trainable_only=False) -> str | None:
+    """``"parameters"`` or ``"optimizer states"`` when one of them holds NaN/Inf, else None."""
+    for param in params:
+        if trainable_only and param.grad_req == "null":
+            continue
+        try:
+            arrays = param.list_data()
+        except DeferredInitializationError:  # no values yet, so none that are NaN
+            continue
+        if not all(_finite(d) for d in arrays):
+            return "parameters"
+    for updater in state_updaters(trainer):
+        for state in updater.states.values():
+            if not all(_finite(leaf) for leaf in _leaves(state)):
+                return "optimizer states"
+    return None
+
+
+def _copy(state):
+    if isinstance(state, NDArray):
+        return state.copy()
+    if isinstance(state, (tuple, list)):
+        return type(state)(_copy(s) for s in state)
+    return state
+
+
+def _put_back(saved, live) -> bool:
+    """Copy ``saved`` into the arrays of ``live`` in place; False when their layouts differ."""
+    if isinstance(saved, NDArray):
+        if not isinstance(live, NDArray) or live.shape != saved.shape:
+            return False
+        saved.copyto(live)
+        return True
+    if isinstance(saved, (tuple, list)):
+        return (isinstance(live, type(saved)) and len(live) == len(saved)
+                and all(_put_back(s, v) for s, v in zip(saved, live)))
+    return saved is live
+
+
+class StepUndo:
+    """What one local update changes, kept to put back: trainable weights, optimizer states,
+    update counts and any extra optimizer state. Not for updates made on the kvstore."""
+
+    def __init__(self, params, trainer):
+        self.weights = [(d, d.copy()) for p in params if p.grad_req != "null"
+                        for d in p.list_data()]
+        self.states = [(u, {i: _copy(s) for i, s in u.states.items()})
+                       for u in state_updaters(trainer)]
+        opt = self.optimizer = trainer.optimizer
+        self.num_update = opt.num_update
+        self.counts = {dev: dict(counts) for dev, counts in opt._all_index_update_counts.items()}
+        scalars, arrays = opt._extra_state()
+        self.extra = (dict(scalars), {k: numpy.array(_host(a)) for k, a in arrays.items()})
+
+    def restore(self):
+        for live, saved in self.weights:
+            saved.copyto(live)
+        for updater, saved in self.states:
+            # In place where possible: the Updater's prepared step keeps the state arrays.
+            if set(updater.states) != set(saved) or not all(
+                    _put_back(saved[i], updater.states[i]) for i in saved):
+                updater.set_states_dict(saved)
+        opt = self.optimizer
+        opt.num_update = self.num_update
+        for dev, counts in opt._all_index_update_counts.items():
+            counts.clear()  # the same dicts: the optimizer points at the current device's
+            counts.update(self.counts.get(dev, {}))
+        scalars, arrays = self.extra
+        if scalars or arrays:
+            opt._set_extra_state(dict(scalars), dict(arrays))
+
+
+def _host(array):
+    if isinstance(array, NDArray):
+        return array.asnumpy()
+    return array.get() if hasattr(array, "get") else array
