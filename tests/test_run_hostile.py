@@ -270,3 +270,87 @@ def test_meta_json_fields_of_wrong_type_or_range_are_exit_2_naming_the_field(run
     _expect_refused(result, "meta.json")
     assert field.split(".")[-1] in result.output, result.output
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == before  # nothing moved
+
+
+def _tamper_states(folder, change):
+    from trainer_cli._npz import write_npz
+    path = folder / "trainer.states"
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays.pop("__header__").tobytes())
+    change(header, arrays)
+    buf = io.BytesIO()
+    write_npz(buf, {"__header__": np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays})
+    path.write_bytes(buf.getvalue())
+    _rehash(folder)
+
+
+def _first_leaf(header):
+    layout_ = header["devices"][0]["states"][0]["state"]
+    while "array" not in layout_:
+        layout_ = next(iter(layout_.values()))[0]
+    return layout_
+
+
+def _wrong_shape(header, arrays):
+    leaf = _first_leaf(header)
+    arrays[leaf["array"]] = np.zeros((2, 2), np.float32)
+    leaf["shape"] = [2, 2]
+
+
+def _float64(header, arrays):
+    leaf = _first_leaf(header)
+    arrays[leaf["array"]] = arrays[leaf["array"]].astype(np.float64)
+    leaf["dtype"] = "float64"
+
+
+def _fewer(header, arrays):
+    header["devices"][0]["states"].pop()
+
+
+def _nan_state(header, arrays):
+    arrays[_first_leaf(header)["array"]][...] = np.nan
+
+
+@pytest.mark.parametrize("change,said", [
+    (_wrong_shape, "[2, 2]"), (_float64, "float64"), (_fewer, "no state for parameter"),
+    (_nan_state, "NaN/Inf")])
+def test_tampered_states_with_matching_hashes_are_exit_2(run_dir, change, said):
+    _tamper_states(latest_dir(run_dir), change)
+    result = invoke("resume", run_dir)
+    _expect_refused(result, "trainer.states")
+    assert said in result.output
+
+
+def test_params_of_another_dtype_with_matching_hashes_are_exit_2(run_dir):
+    from trainer_cli._npz import write_npz
+    folder = latest_dir(run_dir)
+    path = folder / "params.npz"
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k].astype(np.float64) for k in z.files}
+    buf = io.BytesIO()
+    write_npz(buf, arrays)
+    path.write_bytes(buf.getvalue())
+    _rehash(folder)
+    result = invoke("resume", run_dir)
+    _expect_refused(result, "params.npz")
+    assert "float64" in result.output
+
+
+def test_kvstore_residuals_with_no_matching_names_are_exit_2(tmp_path):
+    from trainer_cli._npz import write_npz
+    path = write_config(tmp_path)
+    args = ("-o", "context=[cpu:0, cpu:1]", "-o", "kvstore=device",
+            "-o", "compression={type: 2bit, threshold: 0.05}", "-o", "epochs=1")
+    assert invoke("run", path, "--run-dir", tmp_path / "runs", "-q", *args).exit_code == 0
+    run_dir = only_run_dir(tmp_path / "runs")
+    folder = latest_dir(run_dir)
+    with np.load(folder / "kvstore.npz", allow_pickle=False) as z:
+        arrays = {"x" + k: z[k] for k in z.files}
+    buf = io.BytesIO()
+    write_npz(buf, arrays)
+    (folder / "kvstore.npz").write_bytes(buf.getvalue())
+    _rehash(folder)
+    result = invoke("resume", run_dir)
+    _expect_refused(result, "kvstore.npz")
+    assert "not a residual name" in result.output

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .._atomic import fsync_dir, make_temp_dir, write_text_atomic
 from .._bounded import read_regular
-from . import kvstate, layout
+from . import fit, kvstate, layout
 from .layout import RunDirError
 
 __all__ = ["save_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
@@ -70,15 +70,19 @@ def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> tuple[dict, list]:
     notes for the user (saved state that this job could not take back)."""
     from ..gluon.param_file import ParamFileError, load_arrays
     from ..gluon.parameter import ParameterError
+    from ..optimizer.state_file import load_states_file
 
     ckpt_dir = Path(ckpt_dir)
     meta = layout.verify_checkpoint(ckpt_dir)
+    # Every file is read and checked against the model, optimizer and config before any loads.
+    params_path, states_path = ckpt_dir / layout.PARAMS_FILE, ckpt_dir / layout.STATES_FILE
     try:
-        net.load_parameters(str(ckpt_dir / layout.PARAMS_FILE), ctx=contexts)
-    except ParameterError as exc:
-        raise RunDirError("%s: does not fit the model in config.yaml: %s"
-                          % (ckpt_dir / layout.PARAMS_FILE, exc)) from None
-    trainer.load_states(str(ckpt_dir / layout.STATES_FILE))
+        weights = load_arrays(params_path)
+    except ParamFileError as exc:
+        raise RunDirError(str(exc)) from None
+    fit.check_params(params_path, weights, net)
+    by_device, optimizer = load_states_file(states_path)
+    fit.check_states(states_path, by_device, optimizer, net, trainer, weights)
     residuals, where = {}, ckpt_dir
     if layout.KVSTORE_FILE in meta["files"]:
         where = ckpt_dir / layout.KVSTORE_FILE
@@ -86,6 +90,13 @@ def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> tuple[dict, list]:
             residuals = load_arrays(where)
         except ParamFileError as exc:
             raise RunDirError(str(exc)) from None
+        fit.check_residuals(where, residuals, kv, trainer, contexts)
+    try:
+        net.load_parameters(str(params_path), ctx=contexts)
+    except ParameterError as exc:
+        raise RunDirError("%s: does not fit the model in config.yaml: %s"
+                          % (ckpt_dir / layout.PARAMS_FILE, exc)) from None
+    trainer.load_states(str(states_path))
     try:
         note = kvstate.set_residuals(kv, residuals, contexts, where)
     except (KeyError, ValueError) as exc:
