@@ -179,15 +179,11 @@ class _Composer:
         if target in self.resolving or target == path:
             self._issue("${%s}: the reference refers to itself" % ref, place, dotted(path))
             return None, False
-        value = self.root
-        for part in target:
-            if isinstance(value, dict) and part in value:
-                value = value[part]
-            elif isinstance(value, list) and isinstance(part, int) and part < len(value):
-                value = value[part]
-            else:
-                self._issue("${%s}: no such key in the config" % ref, place, dotted(path))
-                return None, False
+        try:
+            value = lookup(self.root, target)
+        except KeyError:
+            self._issue("${%s}: no such key in the config" % ref, place, dotted(path))
+            return None, False
         self.resolving.append(target)
         try:
             value = self._walk(_copy(value), target)
@@ -199,6 +195,18 @@ class _Composer:
     def _place(self, path):
         _, entry = self.positions.find(path)
         return entry.value if entry is not None else Place()
+
+
+def lookup(data, path: tuple):
+    """The value at ``path`` (keys and list positions) in nested dicts and lists; KeyError."""
+    for part in path:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            raise KeyError(path)
+    return data
 
 
 def _copy(value):

@@ -7,6 +7,7 @@ from .creation import __all__ as _creation_all
 from .nn import *  # noqa: F401,F403
 from .nn import __all__ as _nn_all
 from . import random
+from . import sparse
 from . import ops as _ops
 
 # MXNet's older spellings of the same functions.
@@ -27,5 +28,5 @@ from .deconvolution import Deconvolution  # noqa: E402
 from .normalization import GroupNorm, InstanceNorm  # noqa: E402
 from .padding import Pad, pad  # noqa: E402
 
-__all__ = ["NDArray", "random", "slice", "crop", "Deconvolution", "GroupNorm", "InstanceNorm",
+__all__ = ["NDArray", "random", "sparse", "slice", "crop", "Deconvolution", "GroupNorm", "InstanceNorm",
            "Pad", "pad"] + list(_ops_all) + list(_creation_all) + list(_nn_all)

@@ -268,6 +268,12 @@ class NDArray:
     def stype(self):
         return "default"
 
+    def tostype(self, stype):
+        """This array in storage ``stype``: ``'default'`` (itself), ``'row_sparse'`` or ``'csr'``."""
+        from .sparse import cast_storage
+
+        return cast_storage(self, stype)
+
     @property
     def grad(self):
         return self._grad
@@ -389,6 +395,11 @@ class NDArray:
         """Mark this array as a variable: ``backward`` writes or adds its gradient into ``.grad``."""
         if grad_req not in ("write", "add", "null"):
             raise ValueError("grad_req must be 'write', 'add' or 'null', got %r" % (grad_req,))
+        if stype is not None and stype != "default":
+            from .sparse import zeros as sparse_zeros  # row_sparse gradients (nd.sparse.dot)
+
+            self._mark(sparse_zeros(stype, self.shape, self._ctx, self._data.dtype), grad_req)
+            return
         self._mark(_wrap(self._xp.zeros_like(self._data), self._ctx), grad_req)
 
     def _mark(self, grad_buffer, grad_req):
@@ -402,6 +413,9 @@ class NDArray:
         self._fresh_grad = False
 
     def _receive_grad(self, g):
+        if type(g) is not _np_ndarray and hasattr(g, "receive_into"):  # a sparse gradient
+            g.receive_into(self)
+            return
         buf = self._grad._data
         if self._grad_req == "add":
             buf += g

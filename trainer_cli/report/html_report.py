@@ -163,14 +163,9 @@ def _fmt(value) -> str:
 
 
 def _duration(seconds) -> str:
-    if seconds is None:
-        return "—"
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return "%ds" % seconds
-    if seconds < 3600:
-        return "%dm%02ds" % divmod(seconds, 60)
-    return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+    from .render import duration_text
+
+    return "—" if seconds is None else duration_text(seconds)
 
 
 def _runs_table(histories, colors) -> str:

@@ -331,11 +331,12 @@ def render_runs(out: Console, root, runs: list) -> None:
         table.add_row(run["name"], Text(run["status"], style=styles.get(run["status"], "")),
                       _num(run["step"]), _num(run["epoch"]), best_text,
                       (run["last_checkpoint"] or "-").replace("step-", ""),
-                      (run["started"] or "-")[5:16], "-" if duration is None else _seconds(duration))
+                      (run["started"] or "-")[5:16], "-" if duration is None else duration_text(duration))
     out.print(table)
 
 
-def _seconds(value: float) -> str:
+def duration_text(value: float) -> str:
+    """``42s``, ``3m07s``, ``2h15m``: a run's length, short."""
     value = int(round(value))
     if value < 60:
         return "%ds" % value

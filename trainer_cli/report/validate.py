@@ -23,22 +23,19 @@ def _flat_keys(value, prefix=()):
 
 def explain_report(path, overrides, key: str) -> dict:
     """``{"key", "value", "source", "via"}`` for the dotted ``key`` of the resolved config."""
+    from ..config.compose import lookup
     from ..config.suggest import did_you_mean
 
     trace: dict = {}
     config = load_config(path, overrides, trace=trace)
     resolved = resolved_dict(config)
     parts = tuple(int(p) if p.isdigit() else p for p in key.split("."))
-    value = resolved
-    for part in parts:
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and isinstance(part, int) and part < len(value):
-            value = value[part]
-        else:
-            known = [".".join(map(str, p)) for p in _flat_keys(resolved)]
-            raise ConfigError([ConfigIssue("--explain: no key %r in the resolved config%s"
-                                           % (key, did_you_mean(key, known)), file=str(path))])
+    try:
+        value = lookup(resolved, parts)
+    except KeyError:
+        known = [".".join(map(str, p)) for p in _flat_keys(resolved)]
+        raise ConfigError([ConfigIssue("--explain: no key %r in the resolved config%s"
+                                       % (key, did_you_mean(key, known)), file=str(path))]) from None
     positions = trace.get("positions")
     entry = positions.get(parts) if positions is not None else None
     if entry is None:

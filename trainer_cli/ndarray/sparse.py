@@ -1,0 +1,531 @@
+"""``nd.sparse``: MXNet's row_sparse and CSR storage.
+
+- :class:`RowSparseNDArray`: a table of which only some rows are stored: ``indices`` (sorted,
+  unique int64 row ids) and ``data`` (one row of values per index). Absent rows are zeros.
+- :class:`CSRNDArray`: a 2-D matrix in compressed sparse row form: ``indptr`` (row starts),
+  ``indices`` (int64 column ids) and ``data`` (the stored values).
+
+Both keep their storage sparse end to end: conversions, ``retain``, ``+`` of two row_sparse
+arrays, ``*`` by a scalar, ``copyto`` and ``dot`` never build the dense array; ``tostype
+('default')`` and ``asnumpy`` do, on request. "Stored" is structural, as in MXNet: an explicitly
+stored zero stays stored (``dot(csr.T, x)`` keeps every stored column of the csr), while
+``tostype`` from a dense array stores only the rows or entries that are not zero.
+
+Gradients: ``nd.sparse.dot(csr, w)`` inside ``autograd.record()`` gives ``w`` a row_sparse
+gradient (:class:`RowSparseGrad` on the tape) holding only the rows the csr's columns touch;
+``w.attach_grad(stype='row_sparse')`` keeps it row_sparse, a dense gradient buffer receives it
+scattered.
+"""
+from __future__ import annotations
+
+import numpy
+
+from ..context import Context, current_context
+from .ndarray import NDArray, _recording_for, _recorded, _transfer, _wrap, _xp_of
+
+__all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad",
+           "row_sparse_array", "csr_matrix", "zeros", "array", "retain", "dot", "cast_storage",
+           "add", "elemwise_add"]
+
+_INDEX = numpy.int64
+
+
+def _dtype(dtype, default=numpy.float32):
+    return numpy.dtype(default if dtype is None else dtype)
+
+
+def _host(data):
+    return data if type(data) is numpy.ndarray else data.get()
+
+
+def _raw(x, ctx, dtype=None):
+    """A backend array on ``ctx`` from an NDArray, NumPy array or nested list."""
+    if isinstance(x, NDArray):
+        data = x._data
+    else:
+        data = numpy.asarray(x)
+    if dtype is not None and data.dtype != dtype:
+        data = data.astype(dtype)
+    return _transfer(data, ctx)
+
+
+class BaseSparseNDArray(NDArray):
+    """What row_sparse and csr arrays share: a logical ``shape`` over stored ``data``."""
+
+    __slots__ = ("_shape", "_indices")
+    stype_name = None
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def size(self):
+        return int(numpy.prod(self._shape, dtype=numpy.int64))
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def stype(self):
+        return self.stype_name
+
+    @property
+    def data(self) -> NDArray:
+        """The stored values (a dense NDArray sharing this array's memory)."""
+        return _wrap(self._data, self._ctx)
+
+    @property
+    def indices(self) -> NDArray:
+        return _wrap(self._indices, self._ctx)
+
+    def __len__(self):
+        return self._shape[0]
+
+    def __repr__(self):
+        return "\n<%s %s @%s>" % (type(self).__name__, "x".join(map(str, self._shape)), self._ctx)
+
+    def asnumpy(self) -> numpy.ndarray:
+        return _host(self._dense_raw())
+
+    def astype(self, dtype, copy=True):
+        out = self.copy()
+        out._data = out._data.astype(dtype)
+        return out
+
+    def tostype(self, stype):
+        return cast_storage(self, stype)
+
+    def as_in_context(self, context: Context):
+        return self if context == self._ctx else self.copyto(context)
+
+    def copyto(self, other):
+        if isinstance(other, Context):
+            return self._moved(other, copy=True)
+        if isinstance(other, BaseSparseNDArray) and other.stype == self.stype:
+            moved = self._moved(other.context, copy=True)
+            other._data, other._indices, other._shape = moved._data, moved._indices, moved._shape
+            if isinstance(other, CSRNDArray):
+                other._indptr = moved._indptr
+            return other
+        if isinstance(other, NDArray):
+            other[:] = _wrap(_transfer(self._dense_raw(), other.context), other.context)
+            return other
+        raise TypeError("copyto does not support type %s" % type(other))
+
+    def copy(self):
+        return self._moved(self._ctx, copy=True)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice) and key == slice(None):
+            return self
+        raise NotImplementedError("indexing a %s array other than [:] is not supported; "
+                                  "use tostype('default') first" % self.stype)
+
+    def __setitem__(self, key, value):
+        if not (isinstance(key, slice) and key == slice(None)):
+            raise NotImplementedError("assigning to part of a %s array is not supported" % self.stype)
+        src = value if isinstance(value, BaseSparseNDArray) else cast_storage(
+            value if isinstance(value, NDArray) else _wrap(_raw(value, self._ctx), self._ctx),
+            self.stype)
+        src.copyto(self)
+
+    # Elementwise arithmetic where MXNet does not keep sparsity densifies, as MXNet's fallback.
+    def _dense(self) -> NDArray:
+        return _wrap(self._dense_raw(), self._ctx)
+
+    def __neg__(self):
+        return self * -1.0
+
+    def __sub__(self, other):
+        return add(self, -other if isinstance(other, BaseSparseNDArray) else -1.0 * other)
+
+    def __rsub__(self, other):
+        return add(-1.0 * self, other)
+
+    def __truediv__(self, other):
+        if isinstance(other, (int, float)):
+            return self * (1.0 / other) if other else self._dense() / other
+        return self._dense() / other
+
+
+class RowSparseNDArray(BaseSparseNDArray):
+    stype_name = "row_sparse"
+    __slots__ = ()
+
+    def _dense_raw(self):
+        xp = _xp_of(self._data)
+        out = xp.zeros(self._shape, dtype=self._data.dtype)
+        if len(self._indices):
+            out[self._indices] = self._data
+        return out
+
+    def _moved(self, ctx, copy):
+        return _rsp(_transfer(self._data, ctx, copy), _transfer(self._indices, ctx, copy),
+                    self._shape, ctx)
+
+    def retain(self, indices):
+        return retain(self, indices)
+
+    def __add__(self, other):
+        return add(self, other)
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        if isinstance(other, (int, float, numpy.number)):
+            return _rsp(self._data * self._data.dtype.type(other), self._indices.copy(),
+                        self._shape, self._ctx)
+        return self._dense() * other
+
+    __rmul__ = __mul__
+
+
+class CSRNDArray(BaseSparseNDArray):
+    stype_name = "csr"
+    __slots__ = ("_indptr",)
+
+    @property
+    def indptr(self) -> NDArray:
+        return _wrap(self._indptr, self._ctx)
+
+    def _rows(self):
+        """The row id of every stored entry."""
+        xp = _xp_of(self._data)
+        return xp.repeat(xp.arange(self._shape[0], dtype=_INDEX), xp.diff(self._indptr))
+
+    def _dense_raw(self):
+        xp = _xp_of(self._data)
+        out = xp.zeros(self._shape, dtype=self._data.dtype)
+        if len(self._indices):
+            # Duplicates cannot occur in a valid csr; assignment keeps the stored values.
+            out[self._rows(), self._indices] = self._data
+        return out
+
+    def _moved(self, ctx, copy):
+        return _csr(_transfer(self._data, ctx, copy), _transfer(self._indices, ctx, copy),
+                    _transfer(self._indptr, ctx, copy), self._shape, ctx)
+
+    def __mul__(self, other):
+        if isinstance(other, (int, float, numpy.number)):
+            return _csr(self._data * self._data.dtype.type(other), self._indices.copy(),
+                        self._indptr.copy(), self._shape, self._ctx)
+        return self._dense() * other
+
+    __rmul__ = __mul__
+
+    def __add__(self, other):
+        return self._dense() + (other._dense() if isinstance(other, BaseSparseNDArray) else other)
+
+    __radd__ = __add__
+
+
+def _new(cls, ctx):
+    out = cls.__new__(cls)
+    NDArray.__init__(out, None, ctx)
+    return out
+
+
+def _rsp(data, indices, shape, ctx) -> RowSparseNDArray:
+    out = _new(RowSparseNDArray, ctx)
+    out._data, out._indices, out._shape = data, indices, tuple(int(s) for s in shape)
+    return out
+
+
+def _csr(data, indices, indptr, shape, ctx) -> CSRNDArray:
+    out = _new(CSRNDArray, ctx)
+    out._data, out._indices, out._indptr = data, indices, indptr
+    out._shape = tuple(int(s) for s in shape)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Constructors
+
+
+def row_sparse_array(arg1, shape=None, ctx=None, dtype=None) -> RowSparseNDArray:
+    """``(data, indices)`` with ``shape``, or a dense array / RowSparseNDArray to convert."""
+    ctx = ctx or current_context()
+    if isinstance(arg1, RowSparseNDArray):
+        out = arg1.as_in_context(ctx).copy()
+        return out.astype(dtype) if dtype is not None else out
+    if isinstance(arg1, tuple) and len(arg1) == 2:
+        data, indices = arg1
+        data_dtype = _dtype(dtype, getattr(data, "dtype", None) if isinstance(data, (NDArray, numpy.ndarray))
+                            and numpy.dtype(getattr(data, "dtype")).kind == "f" else numpy.float32)
+        values = _raw(data, ctx, data_dtype)
+        rows = _raw(indices, ctx, _INDEX).reshape(-1)
+        if shape is None:
+            if not len(rows):
+                raise ValueError("row_sparse_array: give shape for an array with no stored rows")
+            shape = (int(_host(rows).max()) + 1,) + tuple(values.shape[1:])
+        shape = tuple(int(s) for s in shape)
+        if values.ndim == 0 or values.shape[0] != rows.shape[0] or tuple(values.shape[1:]) != shape[1:]:
+            if not (rows.shape[0] == 0 and values.size == 0):
+                raise ValueError("row_sparse_array: data of shape %s does not fit %d indices and shape %s"
+                                 % (tuple(values.shape), rows.shape[0], shape))
+            values = values.reshape((0,) + shape[1:])
+        host = _host(rows)
+        if len(host) and (host.min() < 0 or host.max() >= shape[0] or (numpy.diff(host) <= 0).any()):
+            raise ValueError("row_sparse_array: indices must be sorted, unique and within [0, %d)"
+                             % shape[0])
+        return _rsp(values, rows, shape, ctx)
+    return cast_storage(_as_dense(arg1, ctx, dtype), "row_sparse")
+
+
+def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
+    """``(data, indices, indptr)`` with ``shape``, or a dense 2-D array / CSRNDArray to convert."""
+    ctx = ctx or current_context()
+    if isinstance(arg1, CSRNDArray):
+        out = arg1.as_in_context(ctx).copy()
+        return out.astype(dtype) if dtype is not None else out
+    if isinstance(arg1, tuple) and len(arg1) == 3:
+        data, indices, indptr = arg1
+        values = _raw(data, ctx, _dtype(dtype)).reshape(-1)
+        cols = _raw(indices, ctx, _INDEX).reshape(-1)
+        starts = _raw(indptr, ctx, _INDEX).reshape(-1)
+        host_cols, host_starts = _host(cols), _host(starts)
+        if shape is None:
+            shape = (len(host_starts) - 1, int(host_cols.max()) + 1 if len(host_cols) else 0)
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != 2 or len(host_starts) != shape[0] + 1 or host_starts[0] != 0 \
+                or host_starts[-1] != len(host_cols) or (numpy.diff(host_starts) < 0).any() \
+                or len(values) != len(host_cols):
+            raise ValueError("csr_matrix: indptr must start at 0, not decrease and end at the "
+                             "number of stored values, for shape %s" % (shape,))
+        if len(host_cols) and (host_cols.min() < 0 or host_cols.max() >= shape[1]):
+            raise ValueError("csr_matrix: column indices must be within [0, %d)" % shape[1])
+        return _csr(values, cols, starts, shape, ctx)
+    return cast_storage(_as_dense(arg1, ctx, dtype), "csr")
+
+
+def _as_dense(source, ctx, dtype) -> NDArray:
+    if isinstance(source, BaseSparseNDArray):
+        source = source._dense()
+    if isinstance(source, NDArray):
+        data = source._data if dtype is None else source._data.astype(dtype)
+        return _wrap(_transfer(data, ctx), ctx)
+    return _wrap(_raw(source, ctx, _dtype(dtype, getattr(source, "dtype", numpy.float32))), ctx)
+
+
+def zeros(stype, shape, ctx=None, dtype=None):
+    """An array of zeros with nothing stored (``stype`` ``'row_sparse'`` or ``'csr'``)."""
+    ctx = ctx or current_context()
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    xp = ctx.xp
+    dtype = _dtype(dtype)
+    with ctx.device_scope():
+        if stype == "row_sparse":
+            return _rsp(xp.zeros((0,) + shape[1:], dtype=dtype), xp.zeros((0,), dtype=_INDEX), shape, ctx)
+        if stype == "csr":
+            if len(shape) != 2:
+                raise ValueError("csr arrays are 2-D, got shape %s" % (shape,))
+            return _csr(xp.zeros((0,), dtype=dtype), xp.zeros((0,), dtype=_INDEX),
+                        xp.zeros((shape[0] + 1,), dtype=_INDEX), shape, ctx)
+        if stype == "default":
+            return _wrap(xp.zeros(shape, dtype=dtype), ctx)
+    raise ValueError("unknown storage type %r (row_sparse, csr or default)" % (stype,))
+
+
+def array(source_array, ctx=None, dtype=None):
+    """A sparse array from a sparse array (any other source: use the stype's constructor)."""
+    if isinstance(source_array, RowSparseNDArray):
+        return row_sparse_array(source_array, ctx=ctx, dtype=dtype)
+    if isinstance(source_array, CSRNDArray):
+        return csr_matrix(source_array, ctx=ctx, dtype=dtype)
+    raise ValueError("nd.sparse.array expects a RowSparseNDArray or CSRNDArray, got %s"
+                     % type(source_array).__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations
+
+
+def cast_storage(x: NDArray, stype: str):
+    """``x`` in storage ``stype`` (MXNet's ``tostype``): dense to row_sparse stores the rows
+    that are not all zero, dense to csr the entries that are not zero; row_sparse and csr do not
+    convert into each other (MXNet refuses, with the same message)."""
+    have = x.stype
+    if stype not in ("default", "row_sparse", "csr"):
+        raise ValueError("unknown storage type %r (default, row_sparse or csr)" % (stype,))
+    if stype == have:
+        return x.copy() if isinstance(x, BaseSparseNDArray) else x
+    if have != "default" and stype != "default":
+        raise ValueError("cast_storage from %s to %s is not supported" % (have, stype))
+    if stype == "default":
+        return x._dense()
+    data = x._data
+    xp = _xp_of(data)
+    if stype == "row_sparse":
+        if data.ndim == 0:
+            raise ValueError("cannot store a 0-d array as row_sparse")
+        flat = data.reshape(data.shape[0], -1) if data.ndim > 1 else data.reshape(-1, 1)
+        rows = xp.nonzero((flat != 0).any(axis=1))[0].astype(_INDEX)
+        return _rsp(data[rows], rows, data.shape, x.context)
+    if data.ndim != 2:
+        raise ValueError("csr arrays are 2-D, got shape %s" % (tuple(data.shape),))
+    rows, cols = xp.nonzero(data != 0)
+    counts = xp.bincount(rows, minlength=data.shape[0]) if len(rows) else xp.zeros(data.shape[0], _INDEX)
+    indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
+    return _csr(data[rows, cols], cols.astype(_INDEX), indptr, data.shape, x.context)
+
+
+def retain(data: RowSparseNDArray, indices):
+    """The rows ``indices`` of ``data`` (sorted, unique ids): each requested id is stored, with
+    zeros where ``data`` had no such row (MXNet's ``sparse.retain``)."""
+    if not isinstance(data, RowSparseNDArray):
+        raise TypeError("retain expects a RowSparseNDArray, got %s" % type(data).__name__)
+    xp = _xp_of(data._data)
+    want = xp.unique(_raw(indices, data.context, _INDEX).reshape(-1))
+    values = xp.zeros((len(want),) + data._shape[1:], dtype=data._data.dtype)
+    if len(want) and len(data._indices):
+        pos = xp.searchsorted(data._indices, want)
+        pos = xp.minimum(pos, len(data._indices) - 1)
+        found = data._indices[pos] == want
+        values[found] = data._data[pos[found]]
+    return _rsp(values, want, data._shape, data.context)
+
+
+def _union_add(a_idx, a_val, b_idx, b_val, xp):
+    rows = xp.union1d(a_idx, b_idx).astype(_INDEX)
+    values = xp.zeros((len(rows),) + tuple(a_val.shape[1:]), dtype=a_val.dtype)
+    values[xp.searchsorted(rows, a_idx)] += a_val
+    values[xp.searchsorted(rows, b_idx)] += b_val
+    return rows, values
+
+
+def add(lhs, rhs):
+    """``lhs + rhs``: row_sparse + row_sparse stays row_sparse (the union of stored rows); with a
+    dense operand or a scalar the result is dense, as in MXNet."""
+    if isinstance(lhs, RowSparseNDArray) and isinstance(rhs, RowSparseNDArray):
+        if lhs.shape != rhs.shape:
+            raise ValueError("shapes %s and %s differ" % (lhs.shape, rhs.shape))
+        rhs = rhs.as_in_context(lhs.context)
+        rows, values = _union_add(lhs._indices, lhs._data, rhs._indices, rhs._data, _xp_of(lhs._data))
+        return _rsp(values, rows, lhs.shape, lhs.context)
+    left = lhs._dense() if isinstance(lhs, BaseSparseNDArray) else lhs
+    right = rhs._dense() if isinstance(rhs, BaseSparseNDArray) else rhs
+    return left + right
+
+
+elemwise_add = add
+
+
+class RowSparseGrad:
+    """A row_sparse gradient on autograd's tape: ``rows`` (sorted unique ids) and ``values``.
+
+    Summing with another gives the union; with a dense gradient, the dense sum. NumPy and CuPy
+    defer to it (``__array_ufunc__ = None``) so that ``dense + sparse`` lands here too."""
+
+    __array_ufunc__ = None
+    __slots__ = ("rows", "values", "shape")
+
+    def __init__(self, rows, values, shape):
+        self.rows, self.values, self.shape = rows, values, tuple(shape)
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    def dense(self):
+        xp = _xp_of(self.values)
+        out = xp.zeros(self.shape, dtype=self.values.dtype)
+        out[self.rows] = self.values
+        return out
+
+    def __add__(self, other):
+        if isinstance(other, RowSparseGrad):
+            rows, values = _union_add(self.rows, self.values, other.rows, other.values,
+                                      _xp_of(self.values))
+            return RowSparseGrad(rows, values, self.shape)
+        out = other.copy()
+        out[self.rows] += self.values
+        return out
+
+    __radd__ = __add__
+
+    def receive_into(self, var: NDArray):
+        """Write (or with ``grad_req='add'``, add) this gradient into ``var``'s buffer."""
+        buf = var._grad
+        if isinstance(buf, RowSparseNDArray):
+            if var._grad_req == "add" and len(buf._indices):
+                rows, values = _union_add(buf._indices, buf._data, self.rows, self.values,
+                                          _xp_of(self.values))
+            else:
+                rows, values = self.rows, self.values.copy()
+            buf._indices, buf._data = rows, values.astype(buf._data.dtype, copy=False)
+        else:
+            data = buf._data
+            if var._grad_req != "add":
+                data[...] = 0
+            data[self.rows] += self.values
+        var._fresh_grad = True
+
+
+def _check_2d(x, what):
+    if x.ndim != 2:
+        raise ValueError("dot: %s must be 2-D, got shape %s" % (what, x.shape))
+
+
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+    """MXNet's ``sparse.dot`` for a csr left operand: ``dot(csr, dense)`` is dense,
+    ``dot(csr.T, dense)`` (``transpose_a=True``) is row_sparse over the csr's stored columns,
+    ``dot(csr, row_sparse)`` is dense. With ``lhs`` a csr and ``rhs`` a dense variable inside
+    ``autograd.record()``, ``rhs`` gets a row_sparse gradient."""
+    if isinstance(lhs, CSRNDArray) and not transpose_b:
+        _check_2d(rhs, "rhs")
+        rows, cols = lhs._rows(), lhs._indices
+        if transpose_a:
+            src, dst, n_out = rows, cols, lhs.shape[1]
+        else:
+            src, dst, n_out = cols, rows, lhs.shape[0]
+        inner = lhs.shape[0] if transpose_a else lhs.shape[1]
+        if rhs.shape[0] != inner:
+            raise ValueError("dot: shapes %s%s and %s do not align"
+                             % (lhs.shape, ".T" if transpose_a else "", rhs.shape))
+        if isinstance(rhs, RowSparseNDArray):
+            if transpose_a:
+                rhs = rhs._dense()  # MXNet: dot(csr.T, rsp) also falls back
+            else:
+                return _wrap(_csr_times_rsp(lhs, rhs, src, dst, n_out), lhs.context)
+        if isinstance(rhs, BaseSparseNDArray):
+            rhs = rhs._dense()
+        b = rhs._data
+        xp = _xp_of(b)
+        contrib = lhs._data[:, None].astype(b.dtype) * b[src]
+        if transpose_a:
+            out_rows = xp.unique(cols)
+            values = xp.zeros((len(out_rows), b.shape[1]), dtype=b.dtype)
+            xp.add.at(values, xp.searchsorted(out_rows, dst), contrib)
+            return _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
+        out = xp.zeros((n_out, b.shape[1]), dtype=b.dtype)
+        xp.add.at(out, dst, contrib)
+        if _recording_for(rhs):
+            csr, shape = lhs, rhs.shape
+
+            def vjp(g, needs):
+                # d(csr @ w)/dw = csr.T @ g: only the stored columns get rows.
+                grad = dot(csr, _wrap(g, csr.context), transpose_a=True)
+                return (RowSparseGrad(grad._indices, grad._data, shape),)
+            return _recorded(out, lhs.context, (rhs,), vjp)
+        return _wrap(out, lhs.context)
+    if isinstance(lhs, BaseSparseNDArray) or isinstance(rhs, BaseSparseNDArray):
+        raise NotImplementedError("sparse.dot supports a csr left operand (optionally "
+                                  "transposed) with a dense or row_sparse right operand")
+    from .ops import dot as dense_dot
+
+    return dense_dot(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b)
+
+
+def _csr_times_rsp(csr, rsp, src, dst, n_out):
+    """``csr @ w`` with ``w`` row_sparse: entries whose column ``w`` does not store add nothing."""
+    xp = _xp_of(rsp._data)
+    out = xp.zeros((n_out,) + rsp.shape[1:], dtype=rsp._data.dtype)
+    if not len(rsp._indices) or not len(src):
+        return out
+    pos = xp.minimum(xp.searchsorted(rsp._indices, src), len(rsp._indices) - 1)
+    hit = rsp._indices[pos] == src
+    contrib = csr._data[hit][:, None].astype(rsp._data.dtype) * rsp._data[pos[hit]]
+    xp.add.at(out, dst[hit], contrib)
+    return out
