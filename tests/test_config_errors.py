@@ -163,7 +163,7 @@ def test_cross_section_errors_come_with_the_missing_length(project):
     ("lr_scheduler: {type: multifactor, step: [1, x]}",
      "mlp.yaml:5:45: lr_scheduler.step.1: expected an integer >= 1, got 'x'"),
     ("early_stopping: true", "mlp.yaml:5:1: early_stopping.metric: needs validation data"),
-    ("seed: 1.5", "mlp.yaml:5:7: seed: expected an integer, got 1.5"),
+    ("seed: 1.5", "mlp.yaml:5:7: seed: expected an integer >= 0 and <= 4294967295, got 1.5"),
     ("grad_accumulation: true", "mlp.yaml:5:20: grad_accumulation: expected an integer >= 1, got true"),
     ("run_dir: ''", "mlp.yaml:5:10: run_dir: expected a non-empty string, got ''"),
     ("batch_size: 8", "mlp.yaml:5:1: batch_size: unknown key; did you mean 'data.batch_size'?"),

@@ -14,7 +14,7 @@ from .overrides import apply_overrides
 from .positions import PositionMap
 from .report import issues_from_validation
 from .schema import RunConfig
-from .yamlio import parse_yaml
+from .yamlio import MAX_DOCUMENT_CHARS, parse_yaml
 
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
 
@@ -41,7 +41,9 @@ def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True
 
 def _read_config_text(shown: str) -> str:
     try:
-        return Path(shown).read_text(encoding="utf-8")
+        with open(shown, encoding="utf-8") as f:
+            # One character past the bound is enough for parse_yaml to refuse the document.
+            return f.read(MAX_DOCUMENT_CHARS + 1)
     except FileNotFoundError:
         raise ConfigError([ConfigIssue("config file not found", file=shown)]) from None
     except IsADirectoryError:

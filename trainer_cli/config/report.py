@@ -59,8 +59,14 @@ def _issue(err: dict, root, positions, file) -> ConfigIssue:
         return _placed(choice_message(ctx.get("tag"), choices, "type"), path + ("type",), "value",
                        positions, file)
     if kind == "union_tag_not_found":
-        return _placed(f"missing required key 'type' (one of {choice_list(_union_tags(target))})",
-                       path, "key",
+        tags = choice_list(_union_tags(target))
+        # ``tyne: csv``: the misspelled key is the real mistake; name it where it was written.
+        typo = next((k for k in value if isinstance(k, str) and did_you_mean(k, ["type"])), None) \
+            if isinstance(value, dict) else None
+        if typo is not None:
+            return _placed(f"unknown key{did_you_mean(typo, ['type'])} (the required key 'type' "
+                           f"is missing: one of {tags})", path + (typo,), "key", positions, file)
+        return _placed(f"missing required key 'type' (one of {tags})", path, "key",
                        positions, file)
     if kind == "config":
         message, where = ctx.get("message", err["msg"]), ctx.get("where", "value")

@@ -27,4 +27,26 @@ def json_schema() -> dict:
         "description": "config files merged under this one, in order (relative to this file)",
         "anyOf": [{"type": "string", "minLength": 1},
                   {"type": "array", "items": {"type": "string", "minLength": 1}}]}
+    _add_shorthand(schema)
     return schema
+
+
+def _add_shorthand(schema: dict) -> None:
+    """The forms the loader normalizes (canonical.py) that pydantic's schema, which describes
+    the normalized config, does not know: ``context: gpu``, ``split: 0.2``, a dataset given as
+    its path, a component's parameters beside its name."""
+    props = schema["properties"]
+    context = props["context"]
+    props["context"] = {"description": context.pop("description", ""), "anyOf": [
+        dict(context["items"], description="one device"), context]}
+    defs = schema["$defs"]
+    defs["SplitSection"] = {"anyOf": [
+        {"type": "number", "description": "shorthand for {val_fraction: ...}"}, defs["SplitSection"]]}
+    data = defs["DataSection"]["properties"]
+    for key in ("train", "val"):
+        data[key] = {"anyOf": [{"type": "string", "description": "a data file path"}, data[key]]}
+    # ``optimizer: {name: adam, learning_rate: 0.1}``: a component's parameters may sit beside
+    # its name; which keys are valid depends on the name, so the loader, not the schema, checks.
+    for section in defs.values():
+        if "params" in section.get("properties", {}):
+            section["additionalProperties"] = True

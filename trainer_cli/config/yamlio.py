@@ -21,8 +21,53 @@ _EXP_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
+# A config is a few hundred lines; these bounds stop a hostile file (an alias bomb, deep nesting,
+# a huge document) from taking the time, memory or stack a parse would otherwise need.
+MAX_DOCUMENT_CHARS = 1 << 20
+MAX_DEPTH = 64
+MAX_ALIAS_VALUES = 10_000
+
+
+class LimitError(yaml.MarkedYAMLError):
+    """A document beyond one of the bounds above."""
+
+
 class Loader(yaml.SafeLoader):
-    pass
+    """SafeLoader whose composer bounds nesting depth and the values aliases expand to."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+        self._alias_values = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> values it stands for once expanded
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = super().compose_node(parent, index)
+            # A node still being composed (an alias inside its own anchor) counts as one value.
+            self._alias_values += self._sizes.get(id(node), 1)
+            if self._alias_values > MAX_ALIAS_VALUES:
+                raise LimitError(None, None, "aliases expand to more than %d values; write the "
+                                 "values out or use fewer aliases" % MAX_ALIAS_VALUES,
+                                 event.start_mark)
+            return node
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise LimitError(None, None, "nested more than %d levels deep" % MAX_DEPTH,
+                             self.peek_event().start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if isinstance(node, SequenceNode):
+            children = node.value
+        elif isinstance(node, MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = []
+        self._sizes[id(node)] = 1 + sum(self._sizes.get(id(c), 1) for c in children)
+        return node
 
 
 class Dumper(yaml.SafeDumper):
@@ -58,7 +103,7 @@ def syntax_issue(exc: yaml.YAMLError, file: str | None, override: str | None = N
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
-    message = f"invalid YAML: {problem}"
+    message = f"{'refused' if isinstance(exc, LimitError) else 'invalid YAML'}: {problem}"
     context_mark = getattr(exc, "context_mark", None)
     if context and context_mark is not None and context_mark is not mark:
         message += f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})"
@@ -143,12 +188,30 @@ class _Builder:
             if not isinstance(sub, MappingNode):
                 self.issue("'<<' must merge a mapping or a list of mappings", sub.start_mark, path)
                 continue
-            for key_node, value_node in sub.value:
-                if key_node.tag == _MERGE_TAG:
-                    self.merge(out, value_node, path)
-                elif isinstance(key_node, ScalarNode) and key_node.value not in out:
-                    out[key_node.value] = self.build(value_node, path + (key_node.value,),
-                                                     self.place(key_node.start_mark))
+            if id(sub) in self.active:  # ``m: &m {<<: *m}``
+                self.issue("'<<' merges a mapping that contains it", sub.start_mark, path)
+                continue
+            self.active.add(id(sub))
+            try:
+                self._merge_one(out, sub, path)
+            finally:
+                self.active.discard(id(sub))
+
+    def _merge_one(self, out, sub, path):
+        for key_node, value_node in sub.value:
+            if key_node.tag == _MERGE_TAG:
+                self.merge(out, value_node, path)
+            elif isinstance(key_node, ScalarNode) and key_node.value not in out:
+                out[key_node.value] = self.build(value_node, path + (key_node.value,),
+                                                 self.place(key_node.start_mark))
+
+
+def _issue_at(message, text, offset, file, override) -> ConfigIssue:
+    if override is not None:
+        return ConfigIssue(message, override=override)
+    before = text[:offset]
+    line = before.count("\n") + 1
+    return ConfigIssue(message, file=file, line=line, column=offset - (before.rfind("\n") + 1) + 1)
 
 
 def parse_yaml(text: str, file: str | None = None, *, override: str | None = None):
@@ -159,7 +222,15 @@ def parse_yaml(text: str, file: str | None = None, *, override: str | None = Non
     """
     positions = PositionMap()
     issues: list[ConfigIssue] = []
-    loader = Loader(text)
+    if len(text) > MAX_DOCUMENT_CHARS:
+        return None, positions, [_issue_at(f"refused: longer than {MAX_DOCUMENT_CHARS} characters",
+                                           text, MAX_DOCUMENT_CHARS, file, override)]
+    try:
+        loader = Loader(text)  # the reader refuses control characters (a NUL byte) right here
+    except yaml.reader.ReaderError as exc:
+        return None, positions, [_issue_at(
+            f"invalid YAML: unacceptable character #x{exc.character:04x} ({exc.reason})",
+            text, exc.position, file, override)]
     try:
         node = loader.get_single_node()
     except yaml.YAMLError as exc:

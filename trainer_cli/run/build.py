@@ -106,6 +106,15 @@ def build_optimizer(config, config_file=None):
                      % (config.optimizer.name, exc)) from None
 
 
+def _class_count(config) -> int | None:
+    """How many classes the labels index (0: unknown), or None when labels are not indices."""
+    loss = config.loss
+    if loss.name != "softmax_cross_entropy" or loss.params.get("sparse_label", True) is False:
+        return None
+    classes = config.model.args.get("classes")
+    return classes if isinstance(classes, int) and not isinstance(classes, bool) and classes > 0 else 0
+
+
 def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     """Build a run's parts; the global random state must already be seeded. ``run_dir`` (on
     resume) is where no model file may come from."""
@@ -113,7 +122,7 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     from ..gluon.trainer import STORE
 
     contexts = config.contexts()
-    train, val = _data.load_data(config.data)
+    train, val = _data.load_data(config.data, _class_count(config))
     order = BatchOrder(len(train), config.data.batch_size, config.data.last_batch,
                        config.data.shuffle, config.seed)
     if order.num_batches(0) == 0:

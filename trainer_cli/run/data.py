@@ -37,14 +37,34 @@ class Arrays:
         return Arrays(self.x[index], self.y[index])
 
 
-def load_data(section, classification: bool | None = None) -> tuple[Arrays, Arrays | None]:
-    """``(train, val)`` for a DataSection; ``val`` is None without data.val or data.split."""
-    train = load_dataset(section.train)
+def load_data(section, classes: int | None = None) -> tuple[Arrays, Arrays | None]:
+    """``(train, val)`` for a DataSection; ``val`` is None without data.val or data.split.
+
+    ``classes`` (for a loss taking class indices): every label must then be a whole number in
+    ``[0, classes)``, or at least ``>= 0`` when ``classes`` is 0 (not known from the config).
+    """
+    train = load_dataset(section.train, classes)
     if section.val is not None:
-        return train, load_dataset(section.val)
+        return train, load_dataset(section.val, classes)
     if section.split is not None:
         return split_validation(train, section.split)
     return train, None
+
+
+def check_class_labels(y: numpy.ndarray, classes: int, where: str) -> None:
+    """A DataError naming the first label that is not a class index (wrong labels would
+    otherwise train silently to accuracy 0)."""
+    if y.ndim != 1:
+        raise DataError("%s: expected one class label per row, got labels of shape %s"
+                        % (where, tuple(y.shape)))
+    bad = ~numpy.isfinite(y) | (y < 0) | (y != numpy.floor(y))
+    if classes:
+        bad |= y >= classes
+    if bad.any():
+        row = int(numpy.argmax(bad))
+        valid = "0 .. %d" % (classes - 1) if classes else "a whole number >= 0"
+        raise DataError("%s: row %d (counting from 0): label %r is not a class index (expected %s)"
+                        % (where, row, float(y[row]), valid))
 
 
 def split_validation(data: Arrays, split) -> tuple[Arrays, Arrays]:
@@ -63,10 +83,12 @@ def split_validation(data: Arrays, split) -> tuple[Arrays, Arrays]:
     return data.take(train_idx), data.take(val_idx)
 
 
-def load_dataset(spec) -> Arrays:
+def load_dataset(spec, classes: int | None = None) -> Arrays:
     loader = _LOADERS[spec.type]
-    arrays = loader(spec)
-    return _checked(arrays, spec)
+    arrays = _checked(loader(spec), spec)
+    if classes is not None:
+        check_class_labels(arrays.y, classes, _where(spec))
+    return arrays
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,8 +219,12 @@ def _sklearn_file(name) -> Arrays | None:
 _LOADERS = {"synthetic": _synthetic, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
 
 
+def _where(spec) -> str:
+    return getattr(spec, "path", None) or "data (%s)" % spec.type
+
+
 def _checked(arrays: Arrays, spec) -> Arrays:
-    where = getattr(spec, "path", None) or "data (%s)" % spec.type
+    where = _where(spec)
     x, y = arrays.x, arrays.y
     for what, arr in (("features", x), ("labels", y)):
         if arr.dtype.kind not in "biuf":

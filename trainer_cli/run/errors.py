@@ -13,4 +13,5 @@ def input_error_types() -> tuple:
     from ..gluon.param_file import ParamFileError
     from ..optimizer.state_file import StateFileError
     from .layout import RunDirError
-    return (ConfigError, RunDirError, StateFileError, ParamFileError)
+    from .model import ModelFileError
+    return (ConfigError, RunDirError, StateFileError, ParamFileError, ModelFileError)

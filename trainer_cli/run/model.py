@@ -18,11 +18,17 @@ import numpy
 from ..config import names as _config_names
 from ..config.schema.model import MODEL_FACTORY
 
-__all__ = ["ModelError", "model_source", "load_factory", "build_network", "names", "create"]
+__all__ = ["ModelError", "ModelFileError", "model_source", "load_factory", "build_network", "names",
+           "create"]
 
 
 class ModelError(RuntimeError):
     """The model file could not be loaded or its factory failed (the run fails, exit 1)."""
+
+
+class ModelFileError(ModelError):
+    """The model file itself is unusable: it fails or exits while being loaded, or defines no
+    factory. Bad input: the CLI exits 2."""
 
 
 def model_source(model_section, config_dir=None, forbid=None) -> tuple[Path, str]:
@@ -67,12 +73,16 @@ def load_factory(file: Path, factory: str):
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        # sys.exit() in a model file must not end the run quietly (with exit 0).
+        raise ModelFileError("%s: the model file called sys.exit(%r) while being loaded"
+                             % (file, exc.code)) from None
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported the same way
-        raise ModelError("%s: loading the model file failed: %s: %s"
-                         % (file.name, type(exc).__name__, exc)) from exc
+        raise ModelFileError("%s: loading the model file failed: %s: %s"
+                             % (file, type(exc).__name__, exc)) from exc
     fn = getattr(module, factory, None)
     if not callable(fn):
-        raise ModelError("%s: defines no callable %r" % (file.name, factory))
+        raise ModelFileError("%s: defines no callable %r" % (file.name, factory))
     return fn
 
 

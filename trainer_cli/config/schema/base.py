@@ -2,8 +2,9 @@
 forms are normalized once, and problems are raised where they are."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
+import annotated_types as at
 from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -99,3 +100,8 @@ class Shorthand:
         schema = handler(core_schema)
         return {"anyOf": [{"type": "string", "description": f"shorthand for {{{self.what}: ...}}"},
                           schema]}
+
+
+# NumPy's legacy generator (mxnet.random.seed's rule) takes seeds in [0, 2**32); checked here so
+# that ``validate`` refuses what ``run`` could not use.
+Seed = Annotated[int, at.Ge(0), at.Le(2**32 - 1)]

@@ -23,7 +23,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..describe import Expect
 from ..suggest import choice_list, did_you_mean
-from .base import Section, detail, fail, problem
+from .base import Seed, Section, detail, fail, problem
 from .files import checking_files, csv_header, npy_shape, npz_names, resolve_input
 
 __all__ = ["DataSection", "SyntheticData", "NpzData", "NpyData", "CsvData", "SklearnData",
@@ -53,7 +53,7 @@ class SyntheticData(Section):
     num_classes: Optional[Annotated[int, at.Ge(2)]] = Field(
         None, description="classification only; 2 when not given")
     noise: Annotated[float, at.Ge(0)] = 0.1
-    seed: int = Field(0, description="seed of the data, independent of the run's seed")
+    seed: Seed = Field(0, description="seed of the data, independent of the run's seed")
 
     @model_validator(mode="after")
     def _classes(self):
@@ -221,7 +221,7 @@ class SplitSection(Section):
     val_fraction: Annotated[float, at.Gt(0), at.Lt(1)] = Field(
         description="share of the training samples held out for validation")
     shuffle: bool = Field(True, description="pick the held-out samples at random")
-    seed: int = Field(0, description="seed of that random pick")
+    seed: Seed = Field(0, description="seed of that random pick")
 
     @classmethod
     def normalize(cls, raw):

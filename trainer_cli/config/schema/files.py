@@ -89,6 +89,40 @@ def _parse(path: str) -> ast.Module:
 def factory_params(path: str, name: str) -> list[str] | None:
     """Keyword names ``name(...)`` accepts, read from the source; None when it cannot be told
     (no such def, ``**kwargs``, or something other than a plain function or class)."""
+    found = _factory_args(path, name)
+    return None if found is None else list(found)
+
+
+# What an argument's annotation, or else its default, says it takes.
+_KIND_OF_ANNOTATION = {"int": "int", "float": "float", "str": "str", "bool": "bool", "list": "list",
+                       "tuple": "list", "Sequence": "list", "List": "list", "Tuple": "list"}
+_KIND_OF_DEFAULT = {int: "int", float: "float", str: "str", bool: "bool", tuple: "list", list: "list"}
+
+
+def factory_arg_kinds(path: str, name: str) -> dict[str, str]:
+    """``{argument: 'int' | 'float' | 'str' | 'bool' | 'list'}`` for the arguments of ``name``
+    whose plain annotation or literal default says what they take (others are left out)."""
+    return {k: v for k, v in (_factory_args(path, name) or {}).items() if v is not None}
+
+
+def _kind(annotation, default) -> str | None:
+    if annotation is not None:
+        node = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.split("[")[0].strip()
+        else:
+            text = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        return _KIND_OF_ANNOTATION.get(text)
+    if default is not None:
+        try:
+            value = ast.literal_eval(default)
+        except ValueError:
+            return None
+        return _KIND_OF_DEFAULT.get(type(value))
+    return None
+
+
+def _factory_args(path: str, name: str) -> dict[str, str | None] | None:
     for node in _parse(path).body:
         if isinstance(node, ast.ClassDef) and node.name == name:
             init = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
@@ -102,7 +136,10 @@ def factory_params(path: str, name: str) -> list[str] | None:
         args = node.args
         if args.kwarg is not None:
             return None
-        return [a.arg for a in (args.posonlyargs + args.args)[skip:] + args.kwonlyargs]
+        positional = args.posonlyargs + args.args
+        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        pairs = list(zip(positional, defaults))[skip:] + list(zip(args.kwonlyargs, args.kw_defaults))
+        return {a.arg: _kind(a.annotation, d) for a, d in pairs}
     return None
 
 

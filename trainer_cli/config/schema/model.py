@@ -11,7 +11,7 @@ from .. import names
 from ..suggest import choice_list, did_you_mean
 from .base import Section, Shorthand, ctx_value, detail, fail, named_shorthand, problem
 from .component import NamedComponent
-from .files import checking_files, factory_params, resolve_input, top_level_names
+from .files import checking_files, factory_arg_kinds, factory_params, resolve_input, top_level_names
 from .hyperparams import INITIALIZER
 
 __all__ = ["ModelSection", "InitSection"]
@@ -87,9 +87,27 @@ class ModelSection(Section):
         details = [detail(("args", key), f"unknown argument of {shown}"
                           + (did_you_mean(key, accepted) or listed), value, "key")
                    for key, value in self.args.items() if key not in accepted]
+        # ``hidden: 64``, ``classes: four``: caught here rather than as a TypeError mid-run.
+        kinds = factory_arg_kinds(str(file), factory)
+        details += [detail(("args", key), f"{shown} takes {_KIND_TEXT[kinds[key]]} for {key}, "
+                           f"got {value!r}", value, "value")
+                    for key, value in self.args.items()
+                    if key in kinds and not _fits(value, kinds[key])]
         if details:
             fail("ModelSection", details)
         return self
+
+
+_KIND_TEXT = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+              "list": "a list"}
+
+
+def _fits(value, kind: str) -> bool:
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, {"str": str, "bool": bool, "list": list}[kind])
 
 
 def _factory_in_file(value: str, info) -> str:

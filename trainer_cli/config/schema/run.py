@@ -10,7 +10,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from .. import names
 from ..describe import Expect
-from .base import Section, Shorthand, ctx_value, detail, fail
+from .base import Seed, Section, Shorthand, ctx_value, detail, fail
 from ..suggest import choice_list, did_you_mean
 from .data import DataSection
 from .model import ModelSection
@@ -41,7 +41,7 @@ class RunConfig(Section):
     name: Optional[Annotated[str, at.MinLen(1)]] = Field(
         None, description="run name, the prefix of the run directory; default: the config file's stem")
     run_dir: Annotated[str, at.MinLen(1)] = Field("runs", description="root folder of run directories")
-    seed: int = Field(0, description="seed of initialization, shuffling and every random draw")
+    seed: Seed = Field(0, description="seed of initialization, shuffling and every random draw")
     context: Annotated[list[Device], at.MinLen(1),
                        Expect("a device such as cpu, gpu or gpu:0, or a list of devices")] = Field(
         default_factory=lambda: ["cpu:0"], description="device or list of devices, e.g. cpu, gpu:0")
