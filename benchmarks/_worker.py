@@ -357,8 +357,8 @@ def run_case(case, lib, timing):
         out = {"value": out["value"] * 1e3, "samples": [t * 1e3 for t in out["samples"]],
                "cpu_value": out["cpu_value"] * 1e3}
         if isinstance(lib, Gluon) and lib.impl == "ours":
-            from trainer_cli.optimizer import _fused
-            out["fused_kernels"] = _fused.enabled()
+            from trainer_cli.optimizer import kernels
+            out["fused_kernels"] = kernels.enabled()
         return dict(out, unit="ms")
     if case == "op_overhead":
         return op_overhead(lib, timing)

@@ -16,7 +16,7 @@ import pytest
 
 import trainer_cli
 from trainer_cli import _jit
-from trainer_cli.optimizer import _fused, adam, sgd
+from trainer_cli.optimizer import adam, kernels as _fused, sgd
 
 numba = pytest.importorskip("numba")
 
@@ -94,7 +94,7 @@ def test_adam_kernels_are_bitwise_the_numpy_rules(fused_on, dtype, which):
 def test_kernels_leave_layouts_they_do_not_handle_to_numpy(fused_on):
     fused_on.setattr(_fused, "MIN_SIZE", 16)
     w = numpy.ones(64, numpy.float32)
-    kernel = sgd._sgd_kernel
+    kernel = sgd.SGD_KERNEL
     assert kernel.fits(w, numpy.ones(64, numpy.float32))
     assert not kernel.fits(w, numpy.ones(64, numpy.float64))             # mixed dtypes
     assert not kernel.fits(w, numpy.ones(128, numpy.float32)[::2])       # strided
@@ -109,8 +109,8 @@ def test_trainer_numbers_do_not_depend_on_numba(tmp_path):
     script = r"""
 import sys, numpy
 from trainer_cli import autograd, gluon, nd
-from trainer_cli.optimizer import _fused
-_fused.MIN_SIZE = 256
+from trainer_cli.optimizer import kernels
+kernels.MIN_SIZE = 256
 out = {}
 for name, params in [("adam", {"learning_rate": 0.01, "wd": 0.01, "clip_gradient": 0.5}),
                      ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.001})]:
@@ -129,7 +129,8 @@ for name, params in [("adam", {"learning_rate": 0.01, "wd": 0.01, "clip_gradient
         out[name + p.name] = p.data().asnumpy()
 numpy.savez(sys.argv[1], **out)
 from trainer_cli.optimizer import adam, sgd
-print("compiled", adam._adam_kernel._compiled is not None, sgd._sgd_mom_kernel._compiled is not None)
+print("compiled", adam.ADAM_KERNEL.cpu._compiled is not None,
+      sgd.SGD_MOM_KERNEL.cpu._compiled is not None)
 """
     results = []
     for flag in ("0", "1"):
@@ -152,7 +153,7 @@ def test_no_numba_switch_turns_kernels_off(monkeypatch):
     assert not _fused.enabled()
     monkeypatch.setattr(_fused, "MIN_SIZE", 16)
     w = numpy.ones(64, numpy.float32)
-    assert not sgd._sgd_kernel.fits(w, numpy.ones(64, numpy.float32))
+    assert not sgd.SGD_KERNEL.fits(w, numpy.ones(64, numpy.float32))
 
 
 # ----------------------------------------------------------------------------- many tensors
@@ -185,7 +186,7 @@ def _run_updates(name, params, weights, grads, steps=3):
             w._data = spread[::2]
     for _ in range(steps):
         updater(list(range(len(ws))), gs, ws)
-    return [w.asnumpy() for w in ws], opt
+    return [w.asnumpy() for w in ws], updater
 
 
 MULTI_CASES = [
@@ -205,8 +206,9 @@ def test_multi_tensor_kernels_are_bitwise_the_numpy_rules(fused_on, name, params
         fused_on.setattr(_fused, "MIN_SIZE", 1 << 60)
         reference, _ = _run_updates(name, params, weights, grads)
         fused_on.setattr(_fused, "MIN_SIZE", 256)
-        fused, opt = _run_updates(name, params, weights, grads)
-    groups, rest = next(iter(opt._array_tables._entries))[1]
+        fused, updater = _run_updates(name, params, weights, grads)
+    prepared, = updater._prepared.values()          # the Updater's prepared step...
+    (groups, rest), = prepared.step._splits.values()     # ...and its kernel groups
     # float32 and float64 groups; the float16 and the strided tensors step through NumPy.
     assert sorted(len(group[0]) for group in groups) == [2, 5]
     assert len(rest) == 2
@@ -222,23 +224,26 @@ def test_small_models_never_load_numba(fused_on):
     assert _jit._numba is None
 
 
-def test_array_tables_are_reused_while_the_arrays_are_the_same(fused_on):
+def test_kernel_groups_are_kept_by_the_prepared_step_while_the_arrays_are_the_same(fused_on):
+    from trainer_cli.optimizer.optimizer import PreparedStep
     fused_on.setattr(_fused, "MIN_SIZE", 16)
-    cache = _fused.ArrayTables(size=2)
     ws = [numpy.ones(32, numpy.float32), numpy.ones((4, 8), numpy.float32)]
     gs = [numpy.ones(32, numpy.float32), numpy.ones((4, 8), numpy.float32)]
-    first = cache.groups((ws, gs))
-    assert cache.groups((ws, gs)) is first
+    step = PreparedStep(ws, gs, [None, None])
+    first = step.split(sgd.SGD_KERNEL, lambda: (step.weights, step.grads))
+    assert step.split(sgd.SGD_KERNEL, lambda: (step.weights, step.grads)) is first
     (positions, table, spans), = first[0]
     assert positions == [0, 1] and first[1] == []
     # A row per tensor: its size, then the address of its weight and of its gradient.
     assert table.dtype == numpy.int64
     assert table.tolist() == [[a.size, a.ctypes.data, b.ctypes.data] for a, b in zip(ws, gs)]
-    replaced = [numpy.ones(32, numpy.float32), ws[1]]
-    assert cache.groups((replaced, gs)) is not first
+    replaced = [numpy.ones(32, numpy.float32), gs[1]]
+    step.new_grads(replaced)
+    again = step.split(sgd.SGD_KERNEL, lambda: (step.weights, step.grads))
+    assert again is not first and again[0][0][1][0, 2] == replaced[0].ctypes.data
     # A gradient overlapping its weight other than exactly is left to NumPy.
     base = numpy.ones(48, numpy.float32)
-    groups, rest = cache.groups(([base[:32]], [base[16:]]))
+    groups, rest = _fused.groups(([base[:32]], [base[16:]]))
     assert groups == [] and rest == [0]
 
 
@@ -277,14 +282,13 @@ def test_threads_do_not_change_a_number(fused_on, name, params):
 # ----------------------------------------------------------------------------- GPU kernels
 def _gpu_both_ways(monkeypatch, rule, arrays, **kw):
     """``rule`` on CuPy copies through the per-operation path and through the ElementwiseKernel."""
-    from trainer_cli.optimizer import _cuda
     cupy = pytest.importorskip("cupy")
     unfused = [cupy.asarray(a) for a in arrays]
     fused = [cupy.asarray(a) for a in arrays]
     with monkeypatch.context() as m:
-        m.setattr(_cuda, "handles", lambda *a: False)
+        m.setattr(_fused, "cuda_handles", lambda *a: False)
         rule(*unfused, **kw)
-    assert _cuda.handles(*fused)
+    assert _fused.cuda_handles(*fused)
     rule(*fused, **kw)
     for x, y in zip(unfused, fused):
         numpy.testing.assert_array_equal(_bits(cupy.asnumpy(x)), _bits(cupy.asnumpy(y)))
@@ -322,8 +326,7 @@ def test_gpu_adam_kernels_are_bitwise_the_cupy_rules(monkeypatch, dtype, which, 
 
 
 def test_gpu_kernels_are_not_used_for_numpy_arrays():
-    from trainer_cli.optimizer import _cuda
-    assert not _cuda.handles(numpy.ones(4, numpy.float32), numpy.ones(4, numpy.float32))
+    assert not _fused.cuda_handles(numpy.ones(4, numpy.float32), numpy.ones(4, numpy.float32))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -40,7 +40,7 @@ def test_local_ranks_come_from_the_launcher(monkeypatch):
 
 def test_apply_limits_blas_and_the_update_split_then_restores(monkeypatch):
     import numpy  # noqa: F401  (loads NumPy's BLAS)
-    from trainer_cli.optimizer import _fused
+    from trainer_cli.optimizer import kernels as _fused
 
     monkeypatch.delenv("TRAINER_NUM_THREADS", raising=False)
     before = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]

@@ -1,7 +1,7 @@
 """numba, loaded on first need: the one place that imports it for the CPU kernels.
 
-The kernels (the optimizer rules in ``optimizer._fused``, FullyConnected's element-wise passes in
-``ndarray._fc_kernels``) are optional. Each runs the same operations as a NumPy body, one element
+The kernels (the optimizer rules through ``optimizer.kernels``, FullyConnected's element-wise
+passes in ``ndarray._fc_kernels``) are optional. Each runs the same operations as a NumPy body, one element
 at a time in the same order and precision, and the NumPy body stays the reference: without numba,
 with ``TRAINER_NO_NUMBA=1``, or for arrays too small to pay for numba, the NumPy body runs and
 gives bitwise the same numbers. Without fastmath LLVM neither reassociates nor contracts a
@@ -14,9 +14,11 @@ once per process. Small models never pay it.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import types
 
-__all__ = ["enabled", "jit", "Kernel"]
+__all__ = ["enabled", "jit", "Kernel", "ready"]
 
 _numba = None        # the module once imported; False when unavailable or turned off
 
@@ -47,26 +49,65 @@ def jit(pyfunc):
         return _numba.njit(pyfunc, nogil=True, error_model="numpy")
 
 
+def ready() -> bool:
+    """``enabled()``, at the cost of one comparison once numba is loaded (the per-call check)."""
+    return _numba is not False and (_numba is not None or enabled())
+
+
 class Kernel:
     """``pyfunc`` (a loop over one element at a time) compiled on its first call.
 
-    A loop may call another kernel through a module global: numba resolves globals when it
-    compiles, so ``name`` is bound to the compiled ``callee`` first.
+    A loop may call other kernels by name: ``helpers`` maps each name it uses to a ``Kernel``.
+    numba resolves a function's globals when it compiles it, so the loop is compiled as a copy
+    of itself whose globals are its module's with those names bound to the compiled helpers;
+    the module itself is never changed (in pure Python the names keep meaning the plain
+    functions, which compute the same). ``qualname`` names the copy where one loop is compiled
+    with different helpers (the multi-tensor drivers): numba's disk cache tells functions of
+    one file apart by it. The copy's name also carries a digest of its helpers' code, because
+    numba checks only the loop's own file before reusing a cached build.
     """
 
-    __slots__ = ("pyfunc", "_compiled", "name", "callee")
+    __slots__ = ("pyfunc", "_compiled", "helpers", "qualname")
 
-    def __init__(self, pyfunc, name=None, callee=None):
+    def __init__(self, pyfunc, helpers=None, qualname=None):
+        if helpers is not None and not isinstance(helpers, dict):
+            raise TypeError("Kernel(pyfunc, {name: kernel}): helpers are a dict (the former "
+                            "Kernel(pyfunc, name, callee) rebound module globals)")
         self.pyfunc = pyfunc
         self._compiled = None
-        self.name, self.callee = name, callee
+        self.helpers = dict(helpers or {})
+        self.qualname = qualname
 
     def __call__(self, *args):
         return (self._compiled or self.compiled())(*args)
 
     def compiled(self):
         if self._compiled is None:
-            if self.name is not None:
-                self.pyfunc.__globals__[self.name] = self.callee.compiled()
-            self._compiled = jit(self.pyfunc)
+            self._compiled = jit(self.linked())
         return self._compiled
+
+    def linked(self):
+        """``pyfunc`` with its helpers bound, compiled, in a namespace of its own."""
+        pyfunc = self.pyfunc
+        if not self.helpers and self.qualname is None:
+            return pyfunc
+        namespace = dict(pyfunc.__globals__)
+        for name, helper in self.helpers.items():
+            namespace[name] = helper.compiled() if isinstance(helper, Kernel) else helper
+        func = types.FunctionType(pyfunc.__code__, namespace, pyfunc.__name__,
+                                  pyfunc.__defaults__, pyfunc.__closure__)
+        func.__qualname__ = "%s__%s" % (self.qualname or pyfunc.__qualname__, self.digest())
+        return func
+
+    def digest(self) -> str:
+        """A digest of the code this kernel compiles: its loop's and its helpers'."""
+        parts = [_code_text(self.pyfunc.__code__)]
+        for name in sorted(self.helpers):
+            helper = self.helpers[name]
+            parts.append(name + (helper.digest() if isinstance(helper, Kernel) else ""))
+        return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def _code_text(code) -> str:
+    consts = [_code_text(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    return "%s|%s|%s" % (code.co_code.hex(), consts, code.co_names)

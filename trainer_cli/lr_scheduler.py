@@ -15,8 +15,13 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler", "PolyScheduler",
-           "CosineScheduler", "create", "from_dict"]
+__all__ = ["DEFAULT_LEARNING_RATE", "LRScheduler", "FactorScheduler", "MultiFactorScheduler",
+           "PolyScheduler", "CosineScheduler", "create", "from_dict"]
+
+
+# MXNet's default learning rate: a scheduler's base_lr, and an optimizer's rate when it is given
+# neither a rate nor a scheduler (optimizers with another default name it in their signature).
+DEFAULT_LEARNING_RATE = 0.01
 
 
 class LRScheduler:
@@ -27,7 +32,7 @@ class LRScheduler:
     # Attributes an optimizer or a user may change after construction; saved as they are.
     _attrs = ("base_lr", "warmup_final_lr")
 
-    def __init__(self, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0, warmup_mode="linear"):
+    def __init__(self, base_lr=DEFAULT_LEARNING_RATE, warmup_steps=0, warmup_begin_lr=0, warmup_mode="linear"):
         if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int):
             raise ValueError("warmup_steps must be an int, got %r" % (warmup_steps,))
         if warmup_begin_lr > base_lr:
@@ -74,7 +79,7 @@ class FactorScheduler(LRScheduler):
 
     _params = ("step", "factor", "stop_factor_lr") + LRScheduler._params
 
-    def __init__(self, step, factor=1, stop_factor_lr=1e-8, base_lr=0.01, warmup_steps=0,
+    def __init__(self, step, factor=1, stop_factor_lr=1e-8, base_lr=DEFAULT_LEARNING_RATE, warmup_steps=0,
                  warmup_begin_lr=0, warmup_mode="linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if step < 1:
@@ -104,7 +109,7 @@ class MultiFactorScheduler(LRScheduler):
 
     _params = ("step", "factor") + LRScheduler._params
 
-    def __init__(self, step, factor=1, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0,
+    def __init__(self, step, factor=1, base_lr=DEFAULT_LEARNING_RATE, warmup_steps=0, warmup_begin_lr=0,
                  warmup_mode="linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(step, (list, tuple)) or len(step) < 1:
@@ -173,7 +178,7 @@ class PolyScheduler(_DecayToFinal):
     _params = ("max_update", "base_lr", "pwr", "final_lr", "warmup_steps", "warmup_begin_lr",
                "warmup_mode")
 
-    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
+    def __init__(self, max_update, base_lr=DEFAULT_LEARNING_RATE, pwr=2, final_lr=0, warmup_steps=0,
                  warmup_begin_lr=0, warmup_mode="linear"):
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         self.power = pwr
@@ -192,7 +197,7 @@ class CosineScheduler(_DecayToFinal):
     _params = ("max_update", "base_lr", "final_lr", "warmup_steps", "warmup_begin_lr",
                "warmup_mode")
 
-    def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
+    def __init__(self, max_update, base_lr=DEFAULT_LEARNING_RATE, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
                  warmup_mode="linear"):
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 

@@ -338,15 +338,16 @@ def _max_pool_grad_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx, h_
                             + g[_U(at + b)] * (1 if index[_U(at + b)] == k else 0)
 
 
-_span = None        # bound to the compiled ``_span_loop`` (see ``_jit.Kernel``)
+# The loops call these by name; compiled, they call them compiled (``_jit.Kernel``'s helpers).
+_span = _span_loop
 span = _jit.Kernel(_span_loop)
-_im2col = _jit.Kernel(_im2col_loop, "_span", span)
+_im2col = _jit.Kernel(_im2col_loop, {"_span": span})
 _epilogue = _jit.Kernel(_epilogue_loop)
 _grad_out = _jit.Kernel(_grad_out_loop)
-_col2im = _jit.Kernel(_col2im_loop, "_span", span)
+_col2im = _jit.Kernel(_col2im_loop, {"_span": span})
 _max_pool = _jit.Kernel(_max_pool_loop)
-_max_pool_grad = _jit.Kernel(_max_pool_grad_loop, "_span", span)
-_max_step = None    # bound to the compiled ``_max_step_loop``
+_max_pool_grad = _jit.Kernel(_max_pool_grad_loop, {"_span": span})
+_max_step = _max_step_loop
 max_step = _jit.Kernel(_max_step_loop)
-_max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop, "_max_step", max_step)
+_max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop, {"_max_step": max_step})
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)

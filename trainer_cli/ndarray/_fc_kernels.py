@@ -151,9 +151,10 @@ def _pairwise_block_loop(a):
     return abs(res) if res == 0 else res        # +0.0 + res, in a's dtype
 
 
-_pairwise_block = None      # bound to the compiled ``_pairwise_block_loop`` (see ``_jit.Kernel``)
+# The loops call it by this name; compiled, they call it compiled (``_jit.Kernel``'s helpers).
+_pairwise_block = _pairwise_block_loop
 pairwise_block = _jit.Kernel(_pairwise_block_loop)
 
 _bias_relu = _jit.Kernel(_bias_relu_loop)
-_grad_batch_cols = _jit.Kernel(_grad_batch_cols_loop, "_pairwise_block", pairwise_block)
+_grad_batch_cols = _jit.Kernel(_grad_batch_cols_loop, {"_pairwise_block": pairwise_block})
 _grad_batch_rows = _jit.Kernel(_grad_batch_rows_loop)

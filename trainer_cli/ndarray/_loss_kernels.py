@@ -129,9 +129,10 @@ def _row_sums_loop(e, sums):
         sums[i, 0] = _pairwise_block(e[i])
 
 
-_pairwise_block = None      # bound to the compiled pairwise sum (see ``_jit.Kernel``)
+# The loops call it by this name; compiled, they call it compiled (``_jit.Kernel``'s helpers).
+_pairwise_block = _fc_kernels._pairwise_block_loop
 
 _forward = _jit.Kernel(_forward_loop)
-_backward = _jit.Kernel(_backward_loop, "_pairwise_block", _fc_kernels.pairwise_block)
+_backward = _jit.Kernel(_backward_loop, {"_pairwise_block": _fc_kernels.pairwise_block})
 _shift = _jit.Kernel(_shift_loop)
-_row_sums = _jit.Kernel(_row_sums_loop, "_pairwise_block", _fc_kernels.pairwise_block)
+_row_sums = _jit.Kernel(_row_sums_loop, {"_pairwise_block": _fc_kernels.pairwise_block})

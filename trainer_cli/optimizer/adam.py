@@ -1,4 +1,10 @@
-"""Adam (``adam``, MXNet 1.9's L2 form) and AdamW (``adamw``, decoupled weight decay)."""
+"""Adam (``adam``, MXNet 1.9's L2 form) and AdamW (``adamw``, decoupled weight decay).
+
+Each rule three times: the NumPy body (the reference), the CPU loop and the CUDA element, which
+do its operations in the same order and precision (``kernels`` runs whichever fits); then the
+optimizer classes. A row_sparse path (issue 15, MXNet's lazy update) would be a second NumPy
+body and ``Kernel`` pair over the rows a gradient holds, chosen in ``adam_rule``.
+"""
 from __future__ import annotations
 
 import math
@@ -6,14 +12,15 @@ import math
 import numpy
 
 from ..context import array_module_of
-from . import _cuda, _fused
-from .optimizer import Optimizer, register, scaled_grad, zeros_like
+from .kernels import CUDA_CLIP, Kernel, clip as _clip
+from .optimizer import Optimizer, Plan, register, scaled_grad, zeros_like
 
 __all__ = ["Adam", "AdamW", "adam_rule", "adamw_rule"]
 
 _np_ndarray = numpy.ndarray
 
 
+# ----------------------------------------------------------------------------- the math
 def _moments(xp, G, mean, var, beta1, beta2, scratch):
     """``mean = b1*mean + (1-b1)*G; var = b2*var + (1-b2)*G*G``, as the kernels round them."""
     t = mean.dtype.type
@@ -27,32 +34,10 @@ def _moments(xp, G, mean, var, beta1, beta2, scratch):
     var += scratch
 
 
-# The kernels' scalars, by position (per tensor in a group: wd and the step size).
-_WD, _LR = 1, 7
-
-
-def _scalars(dtype, rescale, wd, clip, beta1, beta2, epsilon, lr):
-    """One conversion for all scalars: each rounds to ``dtype`` as ``dtype(x)`` would."""
-    clipping = clip is not None
-    return numpy.array([rescale, wd, -clip if clipping else 0, clip if clipping else 0,
-                        beta1, beta2, epsilon, lr, 1], dtype=dtype)
-
-
-def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
+def _adam_numpy(w, g, mean, var, lr, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's adam_update: ``G = clip(rescale*g + wd*w)`` (decay is L2, inside the moments);
-    ``w -= lr * mean / (sqrt(var) + epsilon)``. Bias correction is folded into ``lr`` by the caller."""
+    ``w -= lr * mean / (sqrt(var) + epsilon)``. Bias correction is folded into ``lr``."""
     t = w.dtype.type
-    if w.size >= _fused.MIN_SIZE and _adam_kernel.fits(w, g, mean, var):
-        clipping = clip is not None
-        scalars = _scalars(t, rescale, wd, clip, beta1, beta2, epsilon, lr)
-        if w.ndim != 1:
-            w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
-        _adam_kernel(w, g, mean, var, scalars, bool(wd), clipping)
-        return
-    if type(w) is not _np_ndarray and _cuda.handles(w, g, mean, var):
-        _cuda.adam(w, g, mean, var, lr=lr, wd=wd, beta1=beta1, beta2=beta2, epsilon=epsilon,
-                   rescale=rescale, clip=clip)
-        return
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, w, wd)
     scratch = xp.empty_like(G)
@@ -64,21 +49,10 @@ def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
     w -= scratch
 
 
-def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip):
+def _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's contrib adamw_update with lr=1 (as MXNet 2.0's AdamW and GluonNLP call it):
     ``G = clip(rescale*g)``; ``w -= eta * (mean / (sqrt(var) + epsilon) + wd*w)``."""
     t = w.dtype.type
-    if w.size >= _fused.MIN_SIZE and _adamw_kernel.fits(w, g, mean, var):
-        clipping = clip is not None
-        scalars = _scalars(t, rescale, wd, clip, beta1, beta2, epsilon, eta)
-        if w.ndim != 1:
-            w, g, mean, var = w.ravel(), g.ravel(), mean.ravel(), var.ravel()
-        _adamw_kernel(w, g, mean, var, scalars, clipping)
-        return
-    if type(w) is not _np_ndarray and _cuda.handles(w, g, mean, var):
-        _cuda.adamw(w, g, mean, var, eta=eta, wd=wd, beta1=beta1, beta2=beta2, epsilon=epsilon,
-                    rescale=rescale, clip=clip)
-        return
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, dtype=w.dtype)
     scratch = xp.empty_like(G)
@@ -92,9 +66,17 @@ def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip
     w -= scratch
 
 
-def _adam_loop(w, g, mean, var, scalars, decay, clipping):
-    rescale, wd, lo, hi = scalars[0], scalars[1], scalars[2], scalars[3]
-    beta1, beta2, epsilon, lr, one = scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
+# ----------------------------------------------------------------------------- the kernels
+# The NumPy bodies one element at a time: the CPU loops (numba) and the CUDA elements, side by
+# side. ``one`` is 1 in the weight's dtype (``1 - beta1`` rounds as in the NumPy body).
+_SCALARS = ("rescale", "wd", "lo", "hi", "beta1", "beta2", "epsilon", "lr", "one", "clipping",
+            "decay")
+
+
+def _adam_cpu(w, g, mean, var, s):
+    rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
+    beta1, beta2, epsilon, lr, one = s[4], s[5], s[6], s[7], s[8]
+    clipping, decay = s[9], s[10]
     one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
     for i in range(w.shape[0]):
         G = g[i] * rescale
@@ -111,9 +93,32 @@ def _adam_loop(w, g, mean, var, scalars, decay, clipping):
         w[i] = w[i] - (m * lr) / (numpy.sqrt(v) + epsilon)
 
 
-def _adamw_loop(w, g, mean, var, scalars, clipping):
-    rescale, wd, lo, hi = scalars[0], scalars[1], scalars[2], scalars[3]
-    beta1, beta2, epsilon, eta, one = scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
+_PARAMS = ("T g, T rescale, T wd, T lo, T hi, T beta1, T beta2, T epsilon, T lr, T one, "
+           "T clipping, T decay")
+
+# Adam's moments from the clipped gradient x, as _moments rounds them.
+_CUDA_MOMENTS = """
+    T m = mean * beta1;
+    m = m + x * (one - beta1);
+    mean = m;
+    T v = var * beta2;
+    v = v + (x * (one - beta2)) * x;
+    var = v;
+"""
+
+_ADAM_CUDA = (_PARAMS, "T w, T mean, T var", """
+    T x = g * rescale;
+    if (decay != 0) x = x + w * wd;
+    if (clipping != 0) {""" + CUDA_CLIP + """
+    }""" + _CUDA_MOMENTS + """
+    w = w - (m * lr) / (sqrt(v) + epsilon);
+""")
+
+
+def _adamw_cpu(w, g, mean, var, s):
+    rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
+    beta1, beta2, epsilon, eta, one = s[4], s[5], s[6], s[7], s[8]
+    clipping = s[9]
     one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
     for i in range(w.shape[0]):
         G = g[i] * rescale
@@ -129,53 +134,62 @@ def _adamw_loop(w, g, mean, var, scalars, clipping):
         w[i] = wi - (m / (numpy.sqrt(v) + epsilon) + wi * wd) * eta
 
 
-_clip = None        # bound to ``_fused.clip`` when a loop compiles
-_adam_kernel = _fused.Kernel(_adam_loop, "_clip", _fused.clip)
-_adamw_kernel = _fused.Kernel(_adamw_loop, "_clip", _fused.clip)
+_ADAMW_CUDA = (_PARAMS, "T w, T mean, T var", """
+    T x = g * rescale;
+    if (clipping != 0) {""" + CUDA_CLIP + """
+    }""" + _CUDA_MOMENTS + """
+    T wi = w;
+    w = wi - (m / (sqrt(v) + epsilon) + wi * wd) * lr;
+""")
 
-# Each tensor of a group with its own row of scalars (see ``sgd``).
-_adam_one = _adamw_one = _column = None
-
-
-def _adam_multi_loop(table, rows, clipping, spans):
-    for j in range(spans.shape[0]):
-        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
-        _adam_one(_column(table, k, 1, rows)[a:b], _column(table, k, 2, rows)[a:b],
-                  _column(table, k, 3, rows)[a:b], _column(table, k, 4, rows)[a:b], rows[k],
-                  rows[k, 1] != 0, clipping)
+ADAM_KERNEL = Kernel("adam", scalars=_SCALARS, arrays=4, cpu=_adam_cpu, cuda=_ADAM_CUDA)
+ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA)
 
 
-def _adamw_multi_loop(table, rows, clipping, spans):
-    for j in range(spans.shape[0]):
-        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
-        _adamw_one(_column(table, k, 1, rows)[a:b], _column(table, k, 2, rows)[a:b],
-                   _column(table, k, 3, rows)[a:b], _column(table, k, 4, rows)[a:b], rows[k],
-                   clipping)
-
-
-_adam_multi = _fused.MultiKernel(_adam_multi_loop, _adam_kernel, "_adam_one")
-_adamw_multi = _fused.MultiKernel(_adamw_multi_loop, _adamw_kernel, "_adamw_one")
-
-
-def _adam_steps(rule, multi, cache, weights, grads, states, plans, *, beta1, beta2, epsilon,
-                rescale, clip):
-    """``rule`` for each tensor (``plans``: its ``(lr, wd)``, ``lr`` bias-corrected), the tensors
-    the kernel ``multi`` handles in one call per dtype."""
-    means, variances = [s[0] for s in states], [s[1] for s in states]
-    groups, rest = cache.groups((weights, grads, means, variances))
+def _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip):
     clipping = clip is not None
-    for positions, table, spans in groups:
-        template = _scalars(weights[positions[0]].dtype, rescale, 0, clip, beta1, beta2, epsilon,
-                            0)
-        rows = _fused.scalar_rows(template, len(positions), {
-            _LR: [plans[p][0] for p in positions], _WD: [plans[p][1] for p in positions]})
-        multi.run(table, rows, clipping, spans=spans)
-    for p in rest:
-        lr, wd = plans[p]
-        rule(weights[p], grads[p], means[p], variances[p], lr, wd, beta1=beta1, beta2=beta2,
-             epsilon=epsilon, rescale=rescale, clip=clip)
+    return dict(rescale=rescale, wd=wd, lo=-clip if clipping else 0, hi=clip if clipping else 0,
+                beta1=beta1, beta2=beta2, epsilon=epsilon, lr=lr, one=1, clipping=clipping,
+                decay=wd != 0)      # the NumPy body's ``if wd`` (scaled_grad) on wd itself
 
 
+# ----------------------------------------------------------------------------- the rules
+def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
+    """MXNet's adam_update on raw arrays, in place (see ``_adam_numpy``)."""
+    if not ADAM_KERNEL.run((w, g, mean, var),
+                           _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip)):
+        _adam_numpy(w, g, mean, var, lr, wd, beta1, beta2, epsilon, rescale, clip)
+
+
+def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip):
+    """MXNet's contrib adamw_update on raw arrays, in place (see ``_adamw_numpy``)."""
+    if not ADAMW_KERNEL.run((w, g, mean, var),
+                            _scalars(eta, wd, beta1, beta2, epsilon, rescale, clip)):
+        _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip)
+
+
+def _adam_steps(rule, kernel, step, plans, *, beta1, beta2, epsilon, rescale, clip):
+    """``rule`` for each tensor of a ``PreparedStep`` (``plans``: each one's ``Plan``, its rate
+    bias-corrected), the tensors ``kernel`` takes in one call per dtype."""
+    weights, grads, states = step.weights, step.grads, step.states
+
+    def columns():
+        return weights, grads, [s[0] for s in states], [s[1] for s in states]
+
+    def rows_of(positions):
+        chosen = [plans[p] for p in positions]
+        return kernel.rows(weights[positions[0]].dtype, len(chosen),
+                           _scalars(0, 0, beta1, beta2, epsilon, rescale, clip),
+                           {"lr": [p.lr for p in chosen], "wd": [p.wd for p in chosen],
+                            "decay": [p.wd != 0 for p in chosen]})
+
+    for p in kernel.run_groups(step.split(kernel, columns), rows_of):
+        mean, var = states[p]
+        rule(weights[p], grads[p], mean, var, plans[p].lr, plans[p].wd, beta1=beta1,
+             beta2=beta2, epsilon=epsilon, rescale=rescale, clip=clip)
+
+
+# ----------------------------------------------------------------------------- the optimizers
 class _AdamBase(Optimizer):
     def __init__(self, learning_rate, beta1, beta2, epsilon, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -190,10 +204,18 @@ class _AdamBase(Optimizer):
         t = self._index_update_count[index]
         return lr * math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t)
 
-    def _steps(self, weights, grads, states, plans):
-        _adam_steps(self._rule, self._multi, self._fused_tables(), weights, grads, states, plans,
-                    beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
-                    rescale=self._rescale(), clip=self._clip)
+    def _plan(self, indices, weights, grads):
+        # The bias correction folded into each tensor's rate, from its count.
+        correct = self._corrects_bias()
+        return [Plan(p.index, self._corrected_lr(p.index, p.lr) if correct else p.lr, p.wd)
+                for p in super()._plan(indices, weights, grads)]
+
+    def _corrects_bias(self):
+        return True
+
+    def _steps(self, step, plans):
+        _adam_steps(self._rule, self._kernel, step, plans, beta1=self.beta1, beta2=self.beta2,
+                    epsilon=self.epsilon, rescale=self._rescale(), clip=self._clip)
 
     def _rescale(self):
         return self.rescale_grad
@@ -203,16 +225,12 @@ class _AdamBase(Optimizer):
 class Adam(_AdamBase):
     """Adam (Kingma & Ba). ``epsilon`` is added to sqrt of the uncorrected variance (MXNet)."""
 
-    _multi = _adam_multi
+    _kernel = ADAM_KERNEL
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  lazy_update=True, **kwargs):
         super().__init__(learning_rate, beta1, beta2, epsilon, **kwargs)
         self.lazy_update = lazy_update      # row-sparse gradients only; all arrays here are dense
-
-    def _plan(self, indices, weights, grads):
-        return [(self._corrected_lr(index, lr), wd)
-                for index, lr, wd in super()._plan(indices, weights, grads)]
 
     @staticmethod
     def _rule(w, g, mean, var, lr, wd, **kw):
@@ -228,25 +246,24 @@ class AdamW(_AdamBase):
     ``correct_bias``) and ``w -= eta*(m/(sqrt(v)+epsilon) + wd*w)``. Like the operator, a step whose
     ``rescale_grad`` is 0 or not finite (an AMP overflow) leaves weight and moments unchanged."""
 
-    _multi = _adamw_multi
+    _kernel = ADAMW_KERNEL
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6,
                  correct_bias=True, **kwargs):
         super().__init__(learning_rate, beta1, beta2, epsilon, **kwargs)
         self.correct_bias = correct_bias
 
-    def _plan(self, indices, weights, grads):
-        return [(self._corrected_lr(index, lr) if self.correct_bias else lr, wd)
-                for index, lr, wd in super()._plan(indices, weights, grads)]
+    def _corrects_bias(self):
+        return self.correct_bias
 
     def _rescale(self):
         return float(self.rescale_grad)
 
-    def _steps(self, weights, grads, states, plans):
+    def _steps(self, step, plans):
         rescale = self._rescale()
         if rescale == 0 or not math.isfinite(rescale):
             return
-        super()._steps(weights, grads, states, plans)
+        super()._steps(step, plans)
 
     @staticmethod
     def _rule(w, g, mean, var, lr, wd, **kw):

@@ -26,7 +26,7 @@ def lars_lr(w, g, *, lr, wd, eta, eps, rescale):
 
 def _sum_sq(a):
     flat = a.reshape(-1).astype(numpy.float32, copy=False)
-    return float(flat.dot(flat))
+    return flat.dot(flat).item()      # on CuPy: the one transfer, explicit
 
 
 @register
@@ -51,19 +51,19 @@ class LARS(SGD):
         self.wd_mult = {n: 0.0 for n in self.idx2name.values() if not n.endswith("_weight")}
         self.wd_mult.update(args_wd_mult)
 
-    def _get_lrs(self, indices):
+    def _global_lr(self):
         # cur_lr/last_lr are the global lrs of this call and the previous one (per chunk).
-        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        lr = super()._global_lr()
         self.last_lr = lr if self.cur_lr is None else self.cur_lr
         self.cur_lr = lr
-        return [lr * self._mult(index, "lr_mult", self.lr_mult) for index in indices]
+        return lr
 
     def _skips_lars(self, index):
         name = self.idx2name.get(index, str(index))
         return name.endswith("gamma") or name.endswith("beta") or name.endswith("bias")
 
     def _lrs_wds(self, indices, weights, grads):
-        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        lrs, wds = self._rates(indices)
         return [lr if self._skips_lars(i) else
                 lars_lr(raw(w), raw(g), lr=lr, wd=wd, eta=self.eta, eps=self.eps,
                         rescale=self.rescale_grad)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from typing import NamedTuple
 
 import numpy
 
@@ -18,9 +19,61 @@ from ..ndarray import NDArray
 from ..ndarray.slabs import Slabs
 from .. import lr_scheduler as _lr_scheduler
 
-__all__ = ["Optimizer", "register", "create", "scaled_grad", "raw", "raw_state", "zeros_like"]
+__all__ = ["Optimizer", "Plan", "PreparedStep", "register", "create", "scaled_grad", "raw",
+           "raw_state", "zeros_like"]
 
 _MISSING = object()
+
+
+class Plan(NamedTuple):
+    """What one tensor's step needs, decided by an update's bookkeeping phase (``_plan``)."""
+
+    index: object           # the parameter's index (its update count is already taken)
+    lr: float               # the rate this step uses: lr * lr_mult, and what the optimizer
+                            # folds in (Adam's bias correction, LARS's trust ratio)
+    wd: float               # wd * wd_mult
+    momentum: float = 0.0   # SGD-like optimizers: the momentum of this step (LARS corrects it)
+
+
+class PreparedStep:
+    """An update's raw arrays, in the order of its plans, and what the kernels worked out about
+    them (their groups, ``kernels.groups``; rows of scalars worth keeping). Whoever keeps a
+    prepared step keeps its arrays alive, so the groups' addresses stay valid: the Updater
+    keeps one per index list across the steps of a training loop (``updater.Updater``); a
+    direct ``Optimizer.update`` call makes one for the call."""
+
+    __slots__ = ("weights", "grads", "states", "_splits", "_rows")
+
+    def __init__(self, weights, grads, states):
+        self.weights, self.grads, self.states = weights, grads, states
+        self._splits, self._rows = {}, {}
+
+    def split(self, kernel, columns):
+        """``kernels.groups(columns())`` for ``kernel``, worked out once."""
+        found = self._splits.get(kernel.name)
+        if found is None:
+            from .kernels import groups
+            found = self._splits[kernel.name] = groups(columns())
+        return found
+
+    def rows(self, slot, key, build, reusable):
+        """``build()``, or the rows built for ``slot`` by the previous step when its ``key``
+        was equal and ``reusable`` (equal values are equal bits: no zeros whose sign counts)."""
+        kept = self._rows.get(slot)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        rows = build()
+        if reusable:
+            self._rows[slot] = (key, rows)
+        else:
+            self._rows.pop(slot, None)
+        return rows
+
+    def new_grads(self, grads):
+        """The same weights and states with other gradient arrays (a kvstore hands a new sum at
+        every push): the groups, which hold the gradients' addresses, are worked out again."""
+        self.grads = grads
+        self._splits.clear()
 
 
 class Optimizer:
@@ -28,9 +81,41 @@ class Optimizer:
 
     Subclasses implement ``create_state(index, weight)`` and ``_step(index, w, g, state, lr, wd)``,
     where ``w``, ``g`` and the arrays of ``state`` are raw NumPy/CuPy arrays updated in place.
+
+    **The update protocol.** An update of a list of tensors runs in two phases:
+
+    1. ``_plan(indices, weights, grads) -> [Plan]``, the bookkeeping, in MXNet's order: update
+       counts (``_update_count``), then the rates (``_rates``, the one function computing
+       ``lr * lr_mult`` and ``wd * wd_mult``; the scheduler is read there), then whatever the
+       optimizer folds into a tensor's ``Plan`` (Adam's bias-corrected rate, SGD's momentum).
+       ``counts_each_index`` says whether a list is counted index by index, each rate read
+       right after its count (as separate calls would), or counted together first (SGD's
+       aggregated updates).
+    2. ``_steps(step, plans)``, the arithmetic: ``step`` is a ``PreparedStep`` (raw arrays of
+       the weights, gradients and states, in plan order); the default runs ``_step`` per tensor,
+       SGD and Adam hand every tensor to their kernels at once (``kernels``).
+
+    The Updater plans every chunk of a step first, then runs one ``_steps`` over all of them,
+    with a ``PreparedStep`` it keeps while the same arrays come back. An optimizer that defines
+    its own ``update`` (MXNet's way of writing one; LBSGD, Test) declares ``plans_ahead =
+    False`` and is called through ``update_multi_precision`` instead; a subclass defining
+    ``update`` without declaring it gets False. Float16 weights with a float32 master copy take
+    that path too.
     """
 
     opt_registry: dict = {}
+
+    # Whether the Updater may run this optimizer's updates through ``_plan``/``_steps``.
+    plans_ahead = True
+    # Whether ``_plan`` counts a list of indices one by one (as single calls would) or together.
+    counts_each_index = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Written MXNet's way, with its own update(): the Updater must call that.
+        if "plans_ahead" not in vars(cls) and (
+                "update" in vars(cls) or "update_multi_precision" in vars(cls)):
+            cls.plans_ahead = False
 
     def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None,
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
@@ -39,7 +124,7 @@ class Optimizer:
             lr_scheduler = _lr_scheduler.from_dict(lr_scheduler)
         self.rescale_grad = rescale_grad
         if lr_scheduler is None and learning_rate is None:
-            learning_rate = 0.01
+            learning_rate = _lr_scheduler.DEFAULT_LEARNING_RATE
         self.lr = learning_rate
         self.lr_scheduler = lr_scheduler
         if lr_scheduler is not None and learning_rate is not None \
@@ -121,40 +206,57 @@ class Optimizer:
                         if not (n.endswith("_weight") or n.endswith("_gamma"))}
         self.wd_mult.update(args_wd_mult)
 
-    def _get_lrs(self, indices):
-        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
-        return [lr * m for m in self._mults(indices, "lr_mult", self.lr_mult)]
-
-    def _get_wds(self, indices):
+    def _rates(self, indices, count_each=False):
+        """``(lrs, wds)``: each index's ``lr * lr_mult`` and ``wd * wd_mult``, the one place rates
+        are computed. ``lr`` is the scheduler's at the current ``num_update``; with
+        ``count_each`` every index is counted just before its rate is read (MXNet's order for a
+        list of single updates, where a count can move ``num_update`` and the scheduler)."""
+        lr_mults, wd_mults = self._all_mults(indices)
         wd = self.wd
-        return [wd * m for m in self._mults(indices, "wd_mult", self.wd_mult)]
+        wds = [wd * m for m in wd_mults]
+        if not count_each:
+            lr = self._global_lr()
+            return [lr * m for m in lr_mults], wds
+        # _global_lr() after each count, inlined: hundreds of tensors pay it at every step.
+        scheduler = self.lr_scheduler
+        counts, begin, lr = self._index_update_count, self.begin_num_update, self.lr
+        num_update, lrs = self.num_update, []
+        for index, lr_mult in zip(indices, lr_mults):
+            count = counts.get(index, begin) + 1
+            counts[index] = count
+            if not num_update > count:      # max(count, num_update), ties to count
+                num_update = self.num_update = count
+            lrs.append((scheduler(num_update) if scheduler is not None else lr) * lr_mult)
+        return lrs, wds
 
-    def _get_lrs_wds(self, indices):
-        """``(self._get_lrs(indices), self._get_wds(indices))``; in one pass over the Parameters
-        when neither is overridden and every index has its Parameter (the hot path under a
-        Trainer)."""
-        klass, params = type(self), self.param_dict
-        if params and klass._get_lrs is Optimizer._get_lrs \
-                and klass._get_wds is Optimizer._get_wds:
+    def _global_lr(self):
+        """The learning rate before multipliers: the scheduler's at ``num_update``, or ``lr``."""
+        return self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+
+    def _all_mults(self, indices):
+        """Each index's ``(lr_mult, wd_mult)`` lists, in one pass over the Parameters when every
+        index has its Parameter (the hot path under a Trainer)."""
+        params = self.param_dict
+        if params:
             try:
                 chosen = [params[index] for index in indices]
             except KeyError:
                 pass
             else:
-                lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
-                wd = self.wd
-                return [lr * p.lr_mult for p in chosen], [wd * p.wd_mult for p in chosen]
-        return self._get_lrs(indices), self._get_wds(indices)
+                return [p.lr_mult for p in chosen], [p.wd_mult for p in chosen]
+        return (self._mults(indices, "lr_mult", self.lr_mult),
+                self._mults(indices, "wd_mult", self.wd_mult))
+
+    # MXNet's names for the rates (custom optimizers written MXNet's way call them).
+    def _get_lrs(self, indices):
+        return self._rates(indices)[0]
+
+    def _get_wds(self, indices):
+        wd = self.wd        # without reading the learning rate (a scheduler call)
+        return [wd * m for m in self._all_mults(indices)[1]]
 
     def _mults(self, indices, attr, table):
-        params = self.param_dict
-        if params:
-            # Under a Trainer every index has its Parameter, which wins (the per-step hot path).
-            try:
-                return [getattr(params[index], attr) for index in indices]
-            except KeyError:
-                pass
-        elif not table and not self.idx2name:
+        if not self.param_dict and not table and not self.idx2name:
             return [1.0] * len(indices)
         return [self._mult(index, attr, table) for index in indices]
 
@@ -172,7 +274,7 @@ class Optimizer:
         return 1.0
 
     def _get_lr(self, index):
-        return self._get_lrs([index])[0]
+        return self._rates([index])[0][0]
 
     def _get_wd(self, index):
         return self._get_wds([index])[0]
@@ -230,53 +332,22 @@ class Optimizer:
         else:
             indices, weights, grads, states = [index], [weight], [grad], [state]
         plans = self._plan(indices, weights, grads)
-        self._steps([raw(w) for w in weights], [raw(g) for g in grads],
-                    [raw_state(s) for s in states], plans)
-
-    # An update is two phases: ``_plan`` does the bookkeeping (update counts, the scheduler, the
-    # per-tensor learning rates) and returns what each tensor's step needs; ``_steps`` runs the
-    # rule on raw arrays. The Updater plans every chunk of a step in MXNet's order, then runs one
-    # ``_steps`` over all of them, which lets a fused kernel take every tensor in one call.
-    # Whether ``_plan`` counts a list of indices one by one (as single calls would) or together.
-    _counts_each_index = True
+        self._steps(PreparedStep([raw(w) for w in weights], [raw(g) for g in grads],
+                                 [raw_state(s) for s in states]), plans)
 
     def _plan(self, indices, weights, grads):
-        """Count each index in turn and return its ``(index, lr, wd)``."""
-        klass = type(self)
-        if klass._update_count is not Optimizer._update_count \
-                or klass._get_lrs is not Optimizer._get_lrs \
-                or klass._get_wds is not Optimizer._get_wds:
-            plans = []
-            for index in indices:
-                self._update_count(index)
-                plans.append((index, self._get_lr(index), self._get_wd(index)))
-            return plans
-        # The same, inlined: hundreds of tensors pay it at every step.
-        counts, begin, scheduler, wd = (self._index_update_count, self.begin_num_update,
-                                        self.lr_scheduler, self.wd)
-        lr_mults = self._mults(indices, "lr_mult", self.lr_mult)
-        wd_mults = self._mults(indices, "wd_mult", self.wd_mult)
-        num_update, plans = self.num_update, []
-        for index, lr_mult, wd_mult in zip(indices, lr_mults, wd_mults):
-            count = counts.get(index, begin) + 1
-            counts[index] = count
-            if not num_update > count:
-                num_update = self.num_update = count
-            lr = scheduler(num_update) if scheduler is not None else self.lr
-            plans.append((index, lr * lr_mult, wd * wd_mult))
-        return plans
+        """The bookkeeping phase: count the indices, then return each one's ``Plan``."""
+        if self.counts_each_index:
+            lrs, wds = self._rates(indices, count_each=True)
+        else:
+            self._update_count(indices)
+            lrs, wds = self._rates(indices)
+        return [Plan(index, lr, wd) for index, lr, wd in zip(indices, lrs, wds)]
 
-    def _steps(self, weights, grads, states, plans):
-        for w, g, s, (index, lr, wd) in zip(weights, grads, states, plans):
-            self._step(index, w, g, s, lr, wd)
-
-    def _fused_tables(self):
-        """The cache of kernel argument tables (see ``_fused.ArrayTables``), made on first use."""
-        cache = self.__dict__.get("_array_tables")
-        if cache is None:
-            from ._fused import ArrayTables
-            cache = self._array_tables = ArrayTables()
-        return cache
+    def _steps(self, step, plans):
+        """The arithmetic phase: ``_step`` for each tensor of ``step`` with its plan."""
+        for w, g, s, plan in zip(step.weights, step.grads, step.states, plans):
+            self._step(plan.index, w, g, s, plan.lr, plan.wd)
 
     def update_multi_precision(self, index, weight, grad, state):
         """``update``, through the float32 master copy for float16 weights under multi_precision."""
@@ -346,7 +417,6 @@ class Optimizer:
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("param_dict", None)   # live Parameters: the Trainer re-attaches them
-        state.pop("_array_tables", None)    # addresses of those Parameters' arrays
         return state
 
     def __setstate__(self, state):

@@ -6,7 +6,7 @@ from operator import is_
 import numpy
 
 from ..ndarray import NDArray
-from .optimizer import STATE_SLABS, Optimizer, raw_state
+from .optimizer import STATE_SLABS, PreparedStep, raw_state
 
 __all__ = ["Updater", "get_updater"]
 
@@ -23,7 +23,9 @@ class Updater:
         self.states = {}
         self.states_synced = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
-        self._last = None       # the previous call's arguments, prepared (see _Prepared)
+        # One prepared step per list of indices seen (see _Prepared): a Trainer calls with one
+        # list, a kvstore with one key at a time.
+        self._prepared = {}
 
     def __call__(self, index, grad, weight):
         """Update ``weight`` from ``grad`` (note the order); each may be a single item or a list."""
@@ -40,12 +42,19 @@ class Updater:
         optimizer = self.optimizer
         optimizer._set_current_context(weights[0]._ctx.device_id)
         states, synced = self.states, self.states_synced
-        last = self._last
-        if last is not None and last.repeats(optimizer, indices, grads, weights, states):
-            # A training loop's every step: the same arrays and states as the previous call.
-            self._plan_and_step(last.indices, last.weights, last.grads, last.runs, last.raw)
-            return
-        self._last = None
+        try:
+            key = tuple(indices)
+            prepared = self._prepared.get(key)
+        except TypeError:           # an unhashable index: nothing is kept for it
+            key = prepared = None
+        if prepared is not None:
+            if prepared.serves(optimizer, grads, weights, states):
+                # A training loop's every step: the same weights and states as last time.
+                self._plan_and_step(prepared)
+                if prepared.grads_change:
+                    prepared.forget_grads()
+                return
+            del self._prepared[key]
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode("utf-8")
@@ -55,15 +64,21 @@ class Updater:
             elif not synced.get(idx, False):
                 states[idx] = self.sync_state_context(states[idx], weights[i].context)
                 synced[idx] = True
-        given = (indices, grads, weights)
+        given = (grads, weights)
+        order = None
         if not self.aggregate_updates:
             runs = [(0, len(indices))]
         else:
             # Grouped by dtype, in chunks of aggregate_num: the order in which MXNet's aggregated
             # updates count steps and query the scheduler.
-            indices, weights, grads, runs = _by_dtype(indices, weights, grads)
-        if not _plans_ahead(optimizer, weights):
-            # Through update_multi_precision: custom optimizers and float16 master copies.
+            order, runs = _by_dtype(weights)
+            if order is not None:
+                indices, weights, grads = ([items[k] for k in order]
+                                           for items in (indices, weights, grads))
+        if not optimizer.plans_ahead or (optimizer.multi_precision and any(
+                w.dtype == numpy.float16 for w in weights)):
+            # Through update_multi_precision: optimizers with their own update, float16 master
+            # copies.
             if not self.aggregate_updates:
                 update = optimizer.update_multi_precision
                 for idx, w, g in zip(indices, weights, grads):
@@ -75,22 +90,24 @@ class Updater:
                                                  [states[i] for i in indices[start:stop]])
             return
         kept = [states[i] for i in indices]
-        raw = ([w._data for w in weights], [g._data for g in grads],
-               [raw_state(s) for s in kept])
-        if all(map(_fixed_state, kept)):
-            self._last = _Prepared(optimizer, given, indices, weights, grads, runs, kept, raw)
-        self._plan_and_step(indices, weights, grads, runs, raw)
+        prepared = _Prepared(optimizer, given, indices, weights, grads, order, runs, kept)
+        if key is not None and all(map(_fixed_state, kept)):
+            if len(self._prepared) >= _MAX_PREPARED:
+                self._prepared.clear()
+            self._prepared[key] = prepared
+        self._plan_and_step(prepared)
 
-    def _plan_and_step(self, indices, weights, grads, runs, raw):
+    def _plan_and_step(self, prepared):
         # Every chunk is planned first, then all tensors step in one call.
         optimizer = self.optimizer
+        indices, weights, grads = prepared.indices, prepared.weights, prepared.grads
         size = optimizer.aggregate_num if self.aggregate_updates else 1
-        if optimizer._counts_each_index:
+        if optimizer.counts_each_index:
             size = len(indices)       # planning a list counts index by index anyway
         plans = []
-        for start, stop in _chunks(runs, size):
+        for start, stop in _chunks(prepared.runs, size):
             plans += optimizer._plan(indices[start:stop], weights[start:stop], grads[start:stop])
-        optimizer._steps(*raw, plans)
+        optimizer._steps(prepared.step, plans)
 
     def sync_state_context(self, state, context):
         """``state`` with every array moved to ``context`` (tuples stay tuples, lists lists).
@@ -136,6 +153,7 @@ class Updater:
         if optimizer is not None:
             self.optimizer = optimizer
             self.aggregate_updates = optimizer.aggregate_num > 0
+        self._prepared.clear()
         self.set_states_dict(chosen)
 
     def set_states_dict(self, states: dict):
@@ -143,38 +161,64 @@ class Updater:
         that weight's next update."""
         self.states = dict(states)
         self.states_synced = dict.fromkeys(self.states, False)
-        self._last = None
+        self._prepared.clear()
+
+
+# More index lists than this (a kvstore with that many keys, each its own list) and the
+# prepared steps are dropped and made again.
+_MAX_PREPARED = 4096
 
 
 class _Prepared:
-    """One ``update_lists`` call's arguments, regrouped and with their raw arrays, for the next
-    call with the same ones (every step of a training loop): that call skips the regrouping and
-    hands ``_steps`` the same raw lists, which the kernels' own cache then knows at a glance.
+    """One ``update_lists`` call prepared for the next call with the same indices (every step of
+    a training loop, or every push of a key to a kvstore): the items regrouped for planning,
+    and their raw arrays as an ``optimizer.PreparedStep``, which keeps what the kernels worked
+    out about them.
 
-    The same means the same objects: indices, weight and gradient NDArrays, the optimizer (with
-    the same ``multi_precision``) and the state objects now in ``states`` (which a load or a user
-    may have replaced), all created and synced by the first call (``set_states_dict``, which
-    unsyncs states, forgets this). NDArrays never change the array they hold, and the states kept
-    here are NDArrays, tuples of them or None (``_fixed_state``), so the raw lists stay valid.
-    Nothing may change the lists handed to ``_steps``."""
+    It serves a call with the same objects: optimizer (with the same ``multi_precision``),
+    weight NDArrays, and state objects now in ``states`` (which a load or a user may have
+    replaced); the Updater forgets every prepared step when states are loaded. NDArrays never
+    change the array they hold, and the states kept here are NDArrays, tuples of them or None
+    (``_fixed_state``), so the raw arrays stay valid. Other gradient NDArrays (a kvstore's sum
+    may be new at each push) are taken in place of the previous ones; gradients that change
+    from call to call are not kept once the call is over (a parameter server would otherwise
+    hold the last gradient of every key)."""
 
-    __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "runs",
-                 "kept", "raw")
+    __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "order",
+                 "runs", "kept", "step", "grads_change")
 
-    def __init__(self, optimizer, given, indices, weights, grads, runs, kept, raw):
+    def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept):
         self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
-        self.given = tuple(tuple(items) for items in given)
+        given_grads, given_weights = given
+        self.given = (tuple(given_grads), tuple(given_weights))
         # Copies: the caller's lists are its own once the call returns.
         self.indices, self.weights, self.grads = list(indices), list(weights), list(grads)
-        self.runs = runs
-        self.kept, self.raw = kept, raw
+        self.order, self.runs, self.kept = order, runs, kept
+        self.step = PreparedStep([w._data for w in weights], [g._data for g in grads],
+                                 [raw_state(s) for s in kept])
+        self.grads_change = False
 
-    def repeats(self, optimizer, indices, grads, weights, states) -> bool:
-        given_indices, given_grads, given_weights = self.given
-        return (optimizer is self.optimizer and optimizer.multi_precision == self.multi_precision
-                and len(weights) == len(given_weights) and tuple(indices) == given_indices
-                and all(map(is_, weights, given_weights)) and all(map(is_, grads, given_grads))
-                and all(map(is_, map(states.get, self.indices), self.kept)))
+    def serves(self, optimizer, grads, weights, states) -> bool:
+        given_grads, given_weights = self.given
+        if not (optimizer is self.optimizer and optimizer.multi_precision == self.multi_precision
+                and len(weights) == len(given_weights) and all(map(is_, weights, given_weights))
+                and all(map(is_, map(states.get, self.indices), self.kept))):
+            return False
+        self.grads_change = False
+        if len(grads) != len(given_grads) or not all(map(is_, grads, given_grads)):
+            if len(grads) != len(given_weights) or not all(type(g) is NDArray for g in grads):
+                return False
+            self.given = (tuple(grads), given_weights)
+            order = self.order
+            self.grads = list(grads) if order is None else [grads[k] for k in order]
+            self.step.new_grads([g._data for g in self.grads])
+            self.grads_change = True
+        return True
+
+    def forget_grads(self):
+        self.given = ((), self.given[1])
+        self.grads = None
+        self.step.new_grads(None)
 
 
 def _fixed_state(state) -> bool:
@@ -182,33 +226,22 @@ def _fixed_state(state) -> bool:
         type(state) is tuple and all(type(s) is NDArray for s in state))
 
 
-def _plans_ahead(optimizer, weights) -> bool:
-    """Whether ``optimizer`` updates through ``_plan``/``_steps`` (not a custom ``update``) and
-    no float16 master copy is involved."""
-    klass = type(optimizer)
-    if klass.update is not Optimizer.update \
-            or klass.update_multi_precision is not Optimizer.update_multi_precision:
-        return False
-    return not optimizer.multi_precision or all(w.dtype != numpy.float16 for w in weights)
-
-
-def _by_dtype(indices, weights, grads):
-    """The items regrouped by weight dtype (groups in order of first sight, items in order within
-    each), and ``(begin, end)`` of each group."""
+def _by_dtype(weights):
+    """The order that regroups items by weight dtype (groups in order of first sight, items in
+    order within each; None when there is one dtype), and ``(begin, end)`` of each group."""
     dtypes = [w._data.dtype for w in weights]
     rank = {}
     for dtype in dtypes:
         rank.setdefault(dtype, len(rank))
     if len(rank) == 1:
-        return indices, weights, grads, [(0, len(indices))]
-    order = sorted(range(len(indices)), key=lambda k: rank[dtypes[k]])
+        return None, [(0, len(weights))]
+    order = sorted(range(len(weights)), key=lambda k: rank[dtypes[k]])
     runs, begin = [], 0
     for k in range(1, len(order) + 1):
         if k == len(order) or dtypes[order[k]] != dtypes[order[begin]]:
             runs.append((begin, k))
             begin = k
-    return ([indices[k] for k in order], [weights[k] for k in order], [grads[k] for k in order],
-            runs)
+    return order, runs
 
 
 def _chunks(runs, size):

@@ -6,6 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal, Optional
 
 from pydantic import Field, field_validator
 
+from ... import lr_scheduler
 from .. import names
 from ..describe import Expect
 from .base import Section, detail, fail, named_shorthand, problem, spelling_details
@@ -20,7 +21,7 @@ KVSTORE_TYPES = ("local", "device", "dist_sync", "dist_device_sync", "dist_async
 COMPRESSION_TYPES = ("2bit", "1bit", "none")
 # MXNet's LRScheduler default, which is what a warmup is checked against when the scheduler
 # is given no base_lr of its own.
-_DEFAULT_BASE_LR = 0.01
+_DEFAULT_BASE_LR = lr_scheduler.DEFAULT_LEARNING_RATE
 
 
 class OptimizerSection(NamedComponent):

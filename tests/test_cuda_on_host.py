@@ -1,0 +1,210 @@
+"""The CUDA source of every fused optimizer rule, compiled on the host as C++, gives bitwise the
+numbers of the rule's NumPy body.
+
+No GPU is lent to this project in practice, so the CUDA kernels would otherwise never run. A
+CuPy ElementwiseKernel body is C++ over one element: here it goes inside a loop over the
+elements (the gradient read from its array, the weight and states read and written back, the
+scalars from the row ``kernels.Kernel.row`` builds), with CUDA's ``sqrt`` taken from ``<cmath>``
+and FMA contraction off (``-ffp-contract=off``, as ``--fmad=false`` on the device). The inputs
+are the golden cases' weights and gradients, stepped through their whole trajectory, and arrays
+full of NaN, infinities, signed zeros, subnormals and huge values. One shared library is built
+per session into a temporary directory; without a C++ compiler the tests skip.
+"""
+import ctypes
+import itertools
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy
+import pytest
+
+from trainer_cli.optimizer import adam, kernels, sgd
+
+CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
+
+GOLDEN = json.loads((Path(__file__).parent / "data" / "golden_rule_inputs.json").read_text())
+
+# Each kernel with a function turning one step's hyper-parameters into its row's values.
+RULES = {
+    "sgd": (sgd.SGD_KERNEL, lambda dtype, p: sgd._scalars(dtype, p["lr"], p["wd"], 0.0,
+                                                            p["rescale"], p["clip"])),
+    "sgd_mom": (sgd.SGD_MOM_KERNEL, lambda dtype, p: sgd._scalars(
+        dtype, p["lr"], p["wd"], p["momentum"], p["rescale"], p["clip"])),
+    "adam": (adam.ADAM_KERNEL, lambda dtype, p: adam._scalars(
+        p["lr"], p["wd"], 0.9, 0.999, 1e-8, p["rescale"], p["clip"])),
+    "adamw": (adam.ADAMW_KERNEL, lambda dtype, p: adam._scalars(
+        p["lr"], p["wd"], 0.9, 0.999, 1e-6, p["rescale"], p["clip"])),
+}
+
+
+def _numpy_body(name, arrays, p):
+    """The rule through its public function, kernels out of reach: the NumPy body."""
+    w, g, *states = arrays
+    common = dict(wd=p["wd"], rescale=p["rescale"], clip=p["clip"])
+    if name in ("sgd", "sgd_mom"):
+        sgd.sgd_rule(w, g, states[0] if states else None, lr=p["lr"],
+                     momentum=p.get("momentum", 0.0), **common)
+    elif name == "adam":
+        adam.adam_rule(w, g, *states, lr=p["lr"], beta1=0.9, beta2=0.999, epsilon=1e-8,
+                       **common)
+    else:
+        adam.adamw_rule(w, g, *states, eta=p["lr"], beta1=0.9, beta2=0.999, epsilon=1e-6,
+                        **common)
+
+
+def _params(kernel_source):
+    """The names of a comma-separated ``T name`` parameter list."""
+    return [part.split()[-1] for part in kernel_source.split(",")]
+
+
+def _cxx_source(bodies=None):
+    parts = ["#include <cmath>", "#include <cstddef>", "using std::sqrt;"]
+    for name, (kernel, _) in RULES.items():
+        in_params, out_params, body = kernel.cuda
+        body = (bodies or {}).get(name, body)
+        inputs, outputs = _params(in_params), _params(out_params)
+        # The calling convention of ``Kernel.run``: the gradient, then the row, then the arrays
+        # written (weight first).
+        assert inputs[1:] == list(kernel.scalars) and outputs[0] == "w"
+        scalars = "".join("    const T %s = s[%d];\n" % (n, k) for k, n in enumerate(inputs[1:]))
+        loads = "".join("        T %s = outs[%d][i];\n" % (n, k) for k, n in enumerate(outputs))
+        stores = "".join("        outs[%d][i] = %s;\n" % (k, n) for k, n in enumerate(outputs))
+        parts.append(
+            "template <typename T>\n"
+            "static void %(name)s(std::size_t n, const T* grad, T* const* outs, const T* s) {\n"
+            "%(scalars)s"
+            "    for (std::size_t i = 0; i < n; ++i) {\n"
+            "        const T %(g)s = grad[i];\n"
+            "%(loads)s"
+            "        {\n%(body)s\n        }\n"
+            "%(stores)s"
+            "    }\n}\n"
+            'extern "C" void %(name)s_f(std::size_t n, const float* g, float* const* o, '
+            "const float* s) { %(name)s<float>(n, g, o, s); }\n"
+            'extern "C" void %(name)s_d(std::size_t n, const double* g, double* const* o, '
+            "const double* s) { %(name)s<double>(n, g, o, s); }\n"
+            % dict(name=name, scalars=scalars, g=inputs[0], loads=loads, body=body,
+                   stores=stores))
+    return "\n".join(parts)
+
+
+def _build(folder, bodies=None):
+    source, library = folder / "rules.cpp", folder / "rules.so"
+    source.write_text(_cxx_source(bodies))
+    command = [CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
+               "-fno-fast-math", "-fno-math-errno", str(source), "-o", str(library)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, "the CUDA sources do not compile as C++:\n" + proc.stderr
+    return ctypes.CDLL(str(library))
+
+
+@pytest.fixture(scope="session")
+def cuda_on_host(tmp_path_factory):
+    """The rules' CUDA sources as one shared library, built once per session."""
+    return _build(tmp_path_factory.mktemp("cuda_on_host"))
+
+
+def _run_cxx(lib, name, arrays, p):
+    kernel, values = RULES[name]
+    w, g, *states = arrays
+    dtype = w.dtype
+    row = kernel.row(dtype, **values(dtype, p))
+    suffix = "f" if dtype == numpy.float32 else "d"
+    written = [w] + states
+    outs = (ctypes.c_void_p * len(written))(*[a.ctypes.data for a in written])
+    fn = getattr(lib, "%s_%s" % (name, suffix))
+    fn(ctypes.c_size_t(w.size), ctypes.c_void_p(g.ctypes.data), outs,
+       ctypes.c_void_p(row.ctypes.data))
+
+
+def _bits(a):
+    return a.view(numpy.uint32 if a.dtype == numpy.float32 else numpy.uint64)
+
+
+def _compare(lib, name, arrays, p):
+    reference = [a.copy() for a in arrays]
+    compiled = [a.copy() for a in arrays]
+    with numpy.errstate(all="ignore"):
+        _numpy_body(name, reference, p)
+        _run_cxx(lib, name, compiled, p)
+    for what, x, y in zip(("weight", "gradient", "state 1", "state 2"), reference, compiled):
+        numpy.testing.assert_array_equal(_bits(x), _bits(y), err_msg="%s, %s, %s" % (name, what, p))
+
+
+def _state_count(name):
+    return {"sgd": 0, "sgd_mom": 1, "adam": 2, "adamw": 2}[name]
+
+
+@pytest.fixture
+def numpy_bodies(monkeypatch):
+    monkeypatch.setattr(kernels, "MIN_SIZE", 1 << 60)      # the rules' public functions: NumPy
+
+
+@pytest.mark.parametrize("case,name", [
+    ("sgd_plain", "sgd"), ("sgd_mom_wd_clip", "sgd_mom"), ("adam_wd_clip", "adam"),
+    ("adam_wd_clip", "adamw")])
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_cuda_source_follows_the_golden_trajectories_bitwise(cuda_on_host, numpy_bodies, case,
+                                                              name, dtype):
+    spec = GOLDEN[case]
+    hp = spec["optimizer_params"]
+    p = {"lr": hp["learning_rate"], "wd": hp.get("wd", 0.0), "momentum": hp.get("momentum", 0.0),
+         "rescale": 1.0, "clip": hp.get("clip_gradient")}
+    for k, weight in enumerate(spec["weights"]):
+        w = numpy.asarray(weight, dtype).ravel()
+        reference = [w.copy()] + [numpy.zeros_like(w) for _ in range(_state_count(name))]
+        compiled = [a.copy() for a in reference]
+        for t, grads in enumerate(spec["grads"], start=1):
+            g = numpy.asarray(grads[k], dtype).ravel()
+            if name == "adam":      # the bias-corrected rate the optimizer plans
+                p["lr"] = hp["learning_rate"] * (1 - 0.999 ** t) ** 0.5 / (1 - 0.9 ** t)
+            with numpy.errstate(all="ignore"):
+                _numpy_body(name, [reference[0], g] + reference[1:], p)
+                _run_cxx(cuda_on_host, name, [compiled[0], g] + compiled[1:], p)
+            for x, y in zip(reference, compiled):
+                numpy.testing.assert_array_equal(_bits(x), _bits(y), err_msg="step %d" % t)
+
+
+SPECIAL = [numpy.nan, numpy.inf, -numpy.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 1e-38, 0.5,
+           2.0, -7.0, 1e20, -1e20, 5e-324, -5e-324, 1e300, -1e300]
+
+
+def _special(dtype, seed, positive=False):
+    """Every special value against every other (weight x gradient), then random magnitudes."""
+    rng = numpy.random.default_rng(seed)
+    pairs = numpy.array(list(itertools.product(SPECIAL, SPECIAL)))
+    column = pairs[:, seed % 2]
+    a = numpy.concatenate([column, rng.standard_normal(300) * 10.0 ** rng.integers(-8, 4, 300)])
+    with numpy.errstate(all="ignore"):
+        a = a.astype(dtype)
+    return numpy.abs(a) if positive else a
+
+
+@pytest.mark.parametrize("name", list(RULES))
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_cuda_source_is_bitwise_the_numpy_body_on_special_values(cuda_on_host, numpy_bodies,
+                                                                 name, dtype):
+    states = _state_count(name)
+    for k, (clip, wd, rescale) in enumerate(itertools.product(
+            [None, 0.5], [0.0, 1e-3, -0.0], [1.0, 1 / 64, 0.37, -2.0])):
+        arrays = [_special(dtype, 0), _special(dtype, 1)]
+        arrays += [_special(dtype, 2 + j, positive=(j == 1)) for j in range(states)]
+        p = {"lr": 0.1 if k % 2 else -0.0, "wd": wd, "momentum": 0.9, "rescale": rescale,
+             "clip": clip}
+        _compare(cuda_on_host, name, arrays, p)
+
+
+def test_a_cuda_source_rounding_otherwise_is_caught(tmp_path, numpy_bodies):
+    """The comparison has teeth: SGD's element with ``(g*lr)*rescale`` in place of
+    ``g*(lr*rescale)`` (one rounding in another place) no longer matches the NumPy body."""
+    body = sgd.SGD_KERNEL.cuda[2]
+    original = "T x = g * (clipping != 0 ? rescale : lr * rescale);"
+    assert original in body
+    wrong = _build(tmp_path, {"sgd": body.replace(original, "T x = (g * lr) * rescale;")})
+    arrays = [_special(numpy.float32, 0), _special(numpy.float32, 1)]
+    p = {"lr": 0.1, "wd": 0.0, "momentum": 0.0, "rescale": 0.37, "clip": None}
+    with pytest.raises(AssertionError):
+        _compare(wrong, "sgd", arrays, p)

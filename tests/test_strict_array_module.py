@@ -1,0 +1,114 @@
+"""The array-module-generic code paths run on a stand-in for CuPy that refuses hidden host
+transfers (``standin_xp``), and give the bits they give on NumPy.
+
+No GPU is lent to this project in practice, so nothing else would notice a rule that quietly
+pulls a device array to the host (``numpy.asarray``, ``float(x)``, a host array mixed into
+device arithmetic): on CuPy that is a synchronising copy per step, or a TypeError.
+"""
+import numpy
+import pytest
+
+from standin_xp import HostTransfer, StrictArray, module, standin_array_module, to_device
+from trainer_cli import nd
+from trainer_cli.kvstore import compression
+from trainer_cli.optimizer import create, kernels
+from trainer_cli.optimizer.optimizer import Optimizer, PreparedStep, raw_state
+
+# Every optimizer but SGLD, whose noise comes from the device's own random generator (which the
+# stand-in has none of); its arithmetic is scaled_grad's, which every other rule runs too.
+CONFIGS = {
+    "sgd": dict(momentum=0.9, wd=1e-3, clip_gradient=0.5), "sgd_nomom": dict(wd=1e-3),
+    "nag": dict(momentum=0.9, wd=1e-3), "signum": dict(momentum=0.9, wd_lh=1e-3, wd=1e-3),
+    "signum_nomom": dict(momentum=0.0, wd=1e-3), "dcasgd": dict(momentum=0.9, wd=1e-3),
+    "lars": dict(momentum=0.9, wd=1e-3),
+    "lbsgd": dict(momentum=0.9, batch_scale=2, updates_per_epoch=2, warmup_epochs=2),
+    "adam": dict(wd=1e-3, clip_gradient=0.5), "adamw": dict(wd=1e-2),
+    "adagrad": dict(wd=1e-3), "groupadagrad": dict(), "rmsprop": dict(clip_weights=0.8),
+    "rmsprop_centered": dict(centered=True), "adadelta": dict(wd=1e-3), "ftrl": dict(wd=1e-3),
+    "adamax": dict(wd=1e-3), "nadam": dict(wd=1e-3), "ftml": dict(wd=1e-3),
+    "lamb": dict(wd=1e-3, lower_bound=0.1, upper_bound=10.0), "test": dict(),
+}
+SHAPES = [(3, 4), (5, 2)]
+
+
+def test_every_optimizer_but_sgld_is_covered():
+    names = {case.split("_")[0] for case in CONFIGS} | {"ccsgd", "sgld"}
+    assert names == set(Optimizer.opt_registry)
+
+
+def _updates(case, device, steps=4):
+    """``steps`` updates of two tensors by the optimizer ``case`` on raw arrays: NumPy's, or the
+    stand-in's (``device``), through the same phases as the Updater's."""
+    rng = numpy.random.default_rng(0)
+    weights = [rng.standard_normal(s).astype(numpy.float32) for s in SHAPES]
+    grads = [[(2 * rng.standard_normal(s)).astype(numpy.float32) for s in SHAPES]
+             for _ in range(steps)]
+    name = case.split("_")[0]
+    opt = create(name, rescale_grad=0.5, **CONFIGS[case])
+    states = [raw_state(opt.create_state_multi_precision(i, nd.array(w)))
+              for i, w in enumerate(weights)]
+    move = to_device if device else numpy.copy
+    ws = [move(w) for w in weights]
+    states = [_map_state(move, s) for s in states]
+    for step_grads in grads:
+        gs = [move(g) for g in step_grads]
+        if opt.plans_ahead:
+            plans = opt._plan([0, 1], ws, gs)
+            opt._steps(PreparedStep(ws, gs, states), plans)
+        else:
+            opt.update([0, 1], ws, gs, states)
+    return [w.get() if device else w for w in ws]
+
+
+def _map_state(move, state):
+    if state is None:
+        return None
+    if isinstance(state, tuple):
+        return tuple(_map_state(move, s) for s in state)
+    return move(state)
+
+
+@pytest.mark.parametrize("case", list(CONFIGS))
+def test_optimizer_rules_make_no_hidden_host_transfer(monkeypatch, case):
+    standin_array_module(monkeypatch)
+    expected = _updates(case, device=False)
+    got = _updates(case, device=True)
+    for a, b in zip(expected, got):
+        numpy.testing.assert_array_equal(a.view(numpy.uint32), b.view(numpy.uint32))
+
+
+def test_fused_rules_on_the_stand_in_take_their_numpy_body(monkeypatch):
+    standin_array_module(monkeypatch)
+    w = to_device(numpy.ones(1 << 15, numpy.float32))
+    assert not kernels.cuda_handles(w, w)
+    assert not kernels.Kernel.fits(w, w)
+
+
+@pytest.mark.parametrize("kind", ["2bit", "1bit"])
+def test_compression_makes_no_hidden_host_transfer(monkeypatch, kind):
+    """Quantize with residual, then dequantize, on both array modules."""
+    standin_array_module(monkeypatch)
+    rng = numpy.random.default_rng(1)
+    grad = (rng.standard_normal(1000) * 0.6).astype(numpy.float32)
+    grad[:6] = [0.0, -0.0, 0.5, -0.5, numpy.inf, -numpy.inf]
+    residual = (rng.standard_normal(1000) * 0.1).astype(numpy.float32)
+    comp = compression.GradientCompression({"type": kind, "threshold": 0.5})
+    results = []
+    for move in (numpy.copy, to_device):
+        r = move(residual)
+        packed = comp.quantize(move(grad), r)
+        out = comp.dequantize(packed, grad.size)
+        results.append([x.get() if isinstance(x, StrictArray) else x for x in (packed, r, out)])
+    for a, b in zip(*results):
+        assert a.dtype == b.dtype
+        numpy.testing.assert_array_equal(a.view(numpy.uint8), b.view(numpy.uint8))
+
+
+def test_the_stand_in_refuses_what_cupy_refuses():
+    x = to_device(numpy.arange(4, dtype=numpy.float32))
+    for hidden in (numpy.asarray, float, bool, lambda a: a.tolist(), list,
+                   lambda a: a + numpy.ones(4, numpy.float32), lambda a: float(a.sum())):
+        with pytest.raises(HostTransfer):
+            hidden(x if hidden is not float else x[0])
+    assert (x * 2).sum().item() == 12.0 and module.asnumpy(x).tolist() == [0, 1, 2, 3]
+    assert type(module.zeros(3)) is StrictArray and type(x.sum()) is StrictArray

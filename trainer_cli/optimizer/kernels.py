@@ -1,0 +1,358 @@
+"""The kernel layer of the optimizer rules: the one place that chooses how a rule runs.
+
+A rule (``sgd.py``, ``adam.py``) is written three times, side by side in its own file: the NumPy
+body (over ``xp``, the reference that the golden tests check), a CPU loop over one element at a
+time (compiled by numba, see ``trainer_cli._jit``) and the CUDA source of the same element (a
+CuPy ``ElementwiseKernel``). The loop and the CUDA element do the NumPy body's operations in the
+same order and precision, so the three give the same bits (``tests/test_fused_kernels.py``;
+``tests/test_cuda_on_host.py`` compiles the CUDA source as C++ on the host). The rule declares
+them once as a ``Kernel``; this module does the rest for every rule:
+
+* ``Kernel.run(arrays, scalars)`` picks the path for one tensor: numba when the arrays are NumPy,
+  large enough and of a layout the loop handles; the CUDA kernel for CuPy arrays it handles;
+  otherwise it returns False and the rule runs its NumPy body.
+* ``Kernel.run_groups`` runs many tensors in one call per dtype: a driver, generated here for
+  every rule from its loop, walks a table of array addresses (``groups``), so a step over hundreds
+  of tensors pays Python's dispatch once. Each tensor is computed exactly as alone.
+* ``groups`` splits a step's tensors into those tables; the caller keeps the result while the
+  same arrays come back (the Updater's prepared step, ``updater.PreparedStep``).
+
+Every kernel takes its arrays (weight first, then gradient, then states, each flat and of the
+weight's dtype) and one row of scalars of that dtype, in the order the rule's ``scalars`` names
+them; flags (clipping, decay) are scalars too, 0 or 1, so that a multi-tensor driver hands each
+tensor its own row.
+
+A sparse rule (row_sparse gradients) would sit beside the dense one in the rule's file as a
+second ``Kernel`` over (weight rows, gradient rows, row indices); ``run`` and the drivers take it
+unchanged once ``handles`` accepts its index column.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy
+
+from .. import _jit
+from .._jit import enabled
+
+__all__ = ["Kernel", "groups", "clip", "CUDA_CLIP", "enabled", "num_threads", "MIN_SIZE",
+           "PARALLEL_MIN_SIZE"]
+
+# Below this many elements a tensor (or a whole group) takes the NumPy body: numba's call and,
+# the first time, its import and loading cost more than they save.
+MIN_SIZE = 1 << 14
+# Below this many elements an update is not split over threads: handing work to another thread
+# costs tens of microseconds.
+PARALLEL_MIN_SIZE = 1 << 20
+_ALIGN = 16         # split points at multiples of 16 elements keep the vector loops aligned
+
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
+_np_ndarray = numpy.ndarray
+
+
+# ----------------------------------------------------------------------------- shared pieces
+def clip(x, lo, hi):
+    """``numpy.clip`` on one element: max with lo, then min with hi, a NaN kept. The CPU loops
+    import it as ``_clip`` (and call it compiled once compiled); ``CUDA_CLIP`` is the same in
+    CUDA."""
+    if x == x:
+        x = x if x > lo else lo
+        x = x if x < hi else hi
+    return x
+
+
+CUDA_CLIP = """
+    if (x == x) {
+        x = x > lo ? x : lo;
+        x = x < hi ? x : hi;
+    }
+"""
+
+_clip_kernel = _jit.Kernel(clip)
+
+
+# ----------------------------------------------------------------------------- one rule
+class Kernel:
+    """A rule's fused kernels: ``cpu``, a loop ``cpu(*arrays, s)`` over flat arrays (``s`` the
+    row of scalars named by ``scalars``), and ``cuda``, ``(in_params, out_params, body)`` of a
+    CuPy ElementwiseKernel whose scalar parameters are ``scalars`` in the same order. ``arrays``
+    is how many arrays the kernel takes (weight, gradient, states)."""
+
+    __slots__ = ("name", "scalars", "arrays", "cpu", "cuda", "_multi", "_cuda_kernel")
+
+    def __init__(self, name, *, scalars, arrays, cpu, cuda):
+        self.name, self.scalars, self.arrays = name, tuple(scalars), arrays
+        self.cpu = _jit.Kernel(cpu, {"_clip": _clip_kernel})
+        self.cuda = cuda
+        self._multi = _jit.Kernel(_DRIVERS[arrays], {"one": self.cpu, "column": _column_kernel},
+                                  qualname="multi_" + name)
+        self._cuda_kernel = None
+
+    def row(self, dtype, **values):
+        """The scalars as one array of ``dtype`` (each rounds as ``dtype(x)``)."""
+        return numpy.array([values[name] for name in self.scalars], dtype=dtype)
+
+    def rows(self, dtype, count, fixed, per_tensor):
+        """``count`` rows: the ``fixed`` values in every row, the lists of ``per_tensor`` one
+        value per row."""
+        rows = numpy.empty((count, len(self.scalars)), dtype=dtype)
+        rows[...] = self.row(dtype, **dict(fixed, **dict.fromkeys(per_tensor, 0)))
+        for name, values in per_tensor.items():
+            rows[:, self.scalars.index(name)] = values
+        return rows
+
+    @staticmethod
+    def fits(w, *others) -> bool:
+        """Whether the CPU loop takes these arrays: NumPy, one native float dtype and size,
+        C-contiguous, not overlapping other than exactly, at least ``MIN_SIZE`` elements, and
+        numba available."""
+        return type(w) is _np_ndarray and w.size >= MIN_SIZE and handles((w,) + others) \
+            and _jit.ready()
+
+    def run(self, arrays, scalars) -> bool:
+        """Run the kernel on one tensor's ``arrays`` if a kernel takes them (``scalars``: a
+        mapping of the values ``scalars`` names); False when the NumPy body must run instead."""
+        w = arrays[0]
+        if type(w) is _np_ndarray:
+            if not self.fits(*arrays):
+                return False
+            s = self.row(w.dtype, **scalars)
+            if w.ndim != 1:
+                arrays = [a.ravel() for a in arrays]
+            self.cpu(*arrays, s)
+            return True
+        if not cuda_handles(*arrays):
+            return False
+        t = w.dtype.type
+        row = [t(scalars[name]) for name in self.scalars]
+        self._cuda()(*arrays[1:2], *row, arrays[0], *arrays[2:])
+        return True
+
+    def _cuda(self):
+        if self._cuda_kernel is None:
+            import cupy
+            in_params, out_params, body = self.cuda
+            self._cuda_kernel = cupy.ElementwiseKernel(
+                in_params, out_params, body, "trainer_cli_" + self.name, options=CUDA_OPTIONS)
+        return self._cuda_kernel
+
+    def run_groups(self, split, rows_of):
+        """The kernel over each group of ``split`` (from ``groups``): ``rows_of(positions,
+        )`` gives a group's rows of scalars. Returns the positions left to the NumPy body."""
+        found, rest = split
+        for positions, table, spans in found:
+            _run_spans(self._multi, table, rows_of(positions), spans)
+        return rest
+
+
+# The multi-tensor drivers: ``one`` (the rule's loop) over the span of each tensor a thread
+# takes, its arrays read from the table by ``column``. One per number of arrays; a Kernel
+# compiles it with its own loop as ``one`` (see ``_jit.Kernel``).
+def _multi2(table, rows, spans):
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        one(column(table, k, 1, rows)[a:b], column(table, k, 2, rows)[a:b], rows[k])  # noqa: F821
+
+
+def _multi3(table, rows, spans):
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        one(column(table, k, 1, rows)[a:b], column(table, k, 2, rows)[a:b],  # noqa: F821
+            column(table, k, 3, rows)[a:b], rows[k])  # noqa: F821
+
+
+def _multi4(table, rows, spans):
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        one(column(table, k, 1, rows)[a:b], column(table, k, 2, rows)[a:b],  # noqa: F821
+            column(table, k, 3, rows)[a:b], column(table, k, 4, rows)[a:b], rows[k])  # noqa: F821
+
+
+_DRIVERS = {2: _multi2, 3: _multi3, 4: _multi4}
+
+
+# A tensor's array inside a driver: column ``c`` of row ``k`` of a ``groups`` table, as a flat
+# array of ``like``'s dtype. Compiled on first use, when numba is imported.
+def _column_loop(table, k, c, like):
+    return _carray(_pointer(table[k, c], like), (table[k, 0],))  # noqa: F821
+
+
+class _ColumnKernel(_jit.Kernel):
+    __slots__ = ()
+
+    def compiled(self):
+        if self._compiled is None:
+            import numba
+            from numba import types
+            from numba.extending import intrinsic
+
+            @intrinsic
+            def pointer(typingctx, address, like):
+                # An int64 address as a pointer to like's dtype.
+                signature = types.CPointer(like.dtype)(address, like)
+
+                def codegen(context, builder, sig, args):
+                    return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+                return signature, codegen
+
+            self.helpers = {"_carray": numba.carray, "_pointer": pointer}
+        return super().compiled()
+
+
+_column_kernel = _ColumnKernel(_column_loop)
+
+
+def _run_spans(multi, table, rows, spans):
+    """``multi(table, rows, spans[i])`` for each thread's spans, the first on this thread (the
+    kernels release the GIL, so the threads run at once)."""
+    if len(spans) == 1:
+        return multi(table, rows, spans[0])
+    pool = _thread_pool(len(spans) - 1)
+    others = [pool.submit(multi, table, rows, part) for part in spans[1:]]
+    multi(table, rows, spans[0])
+    for future in others:
+        future.result()
+
+
+# ----------------------------------------------------------------------------- layouts
+def handles(arrays) -> bool:
+    """Whether a CPU loop takes these arrays of one tensor (weight first): NumPy, one native
+    float dtype, one size, C-contiguous, and no two of them overlapping other than exactly."""
+    w = arrays[0]
+    if type(w) is not _np_ndarray:
+        return False
+    dtype, size = w.dtype, w.size
+    # Native float dtypes are singletons; anything else (byte-swapped...) takes the NumPy path.
+    if (dtype is not _F32 and dtype is not _F64) or not w.flags.c_contiguous:
+        return False
+    for a in arrays[1:]:
+        if type(a) is not _np_ndarray or a.dtype is not dtype or a.size != size \
+                or not a.flags.c_contiguous:
+            return False
+    # A kernel computes element i from elements i only, so buffers that overlap other than
+    # exactly would see each other's writes in another order than the NumPy passes do.
+    # Arrays owning their memory (parameters, gradients, states) are distinct allocations;
+    # views are checked.
+    for a in arrays:
+        if a.base is not None:
+            return _disjoint(arrays, numpy.may_share_memory)
+    return True
+
+
+def _disjoint(arrays, shares):
+    for i, a in enumerate(arrays):
+        for b in arrays[i + 1:]:
+            if a is not b and shares(a, b):
+                return False
+    return True
+
+
+def groups(columns):
+    """The tensors of a step split into groups a driver runs: ``columns`` holds one list per
+    kernel argument (weights, gradients, each state). Returns ``(groups, rest)``: ``groups``
+    holds ``(positions, table, spans)`` per dtype, ``table`` an int64 array with a row per
+    tensor (its size, then the address of each column's array), ``spans`` each thread's work
+    (see ``_spans``); ``rest`` the positions left to the NumPy body (other layouts, other array
+    libraries, too little work in all to pay for numba).
+
+    The addresses stay valid while the arrays live: whoever keeps the result keeps the arrays."""
+    by_dtype, rest = {}, []
+    for pos, arrays in enumerate(zip(*columns)):
+        # No size floor per tensor: a small tensor is cheap inside a group.
+        if handles(arrays) and arrays[0].size:
+            by_dtype.setdefault(arrays[0].dtype, []).append(pos)
+        else:
+            rest.append(pos)
+    found = []
+    for positions in by_dtype.values():
+        # Checked before numba is imported: small models never load it.
+        if sum(columns[0][p].size for p in positions) < MIN_SIZE or not enabled():
+            rest.extend(positions)
+            continue
+        sizes = [columns[0][p].size for p in positions]
+        table = numpy.array([[size] + [column[p].ctypes.data for column in columns]
+                             for size, p in zip(sizes, positions)], dtype=numpy.int64)
+        found.append((positions, table, _spans(sizes)))
+    rest.sort()
+    return found, rest
+
+
+def _spans(sizes):
+    """Each thread's share of tensors of ``sizes``: an int64 array of rows ``(tensor, start,
+    stop)``, contiguous element ranges of about equal total. Every element is computed the
+    same way whichever thread takes it, so the split never changes a number."""
+    total = sum(sizes)
+    threads = num_threads() if total >= PARALLEL_MIN_SIZE else 1
+    share = -(-total // threads)
+    share += -share % _ALIGN
+    parts, rows, room = [], [], share
+    for k, size in enumerate(sizes):
+        start = 0
+        while start < size:
+            stop = min(size, start + room)
+            rows.append((k, start, stop))
+            room -= stop - start
+            start = stop
+            if room == 0 and len(parts) < threads - 1:
+                parts.append(rows)
+                rows, room = [], share
+    parts.append(rows)
+    return tuple(numpy.array(p, dtype=numpy.int64).reshape(-1, 3) for p in parts if p)
+
+
+def num_threads() -> int:
+    """Threads a large update is split over: ``TRAINER_NUM_THREADS``, else ``OMP_NUM_THREADS``
+    (what NumPy's BLAS follows), else the CPUs this process may run on."""
+    for name in ("TRAINER_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # not on Linux
+        return os.cpu_count() or 1
+
+
+_pool = None
+
+
+def _forget_pool():
+    # A forked child has the pool object but none of its threads: it makes its own.
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _thread_pool(workers):
+    global _pool
+    if _pool is None or _pool._max_workers < workers:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainer-cli-update")
+    return _pool
+
+
+# ----------------------------------------------------------------------------- CUDA
+# ``--fmad=false`` keeps NVRTC from contracting a multiply and an add into one FMA, which would
+# round once where the separate CuPy operations round twice; division and square root are
+# IEEE-exact by default (``--prec-div``/``--prec-sqrt``), as in CuPy's own ``divide`` and
+# ``sqrt``. So a CUDA element gives the bits of the rule's NumPy body run by CuPy.
+CUDA_OPTIONS = ("--fmad=false",)
+
+
+def cuda_handles(w, *others) -> bool:
+    """CuPy arrays of one float32/float64 dtype and shape, on one device, not overlapping other
+    than exactly (an elementwise kernel reads and writes each element once)."""
+    if type(w) is _np_ndarray:
+        return False
+    from ..context import array_module_of
+    xp = array_module_of(w)
+    if xp.__name__ != "cupy" or w.dtype.char not in "fd":
+        return False
+    for a in others:
+        if type(a) is not type(w) or a.dtype != w.dtype or a.shape != w.shape \
+                or a.device != w.device:
+            return False
+    return _disjoint((w,) + others, xp.shares_memory)
