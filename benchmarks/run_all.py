@@ -487,7 +487,7 @@ def _fmt(value, unit):
     if value is None:
         return "-"
     if unit == "steps/s":
-        return "%.0f" % value
+        return "%.0f" % value if value >= 10 else "%.2f" % value
     if unit in ("M values/s",):
         return "%.0f" % value
     if unit == "s":
