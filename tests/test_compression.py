@@ -7,7 +7,6 @@ as MXNet's kernels do, so residuals and payloads are compared bit for bit.
 """
 import itertools
 import json
-import pathlib
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import trainer_cli
+from golden import GOLDEN_DIR
 from trainer_cli.kvstore.compression import (
     GradientCompression,
     dequantize_1bit,
@@ -24,11 +24,6 @@ from trainer_cli.kvstore.compression import (
 )
 
 _GOLDEN_NAME = "trainer_device_2bit_sgd_momentum.json"
-_GOLDEN_DIRS = [
-    pathlib.Path(__file__).parent / "golden",
-    pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "golden",
-    pathlib.Path("/work/shared/reference/golden"),
-]
 f32 = np.float32
 
 
@@ -248,10 +243,7 @@ def test_worked_example_two_devices_pushing_0_3():
 def test_golden_device_store_sgd_momentum():
     # The codec inside a device store: each context quantized with its own residual, decoded and
     # summed, then MXNet's SGD momentum update; the weights must match real MXNet 1.9.1.
-    found = [d / _GOLDEN_NAME for d in _GOLDEN_DIRS if (d / _GOLDEN_NAME).is_file()]
-    if not found:
-        pytest.skip(f"golden file {_GOLDEN_NAME} not found in {[str(d) for d in _GOLDEN_DIRS]}")
-    case = json.loads(found[0].read_text())
+    case = json.loads((GOLDEN_DIR / _GOLDEN_NAME).read_text())
     spec, records = case["spec"], case["result"]["records"]
     gc = GradientCompression(spec["trainer"]["compression_params"])
     lr = f32(spec["optimizer_params"]["learning_rate"])

@@ -1,16 +1,11 @@
-"""Names a config may use come from the library's registries, with literal fallbacks only when a
-library module cannot be imported."""
+"""Names a config may use come from the library's registries (``names()``, ``lookup``,
+``create`` of each kind's module)."""
 import pytest
 
 from trainer_cli.config import ConfigError, names, validate_config_text
 
 
-@pytest.fixture
-def no_library(monkeypatch):
-    monkeypatch.setattr(names, "_module", lambda *candidates: None)
-
-
-def test_registries_or_fallbacks_give_the_core_names():
+def test_registries_give_the_core_names():
     assert {"sgd", "adam", "nag", "rmsprop"} <= set(names.optimizer_names())
     assert set(names.scheduler_names()) == {"factor", "multifactor", "poly", "cosine"}
     assert {"l2", "l1", "softmax_cross_entropy", "sigmoid_binary_cross_entropy", "huber"} <= set(
@@ -22,18 +17,25 @@ def test_registries_or_fallbacks_give_the_core_names():
     assert names.optimizer_params("no-such") is None
 
 
-def test_fallbacks_when_the_library_cannot_be_imported(no_library):
-    assert names.optimizer_names() == sorted(names._OPT_FALLBACK)
-    assert names.scheduler_names() == ["cosine", "factor", "multifactor", "poly"]
-    assert names.loss_names() == sorted(names._LOSS_FALLBACK)
-    spec = names.optimizer_params("adam")
-    assert {"learning_rate", "beta1", "wd"} <= spec.accepted and not spec.required
-    assert names.scheduler_params("poly").required == frozenset({"max_update"})
-    assert names.loss_params("l2") is None  # unknown without the library: not checked
-    assert names.lookup("optimizer", "sgd") is None
+def test_names_are_the_library_registries():
+    from trainer_cli import initializer, lr_scheduler, metric, optimizer
+    from trainer_cli.gluon import loss
+    assert names.optimizer_names() == optimizer.names()
+    assert names.scheduler_names() == lr_scheduler.names()
+    assert names.loss_names() == loss.names()
+    assert names.metric_names() == metric.names()
+    assert names.initializer_names() == initializer.names()
+    for registry, name in ((optimizer, "nag"), (lr_scheduler, "poly"), (loss, "huber"),
+                           (metric, "top_k_accuracy"), (initializer, "xavier")):
+        assert registry.lookup(name) is not None
+        assert type(registry.create(name, **({"max_update": 10} if name == "poly" else {}))) \
+            is registry.lookup(name)
+        with pytest.raises(ValueError, match="no-such"):
+            registry.create("no-such")
+        assert registry.lookup("no-such") is None
 
 
-def test_validation_works_on_fallbacks(no_library):
+def test_validation_suggests_a_registered_name():
     with pytest.raises(ConfigError) as info:
         validate_config_text("model: mlp\ndata: synthetic\nloss: l2\nepochs: 1\n"
                              "optimizer: {name: adma, lerning_rate: 1}\n", check_files=False)
@@ -43,8 +45,6 @@ def test_validation_works_on_fallbacks(no_library):
 
 def test_library_classes_are_found_by_config_name():
     cls = names.lookup("lr_scheduler", "multifactor")
-    if cls is None:
-        pytest.skip("trainer_cli.lr_scheduler not importable")
     assert cls.__name__ == "MultiFactorScheduler"
     assert names.lookup("optimizer", "SGD").__name__.lower() == "sgd"
 
@@ -73,3 +73,16 @@ def test_model_search_order(tmp_path, monkeypatch):
     assert "_private" not in found
     assert names.model_dirs(config_dir)[:2] == [(config_dir / "models").resolve(),
                                                 (tmp_path / "proj" / "models").resolve()]
+
+
+def test_models_and_kvstores_follow_the_same_protocol():
+    from trainer_cli import kvstore
+    from trainer_cli.run import model
+    assert model.names() == sorted(names.model_files())
+    assert {"mlp", "perceptron"} <= set(model.names())
+    net = model.create("mlp", hidden=[4], classes=3)
+    assert hasattr(net, "collect_params")
+    with pytest.raises(model.ModelError, match="no-such"):
+        model.create("no-such")
+    assert {"local", "device", "dist_sync", "dist_async"} <= set(kvstore.names())
+    assert kvstore.create("device").type == "device"

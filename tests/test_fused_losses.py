@@ -95,7 +95,7 @@ def test_l2_loss_with_a_recorded_label_takes_the_general_path():
 # ----------------------------------------------------------------------------- numba kernels
 def _ce_step(scores, labels, head, kernels):
     """SoftmaxCrossEntropyLoss forward and backward on raw arrays; kernels on or off."""
-    from trainer_cli.gluon import _loss_kernels
+    from trainer_cli.ndarray import _loss_kernels
     pred = nd.array(scores, dtype=scores.dtype)
     pred.attach_grad()
     saved = _loss_kernels.MIN_SIZE
@@ -140,7 +140,7 @@ def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape):
 def test_softmax_ce_kernels_run_on_a_classifier_batch(monkeypatch):
     pytest.importorskip("numba")
     from trainer_cli import _jit
-    from trainer_cli.gluon import _loss_kernels
+    from trainer_cli.ndarray import _loss_kernels
     monkeypatch.setattr(_jit, "_numba", None)
     monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
     calls = []
@@ -164,7 +164,7 @@ def test_softmax_ce_kernels_run_on_a_classifier_batch(monkeypatch):
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
 def test_log_softmax_parts_are_numpys_up_to_the_sign_of_a_zero(dtype):
     pytest.importorskip("numba")
-    from trainer_cli.gluon import _loss_kernels
+    from trainer_cli.ndarray import _loss_kernels
     rng = numpy.random.RandomState(5)
     for trial in range(300):
         batch, classes = rng.randint(1, 20), rng.randint(1, _loss_kernels._fc_kernels._BLOCK + 1)

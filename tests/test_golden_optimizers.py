@@ -2,25 +2,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from trainer_cli import lr_scheduler, nd, optimizer
 
-GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "golden"
-
-pytestmark = pytest.mark.skipif(
-    not GOLDEN.is_dir(), reason="golden files not found at %s (shared/ must sit beside the repo)"
-    % GOLDEN)
+from golden import GOLDEN_DIR as GOLDEN
 
 
 def _optimizer_files():
-    if not GOLDEN.is_dir():
-        return []
-    return sorted(p.name for p in GOLDEN.glob("*.json")
-                  if json.loads(p.read_text()).get("spec", {}).get("mode") == "optimizer")
+    files = sorted(p.name for p in GOLDEN.glob("*.json")
+                   if json.loads(p.read_text()).get("spec", {}).get("mode") == "optimizer")
+    assert files, "no optimizer golden files in %s" % GOLDEN
+    return files
 
 
 def close(got, exp):

@@ -9,20 +9,23 @@ import trainer_cli
 from trainer_cli import kvstore, nd
 from trainer_cli.kvstore import gather
 from trainer_cli.kvstore.compression import GradientCompression
+from trainer_cli.kvstore.dist import _DistStore
 from trainer_cli.run import kvstate
 
 
-class OneRank:
-    """The part of a dist store that kvstate uses, as rank ``rank`` of ``num_workers`` sees it."""
+class OneRank(_DistStore):
+    """A dist store as rank ``rank`` of ``num_workers`` sees it, with its two collectives (the
+    gather and the restore of the residuals) played without MPI."""
 
-    type = "dist_sync"
-
-    def __init__(self, rank, num_workers, every=None):
-        self.rank, self.num_workers = rank, num_workers
-        self.gradient_compression = GradientCompression({"type": "2bit", "threshold": 0.5})
+    def __init__(self, rank, num_workers, every=None):      # no MPI job to join
+        self._rank, self._num_workers = rank, num_workers
+        self._gc = GradientCompression({"type": "2bit", "threshold": 0.5})
         self.every = every        # what the gather returns on rank 0
         self.gathers = 0
         self.restored = None
+
+    rank = property(lambda self: self._rank)
+    num_workers = property(lambda self: self._num_workers)
 
     def gather_wire_residuals(self, root=0):
         self.gathers += 1
@@ -53,7 +56,7 @@ def test_other_ranks_take_part_in_the_gather_and_write_nothing():
 
 def test_without_compression_nothing_is_gathered():
     kv = OneRank(0, 2, [{}, {}])
-    kv.gradient_compression = None
+    kv._gc = None
     assert kvstate.get_residuals(kv) == {} and kv.gathers == 0
 
 

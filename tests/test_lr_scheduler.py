@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 import math
 import random
-from pathlib import Path
 
 import pytest
 
 from trainer_cli import lr_scheduler as L
 
-GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "golden"
+from golden import GOLDEN_DIR as GOLDEN
 
 
 # ---------------------------------------------------------------------- MXNet's stateful classes
@@ -113,18 +112,13 @@ CASES = [
 
 
 def _golden():
-    path = GOLDEN / "lr_schedulers.json"
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text())
+    return json.loads((GOLDEN / "lr_schedulers.json").read_text())
 
 
 def _golden_cases():
-    data = _golden()
-    return [] if data is None else [s["name"] for s in data["spec"]["schedulers"]]
+    return [s["name"] for s in _golden()["spec"]["schedulers"]]
 
 
-@pytest.mark.skipif(_golden() is None, reason="golden files not found at %s" % GOLDEN)
 @pytest.mark.parametrize("name", _golden_cases())
 def test_golden_schedulers(name):
     data = _golden()

@@ -11,7 +11,8 @@ from trainer_cli.gluon.utils import split_data
 
 from trainer_cli.config import names
 from trainer_cli.gluon.data import BatchSampler, Sampler
-from trainer_cli.run import checkpoint, layout, metrics
+from trainer_cli import metric as metrics
+from trainer_cli.run import checkpoint, layout
 from trainer_cli.run.data import Arrays, DataError, load_dataset, split_validation
 from trainer_cli.run.loop import TrainingLoop
 from trainer_cli.run.order import BatchOrder

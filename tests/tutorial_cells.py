@@ -1,17 +1,14 @@
-"""The python cells of the MXNet tutorials in ``shared/seeds/``, for the tests that run them."""
+"""The python cells of the MXNet tutorials (copied from ``shared/seeds/`` into ``tests/data/seeds``)."""
 import re
 from pathlib import Path
 
-import pytest
 
-SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
+SEEDS = Path(__file__).resolve().parent / "data" / "seeds"
 
 
 def python_cells(name):
-    """``(path, cells)`` of ``shared/seeds/<name>``; the test is skipped where the file is absent."""
+    """``(path, cells)`` of ``tests/data/seeds/<name>``."""
     path = SEEDS / name
-    if not path.is_file():
-        pytest.skip("shared/seeds/%s is not present next to this checkout" % name)
     cells = re.findall(r"```\{\.python \.input\}\n(.*?)```", path.read_text(), re.S)
     assert cells, "no python cells in %s" % name
     return path, cells

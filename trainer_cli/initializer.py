@@ -12,9 +12,10 @@ import math
 import numpy
 
 from . import random as _random
+from .ndarray.interop import array_module as _array_module, raw as _raw
 
 __all__ = ["InitDesc", "Initializer", "Uniform", "Normal", "Xavier", "MSRAPrelu", "Zero", "One",
-           "Constant", "Orthogonal", "create", "register", "registry"]
+           "Constant", "Orthogonal", "create", "names", "lookup", "register", "registry"]
 
 registry: dict = {}
 
@@ -35,7 +36,7 @@ class InitDesc(str):
 
 
 def _fill(arr, values):
-    arr._data[...] = arr._xp.asarray(values) if isinstance(values, numpy.ndarray) else values
+    _raw(arr)[...] = _array_module(arr).asarray(values) if isinstance(values, numpy.ndarray) else values
 
 
 def _same_arguments(mine, theirs):
@@ -103,10 +104,10 @@ class Initializer:
                 "names ending in weight, bias, gamma, beta, running_mean or running_var." % name)
 
     def _init_zero(self, _, arr):
-        arr._data[...] = 0
+        _raw(arr)[...] = 0
 
     def _init_one(self, _, arr):
-        arr._data[...] = 1
+        _raw(arr)[...] = 1
 
     def _init_weight(self, name, arr):
         raise NotImplementedError("%s must implement _init_weight" % type(self).__name__)
@@ -125,13 +126,13 @@ def _normal(arr, loc, scale):
 @register
 class Zero(Initializer):
     def _init_weight(self, _, arr):
-        arr._data[...] = 0
+        _raw(arr)[...] = 0
 
 
 @register
 class One(Initializer):
     def _init_weight(self, _, arr):
-        arr._data[...] = 1
+        _raw(arr)[...] = 1
 
 
 @register
@@ -229,6 +230,17 @@ class Orthogonal(Initializer):
 _ALIASES = {"zeros": Zero, "ones": One, "zero": Zero, "one": One}
 
 
+def names() -> list:
+    """The initializer names ``create`` takes (registered classes and MXNet's aliases), sorted."""
+    return sorted(set(registry) | set(_ALIASES))
+
+
+def lookup(name):
+    """The initializer class of ``name`` (any case), or None."""
+    key = str(name).lower()
+    return _ALIASES.get(key) or registry.get(key)
+
+
 def create(init, **kwargs):
     """An initializer from an instance, a name ('xavier', 'zeros', ...) or MXNet's JSON dump."""
     if isinstance(init, Initializer):
@@ -239,10 +251,8 @@ def create(init, **kwargs):
         if init.startswith("["):
             name, params = json.loads(init)
             return create(name, **params)
-        key = init.lower()
-        klass = _ALIASES.get(key) or registry.get(key)
+        klass = lookup(init)
         if klass is None:
-            raise ValueError("unknown initializer %r; expected one of %s"
-                             % (init, sorted(set(registry) | set(_ALIASES))))
+            raise ValueError("unknown initializer %r; expected one of %s" % (init, names()))
         return klass(**kwargs)
     raise TypeError("cannot make an initializer from %r" % (init,))

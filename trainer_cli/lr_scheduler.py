@@ -220,11 +220,20 @@ _BY_KEY = {_key(n): cls for n, cls in _CLASSES.items()}
 
 def create(name, **params) -> LRScheduler:
     """A scheduler by name: 'factor', 'FactorScheduler', 'multifactor', 'poly', 'cosine' (any case)."""
-    cls = _BY_KEY.get(_key(name))
+    cls = lookup(name)
     if cls is None:
-        raise ValueError("unknown lr scheduler %r; valid names: %s"
-                         % (name, ", ".join(sorted(_BY_KEY))))
+        raise ValueError("unknown lr scheduler %r; valid names: %s" % (name, ", ".join(names())))
     return cls(**params)
+
+
+def names() -> list:
+    """The scheduler names ``create`` takes, sorted (class names work too)."""
+    return sorted(_BY_KEY)
+
+
+def lookup(name):
+    """The scheduler class of ``name`` (as ``create`` reads it), or None."""
+    return _BY_KEY.get(_key(name))
 
 
 def from_dict(d: dict) -> LRScheduler:

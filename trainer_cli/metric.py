@@ -1,6 +1,297 @@
-"""``mx.metric``: evaluation metrics, defined in :mod:`trainer_cli.run.metrics` (see there)."""
-from .run.metrics import (MAE, MSE, RMSE, F1, Accuracy, CrossEntropy, EvalMetric, Perplexity,
-                          TopKAccuracy, create)
+"""Evaluation metrics (MXNet's ``mx.metric`` names and API: ``update(labels, preds)``, ``get()``,
+``reset()``), plus ``get_state``/``set_state`` so that a resumed run logs the same numbers.
+
+Differences from MXNet 1.9, all on purpose:
+
+- ``mae``, ``mse`` and ``rmse`` average over samples, not over batches (MXNet averages the
+  per-batch means, so a short last batch weighs as much as a full one); ``rmse`` is the root of
+  the mean squared error over everything seen.
+- ``cross_entropy`` and ``perplexity`` take ``from_logits``: the runner feeds them raw model
+  outputs (the loss applies the softmax), so it passes ``from_logits=True`` unless a config sets
+  it; the class default, probabilities, is MXNet's.
+- ``f1`` counts true/false positives over everything seen (MXNet's ``average='micro'``), for
+  the positive class 1 with two classes and as the mean over classes (macro) with more.
+
+Config names are the snake-case class names (``TopKAccuracy`` -> ``top_k_accuracy``): ``create``,
+``names`` and ``lookup`` are the registry (the runner and :mod:`trainer_cli.config.names` use
+them).
+"""
+from __future__ import annotations
+
+import numpy
+
+from ._naming import snake_case
 
 __all__ = ["EvalMetric", "Accuracy", "TopKAccuracy", "MAE", "MSE", "RMSE", "CrossEntropy",
-           "Perplexity", "F1", "create"]
+           "Perplexity", "F1", "create", "names", "lookup"]
+
+
+def _host(x) -> numpy.ndarray:
+    if hasattr(x, "asnumpy"):
+        return x.asnumpy()
+    if hasattr(x, "get"):  # a cupy array
+        return x.get()
+    return numpy.asarray(x)
+
+
+def _pairs(labels, preds):
+    labels = labels if isinstance(labels, (list, tuple)) else [labels]
+    preds = preds if isinstance(preds, (list, tuple)) else [preds]
+    if len(labels) != len(preds):
+        raise ValueError("labels and preds must have the same number of arrays, got %d and %d"
+                         % (len(labels), len(preds)))
+    return [(_host(y), _host(p)) for y, p in zip(labels, preds)]
+
+
+def _log_probs(pred, axis, from_logits):
+    pred = pred.astype(numpy.float64)
+    if from_logits:
+        shifted = pred - pred.max(axis=axis, keepdims=True)
+        return shifted - numpy.log(numpy.exp(shifted).sum(axis=axis, keepdims=True))
+    return None
+
+
+class EvalMetric:
+    """Accumulates ``sum_metric`` over ``num_inst``; ``get()`` is ``(name, sum/num)``."""
+
+    def __init__(self, name, output_names=None, label_names=None):
+        self.name = str(name)
+        self.output_names = output_names
+        self.label_names = label_names
+        self.reset()
+
+    def reset(self):
+        self.sum_metric = 0.0
+        self.num_inst = 0
+
+    def update(self, labels, preds):
+        raise NotImplementedError
+
+    def get(self):
+        value = self.sum_metric / self.num_inst if self.num_inst else float("nan")
+        return self.name, value
+
+    def get_name_value(self):
+        return [self.get()]
+
+    # JSON-able accumulators, for checkpoints (floats round-trip exactly through JSON).
+    def get_state(self) -> dict:
+        return {"sum_metric": float(self.sum_metric), "num_inst": int(self.num_inst)}
+
+    def set_state(self, state: dict):
+        self.sum_metric = float(state["sum_metric"])
+        self.num_inst = int(state["num_inst"])
+
+    def __repr__(self):
+        return "EvalMetric: %s" % dict([self.get()])
+
+
+class Accuracy(EvalMetric):
+    """Share of samples whose arg-max prediction (over ``axis``) equals the label."""
+
+    def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
+        self.axis = axis
+        super().__init__(name, output_names, label_names)
+
+    def update(self, labels, preds):
+        for label, pred in _pairs(labels, preds):
+            if pred.shape != label.shape:
+                pred = pred.argmax(axis=self.axis)
+            pred = pred.astype(numpy.int64).reshape(-1)
+            label = label.astype(numpy.int64).reshape(-1)
+            self.sum_metric += float((pred == label).sum())
+            self.num_inst += label.size
+
+
+class TopKAccuracy(EvalMetric):
+    """Share of samples whose label is among the ``top_k`` highest predictions."""
+
+    def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
+        if top_k < 1:
+            raise ValueError("top_k must be at least 1, got %r" % (top_k,))
+        self.top_k = int(top_k)
+        super().__init__(name, output_names, label_names)
+
+    def update(self, labels, preds):
+        for label, pred in _pairs(labels, preds):
+            label = label.astype(numpy.int64).reshape(-1)
+            pred = pred.reshape(label.size, -1)
+            k = min(self.top_k, pred.shape[1])
+            top = numpy.argpartition(-pred, k - 1, axis=1)[:, :k]
+            self.sum_metric += float((top == label[:, None]).any(axis=1).sum())
+            self.num_inst += label.size
+
+
+class _Regression(EvalMetric):
+    def _errors(self, labels, preds):
+        for label, pred in _pairs(labels, preds):
+            if pred.size != label.size:
+                raise ValueError("%s needs one prediction per label, got predictions of shape %s "
+                                 "for labels of shape %s" % (self.name, pred.shape, label.shape))
+            pred = pred.reshape(label.shape)
+            yield (label.astype(numpy.float64) - pred.astype(numpy.float64)), label.size
+
+
+class MAE(_Regression):
+    """Mean absolute error over samples."""
+
+    def __init__(self, name="mae", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+    def update(self, labels, preds):
+        for err, n in self._errors(labels, preds):
+            self.sum_metric += float(numpy.abs(err).sum())
+            self.num_inst += n
+
+
+class MSE(_Regression):
+    """Mean squared error over samples."""
+
+    def __init__(self, name="mse", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+    def update(self, labels, preds):
+        for err, n in self._errors(labels, preds):
+            self.sum_metric += float((err * err).sum())
+            self.num_inst += n
+
+
+class RMSE(MSE):
+    """Root of the mean squared error over everything seen."""
+
+    def __init__(self, name="rmse", output_names=None, label_names=None):
+        _Regression.__init__(self, name, output_names, label_names)
+
+    def get(self):
+        name, value = super().get()
+        return name, float(numpy.sqrt(value))
+
+
+class CrossEntropy(EvalMetric):
+    """Mean of ``-log p(label)``; ``pred`` holds probabilities, or logits with ``from_logits``."""
+
+    def __init__(self, eps=1e-12, from_logits=False, axis=-1, name="cross_entropy",
+                 output_names=None, label_names=None):
+        self.eps = eps
+        self.from_logits = bool(from_logits)
+        self.axis = axis
+        super().__init__(name, output_names, label_names)
+
+    def _nll(self, label, pred):
+        label = label.astype(numpy.int64).reshape(-1)
+        pred = numpy.moveaxis(pred, self.axis, -1).reshape(label.size, -1)
+        logp = _log_probs(pred, -1, self.from_logits)
+        rows = numpy.arange(label.size)
+        if logp is not None:
+            return -logp[rows, label]
+        return -numpy.log(pred[rows, label].astype(numpy.float64) + self.eps)
+
+    def update(self, labels, preds):
+        for label, pred in _pairs(labels, preds):
+            nll = self._nll(label, pred)
+            self.sum_metric += float(nll.sum())
+            self.num_inst += nll.size
+
+
+class Perplexity(CrossEntropy):
+    """``exp`` of the mean cross-entropy; samples labelled ``ignore_label`` do not count."""
+
+    def __init__(self, ignore_label=None, eps=1e-12, from_logits=False, axis=-1,
+                 name="perplexity", output_names=None, label_names=None):
+        self.ignore_label = ignore_label
+        super().__init__(eps, from_logits, axis, name, output_names, label_names)
+
+    def update(self, labels, preds):
+        for label, pred in _pairs(labels, preds):
+            nll = self._nll(label, pred)
+            if self.ignore_label is not None:
+                nll = nll[label.reshape(-1) != self.ignore_label]
+            self.sum_metric += float(nll.sum())
+            self.num_inst += nll.size
+
+    def get(self):
+        name, value = super().get()
+        return name, float(numpy.exp(value))
+
+
+class F1(EvalMetric):
+    """F1 from true/false positives and false negatives counted over everything seen."""
+
+    def __init__(self, axis=1, name="f1", output_names=None, label_names=None):
+        self.axis = axis
+        super().__init__(name, output_names, label_names)
+
+    def reset(self):
+        super().reset()
+        self._counts = {}  # class -> [tp, fp, fn]
+
+    def update(self, labels, preds):
+        for label, pred in _pairs(labels, preds):
+            if pred.shape != label.shape:
+                classes = pred.shape[self.axis]
+                pred = pred.argmax(axis=self.axis)
+            else:
+                classes = 2
+            pred = pred.astype(numpy.int64).reshape(-1)
+            label = label.astype(numpy.int64).reshape(-1)
+            for c in range(max(classes, int(label.max(initial=0)) + 1)):
+                counts = self._counts.setdefault(c, [0, 0, 0])
+                counts[0] += int(((pred == c) & (label == c)).sum())
+                counts[1] += int(((pred == c) & (label != c)).sum())
+                counts[2] += int(((pred != c) & (label == c)).sum())
+            self.num_inst += label.size
+
+    def get(self):
+        if not self.num_inst:
+            return self.name, float("nan")
+        classes = sorted(self._counts)
+        if classes == [0, 1]:
+            classes = [1]
+        scores = []
+        for c in classes:
+            tp, fp, fn = self._counts[c]
+            scores.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
+        return self.name, float(sum(scores) / len(scores))
+
+    def get_state(self) -> dict:
+        return {"num_inst": int(self.num_inst),
+                "counts": [[c, list(v)] for c, v in sorted(self._counts.items())]}
+
+    def set_state(self, state: dict):
+        self.num_inst = int(state["num_inst"])
+        self._counts = {int(c): [int(x) for x in v] for c, v in state["counts"]}
+
+
+_BY_NAME = {"accuracy": Accuracy, "top_k_accuracy": TopKAccuracy, "mae": MAE, "mse": MSE,
+            "rmse": RMSE, "cross_entropy": CrossEntropy, "perplexity": Perplexity, "f1": F1}
+
+
+# MXNet 1.9.1's registry names for these classes: each lower-cased class name and its aliases.
+_MXNET_NAMES = {"acc": Accuracy, "topkaccuracy": TopKAccuracy, "top_k_acc": TopKAccuracy,
+                "crossentropy": CrossEntropy, "ce": CrossEntropy}
+
+
+def lookup(name: str):
+    """The metric class of a config name (``top_k_accuracy``), class name (``TopKAccuracy``) or
+    MXNet's registry names and aliases (``acc``, ``top_k_acc``, ``ce``), or None."""
+    key = str(name).lower()
+    return _BY_NAME.get(key) or _MXNET_NAMES.get(key) or _BY_NAME.get(snake_case(str(name)))
+
+
+def names() -> list[str]:
+    """The config names of the metrics, sorted (``lookup`` and ``create`` also take MXNet's)."""
+    return sorted(_BY_NAME)
+
+
+def create(name, **params) -> EvalMetric:
+    """A metric by any name ``lookup`` takes; an EvalMetric is returned as is."""
+    if isinstance(name, EvalMetric):
+        if params:
+            raise ValueError("metric %r is already an instance; additional arguments are invalid"
+                             % (name.name,))
+        return name
+    cls = lookup(name)
+    if cls is None:
+        raise ValueError("unknown metric %r; expected one of %s"
+                         % (name, ", ".join(sorted(set(_BY_NAME) | set(_MXNET_NAMES)))))
+    return cls(**params)

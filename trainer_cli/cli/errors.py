@@ -22,11 +22,8 @@ class CLIError(Exception):
 
 def _bad_input_types():
     """Exceptions that mean the user's input (config, run dir, states or params file) is wrong."""
-    from ..config import ConfigError
-    from ..gluon.param_file import ParamFileError
-    from ..optimizer.state_file import StateFileError
-    from ..run.layout import RunDirError
-    return (ConfigError, RunDirError, StateFileError, ParamFileError)
+    from ..run.errors import input_error_types
+    return input_error_types()
 
 
 def handle_errors(fn):

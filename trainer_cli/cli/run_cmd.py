@@ -190,21 +190,14 @@ def _check_dist(config, where):
 
 
 def _join_mpi_job():
-    """Under mpiexec, start MPI before anything else can fail, so that a rank failing while it
-    loads its config or data aborts the whole job instead of leaving the others in MPI_Init."""
-    from ..kvstore import mpi
-
-    if mpi.launched_by_mpiexec():
-        mpi.job()
+    from ..run.launch import join_mpi_job
+    join_mpi_job()
 
 
 def _launch(argv, as_json, quiet, workers) -> int:
     """The same command, without --workers, as ``workers`` MPI ranks."""
-    try:
-        from .. import dist_launch
-    except ImportError:
-        raise CLIError("--workers needs trainer_cli.dist_launch, which this installation does not "
-                       "have", EXIT_FAILED) from None
+    from ..run.launch import LaunchError, launch_workers
+
     argv = [sys.executable, "-m", "trainer_cli.cli"] + argv
     argv += ["--json"] if as_json else []
     argv += ["--quiet"] if quiet else []
@@ -215,8 +208,8 @@ def _launch(argv, as_json, quiet, workers) -> int:
 
         os.environ[TERMINAL_ENV] = "1"
     try:
-        code = dist_launch.launch(argv, workers)
-    except dist_launch.DistLaunchError as exc:
+        code = launch_workers(argv, workers)
+    except LaunchError as exc:
         raise CLIError(str(exc), EXIT_BAD_INPUT) from None
     # mpiexec reports a killed rank as 9 and an abort as its own codes; the CLI's contract is
     # 0/1/2/130, and the launcher has already said which rank failed.

@@ -327,7 +327,7 @@ class HybridBlock(Block):
         reg_params = self._reg_params
         if not reg_params:
             return self.hybrid_forward(_nd, x, *args)
-        ctx = x._ctx if isinstance(x, NDArray) else current_context()
+        ctx = x.context if isinstance(x, NDArray) else current_context()
         try:
             params = {name: p.data(ctx) for name, p in reg_params.items()}
         except DeferredInitializationError:

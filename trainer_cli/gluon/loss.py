@@ -6,17 +6,16 @@ import numbers
 
 import numpy
 
+from .._naming import snake_case
 from ..ndarray import NDArray
 from ..ndarray import ops as F
-from ..ndarray.ndarray import _g_mul, _g_sub, _recorded, _wrap, unbroadcast
-from ..ndarray.ops import (_axes, _fix_scalar, _keep_shape, _log_softmax_grad, _log_softmax_raw,
-                           _mean_grad, _mean_raw, _pick_grad, _pick_raw, _square_grad, _square_raw)
-from .. import autograd as _ag
-from . import _loss_kernels
+from ..ndarray.interop import needs_grad as _needs_grad
+from ..ndarray.losses import l2_loss_batch_mean, softmax_ce_batch_mean
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss",
-           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "HuberLoss"]
+           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "HuberLoss", "create", "names",
+           "lookup"]
 
 
 def _apply_weighting(loss, weight=None, sample_weight=None):
@@ -31,77 +30,6 @@ def _apply_weighting(loss, weight=None, sample_weight=None):
 
 def _reshape_like(x, y):
     return x if x.shape == y.shape else F.reshape(x, y.shape)
-
-
-def _needs_grad(x):
-    return x._node is not None or x._grad is not None
-
-
-# The fused forms below run the generic path's array operations in the same order, and their
-# gradients in reverse order, as one tape node instead of four: the numbers are the same, the
-# per-op overhead of the small ops (noticeable on small batches) is paid once.
-
-def _fused_batch_mean(loss_raw, batch_axis):
-    axes = _axes(loss_raw.ndim, batch_axis, True)
-    return _fix_scalar(_mean_raw(loss_raw, axes, False)), axes
-
-
-def _batch_mean_grad(g, loss_raw, axes):
-    return _mean_grad(g.reshape(_keep_shape(loss_raw.shape, axes)), loss_raw, None, axes)
-
-
-def _l2_fused(pred, label, half_weight, batch_axis):
-    """``L2Loss`` on a constant label without sample weights: sub, square, scale, batch mean."""
-    p = pred._data
-    lab = label._data if label._data.shape == p.shape else label._data.reshape(p.shape)
-    diff = lab - p
-    sq = _square_raw(diff)
-    scaled = sq * half_weight
-    out, axes = _fused_batch_mean(scaled, batch_axis)
-    if not (_ag._state.recording and _needs_grad(pred)):
-        return _wrap(out, pred._ctx)
-    pshape = p.shape
-
-    def vjp(g, needs):
-        g = _batch_mean_grad(g, scaled, axes)
-        g = unbroadcast(_g_mul(g, sq, half_weight, scaled, True, False)[0], sq.shape)
-        g = _square_grad(g, diff, sq)
-        return (unbroadcast(_g_sub(g, lab, p, diff, False, True)[1], pshape),)
-    return _recorded(out, pred._ctx, (pred,), vjp)
-
-
-def _softmax_ce_fused(pred, label, axis, batch_axis):
-    """``SoftmaxCrossEntropyLoss`` on logits and class indices without weights: log_softmax,
-    pick, negate, batch mean."""
-    d = pred._data
-    lab = label._data if isinstance(label, NDArray) else None
-    if axis in (-1, 1) and batch_axis == 0 and _loss_kernels.applies(d, lab):
-        # Class scores per row: the log-softmax, the pick, the mean and the gradient in kernel
-        # passes around NumPy's own exp and log (the same operations as _log_softmax_raw).
-        shifted, log_sum = _loss_kernels.log_softmax_parts(d)
-        out, logp, idx = _loss_kernels.forward(shifted, log_sum, lab)
-        if not (_ag._state.recording and _needs_grad(pred)):
-            return _wrap(out, pred._ctx)
-
-        def vjp_fused(g, needs):
-            grad = _loss_kernels.backward(g, logp, idx)
-            if grad is None:        # a head gradient of another dtype: the NumPy operations
-                g = _pick_grad(-g.reshape(-1, 1), logp, idx.reshape(-1, 1), 1)
-                grad = _log_softmax_grad(g, logp, 1, 1)
-            return (grad,)
-        return _recorded(out, pred._ctx, (pred,), vjp_fused)
-    logp = _log_softmax_raw(d, axis, None)
-    picked, idx, ax = _pick_raw(logp, label, axis, True, "clip")
-    neg = -picked
-    out, axes = _fused_batch_mean(neg, batch_axis)
-    if not (_ag._state.recording and _needs_grad(pred)):
-        return _wrap(out, pred._ctx)
-
-    def vjp(g, needs):
-        g = -_batch_mean_grad(g, neg, axes)
-        g = _pick_grad(g, logp, idx, ax)
-        return (_log_softmax_grad(g, logp, axis, 1),)
-    return _recorded(out, pred._ctx, (pred,), vjp)
 
 
 class Loss(HybridBlock):
@@ -129,7 +57,7 @@ class L2Loss(Loss):
         half_weight = self._weight / 2
         if sample_weight is None and type(half_weight) is float and type(pred) is NDArray \
                 and type(label) is NDArray and not _needs_grad(label) and 0 not in pred.shape:
-            return _l2_fused(pred, label, half_weight, self._batch_axis)
+            return l2_loss_batch_mean(pred, label, half_weight, self._batch_axis)
         label = _reshape_like(label, pred)
         loss = F.square(label - pred)
         loss = _apply_weighting(loss, half_weight, sample_weight)
@@ -186,7 +114,7 @@ class SoftmaxCrossEntropyLoss(Loss):
     def hybrid_forward(self, F_, pred, label, sample_weight=None):
         if sample_weight is None and self._weight is None and self._sparse_label \
                 and not self._from_logits and type(pred) is NDArray:
-            return _softmax_ce_fused(pred, label, self._axis, self._batch_axis)
+            return softmax_ce_batch_mean(pred, label, self._axis, self._batch_axis)
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:
@@ -215,3 +143,34 @@ class HuberLoss(Loss):
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+# ----------------------------------------------------------------------------- the registry
+def _by_name() -> dict:
+    # Every public Loss class of this module, by the snake-case name of each of its names without
+    # "Loss" (``L2Loss`` -> ``l2``, ``SoftmaxCELoss`` -> ``softmax_ce``); read at each call, so a
+    # class defined or aliased anywhere in the module counts.
+    out = {}
+    for attr, obj in globals().items():
+        if (isinstance(obj, type) and issubclass(obj, Loss) and obj is not Loss
+                and not attr.startswith("_") and attr.endswith("Loss")):
+            out[snake_case(attr[: -len("Loss")])] = obj
+    return out
+
+
+def names() -> list:
+    """The loss names a config uses (``l2``, ``softmax_cross_entropy``, ...), sorted."""
+    return sorted(_by_name())
+
+
+def lookup(name):
+    """The Loss class of a config name (any case), or None."""
+    return _by_name().get(str(name).lower())
+
+
+def create(name, **kwargs) -> Loss:
+    """A loss by config name: ``create("huber", rho=2)``."""
+    cls = lookup(name)
+    if cls is None:
+        raise ValueError("unknown loss %r; expected one of %s" % (name, ", ".join(names())))
+    return cls(**kwargs)

@@ -1,8 +1,8 @@
 """Gluon ``Parameter`` and ``ParameterDict``.
 
 A Parameter holds one data copy (and one gradient buffer) per context. Each data copy is an autograd
-variable whose ``_fresh_grad`` flag is set by ``backward`` and cleared by the Trainer after a local
-update, which is how a stale gradient is detected.
+variable whose fresh-gradient mark (``ndarray.interop.is_fresh``) is set by ``backward`` and
+cleared by the Trainer after a local update, which is how a stale gradient is detected.
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from .. import initializer as _init
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
 from ..ndarray import creation as _creation
+from ..ndarray.interop import (attach_grad_buffer as _attach_grad_buffer, grad_buffer as _grad_buffer,
+                               raw as _raw)
 from ..ndarray.slabs import Slabs
 
 # Every parameter's data in one set of buffers and every gradient in another (see ``slabs``).
@@ -177,9 +179,10 @@ class Parameter:
     def _init_grad(self):
         for arr in self._data:
             if self._grad_req == "null":
-                arr._mark(None, "null")
+                _attach_grad_buffer(arr, None, "null")
             else:
-                arr._mark(_GRAD_SLABS.zeros(arr.shape, arr.dtype, arr.context), self._grad_req)
+                _attach_grad_buffer(arr, _GRAD_SLABS.zeros(arr.shape, arr.dtype, arr.context),
+                                    self._grad_req)
 
     def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
         """Initialize (or overwrite) from a loaded array, checking shape, dtype and contexts."""
@@ -268,13 +271,13 @@ class Parameter:
             raise RuntimeError("Cannot get gradient array for Parameter '%s' because grad_req='null'"
                                % self.name)
         arr = self._check_and_get(self._data, ctx)
-        return arr._grad
+        return _grad_buffer(arr)
 
     def list_grad(self):
         if self._data is not None and self._grad_req == "null":
             raise RuntimeError("Cannot get gradient array for Parameter '%s' because grad_req='null'"
                                % self.name)
-        return [arr._grad for arr in self._check_and_get(self._data, list)]
+        return [_grad_buffer(arr) for arr in self._check_and_get(self._data, list)]
 
     def list_ctx(self):
         if self._data is None:
@@ -309,7 +312,7 @@ class Parameter:
         if self._data is None or self._grad_req == "null":
             return
         for arr in self._data:
-            arr._grad._data[...] = 0
+            _raw(_grad_buffer(arr))[...] = 0
 
     def reset_ctx(self, ctx):
         """Move the data to other contexts, keeping its value."""
@@ -345,14 +348,15 @@ class Parameter:
         if self._data is None:
             return
         with autograd.pause():
-            grads = None if self._grad_req == "null" else [arr._grad for arr in self._data]
+            grads = None if self._grad_req == "null" else [_grad_buffer(arr) for arr in self._data]
             self._data = [arr.astype(dtype) for arr in self._data]
         if grads is None:
             self._init_grad()
             return
         # MXNet casts the gradient too instead of zeroing it.
         for arr, grad in zip(self._data, grads):
-            arr._mark(NDArray(grad._data.astype(numpy.dtype(dtype)), grad.context), self._grad_req)
+            _attach_grad_buffer(arr, NDArray(_raw(grad).astype(numpy.dtype(dtype)), grad.context),
+                                self._grad_req)
 
     def var(self):
         raise NotImplementedError("symbolic variables are not part of trainer_cli")

@@ -1,7 +1,8 @@
 """``gluon.Trainer``: applies an optimizer to a set of Parameters, through a kvstore when useful.
 
-How gradients travel is decided once, by ``_resolve_kvstore`` (the first time it is needed), into
-one of three modes:
+How gradients travel is decided once, the first time it is needed (a step, or reading
+``Trainer.mode``), into one of three modes, which ``Trainer.mode`` names for everyone (the runner
+reads it rather than repeating these rules):
 
 ============  =====================================================  =========================
 mode          when                                                   a step does
@@ -15,6 +16,11 @@ mode          when                                                   a step does
                                                                      updates its weight, pull
                                                                      it into every copy
 ============  =====================================================  =========================
+
+MXNet's rules pick them: a ``kvstore`` named by a string is dropped for a single device unless it
+is a ``dist`` one; ``update_on_kvstore=None`` means ``default_update_on_kvstore`` (by default
+the ``MXNET_UPDATE_ON_KVSTORE`` environment variable, 1 unless set), except that an async dist
+store always updates on the store, and a store that cannot run the optimizer never does.
 """
 from __future__ import annotations
 
@@ -24,12 +30,14 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
+from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh
+from ..ndarray.interop import mark_stale as _mark_stale
 from ..optimizer import state_file
 from .parameter import Parameter, ParameterDict
 
-__all__ = ["Trainer", "StaleGradientError"]
+__all__ = ["Trainer", "StaleGradientError", "LOCAL", "REDUCE", "STORE"]
 
-_LOCAL, _REDUCE, _STORE = "local", "reduce", "store"
+LOCAL, REDUCE, STORE = "local", "reduce", "store"
 # A 'local' store keeps full copies on the host; past this size MXNet stops updating there.
 _BIG_PARAM = 1024 * 1024 * 16
 
@@ -45,9 +53,10 @@ def _env_update_on_kvstore() -> bool:
     return bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
 
 
-def _create_kvstore(kvstore, num_device, params):
+def _create_kvstore(kvstore, num_device, params, default_update_on_kvstore=None):
     """MXNet's ``model._create_kvstore``: the store to use and whether it may run the optimizer."""
-    update_on_kvstore = _env_update_on_kvstore()
+    update_on_kvstore = (_env_update_on_kvstore() if default_update_on_kvstore is None
+                         else bool(default_update_on_kvstore))
     if kvstore is None:
         kv = None
     elif isinstance(kvstore, _kvstore.KVStoreBase):
@@ -73,10 +82,14 @@ class Trainer:
 
     ``params`` is a dict (taken in sorted-name order, which fixes each parameter's index) or a
     list; ``optimizer`` a name with ``optimizer_params`` or an Optimizer instance.
+    ``default_update_on_kvstore`` (not in MXNet, keyword only) is what ``update_on_kvstore=None``
+    means where the store leaves the choice open; None reads ``MXNET_UPDATE_ON_KVSTORE`` as MXNet
+    does. ``mode`` says what was decided (see the module docstring).
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
-                 compression_params=None, update_on_kvstore=None):
+                 compression_params=None, update_on_kvstore=None, *,
+                 default_update_on_kvstore=None):
         if isinstance(params, (dict, ParameterDict)):
             params = [params[key] for key in sorted(params.keys())]
         if not isinstance(params, (list, tuple)):
@@ -94,7 +107,8 @@ class Trainer:
         self._contexts = self._check_contexts()
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
-        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore,
+                                "default": default_update_on_kvstore}
         self._reset_kvstore()
 
     def _check_contexts(self):
@@ -136,7 +150,8 @@ class Trainer:
     def _resolve_kvstore(self):
         """Create the store and pick the mode (see the module docstring)."""
         config = self._kvstore_params
-        kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params)
+        kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params,
+                                                config["default"])
         self._distributed = kv is not None and "dist" in kv.type
         if self._distributed and "async" in kv.type:
             if config["update_on_kvstore"] is False:
@@ -161,11 +176,11 @@ class Trainer:
                 kv.set_optimizer(self._optimizer)
             self._kvstore = kv
             self._update_on_kvstore = bool(update_on_kvstore)
-            self._mode = _STORE if update_on_kvstore else _REDUCE
+            self._mode = STORE if update_on_kvstore else REDUCE
         else:
             self._kvstore = None
             self._update_on_kvstore = None
-            self._mode = _LOCAL
+            self._mode = LOCAL
         self._kv_initialized = True
 
     def _init_params(self):
@@ -186,6 +201,24 @@ class Trainer:
             self._init_params()
 
     # ----------------------------------------------------------------- properties
+    @property
+    def mode(self) -> str:
+        """How a step moves gradients, decided once: ``LOCAL`` (``"local"``: no kvstore, each
+        device updates its copy), ``REDUCE`` (``"reduce"``: the kvstore sums gradients, each device
+        updates; ``allreduce_grads`` + ``update`` are allowed) or ``STORE`` (``"store"``: the
+        kvstore runs the optimizer; only ``step``). Reading it decides the mode (creating a store
+        named by a string) if no step has yet."""
+        if not self._kv_initialized:
+            self._resolve_kvstore()
+        return self._mode
+
+    @property
+    def kvstore(self):
+        """The kvstore in use (None in ``LOCAL`` mode), decided as ``mode`` is."""
+        if not self._kv_initialized:
+            self._resolve_kvstore()
+        return self._kvstore
+
     @property
     def learning_rate(self):
         return self._optimizer.learning_rate
@@ -211,7 +244,7 @@ class Trainer:
         """One update with gradients normalized by ``1/batch_size``: reduce, then update."""
         self._check_and_rescale_grad(self._scale / batch_size)
         self._prepare()
-        if self._mode == _STORE:
+        if self._mode == STORE:
             self._check_fresh(ignore_stale_grad)
             self._push_pull_weights(ignore_stale_grad)
         else:
@@ -232,7 +265,7 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _forbid_on_store(self, what):
-        if self._mode == _STORE:
+        if self._mode == STORE:
             raise RuntimeError(
                 "%s() when parameters are updated on kvstore is not supported. Try setting "
                 "`update_on_kvstore` to False when creating trainer." % what)
@@ -252,7 +285,7 @@ class Trainer:
             return
         for _, param in (self._trainable() if trainable is None else trainable):
             for data in param.list_data():
-                if not data._fresh_grad:
+                if not _is_fresh(data):
                     raise StaleGradientError(
                         "Gradient of Parameter `%s` on context %s has not been updated by backward "
                         "since last `step`. This could mean a bug in your model that made it only "
@@ -264,11 +297,11 @@ class Trainer:
     def _push_pull_weights(self, ignore_stale_grad):
         for i, param in self._trainable():
             copies = param.list_data()
-            if ignore_stale_grad and not all(d._fresh_grad for d in copies):
+            if ignore_stale_grad and not all(_is_fresh(d) for d in copies):
                 continue
             self._kvstore.pushpull(i, param.list_grad(), out=copies, priority=-i)
             for data in copies:
-                data._fresh_grad = False
+                _mark_stale(data)
 
     def _update(self, ignore_stale_grad=False):
         # One pass over the parameters (this runs at every step): a stale gradient raises before
@@ -280,16 +313,16 @@ class Trainer:
                 continue
             for (indices, grads, weights), data in zip(per_device,
                                                        param._data or param.list_data()):
-                if not data._fresh_grad:
+                if not _is_fresh(data):
                     if not ignore_stale_grad:
                         self._check_fresh(False)        # raises, naming the first stale one
                     continue
                 indices.append(i)
-                grads.append(data._grad)
+                grads.append(_grad_buffer(data))
                 weights.append(data)
         for _, _, weights in per_device:
             for data in weights:
-                data._fresh_grad = False
+                _mark_stale(data)
         for updater, (indices, grads, weights) in zip(updaters, per_device):
             if indices:
                 updater.update_lists(indices, grads, weights)
@@ -299,7 +332,7 @@ class Trainer:
         """Write the optimizer and its per-parameter states (every device's) to ``fname``."""
         self._prepare()
         names = {i: param.name for i, param in enumerate(self._params)}
-        if self._mode == _STORE:
+        if self._mode == STORE:
             if self._params_to_init:
                 raise RuntimeError("Cannot save trainer states when some parameters are not yet "
                                    "initialized in kvstore.")
@@ -311,7 +344,7 @@ class Trainer:
     def load_states(self, fname):
         """Restore what ``save_states`` wrote; the optimizer (lr, counts, scheduler) comes from it."""
         self._prepare()
-        if self._mode == _STORE:
+        if self._mode == STORE:
             self._kvstore.load_optimizer_states(fname)
             self._optimizer = self._kvstore._updater.optimizer
         else:

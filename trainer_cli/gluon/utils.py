@@ -7,6 +7,7 @@ import numpy
 
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
+from ..ndarray.interop import raw as _raw
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds"]
 
@@ -70,7 +71,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     dtype = numpy.dtype(arrays[0].dtype)
     total = None
     for arr in arrays:
-        flat = arr._data.reshape(-1)
+        flat = _raw(arr).reshape(-1)
         sq = _host_scalar(flat.dot(flat), dtype)
         total = sq if total is None else total + sq
     total_norm = numpy.sqrt(total)
@@ -83,7 +84,8 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
         # above, without NumPy's second warning.
         with numpy.errstate(invalid="ignore"):
             for arr in arrays:
-                arr._data *= arr._data.dtype.type(scale)
+                data = _raw(arr)
+                data *= data.dtype.type(scale)
     if check_isfinite:
         return total_norm
     return creation.array([total_norm], ctx=ctx, dtype=dtype)

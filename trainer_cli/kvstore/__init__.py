@@ -3,9 +3,9 @@
 Gradient compression (``2bit``, ``1bit``) with error feedback lives in
 :mod:`trainer_cli.kvstore.compression`.
 """
-from .base import KVStoreBase, create, register
+from .base import KVStoreBase, create, names, register
 from .local import KVStoreLocal
 
 KVStore = KVStoreLocal
 
-__all__ = ["KVStoreBase", "KVStore", "KVStoreLocal", "create", "register"]
+__all__ = ["KVStoreBase", "KVStore", "KVStoreLocal", "create", "names", "register"]

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["KVStoreBase", "create", "register"]
+__all__ = ["KVStoreBase", "create", "names", "register"]
 
 _registry: dict = {}
+# The types ``create`` builds itself (MXNet's names; see ``create``).
+_BUILTIN = ("local", "device", "dist_sync", "dist_device_sync", "dist_async", "dist_device_async")
 
 
 def register(klass):
@@ -68,6 +70,26 @@ class KVStoreBase:
     def set_gradient_compression(self, compression_params):
         raise NotImplementedError
 
+    # Gradient compression's error-feedback residuals are state that an exact resume needs. Every
+    # store names them the same way (a checkpoint's ``kvstore.npz`` holds these names):
+    # ``r<key>_<position>`` for an in-process store's residual of the gradient from source
+    # device ``position``, ``r<key>_w<rank>`` for a dist worker's residual of what it sends.
+    def compression_state(self) -> dict:
+        """Compression's residuals as ``{name: host array}``; empty without compression.
+
+        A dist store gathers every worker's: a collective that every rank calls at the same
+        point; rank 0 gets them all, the other ranks an empty dict."""
+        return {}
+
+    def load_compression_state(self, state: dict, contexts=None, where="the saved state"):
+        """Adopt residuals saved by ``compression_state`` (after compression is set up, which
+        starts them at zero), ignoring names that are not this kind of store's. ``contexts``
+        are the source devices by position (an in-process store's residuals live on them).
+        Returns None, or a note (naming ``where``) when a dist job cannot use what was saved
+        and its residuals restart at zero; a residual that does not fit raises ValueError or
+        KeyError."""
+        return None
+
     def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         raise NotImplementedError
 
@@ -79,6 +101,11 @@ class KVStoreBase:
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         raise NotImplementedError("row-sparse arrays are not supported by trainer_cli")
+
+
+def names() -> list:
+    """The store types ``create`` takes, sorted: MXNet's and the registered classes'."""
+    return sorted(set(_BUILTIN) | set(_registry))
 
 
 def create(name="local") -> KVStoreBase:

@@ -53,13 +53,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import threading
 import time
 
 import numpy
 
 from ..ndarray import NDArray
-from ..ndarray.ndarray import _transfer, _wrap
+from ..ndarray.interop import raw as _raw, transfer as _transfer, wrap as _wrap
 from . import mpi
 from .base import KVStoreBase
 from .gather import gather_arrays
@@ -119,7 +120,7 @@ def _single_key_arrays(key, value, out):
 
 def _agree(comm, job, key, value, what):
     """Check (one Allgather of a digest) that every rank is at the same key, shape and dtype."""
-    arr = value._data
+    arr = _raw(value)
     desc = json.dumps([key if isinstance(key, str) else int(key), list(arr.shape), arr.dtype.str])
     mine = numpy.frombuffer(hashlib.blake2b(desc.encode(), digest_size=16).digest(), numpy.uint8)
     every = numpy.empty((comm.Get_size(), mine.size), dtype=numpy.uint8)
@@ -148,6 +149,19 @@ def _gc_from_code(code, bits):
 
 # --------------------------------------------------------------------------------------------
 # What both stores share
+
+_WIRE = re.compile(r"^r(\d+)_w(\d+)$")
+
+
+def wire_entries(state: dict) -> dict:
+    """The dist entries (``r<key>_w<rank>``) of a compression state as ``{rank: {key: array}}``."""
+    out: dict = {}
+    for name, value in state.items():
+        match = _WIRE.match(name)
+        if match is not None:
+            out.setdefault(int(match.group(2)), {})[int(match.group(1))] = value
+    return out
+
 
 
 class _DistStore(KVStoreLocal):
@@ -234,6 +248,39 @@ class _DistStore(KVStoreLocal):
                 placed[key] = ctx.xp.array(value, dtype=numpy.float32).reshape(-1)
         self._wire_residuals.update(placed)
 
+    def compression_state(self) -> dict:
+        """``{"r<key>_w<rank>": host array}`` of every worker on rank 0, ``{}`` elsewhere: a
+        collective (see ``KVStoreBase``)."""
+        if self._gc is None:
+            return {}
+        every = self.gather_wire_residuals(root=0)
+        if every is None:
+            return {}
+        return {"r%d_w%d" % (key, rank): arr
+                for rank, mine in enumerate(every) for key, arr in sorted(mine.items())}
+
+    def load_compression_state(self, state: dict, contexts=None, where="the saved state"):
+        """Take this rank's ``r<key>_w<rank>`` entries. A state saved by another number of ranks
+        (a residual belongs to the shard of batches its rank trained on), or saved before
+        residuals were kept, cannot be used: the residuals restart at zero and the note says so."""
+        if self._gc is None:
+            return None
+        by_rank = wire_entries(state)
+        restart = ("so they start again from zero on every rank. The run continues, but not "
+                   "bitwise as it would have %s.")
+        if not by_rank:
+            return ("%s holds no gradient-compression residuals of the workers (it was saved "
+                    "before trainer-cli kept them), %s"
+                    % (where, restart % "without the interruption"))
+        ranks = sorted(by_rank)
+        if ranks != list(range(self.num_workers)):
+            saved = "%d rank%s" % (len(ranks), "" if len(ranks) == 1 else "s")
+            return ("%s holds the gradient-compression residuals of %s, but this job has %d: each "
+                    "belongs to the shard of the batches its rank trained on, %s"
+                    % (where, saved, self.num_workers, restart % ("with " + saved)))
+        self.set_wire_residuals(by_rank[self.rank])
+        return None
+
     def _placement(self, key):
         """``(shape, context)`` of an initialized key: where its residual lives."""
         raise NotImplementedError
@@ -264,15 +311,15 @@ class KVStoreDistSync(_DistStore):
             self._check_new_key(k, self._store)
             src = arrays[0]
             _agree(self._comm, self._job, k, src, "init")
-            stored = _wrap(src._data.copy(), src.context)
+            stored = _wrap(_raw(src).copy(), src.context)
             if self._job.size > 1 and stored.size:
                 host = self._recv_target(k, stored)
-                if host is not stored._data and self._job.rank == 0:
-                    host[...] = _host(stored._data)  # a GPU value goes out through host memory
+                if host is not _raw(stored) and self._job.rank == 0:
+                    host[...] = _host(_raw(stored))  # a GPU value goes out through host memory
                 what = "broadcast from rank 0 of key %s" % _key_repr(k)
                 mpi.wait(self._comm.Ibcast(host, root=0), what, job=self._job)
-                if host is not stored._data:
-                    stored._data[...] = _transfer(host, stored.context)
+                if host is not _raw(stored):
+                    _raw(stored)[...] = _transfer(host, stored.context)
             self._store[k] = stored
 
     # ----------------------------------------------------------------- push: sum over workers
@@ -292,9 +339,9 @@ class KVStoreDistSync(_DistStore):
         # The Trainer's call, once per parameter and step: skip the generic grouping.
         arrays, outs = single
         stored = self._push_one(key, arrays)
-        src = stored._data
+        src = _raw(stored)
         for target in outs:
-            target._data[...] = src if target._ctx == stored._ctx else _transfer(src, target._ctx)
+            _raw(target)[...] = src if target.context == stored.context else _transfer(src, target.context)
 
     def _push_one(self, k, arrays):
         stored = self._stored(k)
@@ -327,7 +374,7 @@ class KVStoreDistSync(_DistStore):
         bucket, bucket_bytes, bucket_dtype = [], 0, None
         for k, arrays in groups:
             stored = self._stored(k)
-            raw = stored._data
+            raw = _raw(stored)
             fusable = (type(raw) is numpy.ndarray and raw.dtype in _MPI_SUM_DTYPES
                        and raw.nbytes < _CHUNK_BYTES)
             if not fusable:
@@ -349,7 +396,7 @@ class KVStoreDistSync(_DistStore):
         recv = self._fusion_buffer("recv", dtype, total)
         start = 0
         for (_, _, merged), n in zip(bucket, sizes):
-            send[start:start + n] = _host(merged._data).reshape(-1)
+            send[start:start + n] = _host(_raw(merged)).reshape(-1)
             start += n
         self.wire_bytes += send.nbytes
         keys = ", ".join(_key_repr(k) for k, _, _ in bucket[:3])
@@ -363,7 +410,7 @@ class KVStoreDistSync(_DistStore):
             if self._updater is not None:
                 self._updater(k, _wrap(total_k, stored.context), stored)
             else:
-                stored._data[...] = total_k
+                _raw(stored)[...] = total_k
 
     def _placement(self, key):
         stored = self._stored(key)
@@ -381,13 +428,13 @@ class KVStoreDistSync(_DistStore):
         if buf is None:
             ctx = stored.context
             with ctx.device_scope():
-                buf = _wrap(ctx.xp.empty(stored.shape, dtype=stored._data.dtype), ctx)
+                buf = _wrap(ctx.xp.empty(stored.shape, dtype=_raw(stored).dtype), ctx)
             self._sum_buffers[key] = buf
         return buf
 
     def _recv_target(self, key, target):
         """Where MPI may write ``target``'s values: itself if it is a contiguous host array."""
-        raw = target._data
+        raw = _raw(target)
         if isinstance(raw, numpy.ndarray) and raw.flags.c_contiguous:
             return raw
         buf = self._host_buffers.get(key)
@@ -398,11 +445,11 @@ class KVStoreDistSync(_DistStore):
 
     def _allreduce_into(self, key, merged, out, stored):
         """``out`` = the sum of every worker's ``merged`` (same on every worker)."""
-        send = merged._data
+        send = _raw(merged)
         if type(send) is not numpy.ndarray or not send.flags.c_contiguous:
             send = _host(_transfer(send, stored.context))
-        if send.dtype != stored._data.dtype:
-            send = send.astype(stored._data.dtype)
+        if send.dtype != _raw(stored).dtype:
+            send = send.astype(_raw(stored).dtype)
         recv = self._recv_target(key, out)
         self.wire_bytes += send.nbytes
         what = "allreduce of key %s" % _key_repr(key)
@@ -412,14 +459,14 @@ class KVStoreDistSync(_DistStore):
             _chunked_allreduce(self._comm, self._job, send, recv, what)
         else:
             _allgather_sum(self._comm, self._job, send, recv, what)
-        if recv is not out._data:
-            out._data[...] = _transfer(recv, out.context)
+        if recv is not _raw(out):
+            _raw(out)[...] = _transfer(recv, out.context)
 
     def _exchange_compressed(self, key, merged, out):
         """``out`` = Σ over ranks (in rank order) of each rank's decoded quantized gradient."""
         comp = self._gc
         ctx = out.context
-        grad = _transfer(merged._data, ctx)
+        grad = _transfer(_raw(merged), ctx)
         packed = self._quantize_for_wire(key, grad, ctx)
         n = grad.size
         size = self._job.size
@@ -432,7 +479,7 @@ class KVStoreDistSync(_DistStore):
             mpi.wait(self._comm.Iallgather(packed.view(numpy.uint8), gathered.view(numpy.uint8)),
                      "compressed allgather of key %s" % _key_repr(key), job=self._job)
         words = _transfer(gathered, ctx)
-        flat = out._data.reshape(-1)
+        flat = _raw(out).reshape(-1)
         comp.dequantize(words[0], n, out=flat)
         if size > 1:
             with ctx.device_scope():
@@ -546,7 +593,7 @@ class _Server:
         if self.updater is not None:
             self.updater(key, grad, stored)
         else:
-            stored._data[...] = _transfer(grad._data, stored.context)
+            _raw(stored)[...] = _transfer(_raw(grad), stored.context)
 
     def serve_local(self, slot, grad, outs):
         """A push (``grad`` not None) and/or pull (``outs``) from rank 0's own worker."""
@@ -556,7 +603,7 @@ class _Server:
                 self._apply(key, grad, stored)
             if outs is not None:
                 for target in outs:
-                    target._data[...] = _transfer(stored._data, target.context)
+                    _raw(target)[...] = _transfer(_raw(stored), target.context)
             self.last_activity = time.monotonic()
 
     def _serve(self, src, op, slot, n, ctype, bits):
@@ -567,7 +614,7 @@ class _Server:
             grad = self._receive(src, slot, stored, ctype, bits, what)
             self._apply(key, grad, stored)
         if op in (_OP_PULL, _OP_PUSHPULL):
-            host = _host(stored._data)
+            host = _host(_raw(stored))
             mpi.wait(_pieces(self.comm.Isend, host, src, _TAG_REPLY), "reply to " + what,
                      peers=(), job=self.job)
 
@@ -577,7 +624,7 @@ class _Server:
             gc = _gc_from_code(ctype, bits)
             shape, dtype = (gc.compressed_size(stored.size),), numpy.dtype(numpy.float32)
         else:
-            shape, dtype = stored.shape, stored._data.dtype
+            shape, dtype = stored.shape, _raw(stored).dtype
         buf = self.recv.get((slot, ctype))
         if buf is None or buf.shape != shape:
             buf = numpy.empty(shape, dtype=dtype)
@@ -653,9 +700,9 @@ class KVStoreDistAsync(_DistStore):
             _agree(self._comm, self._job, k, src, "init")
             slot = len(self._slots)
             self._slots[k] = slot
-            self._meta[k] = (src.shape, src._data.dtype, src.context)
+            self._meta[k] = (src.shape, _raw(src).dtype, src.context)
             if self._server is not None:
-                self._server.add(slot, k, _wrap(src._data.copy(), src.context))
+                self._server.add(slot, k, _wrap(_raw(src).copy(), src.context))
         # Nobody may push or pull a key before rank 0's server holds it.
         self.barrier()
 
@@ -695,10 +742,10 @@ class KVStoreDistAsync(_DistStore):
             return
         if merged is not None:
             if self._gc is not None:
-                payload = self._quantize_for_wire(key, merged._data, merged.context)
+                payload = self._quantize_for_wire(key, _raw(merged), merged.context)
                 ctype, bits = _gc_code(self._gc)
             else:
-                payload = _host(merged._data)
+                payload = _host(_raw(merged))
                 if payload.dtype != dtype:
                     payload = payload.astype(dtype)
             self.wire_bytes += payload.nbytes
@@ -718,13 +765,13 @@ class KVStoreDistAsync(_DistStore):
                  % (_OP_NAMES[op], _key_repr(key)), peers=(), job=self._job)
         if outs is not None:
             for target in outs:
-                target._data[...] = _transfer(reply, target.context)
+                _raw(target)[...] = _transfer(reply, target.context)
 
     def _local_grad(self, key, merged):
         """What the server applies for rank 0's push: through the codec too, when one is set."""
         if merged is None or self._gc is None:
             return merged
-        words = self._quantize_for_wire(key, merged._data, merged.context)
+        words = self._quantize_for_wire(key, _raw(merged), merged.context)
         raw = self._gc.dequantize(_transfer(words, merged.context), merged.size)
         return _wrap(raw.reshape(merged.shape), merged.context)
 

@@ -6,13 +6,22 @@ value or hands the sum to the updater; ``pull`` broadcasts the stored value to e
 """
 from __future__ import annotations
 
+import re
+
 import numpy
 
 from ..ndarray import NDArray
-from ..ndarray.ndarray import _transfer, _wrap
+from ..ndarray.interop import array_module as _array_module, raw as _raw
+from ..ndarray.interop import transfer as _transfer, wrap as _wrap
 from .base import KVStoreBase
 
 __all__ = ["KVStoreLocal", "group_key_values"]
+
+_RESIDUAL = re.compile(r"^r(\d+)_(\d+)$")
+
+
+def _host_copy(arr):
+    return arr.get() if hasattr(arr, "get") else numpy.array(arr)
 
 
 def group_key_values(key, value, what="value"):
@@ -85,7 +94,7 @@ class KVStoreLocal(KVStoreBase):
         for k, arrays in group_key_values(key, value):
             self._check_new_key(k, self._store)
             src = arrays[0]
-            self._store[k] = _wrap(src._data.copy(), src.context)
+            self._store[k] = _wrap(_raw(src).copy(), src.context)
 
     def push(self, key, value, priority=0):
         for k, arrays in group_key_values(key, value):
@@ -94,7 +103,7 @@ class KVStoreLocal(KVStoreBase):
             if self._updater is not None:
                 self._updater(k, merged, stored)
             else:
-                stored._data[...] = _transfer(merged._data, stored.context)
+                _raw(stored)[...] = _transfer(_raw(merged), stored.context)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         if out is None:
@@ -102,7 +111,7 @@ class KVStoreLocal(KVStoreBase):
         for k, outs in group_key_values(key, out, what="out"):
             stored = self._stored(k)
             for target in outs:
-                target._data[...] = _transfer(stored._data, target.context)
+                _raw(target)[...] = _transfer(_raw(stored), target.context)
 
     def pushpull(self, key, value, out=None, priority=0):
         self.push(key, value, priority)
@@ -117,7 +126,7 @@ class KVStoreLocal(KVStoreBase):
         buf = self._merge_buffers.get(key)
         if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.context != ctx:
             with ctx.device_scope():
-                buf = _wrap(ctx.xp.empty(like.shape, dtype=like._data.dtype), ctx)
+                buf = _wrap(ctx.xp.empty(like.shape, dtype=_raw(like).dtype), ctx)
             self._merge_buffers[key] = buf
         return buf
 
@@ -129,10 +138,10 @@ class KVStoreLocal(KVStoreBase):
             return arrays[0]
         ctx = stored.context
         buf = self._merge_buffer(key, arrays[0], ctx)
-        out = buf._data
-        out[...] = _transfer(arrays[0]._data, ctx)
+        out = _raw(buf)
+        out[...] = _transfer(_raw(arrays[0]), ctx)
         for arr in arrays[1:]:
-            out += _transfer(arr._data, ctx)
+            out += _transfer(_raw(arr), ctx)
         return buf
 
     def _merge_compressed(self, key, arrays, stored):
@@ -140,17 +149,17 @@ class KVStoreLocal(KVStoreBase):
         comp = self._compression
         ctx = stored.context
         buf = self._merge_buffer(key, arrays[0], ctx)
-        out = buf._data.reshape(-1)
+        out = _raw(buf).reshape(-1)
         n = out.size
         for pos, arr in enumerate(arrays):
-            if arr._data.dtype != numpy.float32:
+            if _raw(arr).dtype != numpy.float32:
                 raise TypeError("gradient compression supports float32 gradients only; key %r is %s"
-                                % (key, arr._data.dtype))
+                                % (key, _raw(arr).dtype))
             residual = self._residuals.get((key, pos))
             if residual is None:
-                residual = arr._xp.zeros(n, dtype=numpy.float32)
+                residual = _array_module(arr).zeros(n, dtype=numpy.float32)
                 self._residuals[(key, pos)] = residual
-            packed = comp.quantize(arr._data.reshape(-1), residual)
+            packed = comp.quantize(_raw(arr).reshape(-1), residual)
             packed = _transfer(packed, ctx)
             if pos == 0:
                 comp.dequantize(packed, n, out=out)
@@ -193,6 +202,33 @@ class KVStoreLocal(KVStoreBase):
         if self._compression is None:
             raise ValueError("set_compression_residuals: this store has no gradient compression")
         self._residuals.update(residuals)
+
+    def compression_state(self) -> dict:
+        """``{"r<key>_<source position>": host array}`` (see ``KVStoreBase``)."""
+        if self._compression is None:
+            return {}
+        return {"r%d_%d" % (key, pos): _host_copy(arr)
+                for (key, pos), arr in sorted(self._residuals.items())}
+
+    def load_compression_state(self, state: dict, contexts=None, where="the saved state"):
+        """Take the ``r<key>_<position>`` entries of ``state``, each onto ``contexts[position]``
+        (the first context for a position past the list; without ``contexts``, the key's)."""
+        if self._compression is None or not state:
+            return None
+        residuals = {}
+        for name, value in state.items():
+            match = _RESIDUAL.match(name)
+            if match is None:
+                continue
+            key, pos = int(match.group(1)), int(match.group(2))
+            if contexts:
+                ctx = contexts[pos] if pos < len(contexts) else contexts[0]
+            else:
+                ctx = self._stored(key).context
+            with ctx.device_scope():
+                residuals[(key, pos)] = ctx.xp.array(value, dtype=numpy.float32).reshape(-1)
+        self.set_compression_residuals(residuals)
+        return None
 
     def save_optimizer_states(self, fname, dump_optimizer=False, param_names=None):
         if self._updater is None:

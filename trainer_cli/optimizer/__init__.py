@@ -26,7 +26,17 @@ from .updater import Updater, get_updater
 from . import contrib
 from .state_file import StateFileError
 
-__all__ = ["Optimizer", "register", "create", "Updater", "get_updater", "StateFileError",
+
+def names() -> list:
+    """The registered optimizer names, sorted (``create`` takes any of them)."""
+    return sorted(Optimizer.opt_registry)
+
+
+def lookup(name):
+    """The optimizer class registered under ``name`` (any case), or None."""
+    return Optimizer.opt_registry.get(str(name).lower())
+
+__all__ = ["Optimizer", "register", "create", "names", "lookup", "Updater", "get_updater", "StateFileError",
            "SGD", "ccSGD", "NAG", "Signum", "SGLD", "DCASGD", "LARS", "LBSGD", "Adam", "AdamW",
            "AdaGrad", "GroupAdaGrad", "RMSProp", "AdaDelta", "Ftrl", "Adamax", "Nadam", "FTML",
            "LAMB", "Test", "contrib"]

@@ -9,8 +9,8 @@ rundir         creating ``<root>/<name>-<UTC time>/``; the writer's lock
 data           datasets from a config (synthetic, npz, npy, csv, scikit-learn), validation split
 order          the batches of each epoch, a pure function of (seed, epoch)
 model          loading ``models/<name>.py`` or ``file.py:factory`` and building the network
-metrics        accuracy, top_k_accuracy, mae, mse, rmse, cross_entropy, perplexity, f1
-build          everything from a config, up to the gluon.Trainer and its kvstore mode
+build          everything from a config (metrics from ``trainer_cli.metric``), up to the
+               gluon.Trainer, whose ``mode`` says how gradients travel
 grads          global norm, NaN/Inf check and clipping between backward and update
 loop           steps, epochs, validation, early stopping, when to checkpoint
 state          the loop's position and counters, as stored in meta.json
@@ -20,6 +20,8 @@ logs           metrics.jsonl, metrics.csv, train.log
 progress       the progress bar and log lines
 signals        Ctrl-C / SIGTERM: finish the step, checkpoint, exit 130
 session        start_run / resume_run
+launch         joining the MPI job; launching a run as several MPI ranks (--workers)
+errors         which exceptions are the user's input (the CLI exits 2 on them)
 =============  ================================================================================
 """
 import importlib
@@ -28,7 +30,7 @@ __all__ = ["start_run", "resume_run", "RunResult", "RunFailed"]
 
 
 def __getattr__(name):
-    # Lazy: importing trainer_cli.run.layout or .metrics must not pull in the training stack.
+    # Lazy: importing trainer_cli.run.layout must not pull in the training stack.
     if name in __all__:
         return getattr(importlib.import_module(".session", __name__), name)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -1,11 +1,13 @@
 """Everything a run needs, built from a RunConfig: data, network, loss, metrics, optimizer and the
 ``gluon.Trainer`` with its kvstore.
 
-How gradients reach the optimizer is decided here, once (:func:`update_mode`): with a kvstore the
-run reduces gradients itself (``allreduce_grads``) and then ``update``\\ s, so that it can check
-them for NaN/Inf and clip them by global norm on the reduced values. It lets the kvstore run the
-optimizer (``trainer.step``) only where that is required (``dist_async``) or asked for
-(``kvstore.update_on_kvstore: true``); global-norm clipping is then impossible and refused.
+How gradients reach the optimizer is the Trainer's decision (``Trainer.mode``), made once by
+MXNet's rules; the run only states its preference: with a kvstore it reduces gradients itself
+(``allreduce_grads``) and then ``update``\\ s, so that it can check them for NaN/Inf and clip them
+by global norm on the reduced values (``default_update_on_kvstore=False``). The kvstore runs the
+optimizer (``trainer.step``, mode ``STORE``) only where the store requires it (``dist_async``) or
+the config asks for it (``kvstore.update_on_kvstore: true``); global-norm clipping is then
+impossible and refused.
 """
 from __future__ import annotations
 
@@ -13,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ConfigError, ConfigIssue, names
+from ..metric import create as create_metric
 from . import data as _data
-from .metrics import create as create_metric
 from .model import build_network
 from .order import BatchOrder
 
-__all__ = ["Parts", "build", "build_optimizer", "build_loss", "build_metrics", "update_mode"]
+__all__ = ["Parts", "build", "build_optimizer", "build_loss", "build_metrics"]
 
 # Metrics that read class scores: the runner hands them the network's raw outputs (logits).
 _LOGIT_METRICS = ("cross_entropy", "perplexity")
@@ -37,8 +39,7 @@ class Parts:
     metrics: dict            # config name -> EvalMetric (train)
     val_metrics: dict        # config name -> EvalMetric (validation)
     trainer: object
-    kvstore: object          # the store instance, or None
-    on_store: bool           # the kvstore runs the optimizer (trainer.step)
+    kvstore: object          # the Trainer's store (``trainer.kvstore``), or None
     rank: int
     num_workers: int
 
@@ -47,19 +48,12 @@ def _issue(config_file, key, message):
     return ConfigError([ConfigIssue(message, key=key, file=str(config_file) if config_file else None)])
 
 
-def update_mode(config, config_file=None) -> tuple[str | None, bool]:
-    """``(kvstore type or None, update_on_kvstore)`` as the run uses them."""
-    kv = config.kvstore_type
-    if kv is None or (len(config.context) == 1 and "dist" not in kv):
-        return None, False  # the Trainer would drop a single-device in-process store anyway
-    on_store = bool(config.kvstore.update_on_kvstore) or kv.endswith("_async")
-    if on_store and config.grad_clip is not None:
-        why = ("kvstore %s updates on the kvstore" % kv if kv.endswith("_async")
-               else "kvstore.update_on_kvstore is true")
-        raise _issue(config_file, "grad_clip", "global-norm clipping needs the reduced gradients "
-                     "before the update, but %s; remove grad_clip or set "
-                     "kvstore.update_on_kvstore to false or null" % why)
-    return kv, on_store
+def _refuse_clip_on_store(config, config_file):
+    why = ("kvstore.update_on_kvstore is true" if config.kvstore.update_on_kvstore
+           else "kvstore %s updates on the kvstore" % config.kvstore_type)
+    raise _issue(config_file, "grad_clip", "global-norm clipping needs the reduced gradients "
+                 "before the update, but %s; remove grad_clip or set "
+                 "kvstore.update_on_kvstore to false or null" % why)
 
 
 def build_loss(config, config_file=None):
@@ -115,10 +109,9 @@ def build_optimizer(config, config_file=None):
 def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     """Build a run's parts; the global random state must already be seeded. ``run_dir`` (on
     resume) is where no model file may come from."""
-    from .. import kvstore as _kvstore
     from ..gluon import Trainer
+    from ..gluon.trainer import STORE
 
-    kv_type, on_store = update_mode(config, config_file)
     contexts = config.contexts()
     train, val = _data.load_data(config.data)
     order = BatchOrder(len(train), config.data.batch_size, config.data.last_batch,
@@ -127,20 +120,23 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
         raise _issue(config_file, "data.batch_size", "batch_size %d is larger than the %d "
                      "training samples and last_batch is discard: an epoch would have no batches"
                      % (config.data.batch_size, len(train)))
-    # A dist store joins the MPI job, which the rank (who writes the run directory) comes from.
-    kv = _kvstore.create(kv_type) if kv_type is not None else None
     net, model_file = build_network(config.model, contexts, train.x[:1], model_dir, run_dir)
     if config.grad_accumulation > 1:
         for param in net.collect_params().values():
             if param.grad_req != "null":
                 param.grad_req = "add"
-    trainer = Trainer(net.collect_params(), build_optimizer(config, config_file), kvstore=kv,
-                      compression_params=config.compression_params,
-                      update_on_kvstore=on_store if kv is not None else None)
+    trainer = Trainer(net.collect_params(), build_optimizer(config, config_file),
+                      kvstore=config.kvstore_type, compression_params=config.compression_params,
+                      update_on_kvstore=config.kvstore.update_on_kvstore,
+                      default_update_on_kvstore=False)
+    # Deciding the mode creates the store; a dist one joins the MPI job, which the rank (who
+    # writes the run directory) comes from.
+    if trainer.mode == STORE and config.grad_clip is not None:
+        _refuse_clip_on_store(config, config_file)
+    kv = trainer.kvstore
     return Parts(config=config, contexts=contexts, train=train, val=val, order=order, net=net,
                  model_file=model_file, loss=build_loss(config, config_file),
                  metrics=build_metrics(config, config_file),
                  val_metrics=build_metrics(config, config_file), trainer=trainer, kvstore=kv,
-                 on_store=on_store and kv is not None,
                  rank=getattr(kv, "rank", 0) if kv is not None else 0,
                  num_workers=getattr(kv, "num_workers", 1) if kv is not None else 1)

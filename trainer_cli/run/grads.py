@@ -12,6 +12,8 @@ import math
 
 import numpy
 
+from ..ndarray.interop import array_module, raw as _raw
+
 __all__ = ["global_norm", "scale_grads", "clip", "zero_grads"]
 
 
@@ -26,9 +28,9 @@ def global_norm(params, devices=None) -> float:
     for param in _grad_params(params):
         grads = param.list_grad()
         for pos in (range(len(grads)) if devices is None else devices):
-            flat = grads[pos]._data.reshape(-1)
+            flat = _raw(grads[pos]).reshape(-1)
             sq = _host(flat.dot(flat))
-            if not math.isfinite(sq) and bool(_host(grads[pos]._xp.isfinite(flat).all())):
+            if not math.isfinite(sq) and bool(_host(array_module(grads[pos]).isfinite(flat).all())):
                 # Finite values whose squares overflow float32 are not NaN/Inf gradients.
                 wide = flat.astype(numpy.float64)
                 sq = _host(wide.dot(wide))
@@ -43,7 +45,8 @@ def _host(value) -> float:
 def scale_grads(params, factor: float):
     for param in _grad_params(params):
         for grad in param.list_grad():
-            grad._data *= numpy.dtype(grad._data.dtype).type(factor)
+            data = _raw(grad)
+            data *= numpy.dtype(data.dtype).type(factor)
 
 
 def clip(params, norm: float, num_samples: int, max_norm: float) -> float:

@@ -24,6 +24,7 @@ import numpy
 from .. import autograd
 from ..gluon.utils import split_bounds
 from ..ndarray import array as _array
+from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
 from .state import Accumulator, EarlyStopping, LoopState
@@ -99,7 +100,7 @@ class TrainingLoop:
             metric_batches.append(pairs)
         finite = self._reduce_and_check(window_acc_loss)
         if finite:
-            if parts.on_store:
+            if parts.trainer.mode == STORE:
                 parts.trainer.step(samples)
             else:
                 if self.config.grad_clip is not None:
@@ -154,10 +155,11 @@ class TrainingLoop:
 
     def _reduce_and_check(self, loss_sum) -> bool:
         parts = self.parts
-        if parts.on_store:
+        mode = parts.trainer.mode
+        if mode == STORE:
             self._norm = grads.global_norm(self.params)
             return math.isfinite(self._norm) and math.isfinite(loss_sum)
-        if parts.kvstore is not None:
+        if mode == REDUCE:
             parts.trainer.allreduce_grads()
             # Reduced gradients are equal on every device (and worker): look at one copy.
             self._norm = grads.global_norm(self.params, devices=[0])

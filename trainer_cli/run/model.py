@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy
 
-from ..config import names
+from ..config import names as _config_names
 from ..config.schema.model import MODEL_FACTORY
 
-__all__ = ["ModelError", "model_source", "load_factory", "build_network"]
+__all__ = ["ModelError", "model_source", "load_factory", "build_network", "names", "create"]
 
 
 class ModelError(RuntimeError):
@@ -33,11 +34,12 @@ def model_source(model_section, config_dir=None, forbid=None) -> tuple[Path, str
         file = Path(file)
     else:
         # names.model_files' search order, minus any folder inside ``forbid``.
-        folders = [d for d in names.model_dirs(config_dir) if forbid is None or not _inside(d, forbid)]
+        folders = [d for d in _config_names.model_dirs(config_dir)
+                   if forbid is None or not _inside(d, forbid)]
         found = [d / (name + ".py") for d in folders if (d / (name + ".py")).is_file()]
         file, factory = (found[0] if found else None), MODEL_FACTORY
         if file is None:
-            dirs = ", ".join(str(d) for d in names.model_dirs(config_dir)) or "none found"
+            dirs = ", ".join(str(d) for d in _config_names.model_dirs(config_dir)) or "none found"
             raise ModelError("model %r: no models/%s.py in the model folders (%s)" % (name, name, dirs))
     if forbid is not None and _inside(file, forbid):
         from .layout import RunDirError
@@ -72,6 +74,19 @@ def load_factory(file: Path, factory: str):
     if not callable(fn):
         raise ModelError("%s: defines no callable %r" % (file.name, factory))
     return fn
+
+
+def names(config_dir=None) -> list[str]:
+    """The model names a config may use: the ``models/*.py`` files of the model folders (see
+    :func:`trainer_cli.config.names.model_dirs`; ``file.py:factory`` names work too)."""
+    return sorted(_config_names.model_files(config_dir))
+
+
+def create(name, config_dir=None, **args):
+    """The network that model ``name`` (a ``models/`` file's name or ``file.py:factory``) builds
+    from ``args``, not yet initialized."""
+    file, factory = model_source(SimpleNamespace(name=name), config_dir)
+    return load_factory(file, factory)(**args)
 
 
 def build_network(model_section, contexts, sample_x, config_dir=None, forbid=None):

@@ -58,8 +58,8 @@ class Dense(HybridBlock):
         if args or type(x) is not NDArray or type(self).hybrid_forward is not Dense.hybrid_forward:
             return super().forward(x, *args)
         try:
-            weight = self.weight.data(x._ctx)
-            bias = None if self.bias is None else self.bias.data(x._ctx)
+            weight = self.weight.data(x.context)
+            bias = None if self.bias is None else self.bias.data(x.context)
         except DeferredInitializationError:
             return super().forward(x)
         return self._dense(x, weight, bias)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from ..ndarray import _fc_kernels
+from . import _fc_kernels
 
 __all__ = ["applies", "log_softmax_parts", "forward", "backward", "MIN_SIZE"]
 

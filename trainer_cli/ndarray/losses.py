@@ -1,0 +1,83 @@
+"""Fused loss ops: Gluon's commonest losses in their commonest form as one tape node each.
+
+``gluon.loss`` calls these where they apply (see there) and its generic array operations
+otherwise. Each runs the generic path's array operations in the same order, and their gradients in
+reverse order, so the numbers are the same bit for bit (``tests/test_fused_losses.py``); the
+per-op overhead of the small ops (noticeable on small batches) is paid once. The softmax
+cross-entropy on class scores goes further, through the numba kernels of ``_loss_kernels``.
+"""
+from __future__ import annotations
+
+from .. import autograd as _ag
+from . import _loss_kernels
+from .ndarray import NDArray, _g_mul, _g_sub, _needs_grad, _recorded, _wrap, unbroadcast
+from .ops import (_axes, _fix_scalar, _keep_shape, _log_softmax_grad, _log_softmax_raw,
+                  _mean_grad, _mean_raw, _pick_grad, _pick_raw, _square_grad, _square_raw)
+
+__all__ = ["l2_loss_batch_mean", "softmax_ce_batch_mean"]
+
+
+def _fused_batch_mean(loss_raw, batch_axis):
+    axes = _axes(loss_raw.ndim, batch_axis, True)
+    return _fix_scalar(_mean_raw(loss_raw, axes, False)), axes
+
+
+def _batch_mean_grad(g, loss_raw, axes):
+    return _mean_grad(g.reshape(_keep_shape(loss_raw.shape, axes)), loss_raw, None, axes)
+
+
+def l2_loss_batch_mean(pred, label, half_weight, batch_axis):
+    """``L2Loss``'s ``half_weight * (label - pred)**2`` averaged over every axis but ``batch_axis``
+    (sub, square, scale, batch mean), for NDArrays ``pred`` (non-empty) and ``label`` (a constant:
+    no gradient flows to it; reshaped to ``pred``'s shape) and a float ``half_weight``."""
+    p = pred._data
+    lab = label._data if label._data.shape == p.shape else label._data.reshape(p.shape)
+    diff = lab - p
+    sq = _square_raw(diff)
+    scaled = sq * half_weight
+    out, axes = _fused_batch_mean(scaled, batch_axis)
+    if not (_ag._state.recording and _needs_grad(pred)):
+        return _wrap(out, pred._ctx)
+    pshape = p.shape
+
+    def vjp(g, needs):
+        g = _batch_mean_grad(g, scaled, axes)
+        g = unbroadcast(_g_mul(g, sq, half_weight, scaled, True, False)[0], sq.shape)
+        g = _square_grad(g, diff, sq)
+        return (unbroadcast(_g_sub(g, lab, p, diff, False, True)[1], pshape),)
+    return _recorded(out, pred._ctx, (pred,), vjp)
+
+
+def softmax_ce_batch_mean(pred, label, axis, batch_axis):
+    """``SoftmaxCrossEntropyLoss`` of the NDArray ``pred`` (logits) against class indices
+    ``label``, unweighted: log_softmax along ``axis``, pick, negate, mean over every axis but
+    ``batch_axis``."""
+    d = pred._data
+    lab = label._data if isinstance(label, NDArray) else None
+    if axis in (-1, 1) and batch_axis == 0 and _loss_kernels.applies(d, lab):
+        # Class scores per row: the log-softmax, the pick, the mean and the gradient in kernel
+        # passes around NumPy's own exp and log (the same operations as _log_softmax_raw).
+        shifted, log_sum = _loss_kernels.log_softmax_parts(d)
+        out, logp, idx = _loss_kernels.forward(shifted, log_sum, lab)
+        if not (_ag._state.recording and _needs_grad(pred)):
+            return _wrap(out, pred._ctx)
+
+        def vjp_fused(g, needs):
+            grad = _loss_kernels.backward(g, logp, idx)
+            if grad is None:        # a head gradient of another dtype: the NumPy operations
+                g = _pick_grad(-g.reshape(-1, 1), logp, idx.reshape(-1, 1), 1)
+                grad = _log_softmax_grad(g, logp, 1, 1)
+            return (grad,)
+        return _recorded(out, pred._ctx, (pred,), vjp_fused)
+    logp = _log_softmax_raw(d, axis, None)
+    picked, idx, ax = _pick_raw(logp, label, axis, True, "clip")
+    neg = -picked
+    out, axes = _fused_batch_mean(neg, batch_axis)
+    if not (_ag._state.recording and _needs_grad(pred)):
+        return _wrap(out, pred._ctx)
+
+    def vjp(g, needs):
+        g = -_batch_mean_grad(g, neg, axes)
+        g = _pick_grad(g, logp, idx, ax)
+        return (_log_softmax_grad(g, logp, axis, 1),)
+    return _recorded(out, pred._ctx, (pred,), vjp)

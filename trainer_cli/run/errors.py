@@ -1,0 +1,16 @@
+"""Which failures are the user's input, not the program: the CLI tells them apart through here
+(and so reaches the config, run-directory, states and parameter-file readers only through
+``run/``)."""
+from __future__ import annotations
+
+__all__ = ["input_error_types"]
+
+
+def input_error_types() -> tuple:
+    """The exceptions that mean a user's input is wrong (a config, a run directory, a states or
+    parameters file) rather than the program: the CLI exits 2 on them."""
+    from ..config import ConfigError
+    from ..gluon.param_file import ParamFileError
+    from ..optimizer.state_file import StateFileError
+    from .layout import RunDirError
+    return (ConfigError, RunDirError, StateFileError, ParamFileError)
