@@ -103,3 +103,28 @@ def trainer_cmd(*args) -> list:
 def run_trainer(*args, timeout=120, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(trainer_cmd(*args), capture_output=True, text=True, timeout=timeout,
                           cwd=kwargs.pop("cwd", REPO), **kwargs)
+
+
+def logged_step(root) -> int:
+    """The last step in the metrics.jsonl of the run under ``root`` (0 before any), read while it
+    is being written."""
+    for path in Path(root).glob("*/" + layout.METRICS_FILE):
+        lines = path.read_text(errors="replace").splitlines()
+        for line in reversed(lines):
+            try:
+                return json.loads(line)["step"]
+            except (ValueError, KeyError):
+                continue
+    return 0
+
+
+def have_mpi() -> bool:
+    """Whether the dist extra (mpi4py and mpich's mpiexec beside this python) is installed."""
+    try:
+        from trainer_cli import dist_launch
+
+        dist_launch.find_mpiexec()
+        dist_launch._check_mpi4py()
+    except Exception:  # noqa: BLE001 - any missing piece means: skip
+        return False
+    return True

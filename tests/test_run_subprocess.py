@@ -13,8 +13,8 @@ import numpy
 import pytest
 
 from conftest import HAS_GPU
-from run_helpers import (CONFIGS, REPO, assert_bitwise_equal, final_arrays, latest_dir, load_npz,
-                         only_run_dir, run_trainer, trainer_cmd)
+from run_helpers import (CONFIGS, REPO, assert_bitwise_equal, final_arrays, have_mpi, latest_dir,
+                         load_npz, logged_step, only_run_dir, run_trainer, trainer_cmd)
 from trainer_cli.run import layout
 
 pytestmark = pytest.mark.slow
@@ -119,18 +119,6 @@ def _assert_all_checkpoints_verify(run_dir):
     assert not leftovers
 
 
-def _logged_step(root) -> int:
-    """The last step in the run's metrics.jsonl (0 before any), read while it is being written."""
-    for path in root.glob("*/" + layout.METRICS_FILE):
-        lines = path.read_text(errors="replace").splitlines()
-        for line in reversed(lines):
-            try:
-                return json.loads(line)["step"]
-            except (ValueError, KeyError):
-                continue
-    return 0
-
-
 def test_kill_9_at_random_moments_then_resume_is_bitwise_exact(kill_setup, tmp_path):
     config, ref_dir, _ = kill_setup
     seed = int(os.environ.get("KILL_SEED", random.randrange(1 << 30)))
@@ -149,11 +137,11 @@ def test_kill_9_at_random_moments_then_resume_is_bitwise_exact(kill_setup, tmp_p
             # A random moment, but never past step 30: a fast machine may finish the run in
             # about a second, and the kill must land while it trains.
             deadline = time.monotonic() + rng.uniform(0.2, 1.2)
-            while time.monotonic() < deadline and _logged_step(root) < 30 and proc.poll() is None:
+            while time.monotonic() < deadline and logged_step(root) < 30 and proc.poll() is None:
                 time.sleep(0.005)
         elif target != "finish":
             deadline = time.monotonic() + 60
-            while _logged_step(root) < target and proc.poll() is None and time.monotonic() < deadline:
+            while logged_step(root) < target and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.005)
             time.sleep(rng.uniform(0, 0.03))
         if target != "finish":
@@ -174,8 +162,9 @@ def test_kill_9_at_random_moments_then_resume_is_bitwise_exact(kill_setup, tmp_p
     _assert_all_checkpoints_verify(run_dir)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_saves_a_checkpoint_exits_130_and_resumes_exactly(kill_setup, tmp_path, sig):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signal_saves_a_checkpoint_exits_130_or_143_and_resumes_exactly(kill_setup, tmp_path,
+                                                                        sig):
     config, ref_dir, ref_seconds = kill_setup
     proc = _start(["run", config, "--run-dir", tmp_path, "--json"])
     # Wait until training is under way (the first checkpoint exists), then interrupt.
@@ -184,7 +173,7 @@ def test_signal_saves_a_checkpoint_exits_130_and_resumes_exactly(kill_setup, tmp
         time.sleep(0.05)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143), err
     summary = json.loads(out)
     assert summary["status"] == "interrupted"
     run_dir = only_run_dir(tmp_path)
@@ -197,19 +186,8 @@ def test_signal_saves_a_checkpoint_exits_130_and_resumes_exactly(kill_setup, tmp
         _assert_same_as_reference(run_dir, ref_dir)
 
 
-def _have_mpi() -> bool:
-    try:
-        from trainer_cli import dist_launch
-
-        dist_launch.find_mpiexec()
-        dist_launch._check_mpi4py()
-    except Exception:  # noqa: BLE001 - any missing piece means: skip
-        return False
-    return True
-
-
 @pytest.mark.dist
-@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 def test_dist_config_with_two_workers_and_exact_resume(tmp_path):
     proc = run_trainer("run", "configs/dist.yaml", "--workers", 2, "--run-dir", tmp_path, "--json")
     assert proc.returncode == 0, proc.stderr
@@ -281,7 +259,7 @@ def compressed_dist_runs(tmp_path_factory):
 
 
 @pytest.mark.dist
-@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 @pytest.mark.parametrize("kind", list(COMPRESSIONS))
 def test_compressed_dist_run_resumes_bitwise(compressed_dist_runs, tmp_path, kind):
     done = compressed_dist_runs(kind)
@@ -304,7 +282,7 @@ def test_compressed_dist_run_resumes_bitwise(compressed_dist_runs, tmp_path, kin
 
 
 @pytest.mark.dist
-@pytest.mark.skipif(not _have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 def test_compressed_dist_checkpoint_resumed_by_another_number_of_ranks(compressed_dist_runs,
                                                                        tmp_path):
     done = compressed_dist_runs("2bit")

@@ -11,6 +11,18 @@ before MPI_Init), says "joined" after MPI_Init, "bye" when it exits normally and
 aborts the job. A rank whose connection drops without "bye" or "abort" died; one that leaves
 before "joined" left the others spinning inside MPI_Init, which mpiexec does not notice. Either
 way the launcher names the rank and, if mpiexec has not stopped the job within 3 s, stops it.
+
+Signals: mpiexec runs in a session of its own, so a terminal's Ctrl-C reaches only the launcher,
+and the launcher passes each stop signal on exactly once, to mpiexec, which forwards it to every
+rank: SIGTERM as itself, SIGHUP (which mpiexec would die of) as SIGTERM, and SIGINT as SIGUSR1,
+which the ranks take for SIGINT (``TRAINER_DIST_SIGINT_AS_SIGUSR1``: mpiexec answers a SIGINT
+with a banner on stdout, which must stay clean for ``--json``, and kills the ranks on a second
+one). The ranks agree on a step, rank 0 saves a checkpoint and the job exits 130 (SIGINT) or 143
+(SIGTERM, SIGHUP). A second signal, a second or more after the first, goes on too and makes the
+ranks abort the job at once with the same code; if the job has not ended 3 s later the launcher
+kills mpiexec and the ranks it knows, and exits with the same code. If the launcher itself dies
+(kill -9), mpiexec gets SIGTERM from the kernel (``PR_SET_PDEATHSIG``) and the ranks stop as for
+a scheduler's SIGTERM.
 """
 from __future__ import annotations
 
@@ -25,6 +37,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from .run.signals import ENV_RELAY, REPEAT_WINDOW_S, STOP_SIGNALS, exit_code
 
 __all__ = ["launch", "find_mpiexec", "DistLaunchError"]
 
@@ -58,8 +72,8 @@ def launch(argv: list[str], workers: int) -> int:
     """Run ``argv`` as ``workers`` ranks (``mpiexec -n workers argv...``) and return its exit code.
 
     ``argv[0]`` is run as is by mpiexec (give a path, or ``sys.executable`` and ``-m ...``).
-    Ctrl-C goes to mpiexec, which forwards it to the ranks. When the job fails, one line on
-    stderr names the rank that died or aborted first.
+    Stop signals go to mpiexec, which forwards them to the ranks (see the module's docstring).
+    When the job fails, one line on stderr names the rank that died or aborted first.
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise DistLaunchError("--workers must be a positive integer, got %r" % (workers,))
@@ -75,37 +89,120 @@ def launch(argv: list[str], workers: int) -> int:
     monitor = _Monitor(listener)
     env = dict(os.environ)
     env["TRAINER_DIST_MONITOR"] = path
+    env[ENV_RELAY] = "1"
     cmd = [mpiexec, "-n", str(workers)] + [str(a) for a in argv]
-    # mpiexec gets Ctrl-C from the terminal (same process group) and forwards it to the ranks;
-    # the launcher must outlive it to report the exit code.
-    in_main = threading.current_thread() is threading.main_thread()
-    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main else None
+    relay = _SignalRelay()
     try:
-        proc = subprocess.Popen(cmd, env=env)
-        stopped = False
-        while proc.poll() is None:
-            monitor.poll(_POLL_S)
-            if not stopped and monitor.bad and time.monotonic() - monitor.first_bad_at > _GRACE_S:
-                # mpiexec stops the job itself when a rank is killed or aborts, but not when a
-                # rank exits before MPI_Init while the others wait inside it.
-                stopped = True
-                proc.terminate()
-                try:
-                    proc.wait(_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        code = proc.returncode
+        with relay:
+            # Its own session: the terminal's Ctrl-C reaches the launcher only (which passes it
+            # on once); no stdin, which a process outside the terminal's foreground cannot read.
+            proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL,
+                                    start_new_session=True,
+                                    preexec_fn=_death_signal_setter())
+            relay.proc = proc
+            relay.pass_on_pending()
+            stopped = False
+            while proc.poll() is None:
+                monitor.poll(_POLL_S)
+                now = time.monotonic()
+                if not stopped and monitor.bad and now - monitor.first_bad_at > _GRACE_S:
+                    # mpiexec stops the job itself when a rank is killed or aborts, but not when
+                    # a rank exits before MPI_Init while the others wait inside it.
+                    stopped = True
+                    _stop(proc, monitor)
+                if relay.forced_at is not None and now - relay.forced_at > _GRACE_S:
+                    _stop(proc, monitor, at_once=True)
+                    break
+            code = proc.wait()
         monitor.drain()
-        # 130: interrupted (Ctrl-C, forwarded by mpiexec); the ranks have said so themselves.
-        if code != 0 and (code != 130 or monitor.bad):
+        if relay.forced_at is not None:
+            return exit_code(relay.signame)
+        # 130/143: stopped by a signal that the ranks got and have reported themselves.
+        if code != 0 and (code not in (130, 143) or monitor.bad):
             sys.stderr.write(monitor.report(code, workers) + "\n")
             sys.stderr.flush()
         return code
     finally:
-        if in_main:
-            signal.signal(signal.SIGINT, old_int)
         monitor.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _death_signal_setter():
+    """A function for mpiexec's child side of the fork: ask the kernel for SIGTERM when the
+    launcher dies (Linux ``PR_SET_PDEATHSIG``); None elsewhere. Looked up here, in the parent:
+    the child may only call it (no imports between fork and exec)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+    return lambda: prctl(pr_set_pdeathsig, sigterm)
+
+
+def _stop(proc, monitor, at_once=False):
+    """End mpiexec (SIGTERM, then SIGKILL), and with ``at_once`` also the ranks on this host."""
+    if at_once:
+        for pid in monitor.pids():
+            _kill(pid, signal.SIGKILL)
+        _kill(proc.pid, signal.SIGKILL)
+    else:
+        proc.terminate()
+    try:
+        proc.wait(_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _kill(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+class _SignalRelay:
+    """The launcher's SIGINT/SIGTERM/SIGHUP handlers: pass each stop on to mpiexec once."""
+
+    def __init__(self):
+        self.proc = None
+        self.signame = None
+        self._first_at = None
+        self._pending = []
+        self.forced_at = None
+        self._old = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._old = {sig: signal.signal(sig, self._handle) for sig in STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        return False
+
+    def _handle(self, signum, frame):
+        now = time.monotonic()
+        if self.signame is None:
+            self.signame, self._first_at = signal.Signals(signum).name, now
+        elif now - self._first_at < REPEAT_WINDOW_S or self.forced_at is not None:
+            return  # a copy of the first one (see trainer_cli.run.signals), or already forcing
+        else:
+            self.forced_at = now
+        # See the module's docstring for why SIGINT goes as SIGUSR1 and SIGHUP as SIGTERM.
+        self._pending.append(signal.SIGUSR1 if self.signame == "SIGINT" else signal.SIGTERM)
+        self.pass_on_pending()
+
+    def pass_on_pending(self):
+        while self.proc is not None and self._pending:
+            sig = self._pending.pop(0)
+            if self.proc.returncode is None:
+                _kill(self.proc.pid, sig)
 
 
 class _Monitor:
@@ -180,6 +277,10 @@ class _Monitor:
         return ("trainer: rank %d of %d (pid %d) died (killed, crashed or exited without "
                 "finishing) and the other ranks were stopped; mpiexec exit code %d."
                 % (rank, workers, pid, code))
+
+    def pids(self) -> list:
+        """The ranks on this host that are still connected (their PIDs, as they reported)."""
+        return [info["pid"] for info in self.conns.values() if info["pid"]]
 
     def close(self):
         for sock in list(self.conns):

@@ -49,6 +49,6 @@ class _LazyGroup(click.Group):
 def main():
     """trainer: YAML-driven training on an exact re-implementation of MXNet Gluon.
 
-    Exit codes: 0 done; 1 the run failed; 2 bad usage, config or input file; 130 interrupted
-    (after saving a checkpoint).
+    Exit codes: 0 done; 1 the run failed; 2 bad usage, config or input file; 130 stopped by
+    Ctrl-C, 143 by SIGTERM or SIGHUP (after saving a checkpoint).
     """

@@ -39,17 +39,33 @@ def handle_errors(fn):
             raise
         except CLIError as exc:
             _fail(str(exc), exc.exit_code)
-        except KeyboardInterrupt:
-            _fail("interrupted", EXIT_INTERRUPTED)
+        except KeyboardInterrupt as exc:
+            # A second stop signal (or one before training began): the other MPI ranks may be
+            # anywhere, so the job ends now rather than through MPI_Finalize.
+            signame = getattr(exc, "signame", None)
+            _fail("interrupted by %s" % signame if signame else "interrupted",
+                  getattr(exc, "exit_code", EXIT_INTERRUPTED), end_mpi_job=True)
         except Exception as exc:
             if isinstance(exc, _bad_input_types()):
                 _fail(str(exc), EXIT_BAD_INPUT)
             if os.environ.get("TRAINER_DEBUG"):
                 raise
-            _fail("error: %s: %s" % (type(exc).__name__, exc), EXIT_FAILED)
+            _fail("error: %s: %s" % (type(exc).__name__, exc), EXIT_FAILED,
+                  end_mpi_job=_mpi_job_broken())
     return wrapper
 
 
-def _fail(message, code):
+def _mpi_job_broken() -> bool:
+    """Whether a wait of this MPI rank timed out or lost a peer (never true outside MPI)."""
+    mpi = sys.modules.get("trainer_cli.kvstore.mpi")
+    return mpi is not None and mpi.job_broken()
+
+
+def _fail(message, code, end_mpi_job=False):
     click.echo(message, err=True)
+    if end_mpi_job:
+        # MPI_Finalize would wait for a stuck peer forever: abort the job (does not return).
+        mpi = sys.modules.get("trainer_cli.kvstore.mpi")
+        if mpi is not None:
+            mpi.end_job_after_failure(code)
     sys.exit(code)

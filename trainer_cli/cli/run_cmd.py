@@ -41,8 +41,9 @@ def _workers_option(help_text):
 def run(config, overrides, name, run_root, as_json, quiet, workers):
     """Train from the YAML file CONFIG into a new run directory.
 
-    Exit codes: 0 done; 1 the run failed; 2 bad config or input file; 130 interrupted (after
-    saving a checkpoint; continue with `trainer resume RUN_DIR`).
+    Exit codes: 0 done; 1 the run failed; 2 bad config or input file; 130 stopped by Ctrl-C
+    (SIGINT), 143 by SIGTERM or SIGHUP, after finishing the step and saving a checkpoint (continue
+    with `trainer resume RUN_DIR`); a second signal stops at once with the same code.
 
     \b
     Example:
@@ -128,10 +129,12 @@ def _finish(start, as_json, quiet):
     from ..report.jsonout import dumps, error_dict
     from ..run import RunFailed
     from ..run.progress import choose_reporter
+    from ..run.signals import exit_on_signal
 
     reporter = choose_reporter(quiet or as_json)
     try:
-        result = start(reporter)
+        with exit_on_signal():
+            result = start(reporter)
     except RunFailed as exc:
         if as_json and exc.summary.get("run_dir"):
             click.echo(dumps(dict(exc.summary, error=str(exc))))
@@ -212,5 +215,5 @@ def _launch(argv, as_json, quiet, workers) -> int:
     except LaunchError as exc:
         raise CLIError(str(exc), EXIT_BAD_INPUT) from None
     # mpiexec reports a killed rank as 9 and an abort as its own codes; the CLI's contract is
-    # 0/1/2/130, and the launcher has already said which rank failed.
-    return code if code in (0, EXIT_FAILED, EXIT_BAD_INPUT, 130) else EXIT_FAILED
+    # 0/1/2/130/143, and the launcher has already said which rank failed.
+    return code if code in (0, EXIT_FAILED, EXIT_BAD_INPUT, 130, 143) else EXIT_FAILED

@@ -36,7 +36,8 @@ import numpy
 
 __all__ = [
     "DistributedError", "DistributedTimeoutError", "load_mpi", "job", "wait", "timeout",
-    "install_abort_hook", "abort", "launched_by_mpiexec", "ENV_TIMEOUT", "ENV_MONITOR",
+    "install_abort_hook", "abort", "end_job_after_failure", "job_broken", "launched_by_mpiexec",
+    "ENV_TIMEOUT", "ENV_MONITOR",
 ]
 
 ENV_TIMEOUT = "TRAINER_DIST_TIMEOUT"
@@ -141,6 +142,9 @@ class Job:
         self._closers: list = []
         self._comms: list = []
         self._closed = False
+        # Set when a wait timed out or found a peer gone: the job cannot finish normally then
+        # (MPI_Finalize would wait for the stuck peer), so leaving the process aborts the job.
+        self.broken = None
         self.ctl = None
         if self.size > 1:
             install_abort_hook()
@@ -187,6 +191,7 @@ class Job:
         """Raise if one of ``peers`` (None: every other rank) has left the job."""
         gone = self.peers_gone(peers)
         if gone:
+            self.broken = "%s left the job while %s waited" % (_ranks(gone), _ranks([self.rank]))
             raise DistributedError(
                 "%s was waiting in %s, but %s exited before taking part: the ranks ran different "
                 "code (e.g. a different number of batches or steps per rank) or %s stopped early."
@@ -197,6 +202,8 @@ class Job:
         if self._closed or MPI.Is_finalized():
             return
         self._closed = True
+        if self.broken is not None and self.size > 1:
+            abort("leaving after an error (%s)" % self.broken)
         if self.size > 1:
             # Notices first: a peer blocked in a collective with us must fail now, not after our
             # closers (the parameter server waits for every worker to finish) have run.
@@ -343,6 +350,8 @@ def _timeout_error(MPI, j, limit, what, peers):
     rank, size = world.Get_rank(), world.Get_size()
     who = j.describe() if j is not None else "rank %d of %d" % (rank, size)
     others = [r for r in range(size) if r != rank] if not peers else list(peers)
+    if j is not None:
+        j.broken = "a wait timed out after %g s" % limit
     return DistributedTimeoutError(
         "%s timed out after %g s waiting for %s in %s. A rank is stuck or runs different code "
         "(e.g. a different number of batches per rank); raise %s for longer pauses."
@@ -389,6 +398,22 @@ def install_abort_hook():
     threading.excepthook = thread_hook
 
 
+def end_job_after_failure(code):
+    """In a rank of a job of several ranks that must not finish normally (a wait timed out or a
+    peer is gone, so MPI_Finalize could wait forever; or a forced stop, with peers anywhere):
+    abort the whole job with ``code``. Elsewhere (one process, a healthy job whose peers will see
+    this rank leave) do nothing and let the caller exit as usual."""
+    j = _JOB
+    if j is None or j.size < 2 or j._closed:
+        return
+    abort("ending the job after the error above", code)
+
+
+def job_broken() -> bool:
+    """Whether a wait in this process timed out or found a peer gone."""
+    return _JOB is not None and _JOB.broken is not None
+
+
 def abort(message, code=1):
     """Print one paragraph naming this rank and why, then ``MPI_Abort`` the whole job."""
     MPI = load_mpi()
@@ -410,5 +435,23 @@ def abort(message, code=1):
         # mpiexec forwards our stderr through a pipe and drops what is still in it when the job is
         # torn down; give it a moment to pass the message on.
         time.sleep(_ABORT_GRACE_S)
+        _die_if_abort_hangs()
         world.Abort(code)
     os._exit(code)
+
+
+_ABORT_HANG_S = 10
+
+
+def _die_if_abort_hangs():
+    """MPI_Abort asks the process manager to end the job; where it cannot be reached (its host
+    is gone), the kernel ends this process a few seconds later (SIGALRM's default action, which
+    needs neither the GIL nor MPI)."""
+    import signal
+
+    try:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(_ABORT_HANG_S)
+    except (AttributeError, ValueError, OSError):
+        pass

@@ -33,7 +33,8 @@ from .logs import MetricsLog, TrainLog, truncate_metrics
 from .loop import NonFiniteError, TrainingLoop
 from .progress import Reporter
 from .rundir import RunLock, create_run_dir
-from .signals import StopOnSignal
+from .signals import AgreedStop, StopOnSignal
+from .signals import exit_code as _signal_exit_code
 from .state import LoopState
 
 __all__ = ["RunResult", "RunFailed", "start_run", "resume_run", "EXIT_CODES"]
@@ -53,9 +54,12 @@ class RunFailed(RuntimeError):
 class RunResult:
     status: str                      # finished | early_stopped | interrupted
     summary: dict = field(default_factory=dict)
+    signal: str | None = None        # what interrupted it: SIGINT (exit 130), SIGTERM/SIGHUP (143)
 
     @property
     def exit_code(self) -> int:
+        if self.status == "interrupted":
+            return _signal_exit_code(self.signal)
         return EXIT_CODES[self.status]
 
 
@@ -307,8 +311,13 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                 else _NullRecorder(parts))
     signals = StopOnSignal(on_first=lambda name: recorder.message(
         "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
-    use_signals = handle_signals and parts.num_workers == 1
-    loop = TrainingLoop(parts, state, recorder, stop_requested=signals.requested)
+    stop = signals.requested
+    if handle_signals and parts.num_workers > 1:
+        # Every rank gets the signal (mpiexec forwards it), but not at the same step.
+        from ..kvstore import mpi
+
+        stop = AgreedStop(signals, mpi.job())
+    loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
     thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers))
     restore_threads = threads.apply(thread_plan)
     try:
@@ -320,14 +329,20 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                         "log_every": parts.config.log_every})
         for text in caught + notes:
             recorder.message(text)
-        with (signals if use_signals else contextlib.nullcontext()), _capture_warnings() as more:
+        with (signals if handle_signals else contextlib.nullcontext()), \
+                _capture_warnings() as more:
             try:
                 status = loop.run()
+                if isinstance(stop, AgreedStop):
+                    stop.close()
             except NonFiniteError as exc:
+                if isinstance(stop, AgreedStop):
+                    stop.close()   # every rank stops here: the reduced gradients are the same
                 recorder.message("error: %s" % exc)
                 raise RunFailed(str(exc), _summary(loop, run_dir, recorder, "failed")) from None
-            except KeyboardInterrupt:
-                recorder.message("stopped at once by a second signal; the last checkpoint stays")
+            except KeyboardInterrupt as exc:
+                recorder.message("stopped at once by a second %s; the last checkpoint stays"
+                                 % getattr(exc, "signame", "signal"))
                 raise
             except Exception as exc:
                 recorder.message("error at step %d: %s: %s" % (state.step, type(exc).__name__, exc))
@@ -337,7 +352,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                     recorder.message(text)
         summary = _summary(loop, run_dir, recorder, status)
         recorder.message("%s after step %d: %s" % (status, state.step, _metric_text(summary)))
-        return RunResult(status, summary)
+        stopped_by = getattr(stop, "signame", None) or signals.signame
+        return RunResult(status, summary, stopped_by if status == "interrupted" else None)
     finally:
         restore_threads()
         reporter.close()
