@@ -12,9 +12,8 @@ from trainer_cli.ndarray import interop
 PACKAGE = pathlib.Path(interop.__file__).resolve().parents[1]
 ARRAY_FIELDS = {"_data", "_ctx", "_node", "_grad", "_grad_req", "_fresh_grad", "_xp", "_mark",
                 "_receive_grad"}
-# Layer 2 itself (ndarray/ and autograd) owns the fields; optimizer/ is being moved onto interop
-# by its own change (issue 14 items 1-2).
-OWNERS = ("ndarray/", "autograd.py", "optimizer/")
+# Layer 2 itself (ndarray/ and autograd) owns the fields.
+OWNERS = ("ndarray/", "autograd.py")
 # ``Parameter._data`` (its list of per-device copies) is gluon's own field, not an array's.
 PARAMETER_DATA = {("gluon/block.py", "p"), ("gluon/trainer.py", "param")}
 

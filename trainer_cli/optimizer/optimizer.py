@@ -16,6 +16,7 @@ import numpy
 
 from ..context import array_module_of
 from ..ndarray import NDArray
+from ..ndarray.interop import raw as _raw_array
 from ..ndarray.slabs import Slabs
 from .. import lr_scheduler as _lr_scheduler
 
@@ -438,15 +439,15 @@ create = Optimizer.create_optimizer
 # ---------------------------------------------------------------------- helpers for the rules
 def raw(x):
     """The NumPy/CuPy array behind an NDArray (or ``x`` itself when already raw)."""
-    return x._data if isinstance(x, NDArray) else x
+    return _raw_array(x) if isinstance(x, NDArray) else x
 
 
 def raw_state(state):
     if isinstance(state, NDArray):
-        return state._data
+        return _raw_array(state)
     if type(state) is tuple:
         if len(state) == 2 and type(state[0]) is NDArray and type(state[1]) is NDArray:
-            return (state[0]._data, state[1]._data)       # (mean, var) of the Adam family
+            return (_raw_array(state[0]), _raw_array(state[1]))  # (mean, var) of the Adam family
         return tuple([raw_state(s) for s in state])
     if isinstance(state, tuple):
         return tuple(raw_state(s) for s in state)

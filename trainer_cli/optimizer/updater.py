@@ -6,6 +6,7 @@ from operator import is_
 import numpy
 
 from ..ndarray import NDArray
+from ..ndarray.interop import raw as _raw_array
 from .optimizer import STATE_SLABS, PreparedStep, raw_state
 
 __all__ = ["Updater", "get_updater"]
@@ -40,7 +41,7 @@ class Updater:
         """``self(indices, grads, weights)`` on non-empty lists of the caller's that this may
         change (the Trainer's, made for the call)."""
         optimizer = self.optimizer
-        optimizer._set_current_context(weights[0]._ctx.device_id)
+        optimizer._set_current_context(weights[0].context.device_id)
         states, synced = self.states, self.states_synced
         try:
             key = tuple(indices)
@@ -194,7 +195,7 @@ class _Prepared:
         # Copies: the caller's lists are its own once the call returns.
         self.indices, self.weights, self.grads = list(indices), list(weights), list(grads)
         self.order, self.runs, self.kept = order, runs, kept
-        self.step = PreparedStep([w._data for w in weights], [g._data for g in grads],
+        self.step = PreparedStep([_raw_array(w) for w in weights], [_raw_array(g) for g in grads],
                                  [raw_state(s) for s in kept])
         self.grads_change = False
 
@@ -211,7 +212,7 @@ class _Prepared:
             self.given = (tuple(grads), given_weights)
             order = self.order
             self.grads = list(grads) if order is None else [grads[k] for k in order]
-            self.step.new_grads([g._data for g in self.grads])
+            self.step.new_grads([_raw_array(g) for g in self.grads])
             self.grads_change = True
         return True
 
@@ -229,7 +230,7 @@ def _fixed_state(state) -> bool:
 def _by_dtype(weights):
     """The order that regroups items by weight dtype (groups in order of first sight, items in
     order within each; None when there is one dtype), and ``(begin, end)`` of each group."""
-    dtypes = [w._data.dtype for w in weights]
+    dtypes = [_raw_array(w).dtype for w in weights]
     rank = {}
     for dtype in dtypes:
         rank.setdefault(dtype, len(rank))
