@@ -11,22 +11,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 
 from .ndarray import _recording_for, _result, _wrap, _xp_of
+from .nn import _tuple
 
 __all__ = ["Deconvolution"]
-
-
-def _tuple(value, n, default):
-    if value is None or value == ():
-        return (default,) * n
-    if isinstance(value, numbers.Integral):
-        return (int(value),) * n
-    value = tuple(int(v) for v in value)
-    if len(value) != n:
-        raise ValueError("expected %d values, got %r" % (n, value))
-    return value
 
 
 def _window(offset, dilate, stride, count):

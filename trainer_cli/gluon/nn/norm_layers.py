@@ -13,6 +13,15 @@ from ..block import HybridBlock
 __all__ = ["Dropout", "BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "Embedding"]
 
 
+
+def _scale_and_shift(block, size, center, scale, gamma_initializer, beta_initializer):
+    """The ``gamma`` and ``beta`` Parameters of a normalization layer (frozen where turned off)."""
+    gamma = block.params.get("gamma", grad_req="write" if scale else "null", shape=(size,),
+                             init=gamma_initializer, allow_deferred_init=True)
+    beta = block.params.get("beta", grad_req="write" if center else "null", shape=(size,),
+                            init=beta_initializer, allow_deferred_init=True)
+    return gamma, beta
+
 class Dropout(HybridBlock):
     """Zero each element with probability ``rate`` in training mode and scale the rest by
     ``1/(1-rate)``; ``axes`` share one mask value along those axes. Identity in predict mode."""
@@ -96,12 +105,8 @@ class LayerNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _scale_and_shift(self, in_channels, center, scale, gamma_initializer,
+                                                 beta_initializer)
 
     def _alias(self):
         return "layernorm"
@@ -156,12 +161,8 @@ class InstanceNorm(HybridBlock):
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _scale_and_shift(self, in_channels, center, scale, gamma_initializer,
+                                                 beta_initializer)
 
     def infer_shape(self, x, *args):
         channels = x.shape[self._axis]
@@ -190,12 +191,8 @@ class GroupNorm(HybridBlock):
                         "scale": scale}
         self._num_groups = num_groups
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(num_groups,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(num_groups,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma, self.beta = _scale_and_shift(self, num_groups, center, scale, gamma_initializer,
+                                                 beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups,
