@@ -300,7 +300,7 @@ class CosineEmbeddingLoss(Loss):
         y_1 = label == 1
         y_minus_1 = label == -1
         cos_sim_a = (1 - cos_sim) * y_1
-        zero = _nd.zeros((1,), ctx=input1.context, dtype=input1.dtype)
+        zero = F.zeros_like(cos_sim)  # on the inputs' device, whatever its array module
         cos_sim_b = F.maximum(zero, y_minus_1 * (cos_sim - self._margin))
         loss = cos_sim_a + cos_sim_b
         return _apply_weighting(loss, self._weight, sample_weight)
@@ -310,7 +310,7 @@ class CosineEmbeddingLoss(Loss):
         x_norm = F.reshape(F.norm(x, axis=axis), (-1, 1))
         y_norm = F.reshape(F.norm(y, axis=axis), (-1, 1))
         x_dot_y = F.reshape(F.sum(x * y, axis=axis), (-1, 1))
-        eps = _nd.full((1,), 1e-12, ctx=x.context, dtype=x.dtype)
+        eps = F.ones_like(x_norm) * 1e-12  # on the inputs' device, whatever its array module
         return x_dot_y / F.maximum(x_norm * y_norm, eps)
 
 
