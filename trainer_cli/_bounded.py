@@ -30,11 +30,12 @@ class FileRefused(OSError):
         return self.reason
 
 
-def open_regular(path, mode="rb"):
-    """``open(path, mode)`` for a regular file (following symlinks), without blocking on a FIFO
-    or a device; FileRefused for anything else."""
+def open_regular(path, mode="rb", follow_symlinks=True):
+    """``open(path, mode)`` for a regular file (following symlinks unless told not to), without
+    blocking on a FIFO or a device; FileRefused for anything else."""
     path = os.fspath(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    nofollow = 0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._bounded import open_regular
 from ..run import layout
 
 __all__ = ["RunHistory", "load_history", "is_run_dir", "find_runs", "lock_held", "run_status",
@@ -41,18 +42,11 @@ STATUS_NAMES = {"finished": "finished", "early_stopped": "early-stopped",
                 "interrupted": "stopped", "failed": "failed", "killed": "killed",
                 "running": "running", "new": "new"}
 
-_MAXIMISED = ("accuracy", "f1", "top_k_accuracy", "acc")
-
-
 def metric_mode(key: str) -> str:
     """'max' when larger is better for a logged key (``val_accuracy``), else 'min'."""
     from ..config import names
 
-    name = key.split("_", 1)[1] if key.startswith(("train_", "val_")) else key
-    try:
-        return names.metric_mode(name)
-    except Exception:  # an unknown metric: losses and errors are minimised
-        return "max" if name in _MAXIMISED else "min"
+    return names.metric_mode(key.split("_", 1)[1] if key.startswith(("train_", "val_")) else key)
 
 
 @dataclass
@@ -173,34 +167,22 @@ def _batch_size(config):
 # Reading, bounded
 
 def _read_bounded(path: Path, limit: int, tail: bool = False) -> bytes | None:
-    """At most ``limit`` bytes of a regular file (its end with ``tail``); None when missing.
-    FIFOs, devices and other non-files are refused without blocking."""
+    """At most ``limit`` bytes of a regular file, not a symlink (its end with ``tail``: a long
+    run's log is read in part, not refused); None when missing. FIFOs, devices and other
+    non-files are refused without blocking (``_bounded.open_regular``)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        f = open_regular(path, follow_symlinks=False)
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OSError("a symbolic link") from None
         raise
-    try:
-        import stat
-
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError("not a regular file")
-        if tail and info.st_size > limit:
-            os.lseek(fd, info.st_size - limit, os.SEEK_SET)
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if tail and size > limit:
+            f.seek(size - limit)
+        return f.read(limit)
 
 
 def _rows(path: Path, problems: list) -> list[dict]:
