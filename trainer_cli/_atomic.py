@@ -11,7 +11,7 @@ import os
 import secrets
 
 __all__ = ["atomic_write", "fsync_dir", "write_bytes_atomic", "write_text_atomic", "make_temp_dir",
-           "write_new_file"]
+           "open_new_file"]
 
 _TRIES = 100
 # Create, never open an existing file, never follow a link.
@@ -75,14 +75,10 @@ def fsync_dir(folder):
         os.close(fd)
 
 
-def write_new_file(path, data: bytes):
-    """Create ``path`` (which must not exist, and is never followed as a link), write ``data`` and
-    fsync it. Atomic only inside a folder that is itself renamed into place afterwards."""
-    fd = os.open(path, _NEW_FILE, 0o666)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+def open_new_file(path):
+    """A new file at ``path`` (which must not exist, and is never followed as a link), open for
+    unbuffered binary writing. Atomic only inside a folder renamed into place afterwards."""
+    return os.fdopen(os.open(path, _NEW_FILE, 0o666), "wb", buffering=0)
 
 
 def write_bytes_atomic(path, data: bytes):

@@ -19,6 +19,7 @@ __all__ = ["write_npz", "read_npz", "NpzError"]
 # Deflate cannot expand data more than about 1032-fold: a member claiming more is lying.
 _MAX_DEFLATE_RATIO = 1100
 _MAX_MEMBERS = 1 << 20
+_WRITE_SLICE = 64 << 20
 
 
 class NpzError(ValueError):
@@ -38,7 +39,24 @@ def write_npz(fileobj, arrays: dict) -> None:
                 raise TypeError("array %r has dtype object, which cannot be saved without pickle"
                                 % (name,))
             with zf.open(name + ".npy", mode="w", force_zip64=True) as member:
-                _npy_format.write_array(member, arr, allow_pickle=False)
+                _write_array(member, arr)
+
+
+def _write_array(member, arr):
+    """``numpy.lib.format.write_array``, but a contiguous array's memory goes out as it is, in
+    large slices (write_array copies it into bytes chunk by chunk when the target is not a real
+    file, as a zip member is not)."""
+    if not (arr.flags.c_contiguous or arr.flags.f_contiguous) or arr.dtype.hasobject:
+        _npy_format.write_array(member, arr, allow_pickle=False)
+        return
+    header = _npy_format.header_data_from_array_1_0(arr)
+    try:
+        _npy_format.write_array_header_1_0(member, header)
+    except ValueError:  # a header too large for format 1.0
+        _npy_format.write_array_header_2_0(member, header)
+    data = memoryview(arr.ravel(order="A")).cast("B")  # a view: the array is contiguous
+    for start in range(0, len(data), _WRITE_SLICE):
+        member.write(data[start:start + _WRITE_SLICE])
 
 
 def read_npz(fileobj) -> dict:

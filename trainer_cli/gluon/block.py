@@ -11,10 +11,13 @@ import threading
 import warnings
 from collections import OrderedDict
 
+import numpy
+
 from .. import initializer as _init
 from .. import ndarray as _nd
 from ..context import current_context
 from ..ndarray import NDArray
+from ..ndarray.interop import raw as _raw
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterError,
                         _assign_loaded)
 
@@ -244,16 +247,17 @@ class Block:
         of its names (as MXNet does); ``load_parameters`` accepts any one of them.
         """
         from .param_file import save_arrays
-        save_arrays(filename, self.parameter_arrays(deduplicate), format)
+        save_arrays(filename, self.parameter_arrays(deduplicate, copy=False), format)
 
-    def parameter_arrays(self, deduplicate=False) -> dict:
-        """``{structural name: host copy}`` of every parameter: what ``save_parameters`` writes
-        (copies, so they can be written while training goes on)."""
+    def parameter_arrays(self, deduplicate=False, copy=True) -> dict:
+        """``{structural name: host array}`` of every parameter: what ``save_parameters`` writes.
+        Copies, which can be written while training goes on; with ``copy=False`` the live host
+        arrays where there are such, for a write that ends before they change."""
         params = self._collect_params_with_prefix()
         if deduplicate:
             last_name = {id(param): key for key, param in params.items()}
             params = {key: param for key, param in params.items() if last_name[id(param)] == key}
-        return {key: param._reduce().asnumpy() for key, param in params.items()}
+        return {key: _host(param._reduce(), copy) for key, param in params.items()}
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
@@ -407,3 +411,8 @@ class HybridSequential(_SequentialMixin, HybridBlock):
 
     def __init__(self, prefix=None, params=None):
         HybridBlock.__init__(self, prefix=prefix, params=params)
+
+
+def _host(array, copy):
+    data = _raw(array)
+    return data if not copy and type(data) is numpy.ndarray else array.asnumpy()

@@ -48,7 +48,8 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
-from .._atomic import write_bytes_atomic
+from .._atomic import atomic_write
+from .._npz import write_npz
 from ..kvstore.local import KVStoreLocal
 from ..ndarray import sparse as _sparse
 from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh
@@ -465,9 +466,10 @@ class Trainer:
     # ----------------------------------------------------------------- states
     def save_states(self, fname):
         """Write the optimizer and its per-parameter states (every device's) to ``fname``."""
-        data = self.dump_states()
-        if data is not None:
-            write_bytes_atomic(fname, data)
+        arrays = self.states_arrays(copy=False)
+        if arrays is not None:
+            with atomic_write(fname) as f:
+                write_npz(f, arrays)
             return
         if self._params_to_init:
             raise RuntimeError("Cannot save trainer states when some parameters are not yet "
@@ -475,15 +477,16 @@ class Trainer:
         names = {i: param.name for i, param in enumerate(self._params)}
         self._kvstore.save_optimizer_states(fname, dump_optimizer=True, param_names=names)
 
-    def dump_states(self) -> bytes | None:
-        """What ``save_states`` writes, as bytes copied now; None when the kvstore holds the
-        states (it writes its own file)."""
+    def states_arrays(self, copy=True) -> dict | None:
+        """The members of the file ``save_states`` writes (name -> host array); None when the
+        kvstore holds the states (it writes its own file). ``copy=False`` gives the live host
+        arrays, for a write that ends before the next update."""
         self._prepare()
         if self._mode == STORE:
             return None
         names = {i: param.name for i, param in enumerate(self._params)}
         states = {pos: updater.states for pos, updater in enumerate(self._updaters)}
-        return state_file.dumps_states(states, self._optimizer, names)
+        return state_file.states_arrays(states, self._optimizer, names, copy)
 
     def load_states(self, fname):
         """Restore what ``save_states`` wrote; the optimizer (lr, counts, scheduler) comes from it."""

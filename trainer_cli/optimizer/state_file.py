@@ -41,10 +41,11 @@ from .._npz import NpzError, read_npz, write_npz
 from ..context import cpu
 from ..ndarray import NDArray
 from ..ndarray import sparse as _sparse
+from ..ndarray.interop import raw
 from ..ndarray.sparse import RowSparseNDArray
 from .optimizer import Optimizer
 
-__all__ = ["StateFileError", "FORMAT", "VERSION", "dumps_states", "loads_states",
+__all__ = ["StateFileError", "FORMAT", "VERSION", "dumps_states", "states_arrays", "loads_states",
            "save_states_file", "load_states_file", "describe_states"]
 
 FORMAT = "trainer-cli/optimizer-states"
@@ -66,12 +67,22 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_name
 
     ``param_names`` (``{index: name}``) only labels the states for people reading the file.
     """
+    buf = io.BytesIO()
+    write_npz(buf, states_arrays(states_by_device, optimizer, param_names))
+    return buf.getvalue()
+
+
+def states_arrays(states_by_device: dict, optimizer: Optimizer | None, param_names=None,
+                  copy=True) -> dict:
+    """The members of the ``.npz`` that :func:`dumps_states` writes (name -> host array). With
+    ``copy=False`` host states are the live arrays themselves, for a write that ends before they
+    change."""
     arrays: dict = {}
     sparse_used = []
 
     def put(array) -> str:
         key = "a%d" % len(arrays)
-        arrays[key] = _host(array)
+        arrays[key] = _host(array, copy)
         return key
 
     def layout(state):
@@ -102,9 +113,7 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_name
     if param_names:
         header["param_names"] = [[_json_key(i), str(n)] for i, n in sorted(param_names.items())]
     text = json.dumps(header, allow_nan=True)
-    buf = io.BytesIO()
-    write_npz(buf, {_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8), **arrays})
-    return buf.getvalue()
+    return {_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8), **arrays}
 
 
 def _describe_optimizer(opt: Optimizer, put) -> dict:
@@ -286,9 +295,10 @@ def _build_optimizer(desc: dict, array, fail) -> Optimizer:
 
 
 # ---------------------------------------------------------------------- helpers
-def _host(a) -> numpy.ndarray:
+def _host(a, copy=True) -> numpy.ndarray:
     if isinstance(a, NDArray):
-        return a.asnumpy()
+        data = raw(a)
+        return data if not copy and type(data) is numpy.ndarray else a.asnumpy()
     if isinstance(a, numpy.ndarray):
         return a
     return a.get()       # cupy

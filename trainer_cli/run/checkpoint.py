@@ -12,14 +12,16 @@ ranks call together) rather than the store: saving is rank 0's business alone.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
+import queue
 import shutil
+import threading
 import time
 from pathlib import Path
 
-from .._atomic import fsync_dir, make_temp_dir, write_new_file, write_text_atomic
+from .._atomic import fsync_dir, make_temp_dir, open_new_file, write_text_atomic
+from .._npz import write_npz
 from .._bounded import read_regular
 from . import fit, kvstate, layout
 from .layout import RunDirError
@@ -31,31 +33,24 @@ _TMP_PREFIX = ".tmp-step-"
 _TRASH_PREFIX = ".trash-"
 
 
-def snapshot(net, trainer, residuals: dict) -> dict | None:
-    """A checkpoint's files as bytes (file name -> bytes), copied now, so that they can be written
-    while training goes on; None when the kvstore holds the optimizer states (it writes them)."""
-    from .._npz import write_npz
-
-    states = trainer.dump_states()
+def snapshot(net, trainer, residuals: dict, copy=True) -> dict | None:
+    """A checkpoint's files as the arrays they hold (file name -> {member: host array}): copies
+    taken now, which can be written while training goes on; with ``copy=False`` the live arrays,
+    for a save that ends before the next step. None when the kvstore holds the optimizer states
+    (it writes their file itself: see :func:`file_writers`)."""
+    states = trainer.states_arrays(copy)
     if states is None:
         return None
-    files = {layout.PARAMS_FILE: _npz_bytes(write_npz, net.parameter_arrays()),
-             layout.STATES_FILE: states}
+    files = {layout.PARAMS_FILE: net.parameter_arrays(copy=copy), layout.STATES_FILE: states}
     if residuals:
-        files[layout.KVSTORE_FILE] = _npz_bytes(write_npz, residuals)
+        files[layout.KVSTORE_FILE] = residuals
     return files
-
-
-def _npz_bytes(write_npz, arrays) -> bytes:
-    buf = io.BytesIO()
-    write_npz(buf, arrays)
-    return buf.getvalue()
 
 
 def save_checkpoint(run_dir, step: int, net, trainer, residuals: dict, meta: dict) -> Path:
     """Write checkpoint ``step`` and point ``latest`` at it; returns its folder. ``residuals``
     are ``kvstore.npz``'s entries (none: no such file)."""
-    files = snapshot(net, trainer, residuals) or file_writers(net, trainer, residuals)
+    files = snapshot(net, trainer, residuals, copy=False) or file_writers(net, trainer, residuals)
     return write_checkpoint(run_dir, step, files, meta)
 
 
@@ -70,9 +65,62 @@ def file_writers(net, trainer, residuals: dict) -> dict:
     return files
 
 
+def _write_npz_file(path, arrays: dict) -> dict:
+    """Write ``arrays`` as a new ``.npz`` at ``path``, fsynced; its size and SHA-256, computed on a
+    second thread while the file is written rather than by reading it back."""
+    with open_new_file(path) as f:
+        sink = _DigestingSink(f)
+        try:
+            write_npz(sink, arrays)
+        finally:
+            digest = sink.close()
+        f.flush()
+        os.fsync(f.fileno())
+    return {"size": sink.size, "sha256": digest}
+
+
+class _DigestingSink:
+    """A write-only, front-to-back stream into ``file``: no ``seek`` or ``tell``, so zipfile writes
+    each member's sizes and CRC after its data instead of seeking back, and every byte written is
+    final; a thread hashes the pieces in order as they go out (hashlib and writes release the
+    GIL). The pieces must not change until :meth:`close` (an array being saved does not)."""
+
+    def __init__(self, file):
+        self._file = file
+        self._digest = hashlib.sha256()
+        self._pieces = queue.Queue(maxsize=16)
+        self._thread = threading.Thread(target=self._hash, name="checkpoint-digest", daemon=True)
+        self._thread.start()
+        self.size = 0
+
+    def _hash(self):
+        while True:
+            piece = self._pieces.get()
+            if piece is None:
+                return
+            self._digest.update(piece)
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):  # an unbuffered write may take less than it was given
+            done += self._file.write(view[done:])
+        self._pieces.put(view)
+        self.size += len(view)
+        return len(view)
+
+    def flush(self):
+        pass
+
+    def close(self) -> str:
+        self._pieces.put(None)
+        self._thread.join()
+        return self._digest.hexdigest()
+
+
 def write_checkpoint(run_dir, step: int, files: dict, meta: dict) -> Path:
-    """Write checkpoint ``step`` from ``files`` (name -> bytes, or a function writing the file at
-    the path it is given), then point ``latest`` at it; returns its folder. Touches nothing but
+    """Write checkpoint ``step`` from ``files`` (name -> {member: array} for an ``.npz``, or a
+    function writing the file at the path it is given), then point ``latest`` at it; returns its folder. Touches nothing but
     the run directory's ``checkpoints/``, so it may run on a background thread."""
     folder = Path(run_dir) / layout.CHECKPOINTS
     final = folder / layout.checkpoint_name(step)
@@ -90,13 +138,12 @@ def write_checkpoint(run_dir, step: int, files: dict, meta: dict) -> Path:
                                    "sha256": layout.file_digest(path)}
             else:
                 # A fresh folder renamed as a whole: the file needs no temporary name of its own.
-                write_new_file(path, content)
-                described[name] = {"size": len(content),
-                                   "sha256": hashlib.sha256(content).hexdigest()}
+                described[name] = _write_npz_file(path, content)
         meta = dict(meta, format=layout.META_FORMAT, step=int(step), files=described,
                     saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        write_new_file(tmp / layout.META_FILE,
-                       (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+        with open_new_file(tmp / layout.META_FILE) as f:
+            f.write((json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+            os.fsync(f.fileno())
         fsync_dir(tmp)
         os.rename(tmp, final)
     except BaseException:

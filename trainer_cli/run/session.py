@@ -313,7 +313,7 @@ class _Recorder:
         }
         self.flush()  # the previous save first: its error, its log line, and pruning in order
         files = _ckpt.snapshot(parts.net, parts.trainer, residuals)
-        if files is None or st.finished or sum(map(len, files.values())) > BACKGROUND_SAVE_BYTES:
+        if files is None or st.finished or _nbytes(files) > BACKGROUND_SAVE_BYTES:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
             self._finished_save(self._save(st.step, files, _json_safe(meta)))
         else:
@@ -493,6 +493,10 @@ def _summary(loop, run_dir, recorder, status) -> dict:
         "metrics": {k: st.latest[k] for k in loop.config.metric_keys() if k in st.latest},
         "elapsed_s": round(loop.elapsed(), 3),
     })
+
+
+def _nbytes(files: dict) -> int:
+    return sum(a.nbytes for arrays in files.values() for a in arrays.values())
 
 
 def _safe_latest(run_dir):
