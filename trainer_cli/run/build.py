@@ -142,7 +142,8 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
         raise _issue(config_file, "data.batch_size", "batch_size %d is larger than the %d "
                      "training samples and last_batch is discard: an epoch would have no batches"
                      % (config.data.batch_size, len(train)))
-    net, model_file = build_network(config.model, contexts, train.x[:1], model_dir, run_dir)
+    net, model_file = build_network(config.model, contexts, train.features(slice(0, 1)),
+                                       model_dir, run_dir)
     if config.grad_accumulation > 1:
         for param in net.collect_params().values():
             if param.grad_req != "null":

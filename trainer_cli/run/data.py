@@ -3,19 +3,28 @@
 Everything here is a pure function of the config: synthetic sets come from their own seed, and
 the validation split from ``split.seed``, so a resumed run rebuilds exactly the same arrays.
 Files are read with ``allow_pickle=False``; a file that cannot be used raises ``DataError``
-naming it (the CLI exits 2).
+naming it (the CLI exits 2). Large ``.npy`` files are memory-mapped, and nothing here reads
+their features whole (a split keeps row numbers; batches read their rows).
 """
 from __future__ import annotations
 
 import csv
+import math
+import mmap
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy
+from numpy.lib import format as _npy_format
 
+from .._bounded import open_regular
 from .layout import RunDirError
 
-__all__ = ["Arrays", "DataError", "load_data", "load_dataset", "split_validation"]
+__all__ = ["Arrays", "DataError", "load_data", "load_dataset", "split_validation", "is_mapped"]
+
+# A .npy file of this many data bytes or more is memory-mapped rather than read.
+MAP_BYTES = 64 << 20
 
 
 class DataError(RunDirError):
@@ -27,14 +36,35 @@ class DataError(RunDirError):
 
 @dataclass
 class Arrays:
+    """Features and labels of a data set. ``x_rows`` (or None) selects the rows of a
+    memory-mapped ``x`` that belong to this set, so that splitting a mapped file reads nothing:
+    read features with :meth:`features`, never ``x`` directly."""
+
     x: numpy.ndarray
     y: numpy.ndarray
+    x_rows: numpy.ndarray | None = None
 
     def __len__(self):
-        return len(self.x)
+        return len(self.y)
+
+    def features(self, index) -> numpy.ndarray:
+        """The features of samples ``index`` (an index array or a slice) of this set."""
+        return self.x[index] if self.x_rows is None else self.x[self.x_rows[index]]
 
     def take(self, index) -> "Arrays":
-        return Arrays(self.x[index], self.y[index])
+        if is_mapped(self.x):  # the mapped rows stay on disk until a batch reads them
+            rows = numpy.arange(len(self.x))[index] if self.x_rows is None else self.x_rows[index]
+            return Arrays(self.x, self.y[index], rows)
+        return Arrays(self.features(index), self.y[index])
+
+
+def is_mapped(array) -> bool:
+    """Whether ``array`` is (a view of) a memory-mapped file."""
+    while array is not None:
+        if isinstance(array, (numpy.memmap, mmap.mmap)):
+            return True
+        array = getattr(array, "base", None)
+    return False
 
 
 def load_data(section, classes: int | None = None) -> tuple[Arrays, Arrays | None]:
@@ -118,8 +148,35 @@ def _npz(spec) -> Arrays:
 
 
 def _load_npy(path) -> numpy.ndarray:
+    """The array of a ``.npy`` file: a large one memory-mapped (read-only; pages are read as
+    batches need them), a small one read into memory. The header is checked against the file's
+    size before anything is mapped or allocated."""
     try:
-        return numpy.load(path, allow_pickle=False)
+        with open_regular(path) as f:
+            version = _npy_format.read_magic(f)
+            if version not in ((1, 0), (2, 0), (3, 0)):
+                raise ValueError("unknown .npy format version %s" % (version,))
+            read_header = (_npy_format.read_array_header_1_0 if version == (1, 0)
+                           else _npy_format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(f)
+            if dtype.hasobject:
+                raise ValueError("it holds Python objects (pickled data), which are never loaded")
+            offset, size = f.tell(), os.fstat(f.fileno()).st_size
+            nbytes = math.prod(shape) * dtype.itemsize
+            if offset + nbytes > size:
+                raise ValueError("its header claims %d data bytes of shape %s, but the file holds "
+                                 "%d" % (nbytes, list(shape), size - offset))
+            order = "F" if fortran else "C"
+            if nbytes >= MAP_BYTES:
+                mapped = numpy.memmap(f, dtype=dtype, mode="r", offset=offset, shape=shape,
+                                      order=order)
+                if hasattr(mmap, "MADV_RANDOM"):  # batches pick rows at random: no read-ahead
+                    mapped._mmap.madvise(mmap.MADV_RANDOM)
+                return mapped
+            data = numpy.empty(shape, dtype=dtype, order=order)
+            if nbytes and f.readinto(memoryview(data.reshape(-1, order="A")).cast("B")) != nbytes:
+                raise ValueError("the file ended early")
+            return data
     except (OSError, ValueError) as exc:
         raise DataError("%s: cannot read as a .npy array (%s)" % (path, exc)) from None
 
@@ -238,6 +295,7 @@ def _checked(arrays: Arrays, spec) -> Arrays:
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.reshape(-1)
     # MXNet's convention: float32 features and labels; the model's dtype is applied per batch.
+    # (Mapped float32 features stay mapped: ascontiguousarray of them is a view.)
     return Arrays(numpy.ascontiguousarray(x, dtype=numpy.float32),
                   numpy.ascontiguousarray(y, dtype=numpy.float32))
 

@@ -162,7 +162,7 @@ class TrainingLoop:
         """Forward and backward of one batch on this worker's devices; returns the loss sum, the
         sample count and (label, output) pairs for the metrics."""
         parts = self.parts
-        x, y = parts.train.x, parts.train.y
+        train, y = parts.train, parts.train.y
         lo, hi = split_bounds(len(idx), parts.num_workers)[parts.rank]
         mine = idx[lo:hi]
         pieces = split_bounds(len(mine), len(parts.contexts))
@@ -176,7 +176,7 @@ class TrainingLoop:
                     # A device with no sample still has to write a (zero) gradient, or the
                     # reduction would add its stale one: run one sample with a zero head gradient.
                     rows, label = idx[:1], None
-                out = parts.net(_array(x[rows], ctx=ctx, dtype=self.dtype))
+                out = parts.net(_array(train.features(rows), ctx=ctx, dtype=self.dtype))
                 loss = parts.loss(out, _array(y[rows], ctx=ctx, dtype=self.dtype))
                 scaled = loss
                 if self.scaler is not None and label is not None:
@@ -263,7 +263,7 @@ class TrainingLoop:
         ctx = parts.contexts[0]
         bs = self.config.data.batch_size
         for start in range(0, len(parts.val), bs):
-            x = parts.val.x[start:start + bs]
+            x = parts.val.features(slice(start, start + bs))
             y = parts.val.y[start:start + bs]
             out = parts.net(_array(x, ctx=ctx, dtype=self.dtype))
             loss = parts.loss(out, _array(y, ctx=ctx, dtype=self.dtype))

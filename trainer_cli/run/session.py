@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy
+
 from .. import __version__, _jit
 from .. import random as _random
 from .._bounded import read_regular_text
@@ -34,6 +36,7 @@ from . import model_record as _model_record
 from . import kvstate, layout, threads
 from .background import BackgroundJob
 from .build import build
+from .data import is_mapped
 from .layout import RunDirError
 from .logs import MetricsLog, TrainLog, truncate_metrics
 from .model import model_source
@@ -223,17 +226,36 @@ def _loop_state(meta, step, path, parts, extending=False) -> LoopState:
     return state
 
 
-def data_fingerprint(parts) -> str:
+# Rows of mapped features that the data fingerprint reads.
+SAMPLED_ROWS = 4096
+
+
+def data_fingerprint(parts, sampled: bool | None = None) -> str:
+    """SHA-256 of the training set; of its labels and evenly spaced rows of its features when
+    they are memory-mapped (``sampled``; None: whenever they are), so that neither a start nor a
+    resume reads a data set of several GB whole."""
+    train = parts.train
+    if sampled is None:
+        sampled = is_mapped(train.x)
+    n = len(train)
+    if sampled:
+        rows = numpy.unique(numpy.linspace(0, n - 1, min(n, SAMPLED_ROWS)).astype(numpy.int64))
+        x = numpy.ascontiguousarray(train.features(rows))
+        shape = (n,) + x.shape[1:]
+    else:
+        x = numpy.ascontiguousarray(train.features(slice(None)))
+        shape = x.shape
     digest = hashlib.sha256()
-    for arr in (parts.train.x, parts.train.y):
-        digest.update(str((arr.dtype.str, arr.shape)).encode())
+    for arr, arr_shape in ((x, shape), (train.y, train.y.shape)):
+        digest.update(str((arr.dtype.str, arr_shape)).encode())
         digest.update(memoryview(arr).cast("B"))
     return digest.hexdigest()
 
 
 def _check_data(meta, parts, path):
-    saved = (meta.get("data") or {}).get("sha256")
-    if saved is not None and saved != data_fingerprint(parts):
+    data = meta.get("data") or {}
+    saved = data.get("sha256")
+    if saved is not None and saved != data_fingerprint(parts, data.get("fingerprint") == "sampled"):
         raise RunDirError("%s: the training data differs from when this checkpoint was saved (a "
                           "data file changed?); resuming would not continue the same run"
                           % (path / layout.META_FILE))
@@ -307,6 +329,7 @@ class _Recorder:
             "data": {"seed": config.seed, "shuffle": config.data.shuffle,
                      "last_batch": config.data.last_batch, "batch_size": config.data.batch_size,
                      "num_samples": len(parts.train), "sha256": self.fingerprint,
+                     "fingerprint": "sampled" if is_mapped(parts.train.x) else "full",
                      "carry": parts.order.carry(st.epoch).tolist()},
             "loop": st.to_dict(), "metrics": dict(st.latest),
             "trainer_cli": __version__,

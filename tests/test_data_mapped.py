@@ -1,0 +1,107 @@
+"""Large .npy training data is memory-mapped: a run over a multi-GB file starts, splits off its
+validation set, checkpoints and resumes without reading the file whole (issue 17 item 4).
+
+The file is sparse (numpy's open_memmap only extends it), so it costs no disk and reading it
+whole would still fault every page into the process: the bound on the process's peak RSS is
+what tells."""
+import os
+import subprocess
+import tempfile
+import threading
+
+import numpy as np
+import pytest
+
+from run_helpers import only_run_dir, trainer_cmd
+from trainer_cli.run import data as data_mod
+from trainer_cli.run.data import Arrays, DataError, is_mapped
+
+ROWS, COLS = 500_000, 1024          # 2 GB of float32 features
+
+
+def _peak_rss_mib(*args, cwd):
+    """Run the CLI in a child process; its peak RSS in MiB (from wait4, for that child alone)."""
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(trainer_cmd(*args), cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        timer = threading.Timer(300, proc.kill)   # every wait ends
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        assert proc.returncode == 0, out.read().decode(errors="replace")[-2000:]
+    return usage.ru_maxrss / 1024
+
+
+@pytest.fixture
+def big_data(tmp_path):
+    x = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", dtype=np.float32,
+                                  shape=(ROWS, COLS))
+    x[:1000] = np.random.default_rng(0).standard_normal((1000, COLS), dtype=np.float32)
+    x.flush()
+    del x
+    np.save(tmp_path / "y.npy", (np.arange(ROWS) % 3).astype(np.float32))
+    return tmp_path
+
+
+def test_a_multi_gb_file_trains_and_resumes_without_being_read_whole(big_data):
+    config = big_data / "big.yaml"
+    config.write_text(
+        "model: {name: mlp, args: {hidden: [8], classes: 3}}\n"
+        "data:\n  train: {type: npy, path: x.npy, label_path: y.npy}\n"
+        "  split: {val_fraction: 0.0002}\n  batch_size: 32\n"
+        "loss: softmax_cross_entropy\noptimizer: {name: sgd, params: {learning_rate: 0.1}}\n"
+        "steps: 20\nlog_every: 10\ncheckpoint: {every_steps: 10}\n")
+    assert os.path.getsize(big_data / "x.npy") > 2e9
+    # A first process measures what the interpreter and imports take by themselves.
+    base = _peak_rss_mib("list", cwd=big_data)
+    ran = _peak_rss_mib("run", config, "--run-dir", big_data / "runs", "-q", cwd=big_data)
+    run_dir = only_run_dir(big_data / "runs")
+    resumed = _peak_rss_mib("resume", run_dir, "-o", "steps=30", "-q", cwd=big_data)
+    print("peak RSS MiB: list %.0f, run %.0f, resume %.0f" % (base, ran, resumed))
+    # Reading the features whole would add 2000 MiB; batches read 30 x 32 rows of 4 KiB.
+    assert ran - base < 400 and resumed - base < 400, (base, ran, resumed)
+    assert "step 30" in (run_dir / "train.log").read_text()
+
+
+def test_small_files_are_read_and_large_ones_mapped(tmp_path, monkeypatch):
+    np.save(tmp_path / "a.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
+    small = data_mod._load_npy(tmp_path / "a.npy")
+    assert not is_mapped(small) and small.tolist() == np.arange(12).reshape(3, 4).tolist()
+    monkeypatch.setattr(data_mod, "MAP_BYTES", 16)
+    big = data_mod._load_npy(tmp_path / "a.npy")
+    assert is_mapped(big) and np.array_equal(big, small)
+    fortran = np.asfortranarray(np.arange(12, dtype=np.float64).reshape(3, 4))
+    np.save(tmp_path / "f.npy", fortran)
+    assert np.array_equal(data_mod._load_npy(tmp_path / "f.npy"), fortran)
+
+
+def test_a_header_claiming_more_than_the_file_holds_is_refused(tmp_path):
+    np.save(tmp_path / "a.npy", np.zeros((10, 4), np.float32))
+    raw = (tmp_path / "a.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(raw[:-8])
+    with pytest.raises(DataError, match="cut.npy.*claims 160 data bytes"):
+        data_mod._load_npy(tmp_path / "cut.npy")
+    os.mkfifo(tmp_path / "fifo.npy")
+    with pytest.raises(DataError, match="fifo.npy"):
+        data_mod._load_npy(tmp_path / "fifo.npy")
+
+
+def test_a_split_of_mapped_features_keeps_row_numbers(tmp_path, monkeypatch):
+    monkeypatch.setattr(data_mod, "MAP_BYTES", 1)
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    np.save(tmp_path / "x.npy", x)
+    mapped = Arrays(data_mod._load_npy(tmp_path / "x.npy"), np.arange(10, dtype=np.float32))
+
+    class Split:
+        val_fraction, shuffle, seed = 0.3, True, 4
+
+    train, val = data_mod.split_validation(mapped, Split)
+    ref_train, ref_val = data_mod.split_validation(Arrays(x, np.arange(10, dtype=np.float32)), Split)
+    assert train.x_rows is not None and val.x_rows is not None
+    for got, ref in ((train, ref_train), (val, ref_val)):
+        assert np.array_equal(got.features(slice(None)), ref.x)
+        assert np.array_equal(got.features(np.array([1, 0])), ref.x[[1, 0]])
+        assert np.array_equal(got.y, ref.y)
