@@ -10,9 +10,13 @@ import contextlib
 import os
 import secrets
 
-__all__ = ["atomic_write", "fsync_dir", "write_bytes_atomic", "write_text_atomic", "make_temp_dir"]
+__all__ = ["atomic_write", "fsync_dir", "write_bytes_atomic", "write_text_atomic", "make_temp_dir",
+           "write_new_file"]
 
 _TRIES = 100
+# Create, never open an existing file, never follow a link.
+_NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_NOFOLLOW", 0))
 
 
 @contextlib.contextmanager
@@ -38,8 +42,7 @@ def _make_temp_file(folder, prefix):
     for _ in range(_TRIES):
         name = os.path.join(folder, prefix + secrets.token_hex(6))
         try:
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-                         | getattr(os, "O_NOFOLLOW", 0), 0o666)
+            fd = os.open(name, _NEW_FILE, 0o666)
         except FileExistsError:
             continue
         return fd, name
@@ -70,6 +73,16 @@ def fsync_dir(folder):
         pass
     finally:
         os.close(fd)
+
+
+def write_new_file(path, data: bytes):
+    """Create ``path`` (which must not exist, and is never followed as a link), write ``data`` and
+    fsync it. Atomic only inside a folder that is itself renamed into place afterwards."""
+    fd = os.open(path, _NEW_FILE, 0o666)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def write_bytes_atomic(path, data: bytes):

@@ -10,7 +10,8 @@ makes division follow IEEE (inf/nan) instead of raising, which is also what lets
 
 numba is imported, and a kernel compiled or loaded from numba's on-disk cache, only on the first
 call that qualifies: about 0.3 s for the import and 0.5 s for the first kernel from the cache,
-once per process. Small models never pay it.
+once per process. Small models never pay it. The runner pays it before its training clock
+starts (:func:`warm_up`), so that a run's steps/s and ETA measure training alone.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import hashlib
 import os
 import types
 
-__all__ = ["enabled", "jit", "Kernel", "ready"]
+__all__ = ["enabled", "jit", "Kernel", "ready", "warm_up"]
 
 _numba = None        # the module once imported; False when unavailable or turned off
 
@@ -111,3 +112,22 @@ class Kernel:
 def _code_text(code) -> str:
     consts = [_code_text(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
     return "%s|%s|%s" % (code.co_code.hex(), consts, code.co_names)
+
+
+def _first_kernel(x):
+    x[0] += 1.0
+
+
+_FIRST = Kernel(_first_kernel)
+
+
+def warm_up() -> bool:
+    """Import numba and load one kernel from its cache now (numba's first load also sets up its
+    code generator and BLAS bindings): most of the one-time cost of the first kernel call.
+    False when kernels are off."""
+    if not enabled():
+        return False
+    import numpy
+
+    _FIRST(numpy.zeros(1, dtype=numpy.float32))
+    return True

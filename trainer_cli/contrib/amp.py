@@ -31,7 +31,7 @@ import logging
 import numpy
 
 from ..gluon.trainer import Trainer
-from ..ndarray.interop import array_module, raw
+from ..ndarray.finite import all_finite
 from ..optimizer import Optimizer
 
 __all__ = ["init", "init_trainer", "scale_loss", "unscale", "LossScaler", "loss_scaler"]
@@ -99,15 +99,6 @@ class LossScaler:
                              % (self._scale_seq_len, unskipped))
         self._loss_scale, self._next_loss_scale = float(scale), float(following)
         self._unskipped = unskipped
-
-
-def all_finite(arrays) -> bool:
-    """True when no array holds an inf or NaN (one reduction per array, on its own device)."""
-    for a in arrays:
-        data = raw(a)
-        if not bool(array_module(a).isfinite(data).all()):
-            return False
-    return True
 
 
 def init(target_dtype="float16", target_precision_ops=None, conditional_fp32_ops=None,

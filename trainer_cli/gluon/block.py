@@ -244,12 +244,16 @@ class Block:
         of its names (as MXNet does); ``load_parameters`` accepts any one of them.
         """
         from .param_file import save_arrays
+        save_arrays(filename, self.parameter_arrays(deduplicate), format)
+
+    def parameter_arrays(self, deduplicate=False) -> dict:
+        """``{structural name: host copy}`` of every parameter: what ``save_parameters`` writes
+        (copies, so they can be written while training goes on)."""
         params = self._collect_params_with_prefix()
         if deduplicate:
             last_name = {id(param): key for key, param in params.items()}
             params = {key: param for key, param in params.items() if last_name[id(param)] == key}
-        save_arrays(filename, {key: param._reduce().asnumpy() for key, param in params.items()},
-                    format)
+        return {key: param._reduce().asnumpy() for key, param in params.items()}
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):

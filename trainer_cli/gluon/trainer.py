@@ -48,6 +48,7 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
+from .._atomic import write_bytes_atomic
 from ..kvstore.local import KVStoreLocal
 from ..ndarray import sparse as _sparse
 from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh
@@ -464,16 +465,25 @@ class Trainer:
     # ----------------------------------------------------------------- states
     def save_states(self, fname):
         """Write the optimizer and its per-parameter states (every device's) to ``fname``."""
-        self._prepare()
+        data = self.dump_states()
+        if data is not None:
+            write_bytes_atomic(fname, data)
+            return
+        if self._params_to_init:
+            raise RuntimeError("Cannot save trainer states when some parameters are not yet "
+                               "initialized in kvstore.")
         names = {i: param.name for i, param in enumerate(self._params)}
+        self._kvstore.save_optimizer_states(fname, dump_optimizer=True, param_names=names)
+
+    def dump_states(self) -> bytes | None:
+        """What ``save_states`` writes, as bytes copied now; None when the kvstore holds the
+        states (it writes its own file)."""
+        self._prepare()
         if self._mode == STORE:
-            if self._params_to_init:
-                raise RuntimeError("Cannot save trainer states when some parameters are not yet "
-                                   "initialized in kvstore.")
-            self._kvstore.save_optimizer_states(fname, dump_optimizer=True, param_names=names)
-        else:
-            states = {pos: updater.states for pos, updater in enumerate(self._updaters)}
-            state_file.save_states_file(fname, states, self._optimizer, names)
+            return None
+        names = {i: param.name for i, param in enumerate(self._params)}
+        states = {pos: updater.states for pos, updater in enumerate(self._updaters)}
+        return state_file.dumps_states(states, self._optimizer, names)
 
     def load_states(self, fname):
         """Restore what ``save_states`` wrote; the optimizer (lr, counts, scheduler) comes from it."""

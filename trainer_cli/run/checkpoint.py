@@ -11,31 +11,69 @@ ranks call together) rather than the store: saving is rank 0's business alone.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import shutil
 import time
 from pathlib import Path
 
-from .._atomic import fsync_dir, make_temp_dir, write_text_atomic
+from .._atomic import fsync_dir, make_temp_dir, write_new_file, write_text_atomic
 from .._bounded import read_regular
 from . import fit, kvstate, layout
 from .layout import RunDirError
 
-__all__ = ["save_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
+__all__ = ["save_checkpoint", "snapshot", "file_writers", "write_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
            "resume_point"]
 
 _TMP_PREFIX = ".tmp-step-"
 _TRASH_PREFIX = ".trash-"
 
 
-def _describe(path: Path) -> dict:
-    return {"size": path.stat().st_size, "sha256": layout.file_digest(path)}
+def snapshot(net, trainer, residuals: dict) -> dict | None:
+    """A checkpoint's files as bytes (file name -> bytes), copied now, so that they can be written
+    while training goes on; None when the kvstore holds the optimizer states (it writes them)."""
+    from .._npz import write_npz
+
+    states = trainer.dump_states()
+    if states is None:
+        return None
+    files = {layout.PARAMS_FILE: _npz_bytes(write_npz, net.parameter_arrays()),
+             layout.STATES_FILE: states}
+    if residuals:
+        files[layout.KVSTORE_FILE] = _npz_bytes(write_npz, residuals)
+    return files
+
+
+def _npz_bytes(write_npz, arrays) -> bytes:
+    buf = io.BytesIO()
+    write_npz(buf, arrays)
+    return buf.getvalue()
 
 
 def save_checkpoint(run_dir, step: int, net, trainer, residuals: dict, meta: dict) -> Path:
     """Write checkpoint ``step`` and point ``latest`` at it; returns its folder. ``residuals``
     are ``kvstore.npz``'s entries (none: no such file)."""
+    files = snapshot(net, trainer, residuals) or file_writers(net, trainer, residuals)
+    return write_checkpoint(run_dir, step, files, meta)
+
+
+def file_writers(net, trainer, residuals: dict) -> dict:
+    """A checkpoint's files as functions that write them from the live objects (the fallback of
+    :func:`snapshot`: only for a save that finishes before training goes on)."""
+    from ..gluon.param_file import save_arrays
+
+    files = {layout.PARAMS_FILE: net.save_parameters, layout.STATES_FILE: trainer.save_states}
+    if residuals:
+        files[layout.KVSTORE_FILE] = lambda path: save_arrays(path, residuals)
+    return files
+
+
+def write_checkpoint(run_dir, step: int, files: dict, meta: dict) -> Path:
+    """Write checkpoint ``step`` from ``files`` (name -> bytes, or a function writing the file at
+    the path it is given), then point ``latest`` at it; returns its folder. Touches nothing but
+    the run directory's ``checkpoints/``, so it may run on a background thread."""
     folder = Path(run_dir) / layout.CHECKPOINTS
     final = folder / layout.checkpoint_name(step)
     if final.exists():
@@ -43,18 +81,22 @@ def save_checkpoint(run_dir, step: int, net, trainer, residuals: dict, meta: dic
         set_aside(folder, [final])
     tmp = Path(make_temp_dir(folder, "%s%d-" % (_TMP_PREFIX, step)))
     try:
-        files = {}
-        net.save_parameters(str(tmp / layout.PARAMS_FILE))
-        files[layout.PARAMS_FILE] = _describe(tmp / layout.PARAMS_FILE)
-        trainer.save_states(str(tmp / layout.STATES_FILE))
-        files[layout.STATES_FILE] = _describe(tmp / layout.STATES_FILE)
-        if residuals:
-            from ..gluon.param_file import save_arrays
-            save_arrays(tmp / layout.KVSTORE_FILE, residuals)
-            files[layout.KVSTORE_FILE] = _describe(tmp / layout.KVSTORE_FILE)
-        meta = dict(meta, format=layout.META_FORMAT, step=int(step), files=files,
+        described = {}
+        for name, content in files.items():
+            path = tmp / name
+            if callable(content):
+                content(str(path))
+                described[name] = {"size": path.stat().st_size,
+                                   "sha256": layout.file_digest(path)}
+            else:
+                # A fresh folder renamed as a whole: the file needs no temporary name of its own.
+                write_new_file(path, content)
+                described[name] = {"size": len(content),
+                                   "sha256": hashlib.sha256(content).hexdigest()}
+        meta = dict(meta, format=layout.META_FORMAT, step=int(step), files=described,
                     saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        write_text_atomic(tmp / layout.META_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        write_new_file(tmp / layout.META_FILE,
+                       (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))
         fsync_dir(tmp)
         os.rename(tmp, final)
     except BaseException:

@@ -14,20 +14,9 @@ import numpy
 from ..gluon.trainer import STORE
 from ..gluon.parameter import DeferredInitializationError
 from ..ndarray import NDArray
-from ..ndarray.interop import array_module, raw
+from ..ndarray.finite import all_finite
 
 __all__ = ["broken_part", "StepUndo", "state_updaters"]
-
-
-def _finite(array: NDArray) -> bool:
-    data, xp = raw(array), array_module(array)
-    if data.dtype.kind not in "fc" or data.size == 0:
-        return True
-    # NaN and Inf propagate into a sum, so a finite sum is the common, allocation-free answer;
-    # a non-finite one may be finite values that overflowed, which the exact test tells apart.
-    if bool(xp.isfinite(data.sum())):
-        return True
-    return bool(xp.isfinite(data).all())
 
 
 def _leaves(state):
@@ -48,6 +37,7 @@ def state_updaters(trainer) -> list:
 
 def broken_part(params, trainer, trainable_only=False) -> str | None:
     """``"parameters"`` or ``"optimizer states"`` when one of them holds NaN/Inf, else None."""
+    weights = []
     for param in params:
         if trainable_only and param.grad_req == "null":
             continue
@@ -55,13 +45,12 @@ def broken_part(params, trainer, trainable_only=False) -> str | None:
             arrays = param.list_data()
         except DeferredInitializationError:  # no values yet, so none that are NaN
             continue
-        if not all(_finite(d) for d in arrays):
-            return "parameters"
-    for updater in state_updaters(trainer):
-        for state in updater.states.values():
-            if not all(_finite(leaf) for leaf in _leaves(state)):
-                return "optimizer states"
-    return None
+        weights.extend(arrays)
+    if not all_finite(weights):
+        return "parameters"
+    states = [leaf for updater in state_updaters(trainer)
+              for state in updater.states.values() for leaf in _leaves(state)]
+    return None if all_finite(states) else "optimizer states"
 
 
 def _copy(state):

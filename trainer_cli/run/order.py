@@ -36,6 +36,7 @@ class BatchOrder:
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self._cache: dict = {}
+        self._batches = (None, [])
 
     def permutation(self, epoch: int) -> numpy.ndarray:
         if not self.shuffle:
@@ -57,7 +58,13 @@ class BatchOrder:
         return (epoch + 1) * n // b - epoch * n // b
 
     def batches(self, epoch: int) -> list:
-        """Index arrays of epoch ``epoch``'s batches, in order."""
+        """Index arrays of epoch ``epoch``'s batches, in order (the same list while the epoch
+        lasts: the loop asks every step; do not change it)."""
+        if self._batches[0] != epoch:
+            self._batches = (epoch, self._epoch_batches(epoch))
+        return self._batches[1]
+
+    def _epoch_batches(self, epoch: int) -> list:
         b = self.batch_size
         if self.last_batch != "rollover":
             perm = self.permutation(epoch)

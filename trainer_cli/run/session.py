@@ -17,11 +17,12 @@ import contextlib
 import hashlib
 import math
 import sys
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, _jit
 from .. import random as _random
 from .._bounded import read_regular_text
 from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
@@ -31,6 +32,7 @@ from . import checkpoint as _ckpt
 from . import extend as _extend
 from . import model_record as _model_record
 from . import kvstate, layout, threads
+from .background import BackgroundJob
 from .build import build
 from .layout import RunDirError
 from .logs import MetricsLog, TrainLog, truncate_metrics
@@ -248,6 +250,11 @@ def _capture_warnings():
         yield caught
 
 
+# Checkpoints up to this size are copied and written on a background thread; larger ones are
+# written from the live arrays in the training thread (a copy would double their memory).
+BACKGROUND_SAVE_BYTES = 256 << 20
+
+
 class _Recorder:
     """Rank 0's view of the run: rows, messages and checkpoints into the run directory."""
 
@@ -264,6 +271,7 @@ class _Recorder:
         self.log = TrainLog(run_dir)
         self.fingerprint = data_fingerprint(parts)
         self.last_checkpoint = None
+        self._saving = BackgroundJob()
         self._session_samples0 = None
 
     def row(self, row):
@@ -303,16 +311,37 @@ class _Recorder:
             "loop": st.to_dict(), "metrics": dict(st.latest),
             "trainer_cli": __version__,
         }
+        self.flush()  # the previous save first: its error, its log line, and pruning in order
+        files = _ckpt.snapshot(parts.net, parts.trainer, residuals)
+        if files is None or st.finished or sum(map(len, files.values())) > BACKGROUND_SAVE_BYTES:
+            files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
+            self._finished_save(self._save(st.step, files, _json_safe(meta)))
+        else:
+            # Files, fsyncs and pruning take longer than the steps of a small model: they go on
+            # while training does, from a copy taken now (a kill -9 meanwhile leaves `latest` on
+            # the previous checkpoint, as a kill during a save in this thread would).
+            self._saving.start(self._save, st.step, files, _json_safe(meta))
+
+    def _save(self, step, files, meta) -> Path:
+        config = self.parts.config
         try:
-            path = _ckpt.save_checkpoint(self.run_dir, st.step, parts.net, parts.trainer,
-                                         residuals, _json_safe(meta))
+            path = _ckpt.write_checkpoint(self.run_dir, step, files, meta)
         except OSError as exc:  # a full disk, a quota, a read-only remount
             raise RunDirError("cannot save checkpoint %s in %s: %s. %s"
-                              % (layout.checkpoint_name(st.step), self.run_dir / layout.CHECKPOINTS,
+                              % (layout.checkpoint_name(step), self.run_dir / layout.CHECKPOINTS,
                                  exc.strerror or exc, self._kept_text())) from None
         _ckpt.prune(self.run_dir, config.checkpoint.keep_last, config.checkpoint.keep_best)
+        return path
+
+    def _finished_save(self, path):
         self.last_checkpoint = path
         self.log.write("checkpoint %s saved" % path.name)
+
+    def flush(self):
+        """Wait for a checkpoint being saved in the background; raise its error."""
+        path = self._saving.wait()
+        if path is not None:
+            self._finished_save(path)
 
     def _kept_text(self) -> str:
         step = _safe_latest(self.run_dir)
@@ -322,6 +351,11 @@ class _Recorder:
                 "with: trainer resume %s" % (layout.checkpoint_name(step), self.run_dir))
 
     def close(self, quiet=False):
+        try:
+            self.flush()
+        except RunDirError:
+            if not quiet:
+                raise
         for log in (self.metrics, self.log):
             try:
                 log.close()
@@ -352,6 +386,9 @@ class _NullRecorder:
     def checkpoint(self, loop):
         kvstate.get_residuals(self.parts.kvstore)  # the gather that rank 0's checkpoint starts with
 
+    def flush(self):
+        pass
+
     def close(self, quiet=False):
         pass
 
@@ -373,6 +410,11 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         from ..kvstore import mpi
 
         stop = AgreedStop(signals, mpi.job())
+    # numba's one-time start-up (import, code generator, BLAS bindings) before the training
+    # clock starts, so that elapsed time, steps/s and the ETA measure training alone.
+    warm_start = time.monotonic()
+    _jit.warm_up()
+    warm_s = time.monotonic() - warm_start
     loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
     thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers))
     restore_threads = threads.apply(thread_plan)
@@ -381,6 +423,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         if run_dir is not None:
             recorder.log.write(headline)
             recorder.log.write("threads: %s" % thread_plan.how)
+            recorder.log.write("kernels loaded in %.2f s (before the training clock)" % warm_s)
         reporter.start({"headline": headline, "total_steps": loop.total_steps, "step": state.step,
                         "log_every": parts.config.log_every})
         for text in caught + notes:
@@ -389,12 +432,14 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                 _capture_warnings() as more:
             try:
                 status = loop.run()
+                recorder.flush()
                 if isinstance(stop, AgreedStop):
                     stop.close()
             except NonFiniteError as exc:
                 if isinstance(stop, AgreedStop):
                     stop.close()   # every rank stops here: the reduced gradients are the same
                 recorder.message("error: %s" % exc)
+                recorder.flush()  # the last good checkpoint, possibly still being written
                 raise RunFailed(str(exc), _summary(loop, run_dir, recorder, "failed")) from None
             except KeyboardInterrupt as exc:
                 recorder.message("stopped at once by a second %s; the last checkpoint stays"

@@ -1,0 +1,84 @@
+"""Small checkpoints are written on a background thread while training goes on
+(run/background.py, Recorder.checkpoint): the files are those a save in the training thread
+writes, the run waits for the last one, and a failed save still stops the run."""
+import threading
+
+import pytest
+
+from run_helpers import latest_dir, no_fsync, only_run_dir, write_config
+from trainer_cli.run import layout, session, start_run
+from trainer_cli.run.background import BackgroundJob
+
+
+def _checkpoint_files(run_dir):
+    out = {}
+    for step, path in layout.list_checkpoints(run_dir):
+        layout.verify_checkpoint(path)   # sizes and SHA-256 in meta.json match the files
+        out[step] = {name: (path / name).read_bytes()
+                     for name in (layout.PARAMS_FILE, layout.STATES_FILE)}
+    return out
+
+
+def test_background_and_foreground_saves_write_the_same_files(tmp_path, monkeypatch):
+    no_fsync(monkeypatch)
+    config = write_config(tmp_path)
+    overrides = ["checkpoint.keep_last=100"]
+    background = start_run(config, overrides, run_root=tmp_path / "bg")
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)   # every save in this thread
+    foreground = start_run(config, overrides, run_root=tmp_path / "fg")
+    bg_dir, fg_dir = (only_run_dir(tmp_path / r) for r in ("bg", "fg"))
+    bg, fg = _checkpoint_files(bg_dir), _checkpoint_files(fg_dir)
+    assert len(bg) > 3 and bg == fg
+    assert background.summary["checkpoint"] == str(latest_dir(bg_dir))
+    assert foreground.summary["checkpoint"] == str(latest_dir(fg_dir))
+    log = (bg_dir / "train.log").read_text()
+    assert all("checkpoint %s saved" % layout.checkpoint_name(s) in log for s in bg)
+    assert "kernels loaded in" in log
+
+
+def test_a_save_copies_the_state_it_was_asked_for(tmp_path, monkeypatch):
+    """Training goes on while a save is written: the checkpoint holds the weights of its step."""
+    no_fsync(monkeypatch)
+    from trainer_cli.run import checkpoint
+    gate, real = threading.Event(), checkpoint.write_checkpoint
+
+    def slow(run_dir, step, files, meta):
+        gate.wait(30)          # let several steps change the weights first
+        return real(run_dir, step, files, meta)
+
+    monkeypatch.setattr(checkpoint, "write_checkpoint", slow)
+    config = write_config(tmp_path)
+
+    class Opens(session.Reporter):
+        def progress(self, step, *args):
+            if step == 7:
+                gate.set()
+
+    start_run(config, ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"],
+              run_root=tmp_path / "a", reporter=Opens())
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
+    monkeypatch.setattr(checkpoint, "write_checkpoint", real)
+    start_run(config, ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"],
+              run_root=tmp_path / "b")
+    a = _checkpoint_files(only_run_dir(tmp_path / "a"))
+    b = _checkpoint_files(only_run_dir(tmp_path / "b"))
+    assert a[4] == b[4]
+
+
+def test_background_job_hands_back_results_and_errors_in_order():
+    job = BackgroundJob()
+    assert job.wait() is None
+    seen = []
+    job.start(lambda: seen.append(1) or "first")
+    assert job.wait() == "first"
+    job.start(lambda: seen.append(2))
+    job.start(lambda: seen.append(3) or "third")     # waits for the one before
+    assert job.wait() == "third" and seen == [1, 2, 3]
+
+    def fails():
+        raise OSError(28, "No space left on device")
+
+    job.start(fails)
+    with pytest.raises(OSError, match="No space"):
+        job.wait()
+    assert job.wait() is None          # an error is handed back once
