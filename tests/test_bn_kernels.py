@@ -12,7 +12,7 @@ import pytest
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _bn_kernels as B
 
-from test_conv_kernels import _data, _same_bits
+from test_conv_kernels import _data, _same_bits, sgd_steps
 
 pytest.importorskip("numba")
 
@@ -118,14 +118,6 @@ def test_cifar_block_training_is_bitwise_with_and_without_kernels(monkeypatch):
             if p.grad_req != "null":
                 p.set_data(nd.array(np.random.RandomState(i).uniform(0.5, 1.5, p.shape)
                                     .astype(np.float32)))
-        trainer = gluon.Trainer(net.collect_params(), "sgd",
-                                {"learning_rate": 0.1, "momentum": 0.9})
-        loss = gluon.loss.SoftmaxCrossEntropyLoss()
-        for _ in range(3):
-            with autograd.record():
-                l = loss(net(nd.array(X)), nd.array(y))
-            l.backward()
-            trainer.step(4)
-        results.append([p.data().asnumpy() for p in net.collect_params().values()])
+        results.append(sgd_steps(net, X, y))
     for got, expect in zip(*results):
         _same_bits(got, expect)

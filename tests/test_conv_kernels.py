@@ -192,17 +192,21 @@ def test_lenet_training_step_is_bitwise_with_and_without_kernels(monkeypatch):
         for i, p in enumerate(net.collect_params().values()):
             p.set_data(nd.array(np.random.RandomState(i).uniform(-0.3, 0.3, p.shape)
                                 .astype(np.float32)))
-        trainer = gluon.Trainer(net.collect_params(), "sgd",
-                                {"learning_rate": 0.1, "momentum": 0.9})
-        loss = gluon.loss.SoftmaxCrossEntropyLoss()
-        for _ in range(3):
-            with autograd.record():
-                l = loss(net(nd.array(X)), nd.array(y))
-            l.backward()
-            trainer.step(8)
-        results.append([p.data().asnumpy() for p in net.collect_params().values()])
+        results.append(sgd_steps(net, X, y))
     for got, expect in zip(*results):
         _same_bits(got, expect)
+
+
+def sgd_steps(net, X, y, steps=3):
+    """``steps`` SGD-momentum steps of ``net`` on ``(X, y)``; its parameters after them."""
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+    for _ in range(steps):
+        with autograd.record():
+            l = loss(net(nd.array(X)), nd.array(y))
+        l.backward()
+        trainer.step(len(X))
+    return [p.data().asnumpy() for p in net.collect_params().values()]
 
 
 def test_gluon_conv2d_relu_takes_the_fused_op(monkeypatch):
