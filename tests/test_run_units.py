@@ -8,6 +8,7 @@ import pytest
 from trainer_cli import cpu, nd
 from trainer_cli.gluon import Block
 from trainer_cli.gluon.utils import split_data
+from trainer_cli.run.data import Arrays
 
 from trainer_cli.config import names
 from trainer_cli.gluon.data import BatchSampler, Sampler
@@ -89,7 +90,7 @@ def test_the_runner_splits_batches_with_mxnets_split_data(batch, workers, device
     for rank in range(workers):
         net = _Sizes()
         net.initialize(ctx=contexts)
-        parts = SimpleNamespace(train=SimpleNamespace(x=x, y=np.zeros(batch, np.float32)),
+        parts = SimpleNamespace(train=Arrays(x, np.zeros(batch, np.float32)),
                                 num_workers=workers, rank=rank, contexts=contexts, net=net,
                                 loss=lambda out, label: out)
         loop = TrainingLoop.__new__(TrainingLoop)
