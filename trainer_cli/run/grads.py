@@ -12,9 +12,10 @@ import math
 
 import numpy
 
+from ..ndarray.finite import all_finite as _all_finite
 from ..ndarray.interop import array_module, raw as _raw
 
-__all__ = ["global_norm", "scale_grads", "clip", "zero_grads"]
+__all__ = ["global_norm", "all_finite", "scale_grads", "clip", "zero_grads"]
 
 
 def _grad_params(params):
@@ -36,6 +37,16 @@ def global_norm(params, devices=None) -> float:
                 sq = _host(wide.dot(wide))
             total += sq
     return math.sqrt(total) if total == total else float("nan")
+
+
+def all_finite(params, devices=None) -> bool:
+    """Whether the gradients of ``params`` on the devices at positions ``devices`` (all by
+    default) are free of NaN/Inf."""
+    arrays = []
+    for param in _grad_params(params):
+        grads = param.list_grad()
+        arrays.extend(grads if devices is None else [grads[pos] for pos in devices])
+    return _all_finite(arrays)
 
 
 def _host(value) -> float:

@@ -199,21 +199,28 @@ class TrainingLoop:
         parts = self.parts
         mode = parts.trainer.mode
         if mode == STORE:
-            self._norm = grads.global_norm(self.params)
+            self._norm = self._grad_norm()
             # Under loss scaling the Trainer's scaler decides (and skips an overflow itself).
             return self.scaler is not None or (math.isfinite(self._norm) and math.isfinite(loss_sum))
         if mode == REDUCE:
             parts.trainer.allreduce_grads()
             # Reduced gradients are equal on every device (and worker): look at one copy.
-            self._norm = grads.global_norm(self.params, devices=[0])
+            self._norm = self._grad_norm(devices=[0])
         else:
-            self._norm = grads.global_norm(self.params)
+            self._norm = self._grad_norm()
         if self.scaler is not None:
             return True  # the Trainer's loss scaler decides, and skips an overflow itself
         if not math.isfinite(self._norm):
             return False
         # Workers see different losses; only the reduced gradients are the same everywhere.
         return parts.num_workers > 1 or math.isfinite(loss_sum)
+
+    def _grad_norm(self, devices=None) -> float:
+        """The gradients' global norm where grad_clip needs it; otherwise only whether they are
+        finite (0.0 or nan), which one call over all of them tells."""
+        if self.config.grad_clip is not None:
+            return grads.global_norm(self.params, devices)
+        return 0.0 if grads.all_finite(self.params, devices) else float("nan")
 
     def _non_finite(self):
         st = self.state
