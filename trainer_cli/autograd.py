@@ -38,7 +38,7 @@ def direct_grad_buffer(x):
     returns ``WRITTEN`` for ``x``; the buffer is handed out once.
     """
     direct = _state.direct
-    if direct is None or direct.pop(id(x), None) is None:
+    if direct is None or direct.pop(id(x), None) is None or x._grad._sparse:
         return None
     return x._grad._data
 

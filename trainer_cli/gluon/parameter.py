@@ -18,6 +18,7 @@ from .. import initializer as _init
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
 from ..ndarray import creation as _creation
+from ..ndarray import sparse as _sparse
 from ..ndarray.interop import (attach_grad_buffer as _attach_grad_buffer, grad_buffer as _grad_buffer,
                                raw as _raw)
 from ..ndarray.slabs import Slabs
@@ -64,8 +65,13 @@ class Parameter:
             if value not in ("default", "row_sparse", "csr"):
                 raise ParameterError("%s for Parameter '%s' must be one of 'default', 'row_sparse', "
                                      "or 'csr', but got '%s'" % (what, name, value))
-        if stype != "default" or grad_stype != "default":
-            raise ValueError("only dense parameters are supported (stype='default')")
+            if value == "csr":
+                # MXNet accepts it, but none of its optimizers or kvstores can use a csr weight or
+                # gradient.
+                raise ValueError("%s='csr' for Parameter '%s' is not supported: use 'row_sparse' "
+                                 "(or 'default')" % (what, name))
+        self._stype = stype
+        self._grad_stype = grad_stype
         self.name = name
         self._shape = None if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
         self._dtype = numpy.dtype(dtype).type
@@ -81,7 +87,6 @@ class Parameter:
         self._ctx_index = None
         self._deferred_init = ()
         self._trainer = None
-        self._stype = stype
 
     def __repr__(self):
         return "Parameter %s (shape=%s, dtype=%s)" % (self.name, self.shape, numpy.dtype(self.dtype).name)
@@ -132,7 +137,18 @@ class Parameter:
     def stype(self):
         return self._stype
 
+    @property
+    def grad_stype(self):
+        return self._grad_stype
+
     def _set_trainer(self, trainer):
+        # A sparse weight lives in its Trainer's kvstore: a second Trainer would hold another copy.
+        current = self._trainer() if self._trainer is not None else None
+        if self._stype != "default" and current is not None and trainer is not None \
+                and current is not trainer:
+            raise RuntimeError("Failed to set the trainer for Parameter '%s' because it was already "
+                               "set. More than one trainers for a %s Parameter is not supported."
+                               % (self.name, self._stype))
         self._trainer = None if trainer is None else weakref.ref(trainer)
 
     # ----------------------------------------------------------------- initialization
@@ -173,13 +189,20 @@ class Parameter:
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)
         self._ctx_index = {c: i for i, c in enumerate(self._ctx_list)}
-        self._data = [_DATA_SLABS.copy(data, c) for c in self._ctx_list]
+        if self._stype == "row_sparse":
+            # Every row stored (see ``sparse.all_rows``), one copy per context.
+            self._data = [_sparse.all_rows(data, c) for c in self._ctx_list]
+        else:
+            self._data = [_DATA_SLABS.copy(data, c) for c in self._ctx_list]
         self._init_grad()
 
     def _init_grad(self):
         for arr in self._data:
             if self._grad_req == "null":
                 _attach_grad_buffer(arr, None, "null")
+            elif self._grad_stype == "row_sparse":
+                _attach_grad_buffer(arr, _sparse.zeros("row_sparse", arr.shape, arr.context,
+                                                       arr.dtype), self._grad_req)
             else:
                 _attach_grad_buffer(arr, _GRAD_SLABS.zeros(arr.shape, arr.dtype, arr.context),
                                     self._grad_req)
@@ -256,6 +279,10 @@ class Parameter:
             "later does not include Parameters of nested child Blocks" % self.name)
 
     def data(self, ctx=None) -> NDArray:
+        if self._stype != "default":
+            raise RuntimeError("Cannot return a copy of Parameter '%s' on ctx %s via data() because "
+                               "its storage type is %s. Please use row_sparse_data() instead."
+                               % (self.name, ctx, self._stype))
         arrays = self._data
         # One context, asked for by None or by the very Context object it was created with: the
         # answer ``_check_and_get`` gives, without hashing a Context.
@@ -264,7 +291,41 @@ class Parameter:
         return self._check_and_get(arrays, ctx)
 
     def list_data(self):
+        if self._stype != "default":
+            raise RuntimeError("Cannot return copies of Parameter '%s' on all contexts via "
+                               "list_data() because its storage type is %s. Please use "
+                               "row_sparse_data() instead." % (self.name, self._stype))
         return self._check_and_get(self._data, list)
+
+    def row_sparse_data(self, row_id) -> NDArray:
+        """The row_sparse weight on ``row_id``'s context holding the rows ``row_id`` names
+        (sorted, de-duplicated), pulled from the Trainer's kvstore into this Parameter's own
+        copy there; the copies on other contexts are left as they were."""
+        if self._stype != "row_sparse":
+            raise RuntimeError("Cannot return a copy of Parameter %s via row_sparse_data() because "
+                               "its storage type is %s. Please use data() instead."
+                               % (self.name, self._stype))
+        if not isinstance(row_id, NDArray):
+            raise TypeError("row_id must have NDArray type, but %s is given" % type(row_id))
+        return self._get_row_sparse(self._check_and_get(self._data, row_id.context), row_id)
+
+    def list_row_sparse_data(self, row_id):
+        """``row_sparse_data`` on every context, in creation order."""
+        if self._stype != "row_sparse":
+            raise RuntimeError("Cannot return copies of Parameter '%s' on all contexts via "
+                               "list_row_sparse_data() because its storage type is %s. Please use "
+                               "data() instead." % (self.name, self._stype))
+        if not isinstance(row_id, NDArray):
+            raise TypeError("row_id must have NDArray type, but %s is given" % type(row_id))
+        return self._get_row_sparse(self._check_and_get(self._data, list), row_id)
+
+    def _get_row_sparse(self, out, row_id):
+        trainer = self._trainer() if self._trainer is not None else None
+        if trainer is None:
+            raise RuntimeError("Cannot get row_sparse data for Parameter '%s' when no Trainer is "
+                               "created with it." % self.name)
+        trainer._row_sparse_pull(self, out, row_id)
+        return out
 
     def grad(self, ctx=None) -> NDArray:
         if self._data is not None and self._grad_req == "null":
@@ -303,6 +364,10 @@ class Parameter:
             trainer._reset_kvstore()
         if not isinstance(data, NDArray):
             data = _creation.array(data, ctx=cpu(), dtype=self.dtype)
+        if self._stype == "row_sparse":
+            for arr in self._data:
+                _sparse.all_rows(data, arr.context, arr.dtype).copyto(arr)
+            return
         # Written into the buffers directly: a parameter's value may be set inside record(), where
         # item assignment to a marked variable is refused.
         for arr in self._data:
@@ -312,7 +377,11 @@ class Parameter:
         if self._data is None or self._grad_req == "null":
             return
         for arr in self._data:
-            _raw(_grad_buffer(arr))[...] = 0
+            grad = _grad_buffer(arr)
+            if grad.stype == "default":
+                _raw(grad)[...] = 0
+            else:
+                _sparse.clear(grad)     # no stored rows, as MXNet's zeros_like
 
     def reset_ctx(self, ctx):
         """Move the data to other contexts, keeping its value."""
@@ -331,8 +400,12 @@ class Parameter:
         """The average of the copies, on the CPU (what ``save`` writes).
 
         Copies that are all equal (every kvstore mode keeps them so) give that value exactly:
-        summing three equal float32 copies and dividing by 3 can round.
+        summing three equal float32 copies and dividing by 3 can round. A row_sparse weight's
+        value is its Trainer's (every row pulled from the kvstore), or before any Trainer the
+        first copy (the copies are then all the initial value).
         """
+        if self._stype != "default":
+            return self._sparse_value()
         copies = self.list_data()
         first = copies[0].copyto(cpu())
         hosts = [first.asnumpy()] + [arr.asnumpy() for arr in copies[1:]]
@@ -342,6 +415,16 @@ class Parameter:
         for arr in copies[1:]:
             total = total + arr.copyto(cpu())
         return total / len(copies)
+
+    def _sparse_value(self):
+        """The whole row_sparse weight on the CPU (every row stored)."""
+        trainer = self._trainer() if self._trainer is not None else None
+        if trainer is None:
+            return _sparse.all_rows(self._check_and_get(self._data, list)[0], cpu())
+        out = _sparse.zeros("row_sparse", self._shape, cpu(), self.dtype)
+        trainer._row_sparse_pull(self, out, _creation.arange(0, self._shape[0], ctx=cpu(),
+                                                             dtype="int64"), full_idx=True)
+        return _sparse.all_rows(out)
 
     def cast(self, dtype):
         self._dtype = numpy.dtype(dtype).type
@@ -355,8 +438,9 @@ class Parameter:
             return
         # MXNet casts the gradient too instead of zeroing it.
         for arr, grad in zip(self._data, grads):
-            _attach_grad_buffer(arr, NDArray(_raw(grad).astype(numpy.dtype(dtype)), grad.context),
-                                self._grad_req)
+            cast = grad.astype(dtype) if grad.stype != "default" else NDArray(
+                _raw(grad).astype(numpy.dtype(dtype)), grad.context)
+            _attach_grad_buffer(arr, cast, self._grad_req)
 
     def var(self):
         raise NotImplementedError("symbolic variables are not part of trainer_cli")

@@ -17,10 +17,28 @@ mode          when                                                   a step does
                                                                      it into every copy
 ============  =====================================================  =========================
 
-MXNet's rules pick them: a ``kvstore`` named by a string is dropped for a single device unless it
-is a ``dist`` one; ``update_on_kvstore=None`` means ``default_update_on_kvstore`` (by default
-the ``MXNET_UPDATE_ON_KVSTORE`` environment variable, 1 unless set), except that an async dist
-store always updates on the store, and a store that cannot run the optimizer never does.
+MXNet's rules pick them, by what the parameters hold:
+
+=================================  ==================================================================
+parameters                         kvstore and ``update_on_kvstore``
+=================================  ==================================================================
+a row_sparse weight                always a store (created even for one device); always ``store``;
+(``Parameter(stype=...)``)         ``kvstore=None`` is a TypeError, ``update_on_kvstore=False`` a
+                                   ValueError
+dense weights, some row_sparse     the store as for dense ones (none for one device unless ``dist``);
+gradients (``grad_stype``,         ``update_on_kvstore`` defaults to whether it is ``dist`` (the
+``Embedding(sparse_grad=True)``)   environment variable is ignored); False on ``dist`` is a ValueError
+dense weights and gradients        a ``kvstore`` named by a string is dropped for a single device
+                                   unless it is a ``dist`` one; ``update_on_kvstore=None`` means
+                                   ``default_update_on_kvstore`` (by default the
+                                   ``MXNET_UPDATE_ON_KVSTORE`` environment variable, 1 unless set),
+                                   except that an async dist store always updates on the store, and
+                                   a store that cannot run the optimizer never does
+=================================  ==================================================================
+
+row_sparse gradients travel as (rows, values): ``reduce`` pushes them and pulls the sum (the union
+of rows) back into every device's gradient; ``store`` pushes them and pulls the dense weight, or
+for a row_sparse weight pulls nothing (``Parameter.row_sparse_data`` pulls the rows a batch needs).
 """
 from __future__ import annotations
 
@@ -30,8 +48,10 @@ import numpy
 
 from .. import kvstore as _kvstore
 from .. import optimizer as opt
+from ..kvstore.local import KVStoreLocal
+from ..ndarray import sparse as _sparse
 from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh
-from ..ndarray.interop import mark_stale as _mark_stale
+from ..ndarray.interop import is_sparse as _is_sparse, mark_stale as _mark_stale
 from ..optimizer import state_file
 from .parameter import Parameter, ParameterDict
 
@@ -77,6 +97,27 @@ def _create_kvstore(kvstore, num_device, params, default_update_on_kvstore=None)
     return kv, update_on_kvstore and kv.is_capable(_kvstore.KVStoreBase.OPTIMIZER)
 
 
+def _create_sparse_kvstore(kvstore):
+    """MXNet's ``model._create_sparse_kvstore``: a row_sparse weight lives in a store, always."""
+    if isinstance(kvstore, _kvstore.KVStoreBase):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        kv = _kvstore.create(kvstore)
+    else:
+        raise TypeError("Cannot create '%s' KVStore with row_sparse parameters. The type must be "
+                        "KVStore or str." % (kvstore,))
+    if not kv.is_capable(_kvstore.KVStoreBase.OPTIMIZER):
+        raise ValueError("KVStore with sparse weight requires optimizer support. However, %s does "
+                         "not support optimizer. Please consider other kvstore backends (e.g. "
+                         "dist_device) instead." % type(kv).__name__)
+    return kv, True
+
+
+def _copies(param):
+    """Every device's copy of ``param`` (``list_data`` refuses row_sparse weights)."""
+    return param._check_and_get(param._data, list)
+
+
 class Trainer:
     """Applies an Optimizer on a set of Parameters; use it after ``autograd`` backward passes.
 
@@ -96,6 +137,7 @@ class Trainer:
             raise ValueError("First argument must be a list or dict of Parameters, got %s." % type(params))
         self._params = []
         self._param2idx = {}
+        self._contains_sparse_weight = self._contains_sparse_grad = False
         for i, param in enumerate(params):
             if not isinstance(param, Parameter):
                 raise ValueError("First argument must be a list or dict of Parameters, got list of %s."
@@ -103,6 +145,8 @@ class Trainer:
             self._param2idx[param.name] = i
             self._params.append(param)
             param._set_trainer(self)
+            self._contains_sparse_weight |= param.stype != "default"
+            self._contains_sparse_grad |= param.grad_stype != "default"
         self._compression_params = compression_params
         self._contexts = self._check_contexts()
         self._init_optimizer(optimizer, optimizer_params or {})
@@ -152,19 +196,26 @@ class Trainer:
     def _resolve_kvstore(self):
         """Create the store and pick the mode (see the module docstring)."""
         config = self._kvstore_params
-        kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params,
-                                                config["default"])
-        self._distributed = kv is not None and "dist" in kv.type
-        if self._distributed and "async" in kv.type:
+        if self._contains_sparse_weight:
+            kv, update_on_kvstore = _create_sparse_kvstore(config["kvstore"])
+            self._distributed = "dist" in kv.type
             if config["update_on_kvstore"] is False:
-                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
-            update_on_kvstore = True
-        if config["update_on_kvstore"] is not None:
-            update_on_kvstore = config["update_on_kvstore"]
-        if kv is not None and update_on_kvstore and not kv.is_capable(_kvstore.KVStoreBase.OPTIMIZER):
-            if config["update_on_kvstore"]:
-                raise ValueError("Please set update_on_kvstore=False when training with %s" % type(kv))
-            update_on_kvstore = False
+                raise ValueError("Cannot set update_on_kvstore=False when sparse weights are present.")
+        elif self._contains_sparse_grad:
+            kv, _ = _create_kvstore(config["kvstore"], len(self._contexts), self._params,
+                                    config["default"])
+            self._distributed = kv is not None and "dist" in kv.type
+            update_on_kvstore = self._distributed
+            if config["update_on_kvstore"] is not None:
+                if config["update_on_kvstore"] is False and self._distributed:
+                    raise ValueError("Cannot set update_on_kvstore=False on dist kvstore when sparse "
+                                     "gradients are present.")
+                update_on_kvstore = config["update_on_kvstore"]
+            if kv is not None and not isinstance(kv, KVStoreLocal):
+                raise ValueError("Cannot use %s for multi-device training with sparse gradients"
+                                 % type(kv))
+        else:
+            kv, update_on_kvstore = self._dense_kvstore(config)
         if self._compression_params and kv is None:
             raise ValueError(
                 "compression_params were given but this Trainer uses no kvstore (%d context(s), "
@@ -185,15 +236,45 @@ class Trainer:
             self._mode = LOCAL
         self._kv_initialized = True
 
+    def _dense_kvstore(self, config):
+        kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params,
+                                                config["default"])
+        self._distributed = kv is not None and "dist" in kv.type
+        if self._distributed and "async" in kv.type:
+            if config["update_on_kvstore"] is False:
+                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+            update_on_kvstore = True
+        if config["update_on_kvstore"] is not None:
+            update_on_kvstore = config["update_on_kvstore"]
+        if kv is not None and update_on_kvstore and not kv.is_capable(_kvstore.KVStoreBase.OPTIMIZER):
+            if config["update_on_kvstore"]:
+                raise ValueError("Please set update_on_kvstore=False when training with %s" % type(kv))
+            update_on_kvstore = False
+        return kv, update_on_kvstore
+
     def _init_params(self):
-        """Give the store each ready parameter; device 0's copy becomes every device's value."""
+        """Give the store each ready parameter; device 0's copy becomes every device's value.
+
+        A row_sparse weight is stored whole (the store updates it). A dense weight whose
+        row_sparse gradients are only summed by the store (``reduce``) is not: the store would
+        hold a table-sized copy that the first push replaces, so the copies are synced directly
+        and the key starts empty."""
         waiting = []
         for param in self._params_to_init:
             if param._deferred_init:
                 waiting.append(param)
             elif self._kvstore is not None:
-                copies = param.list_data()
-                self._kvstore.broadcast(self._param2idx[param.name], copies[0], copies)
+                copies = _copies(param)
+                key = self._param2idx[param.name]
+                if param.stype != "default":
+                    self._kvstore.init(key, copies[0])
+                elif param.grad_stype != "default" and not self._update_on_kvstore:
+                    for copy in copies[1:]:
+                        copies[0].copyto(copy)
+                    self._kvstore.init(key, _sparse.zeros(param.grad_stype, param.shape,
+                                                          copies[0].context, param.dtype))
+                else:
+                    self._kvstore.broadcast(key, copies[0], copies)
         self._params_to_init = waiting
 
     def _prepare(self):
@@ -283,15 +364,35 @@ class Trainer:
     def _allreduce_grads(self):
         if self._kvstore is None:
             return
+        kv = self._kvstore
         for i, param in self._trainable():
-            self._kvstore.pushpull(i, param.list_grad(), priority=-i)
+            grads = param.list_grad()
+            if _is_sparse(grads[0]):
+                # Push the rows, pull their sum (the union of rows) back into every gradient.
+                kv.push(i, grads, priority=-i)
+                kv.pull(i, grads, priority=-i, ignore_sparse=self._distributed)
+            else:
+                kv.pushpull(i, grads, priority=-i)
+
+    def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
+        """Pull the rows ``row_id`` of row_sparse ``parameter`` from the store into ``out`` (one
+        array or a list); ``full_idx`` (``row_id`` names every row) pulls the whole value."""
+        self._prepare()
+        idx = self._param2idx[parameter.name]
+        if full_idx and "dist" not in self._kvstore.type:
+            if row_id.size != out.shape[0]:
+                raise ValueError("full_idx=True needs one row id per row of out (%d ids, %d rows)"
+                                 % (row_id.size, out.shape[0]))
+            self._kvstore.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+        else:
+            self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
 
     def _check_fresh(self, ignore_stale_grad, trainable=None):
         """Raise before anything changes if a gradient was not refreshed by ``backward``."""
         if ignore_stale_grad:
             return
         for _, param in (self._trainable() if trainable is None else trainable):
-            for data in param.list_data():
+            for data in _copies(param):
                 if not _is_fresh(data):
                     raise StaleGradientError(
                         "Gradient of Parameter `%s` on context %s has not been updated by backward "
@@ -302,11 +403,25 @@ class Trainer:
                         "gradient" % (param.name, data.context))
 
     def _push_pull_weights(self, ignore_stale_grad):
+        kv = self._kvstore
         for i, param in self._trainable():
-            copies = param.list_data()
+            copies = _copies(param)
             if ignore_stale_grad and not all(_is_fresh(d) for d in copies):
                 continue
-            self._kvstore.pushpull(i, param.list_grad(), out=copies, priority=-i)
+            grads = param.list_grad()
+            if param.stype != "default":
+                if not _is_sparse(grads[0]):
+                    raise RuntimeError(
+                        "Parameter '%s' has a %s weight and dense gradients: the kvstore updates a "
+                        "row_sparse weight from row_sparse gradients only; create it with "
+                        "grad_stype='row_sparse'" % (param.name, param.stype))
+                # The store updates its row_sparse weight; row_sparse_data pulls the rows needed.
+                kv.push(i, grads, priority=-i)
+            elif _is_sparse(grads[0]):
+                kv.push(i, grads, priority=-i)
+                kv.pull(i, copies, priority=-i, ignore_sparse=self._distributed)
+            else:
+                kv.pushpull(i, grads, out=copies, priority=-i)
             for data in copies:
                 _mark_stale(data)
 
@@ -331,7 +446,7 @@ class Trainer:
             if param._grad_req == "null":
                 continue
             for (indices, grads, weights), data in zip(per_device,
-                                                       param._data or param.list_data()):
+                                                       param._data or _copies(param)):
                 if not _is_fresh(data):
                     if not ignore_stale_grad:
                         self._check_fresh(False)        # raises, naming the first stale one

@@ -53,9 +53,13 @@ class KVStoreBase:
         raise NotImplementedError
 
     def push(self, key, value, priority=0):
+        """Sum ``value`` (one array per device) and hand it to the updater, or without one make
+        it the stored value (a row_sparse sum replaces a dense value, storage type included)."""
         raise NotImplementedError
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy the stored value into ``out``; row_sparse outs are skipped unless
+        ``ignore_sparse=False``."""
         raise NotImplementedError
 
     def pushpull(self, key, value, out=None, priority=0):
@@ -100,7 +104,10 @@ class KVStoreBase:
         """Wait for every worker (nothing to wait for in one process)."""
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        raise NotImplementedError("row-sparse arrays are not supported by trainer_cli")
+        """Copy the rows ``row_ids`` (sorted and de-duplicated; rows the store lacks as zeros)
+        of a row_sparse key into row_sparse ``out``: one array, or a list with one ``row_ids``
+        array for all or one per out. A dense key, or a dense out, raises ValueError."""
+        raise NotImplementedError
 
 
 def names() -> list:

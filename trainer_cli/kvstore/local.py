@@ -3,15 +3,23 @@
 ``push`` sums the values of one key over the devices (through 2-bit/1-bit compression with one
 error-feedback residual per source when compression is set) and then either replaces the stored
 value or hands the sum to the updater; ``pull`` broadcasts the stored value to every output.
+
+row_sparse values (MXNet's rules): pushed row_sparse values sum to a row_sparse value (the union
+of their rows); without an updater it replaces the stored value, so a dense key pushed row_sparse
+values becomes row_sparse. ``row_sparse_pull`` copies only the requested rows (sorted, unique;
+rows the store lacks come as zeros) into row_sparse outputs; ``pull`` skips row_sparse outputs
+unless ``ignore_sparse=False``. Nothing here makes a dense copy of a row_sparse value.
 """
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy
 
 from ..ndarray import NDArray
-from ..ndarray.interop import array_module as _array_module, raw as _raw
+from ..ndarray import sparse as _sparse
+from ..ndarray.interop import array_module as _array_module, is_sparse as _is_sparse, raw as _raw
 from ..ndarray.interop import transfer as _transfer, wrap as _wrap
 from .base import KVStoreBase
 
@@ -50,6 +58,25 @@ def group_key_values(key, value, what="value"):
     return sorted(grouped.items()) if len(grouped) > 1 else list(grouped.items())
 
 
+def _rows_per_out(key, out, row_ids):
+    """``[(key, outs, ids per out)]`` for ``row_sparse_pull``'s forms: one key with an out (or a
+    list of outs) and one row-id array (or one per out), or lists of those per key."""
+    keys = key if isinstance(key, (list, tuple)) else [key]
+    outs = out if isinstance(key, (list, tuple)) else [out]
+    ids = row_ids if isinstance(key, (list, tuple)) else [row_ids]
+    if len(outs) != len(keys) or len(ids) != len(keys):
+        raise ValueError("row_sparse_pull: give one out and one row_ids entry per key")
+    groups = []
+    for k, o, r in zip(keys, outs, ids):
+        o = [o] if isinstance(o, NDArray) else list(o)
+        r = [r] * len(o) if isinstance(r, NDArray) else list(r)
+        if len(r) != len(o) or not all(isinstance(x, NDArray) for x in o + r):
+            raise ValueError("row_sparse_pull of key %r: row_ids must be one NDArray or one per "
+                             "out (%d outs, %d row_ids)" % (k, len(o), len(r)))
+        groups.append((k, o, r))
+    return groups
+
+
 class KVStoreLocal(KVStoreBase):
     """Keys and values inside one process; ``device`` in the type enables gradient compression."""
 
@@ -61,6 +88,7 @@ class KVStoreLocal(KVStoreBase):
         self._residuals: dict = {}
         self._merge_buffers: dict = {}
         self._key_kind = None
+        self._warned_sparse_pull = False
 
     @property
     def type(self) -> str:
@@ -94,7 +122,8 @@ class KVStoreLocal(KVStoreBase):
         for k, arrays in group_key_values(key, value):
             self._check_new_key(k, self._store)
             src = arrays[0]
-            self._store[k] = _wrap(_raw(src).copy(), src.context)
+            self._store[k] = src.copy() if _is_sparse(src) else \
+                _wrap(_raw(src).copy(), src.context)
 
     def push(self, key, value, priority=0):
         for k, arrays in group_key_values(key, value):
@@ -102,20 +131,65 @@ class KVStoreLocal(KVStoreBase):
             merged = self._merge(k, arrays, stored)
             if self._updater is not None:
                 self._updater(k, merged, stored)
+            elif _is_sparse(merged) or _is_sparse(stored):
+                # The sum replaces the stored value, storage type included (MXNet).
+                self._store[k] = merged.copyto(stored.context)
             else:
                 _raw(stored)[...] = _transfer(_raw(merged), stored.context)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy the stored value into every ``out``; row_sparse outs only with
+        ``ignore_sparse=False`` (they are skipped otherwise, as MXNet does)."""
         if out is None:
             raise ValueError("pull needs out=")
         for k, outs in group_key_values(key, out, what="out"):
             stored = self._stored(k)
             for target in outs:
-                _raw(target)[...] = _transfer(_raw(stored), target.context)
+                if not _is_sparse(target):
+                    if not _is_sparse(stored):
+                        _raw(target)[...] = _transfer(_raw(stored), target.context)
+                    else:
+                        _raw(target)[...] = _transfer(_raw(stored.tostype("default")),
+                                                      target.context)
+                elif ignore_sparse:
+                    self._warn_sparse_pull_skipped(k)
+                else:
+                    source = stored if stored.stype == target.stype else stored.tostype(target.stype)
+                    source.copyto(target)
+
+    def _warn_sparse_pull_skipped(self, key):
+        if not self._warned_sparse_pull:
+            self._warned_sparse_pull = True
+            warnings.warn("kvstore pull of key %r into a row_sparse output was skipped "
+                          "(ignore_sparse=True); use row_sparse_pull, or pull with "
+                          "ignore_sparse=False" % (key,), stacklevel=3)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Copy the rows ``row_ids`` of a row_sparse key into row_sparse ``out`` (one array or a
+        list): exactly the sorted unique ids, rows the store lacks as zeros. ``row_ids`` is one
+        array (used for every out) or one per out."""
+        if out is None or row_ids is None:
+            raise ValueError("row_sparse_pull needs out= and row_ids=")
+        for k, outs, ids in _rows_per_out(key, out, row_ids):
+            stored = self._stored(k)
+            if stored.stype != "row_sparse":
+                raise ValueError("row_sparse_pull of key %r: the stored value has storage type %s; "
+                                 "row_sparse_pull expects a row_sparse value" % (k, stored.stype))
+            pulled = {}
+            for target, target_ids in zip(outs, ids):
+                if target.stype != "row_sparse":
+                    raise ValueError("row_sparse_pull of key %r: expected row_sparse outputs, got "
+                                     "storage type %s" % (k, target.stype))
+                # The same ids object for several outs: retained once, copied to each.
+                rows = pulled.get(id(target_ids))
+                if rows is None:
+                    rows = pulled[id(target_ids)] = _sparse.retain(
+                        stored, target_ids.as_in_context(stored.context))
+                rows.copyto(target)
 
     def pushpull(self, key, value, out=None, priority=0):
         self.push(key, value, priority)
-        self.pull(key, value if out is None else out, priority)
+        self.pull(key, value if out is None else out, priority, ignore_sparse=False)
 
     def broadcast(self, key, value, out, priority=0):
         self.init(key, value)
@@ -131,7 +205,10 @@ class KVStoreLocal(KVStoreBase):
         return buf
 
     def _merge(self, key, arrays, stored):
-        """The sum over sources, on the stored value's device."""
+        """The sum over sources, on the stored value's device (row_sparse when they all are)."""
+        for arr in arrays:
+            if _is_sparse(arr):
+                return self._merge_sparse(key, arrays, stored)
         if self._compression is not None:
             return self._merge_compressed(key, arrays, stored)
         if len(arrays) == 1:
@@ -143,6 +220,22 @@ class KVStoreLocal(KVStoreBase):
         for arr in arrays[1:]:
             out += _transfer(_raw(arr), ctx)
         return buf
+
+    def _merge_sparse(self, key, arrays, stored):
+        """Sources summed in order; row_sparse ones give the union of their rows, a dense one
+        makes the sum dense (MXNet's ElementwiseSum)."""
+        if self._compression is not None:
+            raise ValueError(
+                "kvstore key %r: gradient compression of row_sparse values is not supported "
+                "(MXNet's 2-bit compression garbles their rows); create the Trainer without "
+                "compression_params for sparse gradients" % (key,))
+        if len(arrays) == 1:
+            return arrays[0]
+        ctx = stored.context
+        total = arrays[0].as_in_context(ctx)
+        for arr in arrays[1:]:
+            total = _sparse.add(total, arr.as_in_context(ctx))
+        return total
 
     def _merge_compressed(self, key, arrays, stored):
         """Quantize each source with its own residual, decode on the merge device, then sum."""

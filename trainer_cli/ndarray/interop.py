@@ -16,6 +16,8 @@ say what they hold, so that no code outside ``ndarray/`` reads an array's privat
   ``mark_stale(x)`` clears it (the Trainer does, once it has used the gradient), as MXNet's
   ``fresh_grad`` does.
 - ``needs_grad(x)``: whether an op on ``x`` inside ``record()`` would be recorded.
+- ``is_sparse(x)``: whether ``x`` is a row_sparse or csr array (``x.stype != 'default'``, for a
+  hot path).
 
 These are plain functions (one call, ~50 ns); code that calls them per parameter per step binds
 them to a module-level name.
@@ -27,7 +29,7 @@ from operator import attrgetter
 from .ndarray import NDArray, _needs_grad, _transfer, _wrap, _xp_of, unbroadcast
 
 __all__ = ["raw", "wrap", "transfer", "array_module", "grad_buffer", "attach_grad_buffer",
-           "grad_req", "is_fresh", "mark_stale", "needs_grad", "unbroadcast"]
+           "grad_req", "is_fresh", "mark_stale", "needs_grad", "unbroadcast", "is_sparse"]
 
 raw = attrgetter("_data")
 wrap = _wrap
@@ -36,6 +38,7 @@ needs_grad = _needs_grad
 grad_buffer = attrgetter("_grad")
 grad_req = attrgetter("_grad_req")
 is_fresh = attrgetter("_fresh_grad")
+is_sparse = attrgetter("_sparse")
 
 
 def array_module(x: NDArray):

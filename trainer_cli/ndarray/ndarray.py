@@ -228,6 +228,8 @@ class NDArray:
     # Make NumPy defer to our reflected operators instead of treating us as an array-like.
     __array_ufunc__ = None
     __array_priority__ = 1000.0
+    # Whether this is a row_sparse/csr array (``sparse.BaseSparseNDArray`` says True).
+    _sparse = False
 
     def __init__(self, data, ctx: Context | None = None):
         self._data = data
@@ -415,6 +417,10 @@ class NDArray:
     def _receive_grad(self, g):
         if type(g) is not _np_ndarray and hasattr(g, "receive_into"):  # a sparse gradient
             g.receive_into(self)
+            return
+        if self._grad._sparse:          # a dense gradient for a row_sparse buffer
+            from .sparse import receive_dense_grad
+            receive_dense_grad(self, g)
             return
         buf = self._grad._data
         if self._grad_req == "add":

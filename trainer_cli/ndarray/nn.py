@@ -428,7 +428,8 @@ def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="fl
     """Rows of ``weight`` picked by the (float) indices in ``data``, clipped to the table.
 
     The result has shape ``data.shape + (output_dim,)``; only ``weight`` gets a gradient (rows used
-    several times accumulate); the indices get none.
+    several times accumulate); the indices get none. With ``sparse_grad`` the gradient is
+    row_sparse: the sorted distinct looked-up rows, zero sums included.
     """
     w = weight._data
     xp = _xp_of(w)
@@ -438,6 +439,13 @@ def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="fl
     if not _recording_for(weight):
         return _wrap(out, weight._ctx)
     flat = idx.reshape(-1)
+    if sparse_grad:
+        from .sparse import embedding_grad
+
+        def sparse_vjp(g, needs):
+            # Only the looked-up rows, never a table-sized gradient (row_sparse, as MXNet's).
+            return None, embedding_grad(flat, g.reshape((flat.shape[0],) + w.shape[1:]), w.shape)
+        return _result(out, weight._ctx, (data, weight), sparse_vjp)
 
     def vjp(g, needs):
         gw = xp.zeros(w.shape, dtype=w.dtype)

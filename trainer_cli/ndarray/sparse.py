@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy
 
 from ..context import Context, current_context
-from .ndarray import NDArray, _recording_for, _recorded, _transfer, _wrap, _xp_of
+from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad",
            "row_sparse_array", "csr_matrix", "zeros", "array", "retain", "dot", "cast_storage",
-           "add", "elemwise_add"]
+           "add", "elemwise_add", "all_rows", "clear", "embedding_grad"]
 
 _INDEX = numpy.int64
 
@@ -54,6 +54,7 @@ class BaseSparseNDArray(NDArray):
 
     __slots__ = ("_shape", "_indices")
     stype_name = None
+    _sparse = True
 
     @property
     def shape(self):
@@ -338,6 +339,31 @@ def array(source_array, ctx=None, dtype=None):
                      % type(source_array).__name__)
 
 
+def all_rows(source, ctx=None, dtype=None) -> RowSparseNDArray:
+    """``source`` (dense, row_sparse or array-like) as a row_sparse array storing every row, zero
+    rows included: how a row_sparse weight is held (MXNet's sparse optimizer kernels need every
+    row of a row_sparse weight stored)."""
+    if isinstance(source, RowSparseNDArray) and len(source._indices) == source._shape[0] \
+            and (dtype is None or source._data.dtype == numpy.dtype(dtype)):
+        dense = source._data      # stored rows are sorted and unique, so these are rows 0..n-1
+        ctx = ctx or source.context
+    else:
+        ctx = ctx or (source.context if isinstance(source, NDArray) else current_context())
+        dense = _as_dense(source, ctx, dtype)._data
+    if dense.ndim == 0:
+        raise ValueError("cannot store a 0-d array as row_sparse")
+    with ctx.device_scope():
+        values = _transfer(dense, ctx, True)
+        rows = ctx.xp.arange(values.shape[0], dtype=_INDEX)
+    return _rsp(values, rows, values.shape, ctx)
+
+
+def clear(x: BaseSparseNDArray) -> None:
+    """Make ``x`` store nothing (all zeros), in place: ``zero_grad`` of a sparse gradient."""
+    empty = zeros(x.stype, x.shape, x.context, x.dtype)
+    empty.copyto(x)
+
+
 # ---------------------------------------------------------------------------------------------
 # Operations
 
@@ -464,6 +490,37 @@ class RowSparseGrad:
         var._fresh_grad = True
 
 
+def embedding_grad(ids, grads, shape) -> RowSparseGrad:
+    """The gradient of an embedding lookup of ``ids`` (flat int64 row ids, repeats allowed) whose
+    output got ``grads`` (one row per id): each looked-up id stored once, sorted, holding the sum
+    of its rows in lookup order. Structural, as in MXNet: an id whose rows sum to zero is stored."""
+    xp = _xp_of(grads)
+    width = tuple(shape[1:])
+    if not len(ids):
+        return RowSparseGrad(xp.zeros((0,), dtype=_INDEX), xp.zeros((0,) + width, grads.dtype), shape)
+    if xp is numpy:
+        # A stable sort keeps each id's rows in lookup order; reduceat sums each run of equal ids.
+        order = numpy.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        starts = numpy.flatnonzero(numpy.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+        return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(grads[order], starts, axis=0),
+                             shape)
+    rows, inverse = xp.unique(ids, return_inverse=True)
+    values = xp.zeros((len(rows),) + width, dtype=grads.dtype)
+    _scatter_add(values, inverse, grads)
+    return RowSparseGrad(rows.astype(_INDEX, copy=False), values, shape)
+
+
+def receive_dense_grad(var: NDArray, g) -> None:
+    """A dense gradient ``g`` reaching a variable whose buffer is row_sparse (a dense op on a
+    weight with ``grad_stype='row_sparse'``): the rows that are not all zero are stored, as
+    MXNet's storage fallback casts the dense result."""
+    xp = _xp_of(g)
+    flat = g.reshape(g.shape[0], -1) if g.ndim > 1 else g.reshape(-1, 1)
+    rows = xp.nonzero((flat != 0).any(axis=1))[0].astype(_INDEX)
+    RowSparseGrad(rows, g[rows], g.shape).receive_into(var)
+
+
 def _check_2d(x, what):
     if x.ndim != 2:
         raise ValueError("dot: %s must be 2-D, got shape %s" % (what, x.shape))
@@ -489,7 +546,8 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
             if transpose_a:
                 rhs = rhs._dense()  # MXNet: dot(csr.T, rsp) also falls back
             else:
-                return _wrap(_csr_times_rsp(lhs, rhs, src, dst, n_out), lhs.context)
+                # A row_sparse weight pulled by ``row_sparse_data``: same gradient as a dense one.
+                return _csr_dot_result(lhs, rhs, _csr_times_rsp(lhs, rhs, src, dst, n_out))
         if isinstance(rhs, BaseSparseNDArray):
             rhs = rhs._dense()
         b = rhs._data
@@ -502,21 +560,26 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
             return _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
         out = xp.zeros((n_out, b.shape[1]), dtype=b.dtype)
         xp.add.at(out, dst, contrib)
-        if _recording_for(rhs):
-            csr, shape = lhs, rhs.shape
-
-            def vjp(g, needs):
-                # d(csr @ w)/dw = csr.T @ g: only the stored columns get rows.
-                grad = dot(csr, _wrap(g, csr.context), transpose_a=True)
-                return (RowSparseGrad(grad._indices, grad._data, shape),)
-            return _recorded(out, lhs.context, (rhs,), vjp)
-        return _wrap(out, lhs.context)
+        return _csr_dot_result(lhs, rhs, out)
     if isinstance(lhs, BaseSparseNDArray) or isinstance(rhs, BaseSparseNDArray):
         raise NotImplementedError("sparse.dot supports a csr left operand (optionally "
                                   "transposed) with a dense or row_sparse right operand")
     from .ops import dot as dense_dot
 
     return dense_dot(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b)
+
+
+def _csr_dot_result(csr, rhs, out):
+    """``out = csr @ rhs`` as an NDArray, recorded when ``rhs`` needs a gradient."""
+    if not _recording_for(rhs):
+        return _wrap(out, csr.context)
+    shape = rhs.shape
+
+    def vjp(g, needs):
+        # d(csr @ w)/dw = csr.T @ g: only the stored columns get rows (explicit zeros included).
+        grad = dot(csr, _wrap(g, csr.context), transpose_a=True)
+        return (RowSparseGrad(grad._indices, grad._data, shape),)
+    return _recorded(out, csr.context, (rhs,), vjp)
 
 
 def _csr_times_rsp(csr, rsp, src, dst, n_out):

@@ -14,9 +14,14 @@ The header::
                           "wd_mult": [[key, value], ...], "extra": {...}, "extra_arrays": {name: key}},
      "devices": [{"device_id": d, "states": [{"index": i, "state": LAYOUT}, ...]}, ...]}
 
-where a LAYOUT is ``null``, ``{"array": key, "dtype": "float32", "shape": [...]}``, or
-``{"tuple": [LAYOUT, ...]}`` / ``{"list": [LAYOUT, ...]}``. The scheduler, with every field that
-decides its values, sits in ``hyperparams.lr_scheduler``.
+where a LAYOUT is ``null``, ``{"array": key, "dtype": "float32", "shape": [...]}``,
+``{"row_sparse": {"shape": [...], "dtype": "float32", "indices": key, "data": key}}`` (a
+row_sparse state stored as its parts: int64 row ids and one row of values per id, never
+densified), or ``{"tuple": [LAYOUT, ...]}`` / ``{"list": [LAYOUT, ...]}``. The scheduler, with
+every field that decides its values, sits in ``hyperparams.lr_scheduler``.
+
+Version 2 added the row_sparse layout; a file without row_sparse states is still written as
+version 1, and both versions are read.
 
 Loading rebuilds the optimizer from the header (hyper-parameters and counts come from the file,
 as MXNet's unpickling does) and returns the states as NDArrays on ``cpu(0)``; the ``Updater`` moves
@@ -35,13 +40,17 @@ from .._bounded import open_regular
 from .._npz import NpzError, read_npz, write_npz
 from ..context import cpu
 from ..ndarray import NDArray
+from ..ndarray import sparse as _sparse
+from ..ndarray.sparse import RowSparseNDArray
 from .optimizer import Optimizer
 
 __all__ = ["StateFileError", "FORMAT", "VERSION", "dumps_states", "loads_states",
            "save_states_file", "load_states_file", "describe_states"]
 
 FORMAT = "trainer-cli/optimizer-states"
-VERSION = 1
+VERSION = 2
+# Version 1 files (no row_sparse layouts) are what VERSION 2 writes without sparse states.
+_READABLE = (1, 2)
 _HEADER = "__header__"
 _ZIP_MAGIC = b"PK\x03\x04"
 _NPY_MAGIC = b"\x93NUMPY"
@@ -58,6 +67,7 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_name
     ``param_names`` (``{index: name}``) only labels the states for people reading the file.
     """
     arrays: dict = {}
+    sparse_used = []
 
     def put(array) -> str:
         key = "a%d" % len(arrays)
@@ -69,6 +79,13 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_name
             return None
         if isinstance(state, (tuple, list)):
             return {type(state).__name__: [layout(s) for s in state]}
+        if isinstance(state, RowSparseNDArray):
+            sparse_used.append(True)
+            data = put(state.data)
+            return {"row_sparse": {"shape": list(state.shape), "dtype": arrays[data].dtype.name,
+                                   "indices": put(state.indices), "data": data}}
+        if isinstance(state, NDArray) and state.stype != "default":
+            raise TypeError("cannot save a %s optimizer state" % state.stype)
         if isinstance(state, NDArray) or hasattr(state, "shape"):
             key = put(state)
             return {"array": key, "dtype": arrays[key].dtype.name, "shape": list(arrays[key].shape)}
@@ -79,7 +96,7 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_name
         entries = [{"index": _json_key(index), "state": layout(state)}
                    for index, state in states_by_device[device_id].items()]
         devices.append({"device_id": int(device_id), "states": entries})
-    header = {"format": FORMAT, "version": VERSION,
+    header = {"format": FORMAT, "version": VERSION if sparse_used else 1,
               "optimizer": None if optimizer is None else _describe_optimizer(optimizer, put),
               "devices": devices}
     if param_names:
@@ -174,9 +191,10 @@ def _read(data, source: str):
         raise fail("unreadable header (%s)" % (exc,)) from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise fail("the header does not name the format %r" % FORMAT)
-    if header.get("version") != VERSION:
+    if header.get("version") not in _READABLE:
         raise StateFileError("%s: optimizer-states format version %r; this trainer-cli reads "
-                             "version %d" % (source, header.get("version"), VERSION))
+                             "versions %s" % (source, header.get("version"),
+                                              " and ".join(map(str, _READABLE))))
     return header, arrays
 
 
@@ -197,6 +215,21 @@ def _rebuild(header: dict, arrays: dict, source: str):
                        % (key, list(a.shape), list(shape)))
         return a
 
+    def row_sparse(parts):
+        shape = [int(n) for n in parts["shape"]]
+        if not shape or min(shape) < 0:
+            raise fail("bad row_sparse shape %r" % (parts["shape"],))
+        indices = array(parts["indices"], "int64")
+        data = array(parts["data"], parts.get("dtype"))
+        if indices.ndim != 1 or list(data.shape) != [len(indices)] + shape[1:]:
+            raise fail("row_sparse state of shape %s has indices of shape %s and data of shape %s"
+                       % (shape, list(indices.shape), list(data.shape)))
+        try:
+            # Checks that the row ids are sorted, unique and inside the shape.
+            return _sparse.row_sparse_array((data, indices), shape=shape, ctx=ctx, dtype=data.dtype)
+        except ValueError as exc:
+            raise fail("bad row_sparse state: %s" % (exc,)) from None
+
     def state(layout):
         if layout is None:
             return None
@@ -204,6 +237,8 @@ def _rebuild(header: dict, arrays: dict, source: str):
             raise fail("bad state layout %r" % (layout,))
         if "array" in layout:
             return NDArray(array(layout["array"], layout.get("dtype"), layout.get("shape")), ctx)
+        if "row_sparse" in layout:
+            return row_sparse(layout["row_sparse"])
         if "tuple" in layout:
             return tuple(state(s) for s in layout["tuple"])
         if "list" in layout:

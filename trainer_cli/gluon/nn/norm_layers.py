@@ -129,7 +129,9 @@ class LayerNorm(HybridBlock):
 class Embedding(HybridBlock):
     """Map integer indices (given as floats) to rows of a ``(input_dim, output_dim)`` weight.
 
-    ``sparse_grad`` is accepted; the gradient is always dense (same values, more memory).
+    With ``sparse_grad=True`` the weight's gradient is row_sparse (``grad_stype='row_sparse'``):
+    the sorted distinct looked-up rows only, so a step on a large table costs what the batch
+    touches; the Trainer then reduces and updates it as MXNet does (lazily, by default).
     """
 
     def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
@@ -138,7 +140,8 @@ class Embedding(HybridBlock):
         self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
                         "sparse_grad": sparse_grad}
         self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer,
-                                      dtype=dtype, allow_deferred_init=True)
+                                      dtype=dtype, allow_deferred_init=True,
+                                      grad_stype="row_sparse" if sparse_grad else "default")
 
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, **self._kwargs)
