@@ -13,18 +13,16 @@ update rule on raw arrays.
   ``SparseRows`` (rows, values, shape); "present" rows are the stored ones, zeros included.
   Bookkeeping (update counts, rates, Adam's bias correction) is the same as for a dense
   gradient: an empty gradient still counts.
-* Optimizers with a row_sparse kernel in MXNet (SGD, Adam, LARS with ``lazy_update``; AdaGrad,
-  GroupAdaGrad; NAG without momentum) run it (``_sparse_step`` or their own ``_steps``); every
-  other one densifies the gradient (``Optimizer._sparse_step``): exactly its dense update with
-  the absent rows as zeros.
+* Optimizers with a row_sparse kernel in MXNet run it (SGD and Adam with ``lazy_update``, in
+  their own ``_steps``); every other one densifies the gradient (``Optimizer._sparse_step``):
+  exactly its dense update with the absent rows as zeros.
 * A ``RowSparseNDArray`` *weight* must store every row (indices ``0..n-1``), as a kvstore holds
   a row_sparse parameter: the rules update its values in place as the full table, the
   indices never change (MXNet's kernels refuse a weight with rows missing; so does
   ``raw_weight``, with a ValueError). ``create_state`` gives MXNet's states for it: row_sparse
-  (``zeros_like(weight, stype='row_sparse')``, no row stored) for lazy SGD/LARS/Adam, AdaGrad
-  and Ftrl, which store every row, as zeros, the first time an update uses them
-  (``raw_state``; MXNet's ``FillDnsZerosRspImpl``); dense for the others. Ftrl and AdaGrad are
-  lazy on a row_sparse weight (only the present rows change).
+  (``zeros_like(weight, stype='row_sparse')``, no row stored) for lazy SGD and Adam, which store
+  every row, as zeros, the first time an update uses them (``raw_state``; MXNet's
+  ``FillDnsZerosRspImpl``); dense for the others.
 * The Updater never keeps a prepared step (``updater._Prepared``) holding a row_sparse gradient
   or weight: their arrays change from step to step.
 """
