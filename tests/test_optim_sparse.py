@@ -294,3 +294,52 @@ def test_gradient_not_fitting_the_weight_is_refused():
     bad_shape = sparse.row_sparse_array((numpy.ones((1, 3), numpy.float32), [1]), shape=(4, 3))
     with pytest.raises(ValueError, match="shape"):
         updater(0, bad_shape, w)
+
+
+# ------------------------------------------------------------------------- row_sparse weights
+@pytest.mark.parametrize("name,params,parts", [
+    ("sgd", {"momentum": 0.9, "wd": 0.01, "learning_rate": 0.1}, 1),
+    ("adam", {"wd": 0.01, "learning_rate": 0.01}, 2),
+])
+def test_row_sparse_weight_gets_row_sparse_states_and_the_dense_weights_numbers(name, params,
+                                                                                 parts):
+    """A row_sparse weight holding every row (as a kvstore holds one): ``create_state`` gives
+    MXNet's row_sparse states, storing nothing until the first update stores every row; the
+    weight's values move exactly as a dense weight's, its indices stay 0..n-1."""
+    shape = (12, 3)
+    w0 = _rand(shape, 7)
+    steps = _steps(shape, 4, 50)
+    optimizer = opt.create(name, **params)
+    updater = opt.get_updater(optimizer)
+    w = sparse.all_rows(nd.array(w0))
+    state = optimizer.create_state(0, w)
+    states = state if isinstance(state, tuple) else (state,)
+    assert len(states) == parts
+    assert all(s.stype == "row_sparse" and s.indices.shape[0] == 0 for s in states)
+    for rows, values in steps:
+        updater(0, sparse.row_sparse_array((values, rows), shape=shape), w)
+    dense, dense_state = _run(name, params, w0, steps)
+    assert w.stype == "row_sparse"
+    assert w.indices.asnumpy().tolist() == list(range(shape[0]))
+    assert _bits(w.asnumpy()) == _bits(dense)
+    got_states = updater.states[0] if isinstance(updater.states[0], tuple) else (updater.states[0],)
+    want_states = dense_state if isinstance(dense_state, tuple) else (dense_state,)
+    for g, d in zip(got_states, want_states):
+        assert g.stype == "row_sparse" and g.indices.asnumpy().tolist() == list(range(shape[0]))
+        assert _bits(g.asnumpy()) == _bits(d.asnumpy())
+
+
+def test_row_sparse_weight_not_lazy_gets_dense_states():
+    w = sparse.all_rows(nd.array(_rand((6, 2), 8)))
+    for name, params in (("sgd", {"momentum": 0.9}), ("adam", {})):
+        state = opt.create(name, lazy_update=False, **params).create_state(0, w)
+        for s in state if isinstance(state, tuple) else (state,):
+            assert s.stype == "default"
+
+
+def test_row_sparse_weight_with_rows_missing_is_refused():
+    w = sparse.row_sparse_array((numpy.ones((2, 2), numpy.float32), [0, 3]), shape=(5, 2))
+    g = sparse.row_sparse_array((numpy.ones((1, 2), numpy.float32), [0]), shape=(5, 2))
+    updater = opt.get_updater(opt.create("sgd", momentum=0.9))
+    with pytest.raises(ValueError, match="all rows present"):
+        updater(0, g, w)

@@ -38,7 +38,7 @@ from ..context import array_module_of
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw_array
 from ..ndarray.slabs import Slabs
-from ..ndarray.sparse import RowSparseNDArray, zeros as _sparse_zeros
+from ..ndarray.sparse import RowSparseNDArray, all_rows as _all_rows_of, zeros as _sparse_zeros
 from .. import lr_scheduler as _lr_scheduler
 
 __all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "register", "create",
@@ -519,7 +519,7 @@ def raw(x):
     if type(x) is NDArray:
         return _raw_array(x)
     if isinstance(x, RowSparseNDArray):
-        return SparseRows(x._indices, x._data, x.shape)
+        return SparseRows(_raw_array(x.indices), _raw_array(x.data), x.shape)
     return _raw_array(x) if isinstance(x, NDArray) else x
 
 
@@ -536,16 +536,14 @@ def _all_rows(rsp, what, fill):
     """The values of row_sparse ``rsp`` as the dense table, every row stored. With ``fill``, an
     array storing no row first stores them all as zeros (MXNet's ``FillDnsZerosRspImpl`` on a
     fresh row_sparse state)."""
-    stored, total = int(rsp._indices.shape[0]), rsp.shape[0]
-    if stored == 0 and fill:
-        xp = array_module_of(rsp._data)
-        rsp._indices = xp.arange(total, dtype=numpy.int64)
-        rsp._data = xp.zeros(rsp.shape, dtype=rsp._data.dtype)
+    stored, total = rsp.indices.shape[0], rsp.shape[0]
+    if stored == 0 and fill and total:
+        _all_rows_of(rsp).copyto(rsp)
     elif stored != total:
         raise ValueError("an optimizer update of a RowSparse %s is only implemented for RowSparse "
                          "%s with all rows present: %s.data.shape[0] (%d) != %s.shape[0] (%d)"
                          % (what, what, what, stored, what, total))
-    return rsp._data
+    return _raw_array(rsp.data)
 
 
 def densified(g):
