@@ -1,9 +1,17 @@
 """Adam (``adam``, MXNet 1.9's L2 form) and AdamW (``adamw``, decoupled weight decay).
 
 Each rule three times: the NumPy body (the reference), the CPU loop and the CUDA element, which
-do its operations in the same order and precision (``kernels`` runs whichever fits); then the
-optimizer classes. A row_sparse path (issue 15, MXNet's lazy update) would be a second NumPy
-body and ``Kernel`` pair over the rows a gradient holds, chosen in ``adam_rule``.
+do its operations in the same order and precision (``kernels`` runs whichever fits); then Adam's
+row_sparse path (a NumPy body and a ``RowKernel`` over the rows a gradient holds, chosen in
+``adam_sparse_rule``); then the optimizer classes.
+
+Row_sparse gradients (``SparseRows``), MXNet 1.9.1's ``AdamLazyUpdateDnsRspDnsImpl`` and
+``AdamStdUpdateDnsRspDnsImpl``: lazy (``lazy_update=True``, the default) runs the dense rule on
+the rows present in the gradient only (weight, mean and var of absent rows keep their bits;
+O(rows present)); standard (``lazy_update=False``) is the dense rule with absent rows as
+gradient 0. The bias correction comes from the parameter's update count, advanced by every
+update, an empty gradient's included. AdamW (MXNet 2.0's, over contrib ``adamw_update``, which
+has no row_sparse kernel) densifies the gradient.
 """
 from __future__ import annotations
 
@@ -12,10 +20,10 @@ import math
 import numpy
 
 from ..context import array_module_of
-from .kernels import CUDA_CLIP, Kernel, clip as _clip
-from .optimizer import Optimizer, Plan, register, scaled_grad, zeros_like
+from .kernels import CUDA_CLIP, Kernel, RowKernel, clip as _clip
+from .optimizer import Optimizer, Plan, SparseRows, densified, register, scaled_grad, zeros_like
 
-__all__ = ["Adam", "AdamW", "adam_rule", "adamw_rule"]
+__all__ = ["Adam", "AdamW", "adam_rule", "adamw_rule", "adam_sparse_rule"]
 
 _np_ndarray = numpy.ndarray
 
@@ -144,6 +152,7 @@ _ADAMW_CUDA = (_PARAMS, "T w, T mean, T var", """
 
 ADAM_KERNEL = Kernel("adam", scalars=_SCALARS, arrays=4, cpu=_adam_cpu, cuda=_ADAM_CUDA)
 ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA)
+ADAM_ROWS_KERNEL = RowKernel("adam", scalars=_SCALARS, arrays=4, one=_adam_cpu)
 
 
 def _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip):
@@ -166,6 +175,36 @@ def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip
     if not ADAMW_KERNEL.run((w, g, mean, var),
                             _scalars(eta, wd, beta1, beta2, epsilon, rescale, clip)):
         _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip)
+
+
+def _adam_rows_numpy(w, rows, g, mean, var, lr, wd, beta1, beta2, epsilon, rescale, clip):
+    """MXNet's lazy row_sparse Adam: the dense body on rows ``rows`` of ``w``, ``mean`` and
+    ``var`` (``g``: the gradient's values), gathered and scattered back."""
+    rows_w, rows_mean, rows_var = w[rows], mean[rows], var[rows]
+    _adam_numpy(rows_w, g, rows_mean, rows_var, lr, wd, beta1, beta2, epsilon, rescale, clip)
+    mean[rows] = rows_mean
+    var[rows] = rows_var
+    w[rows] = rows_w
+
+
+def adam_sparse_rule(w, grad, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip, lazy):
+    """MXNet's adam_update with a row_sparse gradient ``grad`` (``SparseRows``), in place: lazy
+    (only the present rows) or standard (the dense rule, absent rows with gradient 0)."""
+    grad.checked_for(w)
+    if not lazy:
+        adam_rule(w, grad.dense(), mean, var, lr=lr, wd=wd, beta1=beta1, beta2=beta2,
+                  epsilon=epsilon, rescale=rescale, clip=clip)
+        return
+    rows = grad.rows
+    if not len(rows):
+        return          # MXNet: no stored row, nothing changes (the count has advanced)
+    width = w.size // w.shape[0]
+    w2, g2 = w.reshape(w.shape[0], width), grad.values.reshape(len(rows), width)
+    mean2, var2 = mean.reshape(w2.shape), var.reshape(w2.shape)
+    if not ADAM_ROWS_KERNEL.run(w2, rows, g2, (mean2, var2),
+                                _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip)):
+        _adam_rows_numpy(w2, rows, g2, mean2, var2, lr, wd, beta1, beta2, epsilon, rescale,
+                         clip)
 
 
 def _adam_steps(rule, kernel, step, plans, *, beta1, beta2, epsilon, rescale, clip):
@@ -230,11 +269,18 @@ class Adam(_AdamBase):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  lazy_update=True, **kwargs):
         super().__init__(learning_rate, beta1, beta2, epsilon, **kwargs)
-        self.lazy_update = lazy_update      # row-sparse gradients only; all arrays here are dense
+        self.lazy_update = lazy_update      # row_sparse gradients only (adam_sparse_rule)
 
-    @staticmethod
-    def _rule(w, g, mean, var, lr, wd, **kw):
-        adam_rule(w, g, mean, var, lr=lr, wd=wd, **kw)
+    def create_state(self, index, weight):
+        # Lazy: a row_sparse weight gets row_sparse moments (MXNet).
+        stype = weight.stype if self.lazy_update else "default"
+        return (zeros_like(weight, stype=stype), zeros_like(weight, stype=stype))
+
+    def _rule(self, w, g, mean, var, lr, wd, **kw):
+        if type(g) is SparseRows:
+            adam_sparse_rule(w, g, mean, var, lr=lr, wd=wd, lazy=self.lazy_update, **kw)
+        else:
+            adam_rule(w, g, mean, var, lr=lr, wd=wd, **kw)
 
 
 @register
@@ -267,4 +313,4 @@ class AdamW(_AdamBase):
 
     @staticmethod
     def _rule(w, g, mean, var, lr, wd, **kw):
-        adamw_rule(w, g, mean, var, eta=lr, wd=wd, **kw)
+        adamw_rule(w, densified(g), mean, var, eta=lr, wd=wd, **kw)

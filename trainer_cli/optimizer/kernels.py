@@ -22,9 +22,11 @@ weight's dtype) and one row of scalars of that dtype, in the order the rule's ``
 them; flags (clipping, decay) are scalars too, 0 or 1, so that a multi-tensor driver hands each
 tensor its own row.
 
-A sparse rule (row_sparse gradients) would sit beside the dense one in the rule's file as a
-second ``Kernel`` over (weight rows, gradient rows, row indices); ``run`` and the drivers take it
-unchanged once ``handles`` accepts its index column.
+A row_sparse rule (MXNet's lazy update over the rows a gradient holds) sits beside the dense one
+in the rule's file as a ``RowKernel``: the rule's per-element loop run on each present row (the
+weight's and states' row ``rows[r]``, the gradient's row ``r``), so a step costs O(rows touched),
+never O(table). Its NumPy body gathers the rows, runs the dense body on them and scatters them
+back; the two give the same bits (``tests/test_optim_sparse.py``).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import numpy
 from .. import _jit
 from .._jit import enabled
 
-__all__ = ["Kernel", "groups", "clip", "CUDA_CLIP", "enabled", "num_threads", "MIN_SIZE",
+__all__ = ["Kernel", "RowKernel", "groups", "clip", "CUDA_CLIP", "enabled", "num_threads", "MIN_SIZE",
            "PARALLEL_MIN_SIZE"]
 
 # Below this many elements a tensor (or a whole group) takes the NumPy body: numba's call and,
@@ -143,6 +145,75 @@ class Kernel:
         for positions, table, spans in found:
             _run_spans(self._multi, table, rows_of(positions), spans)
         return rest
+
+
+class RowKernel:
+    """A rule's row_sparse kernel: ``one``, a per-element loop ``one(*arrays, s)`` of the dense
+    kind, run by a driver on each row a gradient holds: ``one(w[i], g[r], state[i]..., s)`` for
+    ``i = rows[r]``, the weight and states 2-D ``(rows, row_length)``, the gradient's values
+    ``(len(rows), row_length)``. ``arrays`` counts weight, gradient and states as in ``Kernel``.
+    No CUDA element yet: on CuPy the rule's NumPy body runs (gather, dense body, scatter)."""
+
+    __slots__ = ("name", "scalars", "cpu")
+
+    def __init__(self, name, *, scalars, arrays, one):
+        self.name, self.scalars = name, tuple(scalars)
+        self.cpu = _jit.Kernel(_ROW_DRIVERS[arrays],
+                               {"one": _jit.Kernel(one, {"_clip": _clip_kernel})},
+                               qualname="rows_" + name)
+
+    def run(self, w, rows, values, states, scalars) -> bool:
+        """Run on the rows ``rows`` (int64) of ``w`` and ``states`` with gradient ``values``
+        (``scalars``: the values ``scalars`` names); False when the NumPy body must run (not
+        NumPy, another layout, too little work to pay for numba, numba off)."""
+        if type(w) is not _np_ndarray or not w.ndim or values.size < MIN_SIZE \
+                or not handles_rows(w, rows, values, states) or not _jit.ready():
+            return False
+        width = w.size // w.shape[0] if w.shape[0] else 0
+        s = numpy.array([scalars[name] for name in self.scalars], dtype=w.dtype)
+        self.cpu(w.reshape(-1, width), rows, values.reshape(-1, width),
+                 *[a.reshape(-1, width) for a in states], s)
+        return True
+
+
+def handles_rows(w, rows, values, states) -> bool:
+    """Whether a row loop takes a weight ``w``, its ``states`` (NumPy, C-contiguous, one native
+    float dtype and shape), row ids ``rows`` (int64, one per row of ``values``) and gradient
+    ``values`` (C-contiguous, the weight's dtype and row length), none overlapping another."""
+    dtype = w.dtype
+    if (dtype is not _F32 and dtype is not _F64) or not w.flags.c_contiguous:
+        return False
+    if type(rows) is not _np_ndarray or rows.dtype != numpy.int64 or rows.ndim != 1 \
+            or type(values) is not _np_ndarray or values.dtype is not dtype \
+            or not values.flags.c_contiguous or values.shape[0] != rows.shape[0] \
+            or values.shape[1:] != w.shape[1:]:
+        return False
+    for a in states:
+        if type(a) is not _np_ndarray or a.dtype is not dtype or a.shape != w.shape \
+                or not a.flags.c_contiguous:
+            return False
+    return _disjoint((w, values) + tuple(states), numpy.may_share_memory)
+
+
+# The row_sparse drivers: ``one`` (the rule's loop) over each present row.
+def _rows2(w, rows, g, s):
+    for r in range(rows.shape[0]):
+        one(w[rows[r]], g[r], s)  # noqa: F821
+
+
+def _rows3(w, rows, g, a, s):
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        one(w[i], g[r], a[i], s)  # noqa: F821
+
+
+def _rows4(w, rows, g, a, b, s):
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        one(w[i], g[r], a[i], b[i], s)  # noqa: F821
+
+
+_ROW_DRIVERS = {2: _rows2, 3: _rows3, 4: _rows4}
 
 
 # The multi-tensor drivers: ``one`` (the rule's loop) over the span of each tensor a thread

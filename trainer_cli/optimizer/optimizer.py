@@ -5,6 +5,26 @@ What lives here is what every optimizer shares: the learning rate and its schedu
 ``clip_gradient``, multi-precision (float16 weights with a float32 master copy), and the registry
 behind ``create(name)``. Each optimizer module adds only its hyper-parameters, its state and one
 update rule on raw arrays.
+
+**Row_sparse gradients and weights** (MXNet 1.9.1's sparse optimizer path; semantics §10):
+
+* ``Optimizer.update``/``update_multi_precision(index, weight, grad, state)`` and
+  ``Updater(index, grad, weight)`` take a ``RowSparseNDArray`` ``grad``. The rules see it as a
+  ``SparseRows`` (rows, values, shape); "present" rows are the stored ones, zeros included.
+  Bookkeeping (update counts, rates, Adam's bias correction) is the same as for a dense
+  gradient: an empty gradient still counts.
+* Optimizers with a row_sparse kernel in MXNet run it (SGD and Adam with ``lazy_update``, in
+  their own ``_steps``); every other one densifies the gradient (``Optimizer._sparse_step``):
+  exactly its dense update with the absent rows as zeros.
+* A ``RowSparseNDArray`` *weight* must store every row (indices ``0..n-1``), as a kvstore holds
+  a row_sparse parameter: the rules update its values in place as the full table, the
+  indices never change (MXNet's kernels refuse a weight with rows missing; so does
+  ``raw_weight``, with a ValueError). ``create_state`` gives MXNet's states for it: row_sparse
+  (``zeros_like(weight, stype='row_sparse')``, no row stored) for lazy SGD and Adam, which store
+  every row, as zeros, the first time an update uses them (``raw_state``; MXNet's
+  ``FillDnsZerosRspImpl``); dense for the others.
+* The Updater never keeps a prepared step (``updater._Prepared``) holding a row_sparse gradient
+  or weight: their arrays change from step to step.
 """
 from __future__ import annotations
 
@@ -18,10 +38,11 @@ from ..context import array_module_of
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw_array
 from ..ndarray.slabs import Slabs
+from ..ndarray.sparse import RowSparseNDArray, all_rows as _all_rows_of, zeros as _sparse_zeros
 from .. import lr_scheduler as _lr_scheduler
 
-__all__ = ["Optimizer", "Plan", "PreparedStep", "register", "create", "scaled_grad", "raw",
-           "raw_state", "zeros_like"]
+__all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "register", "create",
+           "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified"]
 
 _MISSING = object()
 
@@ -43,11 +64,21 @@ class PreparedStep:
     keeps one per index list across the steps of a training loop (``updater.Updater``); a
     direct ``Optimizer.update`` call makes one for the call."""
 
-    __slots__ = ("weights", "grads", "states", "_splits", "_rows")
+    __slots__ = ("weights", "grads", "states", "rsp_weights", "_splits", "_rows")
 
-    def __init__(self, weights, grads, states):
+    def __init__(self, weights, grads, states, rsp_weights=()):
         self.weights, self.grads, self.states = weights, grads, states
+        # Which weights are RowSparseNDArrays (empty: none is): Ftrl and AdaGrad are lazy there.
+        self.rsp_weights = rsp_weights
         self._splits, self._rows = {}, {}
+
+    @classmethod
+    def of(cls, weights, grads, states):
+        """The raw arrays of NDArray ``weights``, ``grads`` (row_sparse ones as ``SparseRows``)
+        and ``states``."""
+        rsp = tuple(isinstance(w, RowSparseNDArray) for w in weights)
+        return cls([raw_weight(w) for w in weights], [raw(g) for g in grads],
+                   [raw_state(s) for s in states], rsp if any(rsp) else ())
 
     def split(self, kernel, columns):
         """``kernels.groups(columns())`` for ``kernel``, worked out once."""
@@ -333,8 +364,7 @@ class Optimizer:
         else:
             indices, weights, grads, states = [index], [weight], [grad], [state]
         plans = self._plan(indices, weights, grads)
-        self._steps(PreparedStep([raw(w) for w in weights], [raw(g) for g in grads],
-                                 [raw_state(s) for s in states]), plans)
+        self._steps(PreparedStep.of(weights, grads, states), plans)
 
     def _plan(self, indices, weights, grads):
         """The bookkeeping phase: count the indices, then return each one's ``Plan``."""
@@ -346,9 +376,21 @@ class Optimizer:
         return [Plan(index, lr, wd) for index, lr, wd in zip(indices, lrs, wds)]
 
     def _steps(self, step, plans):
-        """The arithmetic phase: ``_step`` for each tensor of ``step`` with its plan."""
-        for w, g, s, plan in zip(step.weights, step.grads, step.states, plans):
-            self._step(plan.index, w, g, s, plan.lr, plan.wd)
+        """The arithmetic phase: ``_step`` for each tensor of ``step`` with its plan (a
+        row_sparse gradient: ``_sparse_step``)."""
+        rsp = step.rsp_weights
+        for p, (w, g, s, plan) in enumerate(zip(step.weights, step.grads, step.states, plans)):
+            if type(g) is SparseRows:
+                self._sparse_step(plan.index, w, g, s, plan.lr, plan.wd, bool(rsp and rsp[p]))
+            else:
+                self._step(plan.index, w, g, s, plan.lr, plan.wd)
+
+    def _sparse_step(self, index, weight, grad, state, lr, wd, rsp_weight):
+        """``_step`` with a row_sparse ``grad`` (``SparseRows``) on ``weight`` (the full table;
+        ``rsp_weight``: the weight is a RowSparseNDArray). MXNet has no row_sparse kernel for
+        most rules and densifies the gradient (its storage fallback): exactly the dense update,
+        absent rows with gradient 0. Optimizers with a row_sparse kernel override this."""
+        self._step(index, weight, grad.dense(), state, lr, wd)
 
     def update_multi_precision(self, index, weight, grad, state):
         """``update``, through the float32 master copy for float16 weights under multi_precision."""
@@ -437,12 +479,83 @@ create = Optimizer.create_optimizer
 
 
 # ---------------------------------------------------------------------- helpers for the rules
+class SparseRows:
+    """A row_sparse gradient as the rules take it: ``rows`` (sorted, unique int64 row ids),
+    ``values`` (one row of values per id, ``(len(rows),) + shape[1:]``) and the logical
+    ``shape``. "Present" is structural: a listed row of zeros is present."""
+
+    __slots__ = ("rows", "values", "shape")
+
+    def __init__(self, rows, values, shape):
+        self.rows, self.values, self.shape = rows, values, tuple(shape)
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    def dense(self):
+        """The gradient with its absent rows as zeros (MXNet's storage fallback)."""
+        xp = array_module_of(self.values)
+        out = xp.zeros(self.shape, dtype=self.values.dtype)
+        if len(self.rows):
+            out[self.rows] = self.values
+        return out
+
+    def checked_for(self, w):
+        """``self``, after checking that it fits weight ``w``: same shape, row ids in range
+        (the kernels index ``w`` by them unchecked)."""
+        if tuple(w.shape) != self.shape:
+            raise ValueError("row_sparse gradient of shape %s for a weight of shape %s"
+                             % (self.shape, tuple(w.shape)))
+        rows = self.rows
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= self.shape[0]):
+            raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % self.shape[0])
+        return self
+
+
 def raw(x):
-    """The NumPy/CuPy array behind an NDArray (or ``x`` itself when already raw)."""
+    """The NumPy/CuPy array behind an NDArray (or ``x`` itself when already raw); a
+    RowSparseNDArray gives its ``SparseRows``."""
+    if type(x) is NDArray:
+        return _raw_array(x)
+    if isinstance(x, RowSparseNDArray):
+        return SparseRows(_raw_array(x.indices), _raw_array(x.data), x.shape)
     return _raw_array(x) if isinstance(x, NDArray) else x
 
 
+def raw_weight(w):
+    """The array a rule updates in place for weight ``w``: a dense NDArray's own array, or the
+    values of a RowSparseNDArray holding every row (as a kvstore holds a row_sparse parameter;
+    MXNet's kernels refuse one with rows missing, and so does this)."""
+    if isinstance(w, RowSparseNDArray):
+        return _all_rows(w, "weights", fill=False)
+    return raw(w)
+
+
+def _all_rows(rsp, what, fill):
+    """The values of row_sparse ``rsp`` as the dense table, every row stored. With ``fill``, an
+    array storing no row first stores them all as zeros (MXNet's ``FillDnsZerosRspImpl`` on a
+    fresh row_sparse state)."""
+    stored, total = rsp.indices.shape[0], rsp.shape[0]
+    if stored == 0 and fill and total:
+        _all_rows_of(rsp).copyto(rsp)
+    elif stored != total:
+        raise ValueError("an optimizer update of a RowSparse %s is only implemented for RowSparse "
+                         "%s with all rows present: %s.data.shape[0] (%d) != %s.shape[0] (%d)"
+                         % (what, what, what, stored, what, total))
+    return _raw_array(rsp.data)
+
+
+def densified(g):
+    """``g`` as a dense raw array (a ``SparseRows`` densified, anything else as it is)."""
+    return g.dense() if type(g) is SparseRows else g
+
+
 def raw_state(state):
+    if type(state) is NDArray:
+        return _raw_array(state)
+    if isinstance(state, RowSparseNDArray):
+        return _all_rows(state, "states", fill=True)
     if isinstance(state, NDArray):
         return _raw_array(state)
     if type(state) is tuple:
@@ -460,9 +573,15 @@ def raw_state(state):
 STATE_SLABS = Slabs(stagger=2048)
 
 
-def zeros_like(weight, dtype=None):
-    """An NDArray of zeros on ``weight``'s context, in ``dtype`` (default: the weight's)."""
-    return STATE_SLABS.zeros(weight.shape, weight.dtype if dtype is None else dtype, weight.context)
+def zeros_like(weight, dtype=None, stype="default"):
+    """An NDArray of zeros on ``weight``'s context, in ``dtype`` (default: the weight's).
+    ``stype`` ``'row_sparse'`` (MXNet's state of a row_sparse weight for the optimizers that have
+    a row_sparse kernel): a RowSparseNDArray storing no row; the update that first uses it stores
+    every row (see ``raw_state``)."""
+    dtype = weight.dtype if dtype is None else dtype
+    if stype == "row_sparse":
+        return _sparse_zeros("row_sparse", weight.shape, ctx=weight.context, dtype=dtype)
+    return STATE_SLABS.zeros(weight.shape, dtype, weight.context)
 
 
 def scaled_grad(g, rescale, clip, w=None, wd=0.0, dtype=None):

@@ -2,9 +2,19 @@
 
 The rule, MXNet's ``sgd_update`` / ``sgd_mom_update`` (and their ``multi_`` forms), three times:
 the NumPy body (the reference), the CPU loop and the CUDA element, which do its operations in
-the same order and precision (``kernels`` runs whichever fits); then the optimizer class.
-A row_sparse path (issue 15) would be a second NumPy body and ``Kernel`` pair over the rows a
-gradient holds, chosen in ``sgd_rule``.
+the same order and precision (``kernels`` runs whichever fits); then MXNet's row_sparse kernels
+(a NumPy body and a ``RowKernel`` over the rows a gradient holds, chosen in ``sgd_sparse_rule``);
+then the optimizer class.
+
+Row_sparse gradients (``SparseRows``), MXNet 1.9.1's ``SGDUpdateDnsRspImpl``,
+``SGDMomLazyUpdateDnsRspDnsImpl`` and ``SGDMomStdUpdateDnsRspDnsImpl``:
+
+* lazy (``lazy_update=True``, the default): only the rows present in the gradient change, weight
+  decay and momentum included. With momentum each present row takes the dense rule; without,
+  ``w = (1 - lr*wd)*w - lr*clip(rescale*g)`` (MXNet's single-tensor kernel, which rounds the
+  decay differently from the dense multi-tensor one). Cost: O(rows present).
+* standard (``lazy_update=False``): every row, absent rows with gradient 0. Without momentum
+  MXNet first scales every row by ``(1 - lr*wd)``, then subtracts the present rows' steps.
 """
 from __future__ import annotations
 
@@ -13,10 +23,10 @@ import os
 import numpy
 
 from ..context import array_module_of
-from .kernels import CUDA_CLIP, Kernel, clip as _clip
-from .optimizer import Optimizer, Plan, register, zeros_like
+from .kernels import CUDA_CLIP, Kernel, RowKernel, clip as _clip
+from .optimizer import Optimizer, Plan, SparseRows, register, zeros_like
 
-__all__ = ["SGD", "ccSGD", "sgd_rule"]
+__all__ = ["SGD", "ccSGD", "sgd_rule", "sgd_sparse_rule"]
 
 _np_ndarray = numpy.ndarray
 
@@ -27,14 +37,7 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
     applied directly). The state is the NEGATIVE velocity (MXNet's convention)."""
     t = w.dtype.type
     lr, wd = t(lr), t(wd)
-    xp = numpy if type(w) is _np_ndarray else array_module_of(w)
-    # MXNet's kernel rounds (lr*rescale)*g when not clipping and lr*clip(rescale*g) when clipping.
-    if clip is None:
-        step = xp.multiply(g, lr * t(rescale), dtype=t)
-    else:
-        step = xp.multiply(g, t(rescale), dtype=t)
-        xp.clip(step, t(-clip), t(clip), out=step)
-        step *= lr
+    step = _step_of(w, g, lr, rescale, clip)
     if mom is None:
         if wd:
             step += w * (lr * wd)
@@ -45,6 +48,64 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
         mom -= w * (lr * wd)
     mom -= step
     w += mom
+
+
+def _step_of(w, g, lr, rescale, clip):
+    """A new array ``lr*clip(rescale*g)`` in ``w``'s dtype (``lr`` already of that dtype).
+    MXNet's kernels round (lr*rescale)*g when not clipping and lr*clip(rescale*g) when
+    clipping."""
+    t = w.dtype.type
+    xp = numpy if type(w) is _np_ndarray else array_module_of(w)
+    if clip is None:
+        return xp.multiply(g, lr * t(rescale), dtype=t)
+    step = xp.multiply(g, t(rescale), dtype=t)
+    xp.clip(step, t(-clip), t(clip), out=step)
+    step *= lr
+    return step
+
+
+def _sgd_rows_numpy(w, rows, g, mom, lr, wd, momentum, rescale, clip):
+    """MXNet's lazy row_sparse kernels on rows ``rows`` of ``w`` (and ``mom``), ``g`` the
+    gradient's values: with momentum the dense rule on those rows; without,
+    ``w = (1 - lr*wd)*w - lr*clip(rescale*g)``."""
+    if mom is not None:
+        rows_w, rows_mom = w[rows], mom[rows]
+        _sgd_numpy(rows_w, g, rows_mom, lr, wd, momentum, rescale, clip)
+        mom[rows] = rows_mom
+        w[rows] = rows_w
+        return
+    t = w.dtype.type
+    lr = t(lr)
+    step = _step_of(w, g, lr, rescale, clip)
+    rows_w = w[rows]
+    keep = _keep(w.dtype, lr, wd)
+    if keep != 1:
+        rows_w *= keep
+    rows_w -= step
+    w[rows] = rows_w
+
+
+def _keep(dtype, lr, wd):
+    """``1 - lr*wd`` in ``dtype``: the factor MXNet's row_sparse SGD kernel scales rows by."""
+    t = dtype.type
+    return t(1) - t(lr) * t(wd)
+
+
+def _sgd_std_numpy(w, grad, mom, lr, wd, momentum, rescale, clip):
+    """MXNet's standard (not lazy) update with a row_sparse gradient ``grad``: with momentum the
+    dense rule, absent rows with gradient 0; without, every row scaled by ``1 - lr*wd``, then
+    the present rows' steps subtracted."""
+    if mom is not None:
+        sgd_rule(w, grad.dense(), mom, lr=lr, wd=wd, momentum=momentum, rescale=rescale,
+                 clip=clip)
+        return
+    keep = _keep(w.dtype, lr, wd)
+    if keep != 1:
+        w *= keep
+    if len(grad.rows):
+        _sgd_rows_numpy(w.reshape(w.shape[0], -1), grad.rows,
+                        grad.values.reshape(len(grad.rows), -1), None, lr, 0.0, 0.0, rescale,
+                        clip)
 
 
 # ----------------------------------------------------------------------------- the kernels
@@ -105,16 +166,36 @@ _SGD_MOM_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping
     w = w + m;
 """)
 
+def _sgd_lazy_cpu(w, g, s):
+    # The row_sparse kernel without momentum: ``keep`` is 1 - lr*wd (the NumPy body's _keep).
+    lr, rescale, lo, hi, clipping, keep = s[0], s[2], s[3], s[4], s[6], s[8]
+    scale = rescale if clipping else lr * rescale
+    for i in range(w.shape[0]):
+        step = g[i] * scale
+        if clipping:
+            step = _clip(step, lo, hi) * lr
+        if keep != 1:
+            w[i] = w[i] * keep - step
+        else:
+            w[i] = w[i] - step
+
+
 SGD_KERNEL = Kernel("sgd", scalars=_SCALARS, arrays=2, cpu=_sgd_cpu, cuda=_SGD_CUDA)
 SGD_MOM_KERNEL = Kernel("sgd_mom", scalars=_SCALARS, arrays=3, cpu=_sgd_mom_cpu,
                         cuda=_SGD_MOM_CUDA)
+
+
+_ROW_SCALARS = _SCALARS + ("keep",)
+SGD_ROWS_KERNEL = RowKernel("sgd_lazy", scalars=_ROW_SCALARS, arrays=2, one=_sgd_lazy_cpu)
+SGD_MOM_ROWS_KERNEL = RowKernel("sgd_mom", scalars=_ROW_SCALARS, arrays=3, one=_sgd_mom_cpu)
 
 
 def _scalars(dtype, lr, wd, momentum, rescale, clip):
     clipping = clip is not None
     return dict(lr=lr, wd=wd, rescale=rescale, lo=-clip if clipping else 0,
                 hi=clip if clipping else 0, momentum=momentum, clipping=clipping,
-                decay=dtype.type(wd) != 0)        # the NumPy body's ``if wd`` on t(wd)
+                decay=dtype.type(wd) != 0,        # the NumPy body's ``if wd`` on t(wd)
+                keep=_keep(dtype, lr, wd))
 
 
 # ----------------------------------------------------------------------------- the rule
@@ -125,9 +206,28 @@ def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
         _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip)
 
 
-def sgd_steps(step, plans, rescale, clip):
+def sgd_sparse_rule(w, grad, mom, *, lr, wd, momentum, rescale, clip, lazy):
+    """MXNet's sgd(_mom)_update with a row_sparse gradient ``grad`` (``SparseRows``) on raw
+    arrays, in place: lazy (only the present rows) or standard (see the module docstring)."""
+    grad.checked_for(w)
+    if not lazy:
+        _sgd_std_numpy(w, grad, mom, lr, wd, momentum, rescale, clip)
+        return
+    rows = grad.rows
+    if not len(rows):
+        return          # MXNet: no stored row, nothing changes
+    width = w.size // w.shape[0]
+    w2, g2 = w.reshape(w.shape[0], width), grad.values.reshape(len(rows), width)
+    mom2 = None if mom is None else mom.reshape(w2.shape)
+    kernel, states = (SGD_ROWS_KERNEL, ()) if mom is None else (SGD_MOM_ROWS_KERNEL, (mom2,))
+    if not kernel.run(w2, rows, g2, states, _scalars(w.dtype, lr, wd, momentum, rescale, clip)):
+        _sgd_rows_numpy(w2, rows, g2, mom2, lr, wd, momentum, rescale, clip)
+
+
+def sgd_steps(step, plans, rescale, clip, lazy=True):
     """``sgd_rule`` for each tensor of a ``PreparedStep`` (``plans``: each one's ``Plan``), the
-    tensors a kernel takes in one call per dtype."""
+    tensors a kernel takes in one call per dtype; ``sgd_sparse_rule`` for row_sparse
+    gradients (``lazy``: MXNet's ``lazy_update``)."""
     weights, grads, moms = step.weights, step.grads, step.states
     if all(m is None for m in moms):
         kernel, columns = SGD_KERNEL, (weights, grads)
@@ -156,8 +256,10 @@ def sgd_steps(step, plans, rescale, clip):
         kernel.run_groups(step.split(kernel, lambda: columns), rows_of)
     for p in rest:
         plan = plans[p]
-        sgd_rule(weights[p], grads[p], moms[p], lr=plan.lr, wd=plan.wd, momentum=plan.momentum,
-                 rescale=rescale, clip=clip)
+        rule = sgd_sparse_rule if type(grads[p]) is SparseRows else sgd_rule
+        kw = {"lazy": lazy} if rule is sgd_sparse_rule else {}
+        rule(weights[p], grads[p], moms[p], lr=plan.lr, wd=plan.wd, momentum=plan.momentum,
+             rescale=rescale, clip=clip, **kw)
 
 
 # ----------------------------------------------------------------------------- the optimizer
@@ -174,11 +276,14 @@ class SGD(Optimizer):
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(**kwargs)
         self.momentum = momentum
-        self.lazy_update = lazy_update      # row-sparse gradients only; all arrays here are dense
+        self.lazy_update = lazy_update      # row_sparse gradients only (sgd_sparse_rule)
         self.aggregate_num = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4"))
 
     def create_state(self, index, weight):
-        return zeros_like(weight) if self.momentum != 0.0 else None
+        # Lazy: a row_sparse weight gets a row_sparse momentum (MXNet).
+        if self.momentum == 0.0:
+            return None
+        return zeros_like(weight, stype=weight.stype if self.lazy_update else "default")
 
     def _mp_pack(self, weight32, state):
         return (state, weight32)
@@ -202,7 +307,7 @@ class SGD(Optimizer):
         return [Plan(index, lr, wd, momentum) for index, lr, wd in zip(indices, lrs, wds)]
 
     def _steps(self, step, plans):
-        sgd_steps(step, plans, self.rescale_grad, self._clip)
+        sgd_steps(step, plans, self.rescale_grad, self._clip, self.lazy_update)
 
 
 @register

@@ -7,7 +7,7 @@ import numpy
 
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw_array
-from .optimizer import STATE_SLABS, PreparedStep, raw_state
+from .optimizer import STATE_SLABS, PreparedStep
 
 __all__ = ["Updater", "get_updater"]
 
@@ -92,7 +92,10 @@ class Updater:
             return
         kept = [states[i] for i in indices]
         prepared = _Prepared(optimizer, given, indices, weights, grads, order, runs, kept)
-        if key is not None and all(map(_fixed_state, kept)):
+        # Row_sparse gradients and weights change their arrays from step to step (a gradient
+        # buffer gets new rows): a step with any of them is prepared again at every call.
+        if key is not None and all(map(_fixed_state, kept)) and _all_dense(grads) \
+                and _all_dense(weights):
             if len(self._prepared) >= _MAX_PREPARED:
                 self._prepared.clear()
             self._prepared[key] = prepared
@@ -195,8 +198,7 @@ class _Prepared:
         # Copies: the caller's lists are its own once the call returns.
         self.indices, self.weights, self.grads = list(indices), list(weights), list(grads)
         self.order, self.runs, self.kept = order, runs, kept
-        self.step = PreparedStep([_raw_array(w) for w in weights], [_raw_array(g) for g in grads],
-                                 [raw_state(s) for s in kept])
+        self.step = PreparedStep.of(weights, grads, kept)
         self.grads_change = False
 
     def serves(self, optimizer, grads, weights, states) -> bool:
@@ -220,6 +222,10 @@ class _Prepared:
         self.given = ((), self.given[1])
         self.grads = None
         self.step.new_grads(None)
+
+
+def _all_dense(arrays) -> bool:
+    return all(type(a) is NDArray for a in arrays)
 
 
 def _fixed_state(state) -> bool:
