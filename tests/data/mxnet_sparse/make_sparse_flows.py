@@ -10,172 +10,46 @@ import json
 import os
 import sys
 import tempfile
+from types import SimpleNamespace
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon, nd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", ".."))     # tests/: the shared replayer
+from sparse_flows import replay  # noqa: E402
+
+MXNET = SimpleNamespace(autograd=autograd, gluon=gluon, nd=nd, cpu=mx.cpu,
+                        kvstore_create=mx.kv.create, optimizer=mx.optimizer)
 
 
 def tolist(a):
     return np.asarray(a, dtype=np.float32).tolist()
 
 
-def record_value(arr):
-    if arr.stype == "default":
-        return tolist(arr.asnumpy())
-    return {"stype": arr.stype, "indices": arr.indices.asnumpy().astype(np.int64).tolist(),
-            "data": tolist(arr.data.asnumpy())}
-
-
-def error_record(exc, at):
-    name = type(exc).__name__
-    return {"raised": True, "at": at, "mxnet_exception": name,
-            "mxnet_message": str(exc).strip().split("\n")[0][:300]}
-
-
-def run_embedding_flow(spec, tmp):
-    ctxs = [mx.cpu(i) for i in range(spec["num_ctx"])]
-    emb = gluon.nn.Embedding(spec["vocab"], spec["dim"], sparse_grad=True)
-    emb.initialize(ctx=ctxs)
-    emb.weight.set_data(nd.array(spec["emb_init"]))
-    params = [emb.weight]
-    scale = None
-    if spec["dense_init"] is not None:
-        scale = gluon.Parameter("scale", shape=(spec["dim"],))
-        scale.initialize(ctx=ctxs)
-        scale.set_data(nd.array(spec["dense_init"]))
-        params.append(scale)
-    states = os.path.join(tmp, "emb.states")
-    box = {}
-
-    def new_trainer():
-        return gluon.Trainer(params, spec["optimizer"], dict(spec["optimizer_params"]),
-                             **spec["trainer"])
-
-    def grads():
-        return [[record_value(p.grad(c)) for c in ctxs] for p in params]
-
-    def call(op):
-        kind = op["op"]
-        if kind == "new_trainer":
-            box["t"] = new_trainer()
-        elif kind == "forward_backward":
-            for j, ctx in enumerate(ctxs):
-                x = nd.array(op["x"][j], ctx=ctx)
-                coef = nd.array(op["coef"][j], ctx=ctx)
-                with autograd.record():
-                    e = emb(x)
-                    if scale is not None:
-                        e = e * scale.data(ctx).reshape((1, 1, spec["dim"]))
-                    y = (e * coef).sum()
-                y.backward()
-            return {"grads": grads()}
-        elif kind in ("step", "update"):
-            getattr(box["t"], kind)(op["batch_size"])
-        elif kind == "allreduce_grads":
-            box["t"].allreduce_grads()
-        elif kind == "check":
-            return {"weights": [[tolist(d.asnumpy()) for d in p.list_data()] for p in params],
-                    "lr": box["t"].learning_rate}
-        elif kind == "check_grads":
-            return {"grads": grads()}
-        elif kind == "save_states":
-            box["t"].save_states(states)
-        elif kind == "load_states":
-            box["t"] = new_trainer()
-            box["t"].load_states(states)
-        else:
-            raise AssertionError(kind)
-        return None
-
-    return call
-
-
-def run_sparse_weight_flow(spec, tmp):
-    ctxs = [mx.cpu(i) for i in range(spec["num_ctx"])]
-    shape = tuple(spec["shape"])
-    p = gluon.Parameter("weight", shape=shape, stype="row_sparse", grad_stype="row_sparse")
-    p.initialize(ctx=ctxs)
-    p.set_data(nd.array(spec["init"]))
-    dense = gluon.Parameter("dense", shape=(2,))
-    dense.initialize(ctx=ctxs)
-    states = os.path.join(tmp, "sw.states")
-    box = {}
-
-    def ids(row_ids, ctx):
-        return nd.array(row_ids, ctx=ctx, dtype="int64")
-
-    def call(op):
-        kind = op["op"]
-        if kind == "new_trainer":
-            box["t"] = gluon.Trainer([p], spec["optimizer"], dict(spec["optimizer_params"]),
-                                     **spec["trainer"])
-        elif kind == "second_trainer":
-            gluon.Trainer([p], "sgd")
-        elif kind == "data":
-            p.data(ctxs[0])
-        elif kind == "list_data":
-            p.list_data()
-        elif kind == "row_sparse_data_of_dense":
-            dense.row_sparse_data(ids([0], ctxs[0]))
-        elif kind == "forward_backward":
-            pulled = [p.row_sparse_data(ids(op["row_ids"][j], c)) for j, c in enumerate(ctxs)]
-            for j, ctx in enumerate(ctxs):
-                x = nd.sparse.csr_matrix((op["x"][j]["data"], op["x"][j]["indices"],
-                                          op["x"][j]["indptr"]), shape=op["x"][j]["shape"],
-                                         ctx=ctx)
-                coef = nd.array(op["coef"][j], ctx=ctx)
-                with autograd.record():
-                    y = (nd.sparse.dot(x, pulled[j]) * coef).sum()
-                y.backward()
-            return {"pulled": [record_value(w) for w in pulled],
-                    "grads": [record_value(p.grad(c)) for c in ctxs]}
-        elif kind == "step":
-            box["t"].step(op["batch_size"])
-        elif kind == "check":
-            return {"weights": [record_value(p.row_sparse_data(ids(op["row_ids"][j], c)))
-                                for j, c in enumerate(ctxs)], "lr": box["t"].learning_rate}
-        elif kind == "check_list":
-            return {"weights": [record_value(w) for w in
-                                p.list_row_sparse_data(ids(op["row_ids"], ctxs[0]))]}
-        elif kind == "check_full_pull":
-            out = nd.sparse.zeros("row_sparse", shape)
-            box["t"]._row_sparse_pull(p, out, nd.arange(0, shape[0], dtype="int64"),
-                                      full_idx=True)
-            return {"weight": record_value(out)}
-        elif kind == "save_states":
-            box["t"].save_states(states)
-        elif kind == "load_states":
-            box["t"].load_states(states)
-        else:
-            raise AssertionError(kind)
-        return None
-
-    return call
-
-
-RUNNERS = {"embedding_flow": run_embedding_flow, "sparse_weight_flow": run_sparse_weight_flow}
+def as_json(value):
+    """A replay record as the golden files hold it (values as lists, errors by name)."""
+    if isinstance(value, dict):
+        value = dict(value)
+        if "exception" in value:
+            exc = value.pop("exception")
+            value.update(mxnet_exception=type(exc).__name__,
+                         mxnet_message=str(exc).strip().split("\n")[0][:300])
+        if "stype" in value:
+            return {"stype": value["stype"], "indices": value["indices"].astype(np.int64).tolist(),
+                    "data": tolist(value["data"])}
+        return {k: as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_json(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return tolist(value)
+    return value
 
 
 def run(spec):
-    records = []
     with tempfile.TemporaryDirectory() as tmp:
-        call = RUNNERS[spec["kind"]](spec, tmp)
-        for op in spec["ops"]:
-            if op["op"] == "expect_error":
-                rec = {"raised": False}
-                for j, sub in enumerate(op["calls"]):
-                    try:
-                        call(sub)
-                    except Exception as exc:  # noqa: BLE001 - recording what MXNet raises
-                        rec = error_record(exc, j)
-                        break
-                records.append(rec)
-            else:
-                records.append(call(op))
-    return records
+        return [None if r is None else as_json(r) for r in replay(MXNET, spec, tmp)]
 
 
 # ------------------------------------------------------------------------------------ the cases
