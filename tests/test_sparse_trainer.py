@@ -108,3 +108,29 @@ def test_amp_skips_a_sparse_step_that_overflows():
     trainer.step(1)
     after = emb.weight.data().asnumpy()
     assert (after[[1, 4]] != 1).all() and (after[[0, 2, 3, 5]] == 1).all()
+
+
+def test_row_sparse_states_stay_row_sparse_through_save_and_load(tmp_path):
+    p = gluon.Parameter("w", shape=(6, 2), stype="row_sparse", grad_stype="row_sparse")
+    p.initialize(init=initializer.One())
+    trainer = gluon.Trainer([p], "adam", {"learning_rate": 0.1}, kvstore="local")
+    x = nd.sparse.csr_matrix(([1.0, 2.0], [1, 4], [0, 1, 2]), shape=(2, 6))
+
+    def step():
+        w = p.row_sparse_data(nd.array([1, 4], dtype="int64"))
+        with autograd.record():
+            y = nd.sparse.dot(x, w).sum()
+        y.backward()
+        trainer.step(1)
+
+    step()
+    path = str(tmp_path / "sw.states")
+    trainer.save_states(path)
+    trainer.load_states(path)
+    step()
+    states = trainer.kvstore._updater.states[0]
+    assert [s.stype for s in states] == ["row_sparse", "row_sparse"]
+    trainer.save_states(path)
+    from trainer_cli.optimizer.state_file import load_states_file
+    by_device, _ = load_states_file(path)
+    assert [s.stype for s in next(iter(by_device.values()))[0]] == ["row_sparse", "row_sparse"]
