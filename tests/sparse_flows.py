@@ -29,7 +29,11 @@ def build(lib, value, ctx):
 def _embedding_flow(lib, spec, tmp_dir):
     nd, gluon = lib.nd, lib.gluon
     ctxs = [lib.cpu(i) for i in range(spec["num_ctx"])]
-    emb = gluon.nn.Embedding(spec["vocab"], spec["dim"], sparse_grad=True)
+    if spec.get("sparse_weight"):
+        # The table as a row_sparse weight in the kvstore: each forward pulls its rows.
+        emb = gluon.contrib.nn.SparseEmbedding(spec["vocab"], spec["dim"])
+    else:
+        emb = gluon.nn.Embedding(spec["vocab"], spec["dim"], sparse_grad=True)
     emb.initialize(ctx=ctxs)
     emb.weight.set_data(nd.array(spec["emb_init"]))
     params = [emb.weight]
@@ -61,6 +65,11 @@ def _embedding_flow(lib, spec, tmp_dir):
             y.backward()
         return grads()
 
+    def weights(p):
+        if p._stype == "default":
+            return p.list_data()
+        return p.list_row_sparse_data(nd.arange(0, spec["vocab"], dtype="int64"))
+
     def load_states(op):
         new_trainer()                       # a new Trainer over the same Parameters loads
         box["trainer"].load_states(states)
@@ -71,7 +80,7 @@ def _embedding_flow(lib, spec, tmp_dir):
         "step": lambda op: box["trainer"].step(op["batch_size"]),
         "update": lambda op: box["trainer"].update(op["batch_size"]),
         "allreduce_grads": lambda op: box["trainer"].allreduce_grads(),
-        "check": lambda op: {"weights": [p.list_data() for p in params],
+        "check": lambda op: {"weights": [weights(p) for p in params],
                              "lr": box["trainer"].learning_rate},
         "check_grads": lambda op: grads(),
         "save_states": lambda op: box["trainer"].save_states(states),

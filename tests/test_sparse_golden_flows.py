@@ -115,7 +115,7 @@ FLOWS = ["emb_2ctx_device_sgd_mom_lazy.json", "emb_1ctx_adam_save_load.json",
          "sw_1ctx_local_sgd_mom.json", "gluon_emb_2ctx_store_adam.json",
          "gluon_emb_2ctx_local_allreduce_update_sgd_std.json",
          "gluon_sw_2ctx_device_adam_save_load.json", "gluon_sw_no_kvstore_error.json",
-         "gluon_sw_update_on_kvstore_false_error.json"]
+         "gluon_sw_update_on_kvstore_false_error.json", "gluon_sparse_embedding_2ctx_adam.json"]
 
 
 @pytest.mark.parametrize("name", FLOWS)

@@ -2,7 +2,9 @@
 tests/data/golden/sparse/ (README there: ``embedding_flow`` and ``sparse_weight_flow``), for the
 Trainer paths those cases leave out: a dense weight with row_sparse gradients updated on the
 kvstore, ``allreduce_grads`` + ``update``, a row_sparse weight on two devices with
-``save_states``/``load_states``, and MXNet's errors for misused sparse Parameters.
+``save_states``/``load_states``, ``gluon.contrib.nn.SparseEmbedding`` (an ``embedding_flow``
+with ``"sparse_weight": true``; its ``check`` reads every row with ``list_row_sparse_data``),
+and MXNet's errors for misused sparse Parameters.
 
 Run with MXNet 1.9.1 (``/tmp/mxvenv/bin/python make_sparse_flows.py``); the suite only reads the
 JSON files it writes (tests/test_sparse_golden_flows.py replays them)."""
@@ -148,6 +150,14 @@ def cases():
     out["gluon_sw_update_on_kvstore_false_error.json"] = dict(
         base, trainer={"kvstore": "device", "update_on_kvstore": False},
         ops=[{"op": "expect_error", "calls": [{"op": "new_trainer"}, fb]}])
+    out["gluon_sparse_embedding_2ctx_adam.json"] = {
+        "kind": "embedding_flow", "sparse_weight": True, "num_ctx": 2, "vocab": 7,
+        "dim": 3, "emb_init": rng.randn(7, 3).astype(np.float32).tolist(),
+        "dense_init": rng.randn(3).astype(np.float32).tolist(),
+        "optimizer": "adam", "optimizer_params": {"learning_rate": 0.1, "wd": 0.01},
+        "lr_scheduler": None, "trainer": {"kvstore": "device"},
+        "ops": emb_ops(rng, 2, 7, 3, 3, [{"op": "step", "batch_size": 4}, {"op": "check"}]),
+    }
     return out
 
 
