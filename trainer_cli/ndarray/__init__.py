@@ -1,4 +1,5 @@
 """``nd``: MXNet's imperative array API over NumPy and CuPy."""
+from .. import _malloc
 from .ndarray import NDArray
 from .ops import *  # noqa: F401,F403
 from .ops import __all__ as _ops_all
@@ -62,3 +63,5 @@ for _name in _OP_NAMES:
 del _name
 
 __all__ = ["NDArray", "random", "sparse"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
+
+_malloc.tune()     # large freed arrays stay in the heap: no page faults in every step

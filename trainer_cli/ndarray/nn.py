@@ -17,6 +17,7 @@ import numpy
 
 from .. import autograd as _ag
 from .. import random as _random
+from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
 from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
 from .ops import _erf_raw
@@ -301,13 +302,26 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     ax = axis % x.ndim
     red = tuple(i for i in range(x.ndim) if i != ax)
     bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
+    count = x.size // x.shape[ax]
     if fix_gamma:
         gamma._data[...] = 1
     training = _ag._state.training and not use_global_stats
+    # The kernels' passes (numba) for the (N, C, ...) layout; the same numbers as the NumPy path.
+    fast = ax == 1 and _bk.usable(x, gamma._data, beta._data)
     if training:
-        mean = x.mean(axis=red, keepdims=True)
-        centered = x - mean
-        var = (centered * centered).mean(axis=red, keepdims=True)
+        if fast:
+            mean = numpy.empty(x.shape[1], x.dtype)
+            _bk.channel_sums(x, None, mean)
+            # As NumPy's mean: the sum divided by the count as an intp, in place.
+            numpy.true_divide(mean, numpy.intp(count), out=mean, casting="unsafe")
+            var = numpy.empty(x.shape[1], x.dtype)
+            _bk.channel_sums(x, mean, var)
+            numpy.true_divide(var, numpy.intp(count), out=var, casting="unsafe")
+            mean, var = mean.reshape(bshape), var.reshape(bshape)
+        else:
+            mean = x.mean(axis=red, keepdims=True)
+            centered = x - mean
+            var = (centered * centered).mean(axis=red, keepdims=True)
         invstd = 1 / xp.sqrt(var + eps)
         rm, rv = moving_mean._data, moving_var._data
         rm *= momentum
@@ -317,26 +331,38 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     else:
         mean = moving_mean._data.reshape(bshape).astype(x.dtype, copy=False)
         var = moving_var._data.reshape(bshape).astype(x.dtype, copy=False)
-        centered = x - mean
         invstd = 1 / xp.sqrt(var + eps)
-    xhat = centered * invstd
     scale = invstd if fix_gamma else invstd * gamma._data.reshape(bshape)
-    out = centered * scale + beta._data.reshape(bshape)
-    result = _finish_bn(data, gamma, beta, out, xhat, scale, red, training, fix_gamma,
-                        x.size // x.shape[ax])
+    beta_b = beta._data.reshape(bshape)
+    if fast and _bk.usable(x, mean, scale, beta_b):
+        out = numpy.empty(x.shape, x.dtype)
+        _bk.scale_shift(x, mean, scale, beta_b, out)
+    else:
+        fast = False
+        out = (x - mean) * scale + beta_b
+    result = _finish_bn(data, gamma, beta, out, (mean, invstd), scale, red, training, fix_gamma,
+                        count, fast)
     if output_mean_var:
         # MXNet's second and third outputs are the batch mean and inverse standard deviation.
         return [result, _wrap(mean.reshape(-1), data._ctx), _wrap(invstd.reshape(-1), data._ctx)]
     return result
 
 
-def _finish_bn(data, gamma, beta, out, xhat, scale, red, training, fix_gamma, count):
+def _finish_bn(data, gamma, beta, out, stats, scale, red, training, fix_gamma, count, fast):
+    """The node of BatchNorm: ``stats`` (mean, invstd) give ``xhat = (x - mean) * invstd``,
+    recomputed in the backward pass rather than kept from the forward one."""
     if not _recording_for(data, gamma, beta):
         return _wrap(out, data._ctx)
     xp = _xp_of(out)
+    x = data._data
+    mean, invstd = stats
 
     def vjp(g, needs):
+        if fast and _bk.usable(g, x):
+            return _bn_grad_kernels(g, x, mean, invstd, scale, needs, training, fix_gamma, count,
+                                    gamma._data, beta._data)
         gx = ggamma = gbeta = None
+        xhat = (x - mean) * invstd
         if needs[0]:
             if training:
                 gmean = g.sum(axis=red, keepdims=True) / count
@@ -351,6 +377,25 @@ def _finish_bn(data, gamma, beta, out, xhat, scale, red, training, fix_gamma, co
             gbeta = g.sum(axis=red).reshape(beta._data.shape)
         return gx, ggamma, gbeta
     return _result(out, data._ctx, (data, gamma, beta), vjp)
+
+
+def _bn_grad_kernels(g, x, mean, invstd, scale, needs, training, fix_gamma, count, gamma, beta):
+    """BatchNorm's vjp in two passes (``_bn_kernels``), bitwise the NumPy path's."""
+    channels = x.shape[1]
+    gsum = numpy.empty(channels, x.dtype)
+    gxhat_sum = numpy.empty(channels, x.dtype)
+    mean_c, invstd_c, scale_c = mean.reshape(-1), invstd.reshape(-1), scale.reshape(-1)
+    _bk.grad_sums(g, x, mean_c, invstd_c, gsum, gxhat_sum)
+    gx = None
+    if needs[0]:
+        if training:
+            gx = numpy.empty(x.shape, x.dtype)
+            _bk.grad_input(g, x, mean_c, invstd_c, gsum / count, gxhat_sum / count, scale_c, gx)
+        else:
+            gx = g * scale
+    ggamma = (numpy.zeros(gamma.shape, dtype=gamma.dtype) if fix_gamma
+              else gxhat_sum.reshape(gamma.shape)) if needs[1] else None
+    return gx, ggamma, (gsum.reshape(beta.shape) if needs[2] else None)
 
 
 # ----------------------------------------------------------------------------- LayerNorm

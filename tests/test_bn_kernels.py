@@ -1,0 +1,131 @@
+"""BatchNorm's numba passes give the NumPy path's bits.
+
+Each case runs BatchNorm forward and backward twice, with the kernels (``_jit`` on, the size floor
+lowered) and on the NumPy reference path (numba off), and compares the raw bits of the output,
+of every gradient and of the moving statistics, in training and inference mode, with and without
+``fix_gamma``, for shapes whose rows take each branch of NumPy's pairwise summation (under 8,
+up to 128, halved once and several times). Skipped where numba is not installed.
+"""
+import numpy as np
+import pytest
+
+from trainer_cli import _jit, autograd, gluon, nd
+from trainer_cli.ndarray import _bn_kernels as B
+
+from test_conv_kernels import _data, _same_bits
+
+pytest.importorskip("numba")
+
+SHAPES = [(4, 3, 9, 9), (5, 4, 1, 1), (3, 2, 1, 7), (2, 3, 17, 19), (3, 2, 40, 40),
+          (2, 3, 4, 5, 6), (4, 3, 200), (1, 2, 64, 33)]
+
+
+def _run(arrays, head, kernels, training, fix_gamma, monkeypatch):
+    monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    calls = []
+    if kernels:
+        for name in ("_sums", "_scale_shift", "_grad_sums", "_grad_input"):
+            kernel = getattr(B, name)
+            monkeypatch.setattr(B, name, _counting(kernel, name, calls))
+    x, gamma, beta, mm, mv = (nd.array(a, dtype=a.dtype) for a in arrays)
+    for a in (x, gamma, beta):
+        a.attach_grad()
+    with np.errstate(all="ignore"):
+        with autograd.record(train_mode=training):
+            out = nd.BatchNorm(x, gamma, beta, mm, mv, eps=1e-3, momentum=0.9,
+                               fix_gamma=fix_gamma)
+        out.backward(nd.array(head, dtype=head.dtype))
+    return ([out.asnumpy(), x.grad.asnumpy(), gamma.grad.asnumpy(), beta.grad.asnumpy(),
+             mm.asnumpy(), mv.asnumpy()], calls)
+
+
+def _counting(kernel, name, calls):
+    def call(*args):
+        calls.append(name)
+        return kernel(*args)
+    return call
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("fix_gamma", [False, True])
+@pytest.mark.parametrize("case", range(len(SHAPES)))
+@pytest.mark.parametrize("special", [False, True])
+def test_batchnorm_kernels_are_numpys(monkeypatch, dtype, training, fix_gamma, case, special):
+    monkeypatch.setattr(B, "MIN_SIZE", 16)
+    shape = SHAPES[case]
+    c = shape[1]
+    x = _data(shape, dtype, 21, special=special)
+    if special:     # NaN and infinities in one channel only: the others stay finite
+        x[:, 1:] = _data((shape[0], c - 1) + shape[2:], dtype, 22, special=False)
+    gamma, beta = _data(c, dtype, 23, special=False), _data(c, dtype, 24, special=False)
+    mm = _data(c, dtype, 25, special=False)
+    mv = np.abs(_data(c, dtype, 26, special=False)) + 0.5
+    head = _data(shape, dtype, 27, special=special)
+    arrays = [x, gamma, beta, mm, mv]
+    got, calls = _run(arrays, head, True, training, fix_gamma, monkeypatch)
+    expect, _ = _run(arrays, head, False, training, fix_gamma, monkeypatch)
+    assert calls == ((["_sums", "_sums"] if training else []) + ["_scale_shift", "_grad_sums"]
+                     + (["_grad_input"] if training else []))
+    for a, b in zip(got, expect):
+        _same_bits(a, b)
+
+
+def test_pairwise_is_numpys_sum():
+    """The summation alone, on rows long enough for several halvings, against NumPy's."""
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64):
+        for n in (1, 7, 8, 9, 127, 128, 129, 136, 255, 1000, 4099, 70001):
+            a = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
+            tasks = np.empty((B._STACK, 2), np.int64)
+            values = np.empty(B._STACK, dtype)
+            got = B.pairwise(a, 0, n, a.dtype.type(0), tasks, values)
+            assert np.asarray(got, dtype).tobytes() == a.sum().tobytes(), n
+
+
+def test_batchnorm_kernels_decline_what_they_do_not_take(monkeypatch):
+    monkeypatch.setattr(_jit, "_numba", None)
+    x = np.ones((4, 8, 16, 16), np.float32)
+    p = np.ones(8, np.float32)
+    assert B.usable(x, p)
+    assert not B.usable(x[:, :, ::2], p)                # not contiguous
+    assert not B.usable(x.astype(np.float16), p)        # another dtype
+    assert not B.usable(x, p.astype(np.float64))        # parameters of another dtype
+    assert not B.usable(x.reshape(4, -1), p)            # (N, C): NumPy's reduction order differs
+    assert not B.usable(x[:1, :1], p)                   # below the size floor
+    monkeypatch.setattr(_jit, "_numba", False)
+    assert not B.usable(x, p)
+
+
+def test_cifar_block_training_is_bitwise_with_and_without_kernels(monkeypatch):
+    """Three SGD-momentum steps of Conv2D+BatchNorm+ReLU blocks with a global pooling head."""
+    monkeypatch.setattr(B, "MIN_SIZE", 16)
+    rng = np.random.RandomState(0)
+    X = rng.uniform(size=(4, 3, 8, 8)).astype(np.float32)
+    y = rng.randint(0, 10, size=4).astype(np.float32)
+    results = []
+    for kernels in (True, False):
+        monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+        nn = gluon.nn
+        net = nn.Sequential()
+        for cin in (3, 8):
+            net.add(nn.Conv2D(8, 3, padding=1, use_bias=False, in_channels=cin),
+                    nn.BatchNorm(in_channels=8), nn.Activation("relu"))
+        net.add(nn.GlobalAvgPool2D(), nn.Dense(10, in_units=8))
+        net.initialize()
+        for i, p in enumerate(net.collect_params().values()):
+            if p.grad_req != "null":
+                p.set_data(nd.array(np.random.RandomState(i).uniform(0.5, 1.5, p.shape)
+                                    .astype(np.float32)))
+        trainer = gluon.Trainer(net.collect_params(), "sgd",
+                                {"learning_rate": 0.1, "momentum": 0.9})
+        loss = gluon.loss.SoftmaxCrossEntropyLoss()
+        for _ in range(3):
+            with autograd.record():
+                l = loss(net(nd.array(X)), nd.array(y))
+            l.backward()
+            trainer.step(4)
+        results.append([p.data().asnumpy() for p in net.collect_params().values()])
+    for got, expect in zip(*results):
+        _same_bits(got, expect)

@@ -1,0 +1,217 @@
+"""BatchNorm's passes over the data in one numba loop each, on the CPU (``nn.BatchNorm``).
+
+The NumPy path of a training-mode BatchNorm runs about ten whole-array passes forward and ten
+backward (the channel means by reduction, the centred copy, its square, the normalised copy, the
+scale and shift; the gradient's sums, products and the input gradient), each over arrays of
+megabytes. The kernels do the same arithmetic in five passes that keep nothing but the output:
+
+- ``channel_sums``: per channel, the sum of ``x`` (or, given the mean, of ``(x - mean)**2``);
+- ``scale_shift``: ``(x - mean) * scale + beta``;
+- ``grad_sums``: per channel, the sums of ``g`` and of ``g * ((x - mean) * invstd)``;
+- ``grad_input``: ``((g - gmean) - ((x - mean) * invstd) * proj) * scale``.
+
+The per-channel arithmetic between them (means, variance, ``1 / sqrt(var + eps)``, the moving
+statistics) stays NumPy's on arrays of C values, shared with the NumPy path.
+
+Bitwise: the element-wise parts are the NumPy expressions' operations in their order, rounded to
+the dtype at each step (numba without fastmath neither reassociates nor contracts into FMAs). The
+sums reproduce NumPy's own reduction of a C-contiguous ``(N, C, P)`` array over axes 0 and 2
+(``x.sum(axis=(0, 2, 3))``): NumPy's iterator makes the ``P`` axis its inner loop, adds that row
+with its pairwise summation (``pairwise`` below: eight running sums over blocks of up to 128,
+halved recursively above that) and adds the row's result to the channel's total, which starts at
++0.0, sample by sample in order. ``tests/test_bn_kernels.py`` compares the bits of both paths.
+Every function returns False where it does not apply (no numba, another dtype, layout or array
+library, small arrays); the caller then runs the NumPy code.
+"""
+from __future__ import annotations
+
+import numpy
+
+from .. import _jit
+
+__all__ = ["channel_sums", "scale_shift", "grad_sums", "grad_input", "MIN_SIZE"]
+
+MIN_SIZE = 1 << 12
+_np_ndarray = numpy.ndarray
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
+_STACK = 256        # pairwise's task stack: depth 3 per halving, 2**64 elements need < 200
+
+
+def usable(x, *others) -> bool:
+    """``x`` a C-contiguous ``(N, C, ...)`` NumPy array (3 axes or more) of a native float dtype
+    and ``MIN_SIZE`` elements or more, every other one a C-contiguous NumPy array of that dtype;
+    numba there."""
+    if type(x) is not _np_ndarray or x.ndim < 3 or x.size < MIN_SIZE or not x.flags.c_contiguous:
+        return False
+    dtype = x.dtype
+    if dtype is not _F32 and dtype is not _F64:
+        return False
+    for a in others:
+        if type(a) is not _np_ndarray or a.dtype is not dtype or not a.flags.c_contiguous:
+            return False
+    return _jit.ready()
+
+
+def _geometry(x):
+    n, c = x.shape[:2]
+    return n, c, x.size // (n * c)
+
+
+def _workspace(dtype, p):
+    return (numpy.empty((_STACK, 2), numpy.int64), numpy.empty(_STACK, dtype),
+            numpy.empty(p, dtype))
+
+
+def channel_sums(x, mean, sums) -> None:
+    """``sums`` ``(C,)``: per channel, NumPy's ``x.sum(axis=(0, 2, ...))``, or of
+    ``(x - mean)**2`` computed as ``d = x - mean; d * d`` when ``mean`` ``(C,)`` is given.
+    The caller checked ``usable``."""
+    n, c, p = _geometry(x)
+    tasks, values, scratch = _workspace(x.dtype, p)
+    _sums(x.reshape(-1), n, c, p, sums if mean is None else mean, mean is not None,
+          x.dtype.type(0), sums, tasks, values, scratch)
+
+
+def scale_shift(x, mean, scale, beta, out) -> None:
+    """``out = (x - mean) * scale + beta``, per channel vectors (any shape of C values)."""
+    n, c, p = _geometry(x)
+    _scale_shift(x.reshape(-1), n, c, p, mean.reshape(-1), scale.reshape(-1), beta.reshape(-1),
+                 out.reshape(-1))
+
+
+def grad_sums(g, x, mean, invstd, gsum, gxhat_sum) -> None:
+    """Per channel: ``gsum`` = NumPy's ``g.sum(axis=(0, 2, ...))``, ``gxhat_sum`` = that of
+    ``g * ((x - mean) * invstd)``."""
+    n, c, p = _geometry(x)
+    tasks, values, scratch = _workspace(x.dtype, p)
+    _grad_sums(g.reshape(-1), x.reshape(-1), n, c, p, mean, invstd, x.dtype.type(0), gsum,
+               gxhat_sum, tasks, values, scratch)
+
+
+def grad_input(g, x, mean, invstd, gmean, proj, scale, gx) -> None:
+    """``gx = ((g - gmean) - ((x - mean) * invstd) * proj) * scale``, per channel vectors."""
+    n, c, p = _geometry(x)
+    _grad_input(g.reshape(-1), x.reshape(-1), n, c, p, mean, invstd, gmean, proj, scale,
+                gx.reshape(-1))
+
+
+# ----------------------------------------------------------------------------- the loops
+# Flat arrays, every index cast to uint64 where it is used (see _conv_kernels: numba's check for
+# negative indices keeps LLVM from vectorizing).
+_U = numpy.uint64
+
+
+def _block_sum_loop(a, s, n, zero):
+    """NumPy's pairwise_sum for ``n <= 128``: sequential below 8, else eight running sums."""
+    if n < 8:
+        res = zero
+        for i in range(n):
+            res = res + a[_U(s + i)]
+        return res
+    r0, r1, r2, r3 = a[_U(s)], a[_U(s + 1)], a[_U(s + 2)], a[_U(s + 3)]
+    r4, r5, r6, r7 = a[_U(s + 4)], a[_U(s + 5)], a[_U(s + 6)], a[_U(s + 7)]
+    whole = n - n % 8
+    for i in range(8, whole, 8):
+        at = s + i
+        r0 = r0 + a[_U(at)]
+        r1 = r1 + a[_U(at + 1)]
+        r2 = r2 + a[_U(at + 2)]
+        r3 = r3 + a[_U(at + 3)]
+        r4 = r4 + a[_U(at + 4)]
+        r5 = r5 + a[_U(at + 5)]
+        r6 = r6 + a[_U(at + 6)]
+        r7 = r7 + a[_U(at + 7)]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(whole, n):
+        res = res + a[_U(s + i)]
+    return res
+
+
+def _pairwise_loop(a, s, n, zero, tasks, values):
+    """NumPy's pairwise_sum of ``a[s:s + n]``: above 128 elements the sum of both halves (the
+    first rounded down to a multiple of 8), here with an explicit stack instead of recursion.
+    A task ``(start, count)`` sums a range; ``(0, -1)`` adds the two sums on top of ``values``."""
+    if n <= 128:
+        return _block_sum(a, s, n, zero)
+    top, vtop = 1, 0
+    tasks[0, 0], tasks[0, 1] = s, n
+    while top > 0:
+        top -= 1
+        start, count = tasks[top, 0], tasks[top, 1]
+        if count < 0:
+            right = values[vtop - 1]
+            left = values[vtop - 2]
+            vtop -= 1
+            values[vtop - 1] = left + right
+        elif count <= 128:
+            values[vtop] = _block_sum(a, start, count, zero)
+            vtop += 1
+        else:
+            half = count // 2
+            half -= half % 8
+            tasks[top, 0], tasks[top, 1] = 0, -1
+            tasks[top + 1, 0], tasks[top + 1, 1] = start + half, count - half
+            tasks[top + 2, 0], tasks[top + 2, 1] = start, half
+            top += 3
+    return values[0]
+
+
+def _sums_loop(x, n_, c_, p_, mean, centered, zero, sums, tasks, values, scratch):
+    for c in range(c_):
+        sums[c] = zero
+    for n in range(n_):
+        for c in range(c_):
+            row = (n * c_ + c) * p_
+            if centered:
+                m = mean[c]
+                for p in range(p_):
+                    d = x[_U(row + p)] - m
+                    scratch[p] = d * d
+                sums[c] = sums[c] + _pairwise(scratch, 0, p_, zero, tasks, values)
+            else:
+                sums[c] = sums[c] + _pairwise(x, row, p_, zero, tasks, values)
+
+
+def _scale_shift_loop(x, n_, c_, p_, mean, scale, beta, out):
+    for n in range(n_):
+        for c in range(c_):
+            row = (n * c_ + c) * p_
+            m, sc, b = mean[c], scale[c], beta[c]
+            for p in range(p_):
+                out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
+
+
+def _grad_sums_loop(g, x, n_, c_, p_, mean, invstd, zero, gsum, gxhat_sum, tasks, values,
+                    scratch):
+    for c in range(c_):
+        gsum[c] = zero
+        gxhat_sum[c] = zero
+    for n in range(n_):
+        for c in range(c_):
+            row = (n * c_ + c) * p_
+            m, inv = mean[c], invstd[c]
+            for p in range(p_):
+                scratch[p] = g[_U(row + p)] * ((x[_U(row + p)] - m) * inv)
+            gsum[c] = gsum[c] + _pairwise(g, row, p_, zero, tasks, values)
+            gxhat_sum[c] = gxhat_sum[c] + _pairwise(scratch, 0, p_, zero, tasks, values)
+
+
+def _grad_input_loop(g, x, n_, c_, p_, mean, invstd, gmean, proj, scale, gx):
+    for n in range(n_):
+        for c in range(c_):
+            row = (n * c_ + c) * p_
+            m, inv, gm, pr, sc = mean[c], invstd[c], gmean[c], proj[c], scale[c]
+            for p in range(p_):
+                xhat = (x[_U(row + p)] - m) * inv
+                gx[_U(row + p)] = ((g[_U(row + p)] - gm) - xhat * pr) * sc
+
+
+# The loops call these by name; compiled, they call them compiled (``_jit.Kernel``'s helpers).
+_block_sum = _block_sum_loop
+block_sum = _jit.Kernel(_block_sum_loop)
+_pairwise = _pairwise_loop
+pairwise = _jit.Kernel(_pairwise_loop, {"_block_sum": block_sum})
+_sums = _jit.Kernel(_sums_loop, {"_pairwise": pairwise})
+_scale_shift = _jit.Kernel(_scale_shift_loop)
+_grad_sums = _jit.Kernel(_grad_sums_loop, {"_pairwise": pairwise})
+_grad_input = _jit.Kernel(_grad_input_loop)
