@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy
 import pytest
 
+import sparse_flows
 from trainer_cli import autograd, cpu, nd
 from trainer_cli.ndarray import sparse
 
@@ -16,14 +18,7 @@ CASE = json.loads((Path(__file__).resolve().parent / "data" / "golden" / "sparse
 
 
 def build(value, ctx=None):
-    ctx = ctx or cpu(0)
-    if isinstance(value, dict) and value["stype"] == "row_sparse":
-        data = numpy.asarray(value["data"], dtype=numpy.float32)
-        return nd.sparse.row_sparse_array((data, value["indices"]), shape=value["shape"], ctx=ctx)
-    if isinstance(value, dict) and value["stype"] == "csr":
-        return nd.sparse.csr_matrix((value["data"], value["indices"], value["indptr"]),
-                                    shape=value["shape"], ctx=ctx)
-    return nd.array(value, ctx=ctx)
+    return sparse_flows.build(SimpleNamespace(nd=nd), value, ctx or cpu(0))
 
 
 def check(got, record):

@@ -71,6 +71,30 @@ def test_embedding_sparse_backward_matches_dense_and_finite_differences(ids):
     numpy.testing.assert_allclose(sparse.asnumpy(), fd, rtol=1e-6, atol=1e-8)
 
 
+def test_embedding_of_a_row_sparse_weight_reads_stored_rows_else_zeros():
+    w = nd.sparse.row_sparse_array(([[1.0, 2.0], [3.0, 4.0]], [1, 3]), shape=(5, 2))
+    w.attach_grad(stype="row_sparse")
+    with autograd.record():
+        out = nd.Embedding(nd.array([[3, 0], [1, 3]]), w, input_dim=5, output_dim=2,
+                           sparse_grad=True)
+        y = (out * nd.array([[[1, 1], [5, 5]], [[2, 2], [3, 3]]])).sum()
+    y.backward()
+    assert out.asnumpy().tolist() == [[[3, 4], [0, 0]], [[1, 2], [3, 4]]]
+    rows, values = rsp_of(w.grad)
+    assert rows == [0, 1, 3] and values.tolist() == [[5, 5], [2, 2], [4, 4]]
+
+
+def test_sparse_embedding_pulls_only_its_batch_rows():
+    se = gluon.contrib.nn.SparseEmbedding(10, 2)
+    se.initialize(init=initializer.One())
+    with pytest.raises(RuntimeError, match="no Trainer"):
+        se(nd.array([[1, 2]]))
+    gluon.Trainer(se.collect_params(), "sgd")
+    out = se(nd.array([[4, 2, 4]]))
+    assert out.asnumpy().tolist() == [[[1, 1], [1, 1], [1, 1]]]
+    assert se.weight._data[0].indices.asnumpy().tolist() == [2, 4]
+
+
 def test_embedding_sparse_grad_into_a_dense_buffer_scatters():
     w = nd.array(numpy.ones((5, 2)))
     w.attach_grad()                           # dense buffer, sparse op

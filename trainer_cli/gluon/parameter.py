@@ -149,7 +149,13 @@ class Parameter:
             raise RuntimeError("Failed to set the trainer for Parameter '%s' because it was already "
                                "set. More than one trainers for a %s Parameter is not supported."
                                % (self.name, self._stype))
-        self._trainer = None if trainer is None else weakref.ref(trainer)
+        if trainer is None:
+            self._trainer = None
+        elif self._stype != "default":
+            # The weight's value lives in this Trainer's kvstore: the Parameter keeps it alive.
+            self._trainer = lambda: trainer
+        else:
+            self._trainer = weakref.ref(trainer)
 
     # ----------------------------------------------------------------- initialization
     def initialize(self, init=None, ctx=None, default_init=_init.Uniform(), force_reinit=False):

@@ -474,8 +474,13 @@ def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="fl
 
     The result has shape ``data.shape + (output_dim,)``; only ``weight`` gets a gradient (rows used
     several times accumulate); the indices get none. With ``sparse_grad`` the gradient is
-    row_sparse: the sorted distinct looked-up rows, zero sums included.
+    row_sparse: the sorted distinct looked-up rows, zero sums included. A row_sparse ``weight``
+    (pulled by ``Parameter.row_sparse_data``) gives zeros for the rows it does not store and
+    always a row_sparse gradient.
     """
+    if weight._sparse:
+        from .sparse import embedding_of_rows
+        return embedding_of_rows(data, weight, input_dim)
     w = weight._data
     xp = _xp_of(w)
     rows = w.shape[0] if input_dim is None else int(input_dim)

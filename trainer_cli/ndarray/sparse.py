@@ -25,7 +25,7 @@ from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad",
            "row_sparse_array", "csr_matrix", "zeros", "array", "retain", "dot", "cast_storage",
-           "add", "elemwise_add", "all_rows", "clear", "embedding_grad"]
+           "add", "elemwise_add", "all_rows", "clear", "embedding_grad", "embedding_of_rows"]
 
 _INDEX = numpy.int64
 
@@ -509,6 +509,34 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
     values = xp.zeros((len(rows),) + width, dtype=grads.dtype)
     _scatter_add(values, inverse, grads)
     return RowSparseGrad(rows.astype(_INDEX, copy=False), values, shape)
+
+
+def embedding_of_rows(data: NDArray, weight: RowSparseNDArray, input_dim=None) -> NDArray:
+    """``Embedding`` of a row_sparse ``weight``: each (float) id in ``data``, clipped to the
+    table, picks its stored row, or zeros where ``weight`` stores none; ``weight`` gets the
+    row_sparse gradient of the looked-up ids (MXNet's ``SparseEmbedding``)."""
+    if not isinstance(weight, RowSparseNDArray):
+        raise TypeError("Embedding takes a dense or row_sparse weight, not %s" % weight.stype)
+    xp = _xp_of(weight._data)
+    table, width = weight._shape[0], weight._shape[1:]
+    rows = table if input_dim is None else int(input_dim)
+    ids = data._data if _xp_of(data._data) is xp else xp.asarray(data._data)
+    ids = xp.clip(ids.astype(_INDEX), 0, rows - 1)
+    flat = ids.reshape(-1)
+    stored = weight._indices
+    out = xp.zeros((flat.shape[0],) + width, dtype=weight._data.dtype)
+    if len(stored) and len(flat):
+        pos = xp.minimum(xp.searchsorted(stored, flat), len(stored) - 1)
+        found = stored[pos] == flat
+        out[found] = weight._data[pos[found]]
+    out = out.reshape(ids.shape + width)
+    if not _recording_for(weight):
+        return _wrap(out, weight.context)
+    shape = weight.shape
+
+    def vjp(g, needs):
+        return (embedding_grad(flat, g.reshape((flat.shape[0],) + width), shape),)
+    return _recorded(out, weight.context, (weight,), vjp)
 
 
 def receive_dense_grad(var: NDArray, g) -> None:

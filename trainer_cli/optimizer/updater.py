@@ -119,6 +119,8 @@ class Updater:
         Arrays are copied even where they already are, into the optimizer's state buffers: loaded
         states then sit in memory as created ones do (see ``ndarray.slabs``)."""
         if isinstance(state, NDArray):
+            if state.stype != "default":
+                return state.copyto(context)    # a row_sparse state stays row_sparse
             return STATE_SLABS.copy(state, context)
         if isinstance(state, (tuple, list)):
             synced = [self.sync_state_context(s, context) for s in state]
