@@ -83,10 +83,18 @@ def replay(name):
     return case, updater, weights, None
 
 
-@pytest.mark.parametrize("name", ["rsp_sgd_lazy_01.json", "rsp_adam_std_01.json"])
+@pytest.mark.parametrize("name", ["rsp_sgd_lazy_01.json", "rsp_adam_std_01.json",
+                                  "rsp_ftrl_01.json", "rsp_adagrad_wd_01.json"])
 def test_golden_rsp_updater(name):
-    case, _, _, pending = replay(name)
-    assert pending is None
+    case, updater, weights, pending = replay(name)
+    error = case["result"].get("error")
+    assert (pending is None) == (error is None)
+    if error is not None:   # MXNetError is a RuntimeError; MXNet raised at this very call
+        i = error["at_param"]
+        before = weights[i].asnumpy().copy()
+        with pytest.raises(RuntimeError, match="wd"):
+            updater(i, pending, weights[i])
+        assert weights[i].asnumpy().tobytes() == before.tobytes()
 
 
 # ------------------------------------------------------------------------- helpers for our own
@@ -343,3 +351,65 @@ def test_row_sparse_weight_with_rows_missing_is_refused():
     updater = opt.get_updater(opt.create("sgd", momentum=0.9))
     with pytest.raises(ValueError, match="all rows present"):
         updater(0, g, w)
+
+
+# ------------------------------------------------------------------------- row-wise AdaGrad, NAG
+@pytest.mark.parametrize("name, params", [
+    ("adagrad", {"learning_rate": 0.1, "rescale_grad": 0.5}),
+    ("adagrad", {"learning_rate": 0.1, "clip_gradient": 0.2}),
+    ("groupadagrad", {"learning_rate": 0.1}),
+])
+def test_row_wise_optimizers_update_only_present_rows_by_their_dense_rule(name, params):
+    shape = (12, 3)
+    w0 = _rand(shape, 1)
+    steps = _steps(shape, 4, 7, n_steps=3, zero_row=True)
+    got_w, got_state = _run(name, params, w0, steps)
+    # Reference: the dense rule applied to exactly the present rows, step by step.
+    w = w0.copy()
+    state = None
+    for rows, values in steps:
+        sub_w = w[rows]
+        opt_ = opt.create(name, **params)
+        upd = opt.get_updater(opt_)
+        sub = nd.array(sub_w)
+        if state is not None:
+            upd.states[0] = nd.array(state[rows])
+            upd.states_synced[0] = True
+        upd(0, nd.array(values), sub)
+        w[rows] = sub.asnumpy()
+        if upd.states.get(0) is not None:
+            full = state if state is not None else numpy.zeros(
+                (shape[0],) + tuple(upd.states[0].shape[1:]), numpy.float32)
+            full[rows] = upd.states[0].asnumpy()
+            state = full
+    assert _bits(got_w) == _bits(w)
+    if state is not None:
+        assert _bits(got_state.asnumpy()) == _bits(state)
+
+
+def test_nag_without_momentum_is_lazy_sgd():
+    shape = (10, 3)
+    w0 = _rand(shape, 4)
+    steps = _steps(shape, 3, 11, n_steps=3)
+    params = {"learning_rate": 0.1, "wd": 0.01, "rescale_grad": 0.5}
+    nag_w, _ = _run("nag", params, w0, steps)
+    sgd_w, _ = _run("sgd", params, w0, steps)
+    assert _bits(nag_w) == _bits(sgd_w)
+    absent = numpy.setdiff1d(numpy.arange(10), numpy.concatenate([r for r, _ in steps]))
+    assert _bits(nag_w[absent]) == _bits(w0[absent])
+
+
+def test_nag_with_momentum_densifies():
+    shape = (6, 2)
+    w0 = _rand(shape, 3)
+    steps = _steps(shape, 2, 9, n_steps=2)
+    params = {"learning_rate": 0.1, "momentum": 0.9}
+    sparse_w, _ = _run("nag", params, w0, steps)
+    dense_w, _ = _run("nag", params, w0, steps, sparse_grads=False)
+    assert _bits(sparse_w) == _bits(dense_w)
+
+
+def test_groupadagrad_refuses_weight_decay_with_row_sparse_gradients():
+    w0 = _rand((4, 2), 5)
+    with pytest.raises(ValueError, match="Weight decay"):
+        _run("groupadagrad", {"wd": 0.1}, w0, _steps((4, 2), 2, 1, n_steps=1))

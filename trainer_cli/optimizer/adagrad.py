@@ -1,4 +1,10 @@
-"""AdaGrad (``adagrad``) and GroupAdaGrad (``groupadagrad``, MXNet's optimizer.contrib)."""
+"""AdaGrad (``adagrad``) and GroupAdaGrad (``groupadagrad``, MXNet's optimizer.contrib).
+
+Row_sparse gradients (``SparseRows``): both are row-wise in MXNet 1.9.1 (no ``lazy_update``
+argument): only the rows present change, history included (``AdagradDnsRspDnsKernel``: the dense
+rule's operations on those rows; weight decay is refused, AdaGrad's with MXNet's "not
+implemented" error, GroupAdaGrad's with its assertion, here a ValueError).
+"""
 from __future__ import annotations
 
 import numpy
@@ -51,6 +57,13 @@ class AdaGrad(Optimizer):
         adagrad_rule(w, g, history, lr=lr, wd=wd, eps=self.float_stable_eps,
                      rescale=self.rescale_grad, clip=self._clip)
 
+    def _sparse_step(self, index, w, grad, history, lr, wd, rsp_weight):
+        if wd != 0:
+            raise RuntimeError("sparse adagrad_update does not support wd (MXNet: Operator not "
+                               "implemented); use wd=0 with row_sparse gradients")
+        _by_rows(adagrad_rule, w, grad, history, lr=lr, wd=0.0, eps=self.float_stable_eps,
+                 rescale=self.rescale_grad, clip=self._clip)
+
 
 @register
 class GroupAdaGrad(Optimizer):
@@ -72,3 +85,21 @@ class GroupAdaGrad(Optimizer):
             raise ValueError("Weight decay is not supported for GroupAdaGrad")
         group_adagrad_rule(w, g, history, lr=lr, eps=self.float_stable_eps,
                            rescale=self.rescale_grad, clip=self._clip)
+
+    def _sparse_step(self, index, w, grad, history, lr, wd, rsp_weight):
+        if wd != 0:
+            raise ValueError("Weight decay is not supported for GroupAdaGrad")
+        _by_rows(group_adagrad_rule, w, grad, history, lr=lr, eps=self.float_stable_eps,
+                 rescale=self.rescale_grad, clip=self._clip)
+
+
+def _by_rows(rule, w, grad, history, **kw):
+    """``rule`` on the rows ``grad`` holds (weight and history rows gathered, updated, put back):
+    O(rows present), absent rows untouched."""
+    rows = grad.rows
+    if not len(rows):
+        return
+    w_rows, h_rows = w[rows], history[rows]
+    rule(w_rows, grad.values, h_rows, **kw)
+    w[rows] = w_rows
+    history[rows] = h_rows

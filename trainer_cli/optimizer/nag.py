@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..context import array_module_of
 from .optimizer import Optimizer, register, scaled_grad, zeros_like
-from .sgd import sgd_rule
+from .sgd import sgd_rule, sgd_sparse_rule
 
 __all__ = ["NAG", "nag_rule"]
 
@@ -48,6 +48,14 @@ class NAG(Optimizer):
 
     def _mp_unpack(self, state):
         return state[1], state[0]
+
+    def _sparse_step(self, index, w, grad, mom, lr, wd, rsp_weight):
+        # Without momentum MXNet runs sgd_update, lazy by default; with momentum it densifies.
+        if mom is None or self.momentum <= 0:
+            sgd_sparse_rule(w, grad, None, lr=lr, wd=wd, momentum=0.0, rescale=self.rescale_grad,
+                            clip=self._clip, lazy=True)
+        else:
+            super()._sparse_step(index, w, grad, mom, lr, wd, rsp_weight)
 
     def _step(self, index, w, g, mom, lr, wd):
         momentum = self.momentum if self.momentum > 0 else 0.0
