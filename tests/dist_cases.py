@@ -350,6 +350,67 @@ def case_hello(out, code):
         sys.exit(code)
 
 
+SPARSE_SHAPE = (50, 3)
+# Rows each rank pushes per step: overlapping, disjoint, one rank empty, a present row of zeros.
+SPARSE_ROWS = [([1, 4, 7], [4, 9]), ([], [0, 49]), ([2, 3], [])]
+
+
+def sparse_push(rank, step, ctx):
+    from trainer_cli.ndarray import sparse
+    rows = SPARSE_ROWS[step][rank]
+    values = numpy.arange(len(rows) * 3, dtype=numpy.float32).reshape(-1, 3) + 10 * rank + step
+    if rows and rank == 0:
+        values[0] = 0.0
+    return sparse.row_sparse_array((values, numpy.array(rows, dtype=numpy.int64)),
+                                   shape=SPARSE_SHAPE, ctx=ctx)
+
+
+def case_sparse(out):
+    """row_sparse pushes across ranks: replace without an optimizer, lazy SGD with one, the
+    row_sparse pull of the sum; and what each rank handed to MPI."""
+    from trainer_cli import kvstore, nd, optimizer
+    from trainer_cli.ndarray import sparse
+    kv = kvstore.create("dist_sync")
+    rank, ctx = kv.rank, cpu(0)
+    results = {}
+    kv.init("r", nd.zeros(SPARSE_SHAPE))
+    before = kv.wire_bytes
+    kv.push("r", sparse_push(rank, 0, ctx))
+    results["push_bytes"] = numpy.array([kv.wire_bytes - before])
+    got = sparse.zeros("row_sparse", SPARSE_SHAPE, ctx=ctx)
+    kv.row_sparse_pull("r", out=got, row_ids=nd.array(numpy.arange(50), dtype="int64"))
+    results["replace_rows"], results["replace_values"] = got.indices.asnumpy(), got.data.asnumpy()
+    kv2 = kvstore.create("dist_sync")
+    kv2.set_optimizer(optimizer.create("sgd", learning_rate=0.1, momentum=0.9, wd=0.01))
+    kv2.init(0, nd.ones(SPARSE_SHAPE))
+    w = nd.zeros(SPARSE_SHAPE)
+    for step in range(3):
+        kv2.push(0, sparse_push(rank, step, ctx))
+    kv2.pull(0, out=w)
+    results["sgd_weight"] = w.asnumpy()
+    numpy.savez(os.path.join(out, "sparse-rank%d.npz" % rank), **results)
+
+
+def reference_sparse():
+    """One process: the same pushes as two devices of a local store."""
+    from trainer_cli import cpu as _cpu, kvstore, nd, optimizer
+    from trainer_cli.ndarray import sparse
+    kv = kvstore.create("local")
+    kv.init("r", nd.zeros(SPARSE_SHAPE))
+    kv.push("r", [sparse_push(0, 0, _cpu(0)), sparse_push(1, 0, _cpu(1))])
+    got = sparse.zeros("row_sparse", SPARSE_SHAPE)
+    kv.row_sparse_pull("r", out=got, row_ids=nd.array(numpy.arange(50), dtype="int64"))
+    kv2 = kvstore.create("local")
+    kv2.set_optimizer(optimizer.create("sgd", learning_rate=0.1, momentum=0.9, wd=0.01))
+    kv2.init(0, nd.ones(SPARSE_SHAPE))
+    for step in range(3):
+        kv2.push(0, [sparse_push(0, step, _cpu(0)), sparse_push(1, step, _cpu(1))])
+    w = nd.zeros(SPARSE_SHAPE)
+    kv2.pull(0, out=w)
+    return {"replace_rows": got.indices.asnumpy(), "replace_values": got.data.asnumpy(),
+            "sgd_weight": w.asnumpy()}
+
+
 def main(argv):
     case, out = argv[1], argv[2]
     if case == "single":
@@ -360,6 +421,8 @@ def main(argv):
         case_sync(out)
     elif case == "async":
         case_async(out)
+    elif case == "sparse":
+        case_sparse(out)
     elif case.startswith("fail-"):
         case_fail(out, case[5:])
     else:

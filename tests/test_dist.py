@@ -114,6 +114,22 @@ def test_sync_store_semantics(sync_run):
 
 
 @needs_dist
+def test_sync_row_sparse_pushes_move_rows_and_equal_one_process(tmp_path):
+    proc, _ = _mpirun("sparse", tmp_path)
+    _ok(proc)
+    got = [numpy.load(tmp_path / ("sparse-rank%d.npz" % r)) for r in (0, 1)]
+    want = dist_cases.reference_sparse()
+    for key, expected in want.items():
+        # The same bits on every worker, and the local store's sum of two devices.
+        assert numpy.array_equal(got[0][key], got[1][key]), key
+        numpy.testing.assert_allclose(got[0][key], expected, rtol=1e-6, atol=1e-7, err_msg=key)
+    # What a rank hands to MPI is its rows and values (3 rows of 3 float32 + 3 int64 ids on
+    # rank 0), not the 50 x 3 table.
+    assert int(got[0]["push_bytes"][0]) == 3 * 8 + 3 * 3 * 4
+    assert int(got[1]["push_bytes"][0]) == 2 * 8 + 2 * 3 * 4
+
+
+@needs_dist
 def test_sync_wire_residuals_gather_and_restore(sync_run):
     g = numpy.load(sync_run / "gathered.npz")
     # After 0.3 (r + 1) pushed three times through 2bit at 0.5, each rank keeps what it has not

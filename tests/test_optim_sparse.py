@@ -413,3 +413,18 @@ def test_groupadagrad_refuses_weight_decay_with_row_sparse_gradients():
     w0 = _rand((4, 2), 5)
     with pytest.raises(ValueError, match="Weight decay"):
         _run("groupadagrad", {"wd": 0.1}, w0, _steps((4, 2), 2, 1, n_steps=1))
+
+
+def test_lars_takes_row_sparse_gradients_lazily_with_the_norm_of_the_stored_rows():
+    shape = (9, 2)
+    w0 = _rand(shape, 6)
+    steps = _steps(shape, 3, 21, n_steps=2)
+    params = {"learning_rate": 0.1, "momentum": 0.9}
+    got, _ = _run("lars", params, w0, steps)
+    touched = numpy.unique(numpy.concatenate([r for r, _ in steps]))
+    absent = numpy.setdiff1d(numpy.arange(shape[0]), touched)
+    assert _bits(got[absent]) == _bits(w0[absent])
+    # Standard (lazy_update=False) updates every row with the norm of the same values.
+    dense, _ = _run("lars", dict(params, lazy_update=False), w0, steps)
+    ref, _ = _run("lars", dict(params, lazy_update=False), w0, steps, sparse_grads=False)
+    numpy.testing.assert_allclose(dense, ref, rtol=1e-6, atol=1e-7)

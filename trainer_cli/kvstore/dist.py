@@ -60,7 +60,8 @@ import time
 import numpy
 
 from ..ndarray import NDArray
-from ..ndarray.interop import raw as _raw, transfer as _transfer, wrap as _wrap
+from ..ndarray import sparse as _sparse
+from ..ndarray.interop import is_sparse as _is_sparse, raw as _raw, transfer as _transfer, wrap as _wrap
 from . import mpi
 from .base import KVStoreBase
 from .gather import gather_arrays
@@ -332,7 +333,7 @@ class KVStoreDistSync(_DistStore):
 
     def pushpull(self, key, value, out=None, priority=0):
         single = _single_key_arrays(key, value, out)
-        if single is None:
+        if single is None or any(_is_sparse(a) for a in single[0]):
             self.push(key, value, priority)
             self.pull(key, value if out is None else out, priority)
             return
@@ -346,6 +347,8 @@ class KVStoreDistSync(_DistStore):
     def _push_one(self, k, arrays):
         stored = self._stored(k)
         merged = self._merge(k, arrays, stored)
+        if _is_sparse(merged):
+            return self._push_sparse(k, merged, stored)
         if self._updater is None:
             # No optimizer: the sum replaces the stored value, so it can be written there.
             if self._gc is not None:
@@ -361,13 +364,58 @@ class KVStoreDistSync(_DistStore):
         self._updater(k, total, stored)
         return stored
 
+    def _push_sparse(self, k, merged, stored):
+        """A row_sparse sum crosses workers as (rows, values), never as the dense table: the
+        workers' row counts, then their rows and values (Allgatherv), added up in rank order,
+        so every worker holds the same bits. Without an optimizer it replaces the stored value,
+        storage type included (MXNet); with one, the store updates its value with it."""
+        if self._gc is not None:
+            raise ValueError(
+                "kvstore key %r: gradient compression of row_sparse values is not supported "
+                "(MXNet's 2-bit compression garbles their rows); create the Trainer without "
+                "compression_params for sparse gradients" % (k,))
+        total = self._allgather_rows(k, merged.as_in_context(stored.context))
+        if self._updater is None:
+            self._store[k] = total
+            return total
+        self._updater(k, total, stored)
+        return stored
+
+    def _allgather_rows(self, k, local):
+        job = self._job
+        if job.size == 1:
+            return local
+        rows = _host(_raw(local.indices)).astype(numpy.int64, copy=False)
+        values = _host(_raw(local.data))
+        width = int(numpy.prod(local.shape[1:], dtype=numpy.int64))
+        what = "row_sparse push of key %s" % _key_repr(k)
+        counts = numpy.empty(job.size, dtype=numpy.int64)
+        mpi.wait(self._comm.Iallgather(numpy.array([len(rows)], dtype=numpy.int64), counts),
+                 what + " (row counts)", job=job)
+        all_rows = numpy.empty(int(counts.sum()), dtype=numpy.int64)
+        all_values = numpy.empty((int(counts.sum()), width), dtype=values.dtype)
+        mpi.wait(self._comm.Iallgatherv(rows, (all_rows, counts)), what + " (rows)", job=job)
+        mpi.wait(self._comm.Iallgatherv(values.reshape(-1), (all_values, counts * width)),
+                 what + " (values)", job=job)
+        self.wire_bytes += rows.nbytes + values.nbytes
+        total, start = None, 0
+        for n in counts.tolist():
+            part = _sparse.row_sparse_array(
+                (all_values[start:start + n].reshape((n,) + tuple(local.shape[1:])),
+                 all_rows[start:start + n]), shape=local.shape, ctx=local.context,
+                dtype=values.dtype)
+            total = part if total is None else _sparse.add(total, part)
+            start += n
+        return total
+
     def _push_many(self, groups):
         """Several keys in one call: small dense host keys share Allreduces (buckets of 1 MiB).
 
         One Allreduce per key costs ~20 us of latency each, which dominates for many small
         tensors; the sums are the same element by element, so the results do not change.
         """
-        if self._gc is not None or self._job.size == 1:
+        if self._gc is not None or self._job.size == 1 or any(
+                _is_sparse(a) for _, arrays in groups for a in arrays):
             for k, arrays in groups:
                 self._push_one(k, arrays)
             return
@@ -708,6 +756,10 @@ class KVStoreDistAsync(_DistStore):
 
     def push(self, key, value, priority=0):
         for k, arrays in group_key_values(key, value):
+            if any(_is_sparse(a) for a in arrays):
+                raise ValueError("kvstore %r, key %r: row_sparse values are not supported by the "
+                                 "asynchronous store; use dist_sync (it moves them as rows and "
+                                 "values)" % (self._type, k))
             self._request(_OP_PUSH, k, arrays)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):

@@ -5,7 +5,7 @@ import math
 
 import numpy
 
-from .optimizer import raw, register
+from .optimizer import SparseRows, raw, register
 from .sgd import SGD
 
 __all__ = ["LARS", "lars_lr"]
@@ -25,6 +25,8 @@ def lars_lr(w, g, *, lr, wd, eta, eps, rescale):
 
 
 def _sum_sq(a):
+    if type(a) is SparseRows:  # a row_sparse gradient's norm is its stored values'
+        a = a.values
     flat = a.reshape(-1).astype(numpy.float32, copy=False)
     return flat.dot(flat).item()      # on CuPy: the one transfer, explicit
 
