@@ -503,6 +503,8 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
         order = numpy.argsort(ids, kind="stable")
         sorted_ids = ids[order]
         starts = numpy.flatnonzero(numpy.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+        if len(starts) == len(ids):  # no id twice: the rows as they are (reduceat is slow)
+            return RowSparseGrad(sorted_ids, grads[order], shape)
         return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(grads[order], starts, axis=0),
                              shape)
     rows, inverse = xp.unique(ids, return_inverse=True)

@@ -1,0 +1,144 @@
+"""Issue 15's sparse benchmark: a training step of an embedding table with row_sparse gradients,
+ours against PyTorch and MXNet 1.9.1 in the same run.
+
+    python benchmarks/bench_sparse.py                    # 1M x 64, 1000 distinct rows a batch
+    python benchmarks/bench_sparse.py --steps 100 --json
+
+Each step looks up a batch of 1,000 distinct row ids (drawn at random, a fresh batch each step),
+computes ``(embedding(ids) * coef).sum()`` and updates the table: ours is
+``gluon.nn.Embedding(V, 64, sparse_grad=True)`` with ``gluon.Trainer`` (SGD, and Adam; both lazy,
+MXNet's default); PyTorch's is what its users write: ``nn.Embedding(V, 64, sparse=True)`` with
+``optim.SGD`` / ``optim.SparseAdam``; MXNet 1.9.1 runs the same Gluon code as ours (in
+``/tmp/mxvenv``, or ``--mxnet-python``). Each framework runs in a process of its own, one thread
+of BLAS. A second table of 10M rows (SGD, ours) checks that the step does not grow with the table.
+Targets: ours >= 1.5x PyTorch and >= 1.0x MXNet; 10M rows at most 1.2x the 1M-row step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DIM, ROWS = 64, 1000
+
+WORKER = r'''
+import json, sys, time
+import numpy as np
+framework, optimizer, vocab, steps, dim, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+rng = np.random.default_rng(0)
+batches = [rng.choice(vocab, size=rows, replace=False) for _ in range(8)]
+coef = rng.standard_normal((rows, dim)).astype(np.float32)
+if framework == "torch":
+    import torch
+    torch.set_num_threads(1)
+    emb = torch.nn.Embedding(vocab, dim, sparse=True)
+    opt = (torch.optim.SGD(emb.parameters(), lr=0.01) if optimizer == "sgd"
+           else torch.optim.SparseAdam(emb.parameters(), lr=0.001))
+    ids = [torch.from_numpy(b) for b in batches]
+    c = torch.from_numpy(coef)
+    def step(i):
+        opt.zero_grad()
+        (emb(ids[i % 8]) * c).sum().backward()
+        opt.step()
+else:
+    if framework == "mxnet":
+        import mxnet as mx
+        from mxnet import autograd, gluon, nd
+    else:
+        from trainer_cli import autograd, gluon, nd
+    emb = gluon.nn.Embedding(vocab, dim, sparse_grad=True)
+    emb.initialize()
+    params = {"learning_rate": 0.01} if optimizer == "sgd" else {"learning_rate": 0.001}
+    trainer = gluon.Trainer(emb.collect_params(), optimizer, params)
+    ids = [nd.array(b.astype(np.float32)) for b in batches]
+    c = nd.array(coef)
+    def step(i):
+        with autograd.record():
+            y = (emb(ids[i % 8]) * c).sum()
+        y.backward()
+        trainer.step(1)
+for i in range(5):
+    step(i)
+if framework == "mxnet":
+    nd.waitall()
+start = time.perf_counter()
+for i in range(steps):
+    step(i)
+if framework == "mxnet":
+    nd.waitall()
+print(json.dumps({"steps_per_s": steps / (time.perf_counter() - start)}))
+'''
+
+
+def measure(python, framework, optimizer, vocab, steps):
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run([python, "-c", WORKER, framework, optimizer, str(vocab), str(steps),
+                           str(DIM), str(ROWS)], capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        return None, proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
+    return json.loads(proc.stdout.strip().splitlines()[-1])["steps_per_s"], None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--mxnet-python", default="/tmp/mxvenv/bin/python")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    load = os.getloadavg()[0]
+    rows, notes = {}, []
+    for optimizer in ("sgd", "adam"):
+        for framework, python in (("ours", sys.executable), ("torch", sys.executable),
+                                  ("mxnet", args.mxnet_python)):
+            if framework == "mxnet" and not os.path.exists(python):
+                notes.append("MXNet: %s not found" % python)
+                continue
+            rate, why = measure(python, framework, optimizer, 1_000_000, args.steps)
+            if rate is None:
+                notes.append("%s %s: %s" % (framework, optimizer, why))
+            else:
+                rows[(framework, optimizer)] = rate
+    big, why = measure(sys.executable, "ours", "sgd", 10_000_000, args.steps)
+    if big is None:
+        notes.append("ours sgd 10M: %s" % why)
+    report = {"load_average": load, "steps": args.steps, "table": [1_000_000, DIM],
+              "rows_per_batch": ROWS, "steps_per_s": {"%s/%s" % k: v for k, v in rows.items()},
+              "ours_sgd_10M_steps_per_s": big, "notes": notes}
+    for optimizer in ("sgd", "adam"):
+        ours = rows.get(("ours", optimizer))
+        for peer in ("torch", "mxnet"):
+            other = rows.get((peer, optimizer))
+            if ours and other:
+                report["%s_vs_%s" % (optimizer, peer)] = ours / other
+    if big and rows.get(("ours", "sgd")):
+        report["step_10M_over_1M"] = rows[("ours", "sgd")] / big
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print("embedding 1,000,000 x %d, %d distinct rows a batch, one thread, load %.1f" % (DIM, ROWS, load))
+    for optimizer in ("sgd", "adam"):
+        line = "  %-4s" % optimizer
+        for framework in ("ours", "torch", "mxnet"):
+            rate = rows.get((framework, optimizer))
+            line += "  %s %s" % (framework, "%.0f steps/s" % rate if rate else "-")
+        for peer, target in (("torch", 1.5), ("mxnet", 1.0)):
+            r = report.get("%s_vs_%s" % (optimizer, peer))
+            if r:
+                line += "  | %.2fx %s (target >= %.1fx: %s)" % (r, peer, target,
+                                                             "met" if r >= target else "NOT met")
+        print(line)
+    if "step_10M_over_1M" in report:
+        r = report["step_10M_over_1M"]
+        print("  10M-row table (SGD): step time %.2fx the 1M-row step (target <= 1.2x: %s)"
+              % (r, "met" if r <= 1.2 else "NOT met"))
+    for note in notes:
+        print("  note: " + note)
+
+
+if __name__ == "__main__":
+    main()
