@@ -46,7 +46,7 @@ def _sklearn_rows(name: str) -> int:
 def dataset_size(dataset) -> int:
     """Number of samples of one dataset section (``SyntheticData``, ``NpzData``, ...)."""
     kind = dataset.type
-    if kind == "synthetic":
+    if kind in ("synthetic", "ratings"):
         return dataset.num_samples
     if kind == "sklearn":
         return _sklearn_rows(dataset.name)

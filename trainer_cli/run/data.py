@@ -273,7 +273,20 @@ def _sklearn_file(name) -> Arrays | None:
     return Arrays(data[:, :-1].astype(numpy.float32), data[:, -1].astype(numpy.float32))
 
 
-_LOADERS = {"synthetic": _synthetic, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
+def _ratings(spec) -> Arrays:
+    """Ratings ``<u, v> + noise`` of random (user, item) pairs: ids as float32 features, as
+    MXNet's Embedding takes them. Factors have variance 1/rank, so ratings have variance ~1."""
+    rng = numpy.random.default_rng(spec.seed)
+    scale = 1.0 / numpy.sqrt(numpy.sqrt(spec.rank))
+    users = rng.normal(scale=scale, size=(spec.num_users, spec.rank))
+    items = rng.normal(scale=scale, size=(spec.num_items, spec.rank))
+    u = rng.integers(0, spec.num_users, size=spec.num_samples)
+    i = rng.integers(0, spec.num_items, size=spec.num_samples)
+    y = numpy.einsum("nk,nk->n", users[u], items[i]) + spec.noise * rng.normal(size=spec.num_samples)
+    return Arrays(numpy.stack([u, i], axis=1).astype(numpy.float32), y.astype(numpy.float32))
+
+
+_LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
 
 
 def _where(spec) -> str:

@@ -26,7 +26,7 @@ from ..suggest import choice_list, did_you_mean
 from .base import Seed, Section, detail, fail, problem
 from .files import checking_files, csv_header, npy_shape, npz_names, resolve_input
 
-__all__ = ["DataSection", "SyntheticData", "NpzData", "NpyData", "CsvData", "SklearnData",
+__all__ = ["DataSection", "SyntheticData", "RatingsData", "NpzData", "NpyData", "CsvData", "SklearnData",
            "SplitSection", "Dataset", "DATASET_TYPES", "SKLEARN_SETS"]
 
 SKLEARN_SETS = ("digits", "iris", "wine", "breast_cancer", "diabetes")
@@ -63,6 +63,20 @@ class SyntheticData(Section):
             fail("SyntheticData", [detail(("num_classes",), "applies only to task: classification",
                                           self.num_classes, "key")])
         return self
+
+
+class RatingsData(Section):
+    """Seeded synthetic ratings for recommenders: ``(user, item)`` id pairs as features (two
+    columns, for an embedding model) and ``rating = <u_user, v_item> + noise`` as labels, from
+    random user and item factors of ``rank`` dimensions."""
+
+    type: Literal["ratings"]
+    num_users: Annotated[int, at.Ge(1)] = 1000
+    num_items: Annotated[int, at.Ge(1)] = 1000
+    rank: Annotated[int, at.Ge(1)] = 8
+    num_samples: Annotated[int, at.Ge(1)] = 20000
+    noise: Annotated[float, at.Ge(0)] = 0.1
+    seed: Seed = Field(0, description="seed of the data, independent of the run's seed")
 
 
 _PATH_DOC = "the file; relative paths are looked up next to the config, then in the working folder"
@@ -189,7 +203,7 @@ class SklearnData(Section):
         return value
 
 
-DATASET_CLASSES = (SyntheticData, NpzData, NpyData, CsvData, SklearnData)
+DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsvData, SklearnData)
 DATASET_TYPES = tuple(cls.model_fields["type"].annotation.__args__[0] for cls in DATASET_CLASSES)
 Dataset = Annotated[Union[DATASET_CLASSES], Field(discriminator="type"),
                     Expect("a data file or a mapping with type (" + ", ".join(DATASET_TYPES) + ")")]
