@@ -27,6 +27,7 @@ SHIPPED = {
     "mlp_synthetic": ("val_accuracy", 0.9, True),
     "regression": ("val_mse", 0.05, False),
     "multi_device": ("val_accuracy", 0.85, True),
+    "mf_synthetic": ("val_rmse", 0.2, False),
 }
 
 
