@@ -70,7 +70,7 @@ def test_list_names_everything_a_config_can_use(tmp_path):
                               "args": ["units", "act"], "doc": "A tiny net."}]
     assert not (tmp_path / "RAN").exists() and not os.path.exists("RAN")
     assert "l2" in cat["losses"] and "accuracy" in cat["metrics"] and "xavier" in cat["initializers"]
-    assert cat["datasets"]["types"] == ["synthetic", "ratings", "npz", "npy", "csv", "sklearn"]
+    assert cat["datasets"]["types"] == ["synthetic", "ratings", "npz", "npy", "csr", "csv", "sklearn"]
     assert cat["kvstore"] == ["local", "device", "dist_sync", "dist_device_sync", "dist_async",
                               "dist_device_async"]
     assert cat["compression"] == ["2bit", "1bit"]

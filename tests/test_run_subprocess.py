@@ -28,6 +28,7 @@ SHIPPED = {
     "regression": ("val_mse", 0.05, False),
     "multi_device": ("val_accuracy", 0.85, True),
     "mf_synthetic": ("val_rmse", 0.2, False),
+    "sparse_linear": ("val_accuracy", 0.75, True),
 }
 
 

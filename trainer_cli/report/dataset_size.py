@@ -53,6 +53,9 @@ def dataset_size(dataset) -> int:
     if kind == "npz":
         with zipfile.ZipFile(dataset.path) as z, z.open(dataset.x + ".npy") as member:
             return _npy_rows(member)
+    if kind == "csr":
+        with open(dataset.label_path, "rb") as f:
+            return _npy_rows(f)
     if kind == "npy":
         with open(dataset.path, "rb") as f:
             return _npy_rows(f)

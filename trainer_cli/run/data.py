@@ -19,9 +19,11 @@ import numpy
 from numpy.lib import format as _npy_format
 
 from .._bounded import open_regular
+from .._npz import NpzError, read_npz
 from .layout import RunDirError
 
-__all__ = ["Arrays", "DataError", "load_data", "load_dataset", "split_validation", "is_mapped"]
+__all__ = ["Arrays", "CSRRows", "DataError", "load_data", "load_dataset", "split_validation",
+           "is_mapped", "as_batch"]
 
 # A .npy file of this many data bytes or more is memory-mapped rather than read.
 MAP_BYTES = 64 << 20
@@ -56,6 +58,48 @@ class Arrays:
             rows = numpy.arange(len(self.x))[index] if self.x_rows is None else self.x_rows[index]
             return Arrays(self.x, self.y[index], rows)
         return Arrays(self.features(index), self.y[index])
+
+
+class CSRRows:
+    """A CSR matrix on the host (SciPy's layout: ``data``, ``indices``, ``indptr``, ``shape``)
+    whose rows batches take without densifying it: ``m[rows]`` is the CSRRows of those rows."""
+
+    ndim = 2
+
+    def __init__(self, data, indices, indptr, shape):
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self.shape = (int(shape[0]), int(shape[1]))
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> "CSRRows":
+        if isinstance(rows, slice):
+            rows = numpy.arange(self.shape[0])[rows]
+        rows = numpy.asarray(rows, dtype=numpy.int64).reshape(-1)
+        starts, counts = self.indptr[rows], self.indptr[rows + 1] - self.indptr[rows]
+        indptr = numpy.zeros(len(rows) + 1, dtype=numpy.int64)
+        numpy.cumsum(counts, out=indptr[1:])
+        # Position of every stored entry of the chosen rows, row after row.
+        pos = numpy.repeat(starts - indptr[:-1], counts) + numpy.arange(indptr[-1])
+        return CSRRows(self.data[pos], self.indices[pos], indptr, (len(rows), self.shape[1]))
+
+    def astype(self, dtype):
+        return CSRRows(self.data.astype(dtype), self.indices, self.indptr, self.shape)
+
+
+def as_batch(x, ctx, dtype):
+    """An NDArray of batch features ``x`` (a host array, or CSRRows: a CSRNDArray) on ``ctx``."""
+    if isinstance(x, CSRRows):
+        from ..ndarray import sparse
+        return sparse.csr_matrix((x.data, x.indices, x.indptr), shape=x.shape, ctx=ctx,
+                                 dtype=dtype)
+    from ..ndarray import array
+    return array(x, ctx=ctx, dtype=dtype)
 
 
 def is_mapped(array) -> bool:
@@ -145,6 +189,57 @@ def _npz(spec) -> Arrays:
             return Arrays(archive[spec.x], archive[spec.y])
     except (OSError, ValueError, KeyError) as exc:
         raise DataError("%s: cannot read arrays %r and %r (%s)" % (spec.path, spec.x, spec.y, exc)) from None
+
+
+_CSR_KEYS = {"data", "indices", "indptr", "shape", "format"}
+
+
+def _csr(spec) -> Arrays:
+    """A CSR matrix from an .npz in SciPy's ``save_npz`` layout (never through pickle, every
+    part checked), labels from a .npy."""
+    path = spec.path
+    try:
+        with open_regular(path) as f:
+            parts = read_npz(f)
+    except (OSError, NpzError) as exc:
+        raise DataError("%s: cannot read as a CSR .npz (%s)" % (path, exc)) from None
+    missing = sorted({"data", "indices", "indptr", "shape"} - set(parts))
+    if missing:
+        raise DataError("%s: a CSR .npz holds data, indices, indptr and shape (as SciPy's save_npz "
+                        "writes them); missing %s" % (path, ", ".join(missing)))
+    fmt = parts.get("format")
+    name = fmt.item() if fmt is not None and fmt.ndim == 0 else fmt
+    name = name.decode("ascii", "replace") if isinstance(name, bytes) else name
+    if fmt is not None and name != "csr":
+        raise DataError("%s: key 'format' is %r; only csr matrices are read" % (path, name))
+    shape, data = parts["shape"], parts["data"]
+    indices, indptr = parts["indices"], parts["indptr"]
+
+    def bad(key, why):
+        return DataError("%s: key %r: %s" % (path, key, why))
+
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or (shape < 0).any():
+        raise bad("shape", "expected two non-negative integers, got %s" % shape.tolist())
+    rows, cols = int(shape[0]), int(shape[1])
+    for key, arr in (("indices", indices), ("indptr", indptr)):
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise bad(key, "expected a 1-D integer array, got %s of shape %s"
+                      % (arr.dtype, arr.shape))
+    if data.ndim != 1 or data.dtype.kind not in "biuf":
+        raise bad("data", "expected a 1-D array of numbers, got %s of shape %s"
+                  % (data.dtype, data.shape))
+    if len(indptr) != rows + 1 or (len(indptr) and indptr[0] != 0):
+        raise bad("indptr", "expected %d entries starting at 0 for %d rows" % (rows + 1, rows))
+    if (numpy.diff(indptr) < 0).any():
+        raise bad("indptr", "decreases at row %d" % int(numpy.argmax(numpy.diff(indptr) < 0)))
+    if int(indptr[-1]) != len(data) or len(indices) != len(data):
+        raise bad("indptr", "ends at %d, but data holds %d entries and indices %d"
+                  % (int(indptr[-1]), len(data), len(indices)))
+    if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= cols):
+        raise bad("indices", "column ids must lie in [0, %d)" % cols)
+    x = CSRRows(data.astype(numpy.float32), indices.astype(numpy.int64),
+                indptr.astype(numpy.int64), (rows, cols))
+    return Arrays(x, _load_npy(spec.label_path))
 
 
 def _load_npy(path) -> numpy.ndarray:
@@ -286,7 +381,7 @@ def _ratings(spec) -> Arrays:
     return Arrays(numpy.stack([u, i], axis=1).astype(numpy.float32), y.astype(numpy.float32))
 
 
-_LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
+_LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "csr": _csr, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
 
 
 def _where(spec) -> str:
@@ -303,10 +398,12 @@ def _checked(arrays: Arrays, spec) -> Arrays:
         raise DataError("%s: no samples" % where)
     if len(x) != len(y):
         raise DataError("%s: %d feature rows but %d labels" % (where, len(x), len(y)))
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.reshape(-1)
+    if isinstance(x, CSRRows):
+        return Arrays(x, numpy.ascontiguousarray(y, dtype=numpy.float32))
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
     # MXNet's convention: float32 features and labels; the model's dtype is applied per batch.
     # (Mapped float32 features stay mapped: ascontiguousarray of them is a view.)
     return Arrays(numpy.ascontiguousarray(x, dtype=numpy.float32),

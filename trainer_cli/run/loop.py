@@ -28,6 +28,7 @@ from ..ndarray import array as _array
 from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
+from .data import as_batch
 from .finite import StepUndo, broken_part
 from .state import Accumulator, EarlyStopping, LoopState
 
@@ -176,7 +177,7 @@ class TrainingLoop:
                     # A device with no sample still has to write a (zero) gradient, or the
                     # reduction would add its stale one: run one sample with a zero head gradient.
                     rows, label = idx[:1], None
-                out = parts.net(_array(train.features(rows), ctx=ctx, dtype=self.dtype))
+                out = parts.net(as_batch(train.features(rows), ctx, self.dtype))
                 loss = parts.loss(out, _array(y[rows], ctx=ctx, dtype=self.dtype))
                 scaled = loss
                 if self.scaler is not None and label is not None:
@@ -272,7 +273,7 @@ class TrainingLoop:
         for start in range(0, len(parts.val), bs):
             x = parts.val.features(slice(start, start + bs))
             y = parts.val.y[start:start + bs]
-            out = parts.net(_array(x, ctx=ctx, dtype=self.dtype))
+            out = parts.net(as_batch(x, ctx, self.dtype))
             loss = parts.loss(out, _array(y, ctx=ctx, dtype=self.dtype))
             acc.add_loss(float(loss.asnumpy().astype(numpy.float64).sum()), loss.shape[0])
             for metric in acc.metrics.values():

@@ -108,7 +108,7 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
     """
     from .. import autograd, initializer
     from ..gluon.block import reset_name_counters
-    from ..ndarray import array
+    from .data import as_batch
 
     file, factory = model_source(model_section, config_dir, forbid)
     fn = load_factory(file, factory)
@@ -128,5 +128,5 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
     if dtype != numpy.float32:
         net.cast(dtype.name)
     with autograd.pause():
-        net(array(sample_x.astype(dtype), ctx=contexts[0], dtype=dtype))
+        net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
     return net, file

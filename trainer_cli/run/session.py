@@ -36,7 +36,7 @@ from . import model_record as _model_record
 from . import kvstate, layout, threads
 from .background import BackgroundJob
 from .build import build
-from .data import is_mapped
+from .data import CSRRows, is_mapped
 from .layout import RunDirError
 from .logs import MetricsLog, TrainLog, truncate_metrics
 from .model import model_source
@@ -235,6 +235,13 @@ def data_fingerprint(parts, sampled: bool | None = None) -> str:
     they are memory-mapped (``sampled``; None: whenever they are), so that neither a start nor a
     resume reads a data set of several GB whole."""
     train = parts.train
+    if isinstance(train.x, CSRRows):
+        digest = hashlib.sha256()
+        x = train.features(slice(None))
+        for arr in (x.data, x.indices, x.indptr, numpy.asarray(x.shape), train.y):
+            digest.update(str((arr.dtype.str, arr.shape)).encode())
+            digest.update(memoryview(numpy.ascontiguousarray(arr)).cast("B"))
+        return digest.hexdigest()
     if sampled is None:
         sampled = is_mapped(train.x)
     n = len(train)

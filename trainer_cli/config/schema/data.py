@@ -26,7 +26,7 @@ from ..suggest import choice_list, did_you_mean
 from .base import Seed, Section, detail, fail, problem
 from .files import checking_files, csv_header, npy_shape, npz_names, resolve_input
 
-__all__ = ["DataSection", "SyntheticData", "RatingsData", "NpzData", "NpyData", "CsvData", "SklearnData",
+__all__ = ["DataSection", "SyntheticData", "RatingsData", "CsrData", "NpzData", "NpyData", "CsvData", "SklearnData",
            "SplitSection", "Dataset", "DATASET_TYPES", "SKLEARN_SETS"]
 
 SKLEARN_SETS = ("digits", "iris", "wine", "breast_cancer", "diabetes")
@@ -119,6 +119,20 @@ class NpzData(_FileData):
         return self
 
 
+class CsrData(_FileData):
+    """Sparse features: a CSR matrix in an .npz as SciPy's ``save_npz`` writes it (``data``,
+    ``indices``, ``indptr``, ``shape``; read without SciPy), labels in a .npy file."""
+
+    type: Literal["csr"]
+    path: str = Field(description=_PATH_DOC)
+    label_path: str = Field(description=".npy file of labels, one per row")
+
+    @field_validator("label_path")
+    @classmethod
+    def _labels_exist(cls, value, info: ValidationInfo):
+        return resolve_input(value, info, "label file") if checking_files(info) else value
+
+
 class NpyData(_FileData):
     """A 2-D .npy array whose ``label`` column holds the labels, or features and ``label_path``."""
 
@@ -203,7 +217,7 @@ class SklearnData(Section):
         return value
 
 
-DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsvData, SklearnData)
+DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsrData, CsvData, SklearnData)
 DATASET_TYPES = tuple(cls.model_fields["type"].annotation.__args__[0] for cls in DATASET_CLASSES)
 Dataset = Annotated[Union[DATASET_CLASSES], Field(discriminator="type"),
                     Expect("a data file or a mapping with type (" + ", ".join(DATASET_TYPES) + ")")]
