@@ -6,18 +6,23 @@ batch looked up, and the optimizers update just those rows (lazily, MXNet's defa
 costs the same with ten thousand users or ten million.
 """
 from trainer_cli.gluon import Block, nn
+from trainer_cli.gluon.contrib import nn as contrib_nn
 
 
 class MatrixFactorization(Block):
-    def __init__(self, num_users, num_items, factors, biases, **kwargs):
+    def __init__(self, num_users, num_items, factors, biases, sparse_weights=False, **kwargs):
         super().__init__(**kwargs)
         self.biases = biases
+        # sparse_weights: the tables are row_sparse weights kept in the kvstore, each forward
+        # pulling only its batch's rows (MXNet's SparseEmbedding).
+        table = ((lambda n, d: contrib_nn.SparseEmbedding(n, d)) if sparse_weights
+                 else (lambda n, d: nn.Embedding(n, d, sparse_grad=True)))
         with self.name_scope():
-            self.users = nn.Embedding(num_users, factors, sparse_grad=True)
-            self.items = nn.Embedding(num_items, factors, sparse_grad=True)
+            self.users = table(num_users, factors)
+            self.items = table(num_items, factors)
             if biases:
-                self.user_bias = nn.Embedding(num_users, 1, sparse_grad=True)
-                self.item_bias = nn.Embedding(num_items, 1, sparse_grad=True)
+                self.user_bias = table(num_users, 1)
+                self.item_bias = table(num_items, 1)
 
     def forward(self, x):
         user, item = x[:, 0], x[:, 1]
@@ -27,5 +32,6 @@ class MatrixFactorization(Block):
         return out
 
 
-def build(num_users: int, num_items: int, factors: int = 16, biases: bool = True):
-    return MatrixFactorization(num_users, num_items, factors, biases)
+def build(num_users: int, num_items: int, factors: int = 16, biases: bool = True,
+          sparse_weights: bool = False):
+    return MatrixFactorization(num_users, num_items, factors, biases, sparse_weights)

@@ -25,9 +25,21 @@ def _leaves(state, path=""):
 
 
 def _array_summary(slot, array) -> dict:
-    host = array.asnumpy() if isinstance(array, NDArray) else numpy.asarray(array)
+    """Shape, dtype and L2 norm of a state array; a row_sparse one also says how many rows it
+    stores (and is summed over those, never densified)."""
+    rows = None
+    if getattr(array, "stype", "default") == "row_sparse":
+        rows, shape = int(array.indices.shape[0]), list(array.shape)
+        host = array.data.asnumpy()
+    else:
+        host = array.asnumpy() if isinstance(array, NDArray) else numpy.asarray(array)
+        shape = list(host.shape)
     norm = float(numpy.sqrt(numpy.sum(numpy.square(host, dtype=numpy.float64)))) if host.size else 0.0
-    return {"slot": slot, "shape": list(host.shape), "dtype": host.dtype.name, "norm": norm}
+    out = {"slot": slot, "shape": shape, "dtype": host.dtype.name, "norm": norm,
+           "stype": "default" if rows is None else "row_sparse"}
+    if rows is not None:
+        out["rows_stored"] = rows
+    return out
 
 
 def states_summary(data: bytes, source: str) -> dict:

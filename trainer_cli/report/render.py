@@ -155,9 +155,11 @@ def _states_tables(out: Console, states: dict) -> None:
                 if leaf is None:
                     table.add_row(str(param["index"]), param["name"] or "", "(no state)", "", "", "")
                 else:
-                    table.add_row(str(param["index"]), param["name"] or "", leaf["slot"],
-                                  "x".join(map(str, leaf["shape"])) or "scalar", leaf["dtype"],
-                                  _num(leaf["norm"]))
+                    shape = "x".join(map(str, leaf["shape"])) or "scalar"
+                    if leaf.get("stype") == "row_sparse":
+                        shape += " row_sparse, %d rows stored" % leaf["rows_stored"]
+                    table.add_row(str(param["index"]), param["name"] or "", leaf["slot"], shape,
+                                  leaf["dtype"], _num(leaf["norm"]))
         out.print(table)
 
 

@@ -35,11 +35,19 @@ def state_updaters(trainer) -> list:
     return list(trainer._updaters)
 
 
-def broken_part(params, trainer, trainable_only=False) -> str | None:
-    """``"parameters"`` or ``"optimizer states"`` when one of them holds NaN/Inf, else None."""
+def broken_part(params, trainer, trainable_only=False, whole_tables=False) -> str | None:
+    """``"parameters"`` or ``"optimizer states"`` when one of them holds NaN/Inf, else None.
+
+    A row_sparse weight lives in the kvstore, whole; reading it all is O(table), so it is looked
+    at only with ``whole_tables`` (before a checkpoint), not after every step (its states are,
+    and a NaN row it serves shows in the next loss)."""
     weights = []
     for param in params:
         if trainable_only and param.grad_req == "null":
+            continue
+        if param.stype != "default":
+            if whole_tables:
+                weights.append(param._reduce())
             continue
         try:
             arrays = param.list_data()

@@ -328,7 +328,7 @@ class TrainingLoop:
         # Never a checkpoint with NaN/Inf in it: it would become `latest` and prune good ones.
         # (Under MPI only what every rank holds alike, so that all ranks decide the same.)
         broken = broken_part(self.params, self.parts.trainer,
-                             trainable_only=self.parts.num_workers > 1)
+                             trainable_only=self.parts.num_workers > 1, whole_tables=True)
         if broken is not None:
             raise NonFiniteError(
                 "the %s are NaN/Inf at step %d: no checkpoint saved, the last one before it is "

@@ -127,6 +127,9 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
     dtype = numpy.dtype(model_section.dtype)
     if dtype != numpy.float32:
         net.cast(dtype.name)
-    with autograd.pause():
-        net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
+    # A row_sparse weight is read through the Trainer's kvstore, which does not exist yet; such
+    # weights have their shapes already, and so have the layers built beside them.
+    if all(p.stype == "default" for p in net.collect_params().values()):
+        with autograd.pause():
+            net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
     return net, file
