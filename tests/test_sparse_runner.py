@@ -1,11 +1,13 @@
 """Sparse training through the runner: configs/mf_synthetic.yaml (matrix factorization with
 Embedding(sparse_grad=True) tables on seeded synthetic ratings) trains, its tables get
 row_sparse gradients, and a run stopped and resumed equals one that never stopped."""
+import json
+
 import numpy as np
 import pytest
 
-from run_helpers import (CONFIGS, StopAt, assert_bitwise_equal, final_arrays, metric_rows,
-                         no_fsync)
+from run_helpers import (CONFIGS, StopAt, assert_bitwise_equal, final_arrays, have_mpi,
+                         metric_rows, no_fsync, run_trainer)
 from trainer_cli.config import load_config
 from trainer_cli.run import data as data_mod, resume_run, start_run
 from trainer_cli.run.build import build
@@ -95,3 +97,32 @@ def test_inspect_shows_row_sparse_states_with_their_stored_rows(tmp_path):
     # MXNet's lazy kernels give a row_sparse state every row at its first update (zeros).
     users = [leaf for p in report["devices"][0]["params"] if p["index"] == 0 for leaf in p["states"]]
     assert [(leaf["shape"], leaf["rows_stored"]) for leaf in users] == [([1000, 8], 1000)] * 2
+
+
+DIST = ["kvstore=dist_sync", "data.train.num_samples=3000", "data.batch_size=100", "epochs=2"]
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not have_mpi(), reason="dist extra not installed (pip install -e .[dist])")
+def test_sparse_gradients_train_over_two_mpi_workers(tmp_path):
+    """Embedding(sparse_grad=True) under dist_sync: row_sparse gradients cross the workers as
+    rows and values, the optimizer runs on the store (MXNet's rule), the run learns."""
+    args = ["run", CONFIG, "--workers", 2, "--run-dir", tmp_path, "--json"]
+    for item in DIST:
+        args += ["-o", item]
+    proc = run_trainer(*args, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "finished" and summary["metrics"]["val_rmse"] < 1.0
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not have_mpi(), reason="dist extra not installed (pip install -e .[dist])")
+def test_an_uneven_last_batch_is_refused_when_the_dist_store_runs_the_optimizer(tmp_path):
+    args = ["run", CONFIG, "--workers", 2, "--run-dir", tmp_path]
+    for item in DIST + ["data.batch_size=128"]:
+        args += ["-o", item]
+    proc = run_trainer(*args, timeout=300)
+    assert proc.returncode != 0
+    assert "data.last_batch" in proc.stderr and "discard or rollover" in proc.stderr
+    assert "Traceback" not in proc.stderr

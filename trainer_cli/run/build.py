@@ -157,6 +157,14 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     if trainer.mode == STORE and config.grad_clip is not None:
         _refuse_clip_on_store(config, config_file)
     kv = trainer.kvstore
+    if (trainer.mode == STORE and kv is not None and "dist" in kv.type
+            and config.data.last_batch == "keep" and len(train) % config.data.batch_size):
+        # MXNet's rule: an optimizer on a dist kvstore keeps the first step's gradient scale.
+        raise _issue(config_file, "data.last_batch", "last_batch keep makes each epoch's last "
+                     "batch %d samples instead of %d, but the optimizer runs on the %s kvstore "
+                     "(sparse gradients there require it, as in MXNet) and keeps the first "
+                     "step's gradient scale; use last_batch: discard or rollover"
+                     % (len(train) % config.data.batch_size, config.data.batch_size, kv.type))
     if config.precision == "float16":
         if trainer.mode == STORE and trainer.kvstore is not None and "dist" in trainer.kvstore.type:
             raise _issue(config_file, "precision", "precision float16 skips steps whose "
