@@ -428,3 +428,30 @@ def test_lars_takes_row_sparse_gradients_lazily_with_the_norm_of_the_stored_rows
     dense, _ = _run("lars", dict(params, lazy_update=False), w0, steps)
     ref, _ = _run("lars", dict(params, lazy_update=False), w0, steps, sparse_grads=False)
     numpy.testing.assert_allclose(dense, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_ftrl_is_row_wise_on_a_row_sparse_weight_and_densifies_on_a_dense_one():
+    """MXNet: FtrlUpdateRspRspRsp touches only the present rows of a row_sparse weight; a dense
+    weight has no row_sparse kernel, so every row follows the dense rule (absent rows decay)."""
+    shape = (10, 2)
+    w0 = _rand(shape, 8)
+    steps = _steps(shape, 3, 30, n_steps=3)
+    params = {"learning_rate": 0.1, "lamda1": 0.01, "wd": 0.001}
+    updater = opt.get_updater(opt.create("ftrl", **params))
+    w = sparse.all_rows(nd.array(w0))
+    for rows, values in steps:
+        updater(0, sparse.row_sparse_array((values, rows), shape=shape), w)
+    touched = numpy.unique(numpy.concatenate([r for r, _ in steps]))
+    absent = numpy.setdiff1d(numpy.arange(shape[0]), touched)
+    got = w.asnumpy()
+    assert len(absent) and _bits(got[absent]) == _bits(w0[absent])
+    # Present rows: the dense rule run on exactly those rows, step by step.
+    ref, z, n = w0.copy(), numpy.zeros(shape, numpy.float32), numpy.zeros(shape, numpy.float32)
+    from trainer_cli.optimizer.ftrl import ftrl_rule
+    for rows, values in steps:
+        wr, zr, nr = ref[rows], z[rows], n[rows]
+        ftrl_rule(wr, values, zr, nr, lr=0.1, wd=0.001, lamda1=0.01, beta=1, rescale=1.0, clip=None)
+        ref[rows], z[rows], n[rows] = wr, zr, nr
+    assert _bits(got) == _bits(ref)
+    dense_w, _ = _run("ftrl", params, w0, steps)
+    assert not numpy.array_equal(dense_w[absent], w0[absent])   # densified: absent rows change

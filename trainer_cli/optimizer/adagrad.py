@@ -11,7 +11,7 @@ import numpy
 
 from ..context import array_module_of
 from ..ndarray import zeros as _nd_zeros
-from .optimizer import Optimizer, register, scaled_grad, zeros_like
+from .optimizer import Optimizer, on_rows, register, scaled_grad, zeros_like
 
 __all__ = ["AdaGrad", "GroupAdaGrad", "adagrad_rule", "group_adagrad_rule"]
 
@@ -61,8 +61,8 @@ class AdaGrad(Optimizer):
         if wd != 0:
             raise RuntimeError("sparse adagrad_update does not support wd (MXNet: Operator not "
                                "implemented); use wd=0 with row_sparse gradients")
-        _by_rows(adagrad_rule, w, grad, history, lr=lr, wd=0.0, eps=self.float_stable_eps,
-                 rescale=self.rescale_grad, clip=self._clip)
+        on_rows(adagrad_rule, w, grad, [history], lr=lr, wd=0.0, eps=self.float_stable_eps,
+                rescale=self.rescale_grad, clip=self._clip)
 
 
 @register
@@ -89,17 +89,6 @@ class GroupAdaGrad(Optimizer):
     def _sparse_step(self, index, w, grad, history, lr, wd, rsp_weight):
         if wd != 0:
             raise ValueError("Weight decay is not supported for GroupAdaGrad")
-        _by_rows(group_adagrad_rule, w, grad, history, lr=lr, eps=self.float_stable_eps,
-                 rescale=self.rescale_grad, clip=self._clip)
+        on_rows(group_adagrad_rule, w, grad, [history], lr=lr, eps=self.float_stable_eps,
+                rescale=self.rescale_grad, clip=self._clip)
 
-
-def _by_rows(rule, w, grad, history, **kw):
-    """``rule`` on the rows ``grad`` holds (weight and history rows gathered, updated, put back):
-    O(rows present), absent rows untouched."""
-    rows = grad.rows
-    if not len(rows):
-        return
-    w_rows, h_rows = w[rows], history[rows]
-    rule(w_rows, grad.values, h_rows, **kw)
-    w[rows] = w_rows
-    history[rows] = h_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy
 
 from ..context import array_module_of
-from .optimizer import Optimizer, register, scaled_grad, zeros_like
+from .optimizer import Optimizer, on_rows, register, scaled_grad, zeros_like
 
 __all__ = ["Ftrl", "ftrl_rule"]
 
@@ -51,6 +51,14 @@ class Ftrl(Optimizer):
 
     def create_state(self, index, weight):
         return (zeros_like(weight, numpy.float32), zeros_like(weight, numpy.float32))   # z, n
+
+    def _sparse_step(self, index, w, grad, state, lr, wd, rsp_weight):
+        # A row_sparse weight: MXNet's FtrlUpdateRspRspRsp, the rule on the present rows only.
+        # A dense weight: no row_sparse kernel, so MXNet densifies (absent rows decay too).
+        if not rsp_weight:
+            return super()._sparse_step(index, w, grad, state, lr, wd, rsp_weight)
+        on_rows(ftrl_rule, w, grad, list(state), lr=lr, wd=wd, lamda1=self.lamda1, beta=self.beta,
+                rescale=self.rescale_grad, clip=self._clip)
 
     def _step(self, index, w, g, state, lr, wd):
         z, n = state

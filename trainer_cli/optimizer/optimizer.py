@@ -41,7 +41,7 @@ from ..ndarray.slabs import Slabs
 from ..ndarray.sparse import RowSparseNDArray, all_rows as _all_rows_of, zeros as _sparse_zeros
 from .. import lr_scheduler as _lr_scheduler
 
-__all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "register", "create",
+__all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "on_rows", "register", "create",
            "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified"]
 
 _MISSING = object()
@@ -511,6 +511,19 @@ class SparseRows:
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= self.shape[0]):
             raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % self.shape[0])
         return self
+
+
+def on_rows(rule, w, grad, states, **kw):
+    """``rule(w, g, *states, **kw)`` on just the rows ``grad`` (``SparseRows``) holds: the rows of
+    ``w`` and of each state gathered, updated, put back (MXNet's row-wise sparse kernels run the
+    dense rule's operations on those rows). O(rows present); absent rows keep their bits."""
+    rows = grad.rows
+    if not len(rows):
+        return
+    parts = [w[rows]] + [s[rows] for s in states]
+    rule(parts[0], grad.values, *parts[1:], **kw)
+    for target, part in zip([w] + list(states), parts):
+        target[rows] = part
 
 
 def raw(x):
