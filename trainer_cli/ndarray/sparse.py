@@ -25,7 +25,10 @@ from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad",
            "row_sparse_array", "csr_matrix", "zeros", "array", "retain", "dot", "cast_storage",
-           "add", "elemwise_add", "all_rows", "clear", "embedding_grad", "embedding_of_rows"]
+           "add", "elemwise_add", "elemwise_sub", "elemwise_mul", "relu", "all_rows", "clear",
+           "embedding_grad", "embedding_of_rows", "abs", "sign", "square", "sqrt", "negative",
+           "floor", "ceil", "rint", "trunc", "fix", "sin", "tan", "arcsin", "arctan", "sinh",
+           "tanh", "arcsinh", "arctanh", "expm1", "log1p", "degrees", "radians"]
 
 _INDEX = numpy.int64
 
@@ -178,6 +181,8 @@ class RowSparseNDArray(BaseSparseNDArray):
         if isinstance(other, (int, float, numpy.number)):
             return _rsp(self._data * self._data.dtype.type(other), self._indices.copy(),
                         self._shape, self._ctx)
+        if isinstance(other, RowSparseNDArray):
+            return elemwise_mul(self, other)
         return self._dense() * other
 
     __rmul__ = __mul__
@@ -437,6 +442,76 @@ def add(lhs, rhs):
 
 
 elemwise_add = add
+
+
+def elemwise_sub(lhs, rhs):
+    """``lhs - rhs``: row_sparse - row_sparse stays row_sparse (the union of stored rows)."""
+    return lhs - rhs
+
+
+def elemwise_mul(lhs, rhs):
+    """``lhs * rhs`` elementwise, MXNet's storage rules: row_sparse * row_sparse is row_sparse
+    over the union of their rows (rows one of them lacks hold zeros); row_sparse * dense (either
+    order) is row_sparse over the sparse operand's rows; otherwise dense."""
+    l_rsp, r_rsp = isinstance(lhs, RowSparseNDArray), isinstance(rhs, RowSparseNDArray)
+    if l_rsp and r_rsp:
+        if lhs.shape != rhs.shape:
+            raise ValueError("shapes %s and %s differ" % (lhs.shape, rhs.shape))
+        rhs = rhs.as_in_context(lhs.context)
+        xp = _xp_of(lhs._data)
+        rows = xp.union1d(lhs._indices, rhs._indices).astype(_INDEX)
+        width = (len(rows),) + tuple(lhs._data.shape[1:])
+        left, right = xp.zeros(width, lhs._data.dtype), xp.zeros(width, lhs._data.dtype)
+        left[xp.searchsorted(rows, lhs._indices)] = lhs._data
+        right[xp.searchsorted(rows, rhs._indices)] = rhs._data
+        return _rsp(left * right, rows, lhs.shape, lhs.context)
+    if l_rsp or r_rsp:
+        sparse, dense = (lhs, rhs) if l_rsp else (rhs, lhs)
+        if not isinstance(dense, BaseSparseNDArray) and isinstance(dense, NDArray):
+            if tuple(dense.shape) != sparse.shape:
+                raise ValueError("shapes %s and %s differ" % (sparse.shape, tuple(dense.shape)))
+            rows = _transfer(dense._data, sparse.context)[sparse._indices]
+            values = sparse._data * rows if l_rsp else rows * sparse._data
+            return _rsp(values, sparse._indices.copy(), sparse.shape, sparse.context)
+    left = lhs._dense() if isinstance(lhs, BaseSparseNDArray) else lhs
+    right = rhs._dense() if isinstance(rhs, BaseSparseNDArray) else rhs
+    return left * right
+
+
+def _zero_preserving(name, fn):
+    def op(data, out=None):
+        if isinstance(data, RowSparseNDArray):
+            result = _rsp(fn(data._data), data._indices.copy(), data.shape, data.context)
+        elif isinstance(data, CSRNDArray):
+            result = _csr(fn(data._data), data._indices.copy(), data._indptr.copy(), data.shape,
+                          data.context)
+        else:
+            result = _wrap(fn(data._data), data.context)
+        if out is not None:
+            result.copyto(out)
+            return out
+        return result
+    op.__name__ = name
+    op.__doc__ = ("``%s`` elementwise; on a row_sparse or csr array only the stored values change "
+                  "(f(0) = 0), so the storage type and the stored positions stay (MXNet)." % name)
+    return op
+
+
+def _relu(x):
+    return _xp_of(x).maximum(x, x.dtype.type(0))
+
+
+# MXNet's unary operators with f(0) = 0, which keep sparsity.
+_ZERO_PRESERVING = {
+    "abs": "absolute", "sign": "sign", "square": "square", "sqrt": "sqrt", "negative": "negative",
+    "floor": "floor", "ceil": "ceil", "rint": "rint", "trunc": "trunc", "fix": "fix",
+    "sin": "sin", "tan": "tan", "arcsin": "arcsin", "arctan": "arctan", "sinh": "sinh",
+    "tanh": "tanh", "arcsinh": "arcsinh", "arctanh": "arctanh", "expm1": "expm1",
+    "log1p": "log1p", "degrees": "degrees", "radians": "radians"}
+for _name, _np_name in _ZERO_PRESERVING.items():
+    globals()[_name] = _zero_preserving(
+        _name, (lambda n: lambda x: getattr(_xp_of(x), n)(x))(_np_name))
+relu = _zero_preserving("relu", _relu)
 
 
 class RowSparseGrad:
