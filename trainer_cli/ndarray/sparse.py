@@ -23,7 +23,7 @@ import numpy
 from ..context import Context, current_context
 from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
 
-__all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad",
+__all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad", "RowsAndValues",
            "row_sparse_array", "csr_matrix", "zeros", "array", "retain", "dot", "cast_storage",
            "add", "elemwise_add", "elemwise_sub", "elemwise_mul", "relu", "all_rows", "clear",
            "embedding_grad", "embedding_of_rows", "abs", "sign", "square", "sqrt", "negative",
@@ -514,13 +514,10 @@ for _name, _np_name in _ZERO_PRESERVING.items():
 relu = _zero_preserving("relu", _relu)
 
 
-class RowSparseGrad:
-    """A row_sparse gradient on autograd's tape: ``rows`` (sorted unique ids) and ``values``.
+class RowsAndValues:
+    """Raw row_sparse data: ``rows`` (sorted unique int64 ids), ``values`` (one row of values
+    per id, ``(len(rows),) + shape[1:]``) and the logical ``shape``."""
 
-    Summing with another gives the union; with a dense gradient, the dense sum. NumPy and CuPy
-    defer to it (``__array_ufunc__ = None``) so that ``dense + sparse`` lands here too."""
-
-    __array_ufunc__ = None
     __slots__ = ("rows", "values", "shape")
 
     def __init__(self, rows, values, shape):
@@ -531,10 +528,22 @@ class RowSparseGrad:
         return self.values.dtype
 
     def dense(self):
+        """The full array, absent rows as zeros."""
         xp = _xp_of(self.values)
         out = xp.zeros(self.shape, dtype=self.values.dtype)
-        out[self.rows] = self.values
+        if len(self.rows):
+            out[self.rows] = self.values
         return out
+
+
+class RowSparseGrad(RowsAndValues):
+    """A row_sparse gradient on autograd's tape: ``rows`` (sorted unique ids) and ``values``.
+
+    Summing with another gives the union; with a dense gradient, the dense sum. NumPy and CuPy
+    defer to it (``__array_ufunc__ = None``) so that ``dense + sparse`` lands here too."""
+
+    __array_ufunc__ = None
+    __slots__ = ()
 
     def __add__(self, other):
         if isinstance(other, RowSparseGrad):

@@ -38,7 +38,8 @@ from ..context import array_module_of
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw_array
 from ..ndarray.slabs import Slabs
-from ..ndarray.sparse import RowSparseNDArray, all_rows as _all_rows_of, zeros as _sparse_zeros
+from ..ndarray.sparse import RowSparseNDArray, RowsAndValues, all_rows as _all_rows_of
+from ..ndarray.sparse import zeros as _sparse_zeros
 from .. import lr_scheduler as _lr_scheduler
 
 __all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "on_rows", "register", "create",
@@ -479,27 +480,11 @@ create = Optimizer.create_optimizer
 
 
 # ---------------------------------------------------------------------- helpers for the rules
-class SparseRows:
-    """A row_sparse gradient as the rules take it: ``rows`` (sorted, unique int64 row ids),
-    ``values`` (one row of values per id, ``(len(rows),) + shape[1:]``) and the logical
-    ``shape``. "Present" is structural: a listed row of zeros is present."""
+class SparseRows(RowsAndValues):
+    """A row_sparse gradient as the rules take it (``rows``, ``values``, ``shape``; ``dense()``
+    is MXNet's storage fallback). "Present" is structural: a listed row of zeros is present."""
 
-    __slots__ = ("rows", "values", "shape")
-
-    def __init__(self, rows, values, shape):
-        self.rows, self.values, self.shape = rows, values, tuple(shape)
-
-    @property
-    def dtype(self):
-        return self.values.dtype
-
-    def dense(self):
-        """The gradient with its absent rows as zeros (MXNet's storage fallback)."""
-        xp = array_module_of(self.values)
-        out = xp.zeros(self.shape, dtype=self.values.dtype)
-        if len(self.rows):
-            out[self.rows] = self.values
-        return out
+    __slots__ = ()
 
     def checked_for(self, w):
         """``self``, after checking that it fits weight ``w``: same shape, row ids in range
