@@ -105,3 +105,51 @@ def test_a_split_of_mapped_features_keeps_row_numbers(tmp_path, monkeypatch):
         assert np.array_equal(got.features(slice(None)), ref.x)
         assert np.array_equal(got.features(np.array([1, 0])), ref.x[[1, 0]])
         assert np.array_equal(got.y, ref.y)
+
+
+def test_mapped_data_is_read_ahead_and_trains_to_the_same_bits(tmp_path, monkeypatch):
+    from run_helpers import assert_bitwise_equal, final_arrays, no_fsync
+    from trainer_cli.run import prefetch, start_run
+    no_fsync(monkeypatch)
+    rng = np.random.default_rng(4)
+    np.save(tmp_path / "x.npy", rng.standard_normal((300, 6)).astype(np.float32))
+    np.save(tmp_path / "y.npy", (np.arange(300) % 3).astype(np.float32))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "model: {name: mlp, args: {hidden: [8], classes: 3}}\n"
+        "data:\n  train: {type: npy, path: x.npy, label_path: y.npy}\n"
+        "  split: {val_fraction: 0.2}\n  batch_size: 32\n"
+        "loss: softmax_cross_entropy\noptimizer: {name: adam, params: {learning_rate: 0.01}}\n"
+        "epochs: 3\ncheckpoint: {every_epoch: true}\n")
+    in_memory = start_run(config, run_root=tmp_path / "memory")
+    ahead = []
+    real = prefetch.Prefetcher.ahead
+    monkeypatch.setattr(prefetch.Prefetcher, "ahead", lambda self, rows: (ahead.append(1),
+                                                                          real(self, rows)))
+    monkeypatch.setattr(data_mod, "MAP_BYTES", 1)
+    mapped = start_run(config, run_root=tmp_path / "mapped")
+    assert len(ahead) > 10
+    for got, want in zip(final_arrays(mapped.summary["run_dir"]),
+                         final_arrays(in_memory.summary["run_dir"])):
+        assert_bitwise_equal(got, want)
+
+
+def test_a_read_ahead_error_reaches_the_training_thread():
+    from trainer_cli.run.prefetch import Prefetcher
+
+    def read(rows):
+        if rows[0] == 7:
+            raise OSError("Input/output error")
+        return rows * 2
+
+    p = Prefetcher(read)
+    try:
+        first, second = np.array([1, 2]), np.array([7])
+        p.ahead(first)
+        assert p.get(first).tolist() == [2, 4]
+        assert p.get(np.array([3])).tolist() == [6]        # not read ahead: read now
+        p.ahead(second)
+        with pytest.raises(OSError, match="Input/output"):
+            p.get(second)
+    finally:
+        p.close()

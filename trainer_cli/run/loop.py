@@ -28,8 +28,9 @@ from ..ndarray import array as _array
 from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
-from .data import as_batch
+from .data import as_batch, is_mapped
 from .finite import StepUndo, broken_part
+from .prefetch import Prefetcher
 from .state import Accumulator, EarlyStopping, LoopState
 
 __all__ = ["TrainingLoop", "NonFiniteError"]
@@ -61,6 +62,8 @@ class TrainingLoop:
         self.scaler = _amp.loss_scaler(parts.trainer)
         if self.scaler is not None and state.amp:
             self.scaler.set_state(state.amp)
+        # Memory-mapped features: the next batch is read from the disk while a step computes.
+        self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) else None
         self._saved_step = None
         self._broken = None
         self._must_stop = False
@@ -75,12 +78,22 @@ class TrainingLoop:
         if st.finished:
             return "early_stopped" if st.stop_reason == "early_stopping" else "finished"
         order, k = self.parts.order, self.config.grad_accumulation
+        try:
+            return self._run(order, k)
+        finally:
+            if self._prefetch is not None:
+                self._prefetch.close()
+
+    def _run(self, order, k) -> str:
+        st = self.state
         while st.stop_reason is None and not self._limit_reached():
             batches = order.batches(st.epoch)
             if st.batch_in_epoch >= len(batches):  # rollover can leave an epoch without batches
                 self._end_epoch()
                 continue
             window = batches[st.batch_in_epoch:st.batch_in_epoch + k]
+            if self._prefetch is not None and st.batch_in_epoch + k < len(batches):
+                self._prefetch.ahead(batches[st.batch_in_epoch + k])
             self._step(window)
             st.batch_in_epoch += len(window)
             self._after_step(epoch_end=st.batch_in_epoch >= len(batches))
@@ -166,6 +179,8 @@ class TrainingLoop:
         train, y = parts.train, parts.train.y
         lo, hi = split_bounds(len(idx), parts.num_workers)[parts.rank]
         mine = idx[lo:hi]
+        features = (self._prefetch.get(idx) if self._prefetch is not None
+                    else self._worker_features(idx))
         pieces = split_bounds(len(mine), len(parts.contexts))
         heads, pairs = [], []
         with autograd.record():
@@ -173,11 +188,13 @@ class TrainingLoop:
                 if b > a:
                     rows = mine[a:b]
                     label = y[rows]
+                    x = features[a:b]
                 else:
                     # A device with no sample still has to write a (zero) gradient, or the
                     # reduction would add its stale one: run one sample with a zero head gradient.
                     rows, label = idx[:1], None
-                out = parts.net(as_batch(train.features(rows), ctx, self.dtype))
+                    x = train.features(rows)
+                out = parts.net(as_batch(x, ctx, self.dtype))
                 loss = parts.loss(out, _array(y[rows], ctx=ctx, dtype=self.dtype))
                 scaled = loss
                 if self.scaler is not None and label is not None:
@@ -195,6 +212,12 @@ class TrainingLoop:
                 loss_sum += float(loss.asnumpy().astype(numpy.float64).sum())
                 count += loss.shape[0]
         return loss_sum, count, pairs
+
+    def _worker_features(self, idx):
+        """The features of this worker's share of batch ``idx``."""
+        parts = self.parts
+        lo, hi = split_bounds(len(idx), parts.num_workers)[parts.rank]
+        return parts.train.features(idx[lo:hi])
 
     def _reduce_and_check(self, loss_sum) -> bool:
         parts = self.parts
