@@ -43,6 +43,7 @@ class NonFiniteError(RuntimeError):
 
 class TrainingLoop:
     scaler = None  # precision float16: the Trainer's AMP loss scaler
+    _prefetch = None  # memory-mapped data: a Prefetcher of the next batch's features
 
     def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False):
         self.parts = parts
