@@ -126,3 +126,38 @@ def test_an_uneven_last_batch_is_refused_when_the_dist_store_runs_the_optimizer(
     assert proc.returncode != 0
     assert "data.last_batch" in proc.stderr and "discard or rollover" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("extra", [[], ["model.args.sparse_weights=true"]])
+def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_sparse_run(tmp_path, extra):
+    """A sparse run killed with SIGKILL after some checkpoints (one may be being written in the
+    background) resumes from `latest` to the same bits as a run never killed."""
+    import signal
+    import subprocess
+    import time
+
+    from run_helpers import REPO, logged_step, only_run_dir, trainer_cmd
+    overrides = SMALL + ["epochs=4", "checkpoint.every_steps=10", "log_every=5"] + extra
+    args = []
+    for item in overrides:
+        args += ["-o", item]
+    ref = run_trainer("run", CONFIG, "--run-dir", tmp_path / "ref", "-q", *args, timeout=300)
+    assert ref.returncode == 0, ref.stderr
+    root = tmp_path / "cut"
+    proc = subprocess.Popen(trainer_cmd("run", CONFIG, "--run-dir", root, "-q", *args), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while logged_step(root) < 60 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert proc.poll() is None, "the run ended before the kill"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    run_dir = only_run_dir(root)
+    done = run_trainer("resume", run_dir, "-q", timeout=300)
+    assert done.returncode == 0, done.stderr
+    for got, want in zip(final_arrays(run_dir), final_arrays(only_run_dir(tmp_path / "ref"))):
+        assert_bitwise_equal(got, want)
