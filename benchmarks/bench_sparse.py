@@ -29,18 +29,20 @@ DIM, ROWS = 64, 1000
 WORKER = r'''
 import json, sys, time
 import numpy as np
-framework, optimizer, vocab, steps, dim, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+framework, optimizer, vocab, steps, dim, rows, device = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
 rng = np.random.default_rng(0)
 batches = [rng.choice(vocab, size=rows, replace=False) for _ in range(8)]
 coef = rng.standard_normal((rows, dim)).astype(np.float32)
 if framework == "torch":
     import torch
     torch.set_num_threads(1)
-    emb = torch.nn.Embedding(vocab, dim, sparse=True)
+    dev = "cuda" if device == "gpu" else "cpu"
+    emb = torch.nn.Embedding(vocab, dim, sparse=True, device=dev)
     opt = (torch.optim.SGD(emb.parameters(), lr=0.01) if optimizer == "sgd"
            else torch.optim.SparseAdam(emb.parameters(), lr=0.001))
-    ids = [torch.from_numpy(b) for b in batches]
-    c = torch.from_numpy(coef)
+    ids = [torch.from_numpy(b).to(dev) for b in batches]
+    c = torch.from_numpy(coef).to(dev)
+    sync = torch.cuda.synchronize if device == "gpu" else (lambda: None)
     def step(i):
         opt.zero_grad()
         (emb(ids[i % 8]) * c).sum().backward()
@@ -51,12 +53,15 @@ else:
         from mxnet import autograd, gluon, nd
     else:
         from trainer_cli import autograd, gluon, nd
+        import trainer_cli as mx
+    ctx = mx.gpu(0) if device == "gpu" else mx.cpu(0)
     emb = gluon.nn.Embedding(vocab, dim, sparse_grad=True)
-    emb.initialize()
+    emb.initialize(ctx=ctx)
     params = {"learning_rate": 0.01} if optimizer == "sgd" else {"learning_rate": 0.001}
     trainer = gluon.Trainer(emb.collect_params(), optimizer, params)
-    ids = [nd.array(b.astype(np.float32)) for b in batches]
-    c = nd.array(coef)
+    ids = [nd.array(b.astype(np.float32), ctx=ctx) for b in batches]
+    c = nd.array(coef, ctx=ctx)
+    sync = nd.waitall
     def step(i):
         with autograd.record():
             y = (emb(ids[i % 8]) * c).sum()
@@ -64,21 +69,19 @@ else:
         trainer.step(1)
 for i in range(5):
     step(i)
-if framework == "mxnet":
-    nd.waitall()
+sync()
 start = time.perf_counter()
 for i in range(steps):
     step(i)
-if framework == "mxnet":
-    nd.waitall()
+sync()
 print(json.dumps({"steps_per_s": steps / (time.perf_counter() - start)}))
 '''
 
 
-def measure(python, framework, optimizer, vocab, steps):
+def measure(python, framework, optimizer, vocab, steps, device="cpu"):
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     proc = subprocess.run([python, "-c", WORKER, framework, optimizer, str(vocab), str(steps),
-                           str(DIM), str(ROWS)], capture_output=True, text=True, env=env, cwd=ROOT)
+                           str(DIM), str(ROWS), device], capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         return None, proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
     return json.loads(proc.stdout.strip().splitlines()[-1])["steps_per_s"], None
@@ -89,24 +92,29 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--mxnet-python", default="/tmp/mxvenv/bin/python")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--gpu", action="store_true",
+                    help="ours on gpu(0) (CuPy) against PyTorch on CUDA; MXNet 1.9.1 is CPU-only here")
     args = ap.parse_args(argv)
+    device = "gpu" if args.gpu else "cpu"
     load = os.getloadavg()[0]
     rows, notes = {}, []
     for optimizer in ("sgd", "adam"):
         for framework, python in (("ours", sys.executable), ("torch", sys.executable),
                                   ("mxnet", args.mxnet_python)):
+            if framework == "mxnet" and args.gpu:
+                continue
             if framework == "mxnet" and not os.path.exists(python):
                 notes.append("MXNet: %s not found" % python)
                 continue
-            rate, why = measure(python, framework, optimizer, 1_000_000, args.steps)
+            rate, why = measure(python, framework, optimizer, 1_000_000, args.steps, device)
             if rate is None:
                 notes.append("%s %s: %s" % (framework, optimizer, why))
             else:
                 rows[(framework, optimizer)] = rate
-    big, why = measure(sys.executable, "ours", "sgd", 10_000_000, args.steps)
+    big, why = measure(sys.executable, "ours", "sgd", 10_000_000, args.steps, device)
     if big is None:
         notes.append("ours sgd 10M: %s" % why)
-    report = {"load_average": load, "steps": args.steps, "table": [1_000_000, DIM],
+    report = {"device": device, "load_average": load, "steps": args.steps, "table": [1_000_000, DIM],
               "rows_per_batch": ROWS, "steps_per_s": {"%s/%s" % k: v for k, v in rows.items()},
               "ours_sgd_10M_steps_per_s": big, "notes": notes}
     for optimizer in ("sgd", "adam"):
@@ -120,7 +128,8 @@ def main(argv=None):
     if args.json:
         print(json.dumps(report, indent=1))
         return
-    print("embedding 1,000,000 x %d, %d distinct rows a batch, one thread, load %.1f" % (DIM, ROWS, load))
+    print("embedding 1,000,000 x %d, %d distinct rows a batch, %s, load %.1f"
+          % (DIM, ROWS, "GPU" if args.gpu else "one thread", load))
     for optimizer in ("sgd", "adam"):
         line = "  %-4s" % optimizer
         for framework in ("ours", "torch", "mxnet"):

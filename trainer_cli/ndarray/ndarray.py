@@ -106,8 +106,12 @@ def _scatter_add(target, key, values):
     if type(target) is _np_ndarray:
         numpy.add.at(target, key, values)
     else:
-        import cupyx
-        cupyx.scatter_add(target, key, values)
+        import cupy
+        if hasattr(cupy.add, "at"):         # CuPy 13+; cupyx.scatter_add is deprecated there
+            cupy.add.at(target, key, values)
+        else:
+            import cupyx
+            cupyx.scatter_add(target, key, values)
 
 
 def _scalar(x):
