@@ -169,20 +169,21 @@ def _tensor_set(seed):
     return weights, grads
 
 
-def _run_updates(name, params, weights, grads, steps=3):
+def _run_updates(name, params, weights, grads, steps=3, ctx=None):
     """``steps`` updates of every tensor through an Updater; names give the biases no decay."""
-    from trainer_cli import nd
+    from trainer_cli import cpu, nd
     from trainer_cli.optimizer import Updater, create
+    ctx = ctx or cpu(0)
     idx2name = {i: ("p%d_bias" if i % 3 == 1 else "p%d_weight") % i for i in range(len(weights))}
     opt = create(name, param_idx2name=idx2name, **params)
     opt.set_lr_mult({2: 0.5})
     updater = Updater(opt)
-    ws = [nd.array(w, dtype=w.dtype) for w in weights]
-    gs = [nd.array(g, dtype=g.dtype) for g in grads]
+    ws = [nd.array(w, dtype=w.dtype, ctx=ctx) for w in weights]
+    gs = [nd.array(g, dtype=g.dtype, ctx=ctx) for g in grads]
     for w, a in zip(ws, weights):
         if not a.flags.c_contiguous:        # nd.array copies: put a strided view back
-            spread = numpy.zeros(a.size * 2, a.dtype)
-            spread[::2] = a
+            spread = ctx.xp.zeros(a.size * 2, a.dtype)
+            spread[::2] = ctx.xp.asarray(a)
             w._data = spread[::2]
     for _ in range(steps):
         updater(list(range(len(ws))), gs, ws)
@@ -342,6 +343,28 @@ def test_gpu_optimizer_steps_never_wait_for_the_device(name, params):
     with cupyx.allow_synchronize(False):
         for _ in range(2):
             updater(list(range(4)), grads, weights)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("name,params", MULTI_CASES)
+def test_gpu_multi_tensor_launches_are_bitwise_one_kernel_per_tensor(monkeypatch, name, params):
+    """A step's CuPy tensors go through one launch per dtype and distinct row of scalars (here
+    three: a halved rate, biases without decay); each tensor comes out as from its own
+    ElementwiseKernel. Float16 and a strided view take the per-tensor path."""
+    from trainer_cli import gpu
+    weights, grads = _tensor_set(8)
+    launches = []
+    real = _fused._CudaGroup.run
+    monkeypatch.setattr(_fused._CudaGroup, "run",
+                        lambda self, *a: launches.append(len(self.positions)) or real(self, *a))
+    with numpy.errstate(all="ignore"):
+        multi, _ = _run_updates(name, params, weights, grads, ctx=gpu(0))
+        assert launches and sum(launches) == 3 * 7       # every float32/float64 tensor, 3 steps
+        monkeypatch.setattr(_fused, "_cuda_flat", lambda arrays: False)
+        single, _ = _run_updates(name, params, weights, grads, ctx=gpu(0))
+    for a, b in zip(multi, single):
+        numpy.testing.assert_array_equal(a.view(numpy.uint8), b.view(numpy.uint8))
 
 
 def test_gpu_kernels_are_not_used_for_numpy_arrays():

@@ -80,7 +80,8 @@ class Kernel:
     CuPy ElementwiseKernel whose scalar parameters are ``scalars`` in the same order. ``arrays``
     is how many arrays the kernel takes (weight, gradient, states)."""
 
-    __slots__ = ("name", "scalars", "arrays", "cpu", "cuda", "_multi", "_cuda_kernel")
+    __slots__ = ("name", "scalars", "arrays", "cpu", "cuda", "_multi", "_cuda_kernel",
+                 "_cuda_multis")
 
     def __init__(self, name, *, scalars, arrays, cpu, cuda):
         self.name, self.scalars, self.arrays = name, tuple(scalars), arrays
@@ -89,6 +90,7 @@ class Kernel:
         self._multi = _jit.Kernel(_DRIVERS[arrays], {"one": self.cpu, "column": _column_kernel},
                                   qualname="multi_" + name)
         self._cuda_kernel = None
+        self._cuda_multis = {}
 
     def row(self, dtype, **values):
         """The scalars as one array of ``dtype`` (each rounds as ``dtype(x)``)."""
@@ -142,9 +144,24 @@ class Kernel:
         """The kernel over each group of ``split`` (from ``groups``): ``rows_of(positions,
         )`` gives a group's rows of scalars. Returns the positions left to the NumPy body."""
         found, rest = split
-        for positions, table, spans in found:
-            _run_spans(self._multi, table, rows_of(positions), spans)
+        for group in found:
+            if type(group) is _CudaGroup:
+                group.run(self, rows_of(group.positions))
+            else:
+                positions, table, spans = group
+                _run_spans(self._multi, table, rows_of(positions), spans)
         return rest
+
+    def _cuda_multi(self, dtype):
+        """The CUDA element inside a multi-tensor kernel for ``dtype`` (see ``_CudaGroup``)."""
+        key = dtype.char
+        kernel = self._cuda_multis.get(key)
+        if kernel is None:
+            import cupy
+            kernel = self._cuda_multis[key] = cupy.RawKernel(
+                _multi_source(self.name, self.cuda, dtype), "trainer_cli_multi_" + self.name,
+                options=CUDA_OPTIONS)
+        return kernel
 
 
 class RowKernel:
@@ -327,14 +344,16 @@ def groups(columns):
     libraries, too little work in all to pay for numba).
 
     The addresses stay valid while the arrays live: whoever keeps the result keeps the arrays."""
-    by_dtype, rest = {}, []
+    by_dtype, on_device, rest = {}, {}, []
     for pos, arrays in enumerate(zip(*columns)):
         # No size floor per tensor: a small tensor is cheap inside a group.
         if handles(arrays) and arrays[0].size:
             by_dtype.setdefault(arrays[0].dtype, []).append(pos)
+        elif type(arrays[0]) is not _np_ndarray and arrays[0].size and _cuda_flat(arrays):
+            on_device.setdefault((arrays[0].dtype, arrays[0].device.id), []).append(pos)
         else:
             rest.append(pos)
-    found = []
+    found = [_CudaGroup(positions, columns) for positions in on_device.values()]
     for positions in by_dtype.values():
         # Checked before numba is imported: small models never load it.
         if sum(columns[0][p].size for p in positions) < MIN_SIZE or not enabled():
@@ -429,3 +448,93 @@ def cuda_handles(w, *others) -> bool:
     # Bounds only: CuPy's exact shares_memory sorts on the device and waits for it (about 1 ms a
     # tensor); arrays whose bounds overlap without being the same array take the per-op path.
     return _disjoint((w,) + others, xp.may_share_memory)
+
+
+def _cuda_flat(arrays) -> bool:
+    """Whether a multi-tensor CUDA kernel takes one tensor's arrays: what the ElementwiseKernel
+    takes (``cuda_handles``), each C-contiguous (the kernel indexes flat memory)."""
+    return cuda_handles(*arrays) and all(a.flags.c_contiguous for a in arrays)
+
+
+def _names(params):
+    return [p.split()[-1] for p in params.split(",")]
+
+
+def _multi_source(name, cuda, dtype):
+    """A rule's CUDA element (``Kernel.cuda``: the ElementwiseKernel's ``(in_params,
+    out_params, body)``) inside a kernel over many tensors: block row ``blockIdx.y`` takes one
+    tensor (its size and array addresses a row of ``table``), its threads stride over the
+    elements. The element reads and writes exactly what the ElementwiseKernel does, so both give
+    the same bits."""
+    in_params, out_params, body = cuda
+    grad, *scalars = _names(in_params)
+    outs = _names(out_params)
+    ctype = {"f": "float", "d": "double"}[dtype.char]
+    width = 2 + len(outs)           # size, gradient, then the weight and the states
+    refs = "\n".join("        T &%s = ((T *)_row[%d])[i];" % (n, 2 + k) for k, n in enumerate(outs))
+    return """
+typedef %(ctype)s T;
+extern "C" __global__ void trainer_cli_multi_%(name)s(const long long *table, int first, %(args)s) {
+    const long long *_row = table + (long long)(blockIdx.y + first) * %(width)d;
+    const long long _n = _row[0];
+    const T *_g = (const T *)_row[1];
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < _n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const T %(grad)s = _g[i];
+%(refs)s
+%(body)s
+    }
+}
+""" % {"ctype": ctype, "name": name, "args": ", ".join("T " + n for n in scalars),
+       "width": width, "grad": grad, "refs": refs, "body": body}
+
+
+_CUDA_THREADS = 256
+_CUDA_MAX_BLOCKS = 1024         # per tensor; threads stride over larger tensors
+_CUDA_MAX_ROWS = 65535          # gridDim.y's limit
+
+
+class _CudaGroup:
+    """The CuPy tensors of one dtype and device in a step, run by one kernel launch for each
+    distinct row of scalars (tensors with the same rate and decay share one; the scalars go by
+    value, so a step uploads nothing). The table of sizes and addresses is copied to the device
+    once and kept with the step's split, which keeps the arrays alive."""
+
+    __slots__ = ("positions", "_rows", "_tables")
+
+    def __init__(self, positions, columns):
+        self.positions = positions
+        # Column order of the table: size, gradient, weight, states (the kernel's order).
+        order = [columns[1]] + [columns[0]] + list(columns[2:])
+        self._rows = numpy.array([[columns[0][p].size] + [c[p].data.ptr for c in order]
+                                  for p in positions], dtype=numpy.int64)
+        self._tables = {}
+
+    def _table(self, picked):
+        key = tuple(picked)
+        found = self._tables.get(key)
+        if found is None:
+            import cupy
+            rows = self._rows[list(picked)]
+            found = (cupy.asarray(rows), len(picked),
+                     min(_CUDA_MAX_BLOCKS, -(-int(rows[:, 0].max()) // _CUDA_THREADS)))
+            self._tables[key] = found
+        return found
+
+    def run(self, kernel, rows):
+        multi = kernel._cuda_multi(rows.dtype)
+        t = rows.dtype.type
+        bits = rows.view(numpy.uint64 if rows.dtype.itemsize == 8 else numpy.uint32)
+        if len(rows) == 1 or (bits == bits[0]).all():
+            subsets = [(range(len(rows)), rows[0])]
+        else:       # by bits: a rate of -0.0 is not one of 0.0
+            distinct, inverse = numpy.unique(bits, axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            subsets = [(numpy.flatnonzero(inverse == k), rows[numpy.flatnonzero(inverse == k)[0]])
+                       for k in range(len(distinct))]
+        for picked, row in subsets:
+            table, count, blocks = self._table(picked)
+            args = tuple(t(x) for x in row)
+            for first in range(0, count, _CUDA_MAX_ROWS):
+                multi((blocks, min(_CUDA_MAX_ROWS, count - first)), (_CUDA_THREADS,),
+                      (table, numpy.int32(first)) + args)
