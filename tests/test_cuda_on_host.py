@@ -111,7 +111,7 @@ def _run_cxx(lib, name, arrays, p):
     kernel, values = RULES[name]
     w, g, *states = arrays
     dtype = w.dtype
-    row = kernel.row(dtype, **values(dtype, p))
+    row = kernel.row(numpy.dtype(dtype), **values(numpy.dtype(dtype), p))
     suffix = "f" if dtype == numpy.float32 else "d"
     written = [w] + states
     outs = (ctypes.c_void_p * len(written))(*[a.ctypes.data for a in written])
@@ -208,3 +208,81 @@ def test_a_cuda_source_rounding_otherwise_is_caught(tmp_path, numpy_bodies):
     p = {"lr": 0.1, "wd": 0.0, "momentum": 0.0, "rescale": 0.37, "clip": None}
     with pytest.raises(AssertionError):
         _compare(wrong, "sgd", arrays, p)
+
+
+# ----------------------------------------------------------------------------- multi-tensor
+# The multi-tensor kernel (``kernels._multi_source``) on the host: CUDA's block and thread
+# indices become globals that a driver loops over, a grid far smaller than the tensors so that
+# every thread strides.
+_HOST_GRID = (3, 32)        # blocks per tensor, threads per block
+
+
+def _multi_cxx_source():
+    parts = ["#include <cmath>", "using std::sqrt;", "#define __global__",
+             "struct host_dim3 { unsigned x, y; };",
+             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    for name, (kernel, _) in RULES.items():
+        for dtype, suffix in ((numpy.float32, "f"), (numpy.float64, "d")):
+            symbol = "multi_%s_%s" % (name, suffix)
+            source = kernels._multi_source(name, kernel.cuda, numpy.dtype(dtype))
+            ctype = "float" if suffix == "f" else "double"
+            args = ", ".join("s[%d]" % k for k in range(len(kernel.scalars)))
+            parts.append("namespace ns_%s {\n%s\n}" % (
+                symbol, source.replace("trainer_cli_multi_" + name, symbol)))
+            parts.append(
+                'extern "C" void run_%(symbol)s(const long long* table, int count, '
+                "const %(ctype)s* s) {\n"
+                "    gridDim.x = %(blocks)d; blockDim.x = %(threads)d;\n"
+                "    for (unsigned y = 0; y < (unsigned)count; ++y)\n"
+                "        for (unsigned b = 0; b < gridDim.x; ++b)\n"
+                "            for (unsigned t = 0; t < blockDim.x; ++t) {\n"
+                "                blockIdx.y = y; blockIdx.x = b; threadIdx.x = t;\n"
+                "                ns_%(symbol)s::%(symbol)s(table, 0, %(args)s);\n"
+                "            }\n}\n" % dict(symbol=symbol, ctype=ctype, args=args,
+                                          blocks=_HOST_GRID[0], threads=_HOST_GRID[1]))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def multi_on_host(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("multi_on_host")
+    source, library = folder / "multi.cpp", folder / "multi.so"
+    source.write_text(_multi_cxx_source())
+    proc = subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
+                           "-fno-fast-math", "-fno-math-errno", str(source), "-o", str(library)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, "the multi-tensor sources do not compile as C++:\n" + proc.stderr
+    return ctypes.CDLL(str(library))
+
+
+@pytest.mark.parametrize("name", list(RULES))
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_multi_tensor_cuda_source_is_bitwise_the_numpy_body(multi_on_host, numpy_bodies, name,
+                                                            dtype):
+    """Three tensors of other sizes than the grid (one smaller than a block) in one launch: each
+    comes out as the NumPy body makes it, the table's column order (size, gradient, weight,
+    states) included."""
+    kernel, values = RULES[name]
+    p = {"lr": 0.1, "wd": 1e-3, "momentum": 0.9, "rescale": 0.37, "clip": 0.5}
+    tensors = []
+    for k, size in enumerate((461, 5, 200)):
+        arrays = [_special(dtype, k)[:size], _special(dtype, k + 1)[:size]]
+        arrays += [_special(dtype, k + 2 + j, positive=(j == 1))[:size]
+                   for j in range(_state_count(name))]
+        tensors.append([numpy.ascontiguousarray(a) for a in arrays])
+    reference = [[a.copy() for a in arrays] for arrays in tensors]
+    with numpy.errstate(all="ignore"):
+        for arrays in reference:
+            _numpy_body(name, arrays, p)
+    order = lambda arrays: [arrays[1], arrays[0]] + arrays[2:]      # noqa: E731
+    table = numpy.array([[a[0].size] + [x.ctypes.data for x in order(a)] for a in tensors],
+                        dtype=numpy.int64)
+    row = kernel.row(numpy.dtype(dtype), **values(numpy.dtype(dtype), p))
+    fn = getattr(multi_on_host, "run_multi_%s_%s" % (name, "f" if dtype == numpy.float32 else "d"))
+    with numpy.errstate(all="ignore"):
+        fn(ctypes.c_void_p(table.ctypes.data), ctypes.c_int(len(tensors)),
+           ctypes.c_void_p(row.ctypes.data))
+    for k, (want, got) in enumerate(zip(reference, tensors)):
+        for what, x, y in zip(("weight", "gradient", "state 1", "state 2"), want, got):
+            numpy.testing.assert_array_equal(_bits(x), _bits(y),
+                                             err_msg="%s tensor %d %s" % (name, k, what))

@@ -13,7 +13,8 @@ them once as a ``Kernel``; this module does the rest for every rule:
   otherwise it returns False and the rule runs its NumPy body.
 * ``Kernel.run_groups`` runs many tensors in one call per dtype: a driver, generated here for
   every rule from its loop, walks a table of array addresses (``groups``), so a step over hundreds
-  of tensors pays Python's dispatch once. Each tensor is computed exactly as alone.
+  of tensors pays Python's dispatch once. Each tensor is computed exactly as alone. On CuPy the
+  rule's CUDA element runs inside one kernel over all of a group's tensors (``_CudaGroup``).
 * ``groups`` splits a step's tensors into those tables; the caller keeps the result while the
   same arrays come back (the Updater's prepared step, ``updater.PreparedStep``).
 
