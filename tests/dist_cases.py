@@ -411,6 +411,77 @@ def reference_sparse():
             "sgd_weight": w.asnumpy()}
 
 
+def _async_sparse_steps(kv, push, rank=None):
+    """Three steps of pushes in a fixed order: rank 1's, then rank 0's (the server applies each
+    as it comes; the barriers fix the order so that one process can replay it)."""
+    for step in range(3):
+        for who in (1, 0):
+            if rank is None:
+                kv.push(*push(who, step))
+            else:
+                if rank == who:
+                    kv.push(*push(who, step))
+                kv.barrier()
+
+
+def _async_sparse_run(make, rank, ctx, barrier):
+    """What case_async_sparse records, on a dist_async store (``rank``) or a local one."""
+    from trainer_cli import nd, optimizer
+    from trainer_cli.ndarray import sparse
+    results = {}
+    kv = make()
+    kv.init("r", nd.zeros(SPARSE_SHAPE))
+    before = getattr(kv, "wire_bytes", 0)
+    for who in (1, 0):
+        if rank is None or rank == who:
+            kv.push("r", sparse_push(who, 0, ctx))
+        barrier(kv)
+        if who == 1:
+            results["push_bytes"] = numpy.array([getattr(kv, "wire_bytes", 0) - before])
+    got = sparse.zeros("row_sparse", SPARSE_SHAPE, ctx=ctx)
+    kv.row_sparse_pull("r", out=got, row_ids=nd.array([9, 4, 1, 0, 4], dtype="int64"))
+    results["replace_rows"], results["replace_values"] = got.indices.asnumpy(), got.data.asnumpy()
+    whole = sparse.zeros("row_sparse", SPARSE_SHAPE, ctx=ctx)
+    kv.pull("r", out=whole, ignore_sparse=False)
+    results["replace_whole_rows"] = whole.indices.asnumpy()
+    dense = nd.ones(SPARSE_SHAPE, ctx=ctx)
+    kv.pull("r", out=dense)
+    results["replace_dense"] = dense.asnumpy()
+
+    kv2 = make()
+    kv2.set_optimizer(optimizer.create("sgd", learning_rate=0.1, momentum=0.9, wd=0.01))
+    kv2.init(0, nd.ones(SPARSE_SHAPE))
+    _async_sparse_steps(kv2, lambda who, step: (0, sparse_push(who, step, ctx)), rank)
+    w = nd.zeros(SPARSE_SHAPE, ctx=ctx)
+    kv2.pull(0, out=w)
+    results["sgd_weight"] = w.asnumpy()
+
+    kv3 = make()
+    kv3.set_optimizer(optimizer.create("adam", learning_rate=0.1, wd=0.01))
+    kv3.init("t", sparse.all_rows(nd.ones(SPARSE_SHAPE, ctx=ctx)))
+    _async_sparse_steps(kv3, lambda who, step: ("t", sparse_push(who, step, ctx)), rank)
+    rows = sparse.zeros("row_sparse", SPARSE_SHAPE, ctx=ctx)
+    kv3.row_sparse_pull("t", out=rows, row_ids=nd.array([49, 0, 1, 2, 4, 9], dtype="int64"))
+    results["adam_rows"], results["adam_values"] = rows.indices.asnumpy(), rows.data.asnumpy()
+    return results
+
+
+def case_async_sparse(out):
+    """row_sparse pushes and pulls through dist_async's parameter server, in a fixed order."""
+    from trainer_cli import kvstore
+    stores = [kvstore.create("dist_async") for _ in range(3)]      # collective: made up front
+    rank = stores[0].rank
+    stores = iter(stores)
+    results = _async_sparse_run(lambda: next(stores), rank, cpu(0), lambda store: store.barrier())
+    numpy.savez(os.path.join(out, "async-sparse-rank%d.npz" % rank), **results)
+
+
+def reference_async_sparse():
+    """One process, a local store: the same pushes in the same order."""
+    from trainer_cli import kvstore
+    return _async_sparse_run(lambda: kvstore.create("local"), None, cpu(0), lambda store: None)
+
+
 def main(argv):
     case, out = argv[1], argv[2]
     if case == "single":
@@ -423,6 +494,8 @@ def main(argv):
         case_async(out)
     elif case == "sparse":
         case_sparse(out)
+    elif case == "async-sparse":
+        case_async_sparse(out)
     elif case.startswith("fail-"):
         case_fail(out, case[5:])
     else:

@@ -303,3 +303,26 @@ def test_launched_by_mpiexec_reads_the_environment(monkeypatch):
     assert not mpi.launched_by_mpiexec()
     monkeypatch.setenv("PMI_RANK", "1")
     assert mpi.launched_by_mpiexec()
+
+
+@needs_dist
+def test_async_row_sparse_pushes_and_pulls_move_rows_and_equal_one_process(tmp_path):
+    """dist_async with row_sparse values: replace-on-push, lazy SGD on a dense weight, lazy
+    Adam on a row_sparse weight, row_sparse_pull of chosen rows, whole pulls (dense and
+    row_sparse); the server applies rank 1's push, then rank 0's, as a local store does."""
+    proc, _ = _mpirun("async-sparse", tmp_path)
+    _ok(proc)
+    got = [numpy.load(tmp_path / ("async-sparse-rank%d.npz" % r)) for r in (0, 1)]
+    want = dist_cases.reference_async_sparse()
+    for key, expected in want.items():
+        if key == "push_bytes":
+            continue
+        assert numpy.array_equal(got[0][key], got[1][key]), key
+        numpy.testing.assert_allclose(got[0][key], expected, rtol=1e-6, atol=1e-7, err_msg=key)
+    assert want["replace_rows"].tolist() == [0, 1, 4, 9]
+    assert want["replace_whole_rows"].tolist() == [1, 4, 7]     # rank 0's push replaced rank 1's
+    assert want["adam_rows"].tolist() == [0, 1, 2, 4, 9, 49]
+    # Rank 1 handed MPI its 2 rows (ids and 2 x 3 float32), not the 50 x 3 table; rank 0's own
+    # pushes go to its server without MPI.
+    assert int(got[1]["push_bytes"][0]) == 2 * 8 + 2 * 3 * 4
+    assert int(got[0]["push_bytes"][0]) == 0

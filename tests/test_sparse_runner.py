@@ -104,11 +104,15 @@ DIST = ["kvstore=dist_sync", "data.train.num_samples=3000", "data.batch_size=100
 
 @pytest.mark.dist
 @pytest.mark.skipif(not have_mpi(), reason="dist extra not installed (pip install -e .[dist])")
-def test_sparse_gradients_train_over_two_mpi_workers(tmp_path):
-    """Embedding(sparse_grad=True) under dist_sync: row_sparse gradients cross the workers as
-    rows and values, the optimizer runs on the store (MXNet's rule), the run learns."""
+@pytest.mark.parametrize("store", ["dist_sync", "dist_async", "dist_async-sparse_weights"])
+def test_sparse_gradients_train_over_two_mpi_workers(tmp_path, store):
+    """Embedding(sparse_grad=True) under dist_sync and dist_async (and row_sparse weights on
+    dist_async's server): row_sparse gradients cross the workers as rows and values, the
+    optimizer runs on the store (MXNet's rule), the run learns."""
     args = ["run", CONFIG, "--workers", 2, "--run-dir", tmp_path, "--json"]
-    for item in DIST:
+    kvstore, _, weights = store.partition("-")
+    for item in DIST + ["kvstore=" + kvstore] + (["model.args.sparse_weights=true"] if weights
+                                                   else []):
         args += ["-o", item]
     proc = run_trainer(*args, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

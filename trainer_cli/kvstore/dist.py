@@ -65,7 +65,7 @@ from ..ndarray.interop import is_sparse as _is_sparse, raw as _raw, transfer as 
 from . import mpi
 from .base import KVStoreBase
 from .gather import gather_arrays
-from .local import KVStoreLocal, group_key_values
+from .local import KVStoreLocal, _rows_per_out, group_key_values
 
 __all__ = ["create_dist", "KVStoreDistSync", "KVStoreDistAsync"]
 
@@ -564,11 +564,21 @@ def _allgather_sum(comm, job, send, recv, what):
 
 
 _OP_PUSH, _OP_PULL, _OP_PUSHPULL, _OP_STOP, _OP_FLUSH = 1, 2, 3, 4, 5
+# Row_sparse requests move (rows, values), never the table: a push of rows, and a pull of the
+# rows asked for (``n`` ids follow; -1: the rows the server stores, as a full pull into a
+# row_sparse out takes them).
+_OP_PUSH_ROWS, _OP_PULL_ROWS = 6, 7
 _OP_NAMES = {_OP_PUSH: "push", _OP_PULL: "pull", _OP_PUSHPULL: "pushpull", _OP_STOP: "stop",
-             _OP_FLUSH: "flush"}
+             _OP_FLUSH: "flush", _OP_PUSH_ROWS: "row_sparse push",
+             _OP_PULL_ROWS: "row_sparse pull"}
 _TAG_REQ, _TAG_DATA, _TAG_REPLY = 11, 12, 13
 _HEADER = 6  # op, slot, values, compression type, threshold bits, spare
 _SERVER_MAX_NAP_S = 2e-3
+
+
+def _dense_raw(value):
+    """A stored value's dense backend array (a row_sparse value, after a replace, densified)."""
+    return _raw(value.tostype("default")) if _is_sparse(value) else _raw(value)
 
 
 def _pieces(post, array, peer, tag):
@@ -637,34 +647,81 @@ class _Server:
                 self._serve(src, op, slot, n, ctype, bits)
             self.last_activity = time.monotonic()
 
-    def _apply(self, key, grad, stored):
+    def _apply(self, slot, grad):
+        key, stored = self.keys[slot], self.store[slot]
         if self.updater is not None:
             self.updater(key, grad, stored)
+        elif _is_sparse(grad) or _is_sparse(stored):
+            # MXNet's replace-on-push: the pushed value, storage type included.
+            self.store[slot] = grad.as_in_context(stored.context).copy()
         else:
             _raw(stored)[...] = _transfer(_raw(grad), stored.context)
+
+    def rows_of(self, slot, ids):
+        """The stored rows ``ids`` (sorted unique, absent ones zero) as a row_sparse array; with
+        ``ids`` None, the rows the stored value holds (a dense value: its nonzero rows)."""
+        stored = self.store[slot]
+        if ids is None:
+            return stored if stored.stype == "row_sparse" else stored.tostype("row_sparse")
+        source = stored if stored.stype == "row_sparse" else _sparse.all_rows(stored)
+        return _sparse.retain(source, _wrap(_transfer(ids, stored.context), stored.context))
 
     def serve_local(self, slot, grad, outs):
         """A push (``grad`` not None) and/or pull (``outs``) from rank 0's own worker."""
         with self.lock:
-            key, stored = self.keys[slot], self.store[slot]
             if grad is not None:
-                self._apply(key, grad, stored)
+                self._apply(slot, grad)
             if outs is not None:
+                dense = _dense_raw(self.store[slot])
                 for target in outs:
-                    _raw(target)[...] = _transfer(_raw(stored), target.context)
+                    _raw(target)[...] = _transfer(dense, target.context)
             self.last_activity = time.monotonic()
+
+    def serve_local_rows(self, slot, ids):
+        """Rank 0's own row_sparse pull (host arrays: the caller places them)."""
+        with self.lock:
+            rows = self.rows_of(slot, ids)
+            self.last_activity = time.monotonic()
+            return _host(_raw(rows.indices)), _host(_raw(rows.data))
 
     def _serve(self, src, op, slot, n, ctype, bits):
         key = self.keys[slot]
         stored = self.store[slot]
         what = "%s of key %s from rank %d" % (_OP_NAMES[op], _key_repr(key), src)
+        if op == _OP_PUSH_ROWS:
+            self._apply(slot, self._receive_rows(src, n, stored, what))
+            return
+        if op == _OP_PULL_ROWS:
+            ids = None
+            if n >= 0:
+                ids = numpy.empty(n, dtype=numpy.int64)
+                mpi.wait(_pieces(self.comm.Irecv, ids, src, _TAG_DATA), what, peers=(),
+                         job=self.job)
+            rows = self.rows_of(slot, ids)
+            rows_host, values = _host(_raw(rows.indices)), _host(_raw(rows.data))
+            count = numpy.array([len(rows_host)], dtype=numpy.int64)
+            mpi.wait([self.comm.Isend(count, dest=src, tag=_TAG_REPLY)]
+                     + _pieces(self.comm.Isend, rows_host.astype(numpy.int64, copy=False), src,
+                               _TAG_REPLY)
+                     + _pieces(self.comm.Isend, numpy.ascontiguousarray(values), src, _TAG_REPLY),
+                     "reply to " + what, peers=(), job=self.job)
+            return
         if op in (_OP_PUSH, _OP_PUSHPULL):
-            grad = self._receive(src, slot, stored, ctype, bits, what)
-            self._apply(key, grad, stored)
+            self._apply(slot, self._receive(src, slot, stored, ctype, bits, what))
         if op in (_OP_PULL, _OP_PUSHPULL):
-            host = _host(_raw(stored))
+            host = _host(_dense_raw(self.store[slot]))
             mpi.wait(_pieces(self.comm.Isend, host, src, _TAG_REPLY), "reply to " + what,
                      peers=(), job=self.job)
+
+    def _receive_rows(self, src, n, stored, what):
+        shape = tuple(stored.shape)
+        rows = numpy.empty(n, dtype=numpy.int64)
+        values = numpy.empty((n,) + shape[1:], dtype=_raw(stored).dtype)
+        mpi.wait(_pieces(self.comm.Irecv, rows, src, _TAG_DATA)
+                 + _pieces(self.comm.Irecv, values, src, _TAG_DATA), what, peers=(), job=self.job)
+        if n and (rows.min() < 0 or rows.max() >= shape[0]):
+            raise mpi.DistributedError("%s: row ids outside 0..%d" % (what, shape[0] - 1))
+        return _sparse.row_sparse_array((values, rows), shape=shape, ctx=stored.context)
 
     def _receive(self, src, slot, stored, ctype, bits, what):
         ctx = stored.context
@@ -750,28 +807,113 @@ class KVStoreDistAsync(_DistStore):
             self._slots[k] = slot
             self._meta[k] = (src.shape, _raw(src).dtype, src.context)
             if self._server is not None:
-                self._server.add(slot, k, _wrap(_raw(src).copy(), src.context))
+                self._server.add(slot, k, src.copy() if _is_sparse(src)
+                                 else _wrap(_raw(src).copy(), src.context))
         # Nobody may push or pull a key before rank 0's server holds it.
         self.barrier()
 
     def push(self, key, value, priority=0):
         for k, arrays in group_key_values(key, value):
             if any(_is_sparse(a) for a in arrays):
-                raise ValueError("kvstore %r, key %r: row_sparse values are not supported by the "
-                                 "asynchronous store; use dist_sync (it moves them as rows and "
-                                 "values)" % (self._type, k))
-            self._request(_OP_PUSH, k, arrays)
+                self._push_rows(k, arrays)
+            else:
+                self._request(_OP_PUSH, k, arrays)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         if out is None:
             raise ValueError("pull needs out=")
         for k, outs in group_key_values(key, out, what="out"):
-            self._request(_OP_PULL, k, None, outs)
+            dense = [t for t in outs if not _is_sparse(t)]
+            sparse_outs = [t for t in outs if _is_sparse(t)]
+            if dense:
+                self._request(_OP_PULL, k, None, dense)
+            if sparse_outs and ignore_sparse:
+                self._warn_sparse_pull_skipped(k)
+            elif sparse_outs:
+                rows = self._pull_rows(k, None)
+                for target in sparse_outs:
+                    (rows if target.stype == "row_sparse" else rows.tostype(target.stype)) \
+                        .copyto(target)
 
     def pushpull(self, key, value, out=None, priority=0):
         outs_by_key = dict(group_key_values(key, value if out is None else out, what="out"))
         for k, arrays in group_key_values(key, value):
-            self._request(_OP_PUSHPULL, k, arrays, outs_by_key[k])
+            outs = outs_by_key[k]
+            if any(_is_sparse(a) for a in list(arrays) + list(outs)):
+                self.push(k, arrays)
+                self.pull(k, outs, ignore_sparse=False)
+            else:
+                self._request(_OP_PUSHPULL, k, arrays, outs)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """The rows ``row_ids`` of a row_sparse key from the server (only those rows cross)."""
+        if out is None or row_ids is None:
+            raise ValueError("row_sparse_pull needs out= and row_ids=")
+        for k, outs, ids in _rows_per_out(key, out, row_ids):
+            self._slot(k)
+            pulled = {}
+            for target, target_ids in zip(outs, ids):
+                if target.stype != "row_sparse":
+                    raise ValueError("row_sparse_pull of key %r: expected row_sparse outputs, got "
+                                     "storage type %s" % (k, target.stype))
+                rows = pulled.get(id(target_ids))
+                if rows is None:
+                    wanted = numpy.unique(_host(_raw(target_ids)).astype(numpy.int64).reshape(-1))
+                    rows = pulled[id(target_ids)] = self._pull_rows(k, wanted)
+                rows.copyto(target)
+
+    def _push_rows(self, key, arrays):
+        """A row_sparse push: the worker's devices merged, then its rows and values to the server
+        (rank 0's straight in). Compression is refused, as on the other stores."""
+        if self._closed:
+            raise mpi.DistributedError("kvstore %r is closed" % self._type)
+        slot = self._slot(key)
+        shape, dtype, ctx = self._meta[key]
+        merged = self._merge_sparse(key, arrays, _wrap(ctx.xp.empty(0, dtype), ctx))
+        if tuple(merged.shape) != tuple(shape):
+            raise ValueError("kvstore key %r holds shape %s, got %s"
+                             % (key, tuple(shape), tuple(merged.shape)))
+        if merged.stype != "row_sparse":
+            merged = merged.tostype("row_sparse")
+        if self._server is not None:
+            self._server.serve_local(slot, merged.as_in_context(ctx), None)
+            return
+        rows = _host(_raw(merged.indices)).astype(numpy.int64, copy=False)
+        values = numpy.ascontiguousarray(_host(_raw(merged.data)).astype(dtype, copy=False))
+        self.wire_bytes += rows.nbytes + values.nbytes
+        header = numpy.array([_OP_PUSH_ROWS, slot, len(rows), 0, 0, 0], dtype=numpy.int64)
+        mpi.wait([self._ps.Isend(header, dest=0, tag=_TAG_REQ)]
+                 + _pieces(self._ps.Isend, rows, 0, _TAG_DATA)
+                 + _pieces(self._ps.Isend, values, 0, _TAG_DATA),
+                 "row_sparse push of key %s to the parameter server on rank 0" % _key_repr(key),
+                 peers=(), job=self._job)
+
+    def _pull_rows(self, key, ids):
+        """The server's rows ``ids`` (sorted unique int64; None: the rows it stores) of ``key``
+        as a row_sparse array on the key's device."""
+        if self._closed:
+            raise mpi.DistributedError("kvstore %r is closed" % self._type)
+        slot = self._slot(key)
+        shape, dtype, ctx = self._meta[key]
+        if self._server is not None:
+            rows, values = self._server.serve_local_rows(slot, ids)
+        else:
+            what = "row_sparse pull of key %s from the parameter server on rank 0" % _key_repr(key)
+            n = -1 if ids is None else len(ids)
+            header = numpy.array([_OP_PULL_ROWS, slot, n, 0, 0, 0], dtype=numpy.int64)
+            count = numpy.empty(1, dtype=numpy.int64)
+            reqs = [self._ps.Irecv(count, source=0, tag=_TAG_REPLY),
+                    self._ps.Isend(header, dest=0, tag=_TAG_REQ)]
+            if ids is not None:
+                reqs += _pieces(self._ps.Isend, ids, 0, _TAG_DATA)
+            mpi.wait(reqs, what, peers=(), job=self._job)
+            m = int(count[0])
+            rows = numpy.empty(m, dtype=numpy.int64)
+            values = numpy.empty((m,) + tuple(shape[1:]), dtype=dtype)
+            mpi.wait(_pieces(self._ps.Irecv, rows, 0, _TAG_REPLY)
+                     + _pieces(self._ps.Irecv, values, 0, _TAG_REPLY), what, peers=(),
+                     job=self._job)
+        return _sparse.row_sparse_array((values, rows), shape=tuple(shape), ctx=ctx, dtype=dtype)
 
     def _request(self, op, key, arrays, outs=None):
         """One round trip with the server: header, payload (push), reply (pull)."""
