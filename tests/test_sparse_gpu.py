@@ -96,6 +96,27 @@ def test_dot_gradients_through_csr_on_the_gpu():
     close(grads[0], 2 * x_np.T @ (x_np @ w_np))
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_embedding_gradient_on_the_gpu_is_the_same_bits_every_time(dtype):
+    """Repeated ids are summed in lookup order by a kernel, not by atomic adds: the GPU's
+    row_sparse gradient has the same bits run after run, and the CPU's sums up to rounding
+    (NumPy's reduceat adds pairwise)."""
+    rng = numpy.random.default_rng(11)
+    ids = rng.integers(0, 300, size=5000).astype(numpy.int64)       # many repeats
+    grads = (rng.standard_normal((5000, 7)) * 10.0 ** rng.integers(-6, 6, (5000, 1))).astype(dtype)
+    import cupy
+    want = sparse.embedding_grad(ids, grads, (300, 7))
+    runs = []
+    for _ in range(3):
+        got = sparse.embedding_grad(cupy.asarray(ids), cupy.asarray(grads), (300, 7))
+        assert cupy.asnumpy(got.rows).tolist() == want.rows.tolist()
+        runs.append(cupy.asnumpy(got.values))
+    assert runs[0].tobytes() == runs[1].tobytes() == runs[2].tobytes()
+    # Another order of adding: each partial sum rounds, up to about (terms x eps) x max|term|.
+    scale = float(numpy.abs(grads).max()) * (1e-5 if dtype == numpy.float32 else 1e-13)
+    numpy.testing.assert_allclose(runs[0], want.values, rtol=0, atol=scale)
+
+
 # ------------------------------------------------------------------------------ optimizers
 CASES = [
     ("sgd", {"momentum": 0.9, "wd": 0.01, "rescale_grad": 0.5}, True),
