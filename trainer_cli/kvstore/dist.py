@@ -663,8 +663,12 @@ class _Server:
         stored = self.store[slot]
         if ids is None:
             return stored if stored.stype == "row_sparse" else stored.tostype("row_sparse")
-        source = stored if stored.stype == "row_sparse" else _sparse.all_rows(stored)
-        return _sparse.retain(source, _wrap(_transfer(ids, stored.context), stored.context))
+        wanted = _transfer(ids, stored.context)
+        if stored.stype == "row_sparse":
+            return _sparse.retain(stored, _wrap(wanted, stored.context))
+        # A dense value: gather the rows asked for, never a copy of the table.
+        return _sparse.row_sparse_array((_raw(stored)[wanted], wanted), shape=stored.shape,
+                                        ctx=stored.context)
 
     def serve_local(self, slot, grad, outs):
         """A push (``grad`` not None) and/or pull (``outs``) from rank 0's own worker."""
@@ -859,6 +863,10 @@ class KVStoreDistAsync(_DistStore):
                 rows = pulled.get(id(target_ids))
                 if rows is None:
                     wanted = numpy.unique(_host(_raw(target_ids)).astype(numpy.int64).reshape(-1))
+                    limit = self._meta[k][0][0]
+                    if len(wanted) and (wanted[0] < 0 or wanted[-1] >= limit):
+                        raise ValueError("row_sparse_pull of key %r: row ids must lie in 0..%d"
+                                         % (k, limit - 1))
                     rows = pulled[id(target_ids)] = self._pull_rows(k, wanted)
                 rows.copyto(target)
 
