@@ -65,7 +65,7 @@ from ..ndarray.interop import is_sparse as _is_sparse, raw as _raw, transfer as 
 from . import mpi
 from .base import KVStoreBase
 from .gather import gather_arrays
-from .local import KVStoreLocal, _rows_per_out, group_key_values
+from .local import KVStoreLocal, group_key_values
 
 __all__ = ["create_dist", "KVStoreDistSync", "KVStoreDistAsync"]
 
@@ -849,26 +849,18 @@ class KVStoreDistAsync(_DistStore):
             else:
                 self._request(_OP_PUSHPULL, k, arrays, outs)
 
-    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """The rows ``row_ids`` of a row_sparse key from the server (only those rows cross)."""
-        if out is None or row_ids is None:
-            raise ValueError("row_sparse_pull needs out= and row_ids=")
-        for k, outs, ids in _rows_per_out(key, out, row_ids):
-            self._slot(k)
-            pulled = {}
-            for target, target_ids in zip(outs, ids):
-                if target.stype != "row_sparse":
-                    raise ValueError("row_sparse_pull of key %r: expected row_sparse outputs, got "
-                                     "storage type %s" % (k, target.stype))
-                rows = pulled.get(id(target_ids))
-                if rows is None:
-                    wanted = numpy.unique(_host(_raw(target_ids)).astype(numpy.int64).reshape(-1))
-                    limit = self._meta[k][0][0]
-                    if len(wanted) and (wanted[0] < 0 or wanted[-1] >= limit):
-                        raise ValueError("row_sparse_pull of key %r: row ids must lie in 0..%d"
-                                         % (k, limit - 1))
-                    rows = pulled[id(target_ids)] = self._pull_rows(k, wanted)
-                rows.copyto(target)
+    def _row_source(self, key):
+        """``row_sparse_pull``'s rows come from the server: only the rows asked for cross."""
+        self._slot(key)
+        limit = self._meta[key][0][0]
+
+        def rows_of(ids):
+            wanted = numpy.unique(_host(_raw(ids)).astype(numpy.int64).reshape(-1))
+            if len(wanted) and (wanted[0] < 0 or wanted[-1] >= limit):
+                raise ValueError("row_sparse_pull of key %r: row ids must lie in 0..%d"
+                                 % (key, limit - 1))
+            return self._pull_rows(key, wanted)
+        return rows_of
 
     def _push_rows(self, key, arrays):
         """A row_sparse push: the worker's devices merged, then its rows and values to the server

@@ -171,10 +171,7 @@ class KVStoreLocal(KVStoreBase):
         if out is None or row_ids is None:
             raise ValueError("row_sparse_pull needs out= and row_ids=")
         for k, outs, ids in _rows_per_out(key, out, row_ids):
-            stored = self._stored(k)
-            if stored.stype != "row_sparse":
-                raise ValueError("row_sparse_pull of key %r: the stored value has storage type %s; "
-                                 "row_sparse_pull expects a row_sparse value" % (k, stored.stype))
+            rows_of = self._row_source(k)
             pulled = {}
             for target, target_ids in zip(outs, ids):
                 if target.stype != "row_sparse":
@@ -183,9 +180,16 @@ class KVStoreLocal(KVStoreBase):
                 # The same ids object for several outs: retained once, copied to each.
                 rows = pulled.get(id(target_ids))
                 if rows is None:
-                    rows = pulled[id(target_ids)] = _sparse.retain(
-                        stored, target_ids.as_in_context(stored.context))
+                    rows = pulled[id(target_ids)] = rows_of(target_ids)
                 rows.copyto(target)
+
+    def _row_source(self, key):
+        """For ``row_sparse_pull``: a function from row ids to ``key``'s rows (row_sparse)."""
+        stored = self._stored(key)
+        if stored.stype != "row_sparse":
+            raise ValueError("row_sparse_pull of key %r: the stored value has storage type %s; "
+                             "row_sparse_pull expects a row_sparse value" % (key, stored.stype))
+        return lambda ids: _sparse.retain(stored, ids.as_in_context(stored.context))
 
     def pushpull(self, key, value, out=None, priority=0):
         self.push(key, value, priority)
