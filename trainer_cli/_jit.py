@@ -19,7 +19,7 @@ import hashlib
 import os
 import types
 
-__all__ = ["enabled", "jit", "Kernel", "ready", "warm_up"]
+__all__ = ["enabled", "jit", "Kernel", "loaded", "ready", "warm_up"]
 
 _numba = None        # the module once imported; False when unavailable or turned off
 
@@ -48,6 +48,12 @@ def jit(pyfunc):
         return _numba.njit(pyfunc, nogil=True, error_model="numpy", cache=True)
     except Exception:       # no writable cache location: compile in memory each run
         return _numba.njit(pyfunc, nogil=True, error_model="numpy")
+
+
+def loaded() -> bool:
+    """Whether numba is already imported (by a kernel's first call, or ``warm_up``): then a
+    small call costs only its own dispatch."""
+    return _numba is not None and _numba is not False
 
 
 def ready() -> bool:

@@ -43,6 +43,20 @@ def _pairs(labels, preds):
     return [(_host(y), _host(p)) for y, p in zip(labels, preds)]
 
 
+def _stacked(batches):
+    """``(labels, preds, sizes)``: the batches' labels and predictions joined along the first
+    axis, and each batch's label count; None when their shapes do not line up."""
+    labels = [_host(label) for label, _ in batches]
+    preds = [_host(pred) for _, pred in batches]
+    first_label, first_pred = labels[0], preds[0]
+    for label, pred in zip(labels, preds):
+        if label.ndim != first_label.ndim or label.shape[1:] != first_label.shape[1:] \
+                or pred.ndim != first_pred.ndim or pred.shape[1:] != first_pred.shape[1:] \
+                or pred.shape[:1] != label.shape[:1] or pred.dtype != first_pred.dtype:
+            return None
+    return numpy.concatenate(labels), numpy.concatenate(preds), [label.size for label in labels]
+
+
 def _log_probs(pred, axis, from_logits):
     pred = pred.astype(numpy.float64)
     if from_logits:
@@ -70,6 +84,12 @@ class EvalMetric:
     def get(self):
         value = self.sum_metric / self.num_inst if self.num_inst else float("nan")
         return self.name, value
+
+    def update_batches(self, batches):
+        """``update([label], [pred])`` for each ``(label, pred)`` of ``batches`` in order; a
+        metric may do it in one pass, with the same sums to the bit."""
+        for label, pred in batches:
+            self.update([label], [pred])
 
     def get_name_value(self):
         return [self.get()]
@@ -101,6 +121,13 @@ class Accuracy(EvalMetric):
             label = label.astype(numpy.int64).reshape(-1)
             self.sum_metric += float((pred == label).sum())
             self.num_inst += label.size
+
+    def update_batches(self, batches):
+        # Counts are whole numbers: one sum over all the batches is each batch's sum, added up.
+        joined = _stacked(batches) if self.axis >= 1 and len(batches) > 1 else None
+        if joined is None:
+            return super().update_batches(batches)
+        self.update([joined[0]], [joined[1]])
 
 
 class TopKAccuracy(EvalMetric):
@@ -191,6 +218,20 @@ class CrossEntropy(EvalMetric):
             nll = self._nll(label, pred)
             self.sum_metric += float(nll.sum())
             self.num_inst += nll.size
+
+    def update_batches(self, batches):
+        # Each row's -log p is computed row by row, so in one pass over all the rows; each
+        # batch's sum is still added on its own, in order, as update() adds it.
+        joined = _stacked(batches) if len(batches) > 1 else None
+        if joined is None or joined[1].ndim < 2 or self.axis in (0, -joined[1].ndim) \
+                or type(self).update is not CrossEntropy.update:
+            return super().update_batches(batches)
+        nll = self._nll(joined[0], joined[1])
+        start = 0
+        for size in joined[2]:
+            self.sum_metric += float(nll[start:start + size].sum())
+            self.num_inst += size
+            start += size
 
 
 class Perplexity(CrossEntropy):

@@ -2,14 +2,13 @@
 optimizer state and gradient, so it is one call, not one per array.
 
 Small float32/float64 host arrays (most arrays of most models) go to one numba loop over all of
-them, which adds ``x * 0`` up: 0 for every finite ``x``, NaN for an inf or NaN, and no overflow
-to mistake for one. Large arrays take NumPy's vectorised sum (NaN and inf propagate into it; a
-non-finite sum of finite values that overflowed is told apart by the exact test), as do device
-arrays, float16 and strided views.
+them that counts the elements whose exponent bits are all ones (an inf or NaN): integer work
+the compiler vectorizes, where a float accumulator would be one long chain of dependent adds.
+Large arrays take NumPy's vectorised sum (NaN and inf propagate into it; a non-finite sum of
+finite values that overflowed is told apart by the exact test), as do device arrays, float16
+and strided views.
 """
 from __future__ import annotations
-
-import math
 
 import numpy
 
@@ -22,15 +21,21 @@ _SMALL = 1 << 16          # elements: below this, a call's overhead outweighs th
 _LOOP_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 
 
-def _zero_sum(arrays):
-    acc = 0.0
+def _nonfinite_count(arrays, exponent):
+    # ``exponent``: one element, the exponent field's mask in the unsigned integer type of the
+    # floats' size (whose bits each array is read as).
+    mask = exponent[0]
+    n = 0
     for a in arrays:
-        for i in range(a.shape[0]):
-            acc += a[i] * 0.0
-    return acc
+        bits = a.view(exponent.dtype)
+        for i in range(bits.shape[0]):
+            n += (bits[i] & mask) == mask
+    return n
 
 
-_ZERO_SUM = _jit.Kernel(_zero_sum)
+_NONFINITE_COUNT = _jit.Kernel(_nonfinite_count)
+_EXPONENT = {numpy.dtype(numpy.float32): numpy.array([0x7F800000], dtype=numpy.uint32),
+             numpy.dtype(numpy.float64): numpy.array([0x7FF0000000000000], dtype=numpy.uint64)}
 
 
 def all_finite(arrays) -> bool:
@@ -49,7 +54,10 @@ def all_finite(arrays) -> bool:
         return True
     if not _jit.ready():
         return all(_finite_one(d, numpy) for group in small.values() for d in group)
-    return all(math.isfinite(_ZERO_SUM(tuple(group))) for group in small.values())
+    for dtype, group in small.items():
+        if _NONFINITE_COUNT(tuple(group), _EXPONENT[dtype]):
+            return False
+    return True
 
 
 def _finite_one(data, xp) -> bool:

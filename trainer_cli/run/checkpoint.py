@@ -65,9 +65,16 @@ def file_writers(net, trainer, residuals: dict) -> dict:
     return files
 
 
+# Pieces below _SMALL_PIECE bytes are gathered into one write; from the first piece of
+# _THREAD_PIECE bytes on, a second thread hashes (below that, a thread's start and hand-offs cost
+# more than the hashing, and take the GIL from training).
+_SMALL_PIECE = 1 << 16
+_THREAD_PIECE = 1 << 20
+
+
 def _write_npz_file(path, arrays: dict) -> dict:
-    """Write ``arrays`` as a new ``.npz`` at ``path``, fsynced; its size and SHA-256, computed on a
-    second thread while the file is written rather than by reading it back."""
+    """Write ``arrays`` as a new ``.npz`` at ``path``, fsynced; its size and SHA-256, computed while
+    the file is written (on a second thread for large arrays) rather than by reading it back."""
     with open_new_file(path) as f:
         sink = _DigestingSink(f)
         try:
@@ -82,15 +89,18 @@ def _write_npz_file(path, arrays: dict) -> dict:
 class _DigestingSink:
     """A write-only, front-to-back stream into ``file``: no ``seek`` or ``tell``, so zipfile writes
     each member's sizes and CRC after its data instead of seeking back, and every byte written is
-    final; a thread hashes the pieces in order as they go out (hashlib and writes release the
-    GIL). The pieces must not change until :meth:`close` (an array being saved does not)."""
+    final. Small pieces (zip headers, small arrays) are gathered into one write and hashed here;
+    from the first large piece on, a thread hashes the pieces in order as they go out (hashlib
+    and writes release the GIL), so a large file is hashed while it is written and a small one
+    costs no thread. The pieces must not change until :meth:`close` (an array being saved does
+    not)."""
 
     def __init__(self, file):
         self._file = file
         self._digest = hashlib.sha256()
-        self._pieces = queue.Queue(maxsize=16)
-        self._thread = threading.Thread(target=self._hash, name="checkpoint-digest", daemon=True)
-        self._thread.start()
+        self._pieces = None         # the hashing thread's queue, once there is one
+        self._thread = None
+        self._small = bytearray()
         self.size = 0
 
     def _hash(self):
@@ -100,12 +110,34 @@ class _DigestingSink:
                 return
             self._digest.update(piece)
 
-    def write(self, data) -> int:
-        view = memoryview(data).cast("B")
+    def _out(self, view, large):
         done = 0
         while done < len(view):  # an unbuffered write may take less than it was given
             done += self._file.write(view[done:])
+        if self._thread is None and not large:
+            self._digest.update(view)
+            return
+        if self._thread is None:
+            self._pieces = queue.Queue(maxsize=16)
+            self._thread = threading.Thread(target=self._hash, name="checkpoint-digest",
+                                            daemon=True)
+            self._thread.start()
         self._pieces.put(view)
+
+    def _drain(self):
+        if self._small:
+            piece, self._small = self._small, bytearray()
+            self._out(memoryview(piece), large=False)
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        if len(view) < _SMALL_PIECE:
+            self._small += view
+            if len(self._small) >= _SMALL_PIECE:
+                self._drain()
+        else:
+            self._drain()
+            self._out(view, large=len(view) >= _THREAD_PIECE)
         self.size += len(view)
         return len(view)
 
@@ -113,8 +145,10 @@ class _DigestingSink:
         pass
 
     def close(self) -> str:
-        self._pieces.put(None)
-        self._thread.join()
+        self._drain()
+        if self._thread is not None:
+            self._pieces.put(None)
+            self._thread.join()
         return self._digest.hexdigest()
 
 

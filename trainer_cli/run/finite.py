@@ -54,11 +54,11 @@ def broken_part(params, trainer, trainable_only=False, whole_tables=False) -> st
         except DeferredInitializationError:  # no values yet, so none that are NaN
             continue
         weights.extend(arrays)
-    if not all_finite(weights):
-        return "parameters"
     states = [leaf for updater in state_updaters(trainer)
               for state in updater.states.values() for leaf in _leaves(state)]
-    return None if all_finite(states) else "optimizer states"
+    if all_finite(weights + states):       # one call: the usual answer
+        return None
+    return "parameters" if not all_finite(weights) else "optimizer states"
 
 
 def _copy(state):

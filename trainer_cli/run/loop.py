@@ -131,9 +131,7 @@ class TrainingLoop:
             # Metrics count only applied steps, so a skipped NaN step does not poison the means.
             self.train_acc.add_loss(window_acc_loss, window_count)
             for pairs in metric_batches:
-                for metric in self.train_acc.metrics.values():
-                    for label, out in pairs:
-                        metric.update([label], [out])
+                self.train_acc.add_outputs(pairs)
         elif finite is None:
             st.amp["skipped"] = st.amp.get("skipped", 0) + 1
         if self.config.grad_accumulation > 1 or not finite:

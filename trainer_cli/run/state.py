@@ -119,11 +119,13 @@ class Accumulator:
 
     def __init__(self, metrics: dict):
         self.metrics = metrics  # config name -> EvalMetric
+        self._pending = []      # (label, output) host arrays the metrics have not seen yet
         self.reset()
 
     def reset(self):
         self.loss_sum = 0.0
         self.count = 0
+        self._pending = []
         for m in self.metrics.values():
             m.reset()
 
@@ -131,13 +133,29 @@ class Accumulator:
         self.loss_sum += total
         self.count += count
 
+    def add_outputs(self, pairs):
+        """A step's ``(label, output)`` pairs, for the metrics: kept (as host copies, so that no
+        output holds on to its step's graph) until the values are read, then given to each
+        metric in one pass (``update_batches``: the same sums as one update per batch)."""
+        if self.metrics:
+            self._pending.extend((label, out.asnumpy() if hasattr(out, "asnumpy") else out)
+                                 for label, out in pairs)
+
+    def _flush(self):
+        if self._pending:
+            pending, self._pending = self._pending, []
+            for metric in self.metrics.values():
+                metric.update_batches(pending)
+
     def values(self, prefix: str) -> dict:
+        self._flush()
         out = {prefix + "loss": self.loss_sum / self.count if self.count else float("nan")}
         for name, metric in self.metrics.items():
             out[prefix + name] = float(metric.get()[1])
         return out
 
     def get_state(self) -> dict:
+        self._flush()
         return {"loss_sum": self.loss_sum, "count": self.count,
                 "metrics": {k: m.get_state() for k, m in self.metrics.items()}}
 

@@ -1,0 +1,52 @@
+"""``EvalMetric.update_batches``: the runner hands a log window's batches to each metric at once;
+the sums must be the bits of one ``update`` per batch, in order (a resumed run's metrics are
+compared bitwise with an uninterrupted one's)."""
+import numpy
+import pytest
+
+from trainer_cli import metric, nd
+
+
+def _batches(seed, sizes, classes, dtype, logits=True):
+    rng = numpy.random.default_rng(seed)
+    out = []
+    for n in sizes:
+        label = rng.integers(0, classes, size=n).astype(numpy.float32)
+        pred = rng.standard_normal((n, classes)) * (5.0 if logits else 1.0)
+        if not logits:
+            pred = numpy.exp(pred) / numpy.exp(pred).sum(axis=1, keepdims=True)
+        out.append((label, nd.array(pred.astype(dtype), dtype=dtype)))
+    return out
+
+
+def _one_by_one(m, batches):
+    for label, pred in batches:
+        m.update([label], [pred])
+    return m.sum_metric, m.num_inst
+
+
+@pytest.mark.parametrize("make", [
+    lambda: metric.Accuracy(), lambda: metric.CrossEntropy(),
+    lambda: metric.CrossEntropy(from_logits=True), lambda: metric.Perplexity(),
+    lambda: metric.TopKAccuracy(top_k=2)], ids=["acc", "ce", "ce_logits", "ppl", "top2"])
+@pytest.mark.parametrize("classes", [2, 4, 10, 37])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_update_batches_gives_the_bits_of_one_update_per_batch(make, classes, dtype):
+    sizes = [32] * 24 + [7]         # a log window with a short last batch
+    batches = _batches(classes, sizes, classes, dtype, logits=True)
+    if isinstance(make(), metric.CrossEntropy) and not make().from_logits:
+        batches = _batches(classes, sizes, classes, dtype, logits=False)
+    want = _one_by_one(make(), batches)
+    m = make()
+    m.update_batches(batches)
+    assert (m.sum_metric, m.num_inst) == want
+    assert numpy.float64(m.sum_metric).tobytes() == numpy.float64(want[0]).tobytes()
+
+
+def test_batches_of_other_widths_fall_back_to_one_update_each():
+    a = _batches(1, [5], 3, "float32")
+    b = _batches(2, [4], 6, "float32")
+    want = _one_by_one(metric.CrossEntropy(from_logits=True), a + b)
+    m = metric.CrossEntropy(from_logits=True)
+    m.update_batches(a + b)
+    assert (m.sum_metric, m.num_inst) == want
