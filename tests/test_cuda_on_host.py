@@ -286,3 +286,68 @@ def test_multi_tensor_cuda_source_is_bitwise_the_numpy_body(multi_on_host, numpy
         for what, x, y in zip(("weight", "gradient", "state 1", "state 2"), want, got):
             numpy.testing.assert_array_equal(_bits(x), _bits(y),
                                              err_msg="%s tensor %d %s" % (name, k, what))
+
+
+# ----------------------------------------------------------------------------- rows added by index
+def _rows_cxx_source():
+    from trainer_cli.ndarray import _rows_cuda
+    parts = ["#define __global__", "struct host_dim3 { unsigned x, y; };",
+             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    for ctype, suffix in (("float", "f"), ("double", "d")):
+        symbol = "rows_add_" + suffix
+        parts.append("namespace ns_%s {\n%s\n}" % (symbol, (_rows_cuda._SOURCE % {"ctype": ctype})
+                                                    .replace("trainer_cli_rows_add", symbol)))
+        parts.append(
+            'extern "C" void run_%(s)s(const %(t)s* v, const long long* order, '
+            "const long long* starts, const long long* dest, long long groups, long long n, "
+            "long long width, %(t)s* out, int accumulate) {\n"
+            "    blockDim.x = 32; gridDim.x = (unsigned)((groups * width + 31) / 32);\n"
+            "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 32; ++t) {\n"
+            "        blockIdx.x = b; threadIdx.x = t;\n"
+            "        ns_%(s)s::%(s)s(v, order, starts, dest, groups, n, width, out, accumulate);\n"
+            "    }\n}\n" % dict(s=symbol, t=ctype))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def rows_on_host(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rows_on_host")
+    source, library = folder / "rows.cpp", folder / "rows.so"
+    source.write_text(_rows_cxx_source())
+    proc = subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
+                           "-fno-fast-math", str(source), "-o", str(library)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, "the row-adding kernel does not compile as C++:\n" + proc.stderr
+    return ctypes.CDLL(str(library))
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_rows_added_by_index_are_numpy_add_at_bitwise(rows_on_host, dtype):
+    """The GPU's deterministic ``target[keys] += values``: a stable order of the keys, then each
+    key's rows added left to right onto the target, as ``numpy.add.at`` does; and the same
+    kernel's group sums (no target) add left to right too."""
+    rng = numpy.random.default_rng(3)
+    keys = rng.integers(0, 40, size=900)
+    values = (rng.standard_normal((900, 5)) * 10.0 ** rng.integers(-6, 6, (900, 1))).astype(dtype)
+    target = rng.standard_normal((40, 5)).astype(dtype)
+    order = numpy.argsort(keys, kind="stable").astype(numpy.int64)
+    ordered = keys[order]
+    starts = numpy.flatnonzero(numpy.concatenate(([True], ordered[1:] != ordered[:-1])))
+    starts = starts.astype(numpy.int64)
+    dest = ordered[starts].astype(numpy.int64)
+    fn = getattr(rows_on_host, "run_rows_add_" + ("f" if dtype == numpy.float32 else "d"))
+    p = lambda a: ctypes.c_void_p(a.ctypes.data)       # noqa: E731
+    got = target.copy()
+    fn(p(values), p(order), p(starts), p(dest), ctypes.c_longlong(len(starts)),
+       ctypes.c_longlong(len(keys)), ctypes.c_longlong(5), p(got), ctypes.c_int(1))
+    want = target.copy()
+    numpy.add.at(want, keys, values)
+    assert got.tobytes() == want.tobytes()
+    sums = numpy.empty((len(starts), 5), dtype=dtype)
+    fn(p(values), p(order), p(starts), ctypes.c_void_p(0), ctypes.c_longlong(len(starts)),
+       ctypes.c_longlong(len(keys)), ctypes.c_longlong(5), p(sums), ctypes.c_int(0))
+    for s, key in enumerate(dest):
+        acc = None
+        for row in values[keys == key]:             # in their original order
+            acc = row.copy() if acc is None else acc + row
+        assert sums[s].tobytes() == acc.tobytes()

@@ -117,6 +117,44 @@ def test_embedding_gradient_on_the_gpu_is_the_same_bits_every_time(dtype):
     numpy.testing.assert_allclose(runs[0], want.values, rtol=0, atol=scale)
 
 
+@pytest.mark.parametrize("sparse_grad", [False, True])
+def test_embedding_gradients_with_repeated_ids_are_the_cpus_bits_on_the_gpu(sparse_grad):
+    """Rows looked up several times add up in lookup order on the GPU too (no atomic adds): the
+    dense gradient is bitwise the CPU's (``numpy.add.at``), run after run; the row_sparse one is
+    the same every run."""
+    rng = numpy.random.default_rng(12)
+    ids = rng.integers(0, 50, size=(40, 25)).astype(numpy.float32)
+    coef = (rng.standard_normal((40, 25, 6)) * 10.0 ** rng.integers(-4, 4, (40, 25, 1)))
+    grads = []
+    for ctx in (cpu(0), gpu(0), gpu(0)):
+        emb = gluon.nn.Embedding(50, 6, sparse_grad=sparse_grad)
+        emb.initialize(init=initializer.Zero(), ctx=ctx)
+        with autograd.record():
+            y = (emb(nd.array(ids, ctx=ctx)) * nd.array(coef.astype(numpy.float32), ctx=ctx)).sum()
+        y.backward()
+        grads.append(emb.weight.grad(ctx).asnumpy())
+    assert grads[1].tobytes() == grads[2].tobytes()
+    if not sparse_grad:
+        assert grads[1].tobytes() == grads[0].tobytes()
+    else:
+        numpy.testing.assert_allclose(grads[1], grads[0], rtol=1e-5,
+                                      atol=1e-5 * float(numpy.abs(coef).max()))
+
+
+def test_scatter_add_on_the_gpu_is_numpy_add_at():
+    import cupy
+    from trainer_cli.ndarray.ndarray import _scatter_add
+    rng = numpy.random.default_rng(13)
+    keys = rng.integers(-30, 30, size=2000)
+    values = rng.standard_normal((2000, 3)).astype(numpy.float32)
+    target = rng.standard_normal((30, 3)).astype(numpy.float32)
+    want = target.copy()
+    numpy.add.at(want, keys, values)
+    got = cupy.asarray(target)
+    _scatter_add(got, cupy.asarray(keys), cupy.asarray(values))
+    assert cupy.asnumpy(got).tobytes() == want.tobytes()
+
+
 # ------------------------------------------------------------------------------ optimizers
 CASES = [
     ("sgd", {"momentum": 0.9, "wd": 0.01, "rescale_grad": 0.5}, True),

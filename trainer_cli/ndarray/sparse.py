@@ -582,62 +582,25 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
     width = tuple(shape[1:])
     if not len(ids):
         return RowSparseGrad(xp.zeros((0,), dtype=_INDEX), xp.zeros((0,) + width, grads.dtype), shape)
-    on_gpu = xp is not numpy
-    if on_gpu and grads.dtype.char not in "fd":
+    if xp is not numpy:
+        from . import _rows_cuda
+        if grads.dtype.char in "fd":
+            # Summed by a kernel in lookup order, not by atomic adds: the same bits every run.
+            rows, values = _rows_cuda.row_group_sums(grads.reshape((len(ids),) + width),
+                                                     ids.astype(_INDEX, copy=False))
+            return RowSparseGrad(rows, values, shape)
         rows, inverse = xp.unique(ids, return_inverse=True)
         values = xp.zeros((len(rows),) + width, dtype=grads.dtype)
         _scatter_add(values, inverse, grads)
         return RowSparseGrad(rows.astype(_INDEX, copy=False), values, shape)
-    # A stable sort keeps each id's rows in lookup order; each run of equal ids is summed
-    # (NumPy's reduceat; on the GPU a kernel adding left to right, not atomic adds, so that a
-    # GPU run's bits are the same every time).
-    order = xp.argsort(ids, kind="stable") if not on_gpu else xp.argsort(ids)   # CuPy's is stable
+    # A stable sort keeps each id's rows in lookup order; reduceat sums each run of equal ids.
+    order = numpy.argsort(ids, kind="stable")
     sorted_ids = ids[order]
-    starts = xp.flatnonzero(xp.concatenate((xp.ones(1, dtype=bool),
-                                            sorted_ids[1:] != sorted_ids[:-1])))
+    starts = numpy.flatnonzero(numpy.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
     if len(starts) == len(ids):  # no id twice: the rows as they are (reduceat is slow)
         return RowSparseGrad(sorted_ids, grads[order], shape)
-    if not on_gpu:
-        return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(grads[order], starts, axis=0),
-                             shape)
-    return RowSparseGrad(sorted_ids[starts], _segment_sums_cuda(grads, order, starts), shape)
-
-
-_SEGMENT_SUM_SOURCE = """
-typedef %(ctype)s T;
-extern "C" __global__ void trainer_cli_segment_sums(const T *values, const long long *order,
-        const long long *starts, long long segments, long long n, long long width, T *out) {
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= segments * width) return;
-    long long s = t / width, c = t %% width;
-    long long a = starts[s], b = s + 1 < segments ? starts[s + 1] : n;
-    T acc = values[order[a] * width + c];
-    for (long long j = a + 1; j < b; ++j) acc = acc + values[order[j] * width + c];
-    out[t] = acc;
-}
-"""
-_segment_kernels: dict = {}
-
-
-def _segment_sums_cuda(grads, order, starts):
-    """Row sums of ``grads[order]`` over the runs beginning at ``starts``, each added left to
-    right (NumPy's ``add.reduceat`` along axis 0)."""
-    import cupy
-    kernel = _segment_kernels.get(grads.dtype.char)
-    if kernel is None:
-        source = _SEGMENT_SUM_SOURCE % {"ctype": {"f": "float", "d": "double"}[grads.dtype.char]}
-        kernel = _segment_kernels[grads.dtype.char] = cupy.RawKernel(
-            source, "trainer_cli_segment_sums", options=("--fmad=false",))
-    n = grads.shape[0]
-    width = grads.size // n if n else 0
-    values = cupy.ascontiguousarray(grads).reshape(n, width)
-    out = cupy.empty((len(starts),) + grads.shape[1:], dtype=grads.dtype)
-    total = len(starts) * width
-    threads = 256
-    kernel((-(-total // threads),), (threads,),
-           (values, order.astype(cupy.int64, copy=False), starts.astype(cupy.int64, copy=False),
-            numpy.int64(len(starts)), numpy.int64(n), numpy.int64(width), out))
-    return out
+    return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(grads[order], starts, axis=0),
+                         shape)
 
 
 def embedding_of_rows(data: NDArray, weight: RowSparseNDArray, input_dim=None) -> NDArray:
