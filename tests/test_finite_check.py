@@ -14,7 +14,7 @@ DTYPES = ["float16", "float32", "float64", "int32"]
 @given(st.lists(st.tuples(st.sampled_from(SHAPES), st.sampled_from(DTYPES),
                           st.sampled_from([None, np.nan, np.inf, -np.inf]),
                           st.booleans(), st.integers(0, 2 ** 32 - 1)), min_size=1, max_size=5))
-def test_agrees_with_numpy(specs):
+def test_agrees_with_numpy(ctx, specs):
     arrays, expected = [], True
     for shape, dtype, bad, strided, seed in specs:
         rng = np.random.default_rng(seed)
@@ -24,8 +24,14 @@ def test_agrees_with_numpy(specs):
         if strided and a.ndim == 2 and a.shape[1] > 1:
             a = a[:, ::2]
         expected = expected and bool(np.isfinite(a).all())
-        arrays.append(nd.array(a, dtype=a.dtype))
+        arrays.append(nd.array(a, dtype=a.dtype, ctx=ctx))
     assert all_finite(arrays) is expected
+
+
+def test_a_sum_that_overflows_is_still_finite(ctx):
+    big = nd.array(np.full(10, 3e38, np.float32), ctx=ctx)
+    assert all_finite([big, nd.array(np.ones(3), ctx=ctx)]) is True
+    assert all_finite([big, nd.array(np.array([1.0, np.inf], np.float32), ctx=ctx)]) is False
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -327,3 +327,28 @@ def test_shipped_sparse_configs_train_on_the_gpu_and_resume(tmp_path, config, me
     assert params and states
     more = resume_run(result.summary["run_dir"], overrides=["epochs=4"])
     assert more.status == "finished" and more.summary["epochs"] == 4
+
+
+@pytest.mark.parametrize("config, extra", [
+    ("mf_synthetic.yaml", ["data.train.num_samples=6000", "data.batch_size=128", "epochs=2"]),
+    ("mf_synthetic.yaml", ["data.train.num_samples=6000", "data.batch_size=128", "epochs=2",
+                           "model.args.sparse_weights=true"]),
+    ("gpu.yaml", ["epochs=3"]),
+])
+def test_a_stopped_gpu_run_resumes_to_the_bits_of_one_never_stopped(tmp_path, config, extra):
+    """Exact resume on the GPU: the updates, the row-by-index gradients (no atomic adds) and
+    the reductions repeat bit for bit, so a run stopped and resumed ends where one that never
+    stopped ends."""
+    if config == "gpu.yaml":
+        pytest.importorskip("sklearn")
+    from run_helpers import CONFIGS, StopAt, assert_bitwise_equal, final_arrays, metric_rows
+    from trainer_cli.run import resume_run, start_run
+    overrides = ["context=gpu"] + extra
+    ref = start_run(CONFIGS / config, overrides, run_root=tmp_path / "ref")
+    cut = start_run(CONFIGS / config, overrides, run_root=tmp_path / "cut", reporter=StopAt(30))
+    assert cut.status == "interrupted"
+    done = resume_run(cut.summary["run_dir"])
+    assert done.status == "finished" and done.summary["steps"] == ref.summary["steps"]
+    for got, want in zip(final_arrays(cut.summary["run_dir"]), final_arrays(ref.summary["run_dir"])):
+        assert_bitwise_equal(got, want)
+    assert metric_rows(cut.summary["run_dir"]) == metric_rows(ref.summary["run_dir"])

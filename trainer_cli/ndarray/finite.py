@@ -40,15 +40,20 @@ _EXPONENT = {numpy.dtype(numpy.float32): numpy.array([0x7F800000], dtype=numpy.u
 
 def all_finite(arrays) -> bool:
     """True when no NDArray of ``arrays`` holds an inf or NaN (integer arrays always do not)."""
-    small = {}
+    small, device = {}, {}
     for array in arrays:
         data = raw(array)
         if data.dtype.kind not in "fc" or data.size == 0:
             continue
-        if (type(data) is numpy.ndarray and data.size < _SMALL and data.dtype in _LOOP_DTYPES
+        if type(data) is not numpy.ndarray:
+            device.setdefault(array_module(array), []).append(data)
+        elif (data.size < _SMALL and data.dtype in _LOOP_DTYPES
                 and data.flags.c_contiguous):
             small.setdefault(data.dtype, []).append(data.reshape(-1))
-        elif not _finite_one(data, array_module(array)):
+        elif not _finite_one(data, numpy):
+            return False
+    for xp, group in device.items():
+        if not _all_finite_on_device(group, xp):
             return False
     if not small:
         return True
@@ -58,6 +63,17 @@ def all_finite(arrays) -> bool:
         if _NONFINITE_COUNT(tuple(group), _EXPONENT[dtype]):
             return False
     return True
+
+
+def _all_finite_on_device(group, xp) -> bool:
+    """Every array's sum stays on the device and one answer comes back: a single wait for the
+    device per check, not one per array (a sum that overflowed is told apart per array)."""
+    with numpy.errstate(over="ignore", invalid="ignore"):
+        sums = xp.stack([a.sum(dtype=xp.float64) if a.dtype.kind == "f" else a.sum()
+                         for a in group])
+        if bool(xp.isfinite(sums).all()):
+            return True
+    return all(_finite_one(a, xp) for a in group)
 
 
 def _finite_one(data, xp) -> bool:
