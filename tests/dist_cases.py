@@ -469,10 +469,20 @@ def _async_sparse_run(make, rank, ctx, barrier):
 def case_async_sparse(out):
     """row_sparse pushes and pulls through dist_async's parameter server, in a fixed order."""
     from trainer_cli import kvstore
-    stores = [kvstore.create("dist_async") for _ in range(3)]      # collective: made up front
+    stores = [kvstore.create("dist_async") for _ in range(4)]      # collective: made up front
     rank = stores[0].rank
+    compressed = stores.pop()
     stores = iter(stores)
     results = _async_sparse_run(lambda: next(stores), rank, cpu(0), lambda store: store.barrier())
+    # Compression and row_sparse values: refused before anything is sent, as on the other stores.
+    from trainer_cli import nd
+    compressed.set_gradient_compression({"type": "2bit", "threshold": 0.5})
+    compressed.init("c", nd.zeros(SPARSE_SHAPE))
+    try:
+        compressed.push("c", sparse_push(rank, 0, cpu(0)))
+        results["compression_refused"] = numpy.array([0])
+    except ValueError as exc:
+        results["compression_refused"] = numpy.array(["compression" in str(exc)], dtype=int)
     numpy.savez(os.path.join(out, "async-sparse-rank%d.npz" % rank), **results)
 
 

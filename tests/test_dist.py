@@ -314,6 +314,7 @@ def test_async_row_sparse_pushes_and_pulls_move_rows_and_equal_one_process(tmp_p
     _ok(proc)
     got = [numpy.load(tmp_path / ("async-sparse-rank%d.npz" % r)) for r in (0, 1)]
     want = dist_cases.reference_async_sparse()
+    assert [int(g["compression_refused"][0]) for g in got] == [1, 1]
     for key, expected in want.items():
         if key == "push_bytes":
             continue

@@ -65,7 +65,7 @@ from ..ndarray.interop import is_sparse as _is_sparse, raw as _raw, transfer as 
 from . import mpi
 from .base import KVStoreBase
 from .gather import gather_arrays
-from .local import KVStoreLocal, group_key_values
+from .local import KVStoreLocal, group_key_values, sparse_compression_error
 
 __all__ = ["create_dist", "KVStoreDistSync", "KVStoreDistAsync"]
 
@@ -370,10 +370,7 @@ class KVStoreDistSync(_DistStore):
         so every worker holds the same bits. Without an optimizer it replaces the stored value,
         storage type included (MXNet); with one, the store updates its value with it."""
         if self._gc is not None:
-            raise ValueError(
-                "kvstore key %r: gradient compression of row_sparse values is not supported "
-                "(MXNet's 2-bit compression garbles their rows); create the Trainer without "
-                "compression_params for sparse gradients" % (k,))
+            raise sparse_compression_error(k)
         total = self._allgather_rows(k, merged.as_in_context(stored.context))
         if self._updater is None:
             self._store[k] = total
@@ -867,6 +864,8 @@ class KVStoreDistAsync(_DistStore):
         (rank 0's straight in). Compression is refused, as on the other stores."""
         if self._closed:
             raise mpi.DistributedError("kvstore %r is closed" % self._type)
+        if self._gc is not None:
+            raise sparse_compression_error(key)
         slot = self._slot(key)
         shape, dtype, ctx = self._meta[key]
         merged = self._merge_sparse(key, arrays, _wrap(ctx.xp.empty(0, dtype), ctx))

@@ -77,6 +77,13 @@ def _rows_per_out(key, out, row_ids):
     return groups
 
 
+def sparse_compression_error(key) -> ValueError:
+    """What every store raises for a row_sparse value when gradient compression is set."""
+    return ValueError("kvstore key %r: gradient compression of row_sparse values is not "
+                      "supported (MXNet's 2-bit compression garbles their rows); create the "
+                      "Trainer without compression_params for sparse gradients" % (key,))
+
+
 class KVStoreLocal(KVStoreBase):
     """Keys and values inside one process; ``device`` in the type enables gradient compression."""
 
@@ -229,10 +236,7 @@ class KVStoreLocal(KVStoreBase):
         """Sources summed in order; row_sparse ones give the union of their rows, a dense one
         makes the sum dense (MXNet's ElementwiseSum)."""
         if self._compression is not None:
-            raise ValueError(
-                "kvstore key %r: gradient compression of row_sparse values is not supported "
-                "(MXNet's 2-bit compression garbles their rows); create the Trainer without "
-                "compression_params for sparse gradients" % (key,))
+            raise sparse_compression_error(key)
         if len(arrays) == 1:
             return arrays[0]
         ctx = stored.context
