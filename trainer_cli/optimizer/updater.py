@@ -7,7 +7,8 @@ import numpy
 
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw_array
-from .optimizer import STATE_SLABS, PreparedStep
+from ..ndarray.sparse import RowSparseNDArray
+from .optimizer import STATE_SLABS, PreparedStep, raw
 
 __all__ = ["Updater", "get_updater"]
 
@@ -92,10 +93,10 @@ class Updater:
             return
         kept = [states[i] for i in indices]
         prepared = _Prepared(optimizer, given, indices, weights, grads, order, runs, kept)
-        # Row_sparse gradients and weights change their arrays from step to step (a gradient
-        # buffer gets new rows): a step with any of them is prepared again at every call.
-        if key is not None and all(map(_fixed_state, kept)) and _all_dense(grads) \
-                and _all_dense(weights):
+        # Row_sparse weights change their arrays from step to step: a step with any of them is
+        # prepared again at every call (row_sparse gradients are taken anew by ``serves``).
+        if key is not None and all(map(_fixed_state, kept)) and _all_dense(weights) and all(
+                type(g) is NDArray or type(g) is RowSparseNDArray for g in grads):
             if len(self._prepared) >= _MAX_PREPARED:
                 self._prepared.clear()
             self._prepared[key] = prepared
@@ -191,7 +192,7 @@ class _Prepared:
     hold the last gradient of every key)."""
 
     __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "order",
-                 "runs", "kept", "step", "grads_change")
+                 "runs", "kept", "step", "grads_change", "sparse_grads")
 
     def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept):
         self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
@@ -202,6 +203,9 @@ class _Prepared:
         self.order, self.runs, self.kept = order, runs, kept
         self.step = PreparedStep.of(weights, grads, kept)
         self.grads_change = False
+        # A row_sparse gradient NDArray gets new rows in place: its arrays are taken anew at
+        # every call, even when the same object comes back.
+        self.sparse_grads = any(type(g) is RowSparseNDArray for g in grads)
 
     def serves(self, optimizer, grads, weights, states) -> bool:
         given_grads, given_weights = self.given
@@ -210,13 +214,16 @@ class _Prepared:
                 and all(map(is_, map(states.get, self.indices), self.kept))):
             return False
         self.grads_change = False
-        if len(grads) != len(given_grads) or not all(map(is_, grads, given_grads)):
-            if len(grads) != len(given_weights) or not all(type(g) is NDArray for g in grads):
+        if self.sparse_grads or len(grads) != len(given_grads) \
+                or not all(map(is_, grads, given_grads)):
+            if len(grads) != len(given_weights) or not all(
+                    type(g) is NDArray or type(g) is RowSparseNDArray for g in grads):
                 return False
             self.given = (tuple(grads), given_weights)
             order = self.order
             self.grads = list(grads) if order is None else [grads[k] for k in order]
-            self.step.new_grads([_raw_array(g) for g in self.grads])
+            # A row_sparse gradient (new at every step) as its rows and values.
+            self.step.new_grads([raw(g) for g in self.grads])
             self.grads_change = True
         return True
 
