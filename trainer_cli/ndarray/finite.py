@@ -5,8 +5,9 @@ Small float32/float64 host arrays (most arrays of most models) go to one numba l
 them that counts the elements whose exponent bits are all ones (an inf or NaN): integer work
 the compiler vectorizes, where a float accumulator would be one long chain of dependent adds.
 Large arrays take NumPy's vectorised sum (NaN and inf propagate into it; a non-finite sum of
-finite values that overflowed is told apart by the exact test), as do device arrays, float16
-and strided views.
+finite values that overflowed is told apart by the exact test), as do float16 and strided views.
+Device arrays are summed on the device, all of them before one answer comes back (one wait for
+the device per check, not one per array).
 """
 from __future__ import annotations
 

@@ -354,7 +354,7 @@ def groups(columns):
             on_device.setdefault((arrays[0].dtype, arrays[0].device.id), []).append(pos)
         else:
             rest.append(pos)
-    found = [_CudaGroup(positions, columns) for positions in on_device.values()]
+    found = [_CudaGroup(positions, columns, device) for (_, device), positions in on_device.items()]
     for positions in by_dtype.values():
         # Checked before numba is imported: small models never load it. Once it is loaded
         # (the runner loads it before its clock starts), one call beats a NumPy body per tensor
@@ -504,10 +504,10 @@ class _CudaGroup:
     value, so a step uploads nothing). The table of sizes and addresses is copied to the device
     once and kept with the step's split, which keeps the arrays alive."""
 
-    __slots__ = ("positions", "_rows", "_tables")
+    __slots__ = ("positions", "device", "_rows", "_tables")
 
-    def __init__(self, positions, columns):
-        self.positions = positions
+    def __init__(self, positions, columns, device):
+        self.positions, self.device = positions, device
         # Column order of the table: size, gradient, weight, states (the kernel's order).
         order = [columns[1]] + [columns[0]] + list(columns[2:])
         self._rows = numpy.array([[columns[0][p].size] + [c[p].data.ptr for c in order]
@@ -526,6 +526,11 @@ class _CudaGroup:
         return found
 
     def run(self, kernel, rows):
+        import cupy
+        with cupy.cuda.Device(self.device):
+            self._run(kernel, rows)
+
+    def _run(self, kernel, rows):
         multi = kernel._cuda_multi(rows.dtype)
         t = rows.dtype.type
         bits = rows.view(numpy.uint64 if rows.dtype.itemsize == 8 else numpy.uint32)
