@@ -91,14 +91,19 @@ def _cxx_source(bodies=None):
     return "\n".join(parts)
 
 
-def _build(folder, bodies=None):
-    source, library = folder / "rules.cpp", folder / "rules.so"
-    source.write_text(_cxx_source(bodies))
+def _compile(folder, stem, source, what):
+    """``source`` built as a shared library in ``folder`` (FMA contraction off, as on the device)."""
+    path, library = folder / (stem + ".cpp"), folder / (stem + ".so")
+    path.write_text(source)
     command = [CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
-               "-fno-fast-math", "-fno-math-errno", str(source), "-o", str(library)]
+               "-fno-fast-math", "-fno-math-errno", str(path), "-o", str(library)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, "the CUDA sources do not compile as C++:\n" + proc.stderr
+    assert proc.returncode == 0, "%s do not compile as C++:\n%s" % (what, proc.stderr)
     return ctypes.CDLL(str(library))
+
+
+def _build(folder, bodies=None):
+    return _compile(folder, "rules", _cxx_source(bodies), "the CUDA sources")
 
 
 @pytest.fixture(scope="session")
@@ -245,14 +250,8 @@ def _multi_cxx_source():
 
 @pytest.fixture(scope="session")
 def multi_on_host(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("multi_on_host")
-    source, library = folder / "multi.cpp", folder / "multi.so"
-    source.write_text(_multi_cxx_source())
-    proc = subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
-                           "-fno-fast-math", "-fno-math-errno", str(source), "-o", str(library)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, "the multi-tensor sources do not compile as C++:\n" + proc.stderr
-    return ctypes.CDLL(str(library))
+    return _compile(tmp_path_factory.mktemp("multi_on_host"), "multi", _multi_cxx_source(),
+                    "the multi-tensor sources")
 
 
 @pytest.mark.parametrize("name", list(RULES))
@@ -311,14 +310,8 @@ def _rows_cxx_source():
 
 @pytest.fixture(scope="session")
 def rows_on_host(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rows_on_host")
-    source, library = folder / "rows.cpp", folder / "rows.so"
-    source.write_text(_rows_cxx_source())
-    proc = subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
-                           "-fno-fast-math", str(source), "-o", str(library)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, "the row-adding kernel does not compile as C++:\n" + proc.stderr
-    return ctypes.CDLL(str(library))
+    return _compile(tmp_path_factory.mktemp("rows_on_host"), "rows", _rows_cxx_source(),
+                    "the row-adding kernel's sources")
 
 
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
