@@ -455,3 +455,29 @@ def test_ftrl_is_row_wise_on_a_row_sparse_weight_and_densifies_on_a_dense_one():
     assert _bits(got) == _bits(ref)
     dense_w, _ = _run("ftrl", params, w0, steps)
     assert not numpy.array_equal(dense_w[absent], w0[absent])   # densified: absent rows change
+
+
+@pytest.mark.parametrize("params", [{"learning_rate": 0.1, "rescale_grad": 0.5},
+                                    {"learning_rate": 0.05, "clip_gradient": 0.3, "eps": 1e-4}])
+def test_adagrad_row_kernel_is_bitwise_the_rule_on_the_gathered_rows(params, monkeypatch):
+    """AdaGrad's row_sparse step through its numba row loop equals the dense rule run on the
+    gathered rows (the path without numba), history included, absent rows untouched."""
+    if not kernels.enabled():
+        pytest.skip("numba not installed")
+    from trainer_cli.optimizer import adagrad
+    shape = (3000, 16)
+    w0 = _rand(shape, 9)
+    steps = _steps(shape, 1200, 60, zero_row=True)
+    monkeypatch.setattr(kernels, "MIN_SIZE", 1)
+    real_run, ran = kernels.RowKernel.run, []
+    monkeypatch.setattr(kernels.RowKernel, "run",
+                        lambda self, *a: ran.append((self.name, real_run(self, *a))) or ran[-1][1])
+    fused, fused_state = _run("adagrad", params, w0, steps)
+    assert ran and all(ok for _, ok in ran) and {name for name, _ in ran} == {"adagrad"}
+    assert adagrad.ADAGRAD_ROWS_KERNEL.name == "adagrad"
+    monkeypatch.setattr(kernels.RowKernel, "run", lambda *a: False)
+    plain, plain_state = _run("adagrad", params, w0, steps)
+    assert _bits(fused) == _bits(plain)
+    assert _bits(fused_state.asnumpy()) == _bits(plain_state.asnumpy())
+    absent = numpy.setdiff1d(numpy.arange(shape[0]), numpy.concatenate([r for r, _ in steps]))
+    assert _bits(fused[absent]) == _bits(w0[absent])

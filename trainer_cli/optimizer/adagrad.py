@@ -11,9 +11,10 @@ import numpy
 
 from ..context import array_module_of
 from ..ndarray import zeros as _nd_zeros
+from .kernels import RowKernel, clip as _clip
 from .optimizer import Optimizer, on_rows, register, scaled_grad, zeros_like
 
-__all__ = ["AdaGrad", "GroupAdaGrad", "adagrad_rule", "group_adagrad_rule"]
+__all__ = ["AdaGrad", "GroupAdaGrad", "adagrad_rule", "adagrad_rows_rule", "group_adagrad_rule"]
 
 
 def adagrad_rule(w, g, history, *, lr, wd, eps, rescale, clip):
@@ -28,6 +29,45 @@ def adagrad_rule(w, g, history, *, lr, wd, eps, rescale, clip):
     div += w * wd
     div *= -lr
     w += div
+
+
+# adagrad_rule one element at a time, for the row_sparse loop (numba): the same operations in
+# the same order and precision, so the same bits (``tests/test_optim_sparse.py``).
+_ROW_SCALARS = ("rescale", "lo", "hi", "clipping", "eps", "neg_lr", "wd")
+
+
+def _adagrad_cpu(w, g, history, s):
+    rescale, lo, hi, clipping, eps, neg_lr, wd = s[0], s[1], s[2], s[3], s[4], s[5], s[6]
+    for i in range(w.shape[0]):
+        G = g[i] * rescale
+        if clipping:
+            G = _clip(G, lo, hi)
+        h = history[i] + G * G
+        history[i] = h
+        d = G / numpy.sqrt(h + eps)
+        d = d + w[i] * wd
+        w[i] = w[i] + d * neg_lr
+
+
+ADAGRAD_ROWS_KERNEL = RowKernel("adagrad", scalars=_ROW_SCALARS, arrays=3, one=_adagrad_cpu)
+
+
+def adagrad_rows_rule(w, grad, history, *, lr, wd, eps, rescale, clip):
+    """``adagrad_rule`` on the rows ``grad`` (``SparseRows``) holds, history included: the numba
+    row loop where it takes the arrays, else the rule on the gathered rows."""
+    rows = grad.rows
+    if not len(rows):
+        return
+    if w.flags.c_contiguous and history.flags.c_contiguous:
+        width = w.size // w.shape[0]
+        w2 = w.reshape(w.shape[0], width)
+        scalars = dict(rescale=rescale, lo=-clip if clip is not None else 0,
+                       hi=clip if clip is not None else 0, clipping=clip is not None, eps=eps,
+                       neg_lr=-lr, wd=wd)
+        if ADAGRAD_ROWS_KERNEL.run(w2, rows, grad.values.reshape(len(rows), width),
+                                   (history.reshape(w2.shape),), scalars):
+            return
+    on_rows(adagrad_rule, w, grad, [history], lr=lr, wd=wd, eps=eps, rescale=rescale, clip=clip)
 
 
 def group_adagrad_rule(w, g, history, *, lr, eps, rescale, clip):
@@ -61,8 +101,8 @@ class AdaGrad(Optimizer):
         if wd != 0:
             raise RuntimeError("sparse adagrad_update does not support wd (MXNet: Operator not "
                                "implemented); use wd=0 with row_sparse gradients")
-        on_rows(adagrad_rule, w, grad, [history], lr=lr, wd=0.0, eps=self.float_stable_eps,
-                rescale=self.rescale_grad, clip=self._clip)
+        adagrad_rows_rule(w, grad, history, lr=lr, wd=0.0, eps=self.float_stable_eps,
+                          rescale=self.rescale_grad, clip=self._clip)
 
 
 @register
