@@ -344,3 +344,59 @@ def test_rows_added_by_index_are_numpy_add_at_bitwise(rows_on_host, dtype):
         for row in values[keys == key]:             # in their original order
             acc = row.copy() if acc is None else acc + row
         assert sums[s].tobytes() == acc.tobytes()
+
+
+# ----------------------------------------------------------------------------- inf/NaN flags
+def _nonfinite_cxx_source():
+    from trainer_cli.ndarray import _finite_cuda
+    parts = ["#define __global__", "struct host_dim3 { unsigned x, y; };",
+             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    for size, (utype, mask) in _finite_cuda._TYPES.items():
+        symbol = "nonfinite_%d" % size
+        parts.append("namespace ns_%s {\n%s\n}" % (symbol, (_finite_cuda.SOURCE % {
+            "utype": utype, "mask": mask}).replace("trainer_cli_nonfinite", symbol)))
+        parts.append(
+            'extern "C" int run_%(s)s(const long long* table, int count) {\n'
+            "    int flag = 0;\n"
+            "    blockDim.x = 4; gridDim.x = 3;\n"
+            "    for (unsigned y = 0; y < (unsigned)count; ++y)\n"
+            "        for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 4; ++t) {\n"
+            "            blockIdx.y = y; blockIdx.x = b; threadIdx.x = t;\n"
+            "            ns_%(s)s::%(s)s(table, 0, &flag);\n"
+            "        }\n"
+            "    return flag;\n}\n" % dict(s=symbol))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def nonfinite_on_host(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("nonfinite_on_host"), "nonfinite",
+                    _nonfinite_cxx_source(), "the inf/NaN kernel's sources")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_the_inf_nan_kernel_flags_exactly_the_arrays_numpy_calls_not_finite(nonfinite_on_host,
+                                                                            dtype):
+    """Several arrays in one launch (sizes off the grid's multiples): the flag is raised by an
+    inf or NaN anywhere in any of them, by nothing else (huge, tiny, subnormal, signed zeros)."""
+    from trainer_cli.ndarray import _finite_cuda
+    rng = numpy.random.default_rng(5)
+    finite = numpy.array([0.0, -0.0, 1e-45, 6e-8, 65000.0, -1.5, 3e38 if dtype != "float16"
+                          else 60000.0], dtype=numpy.float64)
+    for bad in (None, numpy.inf, -numpy.inf, numpy.nan):
+        arrays = []
+        for n in (37, 5, 100):
+            a = rng.choice(finite, size=n).astype(dtype)
+            if numpy.dtype(dtype).kind == "c":
+                a = a + 1j * rng.choice(finite, size=n).astype(dtype)
+            arrays.append(a)
+        if bad is not None:
+            target = arrays[2] if numpy.dtype(dtype).kind != "c" else arrays[2].view(
+                arrays[2].real.dtype)
+            target[77] = bad
+        size = _finite_cuda._size(arrays[0])
+        table = numpy.array([[a.nbytes // size, a.ctypes.data] for a in arrays], numpy.int64)
+        flag = getattr(nonfinite_on_host, "run_nonfinite_%d" % size)(
+            ctypes.c_void_p(table.ctypes.data), ctypes.c_int(len(arrays)))
+        assert bool(flag) == (bad is not None)
+        assert bool(flag) == (not all(numpy.isfinite(a).all() for a in arrays))

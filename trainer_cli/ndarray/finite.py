@@ -67,8 +67,23 @@ def all_finite(arrays) -> bool:
 
 
 def _all_finite_on_device(group, xp) -> bool:
-    """Every array's sum stays on the device and one answer comes back: a single wait for the
-    device per check, not one per array (a sum that overflowed is told apart per array)."""
+    """On CuPy, one kernel looks at the bits of every contiguous array (``_finite_cuda``); the
+    rest are summed on the device, all of them before one answer comes back (a sum that
+    overflowed is told apart per array)."""
+    if xp.__name__ == "cupy":
+        from . import _finite_cuda
+        flat = [a for a in group if _finite_cuda.takes(a)]
+        if flat:
+            by_device = {}
+            for a in flat:
+                by_device.setdefault(a.device.id, []).append(a)
+            for device, arrays in by_device.items():
+                with xp.cuda.Device(device):
+                    if _finite_cuda.any_nonfinite(arrays):
+                        return False
+            group = [a for a in group if not _finite_cuda.takes(a)]
+            if not group:
+                return True
     with numpy.errstate(over="ignore", invalid="ignore"):
         sums = xp.stack([a.sum(dtype=xp.float64) if a.dtype.kind == "f" else a.sum()
                          for a in group])
