@@ -50,3 +50,29 @@ def test_batches_of_other_widths_fall_back_to_one_update_each():
     m = metric.CrossEntropy(from_logits=True)
     m.update_batches(a + b)
     assert (m.sum_metric, m.num_inst) == want
+
+
+def test_the_runner_hands_outputs_over_early_enough_and_wherever_the_sums_are_the_same(
+        monkeypatch):
+    """The runner's accumulator keeps a log window's outputs only up to PENDING_BYTES (large
+    per-pixel outputs must not pile up); where it hands them over changes no bit."""
+    from trainer_cli.run import state
+    batches = _batches(7, [16] * 30, 5, "float32")
+
+    def run():
+        acc = state.Accumulator({"acc": metric.Accuracy(),
+                                 "ce": metric.CrossEntropy(from_logits=True)})
+        most = 0
+        for label, pred in batches:
+            acc.add_outputs([(label, pred)])
+            most = max(most, len(acc._pending))
+        return acc.values("train_"), acc.get_state(), most
+
+    whole = run()
+    monkeypatch.setattr(state, "PENDING_BYTES", 3 * 16 * 5 * 4)   # about three batches
+    small = run()
+    assert small[2] <= 3 < whole[2]
+    import json
+    assert json.dumps(small[:2], sort_keys=True) == json.dumps(whole[:2], sort_keys=True)
+    want = _one_by_one(metric.CrossEntropy(from_logits=True), batches)
+    assert whole[1]["metrics"]["ce"]["sum_metric"] == want[0]

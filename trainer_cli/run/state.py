@@ -114,18 +114,25 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+# Outputs kept for the metrics are handed over once they hold this much (a model with large
+# outputs, such as per-pixel predictions, must not keep a whole log window of them).
+PENDING_BYTES = 8 << 20
+
+
 class Accumulator:
     """Mean loss and metrics over the samples seen since the last reset."""
 
     def __init__(self, metrics: dict):
         self.metrics = metrics  # config name -> EvalMetric
         self._pending = []      # (label, output) host arrays the metrics have not seen yet
+        self._pending_bytes = 0
         self.reset()
 
     def reset(self):
         self.loss_sum = 0.0
         self.count = 0
         self._pending = []
+        self._pending_bytes = 0
         for m in self.metrics.values():
             m.reset()
 
@@ -135,13 +142,19 @@ class Accumulator:
 
     def add_outputs(self, pairs):
         """A step's ``(label, output)`` pairs, for the metrics: kept (as host copies, so that no
-        output holds on to its step's graph) until the values are read, then given to each
-        metric in one pass (``update_batches``: the same sums as one update per batch)."""
+        output holds on to its step's graph) until the values are read or they hold
+        ``PENDING_BYTES``, then given to each metric in one pass (``update_batches``: the same
+        sums as one update per batch, wherever the passes begin)."""
         if self.metrics:
-            self._pending.extend((label, out.asnumpy() if hasattr(out, "asnumpy") else out)
-                                 for label, out in pairs)
+            for label, out in pairs:
+                out = out.asnumpy() if hasattr(out, "asnumpy") else out
+                self._pending.append((label, out))
+                self._pending_bytes += getattr(out, "nbytes", 0) + getattr(label, "nbytes", 0)
+            if self._pending_bytes >= PENDING_BYTES:
+                self._flush()
 
     def _flush(self):
+        self._pending_bytes = 0
         if self._pending:
             pending, self._pending = self._pending, []
             for metric in self.metrics.values():
