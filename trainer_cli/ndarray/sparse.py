@@ -594,13 +594,14 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
         _scatter_add(values, inverse, grads)
         return RowSparseGrad(rows.astype(_INDEX, copy=False), values, shape)
     # A stable sort keeps each id's rows in lookup order; reduceat sums each run of equal ids.
+    # (numpy.take gathers rows about twice as fast as fancy indexing.)
     order = numpy.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
+    sorted_ids = numpy.take(ids, order)
+    ordered = numpy.take(grads, order, axis=0)
+    if not (sorted_ids[1:] == sorted_ids[:-1]).any():  # no id twice (reduceat is slow)
+        return RowSparseGrad(sorted_ids, ordered, shape)
     starts = numpy.flatnonzero(numpy.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-    if len(starts) == len(ids):  # no id twice: the rows as they are (reduceat is slow)
-        return RowSparseGrad(sorted_ids, grads[order], shape)
-    return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(grads[order], starts, axis=0),
-                         shape)
+    return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(ordered, starts, axis=0), shape)
 
 
 def embedding_of_rows(data: NDArray, weight: RowSparseNDArray, input_dim=None) -> NDArray:
