@@ -298,8 +298,7 @@ class TrainingLoop:
             out = parts.net(as_batch(x, ctx, self.dtype))
             loss = parts.loss(out, _array(y, ctx=ctx, dtype=self.dtype))
             acc.add_loss(float(loss.asnumpy().astype(numpy.float64).sum()), loss.shape[0])
-            for metric in acc.metrics.values():
-                metric.update([y], [out])
+            acc.add_outputs([(y, out)])
         st.last_val_step = st.step
         values = acc.values("val_")
         self._row("val", values)
