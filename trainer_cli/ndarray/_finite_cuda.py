@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy
 
+from . import tensor_launch
+
 __all__ = ["SOURCE", "takes", "any_nonfinite"]
 
 SOURCE = """
@@ -28,9 +30,6 @@ extern "C" __global__ void trainer_cli_nonfinite(const long long *table, int fir
 # Per element size of the real numbers: the unsigned type and the exponent field.
 _TYPES = {2: ("unsigned short", "0x7C00U"), 4: ("unsigned int", "0x7F800000U"),
           8: ("unsigned long long", "0x7FF0000000000000ULL")}
-_THREADS = 256
-_MAX_BLOCKS = 1024
-_MAX_ROWS = 65535
 _kernels: dict = {}
 _tables: dict = {}
 _TABLES_KEPT = 64
@@ -83,9 +82,6 @@ def any_nonfinite(arrays) -> bool:
     flag = cupy.zeros(1, dtype=numpy.int32)
     for size, rows in by_size.items():
         rows = numpy.array(rows, dtype=numpy.int64)
-        table = _table(rows)
-        blocks = min(_MAX_BLOCKS, -(-int(rows[:, 0].max()) // _THREADS))
-        for first in range(0, len(rows), _MAX_ROWS):
-            _kernel(size)((blocks, min(_MAX_ROWS, len(rows) - first)), (_THREADS,),
-                          (table, numpy.int32(first), flag))
+        tensor_launch.launch(_kernel(size), _table(rows), len(rows),
+                              tensor_launch.blocks_for(int(rows[:, 0].max())), flag)
     return bool(flag.get()[0])

@@ -43,7 +43,8 @@ def _kernel(dtype):
 
 
 def _groups(keys):
-    """``(order, starts)``: a stable order of ``keys`` and where each run of equal keys begins."""
+    """``(order, ordered, starts)``: a stable order of ``keys``, the keys in it, and where each
+    run of equal keys begins."""
     import cupy
     order = cupy.argsort(keys)          # CuPy's sort is stable
     ordered = keys[order]

@@ -72,18 +72,19 @@ def _all_finite_on_device(group, xp) -> bool:
     overflowed is told apart per array)."""
     if xp.__name__ == "cupy":
         from . import _finite_cuda
-        flat = [a for a in group if _finite_cuda.takes(a)]
-        if flat:
-            by_device = {}
-            for a in flat:
+        by_device, rest = {}, []
+        for a in group:
+            if _finite_cuda.takes(a):
                 by_device.setdefault(a.device.id, []).append(a)
-            for device, arrays in by_device.items():
-                with xp.cuda.Device(device):
-                    if _finite_cuda.any_nonfinite(arrays):
-                        return False
-            group = [a for a in group if not _finite_cuda.takes(a)]
-            if not group:
-                return True
+            else:
+                rest.append(a)
+        for device, arrays in by_device.items():
+            with xp.cuda.Device(device):
+                if _finite_cuda.any_nonfinite(arrays):
+                    return False
+        if not rest:
+            return True
+        group = rest
     with numpy.errstate(over="ignore", invalid="ignore"):
         sums = xp.stack([a.sum(dtype=xp.float64) if a.dtype.kind == "f" else a.sum()
                          for a in group])

@@ -598,9 +598,10 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
     order = numpy.argsort(ids, kind="stable")
     sorted_ids = numpy.take(ids, order)
     ordered = numpy.take(grads, order, axis=0)
-    if not (sorted_ids[1:] == sorted_ids[:-1]).any():  # no id twice (reduceat is slow)
+    repeated = sorted_ids[1:] == sorted_ids[:-1]
+    if not repeated.any():  # no id twice: the rows as they are (reduceat is slow)
         return RowSparseGrad(sorted_ids, ordered, shape)
-    starts = numpy.flatnonzero(numpy.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+    starts = numpy.flatnonzero(numpy.concatenate(([True], ~repeated)))
     return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(ordered, starts, axis=0), shape)
 
 

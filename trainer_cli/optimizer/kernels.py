@@ -37,6 +37,7 @@ import numpy
 
 from .. import _jit
 from .._jit import enabled
+from ..ndarray import tensor_launch
 
 __all__ = ["Kernel", "RowKernel", "groups", "clip", "CUDA_CLIP", "enabled", "num_threads", "MIN_SIZE",
            "PARALLEL_MIN_SIZE"]
@@ -493,11 +494,6 @@ extern "C" __global__ void trainer_cli_multi_%(name)s(const long long *table, in
        "width": width, "grad": grad, "refs": refs, "body": body}
 
 
-_CUDA_THREADS = 256
-_CUDA_MAX_BLOCKS = 1024         # per tensor; threads stride over larger tensors
-_CUDA_MAX_ROWS = 65535          # gridDim.y's limit
-
-
 class _CudaGroup:
     """The CuPy tensors of one dtype and device in a step, run by one kernel launch for each
     distinct row of scalars (tensors with the same rate and decay share one; the scalars go by
@@ -521,7 +517,7 @@ class _CudaGroup:
             import cupy
             rows = self._rows[list(picked)]
             found = (cupy.asarray(rows), len(picked),
-                     min(_CUDA_MAX_BLOCKS, -(-int(rows[:, 0].max()) // _CUDA_THREADS)))
+                     tensor_launch.blocks_for(int(rows[:, 0].max())))
             self._tables[key] = found
         return found
 
@@ -538,12 +534,8 @@ class _CudaGroup:
             subsets = [(range(len(rows)), rows[0])]
         else:       # by bits: a rate of -0.0 is not one of 0.0
             distinct, inverse = numpy.unique(bits, axis=0, return_inverse=True)
-            inverse = inverse.reshape(-1)
-            subsets = [(numpy.flatnonzero(inverse == k), rows[numpy.flatnonzero(inverse == k)[0]])
-                       for k in range(len(distinct))]
+            picks = [numpy.flatnonzero(inverse.reshape(-1) == k) for k in range(len(distinct))]
+            subsets = [(picked, rows[picked[0]]) for picked in picks]
         for picked, row in subsets:
             table, count, blocks = self._table(picked)
-            args = tuple(t(x) for x in row)
-            for first in range(0, count, _CUDA_MAX_ROWS):
-                multi((blocks, min(_CUDA_MAX_ROWS, count - first)), (_CUDA_THREADS,),
-                      (table, numpy.int32(first)) + args)
+            tensor_launch.launch(multi, table, count, blocks, *(t(x) for x in row))
