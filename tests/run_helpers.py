@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from trainer_cli.run import layout
 from trainer_cli.run.progress import Reporter
@@ -128,3 +129,14 @@ def have_mpi() -> bool:
     except Exception:  # noqa: BLE001 - any missing piece means: skip
         return False
     return True
+
+
+def communicate_or_fail(proc, seconds, what) -> tuple:
+    """``proc.communicate()`` with ``seconds`` as a hang guard (not a speed test): a process still
+    running then is killed and the test fails, naming ``what`` it was waiting for."""
+    try:
+        return proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail("the job did not end within %d s of %s:\n%s" % (seconds, what, err[-3000:]))

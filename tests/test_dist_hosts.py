@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from run_helpers import assert_bitwise_equal, final_arrays, logged_step, only_run_dir, trainer_cmd
+from run_helpers import (assert_bitwise_equal, communicate_or_fail, final_arrays, logged_step,
+                         only_run_dir, trainer_cmd)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -181,19 +182,14 @@ def test_losing_a_host_ends_the_job_within_the_timeout(two_hosts, tmp_path, faul
     timeout = 3
     proc = two_hosts.popen(["run", config, "--run-dir", tmp_path / "runs", "-q"], timeout)
     _wait_for_step(proc, tmp_path / "runs", 20)
-    lost_at = time.monotonic()
     if fault == "link down":
         # As a network or a host's power failing: no connection is closed, nothing is said.
         _ip("-n", two_hosts.names[0], "link", "set", "tr0", "down")
     else:
         two_hosts.kill([1])
-    try:
-        out, err = proc.communicate(timeout=timeout + 30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    # Not a speed test: without the abort, rank 0 would wait (or sit in MPI_Finalize) forever.
-    assert time.monotonic() - lost_at < timeout + 10, err[-3000:]
+    # The deadline is a hang guard, not a speed test: without the abort, rank 0 would wait (or
+    # sit in MPI_Finalize) forever.
+    out, err = communicate_or_fail(proc, timeout + 10, "losing a host")
     assert proc.returncode != 0
     if fault == "link down":
         assert "rank 0 of 2 (pid" in err
