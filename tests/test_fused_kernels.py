@@ -225,6 +225,26 @@ def test_small_models_never_load_numba(fused_on):
     assert _jit._numba is None
 
 
+def test_an_inlined_helper_is_a_different_build():
+    # numba's disk cache keys a loop by its own file and name: the name's digest must change
+    # when a helper goes from called to inlined, or a stale build would be reused.
+    def loop(x):
+        x[0] += 1.0
+    called = _jit.Kernel(loop, {"one": _jit.Kernel(loop)}, qualname="t")
+    inlined = _jit.Kernel(loop, {"one": _jit.Kernel(loop, inline=True)}, qualname="t")
+    assert called.digest() != inlined.digest()
+    assert called.linked().__qualname__ != inlined.linked().__qualname__
+
+
+def test_row_sparse_only_steps_keep_no_groups():
+    from trainer_cli.optimizer.optimizer import PreparedStep, SparseRows
+    w = numpy.ones((4, 3), numpy.float32)
+    g = SparseRows(numpy.array([1], numpy.int64), numpy.ones((1, 3), numpy.float32), (4, 3))
+    step = PreparedStep([w], [g], [None])
+    groups, rest = step.split(sgd.SGD_KERNEL, lambda: (step.weights, step.grads))
+    assert list(groups) == [] and list(rest) == [0] and not step._splits
+
+
 def test_kernel_groups_are_kept_by_the_prepared_step_while_the_arrays_are_the_same(fused_on):
     from trainer_cli.optimizer.optimizer import PreparedStep
     fused_on.setattr(_fused, "MIN_SIZE", 16)

@@ -8,9 +8,11 @@ import tracemalloc
 
 import numpy
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gradcheck import numeric_grad
 from trainer_cli import autograd, cpu, gluon, initializer, kvstore, nd
+from trainer_cli.ndarray import sparse as nd_sparse
 from trainer_cli.gluon.trainer import LOCAL, REDUCE, STORE
 
 CTX2 = [cpu(0), cpu(1)]
@@ -144,6 +146,62 @@ def test_embedding_sparse_backward_allocates_no_table_sized_array():
         tracemalloc.stop()
     assert peak < vocab * dim * 4 // 20, peak
     assert emb.weight.grad().indices.shape == (64,)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ids=st.lists(st.integers(0, 40), max_size=300), big_table=st.booleans())
+def test_embedding_grad_sort_is_a_stable_argsort(ids, big_table):
+    # The ids sorted with their positions packed into the low bits, and (for a table too large
+    # to pack into int64) NumPy's stable argsort, must both order equal ids as looked up.
+    ids = numpy.array(ids, dtype=numpy.int64)
+    table = 1 << 62 if big_table else 41
+    sorted_ids, order = nd_sparse._stable_sort(ids, table)
+    want = numpy.argsort(ids, kind="stable")
+    assert order.dtype == numpy.int64 and order.tolist() == want.tolist()
+    assert sorted_ids.tolist() == ids[want].tolist()
+
+
+def test_embedding_grad_sums_repeated_ids_in_lookup_order():
+    # float32 sums whose value depends on the order: lookup order, as the tape saw the rows.
+    ids = numpy.array([7, 3, 7, 7, 0, 3], dtype=numpy.int64)
+    grads = numpy.array([[1e8], [1.0], [1.0], [-1e8], [2.0], [1e8]], dtype=numpy.float32)
+    grad = nd_sparse.embedding_grad(ids, grads, (9, 1))
+    assert grad.rows.tolist() == [0, 3, 7]
+    want = [grads[4, 0], grads[1, 0] + grads[5, 0], (grads[0, 0] + grads[2, 0]) + grads[3, 0]]
+    assert grad.values[:, 0].tolist() == [numpy.float32(v) for v in want]
+
+
+def test_a_received_sparse_gradient_is_adopted_once_and_copied_after():
+    # A gradient made for the tape alone becomes the buffer's values without a copy; a second
+    # buffer receiving the same gradient gets its own copy, and one that shares a caller's
+    # array (csr dot's vjp) always copies.
+    ids = numpy.array([4, 1], dtype=numpy.int64)
+    grad = nd_sparse.embedding_grad(ids, numpy.ones((2, 3), numpy.float32), (6, 3))
+    first, second = (nd.zeros((6, 3)) for _ in range(2))
+    for w in (first, second):
+        w.attach_grad(stype="row_sparse")
+        grad.receive_into(w)
+    assert first.grad._data is grad.values
+    assert not numpy.shares_memory(second.grad._data, grad.values)
+    shared = nd_sparse.RowSparseGrad(grad.rows, grad.values, (6, 3))
+    third = nd.zeros((6, 3))
+    third.attach_grad(stype="row_sparse")
+    shared.receive_into(third)
+    assert not numpy.shares_memory(third.grad._data, grad.values)
+    assert third.grad.asnumpy().tolist() == first.grad.asnumpy().tolist()
+
+
+def test_embedding_ids_clip_to_the_table():
+    emb = gluon.nn.Embedding(5, 1, sparse_grad=True)
+    emb.initialize(init=initializer.Constant(0))
+    emb.weight.set_data(nd.array(numpy.arange(5, dtype=numpy.float32).reshape(5, 1)))
+    x = nd.array([-3.0, -0.5, 0.9, 4.0, 4.7, 99.0, 2.2])
+    with autograd.record():
+        out = emb(x)
+    out.backward()
+    assert out.asnumpy()[:, 0].tolist() == [0, 0, 0, 4, 4, 4, 2]
+    rows, values = rsp_of(emb.weight.grad())
+    assert rows == [0, 2, 4] and values[:, 0].tolist() == [3, 1, 3]
 
 
 # --------------------------------------------------------------------------- Parameter

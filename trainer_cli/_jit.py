@@ -40,14 +40,16 @@ def enabled() -> bool:
     return _numba is not False
 
 
-def jit(pyfunc):
-    """``pyfunc`` compiled without the GIL, cached on disk where that is possible."""
+def jit(pyfunc, inline=False):
+    """``pyfunc`` compiled without the GIL, cached on disk where that is possible; ``inline``:
+    compiled into each kernel that calls it (numba's ``inline='always'``) instead of called."""
     if not enabled():
         raise RuntimeError("numba is not available (or TRAINER_NO_NUMBA is set)")
+    options = dict(nogil=True, error_model="numpy", inline="always" if inline else "never")
     try:
-        return _numba.njit(pyfunc, nogil=True, error_model="numpy", cache=True)
+        return _numba.njit(pyfunc, cache=True, **options)
     except Exception:       # no writable cache location: compile in memory each run
-        return _numba.njit(pyfunc, nogil=True, error_model="numpy")
+        return _numba.njit(pyfunc, **options)
 
 
 def loaded() -> bool:
@@ -72,11 +74,15 @@ class Kernel:
     with different helpers (the multi-tensor drivers): numba's disk cache tells functions of
     one file apart by it. The copy's name also carries a digest of its helpers' code, because
     numba checks only the loop's own file before reusing a cached build.
+
+    ``inline``: a helper called once per short stretch (a row of an embedding table, a span of
+    an image row) is compiled into its callers; a call per stretch would cost as much as the
+    stretch's arithmetic and keep LLVM from specializing the loop.
     """
 
-    __slots__ = ("pyfunc", "_compiled", "helpers", "qualname")
+    __slots__ = ("pyfunc", "_compiled", "helpers", "qualname", "inline")
 
-    def __init__(self, pyfunc, helpers=None, qualname=None):
+    def __init__(self, pyfunc, helpers=None, qualname=None, inline=False):
         if helpers is not None and not isinstance(helpers, dict):
             raise TypeError("Kernel(pyfunc, {name: kernel}): helpers are a dict (the former "
                             "Kernel(pyfunc, name, callee) rebound module globals)")
@@ -84,13 +90,14 @@ class Kernel:
         self._compiled = None
         self.helpers = dict(helpers or {})
         self.qualname = qualname
+        self.inline = inline
 
     def __call__(self, *args):
         return (self._compiled or self.compiled())(*args)
 
     def compiled(self):
         if self._compiled is None:
-            self._compiled = jit(self.linked())
+            self._compiled = jit(self.linked(), self.inline)
         return self._compiled
 
     def linked(self):
@@ -108,7 +115,7 @@ class Kernel:
 
     def digest(self) -> str:
         """A digest of the code this kernel compiles: its loop's and its helpers'."""
-        parts = [_code_text(self.pyfunc.__code__)]
+        parts = [_code_text(self.pyfunc.__code__) + ("|inline" if self.inline else "")]
         for name in sorted(self.helpers):
             helper = self.helpers[name]
             parts.append(name + (helper.digest() if isinstance(helper, Kernel) else ""))

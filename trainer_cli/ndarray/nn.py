@@ -484,7 +484,7 @@ def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="fl
     w = weight._data
     xp = _xp_of(w)
     rows = w.shape[0] if input_dim is None else int(input_dim)
-    idx = xp.clip(_transfer_index(data._data, xp).astype(numpy.int64), 0, rows - 1)
+    idx = _table_rows(data._data, xp, rows)
     out = xp.take(w, idx, axis=0)
     if not _recording_for(weight):
         return _wrap(out, weight._ctx)
@@ -506,6 +506,15 @@ def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="fl
 
 def _transfer_index(d, xp):
     return d if _xp_of(d) is xp else xp.asarray(d)
+
+
+def _table_rows(ids, xp, rows):
+    """The (float) ``ids`` as int64 row numbers clipped to ``[0, rows)``, a new array. (In place:
+    ``clip``'s Python wrapper costs more than the clipping of a batch of ids.)"""
+    idx = _transfer_index(ids, xp).astype(numpy.int64)
+    xp.maximum(idx, 0, out=idx)
+    xp.minimum(idx, rows - 1, out=idx)
+    return idx
 
 
 # ----------------------------------------------------------------------------- LeakyReLU

@@ -178,7 +178,7 @@ class RowKernel:
     def __init__(self, name, *, scalars, arrays, one):
         self.name, self.scalars = name, tuple(scalars)
         self.cpu = _jit.Kernel(_ROW_DRIVERS[arrays],
-                               {"one": _jit.Kernel(one, {"_clip": _clip_kernel})},
+                               {"one": _jit.Kernel(one, {"_clip": _clip_kernel}, inline=True)},
                                qualname="rows_" + name)
 
     def run(self, w, rows, values, states, scalars) -> bool:

@@ -85,6 +85,9 @@ class PreparedStep:
         """``kernels.groups(columns())`` for ``kernel``, worked out once."""
         found = self._splits.get(kernel.name)
         if found is None:
+            if all([type(g) is SparseRows for g in self.grads]):
+                # Only row_sparse gradients (an embedding model): no group; nothing to keep.
+                return (), range(len(self.grads))
             from .kernels import groups
             found = self._splits[kernel.name] = groups(columns())
         return found
@@ -517,7 +520,7 @@ def raw(x):
     if type(x) is NDArray:
         return _raw_array(x)
     if isinstance(x, RowSparseNDArray):
-        return SparseRows(_raw_array(x.indices), _raw_array(x.data), x.shape)
+        return SparseRows(x._indices, x._data, x._shape)
     return _raw_array(x) if isinstance(x, NDArray) else x
 
 
