@@ -296,6 +296,38 @@ def test_row_kernel_runs_for_a_large_step():
     assert (w[rows] == numpy.float32(-0.1)).all() and not w[1::2].any()
 
 
+@pytest.mark.parametrize("kernel", [True, False])
+@pytest.mark.parametrize("name,params", [("sgd", {}), ("sgd", {"momentum": 0.9}), ("adam", {})])
+@pytest.mark.parametrize("bad_row", [-1, 600])
+def test_row_ids_outside_the_weight_are_refused_before_anything_changes(name, params, kernel,
+                                                                       bad_row, monkeypatch):
+    # The row loops index the table unchecked: they check every id first (the NumPy bodies
+    # would wrap a negative id onto the last row).
+    if kernel and not kernels.enabled():
+        pytest.skip("numba not installed")
+    monkeypatch.setattr(kernels, "MIN_SIZE", 1 if kernel else 1 << 40)
+    w0 = _rand((600, 8), 3)
+    w = nd.array(w0)
+    optimizer = opt.create(name, learning_rate=0.1, **params)
+    state = optimizer.create_state(0, w)
+    rows = numpy.array([0, 5, bad_row, 7], dtype=numpy.int64)
+    grad = opt.optimizer.SparseRows(rows, numpy.ones((4, 8), numpy.float32), (600, 8))
+    real_run, ran = kernels.RowKernel.run, []
+
+    def spy(*args):
+        result = "raised"
+        try:
+            result = real_run(*args)
+        finally:
+            ran.append(result)
+    monkeypatch.setattr(kernels.RowKernel, "run", spy)
+    with pytest.raises(ValueError, match=r"row ids must lie in \[0, 600\)"):
+        optimizer._steps(opt.optimizer.PreparedStep([w._data], [grad], [
+            opt.optimizer.raw_state(state)]), [opt.optimizer.Plan(0, 0.1, 0.0, 0.9)])
+    assert ran == (["raised"] if kernel else [False])
+    assert _bits(w.asnumpy()) == _bits(w0)
+
+
 def test_gradient_not_fitting_the_weight_is_refused():
     w = nd.array(numpy.zeros((4, 2), numpy.float32))
     updater = opt.get_updater(opt.create("sgd", momentum=0.9))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy
 
 from ..context import Context, current_context
+from . import _embedding_kernels
 from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad", "RowsAndValues",
@@ -604,7 +605,13 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
         return RowSparseGrad(rows.astype(_INDEX, copy=False), values, shape, owned=True)
     # A stable sort keeps each id's rows in lookup order; reduceat sums each run of equal ids.
     # (numpy.take gathers rows about twice as fast as fancy indexing.)
-    sorted_ids, order = _stable_sort(ids, shape[0])
+    packed = _sorted_keys(ids, shape[0])
+    if packed is not None:
+        grouped = _embedding_kernels.group_rows(*packed, grads.reshape(len(ids), -1))
+        if grouped is not None:
+            rows, values = grouped
+            return RowSparseGrad(rows, values.reshape((len(rows),) + width), shape, owned=True)
+    sorted_ids, order = _stable_sort(ids, shape[0], packed)
     ordered = numpy.take(grads, order, axis=0)
     repeated = sorted_ids[1:] == sorted_ids[:-1]
     if not repeated.any():  # no id twice: the rows as they are (reduceat is slow)
@@ -614,22 +621,32 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
                          owned=True)
 
 
-def _stable_sort(ids, table_rows):
-    """``(sorted ids, order)`` of non-negative int64 ``ids`` below ``table_rows``, equal ids in
-    their given order. Each id is sorted with its position in its low bits: NumPy's default sort
-    of int64 (SIMD, branch-free) takes about a third of a stable argsort's time on a batch of
-    random ids, where the branches of timsort mispredict."""
+def _sorted_keys(ids, table_rows):
+    """``(keys, shift)``: non-negative int64 ``ids`` below ``table_rows`` sorted with their
+    positions packed into the low ``shift`` bits (``id << shift | position``), so that equal ids
+    keep their given order; None when that does not fit in int64. NumPy's default sort of int64
+    (SIMD, branch-free) takes about a third of a stable argsort's time on a batch of random ids,
+    where the branches of timsort mispredict."""
     count = len(ids)
     shift = count.bit_length()
     if table_rows > 1 << (62 - shift):
-        order = numpy.argsort(ids, kind="stable")
-        return numpy.take(ids, order), order
+        return None
     keys = ids << shift
     keys |= numpy.arange(count, dtype=_INDEX)
     keys.sort()
-    order = keys & ((1 << shift) - 1)
-    keys >>= shift
-    return keys, order
+    return keys, shift
+
+
+def _stable_sort(ids, table_rows, packed=False):
+    """``(sorted ids, order)``, equal ids in their given order; ``packed``: ``_sorted_keys``'s
+    result when already made."""
+    if packed is False:
+        packed = _sorted_keys(ids, table_rows)
+    if packed is None:
+        order = numpy.argsort(ids, kind="stable")
+        return numpy.take(ids, order), order
+    keys, shift = packed
+    return keys >> shift, keys & ((1 << shift) - 1)
 
 
 def embedding_of_rows(data: NDArray, weight: RowSparseNDArray, input_dim=None) -> NDArray:

@@ -190,11 +190,12 @@ def _adam_rows_numpy(w, rows, g, mean, var, lr, wd, beta1, beta2, epsilon, resca
 def adam_sparse_rule(w, grad, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip, lazy):
     """MXNet's adam_update with a row_sparse gradient ``grad`` (``SparseRows``), in place: lazy
     (only the present rows) or standard (the dense rule, absent rows with gradient 0)."""
-    grad.checked_for(w)
     if not lazy:
+        grad.checked_for(w)
         adam_rule(w, grad.dense(), mean, var, lr=lr, wd=wd, beta1=beta1, beta2=beta2,
                   epsilon=epsilon, rescale=rescale, clip=clip)
         return
+    grad.checked_for(w, rows=False)
     rows = grad.rows
     if not len(rows):
         return          # MXNet: no stored row, nothing changes (the count has advanced)
@@ -203,6 +204,7 @@ def adam_sparse_rule(w, grad, mean, var, *, lr, wd, beta1, beta2, epsilon, resca
     mean2, var2 = mean.reshape(w2.shape), var.reshape(w2.shape)
     if not ADAM_ROWS_KERNEL.run(w2, rows, g2, (mean2, var2),
                                 _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip)):
+        grad.checked_for(w)
         _adam_rows_numpy(w2, rows, g2, mean2, var2, lr, wd, beta1, beta2, epsilon, rescale,
                          clip)
 

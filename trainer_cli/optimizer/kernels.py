@@ -178,20 +178,23 @@ class RowKernel:
     def __init__(self, name, *, scalars, arrays, one):
         self.name, self.scalars = name, tuple(scalars)
         self.cpu = _jit.Kernel(_ROW_DRIVERS[arrays],
-                               {"one": _jit.Kernel(one, {"_clip": _clip_kernel}, inline=True)},
+                               {"one": _jit.Kernel(one, {"_clip": _clip_kernel}, inline=True),
+                                "in_range": _in_range_kernel},
                                qualname="rows_" + name)
 
     def run(self, w, rows, values, states, scalars) -> bool:
         """Run on the rows ``rows`` (int64) of ``w`` and ``states`` with gradient ``values``
         (``scalars``: the values ``scalars`` names); False when the NumPy body must run (not
-        NumPy, another layout, too little work to pay for numba, numba off)."""
+        NumPy, another layout, too little work to pay for numba, numba off). A row id outside
+        ``w`` raises ValueError before anything is written (the caller need not check them)."""
         if type(w) is not _np_ndarray or not w.ndim or values.size < MIN_SIZE \
                 or not handles_rows(w, rows, values, states) or not _jit.ready():
             return False
         width = w.size // w.shape[0] if w.shape[0] else 0
         s = numpy.array([scalars[name] for name in self.scalars], dtype=w.dtype)
-        self.cpu(w.reshape(-1, width), rows, values.reshape(-1, width),
-                 *[a.reshape(-1, width) for a in states], s)
+        if not self.cpu(w.reshape(-1, width), rows, values.reshape(-1, width),
+                        *[a.reshape(-1, width) for a in states], s):
+            raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % w.shape[0])
         return True
 
 
@@ -214,24 +217,42 @@ def handles_rows(w, rows, values, states) -> bool:
     return _disjoint((w, values) + tuple(states), numpy.may_share_memory)
 
 
-# The row_sparse drivers: ``one`` (the rule's loop) over each present row.
+# The row_sparse drivers: ``one`` (the rule's loop) over each present row. The row ids are
+# checked first (the loop indexes unchecked); False, and nothing written, when one is out of range.
+def _rows_in_range(rows, count):
+    for r in range(rows.shape[0]):
+        if rows[r] < 0 or rows[r] >= count:
+            return False
+    return True
+
+
 def _rows2(w, rows, g, s):
+    if not in_range(rows, w.shape[0]):  # noqa: F821
+        return False
     for r in range(rows.shape[0]):
         one(w[rows[r]], g[r], s)  # noqa: F821
+    return True
 
 
 def _rows3(w, rows, g, a, s):
+    if not in_range(rows, w.shape[0]):  # noqa: F821
+        return False
     for r in range(rows.shape[0]):
         i = rows[r]
         one(w[i], g[r], a[i], s)  # noqa: F821
+    return True
 
 
 def _rows4(w, rows, g, a, b, s):
+    if not in_range(rows, w.shape[0]):  # noqa: F821
+        return False
     for r in range(rows.shape[0]):
         i = rows[r]
         one(w[i], g[r], a[i], b[i], s)  # noqa: F821
+    return True
 
 
+_in_range_kernel = _jit.Kernel(_rows_in_range)
 _ROW_DRIVERS = {2: _rows2, 3: _rows3, 4: _rows4}
 
 

@@ -489,12 +489,15 @@ class SparseRows(RowsAndValues):
 
     __slots__ = ()
 
-    def checked_for(self, w):
-        """``self``, after checking that it fits weight ``w``: same shape, row ids in range
-        (the kernels index ``w`` by them unchecked)."""
+    def checked_for(self, w, rows=True):
+        """``self``, after checking that it fits weight ``w``: same shape, and with ``rows``
+        row ids in range (NumPy's fancy indexing would wrap negative ids; a ``RowKernel``
+        checks them itself)."""
         if tuple(w.shape) != self.shape:
             raise ValueError("row_sparse gradient of shape %s for a weight of shape %s"
                              % (self.shape, tuple(w.shape)))
+        if not rows:
+            return self
         rows = self.rows
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= self.shape[0]):
             raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % self.shape[0])

@@ -209,10 +209,11 @@ def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
 def sgd_sparse_rule(w, grad, mom, *, lr, wd, momentum, rescale, clip, lazy):
     """MXNet's sgd(_mom)_update with a row_sparse gradient ``grad`` (``SparseRows``) on raw
     arrays, in place: lazy (only the present rows) or standard (see the module docstring)."""
-    grad.checked_for(w)
     if not lazy:
+        grad.checked_for(w)
         _sgd_std_numpy(w, grad, mom, lr, wd, momentum, rescale, clip)
         return
+    grad.checked_for(w, rows=False)
     rows = grad.rows
     if not len(rows):
         return          # MXNet: no stored row, nothing changes
@@ -221,6 +222,7 @@ def sgd_sparse_rule(w, grad, mom, *, lr, wd, momentum, rescale, clip, lazy):
     mom2 = None if mom is None else mom.reshape(w2.shape)
     kernel, states = (SGD_ROWS_KERNEL, ()) if mom is None else (SGD_MOM_ROWS_KERNEL, (mom2,))
     if not kernel.run(w2, rows, g2, states, _scalars(w.dtype, lr, wd, momentum, rescale, clip)):
+        grad.checked_for(w)
         _sgd_rows_numpy(w2, rows, g2, mom2, lr, wd, momentum, rescale, clip)
 
 
