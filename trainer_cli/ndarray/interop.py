@@ -18,6 +18,8 @@ say what they hold, so that no code outside ``ndarray/`` reads an array's privat
 - ``needs_grad(x)``: whether an op on ``x`` inside ``record()`` would be recorded.
 - ``is_sparse(x)``: whether ``x`` is a row_sparse or csr array (``x.stype != 'default'``, for a
   hot path).
+- ``row_ids(x)``: the backend array of a row_sparse ``x``'s stored row ids (``raw(x)`` holds
+  their values), without the NDArray that ``x.indices`` wraps them in.
 
 These are plain functions (one call, ~50 ns); code that calls them per parameter per step binds
 them to a module-level name.
@@ -29,7 +31,7 @@ from operator import attrgetter
 from .ndarray import NDArray, _needs_grad, _transfer, _wrap, _xp_of, unbroadcast
 
 __all__ = ["raw", "wrap", "transfer", "array_module", "grad_buffer", "attach_grad_buffer",
-           "grad_req", "is_fresh", "mark_stale", "needs_grad", "unbroadcast", "is_sparse"]
+           "grad_req", "is_fresh", "mark_stale", "needs_grad", "unbroadcast", "is_sparse", "row_ids"]
 
 raw = attrgetter("_data")
 wrap = _wrap
@@ -39,6 +41,7 @@ grad_buffer = attrgetter("_grad")
 grad_req = attrgetter("_grad_req")
 is_fresh = attrgetter("_fresh_grad")
 is_sparse = attrgetter("_sparse")
+row_ids = attrgetter("_indices")
 
 
 def array_module(x: NDArray):

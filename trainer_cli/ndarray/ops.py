@@ -428,7 +428,18 @@ def _sum_raw(d, a, k):
 
 
 def _sum_grad(g, d, o, a):
-    return _xp_of(d).broadcast_to(g, d.shape)
+    return _broadcast_grad(g, d.shape)
+
+
+def _broadcast_grad(g, shape):
+    """``g`` (one value per reduced position) broadcast to ``shape``, as a read-only view. A
+    single value, the loss of a full reduction, gets its view directly: NumPy's
+    ``broadcast_to`` costs microseconds of Python per call."""
+    if type(g) is numpy.ndarray and g.size == 1:
+        view = numpy.ndarray(shape, g.dtype, g, 0, (0,) * len(shape))
+        view.flags.writeable = False
+        return view
+    return _xp_of(g).broadcast_to(g, shape)
 
 
 def sum(data, axis=None, keepdims=False, exclude=False):
@@ -464,7 +475,7 @@ def _mean_grad(g, d, o, a):
     if count != 1:
         g = g / count
     # Reducing only axes of length 1 leaves the shape: broadcast_to would be a costly no-op.
-    return g if g.shape == d.shape else _xp_of(d).broadcast_to(g, d.shape)
+    return g if g.shape == d.shape else _broadcast_grad(g, d.shape)
 
 
 def mean(data, axis=None, keepdims=False, exclude=False):

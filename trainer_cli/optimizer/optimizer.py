@@ -36,7 +36,7 @@ import numpy
 
 from ..context import array_module_of
 from ..ndarray import NDArray
-from ..ndarray.interop import raw as _raw_array
+from ..ndarray.interop import raw as _raw_array, row_ids as _row_ids
 from ..ndarray.slabs import Slabs
 from ..ndarray.sparse import RowSparseNDArray, RowsAndValues, all_rows as _all_rows_of
 from ..ndarray.sparse import zeros as _sparse_zeros
@@ -523,7 +523,7 @@ def raw(x):
     if type(x) is NDArray:
         return _raw_array(x)
     if isinstance(x, RowSparseNDArray):
-        return SparseRows(x._indices, x._data, x._shape)
+        return SparseRows(_row_ids(x), _raw_array(x), x.shape)
     return _raw_array(x) if isinstance(x, NDArray) else x
 
 
