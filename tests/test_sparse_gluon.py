@@ -161,6 +161,30 @@ def test_embedding_grad_sort_is_a_stable_argsort(ids, big_table):
     assert sorted_ids.tolist() == ids[want].tolist()
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@settings(max_examples=40, deadline=None)
+@given(ids=st.lists(st.integers(0, 30), min_size=1, max_size=200), width=st.integers(1, 9),
+       seed=st.integers(0, 2**16))
+def test_embedding_grad_row_kernel_is_bitwise_the_numpy_path(dtype, ids, width, seed):
+    from trainer_cli import _jit
+    from trainer_cli.ndarray import _embedding_kernels
+    if not _jit.enabled():
+        pytest.skip("numba not installed")
+    ids = numpy.array(ids, dtype=numpy.int64)
+    grads = numpy.random.RandomState(seed).standard_normal((len(ids), width)).astype(dtype)
+    grads[::7] *= 1e8        # sums whose bits depend on the order of the adds
+    real = _embedding_kernels.group_rows
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_embedding_kernels, "MIN_SIZE", 1)
+        kernel = nd_sparse.embedding_grad(ids, grads, (31, width))
+        patch.setattr(_embedding_kernels, "group_rows", lambda *a: None)
+        plain = nd_sparse.embedding_grad(ids, grads, (31, width))
+    assert real(*nd_sparse._sorted_keys(ids, 31), grads) is not None or len(ids) * width < 4096
+    assert kernel.rows.tolist() == plain.rows.tolist() == sorted(set(ids.tolist()))
+    assert kernel.values.dtype == dtype and kernel.values.flags.c_contiguous
+    assert kernel.values.tobytes() == plain.values.tobytes()
+
+
 def test_embedding_grad_sums_repeated_ids_in_lookup_order():
     # float32 sums whose value depends on the order: lookup order, as the tape saw the rows.
     ids = numpy.array([7, 3, 7, 7, 0, 3], dtype=numpy.int64)

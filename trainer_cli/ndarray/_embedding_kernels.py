@@ -4,8 +4,8 @@ Once the looked-up ids are sorted with their positions packed into the low bits
 (``sparse._sorted_keys``), one pass writes each distinct id once and its row: the output row of
 its first lookup, plus the rows of its later lookups in lookup order. In NumPy that is the
 unpacking, a gather of the rows in sorted order, a comparison of neighbours and, with repeats,
-``add.reduceat``: five passes and three temporaries, on a step that does little else. The sums
-are NumPy's: ``reduceat`` adds the rows of a run one after another, and so does this.
+``add.at``: five passes and three temporaries, on a step that does little else. The sums are
+the NumPy path's: each id's first row, then its later rows added one at a time.
 
 ``group_rows`` returns None where it does not apply (no numba, fewer than ``MIN_SIZE`` values,
 another dtype or layout); ``tests/test_sparse_gluon.py`` compares the bits of both paths.

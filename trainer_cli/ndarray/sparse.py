@@ -603,7 +603,7 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
         values = xp.zeros((len(rows),) + width, dtype=grads.dtype)
         _scatter_add(values, inverse, grads)
         return RowSparseGrad(rows.astype(_INDEX, copy=False), values, shape, owned=True)
-    # A stable sort keeps each id's rows in lookup order; reduceat sums each run of equal ids.
+    # A stable sort keeps each id's rows in lookup order, and they are summed in that order.
     # (numpy.take gathers rows about twice as fast as fancy indexing.)
     packed = _sorted_keys(ids, shape[0])
     if packed is not None:
@@ -614,11 +614,16 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
     sorted_ids, order = _stable_sort(ids, shape[0], packed)
     ordered = numpy.take(grads, order, axis=0)
     repeated = sorted_ids[1:] == sorted_ids[:-1]
-    if not repeated.any():  # no id twice: the rows as they are (reduceat is slow)
+    if not repeated.any():  # no id twice: the rows as they are (nothing to add)
         return RowSparseGrad(sorted_ids, ordered, shape, owned=True)
-    starts = numpy.flatnonzero(numpy.concatenate(([True], ~repeated)))
-    return RowSparseGrad(sorted_ids[starts], numpy.add.reduceat(ordered, starts, axis=0), shape,
-                         owned=True)
+    # Each id's first row as it is, then its later rows added one at a time in lookup order
+    # (add.at is unbuffered and in index order; reduceat would sum a run of single values
+    # pairwise, in another order than the kernels and the GPU).
+    first = numpy.concatenate(([True], ~repeated))
+    starts = numpy.flatnonzero(first)
+    values = ordered[starts]
+    numpy.add.at(values, numpy.cumsum(first)[~first] - 1, ordered[~first])
+    return RowSparseGrad(sorted_ids[starts], values, shape, owned=True)
 
 
 def _sorted_keys(ids, table_rows):
