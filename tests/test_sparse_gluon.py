@@ -164,22 +164,24 @@ def test_embedding_grad_sort_is_a_stable_argsort(ids, big_table):
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
 @settings(max_examples=40, deadline=None)
 @given(ids=st.lists(st.integers(0, 30), min_size=1, max_size=200), width=st.integers(1, 9),
-       seed=st.integers(0, 2**16))
-def test_embedding_grad_row_kernel_is_bitwise_the_numpy_path(dtype, ids, width, seed):
+       seed=st.integers(0, 2**16), scale=st.sampled_from([1, 137, 2**33 + 7]))
+def test_embedding_grad_row_kernel_is_bitwise_the_numpy_path(dtype, ids, width, seed, scale):
+    # ``scale`` spreads the ids over tables of 31 rows to 2**38: one to four radix passes.
     from trainer_cli import _jit
     from trainer_cli.ndarray import _embedding_kernels
     if not _jit.enabled():
         pytest.skip("numba not installed")
-    ids = numpy.array(ids, dtype=numpy.int64)
+    ids = numpy.array(ids, dtype=numpy.int64) * scale
+    table = 31 * scale
     grads = numpy.random.RandomState(seed).standard_normal((len(ids), width)).astype(dtype)
     grads[::7] *= 1e8        # sums whose bits depend on the order of the adds
     real = _embedding_kernels.group_rows
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_embedding_kernels, "MIN_SIZE", 1)
-        kernel = nd_sparse.embedding_grad(ids, grads, (31, width))
+        assert real(ids, table, grads) is not None
+        kernel = nd_sparse.embedding_grad(ids, grads, (table, width))
         patch.setattr(_embedding_kernels, "group_rows", lambda *a: None)
-        plain = nd_sparse.embedding_grad(ids, grads, (31, width))
-    assert real(*nd_sparse._sorted_keys(ids, 31), grads) is not None or len(ids) * width < 4096
+        plain = nd_sparse.embedding_grad(ids, grads, (table, width))
     assert kernel.rows.tolist() == plain.rows.tolist() == sorted(set(ids.tolist()))
     assert kernel.values.dtype == dtype and kernel.values.flags.c_contiguous
     assert kernel.values.tobytes() == plain.values.tobytes()

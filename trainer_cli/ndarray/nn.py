@@ -20,6 +20,7 @@ from .. import random as _random
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
 from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
+from .sparse import embedding_grad, embedding_of_rows
 from .ops import _erf_raw
 from .ops import flatten as _flatten
 
@@ -479,7 +480,6 @@ def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="fl
     always a row_sparse gradient.
     """
     if weight._sparse:
-        from .sparse import embedding_of_rows
         return embedding_of_rows(data, weight, input_dim)
     w = weight._data
     xp = _xp_of(w)
@@ -490,8 +490,6 @@ def Embedding(data=None, weight=None, input_dim=None, output_dim=None, dtype="fl
         return _wrap(out, weight._ctx)
     flat = idx.reshape(-1)
     if sparse_grad:
-        from .sparse import embedding_grad
-
         def sparse_vjp(g, needs):
             # Only the looked-up rows, never a table-sized gradient (row_sparse, as MXNet's).
             return None, embedding_grad(flat, g.reshape((flat.shape[0],) + w.shape[1:]), w.shape)

@@ -605,13 +605,11 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
         return RowSparseGrad(rows.astype(_INDEX, copy=False), values, shape, owned=True)
     # A stable sort keeps each id's rows in lookup order, and they are summed in that order.
     # (numpy.take gathers rows about twice as fast as fancy indexing.)
-    packed = _sorted_keys(ids, shape[0])
-    if packed is not None:
-        grouped = _embedding_kernels.group_rows(*packed, grads.reshape(len(ids), -1))
-        if grouped is not None:
-            rows, values = grouped
-            return RowSparseGrad(rows, values.reshape((len(rows),) + width), shape, owned=True)
-    sorted_ids, order = _stable_sort(ids, shape[0], packed)
+    grouped = _embedding_kernels.group_rows(ids, shape[0], grads.reshape(len(ids), -1))
+    if grouped is not None:
+        rows, values = grouped
+        return RowSparseGrad(rows, values.reshape((len(rows),) + width), shape, owned=True)
+    sorted_ids, order = _stable_sort(ids, shape[0])
     ordered = numpy.take(grads, order, axis=0)
     repeated = sorted_ids[1:] == sorted_ids[:-1]
     if not repeated.any():  # no id twice: the rows as they are (nothing to add)
@@ -642,11 +640,9 @@ def _sorted_keys(ids, table_rows):
     return keys, shift
 
 
-def _stable_sort(ids, table_rows, packed=False):
-    """``(sorted ids, order)``, equal ids in their given order; ``packed``: ``_sorted_keys``'s
-    result when already made."""
-    if packed is False:
-        packed = _sorted_keys(ids, table_rows)
+def _stable_sort(ids, table_rows):
+    """``(sorted ids, order)``, equal ids in their given order."""
+    packed = _sorted_keys(ids, table_rows)
     if packed is None:
         order = numpy.argsort(ids, kind="stable")
         return numpy.take(ids, order), order
