@@ -45,3 +45,50 @@ def test_overflowing_sums_of_finite_values_are_finite(dtype):
 def test_empty_and_no_arrays():
     assert all_finite([]) is True
     assert all_finite([nd.array(np.zeros((0, 3), np.float32))]) is True
+
+
+# ------------------------------------------------------------ the Updater's check of its writes
+def _trained(optimizer, sparse=False, ctx=None, **kwargs):
+    from trainer_cli import autograd, gluon
+    net = gluon.nn.Embedding(50, 4, sparse_grad=True) if sparse else gluon.nn.Dense(3, in_units=4)
+    net.initialize(ctx=ctx)
+    trainer = gluon.Trainer(net.collect_params(), optimizer, {"learning_rate": 0.1}, **kwargs)
+    x = nd.array([[1, 2, 3, 4]]) if not sparse else nd.array([[1, 7]])
+    for _ in range(2):
+        with autograd.record():
+            losses = [(net(x if c is None else x.as_in_context(c)) ** 2).sum()
+                      for c in (ctx or [None])]
+        autograd.backward(losses)
+        trainer.step(1)
+    return net, trainer
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_updater_tells_whether_the_arrays_it_wrote_are_finite(optimizer):
+    from trainer_cli.run.finite import update_was_finite
+    from trainer_cli.ndarray.interop import raw
+    net, trainer = _trained(optimizer)
+    updater = trainer._updaters[0]
+    assert updater.updated_finite() is True and update_was_finite(trainer)
+    weight = raw(net.weight.data())
+    weight[0, 1] = np.nan                   # the same arrays the step wrote: seen
+    assert updater.updated_finite() is False and not update_was_finite(trainer)
+    weight[0, 1] = 0.0
+    if optimizer == "adam":
+        mean, var = updater.states[0]
+        raw(var)[2] = np.inf
+        assert updater.updated_finite() is False
+        raw(var)[2] = 0.0
+    assert updater.updated_finite() is True
+    updater.set_states_dict(dict(updater.states))   # the states replaced: nothing known
+    assert updater.updated_finite() is None and not update_was_finite(trainer)
+
+
+def test_row_sparse_gradients_and_kvstore_updates_leave_the_answer_to_the_full_check():
+    from trainer_cli.run.finite import update_was_finite
+    _, trainer = _trained("sgd", sparse=True)
+    assert trainer._updaters[0].updated_finite() is None and not update_was_finite(trainer)
+    from trainer_cli import cpu
+    from trainer_cli.gluon.trainer import STORE
+    _, trainer = _trained("sgd", ctx=[cpu(0), cpu(1)], kvstore="local", update_on_kvstore=True)
+    assert trainer.mode == STORE and not update_was_finite(trainer)

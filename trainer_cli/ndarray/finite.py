@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from .interop import array_module, raw
+from .interop import raw
+from .ndarray import _xp_of
 
-__all__ = ["all_finite"]
+__all__ = ["all_finite", "FiniteCheck"]
 
 _SMALL = 1 << 16          # elements: below this, a call's overhead outweighs the work
 _LOOP_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
@@ -41,29 +42,46 @@ _EXPONENT = {numpy.dtype(numpy.float32): numpy.array([0x7F800000], dtype=numpy.u
 
 def all_finite(arrays) -> bool:
     """True when no NDArray of ``arrays`` holds an inf or NaN (integer arrays always do not)."""
-    small, device = {}, {}
-    for array in arrays:
-        data = raw(array)
-        if data.dtype.kind not in "fc" or data.size == 0:
-            continue
-        if type(data) is not numpy.ndarray:
-            device.setdefault(array_module(array), []).append(data)
-        elif (data.size < _SMALL and data.dtype in _LOOP_DTYPES
-                and data.flags.c_contiguous):
-            small.setdefault(data.dtype, []).append(data.reshape(-1))
-        elif not _finite_one(data, numpy):
-            return False
-    for xp, group in device.items():
-        if not _all_finite_on_device(group, xp):
-            return False
-    if not small:
+    return FiniteCheck([raw(array) for array in arrays])()
+
+
+class FiniteCheck:
+    """``all_finite`` of a fixed list of backend arrays, grouped once: a caller that checks the
+    same arrays at every step (the weights and states an update wrote) keeps one and pays only
+    for the looking. Holding it keeps the arrays alive."""
+
+    __slots__ = ("small", "large", "device")
+
+    def __init__(self, arrays):
+        small, self.large, device = {}, [], {}
+        for data in arrays:
+            if data.dtype.kind not in "fc" or data.size == 0:
+                continue
+            if type(data) is not numpy.ndarray:
+                device.setdefault(_xp_of(data), []).append(data)
+            elif (data.size < _SMALL and data.dtype in _LOOP_DTYPES
+                    and data.flags.c_contiguous):
+                small.setdefault(data.dtype, []).append(data.reshape(-1))
+            else:
+                self.large.append(data)
+        self.small = [(tuple(group), _EXPONENT[dtype]) for dtype, group in small.items()]
+        self.device = list(device.items())
+
+    def __call__(self) -> bool:
+        for data in self.large:
+            if not _finite_one(data, numpy):
+                return False
+        for xp, group in self.device:
+            if not _all_finite_on_device(group, xp):
+                return False
+        if not self.small:
+            return True
+        if not _jit.ready():
+            return all(_finite_one(d, numpy) for group, _ in self.small for d in group)
+        for group, exponent in self.small:
+            if _NONFINITE_COUNT(group, exponent):
+                return False
         return True
-    if not _jit.ready():
-        return all(_finite_one(d, numpy) for group in small.values() for d in group)
-    for dtype, group in small.items():
-        if _NONFINITE_COUNT(tuple(group), _EXPONENT[dtype]):
-            return False
-    return True
 
 
 def _all_finite_on_device(group, xp) -> bool:

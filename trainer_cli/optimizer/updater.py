@@ -6,6 +6,7 @@ from operator import is_
 import numpy
 
 from ..ndarray import NDArray
+from ..ndarray.finite import FiniteCheck
 from ..ndarray.interop import raw as _raw_array
 from ..ndarray.sparse import RowSparseNDArray
 from .optimizer import STATE_SLABS, PreparedStep, raw
@@ -28,6 +29,9 @@ class Updater:
         # One prepared step per list of indices seen (see _Prepared): a Trainer calls with one
         # list, a kvstore with one key at a time.
         self._prepared = {}
+        # The prepared step the last update_lists call ran (None: it ran none; see
+        # ``updated_finite``).
+        self._last = None
 
     def __call__(self, index, grad, weight):
         """Update ``weight`` from ``grad`` (note the order); each may be a single item or a list."""
@@ -52,11 +56,13 @@ class Updater:
         if prepared is not None:
             if prepared.serves(optimizer, grads, weights, states):
                 # A training loop's every step: the same weights and states as last time.
+                self._last = prepared
                 self._plan_and_step(prepared)
                 if prepared.grads_change:
                     prepared.forget_grads()
                 return
             del self._prepared[key]
+        self._last = None
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode("utf-8")
@@ -100,7 +106,16 @@ class Updater:
             if len(self._prepared) >= _MAX_PREPARED:
                 self._prepared.clear()
             self._prepared[key] = prepared
+            self._last = prepared
         self._plan_and_step(prepared)
+
+    def updated_finite(self):
+        """Whether the weights and states the last ``update_lists`` call wrote are free of
+        NaN/Inf, looked at in one call over arrays grouped once (a training loop asks after
+        every update); None when that call ran no kept prepared step or had row_sparse
+        gradients (their tables are not looked at whole here): the caller checks another way."""
+        prepared = self._last
+        return None if prepared is None else prepared.updated_finite()
 
     def _plan_and_step(self, prepared):
         # Every chunk is planned first, then all tensors step in one call.
@@ -161,6 +176,7 @@ class Updater:
             self.optimizer = optimizer
             self.aggregate_updates = optimizer.aggregate_num > 0
         self._prepared.clear()
+        self._last = None
         self.set_states_dict(chosen)
 
     def set_states_dict(self, states: dict):
@@ -169,6 +185,7 @@ class Updater:
         self.states = dict(states)
         self.states_synced = dict.fromkeys(self.states, False)
         self._prepared.clear()
+        self._last = None
 
 
 # More index lists than this (a kvstore with that many keys, each its own list) and the
@@ -192,7 +209,7 @@ class _Prepared:
     hold the last gradient of every key)."""
 
     __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "order",
-                 "runs", "kept", "step", "grads_change", "sparse_grads")
+                 "runs", "kept", "step", "grads_change", "sparse_grads", "_finite")
 
     def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept):
         self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
@@ -206,6 +223,7 @@ class _Prepared:
         # A row_sparse gradient NDArray gets new rows in place: its arrays are taken anew at
         # every call, even when the same object comes back.
         self.sparse_grads = any(type(g) is RowSparseNDArray for g in grads)
+        self._finite = None
 
     def serves(self, optimizer, grads, weights, states) -> bool:
         given_grads, given_weights = self.given
@@ -227,10 +245,29 @@ class _Prepared:
             self.grads_change = True
         return True
 
+    def updated_finite(self):
+        """``Updater.updated_finite`` for this step's weights and states."""
+        if self.sparse_grads:
+            return None
+        if self._finite is None:
+            self._finite = FiniteCheck(list(self.step.weights) + _leaves(self.step.states))
+        return self._finite()
+
     def forget_grads(self):
         self.given = ((), self.given[1])
         self.grads = None
         self.step.new_grads(None)
+
+
+def _leaves(states) -> list:
+    """The arrays of raw states (None, arrays, tuples and lists of them)."""
+    found = []
+    for state in states:
+        if isinstance(state, (tuple, list)):
+            found += _leaves(state)
+        elif state is not None:
+            found.append(state)
+    return found
 
 
 def _all_dense(arrays) -> bool:

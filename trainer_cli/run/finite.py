@@ -16,7 +16,7 @@ from ..gluon.parameter import DeferredInitializationError
 from ..ndarray import NDArray
 from ..ndarray.finite import all_finite
 
-__all__ = ["broken_part", "StepUndo", "state_updaters"]
+__all__ = ["broken_part", "update_was_finite", "StepUndo", "state_updaters"]
 
 
 def _leaves(state):
@@ -33,6 +33,17 @@ def state_updaters(trainer) -> list:
         updater = getattr(trainer._kvstore, "_updater", None)
         return [updater] if updater is not None else []
     return list(trainer._updaters)
+
+
+def update_was_finite(trainer) -> bool:
+    """Whether the weights and states the Trainer's last local update wrote hold no NaN/Inf, by
+    each Updater's check of the arrays it wrote (grouped once, so a step pays only for the
+    looking); False when an Updater cannot tell (updates on the kvstore, a step it did not
+    prepare, row_sparse gradients): then :func:`broken_part` decides. Weights and states the
+    update did not write are as the previous check found them."""
+    if trainer.mode == STORE:
+        return False
+    return all([updater.updated_finite() is True for updater in trainer._updaters])
 
 
 def broken_part(params, trainer, trainable_only=False, whole_tables=False) -> str | None:

@@ -29,7 +29,7 @@ from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
 from .data import as_batch, is_mapped
-from .finite import StepUndo, broken_part
+from .finite import StepUndo, broken_part, update_was_finite
 from .prefetch import Prefetcher
 from .state import Accumulator, EarlyStopping, LoopState
 
@@ -160,6 +160,8 @@ class TrainingLoop:
             parts.trainer.update(samples)
         if self.scaler is not None and self.scaler.last_overflow:
             return None  # AMP skipped the update (nothing changed): a normal event, not nan_policy's
+        if update_was_finite(parts.trainer):
+            return True
         broken = broken_part(self.params, parts.trainer, trainable_only=True)
         if broken is None:
             return True
