@@ -92,3 +92,22 @@ def test_row_sparse_gradients_and_kvstore_updates_leave_the_answer_to_the_full_c
     from trainer_cli.gluon.trainer import STORE
     _, trainer = _trained("sgd", ctx=[cpu(0), cpu(1)], kvstore="local", update_on_kvstore=True)
     assert trainer.mode == STORE and not update_was_finite(trainer)
+
+
+def test_finite_grads_regroup_when_a_gradient_array_changes():
+    from trainer_cli.ndarray.interop import raw
+    from trainer_cli.run.grads import FiniteGrads
+    net, _ = _trained("sgd")
+    params = list(net.collect_params().values())
+    check = FiniteGrads()
+    assert check(params) is True
+    first = check._check
+    assert check(params) is True and check._check is first      # same arrays: kept
+    raw(params[0].grad())[0, 0] = np.inf
+    assert check(params) is False
+    raw(params[0].grad())[0, 0] = 0.0
+    emb, _ = _trained("sgd", sparse=True)
+    sparse = list(emb.collect_params().values())
+    assert check(sparse) is True and check._check is not first  # other arrays: regrouped
+    raw(sparse[0].grad())[0, 0] = np.nan                         # the values of the row_sparse grad
+    assert check(sparse) is False

@@ -9,13 +9,14 @@ applies before the optimizer's own ``rescale_grad`` and per-element ``clip_gradi
 from __future__ import annotations
 
 import math
+from operator import is_
 
 import numpy
 
-from ..ndarray.finite import all_finite as _all_finite
+from ..ndarray.finite import FiniteCheck, all_finite as _all_finite
 from ..ndarray.interop import array_module, raw as _raw
 
-__all__ = ["global_norm", "all_finite", "scale_grads", "clip", "zero_grads"]
+__all__ = ["global_norm", "all_finite", "FiniteGrads", "scale_grads", "clip", "zero_grads"]
 
 
 def _grad_params(params):
@@ -39,14 +40,33 @@ def global_norm(params, devices=None) -> float:
     return math.sqrt(total) if total == total else float("nan")
 
 
-def all_finite(params, devices=None) -> bool:
-    """Whether the gradients of ``params`` on the devices at positions ``devices`` (all by
-    default) are free of NaN/Inf."""
+def _grads(params, devices):
     arrays = []
     for param in _grad_params(params):
         grads = param.list_grad()
         arrays.extend(grads if devices is None else [grads[pos] for pos in devices])
-    return _all_finite(arrays)
+    return arrays
+
+
+def all_finite(params, devices=None) -> bool:
+    """Whether the gradients of ``params`` on the devices at positions ``devices`` (all by
+    default) are free of NaN/Inf."""
+    return _all_finite(_grads(params, devices))
+
+
+class FiniteGrads:
+    """``all_finite`` as a training loop asks it at every step: the gradients' arrays are
+    grouped for the check once (``FiniteCheck``), and again only when one of them is another
+    array than last time (a row_sparse gradient holds new arrays after every backward)."""
+
+    def __init__(self):
+        self._arrays, self._check = [], None
+
+    def __call__(self, params, devices=None) -> bool:
+        arrays = [_raw(g) for g in _grads(params, devices)]
+        if len(arrays) != len(self._arrays) or not all(map(is_, arrays, self._arrays)):
+            self._arrays, self._check = arrays, FiniteCheck(arrays)
+        return self._check()
 
 
 def _host(value) -> float:

@@ -65,6 +65,7 @@ class TrainingLoop:
             self.scaler.set_state(state.amp)
         # Memory-mapped features: the next batch is read from the disk while a step computes.
         self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) else None
+        self._finite_grads = grads.FiniteGrads()
         self._saved_step = None
         self._broken = None
         self._must_stop = False
@@ -245,7 +246,7 @@ class TrainingLoop:
         finite (0.0 or nan), which one call over all of them tells."""
         if self.config.grad_clip is not None:
             return grads.global_norm(self.params, devices)
-        return 0.0 if grads.all_finite(self.params, devices) else float("nan")
+        return 0.0 if self._finite_grads(self.params, devices) else float("nan")
 
     def _non_finite(self):
         st = self.state
