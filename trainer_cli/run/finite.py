@@ -41,9 +41,10 @@ def update_was_finite(trainer) -> bool:
     looking); False when an Updater cannot tell (updates on the kvstore, a step it did not
     prepare, row_sparse gradients): then :func:`broken_part` decides. Weights and states the
     update did not write are as the previous check found them."""
-    if trainer.mode == STORE:
+    updaters = trainer._updaters
+    if trainer.mode == STORE or not updaters:
         return False
-    return all([updater.updated_finite() is True for updater in trainer._updaters])
+    return all([updater.updated_finite() is True for updater in updaters])
 
 
 def broken_part(params, trainer, trainable_only=False, whole_tables=False) -> str | None:
