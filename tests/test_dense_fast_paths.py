@@ -120,3 +120,38 @@ def test_autograd_grad_leaves_the_buffers_alone(ctx):
     (gw,) = autograd.grad(out, [w])
     np.testing.assert_array_equal(w.grad.asnumpy(), before)
     np.testing.assert_allclose(gw.asnumpy(), np.ones((3, 5)).T @ rand(3, 4, seed=1), rtol=1e-5)
+
+
+def _graphs():
+    """(heads, variables) of small graphs: chains, a weight used twice, a node feeding two."""
+    w = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    b = nd.array(np.ones(3, np.float32))
+    a = nd.array(np.ones((4, 2), np.float32))
+    for v in (w, b, a):
+        v.attach_grad()
+    with autograd.record():
+        chain = ((nd.dot(a, w) + b).relu() * 2).sum()
+        twice = (nd.dot(a, w) * w.sum()).sum()       # w feeds two nodes
+        shared = nd.dot(a, w)
+        fork = (shared * shared).sum()               # one node feeds one node twice
+        leaf_head = w * 3
+    return [[chain], [twice], [fork], [leaf_head], [chain, twice]], (w, b, a)
+
+
+def test_the_chain_walk_orders_and_finds_leaves_as_the_general_search():
+    graphs, _ = _graphs()
+    for heads in graphs:
+        fast_leaves = {}
+        fast = autograd._topological_nodes(heads, fast_leaves)
+        general_leaves = {}
+        real_chain = autograd._chain
+        try:
+            autograd._chain = lambda head, leaves: None
+            general = autograd._topological_nodes(heads, general_leaves)
+        finally:
+            autograd._chain = real_chain
+        assert [id(n) for n in fast] == [id(n) for n in general]
+        assert fast_leaves.keys() == general_leaves.keys()
+    chain = graphs[0][0]
+    assert autograd._chain(chain, {}) is not None            # the walk took it
+    assert autograd._chain(graphs[2][0], {}) is None         # not a chain: the general search

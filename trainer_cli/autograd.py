@@ -130,6 +130,10 @@ def _topological_nodes(heads, leaves=None):
     With a dict ``leaves``, also fills it with the write-mode leaves that feed exactly one
     input slot of those nodes and are not heads (``{id(leaf): leaf}``; see
     ``direct_grad_buffer``), in the same walk."""
+    if len(heads) == 1:
+        chain = _chain(heads[0], leaves)
+        if chain is not None:
+            return chain
     # Nodes hash by identity, so they key the visited set directly.
     order, visited = [], set()
     add, append = visited.add, order.append
@@ -161,6 +165,36 @@ def _topological_nodes(heads, leaves=None):
     if seen:
         for head in heads:
             seen.pop(id(head), None)
+        for key, x in seen.items():
+            if x is not None and x._grad_req == "write":
+                leaves[key] = x
+    return order
+
+
+def _chain(head, leaves):
+    """``_topological_nodes([head], leaves)`` when the graph is a chain (each node has at most
+    one input that is itself computed: a small model's loss), walked without the general
+    search's bookkeeping; None when it is not a chain (``leaves`` then untouched)."""
+    node = head._node
+    if node is None:
+        return []
+    order = []
+    seen = {} if leaves is not None else None      # id -> leaf, or None once seen twice
+    while node is not None:
+        order.append(node)
+        following = None
+        for x in node.inputs:
+            child = x._node
+            if child is not None:
+                if following is not None:
+                    return None
+                following = child
+            elif seen is not None and x._grad is not None:
+                key = id(x)
+                seen[key] = None if key in seen else x
+        node = following
+    if seen:
+        seen.pop(id(head), None)
         for key, x in seen.items():
             if x is not None and x._grad_req == "write":
                 leaves[key] = x

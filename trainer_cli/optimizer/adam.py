@@ -165,15 +165,15 @@ def _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip):
 # ----------------------------------------------------------------------------- the rules
 def adam_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's adam_update on raw arrays, in place (see ``_adam_numpy``)."""
-    if not ADAM_KERNEL.run((w, g, mean, var),
-                           _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip)):
+    if ADAM_KERNEL.declines(w) or not ADAM_KERNEL.run(
+            (w, g, mean, var), _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip)):
         _adam_numpy(w, g, mean, var, lr, wd, beta1, beta2, epsilon, rescale, clip)
 
 
 def adamw_rule(w, g, mean, var, *, eta, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's contrib adamw_update on raw arrays, in place (see ``_adamw_numpy``)."""
-    if not ADAMW_KERNEL.run((w, g, mean, var),
-                            _scalars(eta, wd, beta1, beta2, epsilon, rescale, clip)):
+    if ADAMW_KERNEL.declines(w) or not ADAMW_KERNEL.run(
+            (w, g, mean, var), _scalars(eta, wd, beta1, beta2, epsilon, rescale, clip)):
         _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip)
 
 

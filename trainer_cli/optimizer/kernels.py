@@ -115,6 +115,13 @@ class Kernel:
         return type(w) is _np_ndarray and w.size >= MIN_SIZE and handles((w,) + others) \
             and _jit.ready()
 
+    @staticmethod
+    def declines(w) -> bool:
+        """Whether ``run`` would surely say no for weight ``w`` (a NumPy array too small, or no
+        numba): the caller then skips working out the scalars, which costs as much as a small
+        tensor's NumPy body."""
+        return type(w) is _np_ndarray and (w.size < MIN_SIZE or not _jit.ready())
+
     def run(self, arrays, scalars) -> bool:
         """Run the kernel on one tensor's ``arrays`` if a kernel takes them (``scalars``: a
         mapping of the values ``scalars`` names); False when the NumPy body must run instead."""

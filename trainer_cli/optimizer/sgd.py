@@ -202,7 +202,8 @@ def _scalars(dtype, lr, wd, momentum, rescale, clip):
 def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
     """MXNet's sgd(_mom)_update on raw arrays, in place (``mom`` None: no momentum state)."""
     arrays, kernel = ((w, g), SGD_KERNEL) if mom is None else ((w, g, mom), SGD_MOM_KERNEL)
-    if not kernel.run(arrays, _scalars(w.dtype, lr, wd, momentum, rescale, clip)):
+    if kernel.declines(w) or not kernel.run(arrays, _scalars(w.dtype, lr, wd, momentum, rescale,
+                                                             clip)):
         _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip)
 
 
