@@ -328,6 +328,21 @@ def test_row_ids_outside_the_weight_are_refused_before_anything_changes(name, pa
     assert _bits(w.asnumpy()) == _bits(w0)
 
 
+@pytest.mark.parametrize("bad_row", [-1, 600])
+def test_row_wise_rules_refuse_row_ids_outside_the_weight(bad_row):
+    # on_rows (GroupAdaGrad, Ftrl on a row_sparse weight, AdaGrad's NumPy path) gathers with
+    # fancy indexing, which would wrap -1 onto the last row.
+    w0 = _rand((600, 8), 4)
+    w, history = w0.copy(), numpy.zeros((600, 1), numpy.float32)
+    grad = opt.optimizer.SparseRows(numpy.array([3, bad_row], numpy.int64),
+                                    numpy.ones((2, 8), numpy.float32), (600, 8))
+    from trainer_cli.optimizer.adagrad import group_adagrad_rule
+    with pytest.raises(ValueError, match=r"row ids must lie in \[0, 600\)"):
+        opt.optimizer.on_rows(group_adagrad_rule, w, grad, [history], lr=0.1, eps=1e-5,
+                              rescale=1.0, clip=None)
+    assert _bits(w) == _bits(w0) and not history.any()
+
+
 def test_gradient_not_fitting_the_weight_is_refused():
     w = nd.array(numpy.zeros((4, 2), numpy.float32))
     updater = opt.get_updater(opt.create("sgd", momentum=0.9))

@@ -507,8 +507,10 @@ class SparseRows(RowsAndValues):
 def on_rows(rule, w, grad, states, **kw):
     """``rule(w, g, *states, **kw)`` on just the rows ``grad`` (``SparseRows``) holds: the rows of
     ``w`` and of each state gathered, updated, put back (MXNet's row-wise sparse kernels run the
-    dense rule's operations on those rows). O(rows present); absent rows keep their bits."""
-    rows = grad.rows
+    dense rule's operations on those rows). O(rows present); absent rows keep their bits. Row
+    ids outside ``w`` are refused before anything changes (fancy indexing would wrap a negative
+    one onto the last rows)."""
+    rows = grad.checked_for(w).rows
     if not len(rows):
         return
     parts = [w[rows]] + [s[rows] for s in states]
