@@ -328,6 +328,41 @@ def test_row_ids_outside_the_weight_are_refused_before_anything_changes(name, pa
     assert _bits(w.asnumpy()) == _bits(w0)
 
 
+@pytest.mark.parametrize("clip", [None, 0.3])
+@pytest.mark.parametrize("wd", [0.0, 0.01])
+def test_ftrl_row_kernel_is_bitwise_the_rule_on_the_gathered_rows(clip, wd, monkeypatch):
+    from trainer_cli.optimizer.ftrl import ftrl_rows_rule, ftrl_rule
+    if not kernels.enabled():
+        pytest.skip("numba not installed")
+    monkeypatch.setattr(kernels, "MIN_SIZE", 1)
+    rng = numpy.random.RandomState(5)
+    shape, lamda1 = (400, 8), numpy.float32(0.1)
+    w0 = rng.randn(*shape).astype(numpy.float32)
+    z0 = rng.randn(*shape).astype(numpy.float32)
+    n0 = numpy.abs(rng.randn(*shape)).astype(numpy.float32)
+    rows = numpy.sort(rng.choice(shape[0], 150, replace=False)).astype(numpy.int64)
+    values = rng.randn(len(rows), shape[1]).astype(numpy.float32)
+    # Edges: a zero z and gradient (sign 0), |z| == lamda1 (the mask's boundary), -0.0, and
+    # non-finite gradients.
+    z0[rows[0]], n0[rows[0]], values[0] = 0.0, 0.0, 0.0
+    z0[rows[1]], n0[rows[1]], values[1] = lamda1, 0.0, 0.0
+    z0[rows[2], 0], values[2, 1:4] = -0.0, [numpy.nan, numpy.inf, -numpy.inf]
+    grad = opt.optimizer.SparseRows(rows, values, shape)
+    kw = dict(lr=0.2, wd=wd, lamda1=float(lamda1), beta=1.0, rescale=0.5, clip=clip)
+    real_run, ran = kernels.RowKernel.run, []
+    monkeypatch.setattr(kernels.RowKernel, "run", lambda *a: ran.append(real_run(*a)) or ran[-1])
+    fused = [w0.copy(), z0.copy(), n0.copy()]
+    ftrl_rows_rule(fused[0], grad, fused[1], fused[2], **kw)
+    assert ran == [True], "the row kernel did not run"
+    plain = [w0.copy(), z0.copy(), n0.copy()]
+    with numpy.errstate(invalid="ignore"):           # the non-finite gradients, as intended
+        opt.optimizer.on_rows(ftrl_rule, plain[0], grad, plain[1:], **kw)
+    for a, b in zip(fused, plain):
+        assert _bits(a) == _bits(b)
+    absent = numpy.setdiff1d(numpy.arange(shape[0]), rows)
+    assert _bits(fused[0][absent]) == _bits(w0[absent])
+
+
 @pytest.mark.parametrize("bad_row", [-1, 600])
 def test_row_wise_rules_refuse_row_ids_outside_the_weight(bad_row):
     # on_rows (GroupAdaGrad, Ftrl on a row_sparse weight, AdaGrad's NumPy path) gathers with
