@@ -363,6 +363,36 @@ def test_ftrl_row_kernel_is_bitwise_the_rule_on_the_gathered_rows(clip, wd, monk
     assert _bits(fused[0][absent]) == _bits(w0[absent])
 
 
+@pytest.mark.parametrize("clip", [None, 0.2])
+@pytest.mark.parametrize("width", [1, 7, 8, 9, 64, 128, 129])
+def test_groupadagrad_row_kernel_is_bitwise_the_rule_on_the_gathered_rows(width, clip,
+                                                                        monkeypatch):
+    # The row's mean of squares is NumPy's pairwise sum (one block up to 128 values; longer rows
+    # take the NumPy path).
+    from trainer_cli.optimizer import adagrad
+    if not kernels.enabled():
+        pytest.skip("numba not installed")
+    monkeypatch.setattr(kernels, "MIN_SIZE", 1)
+    real, calls = adagrad._GROUP_ADAGRAD_ROWS, []
+    monkeypatch.setattr(adagrad, "_GROUP_ADAGRAD_ROWS", lambda *a: calls.append(1) or real(*a))
+    rng = numpy.random.RandomState(width)
+    shape = (300, width)
+    w0 = rng.randn(*shape).astype(numpy.float32)
+    h0 = numpy.abs(rng.randn(300, 1)).astype(numpy.float32)
+    rows = numpy.sort(rng.choice(300, 100, replace=False)).astype(numpy.int64)
+    values = (rng.randn(100, width) * 10).astype(numpy.float32)
+    values[0], values[1, 0] = 0.0, -0.0
+    grad = opt.optimizer.SparseRows(rows, values, shape)
+    kw = dict(lr=0.1, eps=1e-5, rescale=0.5, clip=clip)
+    fused = [w0.copy(), h0.copy()]
+    adagrad.group_adagrad_rows_rule(fused[0], grad, fused[1], **kw)
+    assert len(calls) == (width <= 128)
+    plain = [w0.copy(), h0.copy()]
+    opt.optimizer.on_rows(adagrad.group_adagrad_rule, plain[0], grad, plain[1:], **kw)
+    for a, b in zip(fused, plain):
+        assert _bits(a) == _bits(b)
+
+
 @pytest.mark.parametrize("bad_row", [-1, 600])
 def test_row_wise_rules_refuse_row_ids_outside_the_weight(bad_row):
     # on_rows (GroupAdaGrad, Ftrl on a row_sparse weight, AdaGrad's NumPy path) gathers with

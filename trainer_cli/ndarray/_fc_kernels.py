@@ -22,7 +22,7 @@ import numpy
 
 from .. import _jit
 
-__all__ = ["bias_relu", "relu_bias_grad", "pairwise_block", "MIN_SIZE"]
+__all__ = ["bias_relu", "relu_bias_grad", "pairwise_block", "pairwise_block_inline", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
@@ -154,6 +154,8 @@ def _pairwise_block_loop(a):
 # The loops call it by this name; compiled, they call it compiled (``_jit.Kernel``'s helpers).
 _pairwise_block = _pairwise_block_loop
 pairwise_block = _jit.Kernel(_pairwise_block_loop)
+# The same, compiled into a caller that sums one short row after another (GroupAdaGrad's rows).
+pairwise_block_inline = _jit.Kernel(_pairwise_block_loop, inline=True)
 
 _bias_relu = _jit.Kernel(_bias_relu_loop)
 _grad_batch_cols = _jit.Kernel(_grad_batch_cols_loop, {"_pairwise_block": pairwise_block})

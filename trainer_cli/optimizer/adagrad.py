@@ -11,10 +11,16 @@ import numpy
 
 from ..context import array_module_of
 from ..ndarray import zeros as _nd_zeros
-from .kernels import RowKernel, clip as _clip
+from .. import _jit
+from ..ndarray._fc_kernels import pairwise_block_inline
+from . import kernels as _kernels
+from .kernels import RowKernel, clip as _clip, handles_rows
 from .optimizer import Optimizer, on_rows, register, scaled_grad, zeros_like
 
-__all__ = ["AdaGrad", "GroupAdaGrad", "adagrad_rule", "adagrad_rows_rule", "group_adagrad_rule"]
+__all__ = ["AdaGrad", "GroupAdaGrad", "adagrad_rule", "adagrad_rows_rule", "group_adagrad_rule",
+           "group_adagrad_rows_rule"]
+
+_BLOCK = 128        # the longest row NumPy sums in one pairwise block
 
 
 def adagrad_rule(w, g, history, *, lr, wd, eps, rescale, clip):
@@ -105,6 +111,61 @@ class AdaGrad(Optimizer):
                           rescale=self.rescale_grad, clip=self._clip)
 
 
+# group_adagrad_rule on the rows a row_sparse gradient holds (numba): per row, the scaled
+# gradient, the mean of its squares by NumPy's pairwise sum (``_fc_kernels.pairwise_block``, rows
+# of up to 128 values), the history and the step, in the rule's order and precision.
+_GROUP_SCALARS = ("rescale", "lo", "hi", "clipping", "lr", "eps", "width")
+
+
+def _group_adagrad_rows_loop(w, rows, g, history, s, scaled, squares):
+    rescale, lo, hi, clipping, lr, eps, width = s[0], s[1], s[2], s[3], s[4], s[5], s[6]
+    for r in range(rows.shape[0]):
+        if rows[r] < 0 or rows[r] >= w.shape[0]:
+            return False
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        gr, wi = g[r], w[i]
+        for j in range(wi.shape[0]):
+            G = gr[j] * rescale
+            if clipping:
+                G = _clip(G, lo, hi)
+            scaled[j] = G
+            squares[j] = G * G
+        h = history[i, 0] + _pairwise_block(squares) / width
+        history[i, 0] = h
+        d = numpy.sqrt(h + eps)
+        for j in range(wi.shape[0]):
+            wi[j] = wi[j] - scaled[j] * lr / d
+    return True
+
+
+_GROUP_ADAGRAD_ROWS = _jit.Kernel(_group_adagrad_rows_loop,
+                                  {"_clip": _kernels._clip_kernel,
+                                   "_pairwise_block": pairwise_block_inline})
+
+
+def group_adagrad_rows_rule(w, grad, history, *, lr, eps, rescale, clip):
+    """``group_adagrad_rule`` on the rows ``grad`` (``SparseRows``) holds: the numba row loop for
+    a float32 table of rows up to 128 values (NumPy's pairwise sum of a row in one block), else
+    the rule on the gathered rows."""
+    rows, values = grad.rows, grad.values
+    if not len(rows):
+        return
+    if type(w) is numpy.ndarray and w.dtype == numpy.float32 and w.ndim == 2 \
+            and 0 < w.shape[1] <= _BLOCK and values.size >= _kernels.MIN_SIZE and _jit.ready() \
+            and handles_rows(w, rows, values, ()) and type(history) is numpy.ndarray \
+            and history.dtype == numpy.float32 and history.shape == (w.shape[0], 1) \
+            and history.flags.c_contiguous and not numpy.may_share_memory(history, w):
+        s = numpy.array([rescale, -clip if clip is not None else 0, clip if clip is not None else 0,
+                         clip is not None, lr, eps, w.shape[1]], dtype=numpy.float32)
+        width = w.shape[1]
+        if not _GROUP_ADAGRAD_ROWS(w, rows, values, history, s, numpy.empty(width, w.dtype),
+                                   numpy.empty(width, w.dtype)):
+            raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % w.shape[0])
+        return
+    on_rows(group_adagrad_rule, w, grad, [history], lr=lr, eps=eps, rescale=rescale, clip=clip)
+
+
 @register
 class GroupAdaGrad(Optimizer):
     """AdaGrad with one accumulator per row of a 2-D weight (embeddings); no weight decay."""
@@ -129,6 +190,6 @@ class GroupAdaGrad(Optimizer):
     def _sparse_step(self, index, w, grad, history, lr, wd, rsp_weight):
         if wd != 0:
             raise ValueError("Weight decay is not supported for GroupAdaGrad")
-        on_rows(group_adagrad_rule, w, grad, [history], lr=lr, eps=self.float_stable_eps,
-                rescale=self.rescale_grad, clip=self._clip)
+        group_adagrad_rows_rule(w, grad, history, lr=lr, eps=self.float_stable_eps,
+                                rescale=self.rescale_grad, clip=self._clip)
 
