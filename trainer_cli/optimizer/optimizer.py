@@ -112,6 +112,9 @@ class PreparedStep:
         self._splits.clear()
 
 
+_OWN_PARAMS: dict = {}     # optimizer class -> its own constructor arguments (_own_params)
+
+
 class Optimizer:
     """Base class of all optimizers (MXNet 1.9's constructor and attributes).
 
@@ -441,7 +444,15 @@ class Optimizer:
 
     @classmethod
     def _own_params(cls):
-        """The subclass's constructor arguments (beyond the base class's), from its signatures."""
+        """The subclass's constructor arguments (beyond the base class's), from its signatures
+        (read once per class: a checkpoint describes the optimizer every time)."""
+        names = _OWN_PARAMS.get(cls)
+        if names is None:
+            names = _OWN_PARAMS[cls] = tuple(cls._read_own_params())
+        return list(names)
+
+    @classmethod
+    def _read_own_params(cls):
         base = set(inspect.signature(Optimizer.__init__).parameters)
         names = []
         for klass in reversed(cls.__mro__):
