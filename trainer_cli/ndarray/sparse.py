@@ -624,29 +624,20 @@ def embedding_grad(ids, grads, shape) -> RowSparseGrad:
     return RowSparseGrad(sorted_ids[starts], values, shape, owned=True)
 
 
-def _sorted_keys(ids, table_rows):
-    """``(keys, shift)``: non-negative int64 ``ids`` below ``table_rows`` sorted with their
-    positions packed into the low ``shift`` bits (``id << shift | position``), so that equal ids
-    keep their given order; None when that does not fit in int64. NumPy's default sort of int64
-    (SIMD, branch-free) takes about a third of a stable argsort's time on a batch of random ids,
-    where the branches of timsort mispredict."""
+def _stable_sort(ids, table_rows):
+    """``(sorted ids, order)`` of non-negative int64 ``ids`` below ``table_rows``, equal ids in
+    their given order. Each id is sorted with its position packed into its low bits (``id <<
+    shift | position``): NumPy's default sort of int64 (SIMD, branch-free) takes about a third
+    of a stable argsort's time on a batch of random ids, where timsort's branches mispredict.
+    A table too large to pack into int64 takes the stable argsort."""
     count = len(ids)
     shift = count.bit_length()
     if table_rows > 1 << (62 - shift):
-        return None
+        order = numpy.argsort(ids, kind="stable")
+        return numpy.take(ids, order), order
     keys = ids << shift
     keys |= numpy.arange(count, dtype=_INDEX)
     keys.sort()
-    return keys, shift
-
-
-def _stable_sort(ids, table_rows):
-    """``(sorted ids, order)``, equal ids in their given order."""
-    packed = _sorted_keys(ids, table_rows)
-    if packed is None:
-        order = numpy.argsort(ids, kind="stable")
-        return numpy.take(ids, order), order
-    keys, shift = packed
     return keys >> shift, keys & ((1 << shift) - 1)
 
 

@@ -114,14 +114,10 @@ class AdaGrad(Optimizer):
 # group_adagrad_rule on the rows a row_sparse gradient holds (numba): per row, the scaled
 # gradient, the mean of its squares by NumPy's pairwise sum (``_fc_kernels.pairwise_block``, rows
 # of up to 128 values), the history and the step, in the rule's order and precision.
-_GROUP_SCALARS = ("rescale", "lo", "hi", "clipping", "lr", "eps", "width")
-
-
 def _group_adagrad_rows_loop(w, rows, g, history, s, scaled, squares):
     rescale, lo, hi, clipping, lr, eps, width = s[0], s[1], s[2], s[3], s[4], s[5], s[6]
-    for r in range(rows.shape[0]):
-        if rows[r] < 0 or rows[r] >= w.shape[0]:
-            return False
+    if not in_range(rows, w.shape[0]):  # noqa: F821
+        return False
     for r in range(rows.shape[0]):
         i = rows[r]
         gr, wi = g[r], w[i]
@@ -141,6 +137,7 @@ def _group_adagrad_rows_loop(w, rows, g, history, s, scaled, squares):
 
 _GROUP_ADAGRAD_ROWS = _jit.Kernel(_group_adagrad_rows_loop,
                                   {"_clip": _kernels._clip_kernel,
+                                   "in_range": _kernels._in_range_kernel,
                                    "_pairwise_block": pairwise_block_inline})
 
 
@@ -161,7 +158,7 @@ def group_adagrad_rows_rule(w, grad, history, *, lr, eps, rescale, clip):
         width = w.shape[1]
         if not _GROUP_ADAGRAD_ROWS(w, rows, values, history, s, numpy.empty(width, w.dtype),
                                    numpy.empty(width, w.dtype)):
-            raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % w.shape[0])
+            raise _kernels.row_ids_error(w.shape[0])
         return
     on_rows(group_adagrad_rule, w, grad, [history], lr=lr, eps=eps, rescale=rescale, clip=clip)
 

@@ -201,8 +201,13 @@ class RowKernel:
         s = numpy.array([scalars[name] for name in self.scalars], dtype=w.dtype)
         if not self.cpu(w.reshape(-1, width), rows, values.reshape(-1, width),
                         *[a.reshape(-1, width) for a in states], s):
-            raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % w.shape[0])
+            raise row_ids_error(w.shape[0])
         return True
+
+
+def row_ids_error(count) -> ValueError:
+    """What a row_sparse update raises for a row id outside a weight of ``count`` rows."""
+    return ValueError("row_sparse gradient: row ids must lie in [0, %d)" % count)
 
 
 def handles_rows(w, rows, values, states) -> bool:

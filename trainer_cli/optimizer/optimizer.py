@@ -41,6 +41,7 @@ from ..ndarray.slabs import Slabs
 from ..ndarray.sparse import RowSparseNDArray, RowsAndValues, all_rows as _all_rows_of
 from ..ndarray.sparse import zeros as _sparse_zeros
 from .. import lr_scheduler as _lr_scheduler
+from .kernels import row_ids_error
 
 __all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "on_rows", "register", "create",
            "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified"]
@@ -511,7 +512,7 @@ class SparseRows(RowsAndValues):
             return self
         rows = self.rows
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= self.shape[0]):
-            raise ValueError("row_sparse gradient: row ids must lie in [0, %d)" % self.shape[0])
+            raise row_ids_error(self.shape[0])
         return self
 
 
