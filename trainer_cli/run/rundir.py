@@ -91,6 +91,11 @@ class RunLock:
         self._fd = fd
         return self
 
+    def fileno(self):
+        """The locked descriptor (None without locking): a child process that inherits it holds
+        the lock until it exits too."""
+        return self._fd
+
     def release(self):
         if self._fd is not None:
             os.close(self._fd)

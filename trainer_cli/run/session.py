@@ -35,6 +35,7 @@ from . import extend as _extend
 from . import model_record as _model_record
 from . import kvstate, layout, threads
 from .background import BackgroundJob
+from .save_process import SaveProcess, WriterGone, can_share
 from .build import build
 from .data import CSRRows, is_mapped
 from .layout import RunDirError
@@ -283,6 +284,12 @@ def _capture_warnings():
 # written from the live arrays in the training thread (a copy would double their memory).
 BACKGROUND_SAVE_BYTES = 256 << 20
 
+# A run expected to save at least this many checkpoints in the background writes them from a
+# child process (run/save_process.py): starting one costs about 0.2 s of the other core's time,
+# and it saves the training thread several milliseconds a save. Dist jobs keep the thread
+# (forking an MPI rank is not safe everywhere).
+PROCESS_SAVES = 16
+
 
 class _Recorder:
     """Rank 0's view of the run: rows, messages and checkpoints into the run directory."""
@@ -301,7 +308,18 @@ class _Recorder:
         self.fingerprint = data_fingerprint(parts)
         self.last_checkpoint = None
         self._saving = BackgroundJob()
+        self._writer = None          # a SaveProcess, when start_writer chose one
+        self._writing_step = None    # the step the writer is saving
         self._session_samples0 = None
+
+    def start_writer(self, expected_saves: int, lock=None):
+        """Write background saves from a child process when the run will make enough of them."""
+        if expected_saves < PROCESS_SAVES or self.parts.num_workers > 1:
+            return
+        try:
+            self._writer = SaveProcess(lock_fd=lock.fileno() if lock is not None else None)
+        except (OSError, WriterGone) as exc:
+            self.log.write("note: checkpoints are written on a thread of this process: %s" % exc)
 
     def row(self, row):
         self.metrics.write(row)
@@ -342,26 +360,41 @@ class _Recorder:
             "trainer_cli": __version__,
         }
         self.flush()  # the previous save first: its error, its log line, and pruning in order
-        files = _ckpt.snapshot(parts.net, parts.trainer, residuals)
+        writer = self._writer
+        files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=writer is None)
+        meta = _json_safe(meta)
         if files is None or st.finished or _nbytes(files) > BACKGROUND_SAVE_BYTES:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
-            self._finished_save(self._save(st.step, files, _json_safe(meta)))
+            self._finished_save(self._save(st.step, files, meta))
+        elif writer is not None and can_share(files):
+            self._writing_step = st.step
+            try:
+                writer.start(self.run_dir, st.step, files, meta, config.checkpoint.keep_last,
+                             config.checkpoint.keep_best)
+            except WriterGone as gone:
+                self._writing_step = None
+                self._finished_save(self._writer_lost(gone))
         else:
+            if writer is not None:
+                files = _ckpt.snapshot(parts.net, parts.trainer, residuals)
             # Files, fsyncs and pruning take longer than the steps of a small model: they go on
             # while training does, from a copy taken now (a kill -9 meanwhile leaves `latest` on
             # the previous checkpoint, as a kill during a save in this thread would).
-            self._saving.start(self._save, st.step, files, _json_safe(meta))
+            self._saving.start(self._save, st.step, files, meta)
 
     def _save(self, step, files, meta) -> Path:
         config = self.parts.config
         try:
             path = _ckpt.write_checkpoint(self.run_dir, step, files, meta)
         except OSError as exc:  # a full disk, a quota, a read-only remount
-            raise RunDirError("cannot save checkpoint %s in %s: %s. %s"
-                              % (layout.checkpoint_name(step), self.run_dir / layout.CHECKPOINTS,
-                                 exc.strerror or exc, self._kept_text())) from None
+            raise self._save_error(step, exc) from None
         _ckpt.prune(self.run_dir, config.checkpoint.keep_last, config.checkpoint.keep_best)
         return path
+
+    def _save_error(self, step, exc) -> RunDirError:
+        return RunDirError("cannot save checkpoint %s in %s: %s. %s"
+                           % (layout.checkpoint_name(step), self.run_dir / layout.CHECKPOINTS,
+                              exc.strerror or exc, self._kept_text()))
 
     def _finished_save(self, path):
         self.last_checkpoint = path
@@ -369,9 +402,27 @@ class _Recorder:
 
     def flush(self):
         """Wait for a checkpoint being saved in the background; raise its error."""
-        path = self._saving.wait()
+        if self._writer is not None:
+            path = self._wait_writer()
+        else:
+            path = self._saving.wait()
         if path is not None:
             self._finished_save(path)
+
+    def _wait_writer(self):
+        step, self._writing_step = self._writing_step, None
+        try:
+            return self._writer.wait()
+        except OSError as exc:
+            raise self._save_error(step, exc) from None
+        except WriterGone as gone:
+            return self._writer_lost(gone)
+
+    def _writer_lost(self, gone):
+        # Its save is still in the shared copy: written here, and so are those after it.
+        self._writer = None
+        self.message("warning: %s; checkpoints are written by this process from now on" % gone)
+        return self._save(*gone.pending) if gone.pending is not None else None
 
     def _kept_text(self) -> str:
         step = _safe_latest(self.run_dir)
@@ -386,6 +437,10 @@ class _Recorder:
         except RunDirError:
             if not quiet:
                 raise
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
         for log in (self.metrics, self.log):
             try:
                 log.close()
@@ -445,6 +500,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     warm_start = time.monotonic()
     _jit.warm_up()
     warm_s = time.monotonic() - warm_start
+    if run_dir is not None:
+        recorder.start_writer(_background_saves(parts, state), lock)
     loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
     thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers))
     restore_threads = threads.apply(thread_plan)
@@ -494,6 +551,18 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         recorder.close(quiet=sys.exc_info()[0] is not None)
         if own_lock is not None:
             own_lock.release()
+
+
+def _background_saves(parts, state) -> int:
+    """How many checkpoints the run will save while it trains, as configured."""
+    config = parts.config
+    total = parts.order.total_updates(config.epochs, config.steps, config.grad_accumulation)
+    saves = 0
+    if config.checkpoint.every_steps:
+        saves += max(0, total - state.step) // config.checkpoint.every_steps
+    if config.checkpoint.every_epoch and config.epochs is not None:
+        saves += max(0, config.epochs - state.epoch)
+    return saves
 
 
 def _headline(parts, run_dir, resumed_from) -> str:

@@ -1,0 +1,153 @@
+"""Checkpoints written by a child process (run/save_process.py), the choice of a run that saves
+often: the same files as a save in the training process, errors where training is, a child that
+ignores stop signals, holds the run lock, exits with its parent, and whose death costs no
+checkpoint."""
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from run_helpers import latest_dir, only_run_dir, write_config
+from trainer_cli.run import layout, session, start_run
+from trainer_cli.run.save_process import SaveProcess, WriterGone, can_share
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="Linux only (memfd)")
+
+OVERRIDES = ["checkpoint.keep_last=100", "checkpoint.every_steps=2"]
+
+
+def _checkpoint_files(run_dir):
+    out = {}
+    for step, path in layout.list_checkpoints(run_dir):
+        layout.verify_checkpoint(path)   # sizes and SHA-256 in meta.json match the files
+        out[step] = {name: (path / name).read_bytes()
+                     for name in (layout.PARAMS_FILE, layout.STATES_FILE)}
+    return out
+
+
+def _tracked(monkeypatch):
+    made = []
+
+    class Tracked(SaveProcess):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(session, "SaveProcess", Tracked)
+    return made
+
+
+def test_a_run_saving_often_writes_from_a_child_the_same_files(tmp_path, monkeypatch):
+    config = write_config(tmp_path)
+    thread = start_run(config, OVERRIDES, run_root=tmp_path / "thread")
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    made = _tracked(monkeypatch)
+    child = start_run(config, OVERRIDES, run_root=tmp_path / "child")
+    assert len(made) == 1 and made[0]._proc.returncode == 0   # ended with the run
+    a, b = (only_run_dir(tmp_path / r) for r in ("thread", "child"))
+    files_a, files_b = _checkpoint_files(a), _checkpoint_files(b)
+    assert len(files_b) > 5 and files_a == files_b
+    assert child.summary["checkpoint"] == str(latest_dir(b))
+    log = (b / "train.log").read_text()
+    assert all("checkpoint %s saved" % layout.checkpoint_name(s) in log for s in files_b)
+    assert not any(p.name.startswith(".") for p in (b / layout.CHECKPOINTS).iterdir())
+
+
+def test_a_writer_killed_mid_run_costs_no_checkpoint(tmp_path, monkeypatch):
+    config = write_config(tmp_path)
+    start_run(config, OVERRIDES, run_root=tmp_path / "thread")
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    made = _tracked(monkeypatch)
+
+    class Kills(session.Reporter):
+        def progress(self, step, *args):
+            if step == 3:   # while (or just after) it writes step 2's checkpoint
+                os.kill(made[0].pid, signal.SIGKILL)
+                made[0]._proc.wait()
+
+    result = start_run(config, OVERRIDES, run_root=tmp_path / "child", reporter=Kills())
+    assert result.status == "finished"
+    a, b = (only_run_dir(tmp_path / r) for r in ("thread", "child"))
+    assert _checkpoint_files(a) == _checkpoint_files(b)
+    log = (b / "train.log").read_text()
+    assert "checkpoint writer process" in log and "written by this process from now on" in log
+
+
+def test_a_save_error_in_the_child_is_raised_by_wait(tmp_path):
+    writer = SaveProcess()
+    try:
+        not_a_folder = tmp_path / "file"
+        not_a_folder.write_text("x")
+        files = {layout.PARAMS_FILE: {"w": np.arange(6, dtype=np.float32).reshape(2, 3)},
+                 layout.STATES_FILE: {"0.mean": np.ones(5, np.float64), "0.t": np.int64(3)}}
+        writer.start(not_a_folder, 3, files, {"epoch": 0}, keep_last=2)
+        with pytest.raises(OSError) as info:
+            writer.wait()
+        assert info.value.errno is not None and "file" in str(info.value)
+        assert writer.wait() is None       # answered once; the child serves the next save
+        run_dir = tmp_path / "run"
+        (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
+        writer.start(run_dir, 4, files, {"epoch": 0}, keep_last=2)
+        path = writer.wait()
+        assert path == run_dir / layout.CHECKPOINTS / layout.checkpoint_name(4)
+        layout.verify_checkpoint(path)
+        for name, arrays in files.items():
+            with np.load(path / name, allow_pickle=False) as z:
+                assert sorted(z.files) == sorted(arrays)
+                for member, a in arrays.items():
+                    assert z[member].dtype == a.dtype and np.array_equal(z[member], a)
+    finally:
+        writer.close()
+
+
+def test_the_child_ignores_stop_signals_and_holds_the_run_lock(tmp_path):
+    from trainer_cli.run.rundir import RunLock
+
+    lock = RunLock(tmp_path).acquire()
+    writer = SaveProcess(lock_fd=lock.fileno())
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            os.kill(writer.pid, sig)
+        time.sleep(0.2)
+        assert writer._proc.poll() is None
+        lock.release()       # this process lets go; the child's copy still holds the lock
+        with pytest.raises(layout.RunDirError, match="another trainer process"):
+            RunLock(tmp_path).acquire()
+    finally:
+        writer.close()
+    assert writer._proc.returncode == 0
+    RunLock(tmp_path).acquire().release()   # free once the child ended
+
+
+def test_the_child_exits_when_its_parent_is_killed(tmp_path):
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from trainer_cli.run.save_process import SaveProcess
+        w = SaveProcess()
+        print(w.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    child = int(proc.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail("the writer process outlived its parent")
+
+
+def test_only_plain_numeric_arrays_go_to_the_child():
+    assert can_share({"a": {"x": np.zeros(3, np.float16), "y": np.zeros((), np.int64)}})
+    assert not can_share({"a": {"x": np.zeros(3, dtype=[("f", np.float32)])}})
+    assert not can_share({"a": {"x": np.array(["s"])}})
