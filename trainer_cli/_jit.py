@@ -144,3 +144,35 @@ def warm_up() -> bool:
 
     _FIRST(numpy.zeros(1, dtype=numpy.float32))
     return True
+
+
+# Column ``c`` of row ``k`` of an int64 table whose rows are (size, address, address, ...): that
+# address as a flat array of ``size`` elements of ``like``'s dtype. A kernel over many arrays
+# takes one such table instead of the arrays (numba unboxes each array argument at every call,
+# and compiles anew for each number of them). Compiled on first use, when numba is imported.
+def _column_loop(table, k, c, like):
+    return _carray(_pointer(table[k, c], like), (table[k, 0],))  # noqa: F821
+
+
+class _ColumnKernel(Kernel):
+    __slots__ = ()
+
+    def compiled(self):
+        if self._compiled is None:
+            from numba import types
+            from numba.extending import intrinsic
+
+            @intrinsic
+            def pointer(typingctx, address, like):
+                # An int64 address as a pointer to like's dtype.
+                signature = types.CPointer(like.dtype)(address, like)
+
+                def codegen(context, builder, sig, args):
+                    return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+                return signature, codegen
+
+            self.helpers = {"_carray": _numba.carray, "_pointer": pointer}
+        return super().compiled()
+
+
+column = _ColumnKernel(_column_loop)

@@ -2,7 +2,7 @@
 optimizer state and gradient, so it is one call, not one per array.
 
 Small float32/float64 host arrays (most arrays of most models) go to one numba loop over all of
-them that counts the elements whose exponent bits are all ones (an inf or NaN): integer work
+them (given as a table of their addresses: one argument to unbox, whatever their number) that counts the elements whose exponent bits are all ones (an inf or NaN): integer work
 the compiler vectorizes, where a float accumulator would be one long chain of dependent adds.
 Large arrays take NumPy's vectorised sum (NaN and inf propagate into it; a non-finite sum of
 finite values that overflowed is told apart by the exact test), as do float16 and strided views.
@@ -23,19 +23,20 @@ _SMALL = 1 << 16          # elements: below this, a call's overhead outweighs th
 _LOOP_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 
 
-def _nonfinite_count(arrays, exponent):
-    # ``exponent``: one element, the exponent field's mask in the unsigned integer type of the
-    # floats' size (whose bits each array is read as).
+def _nonfinite_count(table, exponent):
+    # ``table``: a row (element count, address) per array; ``exponent``: one element, the
+    # exponent field's mask in the unsigned integer type of the floats' size (whose bits each
+    # array is read as).
     mask = exponent[0]
     n = 0
-    for a in arrays:
-        bits = a.view(exponent.dtype)
+    for k in range(table.shape[0]):
+        bits = column(table, k, 1, exponent)  # noqa: F821
         for i in range(bits.shape[0]):
             n += (bits[i] & mask) == mask
     return n
 
 
-_NONFINITE_COUNT = _jit.Kernel(_nonfinite_count)
+_NONFINITE_COUNT = _jit.Kernel(_nonfinite_count, {"column": _jit.column})
 _EXPONENT = {numpy.dtype(numpy.float32): numpy.array([0x7F800000], dtype=numpy.uint32),
              numpy.dtype(numpy.float64): numpy.array([0x7FF0000000000000], dtype=numpy.uint64)}
 
@@ -64,7 +65,9 @@ class FiniteCheck:
                 small.setdefault(data.dtype, []).append(data.reshape(-1))
             else:
                 self.large.append(data)
-        self.small = [(tuple(group), _EXPONENT[dtype]) for dtype, group in small.items()]
+        # The arrays stay referenced here: the tables hold their addresses.
+        self.small = [(tuple(group), _EXPONENT[dtype], _address_table(group))
+                      for dtype, group in small.items()]
         self.device = list(device.items())
 
     def __call__(self) -> bool:
@@ -77,11 +80,16 @@ class FiniteCheck:
         if not self.small:
             return True
         if not _jit.ready():
-            return all(_finite_one(d, numpy) for group, _ in self.small for d in group)
-        for group, exponent in self.small:
-            if _NONFINITE_COUNT(group, exponent):
+            return all(_finite_one(d, numpy) for group, _, _ in self.small for d in group)
+        for _, exponent, table in self.small:
+            if _NONFINITE_COUNT(table, exponent):
                 return False
         return True
+
+
+def _address_table(arrays) -> numpy.ndarray:
+    return numpy.array([[a.size, a.__array_interface__["data"][0]] for a in arrays],
+                       dtype=numpy.int64).reshape(len(arrays), 2)
 
 
 def _all_finite_on_device(group, xp) -> bool:

@@ -294,35 +294,8 @@ def _multi4(table, rows, spans):
 _DRIVERS = {2: _multi2, 3: _multi3, 4: _multi4}
 
 
-# A tensor's array inside a driver: column ``c`` of row ``k`` of a ``groups`` table, as a flat
-# array of ``like``'s dtype. Compiled on first use, when numba is imported.
-def _column_loop(table, k, c, like):
-    return _carray(_pointer(table[k, c], like), (table[k, 0],))  # noqa: F821
-
-
-class _ColumnKernel(_jit.Kernel):
-    __slots__ = ()
-
-    def compiled(self):
-        if self._compiled is None:
-            import numba
-            from numba import types
-            from numba.extending import intrinsic
-
-            @intrinsic
-            def pointer(typingctx, address, like):
-                # An int64 address as a pointer to like's dtype.
-                signature = types.CPointer(like.dtype)(address, like)
-
-                def codegen(context, builder, sig, args):
-                    return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
-                return signature, codegen
-
-            self.helpers = {"_carray": numba.carray, "_pointer": pointer}
-        return super().compiled()
-
-
-_column_kernel = _ColumnKernel(_column_loop)
+# A tensor's array inside a driver: column ``c`` of row ``k`` of a ``groups`` table.
+_column_kernel = _jit.column
 
 
 def _run_spans(multi, table, rows, spans):
