@@ -25,6 +25,7 @@ from .. import autograd
 from ..contrib import amp as _amp
 from ..gluon.utils import split_bounds
 from ..ndarray import array as _array
+from ..ndarray.interop import raw as _raw
 from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
@@ -211,7 +212,7 @@ class TrainingLoop:
                 loss.backward(_zeros(loss.shape, ctx=loss.context, dtype=loss.dtype))
             else:
                 scaled.backward()
-                loss_sum += float(loss.asnumpy().astype(numpy.float64).sum())
+                loss_sum += _loss_sum(loss)
                 count += loss.shape[0]
         return loss_sum, count, pairs
 
@@ -300,7 +301,7 @@ class TrainingLoop:
             y = parts.val.y[start:start + bs]
             out = parts.net(as_batch(x, ctx, self.dtype))
             loss = parts.loss(out, _array(y, ctx=ctx, dtype=self.dtype))
-            acc.add_loss(float(loss.asnumpy().astype(numpy.float64).sum()), loss.shape[0])
+            acc.add_loss(_loss_sum(loss), loss.shape[0])
             acc.add_outputs([(y, out)])
         st.last_val_step = st.step
         values = acc.values("val_")
@@ -366,6 +367,14 @@ class TrainingLoop:
     @property
     def learning_rate(self) -> float:
         return float(self.parts.trainer.learning_rate)
+
+
+def _loss_sum(loss) -> float:
+    """The sum of per-sample losses in float64 (a host array is read in place, not copied)."""
+    data = _raw(loss)
+    if type(data) is not numpy.ndarray:
+        data = loss.asnumpy()
+    return float(data.astype(numpy.float64).sum())
 
 
 def _fmt(value):
