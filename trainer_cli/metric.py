@@ -43,9 +43,24 @@ def _pairs(labels, preds):
     return [(_host(y), _host(p)) for y, p in zip(labels, preds)]
 
 
+class Batches(list):
+    """``(label, pred)`` pairs that several metrics read in turn (``update_batches``): their
+    joined arrays are made once, for the first metric that asks, and kept with the list."""
+
+    joined = ()
+
+
 def _stacked(batches):
     """``(labels, preds, sizes)``: the batches' labels and predictions joined along the first
     axis, and each batch's label count; None when their shapes do not line up."""
+    if type(batches) is Batches:
+        if batches.joined == ():
+            batches.joined = _join(batches)
+        return batches.joined
+    return _join(batches)
+
+
+def _join(batches):
     labels = [_host(label) for label, _ in batches]
     preds = [_host(pred) for _, pred in batches]
     first_label, first_pred = labels[0], preds[0]

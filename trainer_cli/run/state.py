@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from .. import metric as _metric
+
 __all__ = ["LoopState", "Accumulator", "EarlyStopping"]
 
 
@@ -156,7 +158,7 @@ class Accumulator:
     def _flush(self):
         self._pending_bytes = 0
         if self._pending:
-            pending, self._pending = self._pending, []
+            pending, self._pending = _metric.Batches(self._pending), []
             for metric in self.metrics.values():
                 metric.update_batches(pending)
 
