@@ -101,13 +101,26 @@ def test_finite_grads_regroup_when_a_gradient_array_changes():
     params = list(net.collect_params().values())
     check = FiniteGrads()
     assert check(params) is True
-    first = check._check
-    assert check(params) is True and check._check is first      # same arrays: kept
+    first = check._check._check
+    assert check(params) is True and check._check._check is first      # same arrays: kept
     raw(params[0].grad())[0, 0] = np.inf
     assert check(params) is False
     raw(params[0].grad())[0, 0] = 0.0
     emb, _ = _trained("sgd", sparse=True)
     sparse = list(emb.collect_params().values())
-    assert check(sparse) is True and check._check is not first  # other arrays: regrouped
+    assert check(sparse) is True and check._check._check is not first  # other arrays: regrouped
     raw(sparse[0].grad())[0, 0] = np.nan                         # the values of the row_sparse grad
     assert check(sparse) is False
+
+
+def test_a_kept_check_regroups_only_for_other_arrays():
+    from trainer_cli.ndarray.finite import KeptCheck
+    a, b = np.zeros(3, np.float32), np.ones((2, 2), np.float64)
+    kept = KeptCheck()
+    assert kept([a, b]) is True
+    first = kept._check
+    b[1, 1] = np.nan
+    assert kept([a, b]) is False and kept._check is first     # the same arrays, looked at again
+    c = np.zeros(3, np.float32)
+    assert kept([c, a]) is True and kept._check is not first
+    assert kept([c]) is True                                   # fewer arrays: regrouped

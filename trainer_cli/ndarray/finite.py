@@ -11,13 +11,15 @@ the device per check, not one per array).
 """
 from __future__ import annotations
 
+from operator import is_
+
 import numpy
 
 from .. import _jit
 from .interop import raw
 from .ndarray import _xp_of
 
-__all__ = ["all_finite", "FiniteCheck"]
+__all__ = ["all_finite", "FiniteCheck", "KeptCheck"]
 
 _SMALL = 1 << 16          # elements: below this, a call's overhead outweighs the work
 _LOOP_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
@@ -85,6 +87,20 @@ class FiniteCheck:
             if _NONFINITE_COUNT(table, exponent):
                 return False
         return True
+
+
+class KeptCheck:
+    """``all_finite`` of backend arrays that are mostly the ones of the last call (a training
+    loop's gradients, or its weights and states at each checkpoint): grouped again only when
+    one of them is another array than last time."""
+
+    def __init__(self):
+        self._arrays, self._check = [], None
+
+    def __call__(self, arrays) -> bool:
+        if len(arrays) != len(self._arrays) or not all(map(is_, arrays, self._arrays)):
+            self._arrays, self._check = arrays, FiniteCheck(arrays)
+        return self._check()
 
 
 def _address_table(arrays) -> numpy.ndarray:

@@ -14,7 +14,8 @@ import numpy
 from ..gluon.trainer import STORE
 from ..gluon.parameter import DeferredInitializationError
 from ..ndarray import NDArray
-from ..ndarray.finite import all_finite
+from ..ndarray.finite import KeptCheck, all_finite
+from ..ndarray.interop import raw
 
 __all__ = ["broken_part", "update_was_finite", "StepUndo", "state_updaters"]
 
@@ -47,12 +48,14 @@ def update_was_finite(trainer) -> bool:
     return all([updater.updated_finite() is True for updater in updaters])
 
 
-def broken_part(params, trainer, trainable_only=False, whole_tables=False) -> str | None:
+def broken_part(params, trainer, trainable_only=False, whole_tables=False,
+                kept: KeptCheck | None = None) -> str | None:
     """``"parameters"`` or ``"optimizer states"`` when one of them holds NaN/Inf, else None.
 
     A row_sparse weight lives in the kvstore, whole; reading it all is O(table), so it is looked
     at only with ``whole_tables`` (before a checkpoint), not after every step (its states are,
-    and a NaN row it serves shows in the next loss)."""
+    and a NaN row it serves shows in the next loss). ``kept``: a caller asking again and again
+    about the same arrays keeps their grouping there."""
     weights = []
     for param in params:
         if trainable_only and param.grad_req == "null":
@@ -68,7 +71,9 @@ def broken_part(params, trainer, trainable_only=False, whole_tables=False) -> st
         weights.extend(arrays)
     states = [leaf for updater in state_updaters(trainer)
               for state in updater.states.values() for leaf in _leaves(state)]
-    if all_finite(weights + states):       # one call: the usual answer
+    if kept is not None and kept([raw(a) for a in weights + states]):
+        return None
+    if kept is None and all_finite(weights + states):       # one call: the usual answer
         return None
     return "parameters" if not all_finite(weights) else "optimizer states"
 

@@ -9,11 +9,10 @@ applies before the optimizer's own ``rescale_grad`` and per-element ``clip_gradi
 from __future__ import annotations
 
 import math
-from operator import is_
 
 import numpy
 
-from ..ndarray.finite import FiniteCheck, all_finite as _all_finite
+from ..ndarray.finite import KeptCheck, all_finite as _all_finite
 from ..ndarray.interop import array_module, raw as _raw
 
 __all__ = ["global_norm", "all_finite", "FiniteGrads", "scale_grads", "clip", "zero_grads"]
@@ -56,17 +55,14 @@ def all_finite(params, devices=None) -> bool:
 
 class FiniteGrads:
     """``all_finite`` as a training loop asks it at every step: the gradients' arrays are
-    grouped for the check once (``FiniteCheck``), and again only when one of them is another
+    grouped for the check once (``KeptCheck``), and again only when one of them is another
     array than last time (a row_sparse gradient holds new arrays after every backward)."""
 
     def __init__(self):
-        self._arrays, self._check = [], None
+        self._check = KeptCheck()
 
     def __call__(self, params, devices=None) -> bool:
-        arrays = _raw_grads(params, devices)
-        if len(arrays) != len(self._arrays) or not all(map(is_, arrays, self._arrays)):
-            self._arrays, self._check = arrays, FiniteCheck(arrays)
-        return self._check()
+        return self._check(_raw_grads(params, devices))
 
 
 def _raw_grads(params, devices):

@@ -25,6 +25,7 @@ from .. import autograd
 from ..contrib import amp as _amp
 from ..gluon.utils import split_bounds
 from ..ndarray import array as _array
+from ..ndarray.finite import KeptCheck
 from ..ndarray.interop import raw as _raw
 from ..gluon.trainer import REDUCE, STORE
 from ..ndarray import zeros as _zeros
@@ -67,6 +68,7 @@ class TrainingLoop:
         # Memory-mapped features: the next batch is read from the disk while a step computes.
         self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) else None
         self._finite_grads = grads.FiniteGrads()
+        self._saved_check = KeptCheck()   # the weights and states at each checkpoint
         self._saved_step = None
         self._broken = None
         self._must_stop = False
@@ -353,7 +355,8 @@ class TrainingLoop:
         # Never a checkpoint with NaN/Inf in it: it would become `latest` and prune good ones.
         # (Under MPI only what every rank holds alike, so that all ranks decide the same.)
         broken = broken_part(self.params, self.parts.trainer,
-                             trainable_only=self.parts.num_workers > 1, whole_tables=True)
+                             trainable_only=self.parts.num_workers > 1, whole_tables=True,
+                             kept=self._saved_check)
         if broken is not None:
             raise NonFiniteError(
                 "the %s are NaN/Inf at step %d: no checkpoint saved, the last one before it is "

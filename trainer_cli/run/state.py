@@ -9,11 +9,21 @@ value of every metric key, early-stopping progress, and the count of skipped ste
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .. import metric as _metric
 
 __all__ = ["LoopState", "Accumulator", "EarlyStopping"]
+
+
+def _copied(value):
+    # The fields hold JSON-able values: containers are copied, scalars are immutable (a
+    # checkpoint takes this at every save; dataclasses.asdict deep-copies every float).
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(v) for v in value)
+    return value
 
 
 @dataclass
@@ -33,7 +43,7 @@ class LoopState:
     amp: dict = field(default_factory=dict)  # precision float16: the loss scaler and its skips
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: _copied(getattr(self, f.name)) for f in fields(self)}
 
     def position_text(self) -> str:
         """Where the run stands, in the epoch numbers the log and the progress line use (an
