@@ -3,17 +3,21 @@ the bare forward/backward/step loop on the same model, data, loss and optimizer.
 
     python benchmarks/bench_runner.py              # 5000 steps, 2 interleaved rounds
     python benchmarks/bench_runner.py --steps 2000 --rounds 3 --json
+    python benchmarks/bench_runner.py -o 'model.args.hidden=[512,512]' -o data.batch_size=256
 
 The runner is a fresh ``trainer run`` process (``-o steps=N -o epochs=1000``: checkpoints,
 metrics, logging, validation each epoch and the progress display as configured); its figure is
-steps over the summary's ``elapsed_s`` (training time: interpreter start-up, config loading
-and numba's start-up, which the runner does before its clock starts, not included; the first
-step's loading of its own kernels included). The bare loop runs in this process on the parts the runner
-builds (``trainer_cli.run.build``): a shuffled pass over the training arrays in batches, then
-``autograd.record()`` / ``backward()`` / ``trainer.step()``, nothing else; timed after 20 warm-up
-steps. The target: the runner at 95% of the bare loop's steps/s or more. Two more runner
-figures: without validation (the set is not split; checkpoints, metrics and logging as
-configured), and with checkpoints, metrics, logging and validation all off.
+steps over the summary's ``elapsed_s`` (training time: interpreter start-up, config loading and
+numba's start-up, which the runner does before its clock starts, not included; the first step's
+loading of its own kernels included). The bare loop runs in this process on the parts the
+runner builds (``trainer_cli.run.build``): a shuffled pass over the training arrays in batches,
+then ``autograd.record()`` / ``backward()`` / ``trainer.step()``, nothing else; timed after 20
+warm-up steps. The target: the runner at 95% of the bare loop's steps/s or more. Both sides
+compute with the same thread count (``--threads``, applied as the runner applies its
+``threads`` setting). Two more runner figures: without validation (the set is not split;
+checkpoints, metrics and logging as configured), and with checkpoints, metrics, logging and
+validation all off. ``-o KEY=VALUE`` changes the config for both sides (a larger model, another
+batch size).
 """
 from __future__ import annotations
 
@@ -39,10 +43,10 @@ VARIANTS = {"as configured": [],
                       "data.split=null"]}
 
 
-def runner(steps, run_root, overrides=()):
+def runner(steps, run_root, overrides=(), base=()):
     cmd = [sys.executable, "-c", "from trainer_cli.cli import main; main()", "run", CONFIG,
            "-o", "steps=%d" % steps, "-o", "epochs=1000", "--run-dir", run_root, "--json"]
-    for item in overrides:
+    for item in list(base) + list(overrides):
         cmd += ["-o", item]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
@@ -51,17 +55,19 @@ def runner(steps, run_root, overrides=()):
     return steps / summary["elapsed_s"]
 
 
-def bare(steps):
+def bare(steps, base=()):
     import numpy
 
     from trainer_cli import autograd, nd
     from trainer_cli import random as _random
     from trainer_cli.config import load_config
+    from trainer_cli.run import threads
     from trainer_cli.run.build import build
 
-    config = load_config(CONFIG)
+    config = load_config(CONFIG, list(base))
     _random.seed(config.seed)
     parts = build(config, CONFIG)
+    restore_threads = threads.apply(threads.plan(config.threads))   # as the runner does
     net, loss, trainer = parts.net, parts.loss, parts.trainer
     x, y = parts.train.x, parts.train.y
     batch = config.data.batch_size
@@ -84,12 +90,15 @@ def bare(steps):
         l.backward()
         trainer.step(batch)
 
-    for _ in range(20):
-        step()
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    return steps / (time.perf_counter() - start)
+    try:
+        for _ in range(20):
+            step()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return steps / (time.perf_counter() - start)
+    finally:
+        restore_threads()
 
 
 def main(argv=None):
@@ -97,22 +106,30 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("-o", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for the bare loop and every runner variant")
+    parser.add_argument("--threads", default="1",
+                        help="the thread count of both sides (default 1; 'auto' lets each side "
+                             "choose from the load average, which the runs themselves raise)")
     args = parser.parse_args(argv)
+    args.overrides = ["threads=%s" % args.threads] + args.overrides
     sys.path.insert(0, ROOT)
     load_before = os.getloadavg()
     rates = {"bare": [], **{name: [] for name in VARIANTS}}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            jobs = [("bare", lambda: bare(args.steps))]
+            jobs = [("bare", lambda: bare(args.steps, args.overrides))]
             jobs += [(name, lambda name=name: runner(args.steps, os.path.join(tmp, "%s%d" % (name, r)),
-                                                     VARIANTS[name])) for name in VARIANTS]
+                                                     VARIANTS[name], args.overrides))
+                     for name in VARIANTS]
             for name, job in (jobs if r % 2 == 0 else jobs[::-1]):
                 rates[name].append(job())
                 print("round %d: %s done" % (r + 1, name), file=sys.stderr, flush=True)
     median = {name: statistics.median(v) for name, v in rates.items()}
     bare_rate, run_rate = median["bare"], median["as configured"]
     report = {"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
-              "steps": args.steps, "load_average_before": [round(v, 2) for v in load_before],
+              "steps": args.steps, "overrides": args.overrides,
+              "load_average_before": [round(v, 2) for v in load_before],
               "bare_steps_per_s": bare_rate, "runner_steps_per_s": run_rate,
               "plain_runner_steps_per_s": median["plain"],
               "no_validation_runner_steps_per_s": median["no validation"],

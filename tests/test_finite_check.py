@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from trainer_cli import nd
 from trainer_cli.ndarray.finite import all_finite
 
-SHAPES = [(1,), (7,), (3, 5), (70000,), (300, 300)]   # below and above the loop's size limit
+SHAPES = [(1,), (7,), (3, 5), (70000,), (300, 300)]   # small and large arrays
 DTYPES = ["float16", "float32", "float64", "int32"]
 
 
