@@ -43,6 +43,20 @@ def test_update_batches_gives_the_bits_of_one_update_per_batch(make, classes, dt
     assert numpy.float64(m.sum_metric).tobytes() == numpy.float64(want[0]).tobytes()
 
 
+@pytest.mark.parametrize("sizes", [[32] * 25, [3] * 40, [8] * 9, [129] * 6, [1000] * 4, [1] * 5],
+                         ids=["32", "3", "8", "129", "1000", "1"])
+@pytest.mark.parametrize("from_logits", [False, True])
+def test_cross_entropy_of_equal_batches_sums_each_batch_as_one_update(sizes, from_logits):
+    """Equal batch sizes take one 2-D row sum: still each batch's own pairwise sum."""
+    batches = _batches(len(sizes), sizes, 5, "float32", logits=from_logits)
+    make = lambda: metric.CrossEntropy(from_logits=from_logits)  # noqa: E731
+    want = _one_by_one(make(), batches)
+    m = make()
+    m.update_batches(metric.Batches(batches))
+    assert numpy.float64(m.sum_metric).tobytes() == numpy.float64(want[0]).tobytes()
+    assert m.num_inst == want[1]
+
+
 def test_batches_of_other_widths_fall_back_to_one_update_each():
     a = _batches(1, [5], 3, "float32")
     b = _batches(2, [4], 6, "float32")

@@ -221,7 +221,9 @@ class CrossEntropy(EvalMetric):
 
     def _nll(self, label, pred):
         label = label.astype(numpy.int64).reshape(-1)
-        pred = numpy.moveaxis(pred, self.axis, -1).reshape(label.size, -1)
+        if self.axis not in (-1, pred.ndim - 1):
+            pred = numpy.moveaxis(pred, self.axis, -1)
+        pred = pred.reshape(label.size, -1)
         logp = _log_probs(pred, -1, self.from_logits)
         rows = numpy.arange(label.size)
         if logp is not None:
@@ -242,11 +244,18 @@ class CrossEntropy(EvalMetric):
                 or type(self).update is not CrossEntropy.update:
             return super().update_batches(batches)
         nll = self._nll(joined[0], joined[1])
-        start = 0
-        for size in joined[2]:
-            self.sum_metric += float(nll[start:start + size].sum())
+        sizes = joined[2]
+        if min(sizes) == max(sizes) > 0:
+            # A row of a C-contiguous 2-D array is summed as the 1-D slice would be (pairwise).
+            totals = nll.reshape(len(sizes), sizes[0]).sum(axis=1).tolist()
+        else:
+            starts = [0]
+            for size in sizes[:-1]:
+                starts.append(starts[-1] + size)
+            totals = [float(nll[a:a + n].sum()) for a, n in zip(starts, sizes)]
+        for size, total in zip(sizes, totals):
+            self.sum_metric += total
             self.num_inst += size
-            start += size
 
 
 class Perplexity(CrossEntropy):
