@@ -151,3 +151,33 @@ def test_only_plain_numeric_arrays_go_to_the_child():
     assert can_share({"a": {"x": np.zeros(3, np.float16), "y": np.zeros((), np.int64)}})
     assert not can_share({"a": {"x": np.zeros(3, dtype=[("f", np.float32)])}})
     assert not can_share({"a": {"x": np.array(["s"])}})
+
+
+def test_no_shared_memory_at_a_save_writes_it_here(tmp_path, monkeypatch):
+    import errno
+    config = write_config(tmp_path)
+    start_run(config, OVERRIDES, run_root=tmp_path / "thread")
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+
+    def no_memory(self, size):
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(SaveProcess, "_reserve", no_memory)
+    result = start_run(config, OVERRIDES, run_root=tmp_path / "child")
+    assert result.status == "finished"
+    a, b = (only_run_dir(tmp_path / r) for r in ("thread", "child"))
+    assert _checkpoint_files(a) == _checkpoint_files(b)
+    log = (b / "train.log").read_text()
+    assert "checkpoint writer process could not be used (Cannot allocate memory)" in log
+
+
+def test_a_writer_that_does_not_start_leaves_the_saves_to_a_thread(tmp_path, monkeypatch):
+    config = write_config(tmp_path)
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    result = start_run(config, OVERRIDES, run_root=tmp_path / "run")
+    assert result.status == "finished"
+    run_dir = only_run_dir(tmp_path / "run")
+    assert len(_checkpoint_files(run_dir)) > 5
+    log = (run_dir / "train.log").read_text()
+    assert "checkpoint writer process did not start (exit code 1)" in log

@@ -13,7 +13,7 @@ import math
 import numpy
 
 from ..ndarray.finite import KeptCheck, all_finite as _all_finite
-from ..ndarray.interop import array_module, raw as _raw
+from ..ndarray.interop import array_module, grad_buffer as _grad_buffer, raw as _raw
 
 __all__ = ["global_norm", "all_finite", "FiniteGrads", "scale_grads", "clip", "zero_grads"]
 
@@ -70,9 +70,9 @@ def _raw_grads(params, devices):
     step asks this, and Parameter.list_grad's checks cost more than the looking)."""
     if devices is None:
         try:
-            return [data._grad._data for param in params if param._grad_req != "null"
-                    for data in param._data]
-        except (TypeError, AttributeError):  # not initialized: list_grad says so
+            return [_raw(_grad_buffer(data)) for param in params if param.grad_req != "null"
+                    for data in param.list_data()]
+        except AttributeError:  # a variable without a gradient buffer: list_grad says so
             pass
     return [_raw(g) for g in _grads(params, devices)]
 

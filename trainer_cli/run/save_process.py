@@ -11,7 +11,7 @@ answers with the folder or the error; :meth:`SaveProcess.wait` takes that answer
 save is in flight and errors surface where a thread's would.
 
 Safety: the child ignores the stop signals (SIGINT, SIGTERM, SIGHUP: the parent decides when a
-run stops, and says so by closing the socket) and sits in its own process group, out of a
+run stops, and says so by closing the socket) and sits in a session of its own, out of a
 terminal's Ctrl-C. It holds the run directory's lock descriptor too, so a ``trainer resume``
 cannot start while an orphaned save finishes after a ``kill -9`` of the parent; it exits as soon
 as it reads the socket's end. A child that dies mid-save leaves a ``.tmp-step-*`` folder (removed
@@ -32,7 +32,7 @@ from types import SimpleNamespace
 
 import numpy
 
-__all__ = ["SaveProcess", "WriterGone", "can_share"]
+__all__ = ["SaveProcess", "WriterGone", "can_share", "available"]
 
 _ALIGN = 64
 _READY = b"ready"
@@ -49,6 +49,11 @@ class WriterGone(RuntimeError):
     def __init__(self, message, pending=None):
         super().__init__(message)
         self.pending = pending
+
+
+def available() -> bool:
+    """Whether this platform has what the hand-over needs (Linux: memfd, descriptor passing)."""
+    return hasattr(os, "memfd_create") and hasattr(socket, "send_fds")
 
 
 def can_share(files: dict) -> bool:
@@ -71,7 +76,7 @@ class SaveProcess:
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=keep,
-                stdin=subprocess.DEVNULL, process_group=0)
+                stdin=subprocess.DEVNULL, start_new_session=True)
         except BaseException:
             ours.close()
             raise
@@ -88,8 +93,7 @@ class SaveProcess:
             ready = b""
         if ready != _READY:
             self.close()
-            raise WriterGone("the checkpoint writer process did not start (exit code %s)"
-                             % self._proc.poll())
+            raise WriterGone("did not start (exit code %s)" % self._proc.poll())
 
     @property
     def pid(self) -> int:
@@ -167,8 +171,8 @@ class SaveProcess:
     def _gone(self, what) -> WriterGone:
         pending, self._pending = self._pending, None
         self.close()
-        return WriterGone("the checkpoint writer process (pid %d) %s; exit code %s"
-                          % (self._proc.pid, what, self._proc.returncode), pending)
+        return WriterGone("(pid %d) %s, exit code %s" % (self._proc.pid, what,
+                                                         self._proc.returncode), pending)
 
     def close(self):
         """End the child (after the save in flight, which the caller waited for or abandons)."""
@@ -205,7 +209,10 @@ def _serve(sock):
             reply = _save(checkpoint, fds[0], int(msg))
         finally:
             os.close(fds[0])
-        sock.send(json.dumps(reply).encode("utf-8"))
+        try:
+            sock.send(json.dumps(reply).encode("utf-8"))
+        except OSError:  # the parent is gone; the checkpoint is complete (or was never begun)
+            return
 
 
 def _save(checkpoint, fd, request_len) -> dict:
@@ -235,8 +242,11 @@ def _save(checkpoint, fd, request_len) -> dict:
 def main(argv) -> int:
     for name in _STOP_SIGNALS:
         signal.signal(getattr(signal, name), signal.SIG_IGN)
-    with socket.socket(fileno=int(argv[1])) as sock:
-        _serve(sock)
+    try:
+        with socket.socket(fileno=int(argv[1])) as sock:
+            _serve(sock)
+    except Exception:  # the parent says what ended (WriterGone), not a traceback on its terminal
+        return 1
     return 0
 
 

@@ -36,6 +36,7 @@ from . import model_record as _model_record
 from . import kvstate, layout, threads
 from .background import BackgroundJob
 from .save_process import SaveProcess, WriterGone, can_share
+from .save_process import available as save_available
 from .build import build
 from .data import CSRRows, is_mapped
 from .layout import RunDirError
@@ -314,12 +315,13 @@ class _Recorder:
 
     def start_writer(self, expected_saves: int, lock=None):
         """Write background saves from a child process when the run will make enough of them."""
-        if expected_saves < PROCESS_SAVES or self.parts.num_workers > 1:
+        if expected_saves < PROCESS_SAVES or self.parts.num_workers > 1 or not save_available():
             return
         try:
             self._writer = SaveProcess(lock_fd=lock.fileno() if lock is not None else None)
         except (OSError, WriterGone) as exc:
-            self.log.write("note: checkpoints are written on a thread of this process: %s" % exc)
+            self.log.write("note: the checkpoint writer process %s; checkpoints are written on a "
+                           "thread of this process" % _writer_trouble(exc))
 
     def row(self, row):
         self.metrics.write(row)
@@ -371,9 +373,11 @@ class _Recorder:
             try:
                 writer.start(self.run_dir, st.step, files, meta, config.checkpoint.keep_last,
                              config.checkpoint.keep_best)
-            except WriterGone as gone:
+            except (WriterGone, OSError) as exc:   # gone, or no shared memory to be had
                 self._writing_step = None
-                self._finished_save(self._writer_lost(gone))
+                self._drop_writer(exc)
+                # ``files`` are the live arrays: saved here, before training goes on.
+                self._finished_save(self._save(st.step, files, meta))
         else:
             if writer is not None:
                 files = _ckpt.snapshot(parts.net, parts.trainer, residuals)
@@ -420,9 +424,14 @@ class _Recorder:
 
     def _writer_lost(self, gone):
         # Its save is still in the shared copy: written here, and so are those after it.
-        self._writer = None
-        self.message("warning: %s; checkpoints are written by this process from now on" % gone)
+        self._drop_writer(gone)
         return self._save(*gone.pending) if gone.pending is not None else None
+
+    def _drop_writer(self, why):
+        writer, self._writer = self._writer, None
+        writer.close()
+        self.message("warning: the checkpoint writer process %s; checkpoints are written by "
+                     "this process from now on" % _writer_trouble(why))
 
     def _kept_text(self) -> str:
         step = _safe_latest(self.run_dir)
@@ -551,6 +560,12 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         recorder.close(quiet=sys.exc_info()[0] is not None)
         if own_lock is not None:
             own_lock.release()
+
+
+def _writer_trouble(exc) -> str:
+    if isinstance(exc, OSError):
+        return "could not be used (%s)" % (exc.strerror or exc)
+    return str(exc)
 
 
 def _background_saves(parts, state) -> int:
