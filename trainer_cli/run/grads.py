@@ -72,7 +72,7 @@ def _raw_grads(params, devices):
         try:
             return [_raw(_grad_buffer(data)) for param in params if param.grad_req != "null"
                     for data in param.list_data()]
-        except AttributeError:  # a variable without a gradient buffer: list_grad says so
+        except (AttributeError, RuntimeError):  # row_sparse weights, or not initialized
             pass
     return [_raw(g) for g in _grads(params, devices)]
 
