@@ -64,6 +64,17 @@ def latest_dir(run_dir) -> Path:
     return layout.checkpoint_dir(run_dir, layout.read_latest(run_dir))
 
 
+def checkpoint_files(run_dir) -> dict:
+    """``{step: {file name: bytes}}`` of every checkpoint's params and states, each checkpoint
+    verified first (sizes and SHA-256 in its meta.json match the files)."""
+    out = {}
+    for step, path in layout.list_checkpoints(run_dir):
+        layout.verify_checkpoint(path)
+        out[step] = {name: (path / name).read_bytes()
+                     for name in (layout.PARAMS_FILE, layout.STATES_FILE)}
+    return out
+
+
 def load_npz(path) -> dict:
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}

@@ -5,18 +5,9 @@ import threading
 
 import pytest
 
-from run_helpers import latest_dir, no_fsync, only_run_dir, write_config
+from run_helpers import checkpoint_files, latest_dir, no_fsync, only_run_dir, write_config
 from trainer_cli.run import layout, session, start_run
 from trainer_cli.run.background import BackgroundJob
-
-
-def _checkpoint_files(run_dir):
-    out = {}
-    for step, path in layout.list_checkpoints(run_dir):
-        layout.verify_checkpoint(path)   # sizes and SHA-256 in meta.json match the files
-        out[step] = {name: (path / name).read_bytes()
-                     for name in (layout.PARAMS_FILE, layout.STATES_FILE)}
-    return out
 
 
 def test_background_and_foreground_saves_write_the_same_files(tmp_path, monkeypatch):
@@ -27,7 +18,7 @@ def test_background_and_foreground_saves_write_the_same_files(tmp_path, monkeypa
     monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)   # every save in this thread
     foreground = start_run(config, overrides, run_root=tmp_path / "fg")
     bg_dir, fg_dir = (only_run_dir(tmp_path / r) for r in ("bg", "fg"))
-    bg, fg = _checkpoint_files(bg_dir), _checkpoint_files(fg_dir)
+    bg, fg = checkpoint_files(bg_dir), checkpoint_files(fg_dir)
     assert len(bg) > 3 and bg == fg
     assert background.summary["checkpoint"] == str(latest_dir(bg_dir))
     assert foreground.summary["checkpoint"] == str(latest_dir(fg_dir))
@@ -60,8 +51,8 @@ def test_a_save_copies_the_state_it_was_asked_for(tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoint, "write_checkpoint", real)
     start_run(config, ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"],
               run_root=tmp_path / "b")
-    a = _checkpoint_files(only_run_dir(tmp_path / "a"))
-    b = _checkpoint_files(only_run_dir(tmp_path / "b"))
+    a = checkpoint_files(only_run_dir(tmp_path / "a"))
+    b = checkpoint_files(only_run_dir(tmp_path / "b"))
     assert a[4] == b[4]
 
 

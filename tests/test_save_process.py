@@ -2,7 +2,6 @@
 often: the same files as a save in the training process, errors where training is, a child that
 ignores stop signals, holds the run lock, exits with its parent, and whose death costs no
 checkpoint."""
-import fcntl
 import os
 import signal
 import subprocess
@@ -13,22 +12,13 @@ import time
 import numpy as np
 import pytest
 
-from run_helpers import latest_dir, only_run_dir, write_config
+from run_helpers import checkpoint_files, latest_dir, only_run_dir, write_config
 from trainer_cli.run import layout, session, start_run
-from trainer_cli.run.save_process import SaveProcess, WriterGone, can_share
+from trainer_cli.run.save_process import SaveProcess, can_share
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="Linux only (memfd)")
 
 OVERRIDES = ["checkpoint.keep_last=100", "checkpoint.every_steps=2"]
-
-
-def _checkpoint_files(run_dir):
-    out = {}
-    for step, path in layout.list_checkpoints(run_dir):
-        layout.verify_checkpoint(path)   # sizes and SHA-256 in meta.json match the files
-        out[step] = {name: (path / name).read_bytes()
-                     for name in (layout.PARAMS_FILE, layout.STATES_FILE)}
-    return out
 
 
 def _tracked(monkeypatch):
@@ -51,7 +41,7 @@ def test_a_run_saving_often_writes_from_a_child_the_same_files(tmp_path, monkeyp
     child = start_run(config, OVERRIDES, run_root=tmp_path / "child")
     assert len(made) == 1 and made[0]._proc.returncode == 0   # ended with the run
     a, b = (only_run_dir(tmp_path / r) for r in ("thread", "child"))
-    files_a, files_b = _checkpoint_files(a), _checkpoint_files(b)
+    files_a, files_b = checkpoint_files(a), checkpoint_files(b)
     assert len(files_b) > 5 and files_a == files_b
     assert child.summary["checkpoint"] == str(latest_dir(b))
     log = (b / "train.log").read_text()
@@ -74,7 +64,7 @@ def test_a_writer_killed_mid_run_costs_no_checkpoint(tmp_path, monkeypatch):
     result = start_run(config, OVERRIDES, run_root=tmp_path / "child", reporter=Kills())
     assert result.status == "finished"
     a, b = (only_run_dir(tmp_path / r) for r in ("thread", "child"))
-    assert _checkpoint_files(a) == _checkpoint_files(b)
+    assert checkpoint_files(a) == checkpoint_files(b)
     log = (b / "train.log").read_text()
     assert "checkpoint writer process" in log and "written by this process from now on" in log
 
@@ -166,7 +156,7 @@ def test_no_shared_memory_at_a_save_writes_it_here(tmp_path, monkeypatch):
     result = start_run(config, OVERRIDES, run_root=tmp_path / "child")
     assert result.status == "finished"
     a, b = (only_run_dir(tmp_path / r) for r in ("thread", "child"))
-    assert _checkpoint_files(a) == _checkpoint_files(b)
+    assert checkpoint_files(a) == checkpoint_files(b)
     log = (b / "train.log").read_text()
     assert "checkpoint writer process could not be used (Cannot allocate memory)" in log
 
@@ -178,6 +168,6 @@ def test_a_writer_that_does_not_start_leaves_the_saves_to_a_thread(tmp_path, mon
     result = start_run(config, OVERRIDES, run_root=tmp_path / "run")
     assert result.status == "finished"
     run_dir = only_run_dir(tmp_path / "run")
-    assert len(_checkpoint_files(run_dir)) > 5
+    assert len(checkpoint_files(run_dir)) > 5
     log = (run_dir / "train.log").read_text()
     assert "checkpoint writer process did not start (exit code 1)" in log
