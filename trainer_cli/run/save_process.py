@@ -52,8 +52,9 @@ class WriterGone(RuntimeError):
 
 
 def available() -> bool:
-    """Whether this platform has what the hand-over needs (Linux: memfd, descriptor passing)."""
-    return hasattr(os, "memfd_create") and hasattr(socket, "send_fds")
+    """Whether this platform has what the hand-over needs (Linux: memfd, descriptor passing;
+    an interpreter to start)."""
+    return hasattr(os, "memfd_create") and hasattr(socket, "send_fds") and bool(sys.executable)
 
 
 def can_share(files: dict) -> bool:
