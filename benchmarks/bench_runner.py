@@ -67,10 +67,11 @@ def bare(steps, base=()):
     config = load_config(CONFIG, list(base))
     _random.seed(config.seed)
     parts = build(config, CONFIG)
-    restore_threads = threads.apply(threads.plan(config.threads))   # as the runner does
     net, loss, trainer = parts.net, parts.loss, parts.trainer
     x, y = parts.train.x, parts.train.y
     batch = config.data.batch_size
+    restore_threads = threads.apply(threads.plan(   # as the runner does
+        config.threads, layer_work=threads.layer_work(net.collect_params().values(), batch)))
     rng = numpy.random.RandomState(config.seed)
     per_epoch = len(x) // batch
 

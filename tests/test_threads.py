@@ -19,6 +19,27 @@ def test_auto_leaves_out_busy_cores_and_never_goes_below_one():
     assert "load average 8.00" in threads.plan("auto", cores=2, load=8.0).how
 
 
+def test_auto_keeps_one_thread_for_small_layers():
+    """A GEMM of a million multiply-adds split over two threads made a step 1.56x slower."""
+    small = threads.plan("auto", cores=2, load=0.1, layer_work=1 << 20)
+    assert small.count == 1 and "small layers: 1048576 multiply-adds" in small.how
+    assert threads.plan("auto", cores=2, load=0.1, layer_work=1 << 22).count == 2
+    assert threads.plan("auto", cores=2, load=0.1, layer_work=None).count == 2   # not known
+    assert threads.plan(2, cores=2, load=0.1, layer_work=1 << 10).count == 2     # the config's
+
+
+def test_layer_work_is_the_samples_times_the_largest_known_parameter():
+    from trainer_cli import gluon
+    net = gluon.nn.Sequential()
+    net.add(gluon.nn.Dense(16, in_units=8), gluon.nn.Dense(4, in_units=16))
+    net.initialize()
+    assert threads.layer_work(list(net.collect_params().values()), 32) == 32 * 16 * 8
+    deferred = gluon.nn.Dense(5)               # its size is not known before a batch
+    deferred.initialize()
+    net.add(deferred)
+    assert threads.layer_work(list(net.collect_params().values()), 32) is None
+
+
 def test_mpi_ranks_share_the_cores():
     assert threads.plan("auto", ranks=4, cores=16, load=0.0).count == 4
     assert threads.plan("auto", ranks=3, cores=2, load=0.0).count == 1

@@ -512,7 +512,9 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     if run_dir is not None:
         recorder.start_writer(_background_saves(parts, state), lock)
     loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
-    thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers))
+    samples = parts.config.data.batch_size // max(1, parts.num_workers * len(parts.contexts))
+    thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers),
+                               layer_work=threads.layer_work(loop.params, samples))
     restore_threads = threads.apply(thread_plan)
     try:
         headline = _headline(parts, run_dir, resumed_from)

@@ -5,7 +5,8 @@ On a machine whose cores are busy with other work those threads wait for each ot
 threads meet at every block), and a small model trains several times slower than on one thread.
 ``threads: auto`` (the default) therefore takes the cores this process may run on, divides them
 among the MPI ranks on this host, and leaves out the cores that other work keeps busy (the
-one-minute load average, rounded to whole cores), never going below one thread. ``threads: N`` in
+one-minute load average, rounded to whole cores), never going below one thread, and keeps one
+thread for a model whose largest layer is small (``SMALL_LAYER_WORK``). ``threads: N`` in
 the config (or ``-o threads=N``) fixes the count. The BLAS limit is set through threadpoolctl; the
 optimizer's update split follows ``TRAINER_NUM_THREADS``, which the run sets for its duration.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["ThreadPlan", "plan", "apply", "local_ranks", "usable_cores"]
+__all__ = ["ThreadPlan", "plan", "apply", "local_ranks", "usable_cores", "layer_work"]
 
 # MPI launchers' count of the ranks on this host: MPICH's Hydra, Open MPI, Slurm.
 _LOCAL_RANK_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
@@ -49,10 +50,19 @@ def _load_average():
         return None
 
 
+# Multiply-adds of the largest layer's GEMM per step (its samples times the size of the largest
+# parameter) below which one BLAS thread is used: OpenBLAS splits GEMMs from about a million
+# multiply-adds on, and a split that small costs more than it saves. On a 2-core machine two
+# threads made the step of configs/mlp_synthetic.yaml at batch 128 (1M) 1.56x slower, left it
+# equal at batch 32 (262K), and made it faster from 4M on (0.85-0.88x the time; 0.58x at 67M).
+SMALL_LAYER_WORK = 1 << 21
+
+
 def plan(requested="auto", ranks: int = 1, cores: int | None = None,
-         load: float | None = None) -> ThreadPlan:
+         load: float | None = None, layer_work: int | None = None) -> ThreadPlan:
     """The thread count for ``requested`` (``"auto"`` or a count), with ``ranks`` ranks of the
-    job on this host, ``cores`` usable cores and a one-minute ``load`` (measured when None)."""
+    job on this host, ``cores`` usable cores, a one-minute ``load`` (measured when None) and the
+    model's ``layer_work`` (see :func:`layer_work`; None: unknown)."""
     if requested not in (None, "auto"):
         count = int(requested)
         return ThreadPlan(count, "%d (set by the config's threads)" % count)
@@ -66,7 +76,27 @@ def plan(requested="auto", ranks: int = 1, cores: int | None = None,
         parts.append("%d rank(s) on this host" % ranks)
     if load is not None:
         parts.append("load average %.2f" % load)
+    if layer_work is not None and 0 < layer_work < SMALL_LAYER_WORK and count > 1:
+        count = 1
+        parts.append("small layers: %d multiply-adds at most, too few to split" % layer_work)
     return ThreadPlan(count, "%d (auto: %s)" % (count, ", ".join(parts)))
+
+
+def layer_work(params, samples: int) -> int | None:
+    """``samples`` times the size of the largest of ``params``: the multiply-adds of the
+    largest dense layer's GEMM in a step (a convolution's are more, by its output size). None
+    while a shape is not known (deferred until the first batch)."""
+    sizes = [_size(p.shape) for p in params]
+    if not sizes or min(sizes) == 0:
+        return None
+    return max(sizes) * max(1, int(samples))
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape or ():
+        n *= int(d)     # 0 for a dimension not known before the first batch
+    return n
 
 
 def apply(thread_plan: ThreadPlan):
