@@ -124,3 +124,4 @@ def test_a_kept_check_regroups_only_for_other_arrays():
     c = np.zeros(3, np.float32)
     assert kept([c, a]) is True and kept._check is not first
     assert kept([c]) is True                                   # fewer arrays: regrouped
+    assert KeptCheck()([]) is True                             # nothing to look at

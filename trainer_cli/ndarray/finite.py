@@ -98,7 +98,8 @@ class KeptCheck:
         self._arrays, self._check = [], None
 
     def __call__(self, arrays) -> bool:
-        if len(arrays) != len(self._arrays) or not all(map(is_, arrays, self._arrays)):
+        if self._check is None or len(arrays) != len(self._arrays) \
+                or not all(map(is_, arrays, self._arrays)):
             self._arrays, self._check = arrays, FiniteCheck(arrays)
         return self._check()
 

@@ -55,14 +55,15 @@ def broken_part(params, trainer, trainable_only=False, whole_tables=False,
     A row_sparse weight lives in the kvstore, whole; reading it all is O(table), so it is looked
     at only with ``whole_tables`` (before a checkpoint), not after every step (its states are,
     and a NaN row it serves shows in the next loss). ``kept``: a caller asking again and again
-    about the same arrays keeps their grouping there."""
-    weights = []
+    about the same arrays keeps their grouping there (of the live arrays only: a table's whole
+    value is a copy made for this call, never kept)."""
+    weights, tables = [], []
     for param in params:
         if trainable_only and param.grad_req == "null":
             continue
         if param.stype != "default":
             if whole_tables:
-                weights.append(param._reduce())
+                tables.append(param._reduce())
             continue
         try:
             arrays = param.list_data()
@@ -71,11 +72,11 @@ def broken_part(params, trainer, trainable_only=False, whole_tables=False,
         weights.extend(arrays)
     states = [leaf for updater in state_updaters(trainer)
               for state in updater.states.values() for leaf in _leaves(state)]
-    if kept is not None and kept([raw(a) for a in weights + states]):
+    live = weights + states
+    finite = kept([raw(a) for a in live]) if kept is not None else all_finite(live)
+    if finite and (not tables or all_finite(tables)):       # the usual answer
         return None
-    if kept is None and all_finite(weights + states):       # one call: the usual answer
-        return None
-    return "parameters" if not all_finite(weights) else "optimizer states"
+    return "parameters" if not all_finite(weights + tables) else "optimizer states"
 
 
 def _copy(state):
