@@ -254,3 +254,20 @@ def test_sigterm_to_every_process_stops_with_a_checkpoint_and_resumes_exactly(tm
     assert resumed.returncode == 0, resumed.stderr
     for got, want in zip(final_arrays(run_dir), final_arrays(only_run_dir(tmp_path / "ref"))):
         assert_bitwise_equal(got, want)
+
+
+def test_a_run_that_fails_before_training_ends_its_writer_and_frees_the_lock(tmp_path,
+                                                                               monkeypatch):
+    from trainer_cli.run.rundir import RunLock
+    config = write_config(tmp_path)
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    made = _tracked(monkeypatch)
+
+    def broken_loop(*args, **kwargs):
+        raise RuntimeError("the loop cannot be set up")
+
+    monkeypatch.setattr(session, "TrainingLoop", broken_loop)
+    with pytest.raises(RuntimeError, match="cannot be set up"):
+        start_run(config, OVERRIDES, run_root=tmp_path / "runs")
+    assert len(made) == 1 and made[0]._proc.returncode == 0     # ended, not left to exit
+    RunLock(only_run_dir(tmp_path / "runs")).acquire().release()

@@ -496,27 +496,31 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         own_lock = lock = RunLock(run_dir).acquire()
     recorder = (_Recorder(run_dir, parts, reporter, resumed_from) if run_dir is not None
                 else _NullRecorder(parts))
-    signals = StopOnSignal(on_first=lambda name: recorder.message(
-        "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
-    stop = signals.requested
-    if handle_signals and parts.num_workers > 1:
-        # Every rank gets the signal (mpiexec forwards it), but not at the same step.
-        from ..kvstore import mpi
-
-        stop = AgreedStop(signals, mpi.job())
-    # numba's one-time start-up (import, code generator, BLAS bindings) before the training
-    # clock starts, so that elapsed time, steps/s and the ETA measure training alone.
-    warm_start = time.monotonic()
-    _jit.warm_up()
-    warm_s = time.monotonic() - warm_start
-    if run_dir is not None:
-        recorder.start_writer(_background_saves(parts, state), lock)
-    loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
-    samples = parts.config.data.batch_size // max(1, parts.num_workers * len(parts.contexts))
-    thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers),
-                               layer_work=threads.layer_work(loop.params, samples))
-    restore_threads = threads.apply(thread_plan)
+    restore_threads = _nothing
+    # Everything after the recorder inside the try: a failure before training (a model that
+    # cannot be set up, an MPI job that cannot start) still closes the logs and the writer
+    # process and releases the lock.
     try:
+        signals = StopOnSignal(on_first=lambda name: recorder.message(
+            "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
+        stop = signals.requested
+        if handle_signals and parts.num_workers > 1:
+            # Every rank gets the signal (mpiexec forwards it), but not at the same step.
+            from ..kvstore import mpi
+
+            stop = AgreedStop(signals, mpi.job())
+        # numba's one-time start-up (import, code generator, BLAS bindings) before the training
+        # clock starts, so that elapsed time, steps/s and the ETA measure training alone.
+        warm_start = time.monotonic()
+        _jit.warm_up()
+        warm_s = time.monotonic() - warm_start
+        if run_dir is not None:
+            recorder.start_writer(_background_saves(parts, state), lock)
+        loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
+        samples = parts.config.data.batch_size // max(1, parts.num_workers * len(parts.contexts))
+        thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers),
+                                   layer_work=threads.layer_work(loop.params, samples))
+        restore_threads = threads.apply(thread_plan)
         headline = _headline(parts, run_dir, resumed_from)
         if run_dir is not None:
             recorder.log.write(headline)
@@ -562,6 +566,10 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         recorder.close(quiet=sys.exc_info()[0] is not None)
         if own_lock is not None:
             own_lock.release()
+
+
+def _nothing():
+    pass
 
 
 def _writer_trouble(exc) -> str:
