@@ -176,3 +176,14 @@ class _ColumnKernel(Kernel):
 
 
 column = _ColumnKernel(_column_loop)
+
+
+def address_table(*columns):
+    """The int64 table ``column`` reads: a row per array of ``columns[0]``, its element count,
+    then the address of that position's array in each column. The addresses stay valid while
+    the arrays live: whoever keeps the table keeps the arrays."""
+    import numpy
+
+    return numpy.array([[arrays[0].size] + [a.__array_interface__["data"][0] for a in arrays]
+                        for arrays in zip(*columns)], dtype=numpy.int64).reshape(
+        len(columns[0]), 1 + len(columns))

@@ -68,7 +68,7 @@ class FiniteCheck:
             else:
                 self.large.append(data)
         # The arrays stay referenced here: the tables hold their addresses.
-        self.looped = [(tuple(group), _EXPONENT[dtype], _address_table(group))
+        self.looped = [(tuple(group), _EXPONENT[dtype], _jit.address_table(group))
                        for dtype, group in looped.items()]
         self.device = list(device.items())
 
@@ -102,11 +102,6 @@ class KeptCheck:
                 or not all(map(is_, arrays, self._arrays)):
             self._arrays, self._check = arrays, FiniteCheck(arrays)
         return self._check()
-
-
-def _address_table(arrays) -> numpy.ndarray:
-    return numpy.array([[a.size, a.__array_interface__["data"][0]] for a in arrays],
-                       dtype=numpy.int64).reshape(len(arrays), 2)
 
 
 def _all_finite_on_device(group, xp) -> bool:

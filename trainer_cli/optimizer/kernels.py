@@ -370,10 +370,8 @@ def groups(columns):
                 or not enabled():
             rest.extend(positions)
             continue
-        sizes = [columns[0][p].size for p in positions]
-        table = numpy.array([[size] + [column[p].ctypes.data for column in columns]
-                             for size, p in zip(sizes, positions)], dtype=numpy.int64)
-        found.append((positions, table, _spans(sizes)))
+        table = _jit.address_table(*([column[p] for p in positions] for column in columns))
+        found.append((positions, table, _spans(table[:, 0].tolist())))
     rest.sort()
     return found, rest
 
