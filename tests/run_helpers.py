@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -151,3 +152,105 @@ def communicate_or_fail(proc, seconds, what) -> tuple:
         proc.kill()
         _, err = proc.communicate()
         pytest.fail("the job did not end within %d s of %s:\n%s" % (seconds, what, err[-3000:]))
+
+
+# --------------------------------------------------------------------------------------------
+# A run slow enough for a signal to land while it trains, and the processes of a job
+
+# A linear classifier whose forward can be slowed or stuck on cue (environment variables), so
+# that a signal reliably lands while it trains, and a rank can stop answering at a known step.
+SLOW_MODEL = '''\
+import os, signal, time
+from trainer_cli.gluon import nn
+
+
+class Net(nn.HybridBlock):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Dense(3)
+        self.calls = 0
+
+    def hybrid_forward(self, F, x):
+        self.calls += 1
+        slow = os.environ.get("TEST_SLOW_FILE")
+        time.sleep(3.0 if slow and os.path.exists(slow) else 0.001)
+        stuck = os.environ.get("TEST_STUCK")          # "how:rank:call:marker file"
+        if stuck:
+            how, rank, call, mark = stuck.split(":", 3)
+            if self.calls == int(call) and os.environ.get("PMI_RANK") == rank:
+                open(mark, "w").close()
+                if how == "stop":
+                    os.kill(os.getpid(), signal.SIGSTOP)
+                else:
+                    time.sleep(3600)
+        return self.body(x)
+
+
+def build():
+    return Net()
+'''
+
+SLOW_CONFIG = """\
+model: {name: slow.py:build, init: xavier}
+data:
+  train: {type: synthetic, task: classification, num_samples: 64, num_features: 5,
+          num_classes: 3, seed: 4}
+  batch_size: 16
+loss: softmax_cross_entropy
+optimizer: {name: sgd, params: {learning_rate: 0.05, momentum: 0.9}}
+kvstore: %s
+seed: 3
+steps: 600
+log_every: 1
+checkpoint: {every_steps: 300, every_epoch: false, keep_last: 3}
+"""
+
+
+def slow_run_folder(tmp_path, kvstore="local"):
+    """``tmp_path`` with ``slow.py`` and ``run.yaml`` (SLOW_CONFIG on ``kvstore``) in it."""
+    (tmp_path / "slow.py").write_text(SLOW_MODEL)
+    (tmp_path / "run.yaml").write_text(SLOW_CONFIG % kvstore)
+    return tmp_path
+
+
+def _parents() -> dict:
+    """pid -> parent pid, for every process."""
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return parents
+
+
+def descendants(pid) -> set:
+    """Every process below ``pid``."""
+    parents = _parents()
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == p and c not in found]
+        found.update(kids)
+        todo += kids
+    return found
+
+
+def _alive(pid) -> bool:
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def assert_all_gone(pids, within=5.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    left = [p for p in pids if _alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, "processes of the job left running: %s" % left

@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from run_helpers import (assert_bitwise_equal, communicate_or_fail, final_arrays, have_mpi,
-                         latest_dir, logged_step, only_run_dir, run_trainer, trainer_cmd)
+from run_helpers import (assert_all_gone, assert_bitwise_equal, communicate_or_fail,
+                         descendants, final_arrays, have_mpi, latest_dir, logged_step,
+                         only_run_dir, run_trainer, slow_run_folder, trainer_cmd)
 from trainer_cli.run import layout
 from trainer_cli.run.signals import REPEAT_WINDOW_S
 
@@ -23,61 +24,9 @@ from trainer_cli.run.signals import REPEAT_WINDOW_S
 needs_mpi = [pytest.mark.dist,
              pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")]
 
-# A linear classifier whose forward can be slowed or stuck on cue (environment variables), so
-# that a signal reliably lands while it trains, and a rank can stop answering at a known step.
-MODEL = '''\
-import os, signal, time
-from trainer_cli.gluon import nn
 
-
-class Net(nn.HybridBlock):
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Dense(3)
-        self.calls = 0
-
-    def hybrid_forward(self, F, x):
-        self.calls += 1
-        slow = os.environ.get("TEST_SLOW_FILE")
-        time.sleep(3.0 if slow and os.path.exists(slow) else 0.001)
-        stuck = os.environ.get("TEST_STUCK")          # "how:rank:call:marker file"
-        if stuck:
-            how, rank, call, mark = stuck.split(":", 3)
-            if self.calls == int(call) and os.environ.get("PMI_RANK") == rank:
-                open(mark, "w").close()
-                if how == "stop":
-                    os.kill(os.getpid(), signal.SIGSTOP)
-                else:
-                    time.sleep(3600)
-        return self.body(x)
-
-
-def build():
-    return Net()
-'''
-
-CONFIG = """\
-model: {name: slow.py:build, init: xavier}
-data:
-  train: {type: synthetic, task: classification, num_samples: 64, num_features: 5,
-          num_classes: 3, seed: 4}
-  batch_size: 16
-loss: softmax_cross_entropy
-optimizer: {name: sgd, params: {learning_rate: 0.05, momentum: 0.9}}
-kvstore: %s
-seed: 3
-steps: 600
-log_every: 1
-checkpoint: {every_steps: 300, every_epoch: false, keep_last: 3}
-"""
-
-
-def _folder(tmp_path, kvstore):
-    (tmp_path / "slow.py").write_text(MODEL)
-    (tmp_path / "run.yaml").write_text(CONFIG % kvstore)
-    return tmp_path
-
-
+# The run: run_helpers.SLOW_MODEL (a linear classifier whose forward can be slowed or stuck on
+# cue) and SLOW_CONFIG, laid out by slow_run_folder.
 def _env(**extra):
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -98,8 +47,8 @@ def reference(tmp_path_factory):
 
     def get(workers):
         if workers not in made:
-            folder = _folder(tmp_path_factory.mktemp("ref%d" % workers),
-                             "dist_sync" if workers > 1 else "local")
+            folder = slow_run_folder(tmp_path_factory.mktemp("ref%d" % workers),
+                                     "dist_sync" if workers > 1 else "local")
             proc = run_trainer("run", "run.yaml", "--run-dir", "runs", "-q", *_workers(workers),
                                cwd=folder, env=_env())
             assert proc.returncode == 0, proc.stderr
@@ -109,49 +58,7 @@ def reference(tmp_path_factory):
 
 
 # --------------------------------------------------------------------------------------------
-# The processes of a job
-
-
-def _children() -> dict:
-    """pid -> parent pid, for every process."""
-    parents = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open("/proc/%s/stat" % name) as f:
-                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    return parents
-
-
-def _descendants(pid) -> set:
-    parents = _children()
-    found, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parents.items() if pp == p and c not in found]
-        found.update(kids)
-        todo += kids
-    return found
-
-
-def _alive(pid) -> bool:
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _assert_all_gone(pids, within=5.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
-    left = [p for p in pids if _alive(p)]
-    for p in left:
-        os.kill(p, signal.SIGKILL)
-    assert not left, "processes of the job left running: %s" % left
+# The processes of a job (run_helpers.descendants, assert_all_gone)
 
 
 def _start(folder, args, workers, **env):
@@ -172,8 +79,8 @@ def _job_pids(proc, workers, launcher=True):
     """The job's processes: the launcher (if any), mpiexec, the proxy and the ranks, once all
     have started."""
     want = 1 + (1 + workers + launcher if workers > 1 else 0)
-    _wait_for(lambda: len(_descendants(proc.pid)) + 1 >= want, proc, "all processes")
-    return {proc.pid} | _descendants(proc.pid)
+    _wait_for(lambda: len(descendants(proc.pid)) + 1 >= want, proc, "all processes")
+    return {proc.pid} | descendants(proc.pid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -188,14 +95,14 @@ def _job_pids(proc, workers, launcher=True):
     pytest.param(2, signal.SIGHUP, False, marks=needs_mpi)])
 def test_a_signal_checkpoints_at_an_agreed_step_and_resume_is_exact(tmp_path, reference,
                                                                     workers, sig, resume):
-    folder = _folder(tmp_path, "dist_sync" if workers > 1 else "local")
+    folder = slow_run_folder(tmp_path, "dist_sync" if workers > 1 else "local")
     proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "--json"], workers)
     pids = _job_pids(proc, workers)
     _wait_for(lambda: logged_step(folder / "runs") >= 20, proc, "step 20")
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == (130 if sig == signal.SIGINT else 143), err
-    _assert_all_gone(pids)
+    assert_all_gone(pids)
     summary = json.loads(out)
     assert summary["status"] == "interrupted"
     run_dir = only_run_dir(folder / "runs")
@@ -221,7 +128,7 @@ def test_a_signal_checkpoints_at_an_agreed_step_and_resume_is_exact(tmp_path, re
 @pytest.mark.parametrize("workers,sig", [(1, signal.SIGINT),
                                          pytest.param(2, signal.SIGTERM, marks=needs_mpi)])
 def test_a_second_signal_stops_at_once_with_the_same_code(tmp_path, workers, sig):
-    folder = _folder(tmp_path, "dist_sync" if workers > 1 else "local")
+    folder = slow_run_folder(tmp_path, "dist_sync" if workers > 1 else "local")
     slow = folder / "slow-now"
     proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "-q"], workers,
                   TEST_SLOW_FILE=str(slow))
@@ -235,7 +142,7 @@ def test_a_second_signal_stops_at_once_with_the_same_code(tmp_path, workers, sig
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == (130 if sig == signal.SIGINT else 143), err
-    _assert_all_gone(pids)
+    assert_all_gone(pids)
     run_dir = only_run_dir(folder / "runs")
     # At once: the step in progress never ended, so no checkpoint was saved (the run had none
     # yet; its first would come at step 300).
@@ -252,7 +159,7 @@ def test_a_second_signal_stops_at_once_with_the_same_code(tmp_path, workers, sig
 @pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 @pytest.mark.parametrize("how", ["stop", "sleep"])
 def test_a_stuck_rank_ends_the_whole_job_within_the_timeout(tmp_path, how):
-    folder = _folder(tmp_path, "dist_sync")
+    folder = slow_run_folder(tmp_path, "dist_sync")
     mark = folder / "stuck"
     timeout = 3
     proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "-q"], 2,
@@ -265,7 +172,7 @@ def test_a_stuck_rank_ends_the_whole_job_within_the_timeout(tmp_path, how):
     assert proc.returncode == 1, err
     assert "rank 0 of 2 (pid" in err
     assert "timed out after 3 s waiting for rank 1 in allreduce of key" in err
-    _assert_all_gone(pids)
+    assert_all_gone(pids)
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,7 +184,7 @@ def test_a_stuck_rank_ends_the_whole_job_within_the_timeout(tmp_path, how):
 def test_sigint_to_a_plain_mpiexec_stops_every_rank_at_one_step(tmp_path):
     from trainer_cli import dist_launch
 
-    folder = _folder(tmp_path, "dist_sync")
+    folder = slow_run_folder(tmp_path, "dist_sync")
     proc = subprocess.Popen([dist_launch.find_mpiexec(), "-n", "2"]
                             + trainer_cmd("run", "run.yaml", "--run-dir", "runs", "-q"),
                             cwd=folder, env=_env(), stdout=subprocess.PIPE,
@@ -287,7 +194,7 @@ def test_sigint_to_a_plain_mpiexec_stops_every_rank_at_one_step(tmp_path):
     proc.send_signal(signal.SIGINT)     # mpiexec forwards it to each rank, once
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    _assert_all_gone(pids)
+    assert_all_gone(pids)
     run_dir = only_run_dir(folder / "runs")
     step = layout.read_latest(run_dir)
     assert 20 < step < 300
@@ -297,13 +204,13 @@ def test_sigint_to_a_plain_mpiexec_stops_every_rank_at_one_step(tmp_path):
 @pytest.mark.dist
 @pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
 def test_a_killed_launcher_still_stops_the_job_with_a_checkpoint(tmp_path):
-    folder = _folder(tmp_path, "dist_sync")
+    folder = slow_run_folder(tmp_path, "dist_sync")
     proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "-q"], 2)
     pids = _job_pids(proc, 2)
     _wait_for(lambda: logged_step(folder / "runs") >= 20, proc, "step 20")
     proc.send_signal(signal.SIGKILL)    # nothing to relay: the kernel tells mpiexec (SIGTERM)
     proc.communicate(timeout=60)
-    _assert_all_gone(pids, within=30)
+    assert_all_gone(pids, within=30)
     run_dir = only_run_dir(folder / "runs")
     step = layout.read_latest(run_dir)
     assert 20 < step < 300

@@ -173,86 +173,38 @@ def test_a_writer_that_does_not_start_leaves_the_saves_to_a_thread(tmp_path, mon
     assert "checkpoint writer process did not start (exit code 1)" in log
 
 
-# A run of a real `trainer run` process that saves often enough to use the writer process, slow
-# enough (1 ms a forward) for a signal to land while it trains.
-SLOW_MODEL = '''\
-import time
-from trainer_cli.gluon import nn
-
-
-class Net(nn.HybridBlock):
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Dense(3)
-
-    def hybrid_forward(self, F, x):
-        time.sleep(0.001)
-        return self.body(x)
-
-
-def build():
-    return Net()
-'''
-
-SLOW_CONFIG = """\
-model: {name: slow.py:build, init: xavier}
-data:
-  train: {type: synthetic, task: classification, num_samples: 64, num_features: 5,
-          num_classes: 3, seed: 4}
-  batch_size: 16
-loss: softmax_cross_entropy
-optimizer: {name: adam, params: {learning_rate: 0.01}}
-seed: 3
-steps: 800
-log_every: 1
-checkpoint: {every_steps: 20, every_epoch: false, keep_last: 3}
-"""
-
-
-def _descendants(pid) -> set:
-    parents = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open("/proc/%s/stat" % name) as f:
-                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    return {child for child, parent in parents.items() if parent == pid}
-
-
 def test_sigterm_to_every_process_stops_with_a_checkpoint_and_resumes_exactly(tmp_path):
-    from run_helpers import (assert_bitwise_equal, final_arrays, logged_step, run_trainer,
-                             trainer_cmd)
-    (tmp_path / "slow.py").write_text(SLOW_MODEL)
-    (tmp_path / "run.yaml").write_text(SLOW_CONFIG)
+    """A real ``trainer run`` saving often enough for the writer process (every 20 of 600 steps),
+    slow enough (1 ms a forward) for the signal to land while it trains."""
+    from run_helpers import (assert_all_gone, assert_bitwise_equal, descendants, final_arrays,
+                             logged_step, run_trainer, slow_run_folder, trainer_cmd)
+    folder = slow_run_folder(tmp_path)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    reference = run_trainer("run", "run.yaml", "--run-dir", "ref", "-q", cwd=tmp_path, env=env)
+    often = ["-o", "checkpoint.every_steps=20"]
+    reference = run_trainer("run", "run.yaml", "--run-dir", "ref", "-q", *often, cwd=folder,
+                            env=env)
     assert reference.returncode == 0, reference.stderr
-    proc = subprocess.Popen(trainer_cmd("run", "run.yaml", "--run-dir", "runs", "-q"),
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(trainer_cmd("run", "run.yaml", "--run-dir", "runs", "-q", *often),
+                            cwd=folder, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while logged_step(tmp_path / "runs") < 50:
+    while logged_step(folder / "runs") < 50:
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
         time.sleep(0.005)
-    writers = _descendants(proc.pid)
-    assert len(writers) == 1                      # 40 saves to come: the writer process
+    writers = descendants(proc.pid)
+    assert len(writers) == 1                      # 30 saves in the run: the writer process
     for pid in writers | {proc.pid}:              # a scheduler signals every process of the job
         os.kill(pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
-    deadline = time.monotonic() + 10
-    while any(os.path.exists("/proc/%d" % pid) for pid in writers):
-        assert time.monotonic() < deadline, "the writer outlived the run"
-        time.sleep(0.05)
-    run_dir = only_run_dir(tmp_path / "runs")
+    assert_all_gone(writers, within=10.0)
+    run_dir = only_run_dir(folder / "runs")
     step = layout.read_latest(run_dir)
-    assert 50 <= step < 800
+    assert 50 <= step < 600
     assert layout.verify_checkpoint(latest_dir(run_dir))["finished"] is False
-    resumed = run_trainer("resume", run_dir, "-q", cwd=tmp_path, env=env)
+    resumed = run_trainer("resume", run_dir, "-q", cwd=folder, env=env)
     assert resumed.returncode == 0, resumed.stderr
-    for got, want in zip(final_arrays(run_dir), final_arrays(only_run_dir(tmp_path / "ref"))):
+    for got, want in zip(final_arrays(run_dir), final_arrays(only_run_dir(folder / "ref"))):
         assert_bitwise_equal(got, want)
 
 
