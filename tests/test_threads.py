@@ -20,7 +20,8 @@ def test_auto_leaves_out_busy_cores_and_never_goes_below_one():
 
 
 def test_auto_keeps_one_thread_for_small_layers():
-    """A GEMM of a million multiply-adds split over two threads made a step 1.56x slower."""
+    """A GEMM of a million multiply-adds gains nothing from a second thread (see
+    threads.SMALL_LAYER_WORK); from 4M on it does."""
     small = threads.plan("auto", cores=2, load=0.1, layer_work=1 << 20)
     assert small.count == 1 and "small layers: 1048576 multiply-adds" in small.how
     assert threads.plan("auto", cores=2, load=0.1, layer_work=1 << 22).count == 2

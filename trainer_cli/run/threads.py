@@ -51,10 +51,11 @@ def _load_average():
 
 
 # Multiply-adds of the largest layer's GEMM per step (its samples times the size of the largest
-# parameter) below which one BLAS thread is used: OpenBLAS splits GEMMs from about a million
-# multiply-adds on, and a split that small costs more than it saves. On a 2-core machine two
-# threads made the step of configs/mlp_synthetic.yaml at batch 128 (1M) 1.56x slower, left it
-# equal at batch 32 (262K), and made it faster from 4M on (0.85-0.88x the time; 0.58x at 67M).
+# parameter) below which one BLAS thread is used. ``benchmarks/bench_blas_threads.py`` on a quiet
+# 2-core machine: a second thread gained nothing at 262K and 1M (1.00 of one thread's time) and
+# paid from 4M on (0.85-0.88; 0.58 at 67M). A thread that cannot help can only cost: one run at
+# 1M with the other core disturbed took 1.56x as long on two threads, and the load average
+# shows such work late. One thread also leaves the other core to the checkpoint writer.
 SMALL_LAYER_WORK = 1 << 21
 
 
