@@ -258,11 +258,15 @@ def sgd_steps(step, plans, rescale, clip, lazy=True):
     rest = range(len(weights)) if kernel is None else \
         kernel.run_groups(step.split(kernel, lambda: columns), rows_of)
     for p in rest:
-        plan = plans[p]
-        rule = sgd_sparse_rule if type(grads[p]) is SparseRows else sgd_rule
-        kw = {"lazy": lazy} if rule is sgd_sparse_rule else {}
-        rule(weights[p], grads[p], moms[p], lr=plan.lr, wd=plan.wd, momentum=plan.momentum,
-             rescale=rescale, clip=clip, **kw)
+        plan, w, g = plans[p], weights[p], grads[p]
+        if type(g) is SparseRows:
+            sgd_sparse_rule(w, g, moms[p], lr=plan.lr, wd=plan.wd, momentum=plan.momentum,
+                            rescale=rescale, clip=clip, lazy=lazy)
+        elif SGD_KERNEL.declines(w):        # tensors too small for a kernel: straight to NumPy
+            _sgd_numpy(w, g, moms[p], plan.lr, plan.wd, plan.momentum, rescale, clip)
+        else:
+            sgd_rule(w, g, moms[p], lr=plan.lr, wd=plan.wd, momentum=plan.momentum,
+                     rescale=rescale, clip=clip)
 
 
 # ----------------------------------------------------------------------------- the optimizer
