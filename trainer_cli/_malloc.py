@@ -10,6 +10,7 @@ CPU allocator is glibc's too, pays the same). ``tune`` fixes the mmap threshold 
 (32 MiB: larger blocks are still mapped and unmapped) and the trim threshold at 1 GiB, so freed
 blocks stay in the heap and the next step reuses them without faults. The cost: the process keeps
 up to that much freed memory mapped instead of returning it at once (the peak is unchanged).
+Larger blocks (a convolution's column matrices) are kept by ``ndarray.scratch`` instead.
 
 It runs once, when ``trainer_cli.ndarray`` is imported, on glibc only; ``TRAINER_MALLOC_TUNE=0``
 turns it off (then glibc's defaults and ``MALLOC_*_`` environment variables apply as usual).

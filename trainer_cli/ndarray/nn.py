@@ -19,6 +19,7 @@ from .. import autograd as _ag
 from .. import random as _random
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
+from . import scratch as _scratch
 from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
 from .sparse import embedding_grad, embedding_of_rows
 from .ops import _erf_raw
@@ -96,8 +97,12 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     plane = math.prod(out_sp)
     length = n * plane
     # The GEMM operand: (C * kernel, N * out) columns, laid out (C, kernel..., N, out...).
-    cols = numpy.empty((c * ksize, length), x.dtype) if type(x) is numpy.ndarray else None
+    taken = _scratch.take((c * ksize, length), x.dtype) if type(x) is numpy.ndarray else None
+    cols = taken
     if cols is None or not _ck.im2col(x, kernel, stride, dilate, pad, out_sp, cols):
+        if taken is not None:
+            _scratch.give(taken)
+            taken = None
         xpad = xp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad)) if any(pad) else x
         xpad = xp.ascontiguousarray(xpad)
         st = xpad.strides
@@ -118,6 +123,8 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
             xp.maximum(out, 0, out=out)
     inputs = (data, weight, bias) if bias is not None else (data, weight)
     if not _recording_for(*inputs):
+        if taken is not None:
+            _scratch.give(taken)
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
@@ -136,7 +143,12 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
         if needs[1]:
             gw = xp.matmul(g2, cols.transpose(0, 2, 1)).reshape(w.shape)
         if needs[0]:
-            gcols = xp.matmul(wm.transpose(0, 2, 1), g2).reshape(c * ksize, length)
+            # A column matrix's size again: into a kept buffer when it is one (``scratch``).
+            spare = _scratch.take((c * ksize, length), g2.dtype) \
+                if type(g2) is numpy.ndarray and g2.dtype == wm.dtype == x.dtype else None
+            gcols = xp.matmul(wm.transpose(0, 2, 1), g2, out=None if spare is None else
+                              spare.reshape(groups, (c // groups) * ksize, length))
+            gcols = gcols.reshape(c * ksize, length)
             gx = numpy.empty(x.shape, x.dtype) if type(gcols) is numpy.ndarray else None
             if gx is None or not _ck.col2im(gcols, kernel, stride, dilate, pad, out_sp, gx):
                 gcols = gcols.reshape((c,) + kernel + (n,) + out_sp)
@@ -148,9 +160,13 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
                         += gcols[(slice(None),) + offset]
                 inner = tuple(slice(p, p + h) for p, h in zip(pad, spatial))
                 gx = xp.moveaxis(gpad[(slice(None), slice(None)) + inner], 0, 1)
+            if spare is not None:
+                _scratch.give(spare)
         if bias is not None:
             return gx, gw, (g2.reshape(f, length).sum(axis=1) if needs[2] else None)
         return gx, gw
+    if taken is not None:
+        _scratch.give_when_dropped(vjp, taken)
     return _result(out, data._ctx, inputs, vjp)
 
 
