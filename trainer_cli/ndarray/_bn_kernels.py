@@ -57,7 +57,8 @@ def _geometry(x):
     return n, c, x.size // (n * c)
 
 
-def _workspace(dtype, p):
+def workspace(dtype, p):
+    """``pairwise``'s task stack and values, and a row of ``p`` elements to sum from."""
     return (numpy.empty((_STACK, 2), numpy.int64), numpy.empty(_STACK, dtype),
             numpy.empty(p, dtype))
 
@@ -67,7 +68,7 @@ def channel_sums(x, mean, sums) -> None:
     ``(x - mean)**2`` computed as ``d = x - mean; d * d`` when ``mean`` ``(C,)`` is given.
     The caller checked ``usable``."""
     n, c, p = _geometry(x)
-    tasks, values, scratch = _workspace(x.dtype, p)
+    tasks, values, scratch = workspace(x.dtype, p)
     _sums(x.reshape(-1), n, c, p, sums if mean is None else mean, mean is not None,
           x.dtype.type(0), sums, tasks, values, scratch)
 
@@ -83,7 +84,7 @@ def grad_sums(g, x, mean, invstd, gsum, gxhat_sum) -> None:
     """Per channel: ``gsum`` = NumPy's ``g.sum(axis=(0, 2, ...))``, ``gxhat_sum`` = that of
     ``g * ((x - mean) * invstd)``."""
     n, c, p = _geometry(x)
-    tasks, values, scratch = _workspace(x.dtype, p)
+    tasks, values, scratch = workspace(x.dtype, p)
     _grad_sums(g.reshape(-1), x.reshape(-1), n, c, p, mean, invstd, x.dtype.type(0), gsum,
                gxhat_sum, tasks, values, scratch)
 
@@ -209,7 +210,7 @@ def _grad_input_loop(g, x, n_, c_, p_, mean, invstd, gmean, proj, scale, gx):
 # The loops call these by name; compiled, they call them compiled (``_jit.Kernel``'s helpers).
 _block_sum = _block_sum_loop
 block_sum = _jit.Kernel(_block_sum_loop)
-_pairwise = _pairwise_loop
+_pairwise = pairwise_loop = _pairwise_loop
 pairwise = _jit.Kernel(_pairwise_loop, {"_block_sum": block_sum})
 _sums = _jit.Kernel(_sums_loop, {"_pairwise": pairwise})
 _scale_shift = _jit.Kernel(_scale_shift_loop)

