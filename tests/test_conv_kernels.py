@@ -45,7 +45,7 @@ def _run(fn, arrays, head_seed, kernels, monkeypatch):
     monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
     calls = []
     if kernels:
-        for name in ("_im2col", "_epilogue", "_grad_out", "_col2im", "_max_pool",
+        for name in ("_im2col", "_epilogue", "_grad_out", "_grad_out_t", "_col2im", "_max_pool",
                      "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad"):
             kernel = getattr(K, name)
             monkeypatch.setattr(K, name, _counting(kernel, name, calls))
@@ -74,6 +74,9 @@ CONVS = [
     ((2, 4, 12, 12), (6, 2, 3, 3), {"dilate": (2, 2), "pad": (2, 1), "num_group": 2}),
     ((5, 1, 28, 28), (32, 1, 3, 3), {}),
     ((2, 3, 8, 8), (4, 3, 1, 1), {"stride": (3, 3)}),
+    # Rows enough for the (N * P, F) gradient layout (nn.TRANSPOSED_GRAD_ROWS), with groups too.
+    ((2, 64, 7, 6), (5, 64, 3, 3), {"pad": (1, 1)}),
+    ((2, 128, 5, 5), (6, 64, 3, 3), {"num_group": 2, "stride": (2, 1)}),
 ]
 
 
@@ -94,7 +97,10 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
 
     out, grads, calls = _run(conv, arrays, 4, True, monkeypatch)
     ref_out, ref_grads, _ = _run(conv, arrays, 4, False, monkeypatch)
-    assert set(calls) == {"_im2col", "_epilogue", "_grad_out", "_col2im"}
+    transposed = (xshape[1] // kw.get("num_group", 1)) * wshape[2] * wshape[3] \
+        >= nd.nn.TRANSPOSED_GRAD_ROWS
+    assert set(calls) == {"_im2col", "_epilogue", "_grad_out_t" if transposed else "_grad_out",
+                          "_col2im"}
     _same_bits(out, ref_out)
     for got, expect in zip(grads, ref_grads):
         _same_bits(got, expect)

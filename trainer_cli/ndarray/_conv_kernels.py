@@ -9,9 +9,10 @@ GEMMs themselves:
 - ``conv_epilogue``: the GEMM's ``(F, N, P)`` result into the ``(N, F, P)`` output with the bias
   added and, for Conv2D(activation='relu'), the ReLU (NumPy: ``moveaxis(out) + bias`` and
   ``maximum(out, 0)``);
-- ``conv_grad_out``: the output gradient, ReLU-masked, into the GEMMs' ``(N * P, F)`` layout,
-  with the bias gradient's sums on the way (NumPy: ``g * (out > 0)``, a transposing copy and a
-  sum);
+- ``conv_grad_out``: the output gradient, ReLU-masked, into the GEMMs' ``(F, N, P)`` layout
+  (NumPy: ``g * (out > 0)`` and a transposing copy); ``conv_grad_out_t`` into the ``(N * P, F)``
+  layout that layers with many input channels use (see ``nn._convolution``), with the bias
+  gradient's sums on the way;
 - ``col2im``: the column gradient added back into the input gradient, window offset by window
   offset (NumPy: one strided ``+=`` per offset into a padded buffer);
 - ``max_pool`` / ``max_pool_grad``: the window maximum with the index of its first occurrence, and
@@ -36,8 +37,8 @@ import numpy
 from .. import _jit
 from . import _bn_kernels as _bk
 
-__all__ = ["im2col", "conv_epilogue", "conv_grad_out", "col2im", "max_pool", "max_pool_grad",
-           "MIN_SIZE"]
+__all__ = ["im2col", "conv_epilogue", "conv_grad_out", "conv_grad_out_t", "col2im", "max_pool",
+           "max_pool_grad", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _np_ndarray = numpy.ndarray
@@ -80,7 +81,17 @@ def conv_epilogue(res, bias, relu, out) -> bool:
     return True
 
 
-def conv_grad_out(g, out, relu, g2, sums) -> bool:
+def conv_grad_out(g, out, relu, g2) -> bool:
+    """``g2[f, n] = g[n, f] * (out[n, f] > 0 if relu else 1)`` for ``(N, F, P)`` ``g`` and ``out``
+    and ``(F, N, P)`` ``g2``; without ``relu`` a transposing copy."""
+    if not _usable(g, g2, out if relu else None):
+        return False
+    n, f, p = g.shape
+    _grad_out(g.reshape(-1), n, f, p, (out if relu else g).reshape(-1), relu, g2.reshape(-1))
+    return True
+
+
+def conv_grad_out_t(g, out, relu, g2, sums) -> bool:
     """``g2[n * P + p, f] = g[n, f, p] * (out[n, f, p] > 0 if relu else 1)`` for ``(N, F, P)``
     ``g`` and ``out`` and ``(N * P, F)`` ``g2``; without ``relu`` a transposing copy. ``sums``
     ``(F,)`` (or None): the bias gradient, NumPy's ``gm.sum(axis=(0, 2))`` of that masked
@@ -89,9 +100,9 @@ def conv_grad_out(g, out, relu, g2, sums) -> bool:
         return False
     n, f, p = g.shape
     tasks, values, rows = _bk.workspace(g.dtype, _BLOCK * p)
-    _grad_out(g.reshape(-1), n, f, p, (out if relu else g).reshape(-1), relu, g2.reshape(-1),
-              sums is not None, g2.reshape(-1)[:f] if sums is None else sums, g.dtype.type(0),
-              tasks, values, rows)
+    _grad_out_t(g.reshape(-1), n, f, p, (out if relu else g).reshape(-1), relu, g2.reshape(-1),
+                sums is not None, g2.reshape(-1)[:f] if sums is None else sums, g.dtype.type(0),
+                tasks, values, rows)
     return True
 
 
@@ -208,7 +219,19 @@ def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out):
                 out[_U(dst + p)] = v
 
 
-def _grad_out_loop(g, n_, f_, p_, out, relu, g2, with_sums, sums, zero, tasks, values, rows):
+def _grad_out_loop(g, n_, f_, p_, out, relu, g2):
+    for f in range(f_):
+        for n in range(n_):
+            src, dst = (n * f_ + f) * p_, (f * n_ + n) * p_
+            if relu:
+                for p in range(p_):
+                    g2[_U(dst + p)] = g[_U(src + p)] * (1 if out[_U(src + p)] > 0 else 0)
+            else:
+                for p in range(p_):
+                    g2[_U(dst + p)] = g[_U(src + p)]
+
+
+def _grad_out_t_loop(g, n_, f_, p_, out, relu, g2, with_sums, sums, zero, tasks, values, rows):
     # A transpose in blocks of _BLOCK filters: their (n, f) rows are masked into ``rows`` (where
     # each one's sum is taken, in NumPy's order: see _bn_kernels), then written out position by
     # position, _BLOCK contiguous values at a time (a column at a time ran 3x slower).
@@ -367,7 +390,8 @@ span = _jit.Kernel(_span_loop)
 _im2col = _jit.Kernel(_im2col_loop, {"_span": span})
 _epilogue = _jit.Kernel(_epilogue_loop)
 _pairwise = _bk.pairwise_loop
-_grad_out = _jit.Kernel(_grad_out_loop, {"_pairwise": _bk.pairwise})
+_grad_out = _jit.Kernel(_grad_out_loop)
+_grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _bk.pairwise})
 _col2im = _jit.Kernel(_col2im_loop, {"_span": span})
 _max_pool = _jit.Kernel(_max_pool_loop)
 _max_pool_grad = _jit.Kernel(_max_pool_grad_loop, {"_span": span})

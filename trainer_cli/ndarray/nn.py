@@ -128,33 +128,23 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
-        # The output gradient in the GEMMs' (N * P, F) layout: the weight gradient's GEMM runs
-        # 15-25% faster with it than with (F, N * P) rows (OpenBLAS, CIFAR- and LeNet-sized).
         bias_grad = bias is not None and needs[2]
-        host = type(g) is numpy.ndarray
-        g2 = numpy.empty((length, f), g.dtype) if host else None
-        gb = numpy.empty(f, g.dtype) if host and bias_grad else None
-        if g2 is not None:
-            gc = g.reshape(n, f, plane) if g.flags.c_contiguous else \
-                numpy.ascontiguousarray(g).reshape(n, f, plane)
-            if not _ck.conv_grad_out(gc, out.reshape(n, f, plane), relu, g2, gb):
-                g2 = None
-        if g2 is None:
-            # The same mask as relu's d > 0 (NaN included); the bias gradient from its
-            # C-contiguous (N, F, P) layout, in the order the kernel sums it.
-            gm = xp.ascontiguousarray(g * (out > 0) if relu else g).reshape(n, f, plane)
-            g2 = xp.ascontiguousarray(gm.transpose(0, 2, 1)).reshape(length, f)
-            gb = gm.sum(axis=(0, 2)) if bias_grad else None
-        g2 = g2.reshape(length, groups, f // groups).transpose(1, 0, 2)    # (G, N * P, F / G)
-        gx = gw = None
-        if needs[1]:
-            gw = xp.ascontiguousarray(xp.matmul(cols, g2).transpose(0, 2, 1)).reshape(w.shape)
+        if (c // groups) * ksize >= TRANSPOSED_GRAD_ROWS:
+            g2, gb = _grad_rows_t(g, out, relu, n, f, plane, bias_grad, xp)
+            g2 = g2.reshape(length, groups, f // groups).transpose(1, 0, 2)    # (G, NP, F/G)
+            gw = xp.ascontiguousarray(xp.matmul(cols, g2).transpose(0, 2, 1)).reshape(w.shape) \
+                if needs[1] else None
+            g2 = g2.transpose(0, 2, 1)
+        else:
+            g2 = _grad_rows(g, out, relu, n, f, plane, xp).reshape(groups, f // groups, length)
+            gw = xp.matmul(g2, cols.transpose(0, 2, 1)).reshape(w.shape) if needs[1] else None
+            gb = g2.reshape(f, length).sum(axis=1) if bias_grad else None
+        gx = None
         if needs[0]:
             # A column matrix's size again: into a kept buffer when it is one (``scratch``).
             spare = _scratch.take((c * ksize, length), g2.dtype) \
                 if type(g2) is numpy.ndarray and g2.dtype == wm.dtype == x.dtype else None
-            gcols = xp.matmul(wm.transpose(0, 2, 1), g2.transpose(0, 2, 1),
-                              out=None if spare is None else
+            gcols = xp.matmul(wm.transpose(0, 2, 1), g2, out=None if spare is None else
                               spare.reshape(groups, (c // groups) * ksize, length))
             gcols = gcols.reshape(c * ksize, length)
             gx = numpy.empty(x.shape, x.dtype) if type(gcols) is numpy.ndarray else None
@@ -176,6 +166,42 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     if taken is not None:
         _scratch.give_when_dropped(vjp, taken)
     return _result(out, data._ctx, inputs, vjp)
+
+
+# From this many rows of the column matrix per group (input channels x kernel size) on, the
+# output gradient goes to the GEMMs as (N * P, F): OpenBLAS runs the weight gradient's GEMM 5-20%
+# faster on it, which outweighs the transposing copy in wide layers only. Measured on one thread
+# (benchmarks/bench_conv.py's steps): the CIFAR-sized step (64 channels, 576 rows) 396 -> 384 ms;
+# LeNet's step (9 and 288 rows) 0.5 ms slower with its conv2 transposed, 0.8 ms with conv1 too.
+TRANSPOSED_GRAD_ROWS = 512
+
+
+def _grad_rows(g, out, relu, n, f, plane, xp):
+    """The output gradient, ReLU-masked (the same mask as relu's d > 0, NaN included), in the
+    GEMMs' (F, N, P) layout."""
+    if type(g) is numpy.ndarray:
+        g2 = numpy.empty((f, n, plane), g.dtype)
+        gc = g.reshape(n, f, plane) if g.flags.c_contiguous else \
+            numpy.ascontiguousarray(g).reshape(n, f, plane)
+        if _ck.conv_grad_out(gc, out.reshape(n, f, plane), relu, g2):
+            return g2
+    gm = g * (out > 0) if relu else g
+    return xp.ascontiguousarray(xp.moveaxis(gm, 1, 0)).reshape(f, n, plane)
+
+
+def _grad_rows_t(g, out, relu, n, f, plane, bias_grad, xp):
+    """``(the masked output gradient in the (N * P, F) layout, the bias gradient or None)``; the
+    bias gradient is summed from the (N, F, P) layout, in NumPy's order on both paths."""
+    if type(g) is numpy.ndarray:
+        g2 = numpy.empty((n * plane, f), g.dtype)
+        gb = numpy.empty(f, g.dtype) if bias_grad else None
+        gc = g.reshape(n, f, plane) if g.flags.c_contiguous else \
+            numpy.ascontiguousarray(g).reshape(n, f, plane)
+        if _ck.conv_grad_out_t(gc, out.reshape(n, f, plane), relu, g2, gb):
+            return g2, gb
+    gm = xp.ascontiguousarray(g * (out > 0) if relu else g).reshape(n, f, plane)
+    return (xp.ascontiguousarray(gm.transpose(0, 2, 1)).reshape(n * plane, f),
+            gm.sum(axis=(0, 2)) if bias_grad else None)
 
 
 # ----------------------------------------------------------------------------- Pooling
