@@ -811,7 +811,12 @@ def _fully_connected(data, weight, bias, flatten, relu):
                 if relu:
                     g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
                 g2 = g.reshape(-1, w.shape[0])
-                gb = g2.sum(axis=0) if bias_grad else None
+                gb = None
+                if gb_buf is not None and type(gb_buf) is type(g2) and gb_buf.dtype == g2.dtype:
+                    g2.sum(axis=0, out=gb_buf)
+                    gb = _ag.WRITTEN
+                elif bias_grad:
+                    gb = g2.sum(axis=0)
             gx = None
             if needs[0]:
                 # In x's layout (F-order after a transposed forward): the ReLU mask of the

@@ -124,9 +124,14 @@ class Updater:
         size = optimizer.aggregate_num if self.aggregate_updates else 1
         if optimizer.counts_each_index:
             size = len(indices)       # planning a list counts index by index anyway
-        plans = []
-        for start, stop in _chunks(prepared.runs, size):
-            plans += optimizer._plan(indices[start:stop], weights[start:stop], grads[start:stop])
+        runs = prepared.runs
+        if len(runs) == 1 and len(indices) <= size:
+            plans = optimizer._plan(indices, weights, grads)      # one chunk: a small model's
+        else:
+            plans = []
+            for start, stop in _chunks(runs, size):
+                plans += optimizer._plan(indices[start:stop], weights[start:stop],
+                                         grads[start:stop])
         optimizer._steps(prepared.step, plans)
 
     def sync_state_context(self, state, context):
