@@ -29,11 +29,19 @@ def _same_bits(a, b):
     ((4, 5, 2), (4, 10), 0, 3.0),
     ((6, 4), (6, 4), 1, 0.25),
     ((7,), (7,), 0, 1.0),
+    ((8, 1), (8,), 0, -1.0),        # zero differences give -0.0 losses; NaN and subnormals too
+    ((7,), (7,), 0, -3.0),
 ])
 def test_l2_loss_matches_the_op_by_op_form(dtype, pred_shape, label_shape, batch_axis, weight):
     rng = numpy.random.default_rng(0)
     pred_raw = rng.standard_normal(pred_shape).astype(dtype)
-    label = nd.array(rng.standard_normal(label_shape).astype(dtype), dtype=dtype)
+    label_raw = rng.standard_normal(label_shape).astype(dtype)
+    if weight < 0:
+        flat_pred, flat_label = pred_raw.reshape(-1), label_raw.reshape(-1)
+        flat_pred[:3] = flat_label[:3]
+        flat_pred[3] = numpy.nan
+        flat_pred[4] = flat_label[4] + numpy.finfo(dtype).smallest_subnormal
+    label = nd.array(label_raw, dtype=dtype)
     fused = gloss.L2Loss(weight=weight, batch_axis=batch_axis)
 
     def generic(pred):
