@@ -15,6 +15,7 @@ def pool(monkeypatch):
     scratch.release()
     monkeypatch.setattr(scratch, "MIN_BYTES", 64)
     monkeypatch.setattr(scratch, "MAX_BYTES", 1 << 20)
+    monkeypatch.setattr(scratch, "ENABLED", True)
     yield scratch
     scratch.release()
 
@@ -133,3 +134,27 @@ def test_inference_gives_the_column_matrix_back_at_once(pool, monkeypatch):
     nd.Convolution(nd.array(x), nd.array(w), nd.array(b), kernel=(3, 3), num_filter=5,
                    pad=(1, 1))
     assert pool.held_bytes() == 4 * 9 * 3 * 81 * 4
+
+
+def test_the_pool_is_off_with_malloc_tuning_off(pool, monkeypatch):
+    monkeypatch.setattr(pool, "ENABLED", False)         # TRAINER_MALLOC_TUNE=0
+    a = np.empty(64, np.float32)
+    pool.give(a)
+
+    def owner():
+        return a
+    pool.give_when_dropped(owner, a)
+    del owner
+    gc.collect()
+    assert pool.held_bytes() == 0 and pool.take((64,), np.float32) is not a
+
+
+def test_the_switch_is_read_from_the_environment():
+    import subprocess
+    import sys
+    probe = "from trainer_cli.ndarray import scratch; print(scratch.ENABLED)"
+    for value, expect in (("0", "False"), ("1", "True")):
+        env = dict(__import__("os").environ, TRAINER_MALLOC_TUNE=value)
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                             text=True, timeout=120, check=True).stdout.strip()
+        assert out == expect

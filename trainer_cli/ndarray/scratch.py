@@ -13,10 +13,11 @@ the CIFAR-sized benchmark that was about 40 ms of kernel time in a 420 ms step.
 longest-unused going first; what is kept is memory the previous step had in use anyway (its
 peak is unchanged), held between steps instead of being unmapped. Only the code that allocated
 an array through ``take`` gives it back, once nothing else can see it. ``release`` empties the
-pool.
+pool; ``TRAINER_MALLOC_TUNE=0``, which leaves glibc's defaults alone, turns the pool off too.
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections import OrderedDict, deque
@@ -24,11 +25,12 @@ from collections import OrderedDict, deque
 import numpy
 
 __all__ = ["take", "give", "give_when_dropped", "release", "held_bytes", "MIN_BYTES", "MAX_BYTES",
-           "PER_SHAPE"]
+           "PER_SHAPE", "ENABLED"]
 
 MIN_BYTES = 32 << 20        # below it, glibc's heap keeps freed blocks (``_malloc``)
 MAX_BYTES = 1 << 30
 PER_SHAPE = 8
+ENABLED = os.environ.get("TRAINER_MALLOC_TUNE", "1") != "0"
 
 _lock = threading.Lock()
 _free: OrderedDict = OrderedDict()      # (shape, dtype) -> [arrays], least recently kept first
@@ -58,7 +60,7 @@ def take(shape, dtype) -> numpy.ndarray:
 
 def give(array) -> None:
     """Keep ``array`` (from ``take``, no longer used by anyone) for a later ``take``."""
-    if type(array) is numpy.ndarray and MIN_BYTES <= array.nbytes <= MAX_BYTES \
+    if ENABLED and type(array) is numpy.ndarray and MIN_BYTES <= array.nbytes <= MAX_BYTES \
             and array.base is None and array.flags.c_contiguous:
         _given.append(array)
 
@@ -66,7 +68,7 @@ def give(array) -> None:
 def give_when_dropped(owner, array) -> None:
     """``give(array)`` once ``owner`` (a gradient function holding it) is garbage: the tape drops
     it after the backward pass that used it, or with the graph when none runs."""
-    if type(array) is numpy.ndarray and array.nbytes >= MIN_BYTES:
+    if ENABLED and type(array) is numpy.ndarray and array.nbytes >= MIN_BYTES:
         weakref.finalize(owner, give, array).atexit = False
 
 
