@@ -1,6 +1,9 @@
 """Large scratch arrays kept between steps (``trainer_cli.ndarray.scratch``): the pool's rules,
 and a convolution whose column matrices go through it computing what it computes without it."""
 import gc
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -150,11 +153,9 @@ def test_the_pool_is_off_with_malloc_tuning_off(pool, monkeypatch):
 
 
 def test_the_switch_is_read_from_the_environment():
-    import subprocess
-    import sys
     probe = "from trainer_cli.ndarray import scratch; print(scratch.ENABLED)"
     for value, expect in (("0", "False"), ("1", "True")):
-        env = dict(__import__("os").environ, TRAINER_MALLOC_TUNE=value)
+        env = dict(os.environ, TRAINER_MALLOC_TUNE=value)
         out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                              text=True, timeout=120, check=True).stdout.strip()
         assert out == expect
