@@ -56,6 +56,24 @@ def test_a_save_copies_the_state_it_was_asked_for(tmp_path, monkeypatch):
     assert a[4] == b[4]
 
 
+def test_a_save_too_large_for_the_background_copies_nothing(tmp_path, monkeypatch):
+    """Written in the training thread from the live arrays: a copy would double the model's
+    memory for nothing."""
+    no_fsync(monkeypatch)
+    from trainer_cli.run import checkpoint
+    real, copies = checkpoint.snapshot, []
+
+    def spy(*args, copy=True):
+        copies.append(copy)
+        return real(*args, copy=copy)
+
+    monkeypatch.setattr(checkpoint, "snapshot", spy)
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
+    start_run(write_config(tmp_path), ["checkpoint.keep_last=100"], run_root=tmp_path / "r")
+    assert len(checkpoint_files(only_run_dir(tmp_path / "r"))) > 3
+    assert copies and not any(copies)
+
+
 def test_background_job_hands_back_results_and_errors_in_order():
     job = BackgroundJob()
     assert job.wait() is None

@@ -363,7 +363,9 @@ class _Recorder:
         }
         self.flush()  # the previous save first: its error, its log line, and pruning in order
         writer = self._writer
-        files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=writer is None)
+        # The live arrays first: a save too large for the background is written from them,
+        # without a copy that would double the model's memory.
+        files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=False)
         meta = _json_safe(meta)
         if files is None or st.finished or _nbytes(files) > BACKGROUND_SAVE_BYTES:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
@@ -379,11 +381,11 @@ class _Recorder:
                 # ``files`` are the live arrays: saved here, before training goes on.
                 self._finished_save(self._save(st.step, files, meta))
         else:
-            if writer is not None:
-                files = _ckpt.snapshot(parts.net, parts.trainer, residuals)
             # Files, fsyncs and pruning take longer than the steps of a small model: they go on
             # while training does, from a copy taken now (a kill -9 meanwhile leaves `latest` on
             # the previous checkpoint, as a kill during a save in this thread would).
+            files = {name: {key: array.copy() for key, array in arrays.items()}
+                     for name, arrays in files.items()}
             self._saving.start(self._save, st.step, files, meta)
 
     def _save(self, step, files, meta) -> Path:
