@@ -175,6 +175,10 @@ def _module():
 
     mod.__getattr__ = __getattr__
     mod.cuda = types.SimpleNamespace(Device=_Device)
+
+    def as_strided(x, shape=None, strides=None):        # cupy.lib.stride_tricks.as_strided
+        return _wrap(numpy.lib.stride_tricks.as_strided(_unwrap(x), shape=shape, strides=strides))
+    mod.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(as_strided=as_strided))
     mod.asnumpy = lambda a: a.get() if isinstance(a, StrictArray) else numpy.asarray(a)
     mod.ndarray = StrictArray
     return mod

@@ -155,3 +155,83 @@ def test_losses_make_no_hidden_host_transfer(monkeypatch, name):
     for a, b in zip(expected, got):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert a.tobytes() == b.tobytes(), name
+
+
+# Convolution, pooling and normalization layers: forward and backward on stand-in arrays, bitwise
+# as on NumPy. Each case: the op on NDArrays, the arrays that get gradients, and constant arrays
+# on the same device (BatchNorm's moving statistics, whose update is compared too).
+def _f32(rng, *shape):
+    return rng.standard_normal(shape).astype(numpy.float32)
+
+
+def _layer_cases():
+    from trainer_cli import nd
+    from trainer_cli.ndarray import nn as ndnn
+    rng = numpy.random.default_rng(3)
+    x = _f32(rng, 2, 3, 6, 6)
+    # 576 column rows (per group): the output gradient in the transposed layout.
+    wide, wide_groups = _f32(rng, 2, 64, 5, 4), _f32(rng, 2, 128, 4, 4)
+    assert 64 * 9 >= ndnn.TRANSPOSED_GRAD_ROWS
+    stats = [numpy.zeros(3, numpy.float32), numpy.ones(3, numpy.float32)]
+    return {
+        "conv": (lambda a, w, b: nd.Convolution(a, w, b, kernel=(3, 3), num_filter=4, pad=(1, 1)),
+                 [x, _f32(rng, 4, 3, 3, 3), _f32(rng, 4)], []),
+        "conv_relu_wide_groups": (
+            lambda a, w, b: ndnn._convolution(a, w, b, (3, 3), (1, 2), None, (1, 1), 6, 2, None,
+                                              True),
+            [wide_groups, _f32(rng, 6, 64, 3, 3), _f32(rng, 6)], []),
+        "conv_wide": (lambda a, w, b: nd.Convolution(a, w, b, kernel=(3, 3), num_filter=5,
+                                                     pad=(1, 1)),
+                      [wide, _f32(rng, 5, 64, 3, 3), _f32(rng, 5)], []),
+        "conv_stride_dilate": (lambda a, w: nd.Convolution(a, w, kernel=(3, 3), num_filter=4,
+                                                           stride=(2, 1), dilate=(2, 1),
+                                                           pad=(1, 2), no_bias=True),
+                               [x, _f32(rng, 4, 3, 3, 3)], []),
+        "conv1d": (lambda a, w: nd.Convolution(a, w, kernel=(3,), num_filter=4, no_bias=True),
+                   [x[:, :, 0], _f32(rng, 4, 3, 3)], []),
+        "deconv": (lambda a, w: nd.Deconvolution(a, w, kernel=(3, 3), num_filter=4, stride=(2, 2),
+                                                 no_bias=True), [x, _f32(rng, 3, 4, 3, 3)], []),
+        "max_pool": (lambda a: nd.Pooling(a, kernel=(2, 2), stride=(2, 2), pool_type="max"),
+                     [x], []),
+        "max_pool_padded": (lambda a: nd.Pooling(a, kernel=(3, 3), stride=(2, 2), pad=(1, 1),
+                                                 pool_type="max"), [x], []),
+        "avg_pool": (lambda a: nd.Pooling(a, kernel=(3, 3), stride=(1, 1), pad=(1, 1),
+                                          pool_type="avg"), [x], []),
+        "global_max_pool": (lambda a: nd.Pooling(a, global_pool=True, pool_type="max",
+                                                 kernel=(1, 1)), [x], []),
+        "batch_norm": (lambda a, g, b, m, v: nd.BatchNorm(a, g, b, m, v, fix_gamma=False),
+                       [x, _f32(rng, 3), _f32(rng, 3)], stats),
+        "batch_norm_fixed_gamma": (lambda a, g, b, m, v: nd.BatchNorm(a, g, b, m, v),
+                                   [x, _f32(rng, 3), _f32(rng, 3)], stats),
+        "layer_norm": (lambda a, g, b: nd.LayerNorm(a, g, b, axis=-1),
+                       [x, _f32(rng, 6), _f32(rng, 6)], []),
+        "prelu": (lambda a, g: nd.LeakyReLU(a, g, act_type="prelu"), [x, _f32(rng, 3)], []),
+        "elu": (lambda a: nd.LeakyReLU(a, act_type="elu", slope=0.3), [x], []),
+    }
+
+
+def _layer_run(case, device):
+    from trainer_cli import autograd, cpu
+    from trainer_cli.ndarray.interop import grad_buffer, raw, wrap
+
+    fn, with_grads, constants = _layer_cases()[case]
+    move = to_device if device else numpy.copy
+    arrays = [wrap(move(a), cpu()) for a in with_grads]
+    fixed = [wrap(move(a), cpu()) for a in constants]
+    for a in arrays:
+        a.attach_grad()
+    with autograd.record():
+        out = fn(*arrays, *fixed)
+    out.backward()
+    got = [raw(out)] + [raw(grad_buffer(a)) for a in arrays] + [raw(a) for a in fixed]
+    return [g.get() if device else g for g in got]
+
+
+@pytest.mark.parametrize("case", list(_layer_cases()))
+def test_layers_make_no_hidden_host_transfer(monkeypatch, case):
+    standin_array_module(monkeypatch)
+    expected = _layer_run(case, device=False)
+    got = _layer_run(case, device=True)
+    for a, b in zip(expected, got):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes(), case
