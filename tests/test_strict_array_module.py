@@ -124,16 +124,8 @@ _THREE_ARRAY_LOSSES = ["TripletLoss", "CosineEmbeddingLoss"]
 
 
 def _loss_run(name, inputs, device):
-    from trainer_cli import autograd, cpu, gluon
-    from trainer_cli.ndarray.interop import grad_buffer, raw, wrap
-
-    arrays = [wrap(to_device(a) if device else a.copy(), cpu()) for a in inputs]
-    arrays[0].attach_grad()
-    with autograd.record():
-        out = getattr(gluon.loss, name)()(*arrays)
-    out.backward()
-    got = [raw(out), raw(grad_buffer(arrays[0]))]
-    return [g.get() if device else g for g in got]
+    from trainer_cli import gluon
+    return _autograd_run(getattr(gluon.loss, name)(), inputs[:1], inputs[1:], device)
 
 
 @pytest.mark.parametrize("name", _TWO_ARRAY_LOSSES + _THREE_ARRAY_LOSSES)
@@ -210,11 +202,12 @@ def _layer_cases():
     }
 
 
-def _layer_run(case, device):
+def _autograd_run(fn, with_grads, constants, device):
+    """``fn``'s output, the gradients of ``with_grads`` and the arrays ``constants`` after one
+    forward and backward, on the stand-in (``device``) or on NumPy."""
     from trainer_cli import autograd, cpu
     from trainer_cli.ndarray.interop import grad_buffer, raw, wrap
 
-    fn, with_grads, constants = _layer_cases()[case]
     move = to_device if device else numpy.copy
     arrays = [wrap(move(a), cpu()) for a in with_grads]
     fixed = [wrap(move(a), cpu()) for a in constants]
@@ -230,8 +223,56 @@ def _layer_run(case, device):
 @pytest.mark.parametrize("case", list(_layer_cases()))
 def test_layers_make_no_hidden_host_transfer(monkeypatch, case):
     standin_array_module(monkeypatch)
-    expected = _layer_run(case, device=False)
-    got = _layer_run(case, device=True)
-    for a, b in zip(expected, got):
+    fn, with_grads, constants = _layer_cases()[case]
+    runs = [_autograd_run(fn, with_grads, constants, device) for device in (False, True)]
+    for a, b in zip(*runs):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert a.tobytes() == b.tobytes(), case
+
+
+def _op_cases():
+    from trainer_cli import nd
+    rng = numpy.random.default_rng(4)
+    a, b = (rng.random((3, 4)) + 0.5).astype(numpy.float32), (rng.random((3, 4)) + 0.5).astype(
+        numpy.float32)
+    return {
+        "fully_connected_relu": (lambda x, w, c: nd.Activation(
+            nd.FullyConnected(x, w, c, num_hidden=5), act_type="relu"), [a, _f32(rng, 5, 4),
+                                                                         _f32(rng, 5)]),
+        "softmax": (lambda x: nd.softmax(x, axis=-1), [a]),
+        "log_softmax": (lambda x: nd.log_softmax(x, axis=-1), [a]),
+        "sigmoid_tanh_softrelu": (lambda x: nd.sigmoid(x) * nd.tanh(x) + nd.Activation(
+            x, act_type="softrelu"), [a]),
+        "dot": (lambda x, y: nd.dot(x, y.T), [a, b]),
+        "batch_dot": (lambda x, y: nd.batch_dot(x.reshape((1, 3, 4)), y.reshape((1, 3, 4)),
+                                                transpose_b=True), [a, b]),
+        "pow_div": (lambda x, y: x ** y / y, [a, b]),
+        "max_min": (lambda x: nd.max(x, axis=1) + nd.min(x, axis=1), [a]),
+        "norm": (lambda x: nd.norm(x), [a]),
+        "sum_mean": (lambda x: nd.sum(x, axis=1) * nd.mean(x, axis=1), [a]),
+        "exp_log_sqrt": (lambda x: nd.log(nd.exp(x)) + nd.sqrt(x), [a]),
+        "concat": (lambda x, y: nd.concat(x, y, dim=1), [a, b]),
+        "stack": (lambda x, y: nd.stack(x, y, axis=1), [a, b]),
+        "slice_transpose": (lambda x: nd.transpose(nd.slice_axis(x, axis=1, begin=1, end=3)),
+                            [a]),
+        "clip_where_maximum": (lambda x, y: nd.where(x > y, nd.clip(x, 0.7, 1.2),
+                                                     nd.maximum(x, y)), [a, b]),
+        "pick": (lambda x: nd.pick(x, x[:, 0] * 0 + 1, axis=1), [a]),
+        "broadcast_abs_sign": (lambda x: nd.broadcast_to(x[0:1], shape=(3, 4)) * nd.abs(x - 1)
+                               * nd.sign(x - 1), [a]),
+        "reshape_expand_squeeze": (lambda x, y: nd.squeeze(nd.expand_dims(
+            nd.reshape_like(x, y), axis=0), axis=0), [a, b]),
+        "tile_repeat_flip": (lambda x: nd.flip(nd.repeat(nd.tile(x, reps=(1, 2)), repeats=2,
+                                                         axis=0), axis=1), [a]),
+    }
+
+
+@pytest.mark.parametrize("case", list(_op_cases()))
+def test_ops_make_no_hidden_host_transfer(monkeypatch, case):
+    standin_array_module(monkeypatch)
+    fn, inputs = _op_cases()[case]
+    runs = [_autograd_run(fn, inputs, [], device) for device in (False, True)]
+    for a, b in zip(*runs):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes(), case
+

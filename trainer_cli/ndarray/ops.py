@@ -942,7 +942,8 @@ def stack(*data, axis=0, num_args=None):
     out = _xp_of(raws[0]).stack(raws, axis=axis)
     if _recording_for(*data):
         def vjp(g, needs):
-            return tuple(_xp_of(g).moveaxis(g, axis, 0))
+            parts = _xp_of(g).moveaxis(g, axis, 0)
+            return tuple(parts[i] for i in range(len(data)))    # views; no iteration over g
         return _recorded(out, data[0]._ctx, tuple(data), vjp)
     return _wrap(out, data[0]._ctx)
 
