@@ -153,3 +153,27 @@ def test_the_bias_gradient_is_summed_into_the_bias_buffer(kernels_on):
     y.backward()
     assert layer.bias.grad()._data is buffer and layer.bias.data()._fresh_grad
     _same_bits(buffer, np.where(y.asnumpy() > 0, 1, 0).astype(np.float32).sum(axis=0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(40,), (4, 5, 3), (2, 3, 6, 5)])
+def test_the_relu_activation_is_numpys(kernels_on, dtype, shape):
+    """nd.relu / Activation('relu') on any shape: one kernel pass forward, one for the mask."""
+    x_raw, head = _data(shape, dtype, 5), _data(shape, dtype, 6)
+    calls = []
+    for name in ("_relu_into", "_relu_mask"):
+        kernel = getattr(K, name)
+        kernels_on.setattr(K, name, lambda *a, _k=kernel, _n=name: calls.append(_n) or _k(*a))
+    runs = []
+    for numba in (None, False):
+        kernels_on.setattr(_jit, "_numba", numba)
+        x = nd.array(x_raw, dtype=dtype)
+        x.attach_grad()
+        with np.errstate(all="ignore"), autograd.record():
+            out = nd.Activation(x, act_type="relu")
+        with np.errstate(all="ignore"):
+            out.backward(nd.array(head, dtype=dtype))
+        runs.append((out.asnumpy(), x.grad.asnumpy()))
+    assert calls == ["_relu_into", "_relu_mask"]
+    for got, expect in zip(*runs):
+        _same_bits(got, expect)

@@ -22,7 +22,8 @@ import numpy
 
 from .. import _jit
 
-__all__ = ["bias_relu", "relu_bias_grad", "pairwise_block", "pairwise_block_inline", "MIN_SIZE"]
+__all__ = ["bias_relu", "relu", "relu_mask", "relu_bias_grad", "pairwise_block",
+           "pairwise_block_inline", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
@@ -57,6 +58,27 @@ def bias_relu(out, bias, bias_on_rows, relu) -> bool:
         return False
     _bias_relu(out, bias, 1 if bias_on_rows else 2, relu)
     return True
+
+
+def relu(x):
+    """``maximum(x, 0)`` as a new array, for a C-contiguous ``x`` of any shape (the ReLU
+    activation, whose input the gradient's mask needs kept); None where the kernel does not
+    apply."""
+    if not _usable(x):
+        return None
+    out = numpy.empty_like(x)
+    _relu_into(x.reshape(-1), out.reshape(-1))
+    return out
+
+
+def relu_mask(g, x):
+    """``g * (x > 0)`` for C-contiguous ``g`` and ``x`` of one shape; None where the kernel does
+    not apply."""
+    if not _usable(g, x) or g.shape != x.shape:
+        return None
+    masked = numpy.empty_like(g)
+    _relu_mask(g.reshape(-1), x.reshape(-1), masked.reshape(-1))
+    return masked
 
 
 def relu_bias_grad(g, out, batch_on_rows, relu, bias, sums=None):
@@ -98,6 +120,17 @@ def _bias_relu_loop(out, bias, mode, relu):
             if relu and not (v > 0 or v != v):
                 v = 0
             row[j] = v
+
+
+def _relu_into_loop(x, out):
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = v if v > 0 or v != v else 0
+
+
+def _relu_mask_loop(g, x, masked):
+    for i in range(g.shape[0]):
+        masked[i] = g[i] * (1 if x[i] > 0 else 0)
 
 
 def _grad_batch_cols_loop(g, out, relu, bias, masked, sums):
@@ -158,5 +191,7 @@ pairwise_block = _jit.Kernel(_pairwise_block_loop)
 pairwise_block_inline = _jit.Kernel(_pairwise_block_loop, inline=True)
 
 _bias_relu = _jit.Kernel(_bias_relu_loop)
+_relu_into = _jit.Kernel(_relu_into_loop)
+_relu_mask = _jit.Kernel(_relu_mask_loop)
 _grad_batch_cols = _jit.Kernel(_grad_batch_cols_loop, {"_pairwise_block": pairwise_block})
 _grad_batch_rows = _jit.Kernel(_grad_batch_rows_loop)

@@ -123,8 +123,18 @@ def sigmoid(x):
     return _unary(x, _sigmoid_raw, lambda g, d, o: g * o * (1 - o))
 
 
+def _relu_raw(d):
+    out = _fc_kernels.relu(d)       # one pass; NumPy's maximum with a scalar is slow
+    return _xp_of(d).maximum(d, 0) if out is None else out
+
+
+def _relu_grad(g, d, o):
+    masked = _fc_kernels.relu_mask(g, d)
+    return g * (d > 0) if masked is None else masked
+
+
 def relu(x):
-    return _unary(x, lambda d: _xp_of(d).maximum(d, 0), lambda g, d, o: g * (d > 0))
+    return _unary(x, _relu_raw, _relu_grad)
 
 
 def softrelu(x):
