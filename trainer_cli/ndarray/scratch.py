@@ -5,7 +5,7 @@ without page faults; that is glibc's ceiling. Anything larger is served by a fre
 unmapped when freed, and the kernel zeroes every page again at the next step. A convolution's
 column matrix passes it easily: a batch of 32 images of 64 channels at 32x32 gives a 75 MB
 matrix in the forward pass and another for its gradient, in each such layer, at every step. On
-the CIFAR-sized benchmark that was about 40 ms of kernel time in a 420 ms step.
+the CIFAR-sized benchmark that was about 50 ms of kernel time in a 420 ms step.
 
 ``take`` hands out an array of the asked shape and dtype, reusing one that ``give`` returned;
 ``give`` keeps an array for the next ``take`` of its shape. Only arrays of at least
