@@ -161,7 +161,7 @@ def test_the_relu_activation_is_numpys(kernels_on, dtype, shape):
     """nd.relu / Activation('relu') on any shape: one kernel pass forward, one for the mask."""
     x_raw, head = _data(shape, dtype, 5), _data(shape, dtype, 6)
     calls = []
-    for name in ("_relu_into", "_relu_mask"):
+    for name in ("_relu_into", "_grad_batch_rows"):
         kernel = getattr(K, name)
         kernels_on.setattr(K, name, lambda *a, _k=kernel, _n=name: calls.append(_n) or _k(*a))
     runs = []
@@ -174,6 +174,6 @@ def test_the_relu_activation_is_numpys(kernels_on, dtype, shape):
         with np.errstate(all="ignore"):
             out.backward(nd.array(head, dtype=dtype))
         runs.append((out.asnumpy(), x.grad.asnumpy()))
-    assert calls == ["_relu_into", "_relu_mask"]
+    assert calls == ["_relu_into", "_grad_batch_rows"]
     for got, expect in zip(*runs):
         _same_bits(got, expect)

@@ -74,11 +74,11 @@ def relu(x):
 def relu_mask(g, x):
     """``g * (x > 0)`` for C-contiguous ``g`` and ``x`` of one shape; None where the kernel does
     not apply."""
-    if not _usable(g, x) or g.shape != x.shape:
+    if not _usable(g, x) or g.shape != x.shape or not g.ndim:
         return None
-    masked = numpy.empty_like(g)
-    _relu_mask(g.reshape(-1), x.reshape(-1), masked.reshape(-1))
-    return masked
+    width = g.shape[-1]         # rows of the last axis: the Dense mask's pass, no bias
+    masked, _ = relu_bias_grad(g.reshape(-1, width), x.reshape(-1, width), True, True, False)
+    return masked.reshape(g.shape)
 
 
 def relu_bias_grad(g, out, batch_on_rows, relu, bias, sums=None):
@@ -126,11 +126,6 @@ def _relu_into_loop(x, out):
     for i in range(x.shape[0]):
         v = x[i]
         out[i] = v if v > 0 or v != v else 0
-
-
-def _relu_mask_loop(g, x, masked):
-    for i in range(g.shape[0]):
-        masked[i] = g[i] * (1 if x[i] > 0 else 0)
 
 
 def _grad_batch_cols_loop(g, out, relu, bias, masked, sums):
@@ -192,6 +187,5 @@ pairwise_block_inline = _jit.Kernel(_pairwise_block_loop, inline=True)
 
 _bias_relu = _jit.Kernel(_bias_relu_loop)
 _relu_into = _jit.Kernel(_relu_into_loop)
-_relu_mask = _jit.Kernel(_relu_mask_loop)
 _grad_batch_cols = _jit.Kernel(_grad_batch_cols_loop, {"_pairwise_block": pairwise_block})
 _grad_batch_rows = _jit.Kernel(_grad_batch_rows_loop)
