@@ -11,6 +11,7 @@ import pytest
 
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _conv_kernels as K
+from trainer_cli.ndarray import host_threads
 
 pytest.importorskip("numba")
 
@@ -39,7 +40,7 @@ def _same_bits(a, b):
     np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-def _run(fn, arrays, head_seed, kernels, monkeypatch):
+def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True):
     """(output, gradients of every input) of ``fn(*arrays)`` with the kernels on or off."""
     monkeypatch.setattr(_jit, "_numba", None if kernels else False)
     monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
@@ -55,7 +56,7 @@ def _run(fn, arrays, head_seed, kernels, monkeypatch):
     with np.errstate(all="ignore"):
         with autograd.record():
             out = fn(*inputs)
-        head = _data(out.shape, arrays[0].dtype, head_seed)
+        head = _data(out.shape, arrays[0].dtype, head_seed, special_head)
         out.backward(nd.array(head, dtype=head.dtype))
     return out.asnumpy(), [x.grad.asnumpy() for x in inputs], calls
 
@@ -80,21 +81,36 @@ CONVS = [
 ]
 
 
+def _conv(wshape, kw, relu):
+    def conv(x, w, b=None):
+        return nd.nn._convolution(x, w, b, wshape[2:], kw.get("stride"), kw.get("dilate"),
+                                  kw.get("pad"), wshape[0], kw.get("num_group", 1), None, relu)
+    return conv
+
+
+def _arrays(case, dtype, with_bias=True, special=True):
+    xshape, wshape, _ = CONVS[case]
+    arrays = [_data(xshape, dtype, 1, special), _data(wshape, dtype, 2, special)]
+    if with_bias:
+        arrays.append(_data(wshape[:1], dtype, 3, special))
+    return arrays
+
+
+# One piece (the whole batch), or one image per piece (``nn.PIECE_ELEMENTS``).
+PIECES = {"whole": 1 << 40, "by_image": 1}
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize("case", range(len(CONVS)))
-def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, case):
+@pytest.mark.parametrize("pieces", sorted(PIECES))
+def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, case, pieces):
     monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(nd.nn, "PIECE_ELEMENTS", PIECES[pieces])
     xshape, wshape, kw = CONVS[case]
-    arrays = [_data(xshape, dtype, 1), _data(wshape, dtype, 2)]
-    if with_bias:
-        arrays.append(_data(wshape[:1], dtype, 3))
-
-    def conv(x, w, b=None):
-        return nd.nn._convolution(x, w, b, wshape[2:], kw.get("stride"), kw.get("dilate"),
-                                  kw.get("pad"), wshape[0], kw.get("num_group", 1), None, relu)
-
+    arrays = _arrays(case, dtype, with_bias)
+    conv = _conv(wshape, kw, relu)
     out, grads, calls = _run(conv, arrays, 4, True, monkeypatch)
     ref_out, ref_grads, _ = _run(conv, arrays, 4, False, monkeypatch)
     transposed = (xshape[1] // kw.get("num_group", 1)) * wshape[2] * wshape[3] \
@@ -104,6 +120,39 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     _same_bits(out, ref_out)
     for got, expect in zip(grads, ref_grads):
         _same_bits(got, expect)
+
+
+@pytest.mark.parametrize("case", range(len(CONVS)))
+def test_pieces_give_the_same_bits_on_any_thread_count(monkeypatch, case):
+    """One image per piece on 1, 2 and 3 threads: the same bits, the weight gradient's sum of
+    the pieces included (it is combined in piece order)."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(nd.nn, "PIECE_ELEMENTS", 1)
+    xshape, wshape, kw = CONVS[case]
+    arrays = _arrays(case, np.float32)
+    results = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(host_threads, "blas_threads", lambda threads=threads: threads)
+        out, grads, _ = _run(_conv(wshape, kw, True), arrays, 4, True, monkeypatch)
+        results.append([out] + grads)
+    for other in results[1:]:
+        for got, expect in zip(other, results[0]):
+            _same_bits(got, expect)
+
+
+@pytest.mark.parametrize("case", range(len(CONVS)))
+def test_pieces_compute_the_whole_batch_convolution(monkeypatch, case):
+    """By image or whole, the same convolution (the GEMMs' sums may round apart)."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    xshape, wshape, kw = CONVS[case]
+    arrays = _arrays(case, np.float64, special=False)
+    results = {}
+    for name, elements in PIECES.items():
+        monkeypatch.setattr(nd.nn, "PIECE_ELEMENTS", elements)
+        out, grads, _ = _run(_conv(wshape, kw, False), arrays, 4, True, monkeypatch, False)
+        results[name] = [out] + grads
+    for got, expect in zip(results["by_image"], results["whole"]):
+        np.testing.assert_allclose(got, expect, rtol=1e-12, atol=1e-12 * np.abs(expect).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

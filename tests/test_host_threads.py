@@ -1,0 +1,130 @@
+"""``ndarray.host_threads``: pieces on several threads, results combined in order, errors stop
+every thread, and the BLAS runs one thread per call meanwhile and gets its count back."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from trainer_cli.ndarray import host_threads
+
+
+@pytest.fixture
+def three_threads(monkeypatch):
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
+
+
+def test_pieces_run_on_several_threads_and_combine_in_order(three_threads):
+    seen, order = set(), []
+
+    def piece(i):
+        seen.add(threading.get_ident())
+        time.sleep(0.002 * ((7 * i) % 5))      # finish out of order
+        return i * i
+
+    host_threads.run(20, piece, lambda i, value: order.append((i, value)))
+    assert order == [(i, i * i) for i in range(20)]
+    assert len(seen) > 1
+
+
+def test_one_thread_runs_in_the_caller(monkeypatch):
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: 1)
+    seen = []
+    host_threads.run(4, lambda i: seen.append(threading.get_ident()))
+    assert set(seen) == {threading.get_ident()}
+
+
+def test_a_failing_piece_stops_every_thread_and_is_raised(three_threads):
+    ran, combined = [], []
+
+    def piece(i):
+        ran.append(i)
+        if i == 3:
+            raise ValueError("piece 3 failed")
+        time.sleep(0.001)
+        return i
+
+    with pytest.raises(ValueError, match="piece 3 failed"):
+        host_threads.run(200, piece, lambda i, value: combined.append(i))
+    assert combined == list(range(len(combined))) and 3 not in combined
+    assert len(ran) < 200           # the others stopped instead of finishing everything
+    # The pool is usable again: no thread is left waiting for piece 3's turn.
+    out = []
+    host_threads.run(5, lambda i: i, lambda i, v: out.append(v))
+    assert out == [0, 1, 2, 3, 4]
+
+
+def test_a_failing_combine_is_raised(three_threads):
+    def combine(i, value):
+        if i == 2:
+            raise RuntimeError("combine 2 failed")
+
+    with pytest.raises(RuntimeError, match="combine 2 failed"):
+        host_threads.run(10, lambda i: i, combine)
+
+
+def test_the_blas_runs_one_thread_during_the_pieces_and_gets_its_count_back():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not host_threads._blas():
+        pytest.skip("no BLAS library that threadpoolctl can control")
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        if host_threads.blas_threads() < 2:
+            pytest.skip("the BLAS cannot run two threads here")
+        during = []
+        host_threads.run(6, lambda i: during.append(host_threads.blas_threads()))
+        assert during == [1] * 6
+        assert host_threads.blas_threads() == 2
+
+
+def test_a_concurrent_caller_runs_its_pieces_alone(three_threads):
+    """Two threads calling at once: one gets the pool, the other runs sequentially; both finish
+    with their results in order."""
+    results = {}
+    start = threading.Barrier(2)
+
+    def caller(name):
+        start.wait()
+        got = []
+        host_threads.run(30, lambda i: (time.sleep(0.0005), i)[1], lambda i, v: got.append(v))
+        results[name] = got
+
+    threads = [threading.Thread(target=caller, args=(k,)) for k in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert results == {"a": list(range(30)), "b": list(range(30))}
+
+
+def test_sums_are_the_same_bits_on_any_thread_count(monkeypatch):
+    rng = np.random.default_rng(0)
+    parts = [rng.standard_normal((7, 5)).astype(np.float32) * 10.0 ** rng.integers(-3, 3)
+             for _ in range(25)]
+
+    def total(threads):
+        monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
+        acc = []
+
+        def add(i, value):
+            if acc:
+                acc[0] += value
+            else:
+                acc.append(value.copy())
+        host_threads.run(len(parts), lambda i: parts[i] * np.float32(1.5), add)
+        return acc[0]
+
+    one = total(1)
+    for threads in (2, 3, 8):
+        np.testing.assert_array_equal(total(threads).view(np.uint32), one.view(np.uint32))
+
+
+def test_pieces_see_the_callers_numpy_errstate(three_threads):
+    modes = []
+
+    def piece(i):
+        time.sleep(0.001)
+        modes.append(np.geterr()["invalid"])
+
+    with np.errstate(invalid="raise"):
+        host_threads.run(12, piece)
+    assert modes == ["raise"] * 12

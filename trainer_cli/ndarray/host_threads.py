@@ -1,0 +1,141 @@
+"""An op's independent pieces of work on several host threads, each with a one-thread BLAS.
+
+A convolution on host arrays works a few images at a time (``nn._convolution``): each piece is an
+im2col, a GEMM and an epilogue small enough to stay in a core's cache. OpenBLAS's own threads
+would split each piece's GEMM instead and meet at every block of it; on pieces this small two
+threads lost to one (the CIFAR-sized layer's backward: 47 ms as whole GEMMs on two threads, 62 to
+87 ms as pieces). Here each thread takes whole pieces (numba's kernels and NumPy's GEMMs release
+the GIL) while the BLAS runs one thread per call.
+
+The thread count is the BLAS's own at the call (``threads: N`` in a run, ``OPENBLAS_NUM_THREADS``,
+threadpoolctl), so a process limited to one thread stays on one. What a piece computes does not
+depend on the thread that runs it, and ``run``'s ``combine`` sees the pieces' results in index
+order whatever the thread count: the results are the same bits on any number of threads.
+"""
+from __future__ import annotations
+
+import contextvars
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["run", "blas_threads"]
+
+_controllers = None     # threadpoolctl's controllers of the loaded BLAS libraries, found once
+_pool = None
+_pool_size = 0
+_busy = threading.Lock()   # one parallel run at a time; a concurrent caller runs its pieces alone
+
+
+def _blas():
+    global _controllers
+    if _controllers is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+        except Exception:   # declared as a dependency; without it the BLAS keeps its own threads
+            _controllers = []
+    return _controllers
+
+
+def blas_threads() -> int:
+    """The largest thread count of the loaded BLAS libraries (1 where none is known)."""
+    return max([lib.num_threads for lib in _blas()], default=1)
+
+
+def _forget_pool():
+    # A forked child has the pool's objects but none of its threads.
+    global _pool, _pool_size, _busy
+    _pool, _pool_size, _busy = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    if _pool is None or _pool_size < workers:
+        if _pool is not None:
+            _pool.shutdown(wait=True)
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trainer-piece")
+        _pool_size = workers
+    return _pool
+
+
+class _Ordered:
+    """Hands each piece's result to ``combine`` in index order, and stops every thread at the
+    first error (every wait ends: on its turn, or on an error anywhere)."""
+
+    def __init__(self, combine):
+        self.combine = combine
+        self.turn = 0
+        self.error = None
+        self.cond = threading.Condition()
+
+    def failed(self, exc):
+        with self.cond:
+            if self.error is None:
+                self.error = exc
+            self.cond.notify_all()
+
+    def give(self, index, value):
+        with self.cond:
+            while self.turn != index and self.error is None:
+                self.cond.wait()
+            if self.error is not None:
+                return
+            try:
+                if self.combine is not None:
+                    self.combine(index, value)
+            except BaseException as exc:
+                self.error = exc
+            self.turn += 1
+            self.cond.notify_all()
+
+    def share(self, piece, indices, count):
+        # Each thread takes the next piece not yet taken: one slowed by other work (a BLAS
+        # thread still spinning after its last GEMM, another process) takes fewer.
+        for index in indices:
+            if index >= count or self.error is not None:
+                return
+            try:
+                value = piece(index)
+            except BaseException as exc:
+                self.failed(exc)
+                return
+            self.give(index, value)
+
+
+def run(count: int, piece, combine=None, max_threads: int | None = None):
+    """``piece(i)`` for every ``i < count``, then ``combine(i, result)`` in order of ``i``, on up
+    to the BLAS's thread count of threads (``max_threads`` caps it); the first error is raised
+    once every thread has stopped."""
+    threads = min(count, blas_threads(), max_threads or count)
+    ordered = _Ordered(combine)
+    indices = itertools.count()     # its next() is atomic under the GIL
+    if threads <= 1 or not _busy.acquire(blocking=False):
+        ordered.share(piece, indices, count)
+    else:
+        libs = [(lib, lib.num_threads) for lib in _blas()]
+        try:
+            for lib, _ in libs:
+                lib.set_num_threads(1)
+            # Each thread in a copy of the caller's context: NumPy's errstate is kept there.
+            others = [_executor(threads - 1).submit(contextvars.copy_context().run,
+                                                    ordered.share, piece, indices, count)
+                      for _ in range(1, threads)]
+            ordered.share(piece, indices, count)
+            for future in others:
+                future.result()
+        except BaseException as exc:   # a signal while waiting: the other threads stop too
+            ordered.failed(exc)
+            raise
+        finally:
+            for lib, n in libs:
+                lib.set_num_threads(n)
+            _busy.release()
+    if ordered.error is not None:
+        raise ordered.error
