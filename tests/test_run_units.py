@@ -102,6 +102,28 @@ def test_the_runner_splits_batches_with_mxnets_split_data(batch, workers, device
         assert net.seen == [(ctx, n or 1) for ctx, n in zip(contexts, want)]
 
 
+def test_validation_runs_four_training_batches_per_pass_over_the_whole_set():
+    """No tape and no kept activations: a validation pass takes VAL_BATCHES training batches,
+    and the set is seen once, in order."""
+    from trainer_cli.run.loop import VAL_BATCHES
+    from trainer_cli.run.state import LoopState
+
+    x = np.arange(23 * 2, dtype=np.float32).reshape(23, 2)
+    net = _Sizes()
+    net.initialize(ctx=[cpu(0)])
+    rows = []
+    loop = TrainingLoop.__new__(TrainingLoop)
+    loop.parts = SimpleNamespace(val=Arrays(x, np.zeros(23, np.float32)), val_metrics={},
+                                 contexts=[cpu(0)], net=net, loss=lambda out, label: out * 0)
+    loop.config = SimpleNamespace(data=SimpleNamespace(batch_size=2))
+    loop.dtype, loop.state, loop.early = np.dtype(np.float32), LoopState(), None
+    loop.recorder = SimpleNamespace(row=rows.append)
+    loop._validate()
+    assert VAL_BATCHES == 4
+    assert [n for _, n in net.seen] == [8, 8, 7]
+    assert rows[0]["kind"] == "val" and rows[0]["val_loss"] == 0.0
+
+
 # ------------------------------------------------------------------------------ data
 def _spec(**kw):
     from trainer_cli.config import DataSection
