@@ -7,6 +7,7 @@ import numpy
 
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
+from ..ndarray.host_threads import even_pieces
 from ..ndarray.interop import raw as _raw
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds"]
@@ -18,13 +19,7 @@ def split_bounds(size, num_slice):
     fewer items than slices the last slices are empty."""
     if num_slice < 1:
         raise ValueError("num_slice must be at least 1, not %d" % num_slice)
-    each, extra = divmod(size, num_slice)
-    bounds, start = [], 0
-    for i in range(num_slice):
-        stop = start + each + (i < extra)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
+    return even_pieces(size, num_slice)
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):

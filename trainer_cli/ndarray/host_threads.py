@@ -20,7 +20,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["run", "blas_threads"]
+__all__ = ["run", "blas_threads", "even_pieces"]
 
 _controllers = None     # threadpoolctl's controllers of the loaded BLAS libraries, found once
 _pool = None
@@ -43,6 +43,19 @@ def _blas():
 def blas_threads() -> int:
     """The largest thread count of the loaded BLAS libraries (1 where none is known)."""
     return max([lib.num_threads for lib in _blas()], default=1)
+
+
+def even_pieces(n: int, parts: int) -> list:
+    """``[(start, stop)]`` of ``parts`` pieces of ``range(n)``, the first ``n % parts`` one longer
+    (NumPy's ``array_split`` rule, MXNet's ``split_data``); with fewer items than pieces the last
+    pieces are empty."""
+    each, extra = divmod(n, parts)
+    bounds, start = [], 0
+    for i in range(parts):
+        stop = start + each + (i < extra)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
 
 
 def _forget_pool():

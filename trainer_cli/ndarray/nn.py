@@ -98,8 +98,8 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     plane = math.prod(out_sp)
     rows = (c // groups) * ksize        # of the column matrix, per group
     host = type(x) is numpy.ndarray
-    per = max(1, min(n, PIECE_ELEMENTS // (c * ksize * plane))) if host else n
-    pieces = [(a, min(n, a + per)) for a in range(0, n, per)]
+    per = max(1, PIECE_ELEMENTS // (c * ksize * plane)) if host else n
+    pieces = _host_threads.even_pieces(n, -(-n // per))
     wm = w.reshape(groups, f // groups, rows)
     b = None if bias is None else bias._data
 
@@ -187,8 +187,9 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     return _result(out, data._ctx, inputs, vjp)
 
 
-# A convolution on host arrays works on a few images at a time: the column matrix of as many
-# images as fill PIECE_ELEMENTS values (1 MiB of float32; one image at least), its GEMMs and
+# A convolution on host arrays works on a few images at a time: the column matrix of at most as
+# many images as fill PIECE_ELEMENTS values (1 MiB of float32; one image at least; the batch cut
+# into pieces of equal size, give or take an image), its GEMMs and
 # epilogue, then the next, on as many threads as the BLAS has (``host_threads``). A piece's
 # matrices stay in the core's cache, and no matrix of the whole batch is made (the CIFAR-sized
 # layer's was 75 MB, in the forward pass and again for its gradient). One thread, 64 -> 64
