@@ -128,3 +128,22 @@ def test_pieces_see_the_callers_numpy_errstate(three_threads):
     with np.errstate(invalid="raise"):
         host_threads.run(12, piece)
     assert modes == ["raise"] * 12
+
+
+@pytest.mark.parametrize("user_value, numpy_first, expect", [
+    (None, False, "20"), ("28", False, "28"), (None, True, None)])
+def test_openblas_thread_timeout_is_set_only_before_numpy_and_never_over_the_users(
+        user_value, numpy_first, expect):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if user_value is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = user_value
+    code = ("import numpy; " if numpy_first else "") + \
+        "import os, json, trainer_cli; print(json.dumps(os.environ.get('OPENBLAS_THREAD_TIMEOUT')))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert json.loads(out.stdout) == expect

@@ -122,11 +122,11 @@ class _Ordered:
             self.give(index, value)
 
 
-def run(count: int, piece, combine=None, max_threads: int | None = None):
+def run(count: int, piece, combine=None):
     """``piece(i)`` for every ``i < count``, then ``combine(i, result)`` in order of ``i``, on up
-    to the BLAS's thread count of threads (``max_threads`` caps it); the first error is raised
-    once every thread has stopped."""
-    threads = min(count, blas_threads(), max_threads or count)
+    to the BLAS's thread count of threads; the first error is raised once every thread has
+    stopped (a signal while waiting, at once: the other threads stop after their piece)."""
+    threads = min(count, blas_threads())
     ordered = _Ordered(combine)
     indices = itertools.count()     # its next() is atomic under the GIL
     if threads <= 1 or not _busy.acquire(blocking=False):

@@ -11,8 +11,9 @@ Rows: every ``log_every`` steps a ``train`` row with the running means of the ep
 the samples of applied steps; a skipped NaN step counts in ``skipped`` only), at each epoch's
 end an ``epoch`` row with the whole epoch's means, and a ``val`` row per validation (every
 ``validate_every`` steps or epoch, and once more at the end when the last step was not
-validated; the validation set goes through in passes of ``VAL_BATCHES`` training batches). Checkpoints: every ``checkpoint.every_steps`` steps, at epoch ends with
-``every_epoch``, on a stop request, and always at the end.
+validated; the validation set goes through in passes of ``VAL_BATCHES`` training batches).
+Checkpoints: every ``checkpoint.every_steps`` steps, at epoch ends with ``every_epoch``, on a
+stop request, and always at the end.
 """
 from __future__ import annotations
 
