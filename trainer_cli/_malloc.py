@@ -1,7 +1,7 @@
 """glibc's malloc kept from handing large freed blocks back to the kernel between steps.
 
-A training step allocates and frees the same large arrays every time (a convolution's column
-matrix, activations, their gradients: megabytes each). By default glibc serves a block above its
+A training step allocates and frees the same large arrays every time (activations, their
+gradients, a convolution's column matrices: up to megabytes each). By default glibc serves a block above its
 mmap threshold with a fresh ``mmap`` and unmaps it when freed, and trims the top of the heap once
 more than the trim threshold is free there; either way the next step takes a page fault on every
 4 KiB page of those arrays, and the kernel zeroes each page again. On the LeNet benchmark step
@@ -10,7 +10,7 @@ CPU allocator is glibc's too, pays the same). ``tune`` fixes the mmap threshold 
 (32 MiB: larger blocks are still mapped and unmapped) and the trim threshold at 1 GiB, so freed
 blocks stay in the heap and the next step reuses them without faults. The cost: the process keeps
 up to that much freed memory mapped instead of returning it at once (the peak is unchanged).
-Larger blocks (a convolution's column matrices) are kept by ``ndarray.scratch`` instead.
+(A convolution's column matrices stay under 1 MiB: it works a few images at a time.)
 
 It runs once, when ``trainer_cli.ndarray`` is imported, on glibc only; ``TRAINER_MALLOC_TUNE=0``
 turns it off (then glibc's defaults and ``MALLOC_*_`` environment variables apply as usual).
