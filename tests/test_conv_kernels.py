@@ -289,3 +289,42 @@ def test_an_empty_batch_gives_empty_output_and_gradients():
     y.backward()
     assert y.shape == (0, 4, 6, 6) and x.grad.shape == (0, 3, 8, 8)
     assert not w.grad.asnumpy().any() and not b.grad.asnumpy().any()
+
+
+def test_convolutions_from_two_threads_at_once_give_their_own_bits(monkeypatch):
+    """Two threads convolving at once (one gets the piece threads, the other runs its pieces
+    alone): each gets the bits it gets alone."""
+    import threading
+
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(nd.nn, "PIECE_ELEMENTS", 1)
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
+    cases = [0, 5]
+    alone = {}
+    for case in cases:
+        xshape, wshape, kw = CONVS[case]
+        alone[case] = _run(_conv(wshape, kw, True), _arrays(case, np.float32, special=False), 4,
+                           True, monkeypatch, False)[:2]
+    together, start = {}, threading.Barrier(len(cases))
+
+    def work(case):
+        xshape, wshape, kw = CONVS[case]
+        arrays = [nd.array(a) for a in _arrays(case, np.float32, special=False)]
+        for a in arrays:
+            a.attach_grad()
+        start.wait()
+        for _ in range(5):
+            with autograd.record():
+                out = _conv(wshape, kw, True)(*arrays)
+            out.backward(nd.array(_data(out.shape, np.float32, 4, False)))
+        together[case] = (out.asnumpy(), [a.grad.asnumpy() for a in arrays])
+
+    threads = [threading.Thread(target=work, args=(case,)) for case in cases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    for case in cases:
+        _same_bits(together[case][0], alone[case][0])
+        for got, expect in zip(together[case][1], alone[case][1]):
+            _same_bits(got, expect)
