@@ -46,8 +46,9 @@ class NonFiniteError(RuntimeError):
 
 # Validation runs this many training batches' worth of samples per forward pass: it records no
 # tape and keeps no activations for a backward pass, so a batch four times as large needs about
-# the memory of a training step, and a quarter of the per-batch Python costs (on
-# configs/mlp_synthetic.yaml a validation took 8% of the run's time in batches of 32).
+# the memory of a training step, which keeps every layer's activations and gradients (a net of
+# one or two layers may need up to twice that), and pays a quarter of the per-batch Python costs
+# (on configs/mlp_synthetic.yaml a validation took 8% of the run's time in batches of 32).
 VAL_BATCHES = 4
 
 
