@@ -1,15 +1,16 @@
 """glibc's malloc kept from handing large freed blocks back to the kernel between steps.
 
 A training step allocates and frees the same large arrays every time (activations, their
-gradients, a convolution's column matrices: up to megabytes each). By default glibc serves a block above its
-mmap threshold with a fresh ``mmap`` and unmaps it when freed, and trims the top of the heap once
-more than the trim threshold is free there; either way the next step takes a page fault on every
-4 KiB page of those arrays, and the kernel zeroes each page again. On the LeNet benchmark step
-that was about 3,000 faults and 6 ms of kernel time a step, a quarter of the step (PyTorch, whose
-CPU allocator is glibc's too, pays the same). ``tune`` fixes the mmap threshold at its largest
-(32 MiB: larger blocks are still mapped and unmapped) and the trim threshold at 1 GiB, so freed
-blocks stay in the heap and the next step reuses them without faults. The cost: the process keeps
-up to that much freed memory mapped instead of returning it at once (the peak is unchanged).
+gradients, a convolution's column matrices: up to megabytes each). By default glibc serves a
+block above its mmap threshold with a fresh ``mmap`` and unmaps it when freed, and trims the top
+of the heap once more than the trim threshold is free there; either way the next step takes a
+page fault on every 4 KiB page of those arrays, and the kernel zeroes each page again. On the
+LeNet benchmark step that was about 3,000 faults and 6 ms of kernel time a step, a quarter of
+the step (PyTorch, whose CPU allocator is glibc's too, pays the same). ``tune`` fixes the mmap
+threshold at its largest (32 MiB: larger blocks are still mapped and unmapped) and the trim
+threshold at 1 GiB, so freed blocks stay in the heap and the next step reuses them without
+faults. The cost: the process keeps up to that much freed memory mapped instead of returning it
+at once (the peak is unchanged).
 (A convolution's column matrices stay under 1 MiB: it works a few images at a time.)
 
 It runs once, when ``trainer_cli.ndarray`` is imported, on glibc only; ``TRAINER_MALLOC_TUNE=0``

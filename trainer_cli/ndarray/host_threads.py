@@ -126,7 +126,7 @@ def run(count: int, piece, combine=None):
     """``piece(i)`` for every ``i < count``, then ``combine(i, result)`` in order of ``i``, on up
     to the BLAS's thread count of threads; the first error is raised once every thread has
     stopped (a signal while waiting, at once: the other threads stop after their piece)."""
-    threads = min(count, blas_threads())
+    threads = min(count, blas_threads()) if count > 1 else count   # one piece: no BLAS query
     ordered = _Ordered(combine)
     indices = itertools.count()     # its next() is atomic under the GIL
     if threads <= 1 or not _busy.acquire(blocking=False):

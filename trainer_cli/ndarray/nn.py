@@ -189,13 +189,13 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
 
 # A convolution on host arrays works on a few images at a time: the column matrix of at most as
 # many images as fill PIECE_ELEMENTS values (1 MiB of float32; one image at least; the batch cut
-# into pieces of equal size, give or take an image), its GEMMs and
-# epilogue, then the next, on as many threads as the BLAS has (``host_threads``). A piece's
-# matrices stay in the core's cache, and no matrix of the whole batch is made (the CIFAR-sized
-# layer's was 75 MB, in the forward pass and again for its gradient). One thread, 64 -> 64
-# channels at 32x32, batch 32: forward 44 -> 34 ms, backward (the columns made again) 75 -> 64 ms.
-# The weight gradient is the pieces' GEMMs summed in piece order; the pieces depend on the shapes
-# alone, so the result is the same bits on any thread count. On a GPU the batch is one piece.
+# into pieces of equal size, give or take an image), its GEMMs and epilogue, then the next, on
+# as many threads as the BLAS has (``host_threads``). A piece's matrices stay in the core's
+# cache, and no matrix of the whole batch is made (the CIFAR-sized layer's was 75 MB, in the
+# forward pass and again for its gradient). One thread, 64 -> 64 channels at 32x32, batch 32:
+# forward 44 -> 34 ms, backward (the columns made again) 75 -> 64 ms. The weight gradient is the
+# pieces' GEMMs summed in piece order; the pieces depend on the shapes alone, so the result is
+# the same bits on any thread count. On a GPU the batch is one piece.
 PIECE_ELEMENTS = 1 << 18
 
 
