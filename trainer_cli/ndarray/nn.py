@@ -21,6 +21,7 @@ from .. import random as _random
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
 from . import host_threads as _host_threads
+from . import winograd as _winograd
 from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
 from .sparse import embedding_grad, embedding_of_rows
 from .ops import _erf_raw
@@ -94,6 +95,8 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     if min(out_sp) <= 0:
         raise ValueError("kernel %s (dilate %s) is larger than the padded input %s"
                          % (kernel, dilate, spatial))
+    if _winograd.applies(x, w, kernel, stride, dilate, groups, out_sp):
+        return _winograd.convolution(data, weight, bias, pad, relu)
     ksize = math.prod(kernel)
     plane = math.prod(out_sp)
     rows = (c // groups) * ksize        # of the column matrix, per group

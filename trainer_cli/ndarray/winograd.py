@@ -1,0 +1,259 @@
+"""3x3 convolutions of stride 1 on host arrays as Winograd's F(2x2, 3x3) (Lavin and Gray, 2015).
+
+Each 2x2 block of the output (a tile) comes from the 4x4 block of the padded input around it:
+``Y = A^T [(G w G^T) * (B^T d B)] A``, where ``*`` multiplies element by element. Over all tiles
+and channels that is 16 GEMMs, one per position of the 4x4 block, of ``(F, C) @ (C, tiles)``:
+2.25 times fewer multiplications than im2col's ``(F, 9C) @ (9C, positions)``, and a transformed
+input 4 times the input's size instead of 9. The backward pass is the same algebra transposed:
+with ``Z = A dY A^T`` the output gradient's transform, the input gradient is ``B (U^T Z) B^T``
+added back over overlapping tiles, and the weight gradient ``G^T (Z V^T) G``, again 16 GEMMs
+each.
+
+The transforms add and subtract only (the filter's take halves, exactly), so float32 results
+differ from im2col's by rounding alone, a few units in the last place (``docs/compat.md``). Each
+transform is written twice: in NumPy here, the reference, and as a numba loop
+(``_winograd_kernels``) that does the same operations on each element in the same order, so the
+two are bitwise equal (``tests/test_winograd.py``). The filter's transforms are small and NumPy's
+on both paths.
+
+Used by ``nn._convolution`` for 2-D convolutions of NumPy arrays with a 3x3 kernel, stride 1, no
+dilation, one group and at least ``MIN_CHANNELS`` input and output channels (see there).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy
+
+from . import _winograd_kernels as _wk
+from . import host_threads as _host_threads
+from .ndarray import _recording_for, _result, _wrap
+
+__all__ = ["applies", "convolution", "tiles", "filter_transform", "filter_grad", "input_transform",
+           "output_transform", "grad_transform", "input_grad", "MIN_CHANNELS"]
+
+# Fewer channels than this make GEMMs too thin to gain from the transforms (LeNet's first layer,
+# one input channel, or an RGB input): those stay im2col. An output of odd height or width is
+# tiled with a spare row or column, computed and dropped: for 11x11 outputs 19% more work, and
+# the transforms' loops run over short rows of tiles. Measured on one thread, one layer's
+# forward and backward (``benchmarks/bench_conv.py --layers``): with even sizes, Winograd's was
+# 1.1-1.8x faster from 16 channels on; at 11x11 it lost 7% with 32 -> 64 channels and broke even
+# with 64; at 7x7 it lost 3% with 64 channels and won 8% with 128. So an output that wastes more
+# than WASTE of its tiles' work needs ODD_MIN_CHANNELS.
+MIN_CHANNELS = 16
+ODD_MIN_CHANNELS = 128
+WASTE = 1.1
+
+# A piece of the batch is as many images as fill PIECE_ELEMENTS values of the transformed input
+# (one image at least), as im2col's pieces in ``nn``: each piece's transforms and GEMMs stay in
+# cache, and the pieces run on the BLAS's thread count (``host_threads``).
+PIECE_ELEMENTS = 1 << 18
+
+
+def applies(x, w, kernel, stride, dilate, groups, out_sp) -> bool:
+    """Whether a convolution of ``x`` by ``w`` into ``out_sp`` goes through here."""
+    if not (type(x) is numpy.ndarray and x.ndim == 4 and tuple(kernel) == (3, 3)
+            and tuple(stride) == (1, 1) and tuple(dilate) == (1, 1) and groups == 1
+            and x.dtype in (numpy.float32, numpy.float64) and w.dtype == x.dtype):
+        return False
+    channels = min(x.shape[1], w.shape[0])
+    th, tw = tiles(out_sp)
+    waste = 4 * th * tw / (out_sp[0] * out_sp[1])
+    return channels >= (MIN_CHANNELS if waste <= WASTE else ODD_MIN_CHANNELS)
+
+
+def tiles(out_sp):
+    """The tile rows and columns covering an output of ``out_sp`` (the last ones may stick out;
+    their extra outputs are computed from zero padding and dropped)."""
+    return (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
+
+
+def convolution(data, weight, bias, pad, relu):
+    """The convolution's node: ``data`` ``(N, C, H, W)`` by ``weight`` ``(F, C, 3, 3)``, padded by
+    ``pad``, plus ``bias`` (an NDArray or None), then ReLU when ``relu``."""
+    x, w = data._data, weight._data
+    n, c, h, wd = x.shape
+    f = w.shape[0]
+    out_sp = (h + 2 * pad[0] - 2, wd + 2 * pad[1] - 2)
+    th, tw = tiles(out_sp)
+    per_image = th * tw
+    per = max(1, PIECE_ELEMENTS // (16 * max(c, f) * per_image))
+    pieces = _host_threads.even_pieces(n, max(1, -(-n // per)))
+    u = filter_transform(w)
+    b = None if bias is None else bias._data
+    out = numpy.empty((n, f) + out_sp, x.dtype)
+
+    def transformed(a, z):
+        return input_transform(x[a:z], pad, numpy.empty((16, c, (z - a) * per_image), x.dtype))
+
+    def forward(i):
+        a, z = pieces[i]
+        output_transform(numpy.matmul(u, transformed(a, z)), out_sp, b, relu, out[a:z])
+
+    _host_threads.run(len(pieces), forward)
+    inputs = (data, weight, bias) if bias is not None else (data, weight)
+    if not _recording_for(*inputs):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        gm = g * (out > 0) if relu else g
+        gm = numpy.ascontiguousarray(gm, dtype=x.dtype)
+        gb = gm.reshape(n, f, math.prod(out_sp)).sum(axis=(0, 2)) \
+            if bias is not None and needs[2] else None
+        ut = numpy.ascontiguousarray(u.transpose(0, 2, 1)) if needs[0] else None
+        gx = numpy.empty(x.shape, x.dtype) if needs[0] else None
+        du = []
+
+        def backward(i):
+            a, z = pieces[i]
+            zg = grad_transform(gm[a:z], numpy.empty((16, f, (z - a) * per_image), x.dtype))
+            if needs[0]:
+                input_grad(numpy.matmul(ut, zg), pad, gx[a:z])
+            if needs[1]:
+                return numpy.matmul(zg, transformed(a, z).transpose(0, 2, 1))
+            return None
+
+        def add(i, part):
+            # The pieces' weight gradients, summed in piece order on any number of threads.
+            if part is not None:
+                if du:
+                    du[0] += part
+                else:
+                    du.append(part)
+
+        _host_threads.run(len(pieces), backward, add)
+        gw = filter_grad(du[0]) if du else None
+        if needs[1] and gw is None:         # an empty batch
+            gw = numpy.zeros(w.shape, w.dtype)
+        return (gx, gw, gb) if bias is not None else (gx, gw)
+    return _result(out, data._ctx, inputs, vjp)
+
+
+# ----------------------------------------------------------------------------- the filter
+def filter_transform(w):
+    """``U = G w G^T`` of ``w`` ``(F, C, 3, 3)``, as ``(16, F, C)``."""
+    f, c = w.shape[:2]
+    rows = _g_rows(w[:, :, 0], w[:, :, 1], w[:, :, 2])           # 4 x (F, C, 3)
+    u = numpy.empty((4, 4, f, c), w.dtype)
+    for a, r in enumerate(rows):
+        for b, value in enumerate(_g_rows(r[..., 0], r[..., 1], r[..., 2])):
+            u[a, b] = value
+    return u.reshape(16, f, c)
+
+
+def _g_rows(g0, g1, g2):
+    half = g0.dtype.type(0.5)
+    return g0, (g0 + g1 + g2) * half, (g0 - g1 + g2) * half, g2
+
+
+def filter_grad(du):
+    """``G^T dU G`` of ``du`` ``(16, F, C)``, the weight gradient ``(F, C, 3, 3)``."""
+    du = du.reshape(4, 4, *du.shape[1:])
+    rows = _gt_rows(du[0], du[1], du[2], du[3])                   # 3 x (4, F, C)
+    f, c = du.shape[2:]
+    out = numpy.empty((f, c, 3, 3), du.dtype)
+    for r, row in enumerate(rows):
+        for s, value in enumerate(_gt_rows(row[0], row[1], row[2], row[3])):
+            out[:, :, r, s] = value
+    return out
+
+
+def _gt_rows(d0, d1, d2, d3):
+    half = d0.dtype.type(0.5)
+    return d0 + (d1 + d2) * half, (d1 - d2) * half, (d1 + d2) * half + d3
+
+
+# ----------------------------------------------------------------------------- the data
+def input_transform(x, pad, out):
+    """``out`` ``(16, C, N * tiles)`` = ``B^T d B`` of each tile's 4x4 block ``d`` of ``x``
+    ``(N, C, H, W)`` padded by ``pad``; tiles in (image, row, column) order."""
+    if _wk.input_transform(x, pad, out):
+        return out
+    n, c, h, w = x.shape
+    th, tw = tiles((h + 2 * pad[0] - 2, w + 2 * pad[1] - 2))
+    xpad = numpy.zeros((n, c, 2 * th + 2, 2 * tw + 2), x.dtype)
+    xpad[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
+    d = [[xpad[:, :, u:u + 2 * th:2, v:v + 2 * tw:2] for v in range(4)] for u in range(4)]
+    rows = [_bt_rows(*d[u]) for u in range(4)]           # d B: along each row of the block
+    view = out.reshape(4, 4, c, n, th, tw)
+    for b in range(4):
+        for a, value in enumerate(_bt_rows(*(rows[u][b] for u in range(4)))):
+            view[a, b] = value.transpose(1, 0, 2, 3)
+    return out
+
+
+def _bt_rows(d0, d1, d2, d3):
+    return d0 - d2, d1 + d2, d2 - d1, d1 - d3
+
+
+def output_transform(m, out_sp, bias, relu, out):
+    """``out`` ``(N, F, oh, ow)`` = ``A^T m A`` of each tile's 4x4 block of ``m``
+    ``(16, F, N * tiles)``, plus ``bias``, then ReLU when ``relu``."""
+    if _wk.output_transform(m, bias, relu, out):
+        return out
+    n, f = out.shape[:2]
+    th, tw = tiles(out_sp)
+    blocks = m.reshape(4, 4, f, n, th, tw)
+    cols = [_at_rows(*blocks[:, b]) for b in range(4)]   # A^T m: down each column of the block
+    full = numpy.empty((n, f, 2 * th, 2 * tw), m.dtype)
+    for r in range(2):
+        for s, value in enumerate(_at_rows(*(cols[b][r] for b in range(4)))):
+            full[:, :, r::2, s::2] = value.transpose(1, 0, 2, 3)
+    out[...] = full[:, :, :out_sp[0], :out_sp[1]]
+    if bias is not None:
+        out += bias.reshape(1, f, 1, 1)
+    if relu:
+        numpy.maximum(out, 0, out=out)
+    return out
+
+
+def _at_rows(m0, m1, m2, m3):
+    return m0 + m1 + m2, m1 - m2 - m3
+
+
+def grad_transform(g, out):
+    """``out`` ``(16, F, N * tiles)`` = ``A g A^T`` of each tile's 2x2 block of ``g``
+    ``(N, F, oh, ow)`` (zeros where a tile sticks out)."""
+    if _wk.grad_transform(g, out):
+        return out
+    n, f, oh, ow = g.shape
+    th, tw = tiles((oh, ow))
+    gpad = numpy.zeros((n, f, 2 * th, 2 * tw), g.dtype)
+    gpad[:, :, :oh, :ow] = g
+    rows = [_a_rows(gpad[:, :, r::2, 0::2], gpad[:, :, r::2, 1::2]) for r in range(2)]  # g A^T
+    view = out.reshape(4, 4, f, n, th, tw)
+    for b in range(4):
+        for a, value in enumerate(_a_rows(rows[0][b], rows[1][b])):
+            view[a, b] = value.transpose(1, 0, 2, 3)
+    return out
+
+
+def _a_rows(g0, g1):
+    return g0, g0 + g1, g0 - g1, -g1
+
+
+def input_grad(dv, pad, gx):
+    """``gx`` ``(N, C, H, W)`` = ``B dv B^T`` of each tile's 4x4 block of ``dv``
+    ``(16, C, N * tiles)``, added over the overlapping blocks: first along each row of tiles
+    (each element: +0.0, then the right-hand tile's term, then the left-hand one's), then those
+    rows down the column of tile rows (+0.0, the lower row's, the upper row's)."""
+    if _wk.input_grad(dv, pad, gx):
+        return gx
+    n, c, h, w = gx.shape
+    th, tw = tiles((h + 2 * pad[0] - 2, w + 2 * pad[1] - 2))
+    blocks = dv.reshape(4, 4, c, n, th, tw)
+    cols = [_b_rows(*blocks[:, b]) for b in range(4)]     # B dv: down each column of the block
+    dd = [_b_rows(*(cols[b][u] for b in range(4))) for u in range(4)]   # then along each row
+    across = numpy.zeros((4, c, n, th, 2 * tw + 2), dv.dtype)
+    for u in range(4):
+        for v in range(4):
+            across[u, :, :, :, v:v + 2 * tw:2] += dd[u][v]
+    gpad = numpy.zeros((c, n, 2 * th + 2, 2 * tw + 2), dv.dtype)
+    for u in range(4):
+        gpad[:, :, u:u + 2 * th:2] += across[u]
+    gx[...] = gpad[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w].transpose(1, 0, 2, 3)
+    return gx
+
+
+def _b_rows(v0, v1, v2, v3):
+    return v0, v1 - v2 + v3, v1 + v2 - v0, -v3
