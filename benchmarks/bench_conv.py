@@ -6,6 +6,11 @@ them).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_conv.py            # LeNet b64
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_conv.py --case cifar_step --steps 3
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_conv.py --layers   # Winograd vs im2col
+
+``--layers`` times one 3x3 convolution layer's forward and backward pass, with bias, through
+Winograd's F(2x2, 3x3) and through im2col (``trainer_cli.ndarray.winograd``), for the shapes its
+choice of algorithm was measured on.
 """
 from __future__ import annotations
 
@@ -31,10 +36,12 @@ def _best_cpu_ms(fn, repeats):
 
 
 GEMMS = {
-    # (M, K, N) of forward W @ cols, weight gradient G @ cols.T, column gradient W.T @ G
-    "lenet_step": {"conv1 (32x9 @ 9x43264)": (32, 9, 43264),
-                   "conv2 (64x288 @ 288x7744)": (64, 288, 7744)},
-    "cifar_step": {"conv 64->64 (64x576 @ 576x32768)": (64, 576, 32768)},
+    # (M, K, N, stacked, calls) of forward W @ cols, weight gradient G @ cols.T, column gradient
+    # W.T @ G: ``calls`` matmuls of ``stacked`` matrices each
+    "lenet_step": {"conv1 (32x9 @ 9x43264)": (32, 9, 43264, 1, 1),
+                   "conv2 (64x288 @ 288x7744)": (64, 288, 7744, 1, 1)},
+    "cifar_step": {"conv 64->64 by Winograd, per image (16 x 64x64 @ 64x256), x32":
+                   (64, 64, 256, 16, 32)},
 }
 
 
@@ -42,13 +49,50 @@ def gemms(case, repeats):
     import numpy as np
     rng = np.random.default_rng(0)
     out = {}
-    for name, (m, k, n) in GEMMS[case].items():
-        w = rng.random((m, k), np.float32)
-        cols = rng.random((k, n), np.float32)
-        g = rng.random((m, n), np.float32)
-        out[name] = [_best_cpu_ms(lambda: w @ cols, repeats),
-                     _best_cpu_ms(lambda: g @ cols.T, repeats),
-                     _best_cpu_ms(lambda: w.T @ g, repeats)]
+    for name, (m, k, n, stacked, calls) in GEMMS[case].items():
+        w = rng.random((stacked, m, k), np.float32)
+        cols = rng.random((stacked, k, n), np.float32)
+        g = rng.random((stacked, m, n), np.float32)
+        wt, colst = w.transpose(0, 2, 1), cols.transpose(0, 2, 1)
+        out[name] = [_best_cpu_ms(lambda: [w @ cols for _ in range(calls)], repeats),
+                     _best_cpu_ms(lambda: [g @ colst for _ in range(calls)], repeats),
+                     _best_cpu_ms(lambda: [wt @ g for _ in range(calls)], repeats)]
+    return out
+
+
+LAYERS = [
+    # batch, input channels, filters, height = width, padding
+    (32, 16, 16, 32, 1), (32, 64, 64, 32, 1), (32, 32, 32, 16, 1), (32, 64, 64, 16, 1),
+    (32, 64, 64, 8, 1), (32, 128, 128, 8, 1),
+    (64, 32, 64, 13, 0), (64, 64, 64, 13, 0),            # 11x11 outputs (LeNet's conv2: the first)
+    (32, 64, 64, 7, 1), (32, 128, 128, 7, 1), (32, 256, 256, 7, 1), (32, 128, 128, 15, 0),
+]
+
+
+def layers(rounds):
+    """{shape: (Winograd ms, im2col ms)}, the best of ``rounds`` interleaved rounds each."""
+    import numpy as np
+    from trainer_cli import autograd, nd
+    from trainer_cli.ndarray import winograd
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for n, c, f, hw, pad in LAYERS:
+        x, w, b = (nd.array(rng.random(shape, np.float32))
+                   for shape in ((n, c, hw, hw), (f, c, 3, 3), (f,)))
+        for a in (x, w, b):
+            a.attach_grad()
+
+        def step():
+            with autograd.record():
+                y = nd.Convolution(x, w, b, kernel=(3, 3), pad=(pad, pad), num_filter=f)
+            y.backward()
+        best = {}
+        for _ in range(rounds):
+            for name, floor in (("winograd", 1), ("im2col", 1 << 30)):
+                winograd.MIN_CHANNELS = winograd.ODD_MIN_CHANNELS = floor
+                best[name] = min(best.get(name, float("inf")), _best_cpu_ms(step, 1))
+        out[(n, c, f, hw, pad)] = (best["winograd"], best["im2col"])
     return out
 
 
@@ -57,7 +101,17 @@ def main(argv=None):
     parser.add_argument("--case", default="lenet_step", choices=sorted(GEMMS))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=10, help="steps per timed batch")
+    parser.add_argument("--layers", action="store_true",
+                        help="one layer's forward and backward: Winograd against im2col")
     args = parser.parse_args(argv)
+    if args.layers:
+        print("one 3x3 layer, forward + backward, process CPU ms (best of %d rounds):"
+              % args.rounds)
+        print("  batch  in  out  size pad   winograd  im2col  im2col/winograd")
+        for (n, c, f, hw, pad), (ms_w, ms_i) in layers(args.rounds).items():
+            print("  %5d %4d %4d %4d %3d %10.2f %7.2f %8.2fx" % (n, c, f, hw, pad, ms_w, ms_i,
+                                                                 ms_i / ms_w))
+        return 0
     from _worker import Gluon
     from trainer_cli import _jit, _malloc
 

@@ -43,7 +43,8 @@ def _conv(filters, pad, relu=False):
 
 def _arrays(case, dtype, with_bias=True, special=True):
     xshape, filters, _ = CASES[case]
-    arrays = [_data(xshape, dtype, 1, special), _data((filters, xshape[1], 3, 3), dtype, 2, special)]
+    arrays = [_data(xshape, dtype, 1, special),
+              _data((filters, xshape[1], 3, 3), dtype, 2, special)]
     if with_bias:
         arrays.append(_data((filters,), dtype, 3, special))
     return arrays

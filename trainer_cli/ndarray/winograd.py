@@ -37,9 +37,9 @@ __all__ = ["applies", "convolution", "tiles", "filter_transform", "filter_grad",
 # tiled with a spare row or column, computed and dropped: for 11x11 outputs 19% more work, and
 # the transforms' loops run over short rows of tiles. Measured on one thread, one layer's
 # forward and backward (``benchmarks/bench_conv.py --layers``): with even sizes, Winograd's was
-# 1.1-1.8x faster from 16 channels on; at 11x11 it lost 7% with 32 -> 64 channels and broke even
-# with 64; at 7x7 it lost 3% with 64 channels and won 8% with 128. So an output that wastes more
-# than WASTE of its tiles' work needs ODD_MIN_CHANNELS.
+# 1.15-1.7x faster from 16 channels on; at 11x11 it lost 8% with 32 -> 64 channels and broke
+# even with 64; at 7x7 it lost 4% with 64 channels and won 9% with 128. So an output that wastes
+# more than WASTE of its tiles' work needs ODD_MIN_CHANNELS.
 MIN_CHANNELS = 16
 ODD_MIN_CHANNELS = 128
 WASTE = 1.1
