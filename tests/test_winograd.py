@@ -194,11 +194,13 @@ def test_a_training_step_is_bitwise_with_and_without_kernels(every_conv, monkeyp
 
 @pytest.mark.parametrize("shape, filters, kw, expect", [
     ((8, 64, 32, 32), 64, {"pad": (1, 1)}, True),      # the CIFAR-sized layer
-    ((8, 16, 16, 16), 16, {"pad": (1, 1)}, True),
-    ((8, 15, 16, 16), 64, {"pad": (1, 1)}, False),     # too few input channels
+    ((8, 8, 16, 16), 8, {"pad": (1, 1)}, True),
+    ((8, 7, 16, 16), 64, {"pad": (1, 1)}, False),      # too few input channels
+    ((8, 64, 16, 16), 7, {"pad": (1, 1)}, False),      # too few filters
     ((8, 3, 32, 32), 64, {"pad": (1, 1)}, False),      # an RGB input
-    ((8, 32, 13, 13), 64, {}, False),                  # LeNet's conv2: 11x11, an odd output
-    ((8, 128, 9, 9), 128, {}, True),                   # odd, with channels enough
+    ((8, 32, 13, 13), 64, {}, True),                   # LeNet's conv2: 11x11, 19% spare
+    ((8, 64, 9, 9), 64, {}, False),                    # 7x7: 31% spare
+    ((8, 128, 9, 9), 128, {}, True),                   # 7x7, with channels enough
     ((8, 64, 16, 16), 64, {"stride": (2, 2), "pad": (1, 1)}, False),
     ((8, 64, 16, 16), 64, {"dilate": (2, 2), "pad": (2, 2)}, False),
 ])

@@ -32,17 +32,18 @@ from .ndarray import _recording_for, _result, _wrap
 __all__ = ["applies", "convolution", "tiles", "filter_transform", "filter_grad", "input_transform",
            "output_transform", "grad_transform", "input_grad", "MIN_CHANNELS"]
 
-# Fewer channels than this make GEMMs too thin to gain from the transforms (LeNet's first layer,
-# one input channel, or an RGB input): those stay im2col. An output of odd height or width is
-# tiled with a spare row or column, computed and dropped: for 11x11 outputs 19% more work, and
-# the transforms' loops run over short rows of tiles. Measured on one thread, one layer's
-# forward and backward (``benchmarks/bench_conv.py --layers``): with even sizes, Winograd's was
-# 1.15-1.7x faster from 16 channels on; at 11x11 it lost 8% with 32 -> 64 channels and broke
-# even with 64; at 7x7 it lost 4% with 64 channels and won 9% with 128. So an output that wastes
-# more than WASTE of its tiles' work needs ODD_MIN_CHANNELS.
-MIN_CHANNELS = 16
+# Measured on one thread, one layer's forward and backward against im2col
+# (``benchmarks/bench_conv.py --layers``): 1.4-2.0x faster with 8 to 128 channels at 8x8 to 32x32;
+# about even with 8 -> 8 channels at 11x11, 1.2x with 32 -> 64 (LeNet's conv2). With fewer
+# channels than MIN_CHANNELS the GEMMs are thin and the transforms, which scale with the channel
+# counts, cost more than im2col saves (an RGB input to 64 filters: 1.24x slower; LeNet's first
+# layer, one input channel: 4x slower). An output of odd height or width is tiled with a spare
+# row or column, computed and dropped; one that wastes more than WASTE of its tiles' work (7x7:
+# 31%) needs ODD_MIN_CHANNELS: at 7x7 with 16 to 64 channels the two were even, with 128
+# Winograd's was 1.2x faster.
+MIN_CHANNELS = 8
 ODD_MIN_CHANNELS = 128
-WASTE = 1.1
+WASTE = 1.25
 
 # A piece of the batch is as many images as fill PIECE_ELEMENTS values of the transformed input
 # (one image at least), as im2col's pieces in ``nn``: each piece's transforms and GEMMs stay in
