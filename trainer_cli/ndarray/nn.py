@@ -4,9 +4,11 @@ Embedding, LeakyReLU.
 Convolution is im2col: a strided window view of the padded input is copied into a
 ``(groups, C/g * kernel, N * out)`` matrix and multiplied by the weight in one GEMM per group;
 its input gradient scatters the column gradient back window offset by window offset. On host
-arrays that is done a few images at a time (``PIECE_ELEMENTS``), on several threads. Pooling loops
-over window offsets (a handful of whole-array ops) instead of materialising windows. Everything is
-written over the array module of the input, so NumPy and CuPy share it.
+arrays that is done a few images at a time (``PIECE_ELEMENTS``), on several threads; there a 3x3
+convolution of stride 1 with enough channels goes through Winograd's F(2x2, 3x3) instead
+(``winograd``), with 2.25 times fewer multiplications. Pooling loops over window offsets (a
+handful of whole-array ops) instead of materialising windows. Everything is written over the
+array module of the input, so NumPy and CuPy share it.
 """
 from __future__ import annotations
 

@@ -38,9 +38,9 @@ __all__ = ["applies", "convolution", "tiles", "filter_transform", "filter_grad",
 # channels than MIN_CHANNELS the GEMMs are thin and the transforms, which scale with the channel
 # counts, cost more than im2col saves (an RGB input to 64 filters: 1.24x slower; LeNet's first
 # layer, one input channel: 4x slower). An output of odd height or width is tiled with a spare
-# row or column, computed and dropped; one that wastes more than WASTE of its tiles' work (7x7:
-# 31%) needs ODD_MIN_CHANNELS: at 7x7 with 16 to 64 channels the two were even, with 128
-# Winograd's was 1.2x faster.
+# row or column, computed and dropped; one whose tiles compute more than WASTE times its outputs
+# needs ODD_MIN_CHANNELS: at 5x5 (1.44 times) 32 and 64 channels were even, at 7x7 (1.31 times)
+# 64 channels 1.09x and 128 1.22x faster, at 11x11 (1.19 times) see above.
 MIN_CHANNELS = 8
 ODD_MIN_CHANNELS = 128
 WASTE = 1.25
