@@ -81,13 +81,15 @@ def conv_epilogue(res, bias, relu, out) -> bool:
     return True
 
 
-def conv_grad_out(g, out, relu, g2) -> bool:
+def conv_grad_out(g, out, relu, g2, lo=0, hi=None) -> bool:
     """``g2[f, n] = g[n, f] * (out[n, f] > 0 if relu else 1)`` for ``(N, F, P)`` ``g`` and ``out``
-    and ``(F, N, P)`` ``g2``; without ``relu`` a transposing copy."""
+    and ``(F, N, P)`` ``g2``, for the images ``n`` in ``[lo, hi)`` (all by default); without
+    ``relu`` a transposing copy."""
     if not _usable(g, g2, out if relu else None):
         return False
     n, f, p = g.shape
-    _grad_out(g.reshape(-1), n, f, p, (out if relu else g).reshape(-1), relu, g2.reshape(-1))
+    _grad_out(g.reshape(-1), lo, n if hi is None else hi, n, f, p,
+              (out if relu else g).reshape(-1), relu, g2.reshape(-1))
     return True
 
 
@@ -219,9 +221,9 @@ def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out):
                 out[_U(dst + p)] = v
 
 
-def _grad_out_loop(g, n_, f_, p_, out, relu, g2):
+def _grad_out_loop(g, lo, hi, n_, f_, p_, out, relu, g2):
     for f in range(f_):
-        for n in range(n_):
+        for n in range(lo, hi):
             src, dst = (n * f_ + f) * p_, (f * n_ + n) * p_
             if relu:
                 for p in range(p_):

@@ -151,18 +151,22 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
             g2, gb = _grad_rows_t(g, out, relu, n, f, plane, bias_grad, xp)
             g2 = g2.reshape(n * plane, groups, f // groups)
         else:
-            g2 = _grad_rows(g, out, relu, n, f, plane, xp).reshape(groups, f // groups, n * plane)
-            gb = g2.reshape(f, n * plane).sum(axis=1) if bias_grad else None
+            # The masked gradient's (F, N, P) rows are made piece by piece, on the pieces' threads.
+            g2, gb = xp.empty((f, n, plane), g.dtype), None
+            gc = g if type(g) is not numpy.ndarray or g.flags.c_contiguous \
+                else numpy.ascontiguousarray(g)
         gx = xp.empty(x.shape, x.dtype) if needs[0] else None
         gw_sum = []
 
         def backward(i):
             a, z = pieces[i]
+            if not transposed:
+                _grad_rows(gc, out, relu, a, z, g2, xp)
             if transposed:
                 piece_g = g2[a * plane:z * plane].transpose(1, 0, 2)      # (G, L, F/G)
                 fl = piece_g.transpose(0, 2, 1)                          # (G, F/G, L)
             else:
-                fl = g2[:, :, a * plane:z * plane]
+                fl = g2.reshape(groups, f // groups, n * plane)[:, :, a * plane:z * plane]
             part = None
             if needs[1]:
                 cols = columns(a, z)
@@ -182,6 +186,8 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
                     gw_sum.append(part)
 
         _host_threads.run(len(pieces), backward, add)
+        if not transposed and bias_grad:
+            gb = g2.reshape(f, n * plane).sum(axis=1)
         gw = None
         if needs[1]:
             gw = xp.ascontiguousarray(gw_sum[0].transpose(0, 2, 1)) if transposed else gw_sum[0]
@@ -227,17 +233,15 @@ def _col2im(gcols, target, kernel, stride, dilate, pad, out_sp, xp):
 TRANSPOSED_GRAD_ROWS = 512
 
 
-def _grad_rows(g, out, relu, n, f, plane, xp):
-    """The output gradient, ReLU-masked (the same mask as relu's d > 0, NaN included), in the
-    GEMMs' (F, N, P) layout."""
-    if type(g) is numpy.ndarray:
-        g2 = numpy.empty((f, n, plane), g.dtype)
-        gc = g.reshape(n, f, plane) if g.flags.c_contiguous else \
-            numpy.ascontiguousarray(g).reshape(n, f, plane)
-        if _ck.conv_grad_out(gc, out.reshape(n, f, plane), relu, g2):
-            return g2
-    gm = g * (out > 0) if relu else g
-    return xp.ascontiguousarray(xp.moveaxis(gm, 1, 0)).reshape(f, n, plane)
+def _grad_rows(g, out, relu, a, z, g2, xp):
+    """The output gradient of images ``a:z``, ReLU-masked (the same mask as relu's d > 0, NaN
+    included), into their place in the GEMMs' (F, N, P) layout ``g2``."""
+    f, n, plane = g2.shape
+    if type(g) is numpy.ndarray and _ck.conv_grad_out(g.reshape(n, f, plane),
+                                                       out.reshape(n, f, plane), relu, g2, a, z):
+        return
+    gm = g[a:z] * (out[a:z] > 0) if relu else g[a:z]
+    g2[:, a:z] = xp.moveaxis(gm.reshape(z - a, f, plane), 1, 0)
 
 
 def _grad_rows_t(g, out, relu, n, f, plane, bias_grad, xp):
