@@ -12,7 +12,7 @@ import pytest
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _bn_kernels as B
 
-from test_conv_kernels import _data, _same_bits, sgd_steps
+from test_conv_kernels import _data, _same_bits, assert_training_is_bitwise
 
 pytest.importorskip("numba")
 
@@ -101,23 +101,12 @@ def test_batchnorm_kernels_decline_what_they_do_not_take(monkeypatch):
 def test_cifar_block_training_is_bitwise_with_and_without_kernels(monkeypatch):
     """Three SGD-momentum steps of Conv2D+BatchNorm+ReLU blocks with a global pooling head."""
     monkeypatch.setattr(B, "MIN_SIZE", 16)
-    rng = np.random.RandomState(0)
-    X = rng.uniform(size=(4, 3, 8, 8)).astype(np.float32)
-    y = rng.randint(0, 10, size=4).astype(np.float32)
-    results = []
-    for kernels in (True, False):
-        monkeypatch.setattr(_jit, "_numba", None if kernels else False)
-        nn = gluon.nn
-        net = nn.Sequential()
+    nn = gluon.nn
+
+    def layers():
+        blocks = []
         for cin in (3, 8):
-            net.add(nn.Conv2D(8, 3, padding=1, use_bias=False, in_channels=cin),
-                    nn.BatchNorm(in_channels=8), nn.Activation("relu"))
-        net.add(nn.GlobalAvgPool2D(), nn.Dense(10, in_units=8))
-        net.initialize()
-        for i, p in enumerate(net.collect_params().values()):
-            if p.grad_req != "null":
-                p.set_data(nd.array(np.random.RandomState(i).uniform(0.5, 1.5, p.shape)
-                                    .astype(np.float32)))
-        results.append(sgd_steps(net, X, y))
-    for got, expect in zip(*results):
-        _same_bits(got, expect)
+            blocks += [nn.Conv2D(8, 3, padding=1, use_bias=False, in_channels=cin),
+                       nn.BatchNorm(in_channels=8), nn.Activation("relu")]
+        return blocks + [nn.GlobalAvgPool2D(), nn.Dense(10, in_units=8)]
+    assert_training_is_bitwise(monkeypatch, layers, (4, 3, 8, 8), 0.5, 1.5)

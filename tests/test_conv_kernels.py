@@ -232,21 +232,31 @@ def test_kernels_decline_what_they_do_not_take(monkeypatch):
 def test_lenet_training_step_is_bitwise_with_and_without_kernels(monkeypatch):
     """Three SGD-momentum steps of a LeNet-style net: the same weights either way."""
     monkeypatch.setattr(K, "MIN_SIZE", 16)
+    nn = gluon.nn
+    assert_training_is_bitwise(monkeypatch, lambda: [
+        nn.Conv2D(4, 3, activation="relu", in_channels=1), nn.MaxPool2D(2),
+        nn.Conv2D(8, 3, activation="relu", in_channels=4), nn.MaxPool2D(2),
+        nn.Dense(16, activation="relu", in_units=8 * 2 * 2), nn.Dense(10, in_units=16)],
+        (8, 1, 14, 14))
+
+
+def assert_training_is_bitwise(monkeypatch, layers, xshape, low=-0.3, high=0.3):
+    """Three SGD-momentum steps of ``Sequential(*layers())`` on random images of ``xshape``,
+    from the same trainable weights (uniform in ``[low, high)``), with the kernels and without
+    them: the same bits after them."""
     rng = np.random.RandomState(0)
-    X = rng.uniform(size=(8, 1, 14, 14)).astype(np.float32)
-    y = rng.randint(0, 10, size=8).astype(np.float32)
+    X = rng.uniform(size=xshape).astype(np.float32)
+    y = rng.randint(0, 10, size=xshape[0]).astype(np.float32)
     results = []
     for kernels in (True, False):
         monkeypatch.setattr(_jit, "_numba", None if kernels else False)
-        nn = gluon.nn
-        net = nn.Sequential()
-        net.add(nn.Conv2D(4, 3, activation="relu", in_channels=1), nn.MaxPool2D(2),
-                nn.Conv2D(8, 3, activation="relu", in_channels=4), nn.MaxPool2D(2),
-                nn.Dense(16, activation="relu", in_units=8 * 2 * 2), nn.Dense(10, in_units=16))
+        net = gluon.nn.Sequential()
+        net.add(*layers())
         net.initialize()
         for i, p in enumerate(net.collect_params().values()):
-            p.set_data(nd.array(np.random.RandomState(i).uniform(-0.3, 0.3, p.shape)
-                                .astype(np.float32)))
+            if p.grad_req != "null":
+                p.set_data(nd.array(np.random.RandomState(i).uniform(low, high, p.shape)
+                                    .astype(np.float32)))
         results.append(sgd_steps(net, X, y))
     for got, expect in zip(*results):
         _same_bits(got, expect)

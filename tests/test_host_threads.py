@@ -96,26 +96,26 @@ def test_a_concurrent_caller_runs_its_pieces_alone(three_threads):
     assert results == {"a": list(range(30)), "b": list(range(30))}
 
 
-def test_sums_are_the_same_bits_on_any_thread_count(monkeypatch):
+def test_run_summed_adds_in_index_order_on_any_thread_count(monkeypatch):
+    """The results other than None, added in index order (float32 sums that depend on it): the
+    same bits on 1, 2, 3 and 8 threads, the bits of a sequential sum."""
     rng = np.random.default_rng(0)
     parts = [rng.standard_normal((7, 5)).astype(np.float32) * 10.0 ** rng.integers(-3, 3)
              for _ in range(25)]
 
-    def total(threads):
-        monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
-        acc = []
+    def piece(i):
+        time.sleep(0.001 * ((7 * i) % 3))      # finish out of order
+        return None if i % 4 == 1 else parts[i] * np.float32(1.5)
 
-        def add(i, value):
-            if acc:
-                acc[0] += value
-            else:
-                acc.append(value.copy())
-        host_threads.run(len(parts), lambda i: parts[i] * np.float32(1.5), add)
-        return acc[0]
-
-    one = total(1)
-    for threads in (2, 3, 8):
-        np.testing.assert_array_equal(total(threads).view(np.uint32), one.view(np.uint32))
+    expect = parts[0] * np.float32(1.5)
+    for i in range(2, len(parts)):
+        if i % 4 != 1:
+            expect += parts[i] * np.float32(1.5)
+    for threads in (1, 2, 3, 8):
+        monkeypatch.setattr(host_threads, "blas_threads", lambda threads=threads: threads)
+        got = host_threads.run_summed(len(parts), piece)
+        np.testing.assert_array_equal(got.view(np.uint32), expect.view(np.uint32))
+    assert host_threads.run_summed(4, lambda i: None) is None
 
 
 def test_pieces_see_the_callers_numpy_errstate(three_threads):

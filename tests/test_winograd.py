@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gradcheck import check_grad
-from test_conv_kernels import _data, _same_bits
+from test_conv_kernels import _data, _same_bits, assert_training_is_bitwise
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _conv_kernels as K
 from trainer_cli.ndarray import _winograd_kernels as WK
@@ -168,28 +168,11 @@ def test_a_non_contiguous_input_takes_the_reference_path(every_conv, monkeypatch
 
 def test_a_training_step_is_bitwise_with_and_without_kernels(every_conv, monkeypatch):
     """Three SGD-momentum steps of a small Conv+BatchNorm+ReLU net: the same weights."""
-    from test_conv_kernels import sgd_steps
-
-    rng = np.random.RandomState(0)
-    X = rng.uniform(size=(4, 3, 10, 10)).astype(np.float32)
-    y = rng.randint(0, 10, size=4).astype(np.float32)
-    results = []
-    for kernels in (True, False):
-        monkeypatch.setattr(_jit, "_numba", None if kernels else False)
-        nn = gluon.nn
-        net = nn.Sequential()
-        net.add(nn.Conv2D(6, 3, padding=1, use_bias=False, in_channels=3),
-                nn.BatchNorm(in_channels=6), nn.Activation("relu"),
-                nn.Conv2D(6, 3, activation="relu", in_channels=6),
-                nn.GlobalAvgPool2D(), nn.Dense(10, in_units=6))
-        net.initialize()
-        for i, p in enumerate(net.collect_params().values()):
-            if p.name.endswith(("weight", "bias")):
-                p.set_data(nd.array(np.random.RandomState(i).uniform(-0.3, 0.3, p.shape)
-                                    .astype(np.float32)))
-        results.append(sgd_steps(net, X, y))
-    for got, expect in zip(*results):
-        _same_bits(got, expect)
+    nn = gluon.nn
+    assert_training_is_bitwise(monkeypatch, lambda: [
+        nn.Conv2D(6, 3, padding=1, use_bias=False, in_channels=3), nn.BatchNorm(in_channels=6),
+        nn.Activation("relu"), nn.Conv2D(6, 3, activation="relu", in_channels=6),
+        nn.GlobalAvgPool2D(), nn.Dense(10, in_units=6)], (4, 3, 10, 10))
 
 
 @pytest.mark.parametrize("shape, filters, kw, expect", [

@@ -20,7 +20,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["run", "blas_threads", "even_pieces"]
+__all__ = ["run", "run_summed", "blas_threads", "even_pieces"]
 
 _controllers = None     # threadpoolctl's controllers of the loaded BLAS libraries, found once
 _pool = None
@@ -152,3 +152,18 @@ def run(count: int, piece, combine=None):
             _busy.release()
     if ordered.error is not None:
         raise ordered.error
+
+
+def run_summed(count: int, piece):
+    """``run(count, piece)``, returning the sum of the results other than None, added in index
+    order into the first of them (None when there is none): the same bits on any thread count."""
+    total = []
+
+    def add(index, value):
+        if value is not None:
+            if total:
+                total[0] += value
+            else:
+                total.append(value)
+    run(count, piece, add)
+    return total[0] if total else None

@@ -156,7 +156,6 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
             gc = g if type(g) is not numpy.ndarray or g.flags.c_contiguous \
                 else numpy.ascontiguousarray(g)
         gx = xp.empty(x.shape, x.dtype) if needs[0] else None
-        gw_sum = []
 
         def backward(i):
             a, z = pieces[i]
@@ -177,20 +176,13 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
                 _col2im(gcols, gx[a:z], kernel, stride, dilate, pad, out_sp, xp)
             return part
 
-        def add(i, part):
-            # The pieces' weight gradients, summed in piece order on any number of threads.
-            if part is not None:
-                if gw_sum:
-                    gw_sum[0] += part
-                else:
-                    gw_sum.append(part)
-
-        _host_threads.run(len(pieces), backward, add)
+        # The pieces' weight gradients, summed in piece order on any number of threads.
+        gw_sum = _host_threads.run_summed(len(pieces), backward)
         if not transposed and bias_grad:
             gb = g2.reshape(f, n * plane).sum(axis=1)
         gw = None
         if needs[1]:
-            gw = xp.ascontiguousarray(gw_sum[0].transpose(0, 2, 1)) if transposed else gw_sum[0]
+            gw = xp.ascontiguousarray(gw_sum.transpose(0, 2, 1)) if transposed else gw_sum
             gw = gw.reshape(w.shape)
         if bias is not None:
             return gx, gw, gb

@@ -112,7 +112,6 @@ def convolution(data, weight, bias, pad, relu):
         gm = numpy.empty(out.shape, x.dtype) if relu else numpy.ascontiguousarray(g, x.dtype)
         ut = numpy.ascontiguousarray(u.transpose(0, 2, 1)) if needs[0] else None
         gx = numpy.empty(x.shape, x.dtype) if needs[0] else None
-        du = []
 
         def backward(i):
             a, z = pieces[i]
@@ -126,18 +125,11 @@ def convolution(data, weight, bias, pad, relu):
                 return numpy.matmul(zg, v.transpose(0, 2, 1))
             return None
 
-        def add(i, part):
-            # The pieces' weight gradients, summed in piece order on any number of threads.
-            if part is not None:
-                if du:
-                    du[0] += part
-                else:
-                    du.append(part)
-
-        _host_threads.run(len(pieces), backward, add)
+        # The pieces' weight gradients, summed in piece order on any number of threads.
+        du = _host_threads.run_summed(len(pieces), backward)
         gb = gm.reshape(n, f, math.prod(out_sp)).sum(axis=(0, 2)) \
             if bias is not None and needs[2] else None
-        gw = filter_grad(du[0]) if du else None
+        gw = filter_grad(du) if du is not None else None
         if needs[1] and gw is None:         # an empty batch
             gw = numpy.zeros(w.shape, w.dtype)
         return (gx, gw, gb) if bias is not None else (gx, gw)
