@@ -40,16 +40,19 @@ def _same_bits(a, b):
     np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True):
-    """(output, gradients of every input) of ``fn(*arrays)`` with the kernels on or off."""
+KERNELS = ("_im2col", "_epilogue", "_grad_out", "_grad_out_t", "_col2im", "_max_pool",
+           "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad")
+
+
+def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
+         names=KERNELS):
+    """(output, gradients of every input) of ``fn(*arrays)`` with the kernels on or off, and
+    which of ``module``'s kernels ``names`` ran."""
     monkeypatch.setattr(_jit, "_numba", None if kernels else False)
     monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
     calls = []
-    if kernels:
-        for name in ("_im2col", "_epilogue", "_grad_out", "_grad_out_t", "_col2im", "_max_pool",
-                     "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad"):
-            kernel = getattr(K, name)
-            monkeypatch.setattr(K, name, _counting(kernel, name, calls))
+    for name in names:
+        monkeypatch.setattr(module, name, _counting(getattr(module, name), name, calls))
     inputs = [nd.array(a, dtype=a.dtype) for a in arrays]
     for x in inputs:
         x.attach_grad()

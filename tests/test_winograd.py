@@ -11,6 +11,7 @@ import pytest
 
 from gradcheck import check_grad
 from test_conv_kernels import _data, _same_bits, assert_training_is_bitwise
+from test_conv_kernels import _run as _conv_run
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _conv_kernels as K
 from trainer_cli.ndarray import _winograd_kernels as WK
@@ -52,22 +53,8 @@ def _arrays(case, dtype, with_bias=True, special=True):
 
 def _run(fn, arrays, kernels, monkeypatch, special_head=True):
     """(output, gradients) of ``fn(*arrays)``, and the transform kernels that ran."""
-    monkeypatch.setattr(_jit, "_numba", None if kernels else False)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    calls = []
-    for name in ("_input", "_output", "_grad", "_input_grad"):
-        kernel = getattr(WK, name)
-        monkeypatch.setattr(WK, name, lambda *a, kernel=kernel, name=name:
-                            (calls.append(name), kernel(*a))[1])
-    inputs = [nd.array(a, dtype=a.dtype) for a in arrays]
-    for x in inputs:
-        x.attach_grad()
-    with np.errstate(all="ignore"):
-        with autograd.record():
-            out = fn(*inputs)
-        head = _data(out.shape, arrays[0].dtype, 4, special_head)
-        out.backward(nd.array(head, dtype=head.dtype))
-    return out.asnumpy(), [x.grad.asnumpy() for x in inputs], calls
+    return _conv_run(fn, arrays, 4, kernels, monkeypatch, special_head, WK,
+                     ("_input", "_output", "_grad", "_input_grad"))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
