@@ -159,12 +159,11 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
 
         def backward(i):
             a, z = pieces[i]
-            if not transposed:
-                _grad_rows(gc, out, relu, a, z, g2, xp)
             if transposed:
                 piece_g = g2[a * plane:z * plane].transpose(1, 0, 2)      # (G, L, F/G)
                 fl = piece_g.transpose(0, 2, 1)                          # (G, F/G, L)
             else:
+                _grad_rows(gc, out, relu, a, z, g2, xp)
                 fl = g2.reshape(groups, f // groups, n * plane)[:, :, a * plane:z * plane]
             part = None
             if needs[1]:

@@ -129,9 +129,7 @@ def convolution(data, weight, bias, pad, relu):
         du = _host_threads.run_summed(len(pieces), backward)
         gb = gm.reshape(n, f, math.prod(out_sp)).sum(axis=(0, 2)) \
             if bias is not None and needs[2] else None
-        gw = filter_grad(du) if du is not None else None
-        if needs[1] and gw is None:         # an empty batch
-            gw = numpy.zeros(w.shape, w.dtype)
+        gw = filter_grad(du) if needs[1] else None
         return (gx, gw, gb) if bias is not None else (gx, gw)
     return _result(out, data._ctx, inputs, vjp)
 
