@@ -11,6 +11,7 @@ import pytest
 
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _bn_kernels as B
+from trainer_cli.ndarray import host_threads
 
 from test_conv_kernels import _data, _same_bits, assert_training_is_bitwise
 
@@ -70,6 +71,28 @@ def test_batchnorm_kernels_are_numpys(monkeypatch, dtype, training, fix_gamma, c
                      + (["_grad_input"] if training else []))
     for a, b in zip(got, expect):
         _same_bits(a, b)
+
+
+@pytest.mark.parametrize("case", range(len(SHAPES)))
+def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case):
+    """Large arrays are worked in ranges of channels on several threads: each pass once per
+    range, and the NumPy path's bits on 1, 2 and 3 threads."""
+    monkeypatch.setattr(B, "MIN_SIZE", 16)
+    monkeypatch.setattr(B, "SPLIT_SIZE", 16)
+    shape = SHAPES[case]
+    c = shape[1]
+    x = _data(shape, np.float32, 31)
+    gamma, beta = _data(c, np.float32, 33, special=False), _data(c, np.float32, 34, special=False)
+    mm, mv = _data(c, np.float32, 35, special=False), np.ones(c, np.float32)
+    head = _data(shape, np.float32, 37)
+    arrays = [x, gamma, beta, mm, mv]
+    expect, _ = _run(arrays, head, False, True, False, monkeypatch)
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(host_threads, "blas_threads", lambda threads=threads: threads)
+        got, calls = _run(arrays, head, True, True, False, monkeypatch)
+        assert calls.count("_grad_input") == min(c, B.CHANNEL_PARTS)
+        for a, b in zip(got, expect):
+            _same_bits(a, b)
 
 
 def test_pairwise_is_numpys_sum():

@@ -22,16 +22,25 @@ halved recursively above that) and adds the row's result to the channel's total,
 +0.0, sample by sample in order. ``tests/test_bn_kernels.py`` compares the bits of both paths.
 Every function returns False where it does not apply (no numba, another dtype, layout or array
 library, small arrays); the caller then runs the NumPy code.
+
+Arrays of ``SPLIT_SIZE`` elements or more are worked in ranges of channels on the BLAS's thread
+count of threads (``host_threads``); each channel's arithmetic, sums included, does not depend on
+the range it falls in, so the bits do not depend on the thread count.
 """
 from __future__ import annotations
 
 import numpy
 
 from .. import _jit
+from . import host_threads as _host_threads
 
-__all__ = ["channel_sums", "scale_shift", "grad_sums", "grad_input", "MIN_SIZE"]
+__all__ = ["channel_sums", "scale_shift", "grad_sums", "grad_input", "MIN_SIZE", "SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
+# A pass over this many elements (1 MiB of float32, about 0.3 ms) is split into CHANNEL_PARTS
+# ranges of channels; smaller ones would pay the threads' hand-over for little.
+SPLIT_SIZE = 1 << 18
+CHANNEL_PARTS = 8
 _np_ndarray = numpy.ndarray
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
 _STACK = 256        # pairwise's task stack: depth 3 per halving, 2**64 elements need < 200
@@ -63,37 +72,56 @@ def workspace(dtype, p):
             numpy.empty(p, dtype))
 
 
+def _by_channels(x, work):
+    """``work(c0, c1)`` for ranges of channels covering them all: one range for a small ``x``,
+    else CHANNEL_PARTS of them on the BLAS's thread count of threads."""
+    c = x.shape[1]
+    if x.size < SPLIT_SIZE or c < 2:
+        work(0, c)
+        return
+    ranges = _host_threads.even_pieces(c, min(c, CHANNEL_PARTS))
+    _host_threads.run(len(ranges), lambda i: work(*ranges[i]))
+
+
 def channel_sums(x, mean, sums) -> None:
     """``sums`` ``(C,)``: per channel, NumPy's ``x.sum(axis=(0, 2, ...))``, or of
     ``(x - mean)**2`` computed as ``d = x - mean; d * d`` when ``mean`` ``(C,)`` is given.
     The caller checked ``usable``."""
     n, c, p = _geometry(x)
-    tasks, values, scratch = workspace(x.dtype, p)
-    _sums(x.reshape(-1), n, c, p, sums if mean is None else mean, mean is not None,
-          x.dtype.type(0), sums, tasks, values, scratch)
+
+    def work(c0, c1):
+        tasks, values, scratch = workspace(x.dtype, p)
+        _sums(x.reshape(-1), n, c, p, c0, c1, sums if mean is None else mean, mean is not None,
+              x.dtype.type(0), sums, tasks, values, scratch)
+    _by_channels(x, work)
 
 
 def scale_shift(x, mean, scale, beta, out) -> None:
     """``out = (x - mean) * scale + beta``, per channel vectors (any shape of C values)."""
     n, c, p = _geometry(x)
-    _scale_shift(x.reshape(-1), n, c, p, mean.reshape(-1), scale.reshape(-1), beta.reshape(-1),
-                 out.reshape(-1))
+    _by_channels(x, lambda c0, c1: _scale_shift(
+        x.reshape(-1), n, c, p, c0, c1, mean.reshape(-1), scale.reshape(-1), beta.reshape(-1),
+        out.reshape(-1)))
 
 
 def grad_sums(g, x, mean, invstd, gsum, gxhat_sum) -> None:
     """Per channel: ``gsum`` = NumPy's ``g.sum(axis=(0, 2, ...))``, ``gxhat_sum`` = that of
     ``g * ((x - mean) * invstd)``."""
     n, c, p = _geometry(x)
-    tasks, values, scratch = workspace(x.dtype, p)
-    _grad_sums(g.reshape(-1), x.reshape(-1), n, c, p, mean, invstd, x.dtype.type(0), gsum,
-               gxhat_sum, tasks, values, scratch)
+
+    def work(c0, c1):
+        tasks, values, scratch = workspace(x.dtype, p)
+        _grad_sums(g.reshape(-1), x.reshape(-1), n, c, p, c0, c1, mean, invstd, x.dtype.type(0),
+                   gsum, gxhat_sum, tasks, values, scratch)
+    _by_channels(x, work)
 
 
 def grad_input(g, x, mean, invstd, gmean, proj, scale, gx) -> None:
     """``gx = ((g - gmean) - ((x - mean) * invstd) * proj) * scale``, per channel vectors."""
     n, c, p = _geometry(x)
-    _grad_input(g.reshape(-1), x.reshape(-1), n, c, p, mean, invstd, gmean, proj, scale,
-                gx.reshape(-1))
+    _by_channels(x, lambda c0, c1: _grad_input(
+        g.reshape(-1), x.reshape(-1), n, c, p, c0, c1, mean, invstd, gmean, proj, scale,
+        gx.reshape(-1)))
 
 
 # ----------------------------------------------------------------------------- the loops
@@ -157,11 +185,11 @@ def _pairwise_loop(a, s, n, zero, tasks, values):
     return values[0]
 
 
-def _sums_loop(x, n_, c_, p_, mean, centered, zero, sums, tasks, values, scratch):
-    for c in range(c_):
+def _sums_loop(x, n_, c_, p_, c0, c1, mean, centered, zero, sums, tasks, values, scratch):
+    for c in range(c0, c1):
         sums[c] = zero
     for n in range(n_):
-        for c in range(c_):
+        for c in range(c0, c1):
             row = (n * c_ + c) * p_
             if centered:
                 m = mean[c]
@@ -173,22 +201,22 @@ def _sums_loop(x, n_, c_, p_, mean, centered, zero, sums, tasks, values, scratch
                 sums[c] = sums[c] + _pairwise(x, row, p_, zero, tasks, values)
 
 
-def _scale_shift_loop(x, n_, c_, p_, mean, scale, beta, out):
+def _scale_shift_loop(x, n_, c_, p_, c0, c1, mean, scale, beta, out):
     for n in range(n_):
-        for c in range(c_):
+        for c in range(c0, c1):
             row = (n * c_ + c) * p_
             m, sc, b = mean[c], scale[c], beta[c]
             for p in range(p_):
                 out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
 
 
-def _grad_sums_loop(g, x, n_, c_, p_, mean, invstd, zero, gsum, gxhat_sum, tasks, values,
-                    scratch):
-    for c in range(c_):
+def _grad_sums_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, zero, gsum, gxhat_sum, tasks,
+                    values, scratch):
+    for c in range(c0, c1):
         gsum[c] = zero
         gxhat_sum[c] = zero
     for n in range(n_):
-        for c in range(c_):
+        for c in range(c0, c1):
             row = (n * c_ + c) * p_
             m, inv = mean[c], invstd[c]
             for p in range(p_):
@@ -197,9 +225,9 @@ def _grad_sums_loop(g, x, n_, c_, p_, mean, invstd, zero, gsum, gxhat_sum, tasks
             gxhat_sum[c] = gxhat_sum[c] + _pairwise(scratch, 0, p_, zero, tasks, values)
 
 
-def _grad_input_loop(g, x, n_, c_, p_, mean, invstd, gmean, proj, scale, gx):
+def _grad_input_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, gmean, proj, scale, gx):
     for n in range(n_):
-        for c in range(c_):
+        for c in range(c0, c1):
             row = (n * c_ + c) * p_
             m, inv, gm, pr, sc = mean[c], invstd[c], gmean[c], proj[c], scale[c]
             for p in range(p_):
