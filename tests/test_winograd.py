@@ -25,6 +25,7 @@ CASES = [
     ((2, 4, 6, 11), 3, (2, 1)),         # wider padding than the kernel's reach, non-square
     ((3, 5, 3, 3), 6, (0, 0)),          # a single output, one tile
     ((2, 3, 5, 4), 6, (1, 0)),          # padding along one axis only
+    ((2, 3, 5, 6), 4, (3, 4)),          # tiles wholly in the padding
 ]
 
 
