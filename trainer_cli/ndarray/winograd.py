@@ -33,7 +33,7 @@ __all__ = ["applies", "convolution", "tiles", "filter_transform", "filter_grad",
            "output_transform", "grad_transform", "input_grad", "MIN_CHANNELS"]
 
 # Measured on one thread, one layer's forward and backward against im2col
-# (``benchmarks/bench_conv.py --layers``): 1.4-2.0x faster with 8 to 128 channels at 8x8 to 32x32;
+# (``benchmarks/bench_conv.py --layers``): 1.3-2.0x faster with 8 to 128 channels at 8x8 to 32x32;
 # about even with 8 -> 8 channels at 11x11, 1.2x with 32 -> 64 (LeNet's conv2). With fewer
 # channels than MIN_CHANNELS the GEMMs are thin and the transforms, which scale with the channel
 # counts, cost more than im2col saves (an RGB input to 64 filters: 1.24x slower; LeNet's first
@@ -51,9 +51,10 @@ WASTE = 1.25
 # median, in-process A/B); the CIFAR-sized layers' 8.4M each would add 100 MB to the step.
 KEEP_ELEMENTS = 1 << 21
 
-# A piece of the batch is as many images as fill PIECE_ELEMENTS values of the transformed input
-# (one image at least), as im2col's pieces in ``nn``: each piece's transforms and GEMMs stay in
-# cache, and the pieces run on the BLAS's thread count (``host_threads``).
+# A piece of the batch is as many images as fill PIECE_ELEMENTS values of the larger transformed
+# operand, the input's or the output's (one image at least), as im2col's pieces in ``nn``: each
+# piece's transforms and GEMMs stay in cache, and the pieces run on the BLAS's thread count
+# (``host_threads``).
 PIECE_ELEMENTS = 1 << 18
 
 
