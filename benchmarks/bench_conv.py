@@ -66,6 +66,10 @@ LAYERS = [
     (32, 64, 64, 8, 1), (32, 128, 128, 8, 1),
     (64, 32, 64, 13, 0), (64, 64, 64, 13, 0),            # 11x11 outputs (LeNet's conv2: the first)
     (32, 64, 64, 7, 1), (32, 128, 128, 7, 1), (32, 256, 256, 7, 1), (32, 128, 128, 15, 0),
+    # at and below winograd.MIN_CHANNELS, and small odd sizes (tiles mostly spare)
+    (32, 8, 8, 32, 1), (32, 8, 16, 16, 1), (64, 8, 8, 13, 0), (32, 3, 64, 32, 1),
+    (64, 1, 32, 28, 0), (32, 16, 16, 7, 1), (32, 32, 32, 5, 1), (32, 64, 64, 5, 1),
+    (32, 64, 64, 3, 1), (32, 256, 256, 3, 1), (32, 64, 64, 3, 0),   # 3x3 and 1x1 outputs
 ]
 
 
@@ -90,7 +94,7 @@ def layers(rounds):
         best = {}
         for _ in range(rounds):
             for name, floor in (("winograd", 1), ("im2col", 1 << 30)):
-                winograd.MIN_CHANNELS = winograd.ODD_MIN_CHANNELS = floor
+                winograd.MIN_CHANNELS, winograd.WASTE = floor, float("inf")
                 best[name] = min(best.get(name, float("inf")), _best_cpu_ms(step, 1))
         out[(n, c, f, hw, pad)] = (best["winograd"], best["im2col"])
     return out

@@ -33,7 +33,7 @@ CASES = [
 def every_conv(monkeypatch):
     """Winograd for every channel count and shape, the kernels for every size."""
     monkeypatch.setattr(W, "MIN_CHANNELS", 1)
-    monkeypatch.setattr(W, "ODD_MIN_CHANNELS", 1)
+    monkeypatch.setattr(W, "WASTE", float("inf"))
     monkeypatch.setattr(K, "MIN_SIZE", 16)
 
 
@@ -76,12 +76,12 @@ def test_winograd_kernels_are_numpys(every_conv, monkeypatch, dtype, relu, with_
 
 def _im2col(monkeypatch, fn, arrays):
     monkeypatch.setattr(W, "MIN_CHANNELS", 1 << 30)
-    monkeypatch.setattr(W, "ODD_MIN_CHANNELS", 1 << 30)
+    monkeypatch.setattr(W, "WASTE", 0.0)
     try:
         return _run(fn, arrays, True, monkeypatch, special_head=False)
     finally:
         monkeypatch.setattr(W, "MIN_CHANNELS", 1)
-        monkeypatch.setattr(W, "ODD_MIN_CHANNELS", 1)
+        monkeypatch.setattr(W, "WASTE", float("inf"))
 
 
 @pytest.mark.parametrize("kernels", [True, False])
@@ -170,8 +170,10 @@ def test_a_training_step_is_bitwise_with_and_without_kernels(every_conv, monkeyp
     ((8, 64, 16, 16), 7, {"pad": (1, 1)}, False),      # too few filters
     ((8, 3, 32, 32), 64, {"pad": (1, 1)}, False),      # an RGB input
     ((8, 32, 13, 13), 64, {}, True),                   # LeNet's conv2: 11x11, 19% spare
-    ((8, 64, 9, 9), 64, {}, False),                    # 7x7: 31% spare
-    ((8, 128, 9, 9), 128, {}, True),                   # 7x7, with channels enough
+    ((8, 16, 7, 7), 16, {"pad": (1, 1)}, True),        # 7x7: 31% spare
+    ((8, 64, 5, 5), 64, {}, False),                    # 3x3: 78% spare
+    ((8, 64, 3, 3), 64, {"pad": (1, 1)}, False),
+    ((8, 64, 3, 3), 64, {}, False),                    # 1x1: one tile, 4 outputs for 1
     ((8, 64, 16, 16), 64, {"stride": (2, 2), "pad": (1, 1)}, False),
     ((8, 64, 16, 16), 64, {"dilate": (2, 2), "pad": (2, 2)}, False),
 ])

@@ -33,17 +33,16 @@ __all__ = ["applies", "convolution", "tiles", "filter_transform", "filter_grad",
            "output_transform", "grad_transform", "input_grad", "MIN_CHANNELS"]
 
 # Measured on one thread, one layer's forward and backward against im2col
-# (``benchmarks/bench_conv.py --layers``): 1.3-2.0x faster with 8 to 128 channels at 8x8 to 32x32;
-# about even with 8 -> 8 channels at 11x11, 1.2x with 32 -> 64 (LeNet's conv2). With fewer
-# channels than MIN_CHANNELS the GEMMs are thin and the transforms, which scale with the channel
-# counts, cost more than im2col saves (an RGB input to 64 filters: 1.24x slower; LeNet's first
-# layer, one input channel: 4x slower). An output of odd height or width is tiled with a spare
-# row or column, computed and dropped; one whose tiles compute more than WASTE times its outputs
-# needs ODD_MIN_CHANNELS: at 5x5 (1.44 times) 32 and 64 channels were even, at 7x7 (1.31 times)
-# 64 channels 1.09x and 128 1.22x faster, at 11x11 (1.19 times) see above.
+# (``benchmarks/bench_conv.py --layers``): 1.3-2.0x faster with 8 to 128 channels at 8x8 to 32x32,
+# 1.2x at 11x11 (LeNet's conv2). With fewer channels than MIN_CHANNELS the GEMMs are thin and the
+# transforms, which scale with the channel counts, cost more than im2col saves (an RGB input to
+# 64 filters: 1.2x slower; LeNet's first layer, one input channel: 4x slower). An output of odd
+# height or width is tiled with a spare row or column, computed and dropped. Where the tiles
+# compute more than WASTE times the outputs that loses: at 3x3 (1.78 times) Winograd's was 1.2x
+# slower with 64 channels and with 256, at 1x1 (4 times) 2x; at 5x5 (1.44 times) it was 1.0-1.2x
+# faster, at 7x7 (1.31 times) 1.2-1.4x with 16 to 64 channels.
 MIN_CHANNELS = 8
-ODD_MIN_CHANNELS = 128
-WASTE = 1.25
+WASTE = 1.5
 
 # A transformed input of at most KEEP_ELEMENTS values (4 times the input, or more where tiles stick
 # out) is kept from the forward pass for the weight gradient; a larger one is made again in the
@@ -64,10 +63,9 @@ def applies(x, w, kernel, stride, dilate, groups, out_sp) -> bool:
             and tuple(stride) == (1, 1) and tuple(dilate) == (1, 1) and groups == 1
             and x.dtype in (numpy.float32, numpy.float64) and w.dtype == x.dtype):
         return False
-    channels = min(x.shape[1], w.shape[0])
     th, tw = tiles(out_sp)
-    waste = 4 * th * tw / (out_sp[0] * out_sp[1])
-    return channels >= (MIN_CHANNELS if waste <= WASTE else ODD_MIN_CHANNELS)
+    return (min(x.shape[1], w.shape[0]) >= MIN_CHANNELS
+            and 4 * th * tw <= WASTE * out_sp[0] * out_sp[1])
 
 
 def tiles(out_sp):
