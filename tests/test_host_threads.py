@@ -147,3 +147,10 @@ def test_openblas_thread_timeout_is_set_only_before_numpy_and_never_over_the_use
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, timeout=120)
     assert json.loads(out.stdout) == expect
+
+
+def test_pieces_keep_within_the_budget_with_one_item_at_least():
+    assert host_threads.pieces(10, 3, 9) == host_threads.even_pieces(10, 4)   # 3 items each
+    assert host_threads.pieces(10, 3, 1000) == [(0, 10)]
+    assert host_threads.pieces(4, 50, 10) == [(0, 1), (1, 2), (2, 3), (3, 4)]  # over budget
+    assert host_threads.pieces(0, 3, 9) == [(0, 0)]

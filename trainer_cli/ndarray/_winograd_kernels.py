@@ -22,7 +22,7 @@ import numpy
 from .. import _jit
 from . import _conv_kernels as _ck
 
-__all__ = ["input_transform", "output_transform", "grad_transform", "input_grad"]
+__all__ = ["tiles", "input_transform", "output_transform", "grad_transform", "input_grad"]
 
 _U = numpy.uint64
 
@@ -30,11 +30,17 @@ _U = numpy.uint64
 _usable = _ck._usable
 
 
+def tiles(out_sp):
+    """The tile rows and columns covering an output of ``out_sp`` (the last ones may stick out;
+    their extra outputs are computed from zero padding and dropped)."""
+    return (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
+
+
 def input_transform(x, pad, out) -> bool:
     if not _usable(x, out):
         return False
     n, c, h, w = x.shape
-    th, tw = (h + 2 * pad[0] - 1) // 2, (w + 2 * pad[1] - 1) // 2
+    th, tw = tiles((h + 2 * pad[0] - 2, w + 2 * pad[1] - 2))
     _input(x.reshape(-1), n, c, h, w, pad[0], pad[1], th, tw, x.dtype.type(0),
            numpy.empty(2 * tw + 2, x.dtype), numpy.empty(16 * n * th * tw, x.dtype),
            out.reshape(-1))
@@ -45,7 +51,7 @@ def output_transform(m, bias, relu, out) -> bool:
     if not _usable(m, out, bias):
         return False
     n, f, oh, ow = out.shape
-    th, tw = (oh + 1) // 2, (ow + 1) // 2
+    th, tw = tiles((oh, ow))
     _output(m.reshape(-1), n, f, oh, ow, th, tw, m.reshape(-1)[:f] if bias is None else bias,
             bias is not None, relu, numpy.empty(8 * n * th * tw, m.dtype),
             numpy.empty(2 * tw, m.dtype), out.reshape(-1))
@@ -56,7 +62,7 @@ def grad_transform(g, out) -> bool:
     if not _usable(g, out):
         return False
     n, f, oh, ow = g.shape
-    th, tw = (oh + 1) // 2, (ow + 1) // 2
+    th, tw = tiles((oh, ow))
     _grad(g.reshape(-1), n, f, oh, ow, th, tw, g.dtype.type(0), numpy.empty(2 * tw, g.dtype),
           numpy.empty(8 * n * th * tw, g.dtype), out.reshape(-1))
     return True
@@ -66,7 +72,7 @@ def input_grad(dv, pad, gx) -> bool:
     if not _usable(dv, gx):
         return False
     n, c, h, w = gx.shape
-    th, tw = (h + 2 * pad[0] - 1) // 2, (w + 2 * pad[1] - 1) // 2
+    th, tw = tiles((h + 2 * pad[0] - 2, w + 2 * pad[1] - 2))
     _input_grad(dv.reshape(-1), n, c, h, w, pad[0], pad[1], th, tw, gx.dtype.type(0),
                 numpy.empty(16 * n * th * tw, gx.dtype), numpy.empty(4 * (2 * tw + 2), gx.dtype),
                 gx.reshape(-1))

@@ -20,7 +20,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["run", "run_summed", "blas_threads", "even_pieces"]
+__all__ = ["run", "run_summed", "blas_threads", "even_pieces", "pieces"]
 
 _controllers = None     # threadpoolctl's controllers of the loaded BLAS libraries, found once
 _pool = None
@@ -56,6 +56,13 @@ def even_pieces(n: int, parts: int) -> list:
         bounds.append((start, stop))
         start = stop
     return bounds
+
+
+def pieces(n: int, item_size: int, budget: int) -> list:
+    """``even_pieces`` of ``n`` items of ``item_size`` values each, as few as keep every piece
+    within ``budget`` values (one item at least); one empty piece for no items."""
+    per = max(1, budget // item_size)
+    return even_pieces(n, max(1, -(-n // per)))
 
 
 def _forget_pool():

@@ -103,8 +103,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     plane = math.prod(out_sp)
     rows = (c // groups) * ksize        # of the column matrix, per group
     host = type(x) is numpy.ndarray
-    per = max(1, PIECE_ELEMENTS // (c * ksize * plane)) if host else n
-    pieces = _host_threads.even_pieces(n, max(1, -(-n // per)))
+    pieces = _host_threads.pieces(n, c * ksize * plane, PIECE_ELEMENTS) if host else [(0, n)]
     wm = w.reshape(groups, f // groups, rows)
     b = None if bias is None else bias._data
 

@@ -26,6 +26,7 @@ import math
 import numpy
 
 from . import _winograd_kernels as _wk
+from ._winograd_kernels import tiles
 from . import host_threads as _host_threads
 from .ndarray import _recording_for, _result, _wrap
 
@@ -68,12 +69,6 @@ def applies(x, w, kernel, stride, dilate, groups, out_sp) -> bool:
             and 4 * th * tw <= WASTE * out_sp[0] * out_sp[1])
 
 
-def tiles(out_sp):
-    """The tile rows and columns covering an output of ``out_sp`` (the last ones may stick out;
-    their extra outputs are computed from zero padding and dropped)."""
-    return (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
-
-
 def convolution(data, weight, bias, pad, relu):
     """The convolution's node: ``data`` ``(N, C, H, W)`` by ``weight`` ``(F, C, 3, 3)``, padded by
     ``pad``, plus ``bias`` (an NDArray or None), then ReLU when ``relu``."""
@@ -83,8 +78,7 @@ def convolution(data, weight, bias, pad, relu):
     out_sp = (h + 2 * pad[0] - 2, wd + 2 * pad[1] - 2)
     th, tw = tiles(out_sp)
     per_image = th * tw
-    per = max(1, PIECE_ELEMENTS // (16 * max(c, f) * per_image))
-    pieces = _host_threads.even_pieces(n, max(1, -(-n // per)))
+    pieces = _host_threads.pieces(n, 16 * max(c, f) * per_image, PIECE_ELEMENTS)
     u = filter_transform(w)
     b = None if bias is None else bias._data
     out = numpy.empty((n, f) + out_sp, x.dtype)
