@@ -39,7 +39,8 @@ GEMMS = {
     # (M, K, N, stacked, calls) of forward W @ cols, weight gradient G @ cols.T, column gradient
     # W.T @ G: ``calls`` matmuls of ``stacked`` matrices each
     "lenet_step": {"conv1 (32x9 @ 9x43264)": (32, 9, 43264, 1, 1),
-                   "conv2 (64x288 @ 288x7744)": (64, 288, 7744, 1, 1)},
+                   "conv2 by Winograd, per piece of 6-7 images (16 x 64x32 @ 32x230), x10":
+                   (64, 32, 230, 16, 10)},
     "cifar_step": {"conv 64->64 by Winograd, per image (16 x 64x64 @ 64x256), x32":
                    (64, 64, 256, 16, 32)},
 }
