@@ -11,7 +11,8 @@ threshold at its largest (32 MiB: larger blocks are still mapped and unmapped) a
 threshold at 1 GiB, so freed blocks stay in the heap and the next step reuses them without
 faults. The cost: the process keeps up to that much freed memory mapped instead of returning it
 at once (the peak is unchanged).
-(A convolution's column matrices stay under 1 MiB: it works a few images at a time.)
+(A convolution works a few images at a time: its column matrices are about 1 MiB, or one
+image's where that is more.)
 
 It runs once, when ``trainer_cli.ndarray`` is imported, on glibc only; ``TRAINER_MALLOC_TUNE=0``
 turns it off (then glibc's defaults and ``MALLOC_*_`` environment variables apply as usual).
