@@ -31,13 +31,13 @@ def test_a_save_copies_the_state_it_was_asked_for(tmp_path, monkeypatch):
     """Training goes on while a save is written: the checkpoint holds the weights of its step."""
     no_fsync(monkeypatch)
     from trainer_cli.run import checkpoint
-    gate, real = threading.Event(), checkpoint.write_checkpoint
+    gate, real = threading.Event(), checkpoint.begin_checkpoint
 
     def slow(run_dir, step, files, meta):
         gate.wait(30)          # let several steps change the weights first
         return real(run_dir, step, files, meta)
 
-    monkeypatch.setattr(checkpoint, "write_checkpoint", slow)
+    monkeypatch.setattr(checkpoint, "begin_checkpoint", slow)
     config = write_config(tmp_path)
 
     class Opens(session.Reporter):
@@ -48,7 +48,7 @@ def test_a_save_copies_the_state_it_was_asked_for(tmp_path, monkeypatch):
     start_run(config, ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"],
               run_root=tmp_path / "a", reporter=Opens())
     monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
-    monkeypatch.setattr(checkpoint, "write_checkpoint", real)
+    monkeypatch.setattr(checkpoint, "begin_checkpoint", real)
     start_run(config, ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"],
               run_root=tmp_path / "b")
     a = checkpoint_files(only_run_dir(tmp_path / "a"))
@@ -72,6 +72,36 @@ def test_a_save_too_large_for_the_background_copies_nothing(tmp_path, monkeypatc
     start_run(write_config(tmp_path), ["checkpoint.keep_last=100"], run_root=tmp_path / "r")
     assert len(checkpoint_files(only_run_dir(tmp_path / "r"))) > 3
     assert copies and not any(copies)
+
+
+def test_a_large_save_is_finished_from_its_files_while_training_goes_on(tmp_path, monkeypatch):
+    """Its bytes are written in the training thread; the CRCs, digests and fsyncs come later, on
+    the background thread, from the files: the weights training changes meanwhile stay out."""
+    no_fsync(monkeypatch)
+    from trainer_cli.run import checkpoint
+    gate, real, threads = threading.Event(), checkpoint.PendingCheckpoint.finish, set()
+
+    def slow(self):
+        threads.add(threading.current_thread() is threading.main_thread())
+        gate.wait(30)
+        return real(self)
+
+    class Opens(session.Reporter):
+        def progress(self, step, *args):
+            if step == 7:
+                gate.set()
+
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
+    overrides = ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"]
+    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish", slow)
+    start_run(write_config(tmp_path), overrides, run_root=tmp_path / "a", reporter=Opens())
+    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish", real)
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", 1 << 40)    # copies, as before
+    start_run(write_config(tmp_path), overrides, run_root=tmp_path / "b")
+    a = checkpoint_files(only_run_dir(tmp_path / "a"))
+    b = checkpoint_files(only_run_dir(tmp_path / "b"))
+    assert threads == {True, False}    # the last save ends the run in the training thread
+    assert len(a) > 3 and a == b
 
 
 def test_background_job_hands_back_results_and_errors_in_order():

@@ -184,18 +184,18 @@ def test_a_read_only_filesystem_is_exit_2_naming_the_lock(run_dir, monkeypatch):
 
 def test_a_full_disk_names_the_step_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     from trainer_cli.run import checkpoint
-    real = checkpoint._write_npz_file
+    real = checkpoint.write_npz_deferred
     calls = []
 
-    def fills_up(path, arrays):
-        if os.path.basename(path) == "params.npz":
+    def fills_up(f, arrays):
+        if os.readlink("/proc/self/fd/%d" % f.fileno()).endswith("params.npz"):
             calls.append(1)
             if len(calls) >= 3:  # the third checkpoint's parameters
                 raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path, arrays)
+        return real(f, arrays)
 
     # Small checkpoints are written on a background thread: its error still stops the run.
-    monkeypatch.setattr(checkpoint, "_write_npz_file", fills_up)
+    monkeypatch.setattr(checkpoint, "write_npz_deferred", fills_up)
     path = write_config(tmp_path)
     result = invoke("run", path, "--run-dir", tmp_path / "runs", "-o", "checkpoint.every_epoch=false")
     assert result.exit_code == 2, result.output

@@ -7,11 +7,13 @@ would keep a shared run directory's files from the teammates the umask lets read
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import secrets
 
 __all__ = ["atomic_write", "fsync_dir", "write_bytes_atomic", "write_text_atomic", "make_temp_dir",
-           "open_new_file"]
+           "open_new_file", "reserve"]
 
 _TRIES = 100
 # Create, never open an existing file, never follow a link.
@@ -75,9 +77,13 @@ def fsync_dir(folder):
         os.close(fd)
 
 
-def open_new_file(path):
+def open_new_file(path, readable=False):
     """A new file at ``path`` (which must not exist, and is never followed as a link), open for
-    unbuffered binary writing. Atomic only inside a folder renamed into place afterwards."""
+    unbuffered binary writing (and reading, with ``readable``). Atomic only inside a folder
+    renamed into place afterwards."""
+    if readable:
+        flags = (_NEW_FILE & ~os.O_WRONLY) | os.O_RDWR
+        return os.fdopen(os.open(path, flags, 0o666), "r+b", buffering=0)
     return os.fdopen(os.open(path, _NEW_FILE, 0o666), "wb", buffering=0)
 
 
@@ -88,3 +94,30 @@ def write_bytes_atomic(path, data: bytes):
 
 def write_text_atomic(path, text: str):
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _linux_fallocate():
+    try:
+        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fallocate.restype = ctypes.c_int
+    return fallocate
+
+
+_FALLOCATE = _linux_fallocate()
+_KEEP_SIZE = 1  # FALLOC_FL_KEEP_SIZE: blocks reserved, the file's size unchanged
+
+
+def reserve(fd, nbytes: int):
+    """Reserve ``nbytes`` of disk for the file at ``fd`` before writing them, as ``numpy.save``
+    does (Linux's ``fallocate``, keeping the size). Raises OSError(ENOSPC) when the disk cannot
+    hold them; does nothing where the file system or platform cannot reserve (``posix_fallocate``
+    would then write zeros first, doubling the writes)."""
+    if _FALLOCATE is None or nbytes <= 0:
+        return
+    if _FALLOCATE(fd, _KEEP_SIZE, 0, nbytes) != 0:
+        code = ctypes.get_errno()
+        if code == errno.ENOSPC:
+            raise OSError(code, os.strerror(code))

@@ -8,13 +8,21 @@ the bytes its header claims.
 """
 from __future__ import annotations
 
+import errno
+import hashlib
+import io
 import math
+import os
+import struct
 import zipfile
+import zlib
 
 import numpy
 from numpy.lib import format as _npy_format
 
-__all__ = ["write_npz", "read_npz", "NpzError"]
+from ._atomic import reserve
+
+__all__ = ["write_npz", "write_npz_deferred", "DeferredNpz", "read_npz", "NpzError"]
 
 # Deflate cannot expand data more than about 1032-fold: a member claiming more is lying.
 _MAX_DEFLATE_RATIO = 1100
@@ -27,36 +35,221 @@ class NpzError(ValueError):
 
 
 def write_npz(fileobj, arrays: dict) -> None:
-    """Write ``arrays`` (name -> array) into ``fileobj`` as an uncompressed ``.npz``.
+    """Write ``arrays`` (name -> array) into ``fileobj`` as an uncompressed ``.npz``, front to back
+    (``fileobj`` needs only ``write``).
 
     Member by member rather than through ``numpy.savez``, whose own keyword arguments (``file``,
-    ``allow_pickle``) would swallow arrays of those names and which pickles object arrays.
+    ``allow_pickle``) would swallow arrays of those names and which pickles object arrays. The
+    bytes are those ``zipfile`` writes into a stream it cannot seek.
     """
-    with zipfile.ZipFile(fileobj, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, arr in arrays.items():
-            arr = numpy.asarray(arr)
-            if arr.dtype.hasobject:
-                raise TypeError("array %r has dtype object, which cannot be saved without pickle"
-                                % (name,))
-            with zf.open(name + ".npy", mode="w", force_zip64=True) as member:
-                _write_array(member, arr)
+    members, end = _plan(fileobj, arrays)
+    for member in members:
+        _write_all(fileobj, member.local_header)
+        crc = 0
+        for piece in member.content():
+            crc = zlib.crc32(piece, crc)
+            _write_all(fileobj, piece)
+        member.crc = crc
+        _write_all(fileobj, member.descriptor())
+    _write_all(fileobj, _central_directory(members, end))
 
 
-def _write_array(member, arr):
-    """``numpy.lib.format.write_array``, but a contiguous array's memory goes out as it is, in
-    large slices (write_array copies it into bytes chunk by chunk when the target is not a real
-    file, as a zip member is not)."""
-    if not (arr.flags.c_contiguous or arr.flags.f_contiguous) or arr.dtype.hasobject:
-        _npy_format.write_array(member, arr, allow_pickle=False)
-        return
-    header = _npy_format.header_data_from_array_1_0(arr)
+class DeferredNpz:
+    """An ``.npz`` whose array bytes are in the file but whose CRCs and central directory are not
+    yet: :func:`write_npz_deferred` writes what ``numpy.save`` would (a checkpoint's arrays leave
+    the training thread at that speed), :meth:`finish` completes the file from what it holds."""
+
+    def __init__(self, members, end):
+        self._members = members
+        self._end = end
+
+    def finish(self, fd) -> tuple:
+        """Read the file at descriptor ``fd`` (open for reading and writing) once, front to back:
+        each member's CRC goes into its data descriptor, the central directory after the last.
+        Returns the finished file's size and SHA-256, taken from the bytes in the file (the arrays
+        may have changed since)."""
+        digest = hashlib.sha256()
+        buffer = memoryview(bytearray(min(_READ_PIECE, self._end)))
+        for member in self._members:
+            for piece in _read_range(fd, buffer, member.offset, member.content_offset):
+                digest.update(piece)
+            crc = 0
+            for piece in _read_range(fd, buffer, member.content_offset, member.data_end):
+                digest.update(piece)
+                crc = zlib.crc32(piece, crc)
+            member.crc = crc
+            descriptor = member.descriptor()
+            _pwrite_all(fd, descriptor, member.data_end)
+            digest.update(descriptor)
+        tail = _central_directory(self._members, self._end)
+        _pwrite_all(fd, tail, self._end)
+        digest.update(tail)
+        return self._end + len(tail), digest.hexdigest()
+
+
+def write_npz_deferred(fileobj, arrays: dict) -> DeferredNpz:
+    """Write ``arrays`` as :func:`write_npz` would, with zeros where the CRCs go and no central
+    directory yet: call :meth:`DeferredNpz.finish` on the file. The arrays may change once this
+    returns (their bytes are in the file)."""
+    members, end = _plan(fileobj, arrays)
+    for member in members:
+        _write_all(fileobj, member.local_header)
+        for piece in member.content():
+            _write_all(fileobj, piece)
+        _write_all(fileobj, bytes(_DESCRIPTOR_SIZE))
+        member.data = None
+    return DeferredNpz(members, end)
+
+
+def _plan(fileobj, arrays):
+    """The members of ``arrays`` with their places in the file, and where the central directory
+    goes. A real file gets its whole size reserved first, as ``numpy.save`` does: writing into
+    reserved blocks is about 1.4x faster on ext4, and a full disk shows before any byte is
+    written."""
+    members = []
+    end = 0
+    for name, arr in arrays.items():
+        members.append(_Member(name, numpy.asarray(arr), end))
+        end = members[-1].end
     try:
-        _npy_format.write_array_header_1_0(member, header)
+        fd = fileobj.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both of the last
+        fd = None
+    if fd is not None:
+        reserve(fd, end + len(_central_directory(members, end)))
+    return members, end
+
+
+# The zip format as zipfile writes it into an unseekable stream with force_zip64: a local header
+# whose CRC and sizes are zero (they follow the data, in a zip64 data descriptor), stored data,
+# the central directory; zip64 end records only where counts or offsets need them.
+_ZIP64_LIMIT = (1 << 31) - 1
+_COUNT_LIMIT = (1 << 16) - 1
+_VERSION = 45                      # zip64
+_UNIX = 3
+_DATA_DESCRIPTOR_FLAG = 0x08
+_UTF8_FLAG = 0x800
+_DOS_DATE = 1 << 5 | 1             # 1980-01-01 00:00, zipfile's default
+_PERMISSIONS = 0o600 << 16
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+_CENTRAL_HEADER = struct.Struct("<4s4B4HL2L5H2L")
+_DESCRIPTOR = struct.Struct("<4sLQQ")
+_DESCRIPTOR_SIZE = _DESCRIPTOR.size
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END = struct.Struct("<4s4H2LH")
+_READ_PIECE = 16 << 20
+
+
+class _Member:
+    """One array's place in the archive: its headers, where its bytes go, its CRC once known."""
+
+    def __init__(self, name, arr, offset):
+        if arr.dtype.hasobject:
+            raise TypeError("array %r has dtype object, which cannot be saved without pickle"
+                            % (name,))
+        if "\0" in name:
+            raise ValueError("array name %r holds a NUL character" % (name,))
+        self.filename = name + ".npy"
+        try:
+            self.encoded, self.flags = self.filename.encode("ascii"), _DATA_DESCRIPTOR_FLAG
+        except UnicodeEncodeError:
+            self.encoded = self.filename.encode("utf-8")
+            self.flags = _DATA_DESCRIPTOR_FLAG | _UTF8_FLAG
+        if len(self.encoded) > 0xFFFF:
+            raise ValueError("array name %r is too long for a zip archive" % (name[:80],))
+        if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+            arr = numpy.ascontiguousarray(arr)
+        self.data = arr.ravel(order="A").view(numpy.uint8)  # a view: the array is contiguous
+        self.npy_header = _npy_header(arr)
+        self.offset = offset
+        self.local_header = self._local_header()
+        self.content_offset = offset + len(self.local_header)
+        self.size = len(self.npy_header) + self.data.nbytes
+        self.data_end = self.content_offset + self.size
+        self.end = self.data_end + _DESCRIPTOR_SIZE
+        self.crc = 0                # until the member's bytes are known
+
+    def _local_header(self):
+        extra = struct.pack("<HHQQ", 1, 16, 0, 0)
+        return _LOCAL_HEADER.pack(b"PK\003\004", _VERSION, 0, self.flags, zipfile.ZIP_STORED, 0,
+                                  _DOS_DATE, 0, 0xFFFFFFFF, 0xFFFFFFFF, len(self.encoded),
+                                  len(extra)) + self.encoded + extra
+
+    def content(self):
+        """The member's ``.npy`` bytes, in large slices."""
+        yield self.npy_header
+        data = memoryview(self.data)
+        for start in range(0, len(data), _WRITE_SLICE):
+            yield data[start:start + _WRITE_SLICE]
+
+    def descriptor(self):
+        return _DESCRIPTOR.pack(b"PK\007\010", self.crc, self.size, self.size)
+
+    def central_header(self):
+        fields = []
+        size = self.size
+        if self.size > _ZIP64_LIMIT:
+            fields += [self.size, self.size]
+            size = 0xFFFFFFFF
+        offset = self.offset
+        if self.offset > _ZIP64_LIMIT:
+            fields.append(self.offset)
+            offset = 0xFFFFFFFF
+        extra = struct.pack("<HH%dQ" % len(fields), 1, 8 * len(fields), *fields) if fields else b""
+        return _CENTRAL_HEADER.pack(b"PK\001\002", _VERSION, _UNIX, _VERSION, 0, self.flags,
+                                    zipfile.ZIP_STORED, 0, _DOS_DATE, self.crc, size, size,
+                                    len(self.encoded), len(extra), 0, 0, 0, _PERMISSIONS,
+                                    offset) + self.encoded + extra
+
+
+def _npy_header(arr) -> bytes:
+    header = _npy_format.header_data_from_array_1_0(arr)
+    out = io.BytesIO()
+    try:
+        _npy_format.write_array_header_1_0(out, header)
     except ValueError:  # a header too large for format 1.0
-        _npy_format.write_array_header_2_0(member, header)
-    data = memoryview(arr.ravel(order="A")).cast("B")  # a view: the array is contiguous
-    for start in range(0, len(data), _WRITE_SLICE):
-        member.write(data[start:start + _WRITE_SLICE])
+        out = io.BytesIO()
+        _npy_format.write_array_header_2_0(out, header)
+    return out.getvalue()
+
+
+def _central_directory(members, start) -> bytes:
+    """The central directory of ``members`` at offset ``start``, and the end records."""
+    directory = b"".join(m.central_header() for m in members)
+    count, size, offset = len(members), len(directory), start
+    tail = b""
+    if count > _COUNT_LIMIT or offset > _ZIP64_LIMIT or size > _ZIP64_LIMIT:
+        tail = (_END64.pack(b"PK\006\006", 44, _VERSION, _VERSION, 0, 0, count, count, size,
+                            offset)
+                + _END64_LOCATOR.pack(b"PK\006\007", 0, start + size, 1))
+        count, size, offset = min(count, 0xFFFF), min(size, 0xFFFFFFFF), min(offset, 0xFFFFFFFF)
+    return directory + tail + _END.pack(b"PK\005\006", 0, 0, count, count, size, offset, 0)
+
+
+def _write_all(fileobj, data):
+    view = memoryview(data).cast("B")
+    done = 0
+    while done < len(view):  # an unbuffered write may take less than it was given
+        done += fileobj.write(view[done:])
+
+
+def _pwrite_all(fd, data, offset):
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        done += os.pwrite(fd, view[done:], offset + done)
+
+
+def _read_range(fd, buffer, start, stop):
+    """The file's bytes ``[start, stop)`` in pieces read into ``buffer`` (each piece is valid until
+    the next is read)."""
+    while start < stop:
+        n = os.preadv(fd, [buffer[:min(len(buffer), stop - start)]], start)
+        if n <= 0:
+            raise OSError(errno.EIO, "the file ended at byte %d while it was being finished" % start)
+        yield buffer[:n]
+        start += n
 
 
 def read_npz(fileobj) -> dict:

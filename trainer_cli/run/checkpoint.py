@@ -2,7 +2,9 @@
 
 A save builds ``checkpoints/.tmp-step-N-*/`` (params.npz, trainer.states, kvstore.npz when
 compressing, then meta.json with each file's size and SHA-256), fsyncs the files and the folder,
-renames it to ``step-N``, then rewrites ``latest`` atomically, and only then prunes. A crash at
+renames it to ``step-N``, then rewrites ``latest`` atomically, and only then prunes. It comes in
+two parts: :func:`begin_checkpoint` writes the arrays' bytes (training must wait for that much),
+:meth:`PendingCheckpoint.finish` does the rest from the files, on whatever thread. A crash at
 any point leaves the previous checkpoint and pointer intact; leftovers of an interrupted save or
 prune start with ``.`` and are removed by :func:`clean_leftovers`.
 
@@ -11,22 +13,20 @@ ranks call together) rather than the store: saving is rank 0's business alone.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import queue
 import shutil
-import threading
 import time
 from pathlib import Path
 
 from .._atomic import fsync_dir, make_temp_dir, open_new_file, write_text_atomic
-from .._npz import write_npz
+from .._npz import write_npz_deferred
 from .._bounded import read_regular
 from . import fit, kvstate, layout
 from .layout import RunDirError
 
-__all__ = ["save_checkpoint", "snapshot", "file_writers", "write_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
+__all__ = ["save_checkpoint", "snapshot", "file_writers", "begin_checkpoint", "PendingCheckpoint",
+           "write_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
            "resume_point"]
 
 _TMP_PREFIX = ".tmp-step-"
@@ -65,127 +65,98 @@ def file_writers(net, trainer, residuals: dict) -> dict:
     return files
 
 
-# Pieces below _SMALL_PIECE bytes are gathered into one write; from the first piece of
-# _THREAD_PIECE bytes on, a second thread hashes (below that, a thread's start and hand-offs cost
-# more than the hashing, and take the GIL from training).
-_SMALL_PIECE = 1 << 16
-_THREAD_PIECE = 1 << 20
+class PendingCheckpoint:
+    """Checkpoint ``step`` with its files' bytes in a temporary folder, made by
+    :func:`begin_checkpoint` in the time ``numpy.save`` takes for them; the arrays may change from
+    then on. :meth:`finish` (on any thread) completes, fsyncs and publishes it; :meth:`abandon`
+    removes it."""
 
+    def __init__(self, run_dir, step: int, meta: dict):
+        self.step = int(step)
+        self.folder = Path(run_dir) / layout.CHECKPOINTS
+        self.final = self.folder / layout.checkpoint_name(step)
+        self._meta = meta
+        self._tmp = None
+        self._files = []    # (name, path, open file or None, DeferredNpz or None)
 
-def _write_npz_file(path, arrays: dict) -> dict:
-    """Write ``arrays`` as a new ``.npz`` at ``path``, fsynced; its size and SHA-256, computed while
-    the file is written (on a second thread for large arrays) rather than by reading it back."""
-    with open_new_file(path) as f:
-        sink = _DigestingSink(f)
+    def _begin(self, files: dict):
+        if self.final.exists():
+            # Only a checkpoint of an abandoned future can be here (see set_aside_after).
+            set_aside(self.folder, [self.final])
+        self._tmp = Path(make_temp_dir(self.folder, "%s%d-" % (_TMP_PREFIX, self.step)))
+        for name, content in files.items():
+            path = self._tmp / name
+            if callable(content):
+                content(str(path))
+                self._files.append((name, path, None, None))
+            else:
+                # A fresh folder renamed as a whole: the file needs no temporary name of its own.
+                f = open_new_file(path, readable=True)
+                try:
+                    deferred = write_npz_deferred(f, content)
+                except BaseException:
+                    f.close()
+                    raise
+                self._files.append((name, path, f, deferred))
+
+    def finish(self) -> Path:
+        """Each file's CRCs, SHA-256 (of the bytes in the file) and fsync, meta.json, the rename
+        to ``step-N``, then ``latest``; returns the checkpoint's folder."""
         try:
-            write_npz(sink, arrays)
-        finally:
-            digest = sink.close()
-        f.flush()
-        os.fsync(f.fileno())
-    return {"size": sink.size, "sha256": digest}
+            described = {}
+            for name, path, f, deferred in self._files:
+                if deferred is None:
+                    described[name] = {"size": path.stat().st_size,
+                                       "sha256": layout.file_digest(path)}
+                    with open(path, "rb") as written:
+                        os.fsync(written.fileno())
+                else:
+                    size, digest = deferred.finish(f.fileno())
+                    os.fsync(f.fileno())
+                    f.close()
+                    described[name] = {"size": size, "sha256": digest}
+            meta = dict(self._meta, format=layout.META_FORMAT, step=self.step, files=described,
+                        saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            with open_new_file(self._tmp / layout.META_FILE) as f:
+                f.write((json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+                os.fsync(f.fileno())
+            fsync_dir(self._tmp)
+            os.rename(self._tmp, self.final)
+        except BaseException:
+            self.abandon()
+            raise
+        fsync_dir(self.folder)
+        write_text_atomic(self.folder / layout.LATEST, layout.checkpoint_name(self.step) + "\n")
+        return self.final
+
+    def abandon(self):
+        """Remove the unfinished checkpoint (``latest`` never pointed at it)."""
+        for _, _, f, _ in self._files:
+            if f is not None:
+                f.close()
+        self._files = []
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
 
-class _DigestingSink:
-    """A write-only, front-to-back stream into ``file``: no ``seek`` or ``tell``, so zipfile writes
-    each member's sizes and CRC after its data instead of seeking back, and every byte written is
-    final. Small pieces (zip headers, small arrays) are gathered into one write and hashed here;
-    from the first large piece on, a thread hashes the pieces in order as they go out (hashlib
-    and writes release the GIL), so a large file is hashed while it is written and a small one
-    costs no thread. The pieces must not change until :meth:`close` (an array being saved does
-    not)."""
-
-    def __init__(self, file):
-        self._file = file
-        self._digest = hashlib.sha256()
-        self._pieces = None         # the hashing thread's queue, once there is one
-        self._thread = None
-        self._small = bytearray()
-        self.size = 0
-
-    def _hash(self):
-        while True:
-            piece = self._pieces.get()
-            if piece is None:
-                return
-            self._digest.update(piece)
-
-    def _out(self, view, large):
-        done = 0
-        while done < len(view):  # an unbuffered write may take less than it was given
-            done += self._file.write(view[done:])
-        if self._thread is None and not large:
-            self._digest.update(view)
-            return
-        if self._thread is None:
-            self._pieces = queue.Queue(maxsize=16)
-            self._thread = threading.Thread(target=self._hash, name="checkpoint-digest",
-                                            daemon=True)
-            self._thread.start()
-        self._pieces.put(view)
-
-    def _drain(self):
-        if self._small:
-            piece, self._small = self._small, bytearray()
-            self._out(memoryview(piece), large=False)
-
-    def write(self, data) -> int:
-        view = memoryview(data).cast("B")
-        if len(view) < _SMALL_PIECE:
-            self._small += view
-            if len(self._small) >= _SMALL_PIECE:
-                self._drain()
-        else:
-            self._drain()
-            self._out(view, large=len(view) >= _THREAD_PIECE)
-        self.size += len(view)
-        return len(view)
-
-    def flush(self):
-        pass
-
-    def close(self) -> str:
-        self._drain()
-        if self._thread is not None:
-            self._pieces.put(None)
-            self._thread.join()
-        return self._digest.hexdigest()
+def begin_checkpoint(run_dir, step: int, files: dict, meta: dict) -> PendingCheckpoint:
+    """Write checkpoint ``step``'s bytes from ``files`` (name -> {member: array} for an ``.npz``,
+    or a function writing the file at the path it is given) into a temporary folder; the caller
+    finishes it. Touches nothing but the run directory's ``checkpoints/``."""
+    pending = PendingCheckpoint(run_dir, step, meta)
+    try:
+        pending._begin(files)
+    except BaseException:
+        pending.abandon()
+        raise
+    return pending
 
 
 def write_checkpoint(run_dir, step: int, files: dict, meta: dict) -> Path:
-    """Write checkpoint ``step`` from ``files`` (name -> {member: array} for an ``.npz``, or a
-    function writing the file at the path it is given), then point ``latest`` at it; returns its folder. Touches nothing but
-    the run directory's ``checkpoints/``, so it may run on a background thread."""
-    folder = Path(run_dir) / layout.CHECKPOINTS
-    final = folder / layout.checkpoint_name(step)
-    if final.exists():
-        # Only a checkpoint of an abandoned future can be here (see set_aside_after).
-        set_aside(folder, [final])
-    tmp = Path(make_temp_dir(folder, "%s%d-" % (_TMP_PREFIX, step)))
-    try:
-        described = {}
-        for name, content in files.items():
-            path = tmp / name
-            if callable(content):
-                content(str(path))
-                described[name] = {"size": path.stat().st_size,
-                                   "sha256": layout.file_digest(path)}
-            else:
-                # A fresh folder renamed as a whole: the file needs no temporary name of its own.
-                described[name] = _write_npz_file(path, content)
-        meta = dict(meta, format=layout.META_FORMAT, step=int(step), files=described,
-                    saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        with open_new_file(tmp / layout.META_FILE) as f:
-            f.write((json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-            os.fsync(f.fileno())
-        fsync_dir(tmp)
-        os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    fsync_dir(folder)
-    write_text_atomic(folder / layout.LATEST, layout.checkpoint_name(step) + "\n")
-    return final
+    """Write checkpoint ``step`` from ``files`` (as :func:`begin_checkpoint` takes them), then
+    point ``latest`` at it; returns its folder. May run on a background thread."""
+    return begin_checkpoint(run_dir, step, files, meta).finish()
 
 
 def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> tuple[dict, list]:

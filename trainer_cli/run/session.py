@@ -281,8 +281,9 @@ def _capture_warnings():
         yield caught
 
 
-# Checkpoints up to this size are copied and written on a background thread; larger ones are
-# written from the live arrays in the training thread (a copy would double their memory).
+# Checkpoints up to this size are copied and written on a background thread; larger ones have
+# their bytes written from the live arrays in the training thread (a copy would double their
+# memory), and are finished on the background thread.
 BACKGROUND_SAVE_BYTES = 256 << 20
 
 # A run expected to save at least this many checkpoints in the background writes them from a
@@ -367,9 +368,13 @@ class _Recorder:
         # without a copy that would double the model's memory.
         files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=False)
         meta = _json_safe(meta)
-        if files is None or st.finished or _nbytes(files) > BACKGROUND_SAVE_BYTES:
+        if files is None or st.finished:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
             self._finished_save(self._save(st.step, files, meta))
+        elif _nbytes(files) > BACKGROUND_SAVE_BYTES:
+            # The arrays' bytes go to the files now, in numpy.save's time; the CRCs, digests,
+            # fsyncs and `latest` follow from the files while training goes on.
+            self._saving.start(self._finish, self._begin(st.step, files, meta))
         elif writer is not None and can_share(files):
             self._writing_step = st.step
             try:
@@ -389,11 +394,20 @@ class _Recorder:
             self._saving.start(self._save, st.step, files, meta)
 
     def _save(self, step, files, meta) -> Path:
-        config = self.parts.config
+        return self._finish(self._begin(step, files, meta))
+
+    def _begin(self, step, files, meta) -> _ckpt.PendingCheckpoint:
         try:
-            path = _ckpt.write_checkpoint(self.run_dir, step, files, meta)
+            return _ckpt.begin_checkpoint(self.run_dir, step, files, meta)
         except OSError as exc:  # a full disk, a quota, a read-only remount
             raise self._save_error(step, exc) from None
+
+    def _finish(self, pending) -> Path:
+        config = self.parts.config
+        try:
+            path = pending.finish()
+        except OSError as exc:
+            raise self._save_error(pending.step, exc) from None
         _ckpt.prune(self.run_dir, config.checkpoint.keep_last, config.checkpoint.keep_best)
         return path
 
