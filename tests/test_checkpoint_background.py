@@ -1,6 +1,8 @@
 """Small checkpoints are written on a background thread while training goes on
 (run/background.py, Recorder.checkpoint): the files are those a save in the training thread
 writes, the run waits for the last one, and a failed save still stops the run."""
+import os
+import sys
 import threading
 
 import pytest
@@ -79,12 +81,12 @@ def test_a_large_save_is_finished_from_its_files_while_training_goes_on(tmp_path
     the background thread, from the files: the weights training changes meanwhile stay out."""
     no_fsync(monkeypatch)
     from trainer_cli.run import checkpoint
-    gate, real, threads = threading.Event(), checkpoint.PendingCheckpoint.finish, set()
+    gate, real, threads = threading.Event(), checkpoint.PendingCheckpoint.finish_steps, set()
 
     def slow(self):
         threads.add(threading.current_thread() is threading.main_thread())
         gate.wait(30)
-        return real(self)
+        return (yield from real(self))
 
     class Opens(session.Reporter):
         def progress(self, step, *args):
@@ -93,9 +95,9 @@ def test_a_large_save_is_finished_from_its_files_while_training_goes_on(tmp_path
 
     monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
     overrides = ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"]
-    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish", slow)
+    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish_steps", slow)
     start_run(write_config(tmp_path), overrides, run_root=tmp_path / "a", reporter=Opens())
-    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish", real)
+    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish_steps", real)
     monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", 1 << 40)    # copies, as before
     start_run(write_config(tmp_path), overrides, run_root=tmp_path / "b")
     a = checkpoint_files(only_run_dir(tmp_path / "a"))
@@ -121,3 +123,60 @@ def test_background_job_hands_back_results_and_errors_in_order():
     with pytest.raises(OSError, match="No space"):
         job.wait()
     assert job.wait() is None          # an error is handed back once
+
+
+def _priority():
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is Linux's")
+def test_a_stepwise_job_runs_in_spare_cycles_and_the_waiter_takes_over():
+    """The background thread runs at the lowest priority until someone waits; the waiter then
+    runs the remaining steps itself, at its own priority."""
+    job = BackgroundJob()
+    ran = []
+
+    def steps():
+        for i in range(5):
+            ran.append((threading.current_thread() is threading.main_thread(), _priority()))
+            if i == 1:
+                job._hand_over.wait(30)     # until wait() asks for the rest
+            yield
+        return "done"
+
+    job.start_steps(steps())
+    assert job.wait() == "done"
+    main_priority = _priority()
+    assert ran == [(False, 19), (False, 19)] + [(True, main_priority)] * 3
+
+
+def test_a_stepwise_job_hands_back_its_result_and_errors():
+    job = BackgroundJob()
+
+    def quick():
+        yield
+        return 42
+
+    job.start_steps(quick())
+    job._thread.join()                  # ended on its own thread
+    assert job.wait() == 42 and job.wait() is None
+
+    def fails(after):
+        for _ in range(after):
+            yield
+        raise OSError(28, "No space left on device")
+
+    job.start_steps(fails(0))
+    job._thread.join()
+    with pytest.raises(OSError, match="No space"):
+        job.wait()
+
+    def fails_later():
+        job._hand_over.wait(30)
+        yield
+        yield from fails(2)            # in the waiter
+
+    job.start_steps(fails_later())
+    with pytest.raises(OSError, match="No space"):
+        job.wait()
+    assert job.wait() is None

@@ -492,6 +492,28 @@ def test_reduce_of_equal_copies_is_exact_on_three_devices():
     np.testing.assert_allclose(p._reduce().asnumpy(), value * 4 / 3, rtol=1e-6)
 
 
+def test_parameter_arrays_share_a_single_host_copy_only_when_asked():
+    """A checkpoint written before the next update takes the live arrays (no copy of a large
+    model in the training thread); the default gives copies that training cannot change."""
+    from trainer_cli.ndarray.interop import raw
+
+    net = gluon.nn.Dense(3, in_units=2)
+    net.initialize()
+    live = {k: raw(p.data()) for k, p in net._collect_params_with_prefix().items()}
+    shared = net.parameter_arrays(copy=False)
+    copied = net.parameter_arrays()
+    assert sorted(shared) == sorted(live) == sorted(copied)
+    for key, array in live.items():
+        assert shared[key] is array
+        assert not np.shares_memory(copied[key], array)
+        np.testing.assert_array_equal(copied[key], array)
+    two = gluon.nn.Dense(3, in_units=2)
+    two.initialize(ctx=[cpu(0), cpu(1)])
+    for key, param in two._collect_params_with_prefix().items():
+        value = two.parameter_arrays(copy=False)[key]
+        assert all(not np.shares_memory(value, raw(d)) for d in param.list_data())
+
+
 # ------------------------------------------------------------------------------ issue 16 behaviours
 # Each expectation below is what the real MXNet 1.9.1 did with the same code.
 class _Scaled(gluon.Block):

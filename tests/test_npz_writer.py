@@ -121,8 +121,11 @@ def test_a_deferred_file_holds_the_arrays_as_they_were_when_written(tmp_path):
     assert deferred(tmp_path / "a.npz", arrays, change) == before
 
 
-def test_a_deferred_file_read_in_several_pieces(tmp_path, monkeypatch):
+@pytest.mark.parametrize("second_thread", [False, True])
+def test_a_deferred_file_read_in_several_pieces(tmp_path, monkeypatch, second_thread):
+    """Small pieces, their digest taken here or on a thread of its own (as large ones are)."""
     monkeypatch.setattr(_npz, "_READ_PIECE", 7)
+    monkeypatch.setattr(_npz, "_THREAD_PIECE", 0 if second_thread else 1 << 20)
     assert deferred(tmp_path / "a.npz", MIXED) == zipfile_bytes(MIXED)
 
 
@@ -181,3 +184,12 @@ def test_reserving_keeps_the_size(tmp_path):
     with open(tmp_path / "a", "wb") as f:
         _atomic.reserve(f.fileno(), 1 << 20)
         assert os.fstat(f.fileno()).st_size == 0
+
+
+def test_starting_the_writeback_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "a.npz"
+    with open(path, "wb") as f:
+        write_npz(f, MIXED)
+        f.flush()
+        _atomic.start_writeback(f.fileno())
+    assert path.read_bytes() == zipfile_bytes(MIXED)

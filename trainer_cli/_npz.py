@@ -14,6 +14,7 @@ import io
 import math
 import os
 import struct
+import threading
 import zipfile
 import zlib
 
@@ -21,6 +22,7 @@ import numpy
 from numpy.lib import format as _npy_format
 
 from ._atomic import reserve
+from ._stepwise import run_to_end
 
 __all__ = ["write_npz", "write_npz_deferred", "DeferredNpz", "read_npz", "NpzError"]
 
@@ -68,6 +70,10 @@ class DeferredNpz:
         each member's CRC goes into its data descriptor, the central directory after the last.
         Returns the finished file's size and SHA-256, taken from the bytes in the file (the arrays
         may have changed since)."""
+        return run_to_end(self.finish_steps(fd))
+
+    def finish_steps(self, fd):
+        """:meth:`finish` as a generator, one step per piece read (``_stepwise``)."""
         digest = hashlib.sha256()
         buffer = memoryview(bytearray(min(_READ_PIECE, self._end)))
         for member in self._members:
@@ -75,8 +81,8 @@ class DeferredNpz:
                 digest.update(piece)
             crc = 0
             for piece in _read_range(fd, buffer, member.content_offset, member.data_end):
-                digest.update(piece)
-                crc = zlib.crc32(piece, crc)
+                crc = _crc_and_digest(piece, crc, digest)
+                yield
             member.crc = crc
             descriptor = member.descriptor()
             _pwrite_all(fd, descriptor, member.data_end)
@@ -139,6 +145,7 @@ _END64 = struct.Struct("<4sQ2H2L4Q")
 _END64_LOCATOR = struct.Struct("<4sLQL")
 _END = struct.Struct("<4s4H2LH")
 _READ_PIECE = 16 << 20
+_THREAD_PIECE = 1 << 20
 
 
 class _Member:
@@ -239,6 +246,20 @@ def _pwrite_all(fd, data, offset):
     done = 0
     while done < len(view):
         done += os.pwrite(fd, view[done:], offset + done)
+
+
+def _crc_and_digest(piece, crc, digest):
+    """``piece``'s CRC, continuing ``crc``, while ``digest`` takes it on a second thread (both
+    release the GIL; SHA-256 alone takes twice zlib's time). A thread of its own for each large
+    piece runs at the priority of the thread that asks, whichever that is."""
+    if len(piece) < _THREAD_PIECE:
+        digest.update(piece)
+        return zlib.crc32(piece, crc)
+    hashing = threading.Thread(target=digest.update, args=(piece,), name="npz-digest")
+    hashing.start()
+    crc = zlib.crc32(piece, crc)
+    hashing.join()
+    return crc
 
 
 def _read_range(fd, buffer, start, stop):

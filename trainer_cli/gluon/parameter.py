@@ -403,7 +403,8 @@ class Parameter:
                              "initialized." % self.name)
 
     def _reduce(self) -> NDArray:
-        """The average of the copies, on the CPU (what ``save`` writes).
+        """The average of the copies, on the CPU (what ``save`` writes); a single host copy is
+        returned as it is, not copied.
 
         Copies that are all equal (every kvstore mode keeps them so) give that value exactly:
         summing three equal float32 copies and dividing by 3 can round. A row_sparse weight's
@@ -413,6 +414,10 @@ class Parameter:
         if self._stype != "default":
             return self._sparse_value()
         copies = self.list_data()
+        if len(copies) == 1 and copies[0].context.device_type == "cpu":
+            # The array itself: its callers copy what they keep, and a checkpoint of a large
+            # model would otherwise copy every weight in the training thread.
+            return copies[0]
         first = copies[0].copyto(cpu())
         hosts = [first.asnumpy()] + [arr.asnumpy() for arr in copies[1:]]
         if all(numpy.array_equal(hosts[0], h) for h in hosts[1:]):

@@ -19,8 +19,10 @@ import shutil
 import time
 from pathlib import Path
 
-from .._atomic import fsync_dir, make_temp_dir, open_new_file, write_text_atomic
+from .._atomic import (fsync_dir, make_temp_dir, open_new_file, start_writeback,
+                       write_text_atomic)
 from .._npz import write_npz_deferred
+from .._stepwise import run_to_end
 from .._bounded import read_regular
 from . import fit, kvstate, layout
 from .layout import RunDirError
@@ -102,6 +104,10 @@ class PendingCheckpoint:
     def finish(self) -> Path:
         """Each file's CRCs, SHA-256 (of the bytes in the file) and fsync, meta.json, the rename
         to ``step-N``, then ``latest``; returns the checkpoint's folder."""
+        return run_to_end(self.finish_steps())
+
+    def finish_steps(self):
+        """:meth:`finish` as a generator of small steps (``_stepwise``)."""
         try:
             described = {}
             for name, path, f, deferred in self._files:
@@ -111,10 +117,12 @@ class PendingCheckpoint:
                     with open(path, "rb") as written:
                         os.fsync(written.fileno())
                 else:
-                    size, digest = deferred.finish(f.fileno())
+                    start_writeback(f.fileno())     # the disk works while the bytes are hashed
+                    size, digest = yield from deferred.finish_steps(f.fileno())
                     os.fsync(f.fileno())
                     f.close()
                     described[name] = {"size": size, "sha256": digest}
+                yield
             meta = dict(self._meta, format=layout.META_FORMAT, step=self.step, files=described,
                         saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             with open_new_file(self._tmp / layout.META_FILE) as f:

@@ -30,6 +30,7 @@ from .._bounded import read_regular_text
 from ..config import ConfigError, ConfigIssue, load_config, validate_config_text
 from ..config.load import CONFIG_LIMIT
 from .._atomic import write_text_atomic
+from .._stepwise import run_to_end
 from . import checkpoint as _ckpt
 from . import extend as _extend
 from . import model_record as _model_record
@@ -374,7 +375,7 @@ class _Recorder:
         elif _nbytes(files) > BACKGROUND_SAVE_BYTES:
             # The arrays' bytes go to the files now, in numpy.save's time; the CRCs, digests,
             # fsyncs and `latest` follow from the files while training goes on.
-            self._saving.start(self._finish, self._begin(st.step, files, meta))
+            self._saving.start_steps(self._finish_steps(self._begin(st.step, files, meta)))
         elif writer is not None and can_share(files):
             self._writing_step = st.step
             try:
@@ -403,9 +404,12 @@ class _Recorder:
             raise self._save_error(step, exc) from None
 
     def _finish(self, pending) -> Path:
+        return run_to_end(self._finish_steps(pending))
+
+    def _finish_steps(self, pending):
         config = self.parts.config
         try:
-            path = pending.finish()
+            path = yield from pending.finish_steps()
         except OSError as exc:
             raise self._save_error(pending.step, exc) from None
         _ckpt.prune(self.run_dir, config.checkpoint.keep_last, config.checkpoint.keep_best)
