@@ -1,6 +1,7 @@
 """Small checkpoints are written on a background thread while training goes on
 (run/background.py, Recorder.checkpoint): the files are those a save in the training thread
 writes, the run waits for the last one, and a failed save still stops the run."""
+import errno
 import os
 import sys
 import threading
@@ -104,6 +105,31 @@ def test_a_large_save_is_finished_from_its_files_while_training_goes_on(tmp_path
     b = checkpoint_files(only_run_dir(tmp_path / "b"))
     assert threads == {True, False}    # the last save ends the run in the training thread
     assert len(a) > 3 and a == b
+
+
+def test_a_large_save_failing_in_the_background_stops_the_run_and_keeps_the_last(
+        tmp_path, monkeypatch):
+    no_fsync(monkeypatch)
+    from trainer_cli._npz import DeferredNpz
+    real, calls = DeferredNpz.finish_steps, []
+
+    def fills_up(self, fd):
+        calls.append(1)
+        if len(calls) == 5:         # the third checkpoint's first file
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return (yield from real(self, fd))
+
+    monkeypatch.setattr(DeferredNpz, "finish_steps", fills_up)
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
+    with pytest.raises(layout.RunDirError) as caught:
+        start_run(write_config(tmp_path), ["checkpoint.every_epoch=false"],
+                  run_root=tmp_path / "r")
+    text = str(caught.value)
+    assert "step-12" in text and "No space left on device" in text and "step-8 is kept" in text
+    run_dir = only_run_dir(tmp_path / "r")
+    assert layout.read_latest(run_dir) == 8
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["latest", "step-4",
+                                                                            "step-8"]
 
 
 def test_background_job_hands_back_results_and_errors_in_order():
