@@ -5,6 +5,7 @@ import errno
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -130,6 +131,32 @@ def test_a_large_save_failing_in_the_background_stops_the_run_and_keeps_the_last
     assert layout.read_latest(run_dir) == 8
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["latest", "step-4",
                                                                             "step-8"]
+
+
+def test_large_saves_are_waited_for_beside_a_writer_process(tmp_path, monkeypatch):
+    """A run that starts the writer process for its many saves still finishes large checkpoints
+    on the thread: each is waited for before the next and at the end, so `latest` ends on the
+    last one and every save is logged."""
+    no_fsync(monkeypatch)
+    from trainer_cli.run import checkpoint
+    real = checkpoint.PendingCheckpoint.finish_steps
+
+    def slow(self):
+        time.sleep(0.3)         # later than the steps up to the next save
+        return (yield from real(self))
+
+    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish_steps", slow)
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    result = start_run(write_config(tmp_path), ["checkpoint.every_epoch=false",
+                                                "checkpoint.keep_last=100"],
+                       run_root=tmp_path / "r")
+    run_dir = only_run_dir(tmp_path / "r")
+    steps = sorted(checkpoint_files(run_dir))
+    assert len(steps) > 3 and layout.read_latest(run_dir) == steps[-1]
+    assert result.summary["checkpoint"] == str(latest_dir(run_dir))
+    log = (run_dir / "train.log").read_text()
+    assert all("checkpoint %s saved" % layout.checkpoint_name(s) in log for s in steps)
 
 
 def test_background_job_hands_back_results_and_errors_in_order():

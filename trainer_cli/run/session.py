@@ -425,11 +425,13 @@ class _Recorder:
         self.log.write("checkpoint %s saved" % path.name)
 
     def flush(self):
-        """Wait for a checkpoint being saved in the background; raise its error."""
+        """Wait for the checkpoint being saved in the background; raise its error. (A run with a
+        writer process still finishes its large checkpoints on the thread.)"""
         if self._writer is not None:
             path = self._wait_writer()
-        else:
-            path = self._saving.wait()
+            if path is not None:
+                self._finished_save(path)
+        path = self._saving.wait()
         if path is not None:
             self._finished_save(path)
 
