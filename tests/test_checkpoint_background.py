@@ -159,6 +159,26 @@ def test_large_saves_are_waited_for_beside_a_writer_process(tmp_path, monkeypatc
     assert all("checkpoint %s saved" % layout.checkpoint_name(s) in log for s in steps)
 
 
+def test_no_writer_process_for_checkpoints_too_large_to_copy(tmp_path, monkeypatch):
+    no_fsync(monkeypatch)
+    real, started = session.SaveProcess, []
+
+    def counted(**kwargs):
+        started.append(1)
+        return real(**kwargs)
+
+    monkeypatch.setattr(session, "SaveProcess", counted)
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    config = write_config(tmp_path)
+    overrides = ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"]
+    start_run(config, overrides, run_root=tmp_path / "a")
+    assert started == [1]
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", 100)   # less than the weights
+    start_run(config, overrides, run_root=tmp_path / "b")
+    assert started == [1]
+    assert len(checkpoint_files(only_run_dir(tmp_path / "b"))) > 3
+
+
 def test_background_job_hands_back_results_and_errors_in_order():
     job = BackgroundJob()
     assert job.wait() is None

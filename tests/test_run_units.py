@@ -8,7 +8,6 @@ import pytest
 from trainer_cli import cpu, nd
 from trainer_cli.gluon import Block
 from trainer_cli.gluon.utils import split_data
-from trainer_cli.run.data import Arrays
 
 from trainer_cli.config import names
 from trainer_cli.gluon.data import BatchSampler, Sampler

@@ -316,8 +316,11 @@ class _Recorder:
         self._session_samples0 = None
 
     def start_writer(self, expected_saves: int, lock=None):
-        """Write background saves from a child process when the run will make enough of them."""
+        """Write background saves from a child process when the run will make enough of them
+        and they are small enough to be copied (larger ones are finished on a thread)."""
         if expected_saves < PROCESS_SAVES or self.parts.num_workers > 1 or not save_available():
+            return
+        if _parameter_bytes(self.parts.net) > BACKGROUND_SAVE_BYTES:
             return
         try:
             self._writer = SaveProcess(lock_fd=lock.fileno() if lock is not None else None)
@@ -639,6 +642,16 @@ def _summary(loop, run_dir, recorder, status) -> dict:
         "metrics": {k: st.latest[k] for k in loop.config.metric_keys() if k in st.latest},
         "elapsed_s": round(loop.elapsed(), 3),
     })
+
+
+def _parameter_bytes(net) -> int:
+    """The bytes of the parameters' values (a checkpoint holds them and the optimizer's states);
+    0 for parameters not yet shaped."""
+    total = 0
+    for param in net.collect_params().values():
+        if param.shape is not None and all(d > 0 for d in param.shape):
+            total += math.prod(param.shape) * numpy.dtype(param.dtype).itemsize
+    return total
 
 
 def _nbytes(files: dict) -> int:
