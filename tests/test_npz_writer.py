@@ -50,7 +50,7 @@ def deferred(path, arrays, change=None):
         pending = write_npz_deferred(f, arrays)
         if change is not None:
             change()
-        size, digest = pending.finish(f.fileno())
+        size, digest = pending.finish(f)
     data = path.read_bytes()
     assert size == len(data) and digest == hashlib.sha256(data).hexdigest()
     return data
@@ -135,7 +135,7 @@ def test_finishing_a_file_that_lost_its_end_is_an_error(tmp_path):
         pending = write_npz_deferred(f, {"w": np.arange(100.0)})
         os.ftruncate(f.fileno(), 300)
         with pytest.raises(OSError, match="ended at byte 300"):
-            pending.finish(f.fileno())
+            pending.finish(f)
 
 
 def test_names_and_dtypes_that_cannot_be_saved_are_refused():

@@ -100,7 +100,7 @@ def _libc_function(name, *argtypes):
     """A Linux libc call that Python's ``os`` lacks, or None where there is no such call."""
     try:
         function = getattr(ctypes.CDLL(None, use_errno=True), name)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: Windows has no CDLL(None)
         return None
     function.argtypes = list(argtypes)
     function.restype = ctypes.c_int

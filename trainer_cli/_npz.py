@@ -12,7 +12,6 @@ import errno
 import hashlib
 import io
 import math
-import os
 import struct
 import threading
 import zipfile
@@ -65,37 +64,37 @@ class DeferredNpz:
         self._members = members
         self._end = end
 
-    def finish(self, fd) -> tuple:
-        """Read the file at descriptor ``fd`` (open for reading and writing) once, front to back:
+    def finish(self, file) -> tuple:
+        """Read ``file`` (an unbuffered binary file open for reading and writing) once, front to back:
         each member's CRC goes into its data descriptor, the central directory after the last.
         Returns the finished file's size and SHA-256, taken from the bytes in the file (the arrays
         may have changed since)."""
-        return run_to_end(self.finish_steps(fd))
+        return run_to_end(self.finish_steps(file))
 
-    def finish_steps(self, fd):
+    def finish_steps(self, file):
         """:meth:`finish` as a generator, one step per piece read (``_stepwise``)."""
         digest = hashlib.sha256()
         buffer = memoryview(bytearray(min(_READ_PIECE, self._end)))
         for member in self._members:
-            for piece in _read_range(fd, buffer, member.offset, member.content_offset):
+            for piece in _read_range(file, buffer, member.offset, member.content_offset):
                 digest.update(piece)
             crc = 0
-            for piece in _read_range(fd, buffer, member.content_offset, member.data_end):
+            for piece in _read_range(file, buffer, member.content_offset, member.data_end):
                 crc = _crc_and_digest(piece, crc, digest)
                 yield
             member.crc = crc
             descriptor = member.descriptor()
-            _pwrite_all(fd, descriptor, member.data_end)
+            _write_at(file, descriptor, member.data_end)
             digest.update(descriptor)
         tail = _central_directory(self._members, self._end)
-        _pwrite_all(fd, tail, self._end)
+        _write_at(file, tail, self._end)
         digest.update(tail)
         return self._end + len(tail), digest.hexdigest()
 
 
 def write_npz_deferred(fileobj, arrays: dict) -> DeferredNpz:
     """Write ``arrays`` as :func:`write_npz` would, with zeros where the CRCs go and no central
-    directory yet: call :meth:`DeferredNpz.finish` on the file. The arrays may change once this
+    directory yet: call :meth:`DeferredNpz.finish` with the file. The arrays may change once this
     returns (their bytes are in the file)."""
     members, end = _plan(fileobj, arrays)
     for member in members:
@@ -241,11 +240,9 @@ def _write_all(fileobj, data):
         done += fileobj.write(view[done:])
 
 
-def _pwrite_all(fd, data, offset):
-    view = memoryview(data)
-    done = 0
-    while done < len(view):
-        done += os.pwrite(fd, view[done:], offset + done)
+def _write_at(file, data, offset):
+    file.seek(offset)
+    _write_all(file, data)
 
 
 def _crc_and_digest(piece, crc, digest):
@@ -262,12 +259,13 @@ def _crc_and_digest(piece, crc, digest):
     return crc
 
 
-def _read_range(fd, buffer, start, stop):
+def _read_range(file, buffer, start, stop):
     """The file's bytes ``[start, stop)`` in pieces read into ``buffer`` (each piece is valid until
     the next is read)."""
+    file.seek(start)
     while start < stop:
-        n = os.preadv(fd, [buffer[:min(len(buffer), stop - start)]], start)
-        if n <= 0:
+        n = file.readinto(buffer[:min(len(buffer), stop - start)])
+        if not n:
             raise OSError(errno.EIO, "the file ended at byte %d while it was being finished" % start)
         yield buffer[:n]
         start += n

@@ -118,7 +118,7 @@ class PendingCheckpoint:
                         os.fsync(written.fileno())
                 else:
                     start_writeback(f.fileno())     # the disk works while the bytes are hashed
-                    size, digest = yield from deferred.finish_steps(f.fileno())
+                    size, digest = yield from deferred.finish_steps(f)
                     os.fsync(f.fileno())
                     f.close()
                     described[name] = {"size": size, "sha256": digest}
