@@ -85,6 +85,11 @@ def test_the_bytes_are_zipfiles(tmp_path):
             assert loaded[name].dtype == np.asarray(arr).dtype
 
 
+def test_an_empty_archive(tmp_path):
+    assert written({}) == zipfile_bytes({}) == deferred(tmp_path / "a.npz", {})
+    assert read_npz(io.BytesIO(written({}))) == {}
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.dictionaries(st.text(min_size=1, max_size=12).filter(lambda s: "\0" not in s),
                        st.tuples(st.sampled_from(["f4", "f8", "i1", "u2", "?"]),
