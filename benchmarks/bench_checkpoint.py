@@ -11,10 +11,10 @@ while ``begin_checkpoint`` writes the arrays' bytes: the **pause**, the figure t
 about. ``PendingCheckpoint.finish_steps`` then reads the files back for the CRCs and SHA-256,
 fsyncs and moves ``latest``, on a background thread at the lowest CPU priority while training
 goes on (``run.background``). **In steps** is what the checkpoint costs training all told: the
-pause, plus how much longer the next ``--steps`` training steps and then a wait for the background
-part (what the next checkpoint does first: it finishes what is left itself) take than the same
-steps without a checkpoint. **One thread** is the whole save in the training thread, as the last checkpoint of
-a run is made: compare it with ``numpy.save`` plus an fsync of each file.
+pause, plus how much longer the next ``--steps`` training steps and then a wait for the
+background part (what the next checkpoint does first: it finishes what is left itself) take than
+the same steps without a checkpoint. **One thread** is the whole save in the training thread, as
+the last checkpoint of a run is made: compare it with ``numpy.save`` plus an fsync of each file.
 
 Each timed write follows ``--steps`` training steps and a touch of as much fresh memory as the
 write needs. On a VM whose balloon driver reports free memory to the host (this one), memory
