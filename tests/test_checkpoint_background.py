@@ -6,10 +6,12 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from run_helpers import checkpoint_files, latest_dir, no_fsync, only_run_dir, write_config
+from run_helpers import (StopAt, assert_bitwise_equal, checkpoint_files, final_arrays, latest_dir,
+                         no_fsync, only_run_dir, write_config)
 from trainer_cli.run import layout, session, start_run
 from trainer_cli.run.background import BackgroundJob
 
@@ -177,6 +179,40 @@ def test_no_writer_process_for_checkpoints_too_large_to_copy(tmp_path, monkeypat
     start_run(config, overrides, run_root=tmp_path / "b")
     assert started == [1]
     assert len(checkpoint_files(only_run_dir(tmp_path / "b"))) > 3
+
+
+def test_a_stop_during_a_large_background_save_finishes_it_and_resumes_exactly(
+        tmp_path, monkeypatch):
+    """Ctrl-C while step 4's save is finishing on the thread: the stop's own checkpoint waits for
+    it (taking its remaining steps over), both verify, and the resumed run ends with the bits of
+    a run never stopped."""
+    no_fsync(monkeypatch)
+    from trainer_cli.run import checkpoint, resume_run
+    real, finishers = checkpoint.PendingCheckpoint.finish_steps, []
+
+    def slow(self):
+        for _ in range(4):
+            time.sleep(0.05)
+            yield
+        finishers.append((self.step, threading.current_thread() is threading.main_thread()))
+        return (yield from real(self))
+
+    monkeypatch.setattr(checkpoint.PendingCheckpoint, "finish_steps", slow)
+    monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)
+    config = write_config(tmp_path)
+    overrides = ["checkpoint.every_epoch=false", "checkpoint.keep_last=100"]
+    whole = start_run(config, overrides, run_root=tmp_path / "whole")
+    cut = start_run(config, overrides, run_root=tmp_path / "cut", reporter=StopAt(5))
+    assert cut.status == "interrupted"
+    assert (4, True) in finishers        # the stop took step 4's remaining steps over
+    cut_dir = only_run_dir(tmp_path / "cut")
+    assert sorted(checkpoint_files(cut_dir)) == [4, 5]      # each verified
+    assert layout.read_latest(cut_dir) == 5
+    assert resume_run(cut_dir).status == "finished"
+    whole_params, whole_states = final_arrays(Path(whole.summary["run_dir"]))
+    params, states = final_arrays(cut_dir)
+    assert_bitwise_equal(whole_params, params)
+    assert_bitwise_equal(whole_states, states)
 
 
 def test_background_job_hands_back_results_and_errors_in_order():
