@@ -368,8 +368,8 @@ class _Recorder:
         }
         self.flush()  # the previous save first: its error, its log line, and pruning in order
         writer = self._writer
-        # The live arrays first: a save too large for the background is written from them,
-        # without a copy that would double the model's memory.
+        # The live arrays first: a save too large to copy is written from them, without a copy
+        # that would double the model's memory.
         files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=False)
         meta = _json_safe(meta)
         if files is None or st.finished:
