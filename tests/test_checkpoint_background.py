@@ -116,11 +116,11 @@ def test_a_large_save_failing_in_the_background_stops_the_run_and_keeps_the_last
     from trainer_cli._npz import DeferredNpz
     real, calls = DeferredNpz.finish_steps, []
 
-    def fills_up(self, fd):
+    def fills_up(self, file):
         calls.append(1)
         if len(calls) == 5:         # the third checkpoint's first file
             raise OSError(errno.ENOSPC, "No space left on device")
-        return (yield from real(self, fd))
+        return (yield from real(self, file))
 
     monkeypatch.setattr(DeferredNpz, "finish_steps", fills_up)
     monkeypatch.setattr(session, "BACKGROUND_SAVE_BYTES", -1)

@@ -43,15 +43,7 @@ def write_npz(fileobj, arrays: dict) -> None:
     ``allow_pickle``) would swallow arrays of those names and which pickles object arrays. The
     bytes are those ``zipfile`` writes into a stream it cannot seek.
     """
-    members, end = _plan(fileobj, arrays)
-    for member in members:
-        _write_all(fileobj, member.local_header)
-        crc = 0
-        for piece in member.content():
-            crc = zlib.crc32(piece, crc)
-            _write_all(fileobj, piece)
-        member.crc = crc
-        _write_all(fileobj, member.descriptor())
+    members, end = _write_members(fileobj, arrays, crc=True)
     _write_all(fileobj, _central_directory(members, end))
 
 
@@ -65,8 +57,8 @@ class DeferredNpz:
         self._end = end
 
     def finish(self, file) -> tuple:
-        """Read ``file`` (an unbuffered binary file open for reading and writing) once, front to back:
-        each member's CRC goes into its data descriptor, the central directory after the last.
+        """Read ``file`` (an unbuffered binary file open for reading and writing) once, front to
+        back: each member's CRC goes into its data descriptor, the central directory after the last.
         Returns the finished file's size and SHA-256, taken from the bytes in the file (the arrays
         may have changed since)."""
         return run_to_end(self.finish_steps(file))
@@ -93,17 +85,25 @@ class DeferredNpz:
 
 
 def write_npz_deferred(fileobj, arrays: dict) -> DeferredNpz:
-    """Write ``arrays`` as :func:`write_npz` would, with zeros where the CRCs go and no central
-    directory yet: call :meth:`DeferredNpz.finish` with the file. The arrays may change once this
+    """Write ``arrays`` as :func:`write_npz` would, with zero CRCs and no central directory
+    yet: call :meth:`DeferredNpz.finish` with the file. The arrays may change once this
     returns (their bytes are in the file)."""
+    return DeferredNpz(*_write_members(fileobj, arrays, crc=False))
+
+
+def _write_members(fileobj, arrays, crc):
+    """Each member's local header, ``.npy`` bytes and data descriptor (whose CRC stays 0 without
+    ``crc``); returns the members and where the central directory goes."""
     members, end = _plan(fileobj, arrays)
     for member in members:
         _write_all(fileobj, member.local_header)
         for piece in member.content():
+            if crc:
+                member.crc = zlib.crc32(piece, member.crc)
             _write_all(fileobj, piece)
-        _write_all(fileobj, bytes(_DESCRIPTOR_SIZE))
-        member.data = None
-    return DeferredNpz(members, end)
+        _write_all(fileobj, member.descriptor())
+        member.data = None      # the file holds the bytes now; the array may change
+    return members, end
 
 
 def _plan(fileobj, arrays):
@@ -139,7 +139,6 @@ _PERMISSIONS = 0o600 << 16
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 _CENTRAL_HEADER = struct.Struct("<4s4B4HL2L5H2L")
 _DESCRIPTOR = struct.Struct("<4sLQQ")
-_DESCRIPTOR_SIZE = _DESCRIPTOR.size
 _END64 = struct.Struct("<4sQ2H2L4Q")
 _END64_LOCATOR = struct.Struct("<4sLQL")
 _END = struct.Struct("<4s4H2LH")
@@ -173,7 +172,7 @@ class _Member:
         self.content_offset = offset + len(self.local_header)
         self.size = len(self.npy_header) + self.data.nbytes
         self.data_end = self.content_offset + self.size
-        self.end = self.data_end + _DESCRIPTOR_SIZE
+        self.end = self.data_end + _DESCRIPTOR.size
         self.crc = 0                # until the member's bytes are known
 
     def _local_header(self):
@@ -266,7 +265,8 @@ def _read_range(file, buffer, start, stop):
     while start < stop:
         n = file.readinto(buffer[:min(len(buffer), stop - start)])
         if not n:
-            raise OSError(errno.EIO, "the file ended at byte %d while it was being finished" % start)
+            raise OSError(errno.EIO, "the file ended at byte %d while it was being finished"
+                          % start)
         yield buffer[:n]
         start += n
 

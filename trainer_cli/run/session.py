@@ -398,16 +398,13 @@ class _Recorder:
             self._saving.start(self._save, st.step, files, meta)
 
     def _save(self, step, files, meta) -> Path:
-        return self._finish(self._begin(step, files, meta))
+        return run_to_end(self._finish_steps(self._begin(step, files, meta)))
 
     def _begin(self, step, files, meta) -> _ckpt.PendingCheckpoint:
         try:
             return _ckpt.begin_checkpoint(self.run_dir, step, files, meta)
         except OSError as exc:  # a full disk, a quota, a read-only remount
             raise self._save_error(step, exc) from None
-
-    def _finish(self, pending) -> Path:
-        return run_to_end(self._finish_steps(pending))
 
     def _finish_steps(self, pending):
         config = self.parts.config
