@@ -84,6 +84,26 @@ def test_updater_tells_whether_the_arrays_it_wrote_are_finite(optimizer):
     assert updater.updated_finite() is None and not update_was_finite(trainer)
 
 
+def test_updater_checks_the_gradients_it_read_in_the_same_call():
+    from trainer_cli.run.finite import update_was_finite
+    from trainer_cli.ndarray.interop import raw
+    net, trainer = _trained("sgd")
+    updater = trainer._updaters[0]
+    assert updater.updated_finite(with_grads=True) is True and update_was_finite(trainer, True)
+    grad = raw(net.weight.grad())
+    grad[1, 2] = np.inf
+    assert updater.updated_finite(with_grads=True) is False
+    assert not update_was_finite(trainer, with_grads=True)
+    assert updater.updated_finite() is True          # the weights themselves are finite
+    grad[1, 2] = 0.0
+    assert updater.updated_finite(with_grads=True) is True
+    # Other gradient arrays than the prepared step's: not known here (the caller looks itself).
+    prepared = updater._last
+    prepared.serves(prepared.optimizer, [g.copy() for g in prepared.given[0]],
+                    list(prepared.given[1]), updater.states)
+    assert prepared.grads_change and updater.updated_finite(with_grads=True) is None
+
+
 def test_row_sparse_gradients_and_kvstore_updates_leave_the_answer_to_the_full_check():
     from trainer_cli.run.finite import update_was_finite
     _, trainer = _trained("sgd", sparse=True)

@@ -69,3 +69,28 @@ def test_skip_undoes_an_overflowing_update(tmp_path):
     assert_bitwise_equal(params, ref_params)
     ref_states.pop("__header__"), states.pop("__header__")
     assert_bitwise_equal(states, ref_states)
+
+
+def test_a_nan_gradient_with_a_finite_loss_stops_the_run_at_its_step(tmp_path, monkeypatch):
+    """Under stop the gradients are looked at after the update, with what it wrote: a NaN
+    gradient behind a finite loss still names its step, and nothing after it is saved."""
+    from trainer_cli.ndarray.interop import raw
+    from trainer_cli.run import loop as _loop
+    real = _loop.TrainingLoop._forward_backward
+
+    def poisoned(self, idx):
+        result = real(self, idx)
+        if self.state.step == 4:                    # the fifth step's gradient
+            assert self._grads_after
+            raw(self.params[0].grad())[0, 0] = np.nan
+        return result
+
+    monkeypatch.setattr(_loop.TrainingLoop, "_forward_backward", poisoned)
+    path = write_config(tmp_path, run_helpers.SMALL)
+    result = invoke("run", path, "--run-dir", tmp_path / "runs", *EVERY_STEP)
+    assert result.exit_code == 1, result.output
+    assert "loss or gradient is NaN/Inf at step 5" in result.output
+    run_dir = only_run_dir(tmp_path / "runs")
+    assert layout.read_latest(run_dir) == 4
+    params, states = final_arrays(run_dir)
+    assert _all_finite(params) and _all_finite(states)

@@ -109,13 +109,15 @@ class Updater:
             self._last = prepared
         self._plan_and_step(prepared)
 
-    def updated_finite(self):
+    def updated_finite(self, with_grads=False):
         """Whether the weights and states the last ``update_lists`` call wrote are free of
         NaN/Inf, looked at in one call over arrays grouped once (a training loop asks after
         every update); None when that call ran no kept prepared step or had row_sparse
-        gradients (their tables are not looked at whole here): the caller checks another way."""
+        gradients (their tables are not looked at whole here): the caller checks another way.
+        ``with_grads``: the gradients it read too, in the same call (None where they were other
+        arrays than at the step before)."""
         prepared = self._last
-        return None if prepared is None else prepared.updated_finite()
+        return None if prepared is None else prepared.updated_finite(with_grads)
 
     def _plan_and_step(self, prepared):
         # Every chunk is planned first, then all tensors step in one call.
@@ -228,7 +230,7 @@ class _Prepared:
         # A row_sparse gradient NDArray gets new rows in place: its arrays are taken anew at
         # every call, even when the same object comes back.
         self.sparse_grads = any(type(g) is RowSparseNDArray for g in grads)
-        self._finite = None
+        self._finite = [None, None]   # the check without, and with, the gradients
 
     def serves(self, optimizer, grads, weights, states) -> bool:
         given_grads, given_weights = self.given
@@ -248,15 +250,19 @@ class _Prepared:
             # A row_sparse gradient (new at every step) as its rows and values.
             self.step.new_grads([raw(g) for g in self.grads])
             self.grads_change = True
+            self._finite[True] = None
         return True
 
-    def updated_finite(self):
-        """``Updater.updated_finite`` for this step's weights and states."""
-        if self.sparse_grads:
+    def updated_finite(self, with_grads=False):
+        """``Updater.updated_finite`` for this step's weights and states (and gradients)."""
+        if self.sparse_grads or (with_grads and self.grads_change):
             return None
-        if self._finite is None:
-            self._finite = FiniteCheck(list(self.step.weights) + _leaves(self.step.states))
-        return self._finite()
+        check = self._finite[with_grads]
+        if check is None:
+            arrays = list(self.step.weights) + _leaves(self.step.states)
+            check = FiniteCheck(arrays + list(self.step.grads) if with_grads else arrays)
+            self._finite[with_grads] = check
+        return check()
 
     def forget_grads(self):
         self.given = ((), self.given[1])

@@ -94,12 +94,17 @@ class CSRRows:
 
 def as_batch(x, ctx, dtype):
     """An NDArray of batch features ``x`` (a host array, or CSRRows: a CSRNDArray) on ``ctx``."""
-    if isinstance(x, CSRRows):
+    global _array
+    if type(x) is CSRRows:
         from ..ndarray import sparse
         return sparse.csr_matrix((x.data, x.indices, x.indptr), shape=x.shape, ctx=ctx,
                                  dtype=dtype)
-    from ..ndarray import array
-    return array(x, ctx=ctx, dtype=dtype)
+    if _array is None:
+        from ..ndarray import array as _array
+    return _array(x, ctx=ctx, dtype=dtype)
+
+
+_array = None   # ndarray.array, imported at the first batch: this module stays light to import
 
 
 def is_mapped(array) -> bool:

@@ -77,6 +77,12 @@ class TrainingLoop:
         # Memory-mapped features: the next batch is read from the disk while a step computes.
         self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) else None
         self._finite_grads = grads.FiniteGrads()
+        self._split_memo = {}
+        # Under nan_policy stop nothing needs undoing, so the gradients are looked at after the
+        # update, in the call that checks what it wrote (one pass over a step's arrays, not two):
+        # a NaN gradient still stops the run at its step, and no checkpoint is made after it.
+        self._grads_after = (config.nan_policy == "stop" and config.grad_clip is None
+                             and self.scaler is None and parts.num_workers == 1)
         self._saved_check = KeptCheck()   # the weights and states at each checkpoint
         self._saved_step = None
         self._broken = None
@@ -173,8 +179,10 @@ class TrainingLoop:
             parts.trainer.update(samples)
         if self.scaler is not None and self.scaler.last_overflow:
             return None  # AMP skipped the update (nothing changed): a normal event, not nan_policy's
-        if update_was_finite(parts.trainer):
+        if update_was_finite(parts.trainer, self._grads_after):
             return True
+        if self._grads_after and not self._finite_grads(self.params):
+            return False   # "loss or gradient is": the run stops, the update is not undone
         broken = broken_part(self.params, parts.trainer, trainable_only=True)
         if broken is None:
             return True
@@ -191,25 +199,23 @@ class TrainingLoop:
         sample count and (label, output) pairs for the metrics."""
         parts = self.parts
         train, y = parts.train, parts.train.y
-        lo, hi = split_bounds(len(idx), parts.num_workers)[parts.rank]
+        lo, hi = self._bounds(len(idx), parts.num_workers)[parts.rank]
         mine = idx[lo:hi]
-        features = (self._prefetch.get(idx) if self._prefetch is not None
-                    else self._worker_features(idx))
-        pieces = split_bounds(len(mine), len(parts.contexts))
+        features = self._prefetch.get(idx) if self._prefetch is not None else train.features(mine)
+        pieces = self._bounds(len(mine), len(parts.contexts))
         heads, pairs = [], []
         with autograd.record():
             for ctx, (a, b) in zip(parts.contexts, pieces):
                 if b > a:
-                    rows = mine[a:b]
-                    label = y[rows]
+                    label = labels = y[mine[a:b]]
                     x = features[a:b]
                 else:
                     # A device with no sample still has to write a (zero) gradient, or the
                     # reduction would add its stale one: run one sample with a zero head gradient.
-                    rows, label = idx[:1], None
-                    x = train.features(rows)
+                    label, labels = None, y[idx[:1]]
+                    x = train.features(idx[:1])
                 out = parts.net(as_batch(x, ctx, self.dtype))
-                loss = parts.loss(out, _array(y[rows], ctx=ctx, dtype=self.dtype))
+                loss = parts.loss(out, _array(labels, ctx=ctx, dtype=self.dtype))
                 scaled = loss
                 if self.scaler is not None and label is not None:
                     with _amp.scale_loss(loss, parts.trainer) as scaled:
@@ -227,6 +233,13 @@ class TrainingLoop:
                 count += loss.shape[0]
         return loss_sum, count, pairs
 
+    def _bounds(self, size, parts):
+        """``split_bounds(size, parts)``, worked out once per size (a step asks twice)."""
+        found = self._split_memo.get((size, parts))
+        if found is None:
+            found = self._split_memo[(size, parts)] = tuple(split_bounds(size, parts))
+        return found
+
     def _worker_features(self, idx):
         """The features of this worker's share of batch ``idx``."""
         parts = self.parts
@@ -242,6 +255,10 @@ class TrainingLoop:
             return self.scaler is not None or (math.isfinite(self._norm) and math.isfinite(loss_sum))
         if mode == REDUCE:
             parts.trainer.allreduce_grads()
+        if self._grads_after:
+            self._norm = 0.0
+            return math.isfinite(loss_sum)
+        if mode == REDUCE:
             # Reduced gradients are equal on every device (and worker): look at one copy.
             self._norm = self._grad_norm(devices=[0])
         else:
