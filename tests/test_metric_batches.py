@@ -90,3 +90,31 @@ def test_the_runner_hands_outputs_over_early_enough_and_wherever_the_sums_are_th
     assert json.dumps(small[:2], sort_keys=True) == json.dumps(whole[:2], sort_keys=True)
     want = _one_by_one(metric.CrossEntropy(from_logits=True), batches)
     assert whole[1]["metrics"]["ce"]["sum_metric"] == want[0]
+
+
+@pytest.mark.parametrize("classes", [1, 2, 4, 10, metric.FEW_CLASSES, metric.FEW_CLASSES + 1])
+def test_log_probs_of_few_classes_sum_each_row_left_to_right(classes):
+    """Few classes are reduced column by column (faster): each row's maximum, and its sum of
+    exponentials added left to right (NumPy's own row sums for fewer than 8 classes); more
+    classes take NumPy's reductions along the rows."""
+    rng = numpy.random.default_rng(classes)
+    pred = (rng.standard_normal((300, classes)) * rng.choice([1e-3, 1.0, 30.0], (300, 1)))
+    pred = pred.astype(numpy.float32)
+    pred[7, 0], pred[8, -1], pred[9, 0] = numpy.nan, numpy.inf, -numpy.inf
+    wide = pred.astype(numpy.float64)
+    with numpy.errstate(invalid="ignore"):
+        shifted = wide - wide.max(axis=1, keepdims=True)
+        if classes <= metric.FEW_CLASSES:
+            total = numpy.exp(shifted[:, :1])
+            for k in range(1, classes):
+                total = total + numpy.exp(shifted[:, k:k + 1])
+        else:
+            total = numpy.exp(shifted).sum(axis=1, keepdims=True)
+        expect = shifted - numpy.log(total)
+        got = metric._log_probs(pred, -1, True)
+        if classes < 8:
+            numpy.testing.assert_array_equal(total, numpy.exp(shifted).sum(axis=1, keepdims=True))
+    assert got.shape == expect.shape
+    numpy.testing.assert_array_equal(numpy.isnan(got), numpy.isnan(expect))
+    same = ~numpy.isnan(expect)
+    assert (got[same].view(numpy.int64) == expect[same].view(numpy.int64)).all()

@@ -75,9 +75,27 @@ def _join(batches):
 def _log_probs(pred, axis, from_logits):
     pred = pred.astype(numpy.float64)
     if from_logits:
+        if pred.ndim == 2 and axis in (-1, 1) and pred.shape[1] <= FEW_CLASSES:
+            # A row's maximum and sum column by column, in column order: NumPy reduces a short
+            # last axis row by row, 5-10x slower (a log window of 800 rows of 4 logits: 65 ->
+            # 20 us); the maximum is exact either way, the sum is each row's, left to right.
+            columns = list(pred.T)
+            top = columns[0].copy()
+            for column in columns[1:]:
+                numpy.maximum(top, column, out=top)
+            shifted = pred - top[:, None]
+            exps = numpy.exp(shifted.T)
+            total = exps[0].copy()
+            for column in exps[1:]:
+                total += column
+            return shifted - numpy.log(total)[:, None]
         shifted = pred - pred.max(axis=axis, keepdims=True)
         return shifted - numpy.log(numpy.exp(shifted).sum(axis=axis, keepdims=True))
     return None
+
+
+# Logits with at most this many classes are reduced column by column (``_log_probs``).
+FEW_CLASSES = 16
 
 
 class EvalMetric:
