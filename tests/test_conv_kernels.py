@@ -194,8 +194,10 @@ POOLS = [
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(POOLS)))
 @pytest.mark.parametrize("ties", [False, True])
-def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties):
+@pytest.mark.parametrize("chunk", [K.POOL_GRAD_CHUNK, 7, 24])   # 7: less than a window row
+def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk):
     monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(K, "POOL_GRAD_CHUNK", chunk)
     shape, kw = POOLS[case]
     x = _data(shape, dtype, 11)
     if ties:    # equal values and signed zeros inside windows: the first one takes the gradient

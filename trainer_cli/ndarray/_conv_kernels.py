@@ -148,7 +148,8 @@ def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
     n, c, h, w = gx.shape
     oh, ow = g.shape[2:]
     if _square(kernel, stride, pad, g.shape, gx.shape):
-        _max_pool_2x2_grad(g.reshape(-1), index.reshape(-1), n * c, oh, ow, gx.reshape(-1), h, w)
+        _max_pool_2x2_grad(g.reshape(-1), index.reshape(-1), n * c, oh, ow, gx.reshape(-1), h, w,
+                           numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype))
     else:
         _max_pool_grad(g.reshape(-1), index.reshape(-1), n * c, oh, ow, kernel[0], kernel[1],
                        stride[0], stride[1], pad[0], pad[1], gx.reshape(-1), h, w)
@@ -161,6 +162,7 @@ def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
 # loops kept LLVM from vectorizing them (an im2col ran 10x slower). Every index is >= 0 by
 # construction: out-of-range window positions are cut off by ``_span`` or tested before.
 _U = numpy.uint64
+POOL_GRAD_CHUNK = 2048  # windows per pass of the 2x2 max-pooling gradient (32 KiB of float32 terms)
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
 
@@ -311,25 +313,36 @@ def _max_pool_2x2_loop(x, planes, h_, w_, oh, ow, out, index):
                 index[_U(at + b)] = -1 if nan else k
 
 
-def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_):
+def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_, buf):
     # Disjoint 2x2 windows: each covered input element is +0.0 plus its one term; the rows and
-    # columns no window covers stay +0.0.
+    # columns no window covers stay +0.0. Two passes over a chunk of window rows at a time: the
+    # terms of all its windows in one long loop (into ``buf``: the windows' top rows, then their
+    # bottom rows), then each row copied to its place. One loop per row of windows did both, but
+    # a row holds few windows (13 in LeNet's first pooling), too few for LLVM's vector loop:
+    # 0.90 -> 0.55 ms there, 1.36 -> 0.71 ms at 32x32.
+    rows = planes * oh
+    per = max(1, (buf.shape[0] // 4 - ow) // ow)     # window rows per chunk
+    for r0 in range(0, rows, per):
+        r1 = min(rows, r0 + per)
+        k0, n = r0 * ow, (r1 - r0) * ow
+        for k in range(n):
+            gv, kk = g[_U(k0 + k)], index[_U(k0 + k)]
+            buf[_U(2 * k)] = 0.0 + gv * (1 if kk == 0 else 0)
+            buf[_U(2 * k + 1)] = 0.0 + gv * (1 if kk == 1 else 0)
+            buf[_U(2 * n + 2 * k)] = 0.0 + gv * (1 if kk == 2 else 0)
+            buf[_U(2 * n + 2 * k + 1)] = 0.0 + gv * (1 if kk == 3 else 0)
+        for r in range(r0, r1):
+            top = (r // oh) * h_ * w_ + 2 * (r % oh) * w_
+            src = 2 * (r - r0) * ow
+            for q in range(2 * ow):
+                gx[_U(top + q)] = buf[_U(src + q)]
+            for q in range(2 * ow):
+                gx[_U(top + w_ + q)] = buf[_U(2 * n + src + q)]
+            for q in range(2 * ow, w_):
+                gx[_U(top + q)] = 0
+                gx[_U(top + w_ + q)] = 0
     for pl in range(planes):
-        dst, src = pl * h_ * w_, pl * oh * ow
-        for a in range(oh):
-            top = dst + 2 * a * w_
-            bottom = top + w_
-            at = src + a * ow
-            for b in range(ow):
-                gv, kk = g[_U(at + b)], index[_U(at + b)]
-                gx[_U(top + 2 * b)] = 0.0 + gv * (1 if kk == 0 else 0)
-                gx[_U(top + 2 * b + 1)] = 0.0 + gv * (1 if kk == 1 else 0)
-                gx[_U(bottom + 2 * b)] = 0.0 + gv * (1 if kk == 2 else 0)
-                gx[_U(bottom + 2 * b + 1)] = 0.0 + gv * (1 if kk == 3 else 0)
-            for w in range(2 * ow, w_):
-                gx[_U(top + w)] = 0
-                gx[_U(bottom + w)] = 0
-        for q in range(dst + 2 * oh * w_, dst + h_ * w_):
+        for q in range(pl * h_ * w_ + 2 * oh * w_, (pl + 1) * h_ * w_):
             gx[_U(q)] = 0
 
 
