@@ -54,7 +54,7 @@ def output_transform(m, bias, relu, out) -> bool:
     th, tw = tiles((oh, ow))
     _output(m.reshape(-1), n, f, oh, ow, th, tw, m.reshape(-1)[:f] if bias is None else bias,
             bias is not None, relu, numpy.empty(8 * n * th * tw, m.dtype),
-            numpy.empty(2 * tw, m.dtype), out.reshape(-1))
+            numpy.empty(4 * n * th * tw, m.dtype), out.reshape(-1))
     return True
 
 
@@ -63,8 +63,9 @@ def grad_transform(g, out) -> bool:
         return False
     n, f, oh, ow = g.shape
     th, tw = tiles((oh, ow))
-    _grad(g.reshape(-1), n, f, oh, ow, th, tw, g.dtype.type(0), numpy.empty(2 * tw, g.dtype),
-          numpy.empty(8 * n * th * tw, g.dtype), out.reshape(-1))
+    _grad(g.reshape(-1), n, f, oh, ow, th, tw, g.dtype.type(0),
+          numpy.empty(4 * n * th * tw * tw, g.dtype), numpy.empty(8 * n * th * tw, g.dtype),
+          out.reshape(-1))
     return True
 
 
@@ -129,9 +130,12 @@ def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, zero, row, r, out):
 
 def _output_loop(m, n_, f_, oh, ow, th, tw, bias, with_bias, relu, a, y, out):
     # a: A^T m down each column of one filter's tiles (winograd._at_rows), 8 x T, [4 r + b][tile]
-    # for the output row r; y: one output row before the epilogue.
+    # for the output row r; y: then A along them, 2 x T x 2 (a tile's two outputs of row r side
+    # by side: every tile row's row r, 2tw wide), in one loop over the piece's tiles each, as
+    # ``_grad_loop``'s rows; then each output row takes the epilogue.
     t_ = n_ * th * tw
     step = f_ * t_
+    width = 2 * tw
     for f in range(f_):
         k = f * t_
         for b in range(4):
@@ -141,23 +145,24 @@ def _output_loop(m, n_, f_, oh, ow, th, tw, bias, with_bias, relu, a, y, out):
                 a[_U(b * t_ + t)] = m[_U(m0 + t)] + m[_U(m1 + t)] + m[_U(m2 + t)]
             for t in range(t_):
                 a[_U((4 + b) * t_ + t)] = m[_U(m1 + t)] - m[_U(m2 + t)] - m[_U(m3 + t)]
+        for r in range(2):      # then along each row
+            base, to = 4 * r * t_, 2 * r * t_
+            for t in range(t_):
+                a0, a1 = a[_U(base + t)], a[_U(base + t_ + t)]
+                a2, a3 = a[_U(base + 2 * t_ + t)], a[_U(base + 3 * t_ + t)]
+                y[_U(to + 2 * t)] = a0 + a1 + a2
+                y[_U(to + 2 * t + 1)] = a1 - a2 - a3
         bv = bias[f]
         for n in range(n_):
             dst = (n * f_ + f) * oh * ow
             for i in range(th):
-                for r in range(2):      # then along each row
+                for r in range(2):
                     if 2 * i + r >= oh:
                         continue
-                    base = 4 * r * t_ + (n * th + i) * tw
-                    for j in range(tw):
-                        a0, a1 = a[_U(base + j)], a[_U(base + t_ + j)]
-                        a2, a3 = a[_U(base + 2 * t_ + j)], a[_U(base + 3 * t_ + j)]
-                        y[_U(2 * j)] = a0 + a1 + a2
-                        y[_U(2 * j + 1)] = a1 - a2 - a3
-                    at = dst + (2 * i + r) * ow
+                    at, src = dst + (2 * i + r) * ow, 2 * r * t_ + (n * th + i) * width
                     for q in range(ow):
                         # conv_epilogue's: the bias added, then NumPy's maximum(v, 0)
-                        v = y[_U(q)]
+                        v = y[_U(src + q)]
                         if with_bias:
                             v = v + bv
                         if relu and not (v > 0 or v != v):
@@ -165,33 +170,39 @@ def _output_loop(m, n_, f_, oh, ow, th, tw, bias, with_bias, relu, a, y, out):
                         out[_U(at + q)] = v
 
 
-def _grad_loop(g, n_, f_, oh, ow, th, tw, zero, row, r, out):
-    # row: a gradient row, zeros past the output; r: g A^T along every row of one filter's tiles
-    # (winograd._a_rows), 8 x T, [4 s + b][tile] for the tile's row s.
+def _grad_loop(g, n_, f_, oh, ow, th, tw, zero, rows, r, out):
+    # rows: one filter's gradient rows, zeros past the output (2tw wide: a tile's two columns
+    # side by side), every tile row's first row, then every tile row's second; r: g A^T along
+    # them (winograd._a_rows), 8 x T, [4 s + b][tile] for the tile's row s. Laid out so, a tile's
+    # pair of a parity's rows sits at 2 t, 2 t + 1, and g A^T is one loop over the piece's tiles
+    # (a loop per row had 6 tiles in an 11x11 output: 2x slower).
     t_ = n_ * th * tw
     step = f_ * t_
     width = 2 * tw
+    half = t_ * width
     for f in range(f_):
         for n in range(n_):
             src = (n * f_ + f) * oh * ow
             for i in range(th):
                 for s in range(2):
+                    to = s * half + (n * th + i) * width
                     if 2 * i + s < oh:
                         at = src + (2 * i + s) * ow
                         for q in range(ow):
-                            row[_U(q)] = g[_U(at + q)]
+                            rows[_U(to + q)] = g[_U(at + q)]
                         for q in range(ow, width):
-                            row[_U(q)] = zero
+                            rows[_U(to + q)] = zero
                     else:
                         for q in range(width):
-                            row[_U(q)] = zero
-                    to = 4 * s * t_ + (n * th + i) * tw
-                    for j in range(tw):
-                        g0, g1 = row[_U(2 * j)], row[_U(2 * j + 1)]
-                        r[_U(to + j)] = g0
-                        r[_U(to + t_ + j)] = g0 + g1
-                        r[_U(to + 2 * t_ + j)] = g0 - g1
-                        r[_U(to + 3 * t_ + j)] = -g1
+                            rows[_U(to + q)] = zero
+        for s in range(2):
+            at, to = s * half, 4 * s * t_
+            for t in range(t_):
+                g0, g1 = rows[_U(at + 2 * t)], rows[_U(at + 2 * t + 1)]
+                r[_U(to + t)] = g0
+                r[_U(to + t_ + t)] = g0 + g1
+                r[_U(to + 2 * t_ + t)] = g0 - g1
+                r[_U(to + 3 * t_ + t)] = -g1
         at = f * t_
         for b in range(4):      # then A down each column
             r0, r1 = b * t_, (4 + b) * t_
