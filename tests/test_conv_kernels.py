@@ -198,6 +198,9 @@ POOLS = [
 def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk):
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(K, "POOL_GRAD_CHUNK", chunk)
+    if chunk == 7:      # and in pieces of a few planes, on three threads
+        monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", 150)
+        monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
     shape, kw = POOLS[case]
     x = _data(shape, dtype, 11)
     if ties:    # equal values and signed zeros inside windows: the first one takes the gradient
@@ -213,7 +216,7 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk):
     ref_out, ref_grads, _ = _run(pool, [x], 12, False, monkeypatch)
     square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
         and "pooling_convention" not in kw
-    assert calls == (["_max_pool_2x2", "_max_pool_2x2_grad"] if square
+    assert list(dict.fromkeys(calls)) == (["_max_pool_2x2", "_max_pool_2x2_grad"] if square
                      else ["_max_pool", "_max_pool_grad"])
     _same_bits(out, ref_out)
     _same_bits(grads[0], ref_grads[0])

@@ -36,6 +36,7 @@ import numpy
 
 from .. import _jit
 from . import _bn_kernels as _bk
+from . import host_threads as _host_threads
 
 __all__ = ["im2col", "conv_epilogue", "conv_grad_out", "conv_grad_out_t", "col2im", "max_pool",
            "max_pool_grad", "MIN_SIZE"]
@@ -132,11 +133,21 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
         return False
     n, c, h, w = x.shape
     oh, ow = out.shape[2:]
-    if _square(kernel, stride, pad, out.shape, x.shape):
-        _max_pool_2x2(x.reshape(-1), n * c, h, w, oh, ow, out.reshape(-1), index.reshape(-1))
-    else:
-        _max_pool(x.reshape(-1), n * c, h, w, kernel[0], kernel[1], stride[0], stride[1], pad[0],
-                  pad[1], numpy.finfo(x.dtype).min, out.reshape(-1), oh, ow, index.reshape(-1))
+    square = _square(kernel, stride, pad, out.shape, x.shape)
+    lowest = numpy.finfo(x.dtype).min
+    planes = _plane_pieces(n * c, h * w)
+
+    def piece(i):
+        a, z = planes[i]
+        xs = x.reshape(-1)[a * h * w:z * h * w]
+        outs, ix = out.reshape(-1)[a * oh * ow:z * oh * ow], index.reshape(-1)[a * oh * ow:z * oh * ow]
+        if square:
+            _max_pool_2x2(xs, z - a, h, w, oh, ow, outs, ix)
+        else:
+            _max_pool(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1], pad[0], pad[1],
+                      lowest, outs, oh, ow, ix)
+
+    _host_threads.run(len(planes), piece)
     return True
 
 
@@ -147,13 +158,30 @@ def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
         return False
     n, c, h, w = gx.shape
     oh, ow = g.shape[2:]
-    if _square(kernel, stride, pad, g.shape, gx.shape):
-        _max_pool_2x2_grad(g.reshape(-1), index.reshape(-1), n * c, oh, ow, gx.reshape(-1), h, w,
-                           numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype))
-    else:
-        _max_pool_grad(g.reshape(-1), index.reshape(-1), n * c, oh, ow, kernel[0], kernel[1],
-                       stride[0], stride[1], pad[0], pad[1], gx.reshape(-1), h, w)
+    square = _square(kernel, stride, pad, g.shape, gx.shape)
+    planes = _plane_pieces(n * c, h * w)
+
+    def piece(i):
+        a, z = planes[i]
+        gs, ix, gxs = (g.reshape(-1)[a * oh * ow:z * oh * ow],
+                       index.reshape(-1)[a * oh * ow:z * oh * ow],
+                       gx.reshape(-1)[a * h * w:z * h * w])
+        if square:
+            _max_pool_2x2_grad(gs, ix, z - a, oh, ow, gxs, h, w,
+                               numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype))
+        else:
+            _max_pool_grad(gs, ix, z - a, oh, ow, kernel[0], kernel[1], stride[0], stride[1],
+                           pad[0], pad[1], gxs, h, w)
+
+    _host_threads.run(len(planes), piece)
     return True
+
+
+def _plane_pieces(planes: int, plane_size: int) -> list:
+    """Max pooling's pieces of work: runs of whole planes of about ``POOL_PIECE_ELEMENTS`` input
+    values, one per thread at a time (``host_threads``); a plane's windows do not depend on which
+    piece holds it, so neither do the bits."""
+    return _host_threads.pieces(planes, plane_size, POOL_PIECE_ELEMENTS)
 
 
 # ----------------------------------------------------------------------------- the loops
@@ -162,6 +190,9 @@ def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
 # loops kept LLVM from vectorizing them (an im2col ran 10x slower). Every index is >= 0 by
 # construction: out-of-range window positions are cut off by ``_span`` or tested before.
 _U = numpy.uint64
+# Max pooling works on pieces of about this many input values (whole planes) on the BLAS's thread
+# count: LeNet's first pooling (1.4M values) in 6 pieces.
+POOL_PIECE_ELEMENTS = 1 << 18
 POOL_GRAD_CHUNK = 2048  # windows per pass of the 2x2 max-pooling gradient (32 KiB of float32 terms)
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
