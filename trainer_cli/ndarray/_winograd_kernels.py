@@ -74,9 +74,12 @@ def input_grad(dv, pad, gx) -> bool:
         return False
     n, c, h, w = gx.shape
     th, tw = tiles((h + 2 * pad[0] - 2, w + 2 * pad[1] - 2))
+    t_ = n * th * tw
+    first = numpy.zeros(t_, numpy.uint8)
+    first[::tw] = 1
     _input_grad(dv.reshape(-1), n, c, h, w, pad[0], pad[1], th, tw, gx.dtype.type(0),
-                numpy.empty(16 * n * th * tw, gx.dtype), numpy.empty(4 * (2 * tw + 2), gx.dtype),
-                gx.reshape(-1))
+                numpy.empty(16 * t_, gx.dtype), first, numpy.empty(8 * t_, gx.dtype),
+                numpy.empty(8 * n * th, gx.dtype), gx.reshape(-1))
     return True
 
 
@@ -218,13 +221,18 @@ def _grad_loop(g, n_, f_, oh, ow, th, tw, zero, rows, r, out):
                 out[_U(o3 + t)] = -r[_U(r1 + t)]
 
 
-def _input_grad_loop(dv, n_, c_, h_, w_, ph, pw, th, tw, zero, dd, across, gx):
+def _input_grad_loop(dv, n_, c_, h_, w_, ph, pw, th, tw, zero, dd, first, across, tail, gx):
     # dd: B dv B^T of one channel's tiles (winograd._b_rows down each column, then along each
-    # row), 16 x T, [4 u + v][tile]; across: the 4 rows of a tile row added along it,
-    # 4 x (2tw + 2).
+    # row), 16 x T, [4 u + v][tile]. across: for each block row u, a tile row's row u added along
+    # it, 4 x T x 2: columns 2j and 2j + 1 (block j's values, then block j - 1's two to the right)
+    # side by side at 2t, 2t + 1, in one loop over the piece's tiles; tail: each row's two last
+    # columns (the last block's alone), 4 x rows x 2. first: 1 for a row's first tile. Then each
+    # input row takes its lower tile row's row and its upper tile row's, in one loop along it.
+    # (A loop per tile row and block row did the adding along rows: 6 tiles in LeNet's conv2,
+    # 2x slower.)
     t_ = n_ * th * tw
     step = c_ * t_
-    width = 2 * tw + 2
+    rows = n_ * th
     for c in range(c_):
         k = c * t_
         # B dv's rows: dv's row 0; rows 1 - 2 + 3; rows 1 + 2 - 0; -row 3 (a loop each: one
@@ -251,31 +259,52 @@ def _input_grad_loop(dv, n_, c_, h_, w_, ph, pw, th, tw, zero, dd, across, gx):
             q = k + t
             _dd_row(dd, 12 * t_ + t, t_, -dv[_U(q + 12 * step)], -dv[_U(q + 13 * step)],
                     -dv[_U(q + 14 * step)], -dv[_U(q + 15 * step)])
+        for u in range(4):
+            d0, d1, d2, d3 = 4 * u * t_, (4 * u + 1) * t_, (4 * u + 2) * t_, (4 * u + 3) * t_
+            to = 2 * u * t_
+            # Column 2j + v takes block j's v-th value (+0.0 first), then block j - 1's
+            # (v + 2)-th. At a row's first tile the loaded neighbour is another row's (or, at
+            # the piece's first, the block before's last value): read, and not used.
+            across[_U(to)] = zero + dd[_U(d0)]
+            across[_U(to + 1)] = zero + dd[_U(d1)]
+            for t in range(1, t_):
+                own0, own1 = zero + dd[_U(d0 + t)], zero + dd[_U(d1 + t)]
+                left0, left1 = own0 + dd[_U(d2 + t - 1)], own1 + dd[_U(d3 + t - 1)]
+                alone = first[_U(t)] != 0
+                across[_U(to + 2 * t)] = own0 if alone else left0
+                across[_U(to + 2 * t + 1)] = own1 if alone else left1
+            for r in range(rows):
+                last = r * tw + tw - 1
+                tail[_U((u * rows + r) * 2)] = zero + dd[_U(d2 + last)]
+                tail[_U((u * rows + r) * 2 + 1)] = zero + dd[_U(d3 + last)]
         for n in range(n_):
             dst = (n * c_ + c) * h_ * w_
-            for q in range(dst, dst + h_ * w_):
-                gx[_U(q)] = 0
-            for i in range(th - 1, -1, -1):     # bottom to top, as the reference's sums
-                for u in range(4):
-                    # column 2j + v takes block j's v-th value, then block j - 1's (v + 2)-th
-                    d0 = 4 * u * t_ + (n * th + i) * tw
-                    d1, d2, d3 = d0 + t_, d0 + 2 * t_, d0 + 3 * t_
-                    row = u * width
-                    across[_U(row)] = zero + dd[_U(d0)]
-                    across[_U(row + 1)] = zero + dd[_U(d1)]
-                    for j in range(1, tw):
-                        across[_U(row + 2 * j)] = (zero + dd[_U(d0 + j)]) + dd[_U(d2 + j - 1)]
-                    for j in range(1, tw):
-                        across[_U(row + 2 * j + 1)] = (zero + dd[_U(d1 + j)]) \
-                            + dd[_U(d3 + j - 1)]
-                    across[_U(row + 2 * tw)] = zero + dd[_U(d2 + tw - 1)]
-                    across[_U(row + 2 * tw + 1)] = zero + dd[_U(d3 + tw - 1)]
-                for u in range(4):      # rows 2i + u: this tile row's after the one below's
-                    h = 2 * i + u - ph
-                    if 0 <= h < h_:
-                        at, row = dst + h * w_ - pw, u * width
-                        for q in range(pw, pw + w_):
-                            gx[_U(at + q)] = gx[_U(at + q)] + across[_U(row + q)]
+            for h in range(h_):
+                # Padded row h + ph: row u1 of tile row i1 (the lower), then row u1 + 2 of
+                # tile row i1 - 1 (the upper), each where it exists, added to +0.0 in that order.
+                i1, u1 = (h + ph) // 2, (h + ph) % 2
+                lower, upper = i1 < th, i1 >= 1
+                at = dst + h * w_
+                a1 = 2 * u1 * t_ + 2 * (n * th + i1) * tw
+                a0 = 2 * (u1 + 2) * t_ + 2 * (n * th + i1 - 1) * tw
+                inner = min(w_, 2 * tw - pw)      # columns taken from ``across``, then ``tail``
+                if lower and upper:
+                    for q in range(inner):
+                        gx[_U(at + q)] = (zero + across[_U(a1 + pw + q)]) + across[_U(a0 + pw + q)]
+                elif lower:
+                    for q in range(inner):
+                        gx[_U(at + q)] = zero + across[_U(a1 + pw + q)]
+                else:
+                    for q in range(inner):
+                        gx[_U(at + q)] = zero + across[_U(a0 + pw + q)]
+                for q in range(max(inner, 0), w_):
+                    col = q + pw - 2 * tw
+                    v = zero
+                    if lower:
+                        v = v + tail[_U((u1 * rows + n * th + i1) * 2 + col)]
+                    if upper:
+                        v = v + tail[_U(((u1 + 2) * rows + n * th + i1 - 1) * 2 + col)]
+                    gx[_U(at + q)] = v
 
 
 def _dd_row(dd, at, t_, e0, e1, e2, e3):
