@@ -17,6 +17,7 @@ stop request, and always at the end.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -77,7 +78,6 @@ class TrainingLoop:
         # Memory-mapped features: the next batch is read from the disk while a step computes.
         self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) else None
         self._finite_grads = grads.FiniteGrads()
-        self._split_memo = {}
         # Under nan_policy stop nothing needs undoing, so the gradients are looked at after the
         # update, in the call that checks what it wrote (one pass over a step's arrays, not two):
         # a NaN gradient still stops the run at its step, and no checkpoint is made after it.
@@ -199,10 +199,10 @@ class TrainingLoop:
         sample count and (label, output) pairs for the metrics."""
         parts = self.parts
         train, y = parts.train, parts.train.y
-        lo, hi = self._bounds(len(idx), parts.num_workers)[parts.rank]
+        lo, hi = _bounds(len(idx), parts.num_workers)[parts.rank]
         mine = idx[lo:hi]
         features = self._prefetch.get(idx) if self._prefetch is not None else train.features(mine)
-        pieces = self._bounds(len(mine), len(parts.contexts))
+        pieces = _bounds(len(mine), len(parts.contexts))
         heads, pairs = [], []
         with autograd.record():
             for ctx, (a, b) in zip(parts.contexts, pieces):
@@ -232,13 +232,6 @@ class TrainingLoop:
                 loss_sum += _loss_sum(loss)
                 count += loss.shape[0]
         return loss_sum, count, pairs
-
-    def _bounds(self, size, parts):
-        """``split_bounds(size, parts)``, worked out once per size (a step asks twice)."""
-        found = self._split_memo.get((size, parts))
-        if found is None:
-            found = self._split_memo[(size, parts)] = tuple(split_bounds(size, parts))
-        return found
 
     def _worker_features(self, idx):
         """The features of this worker's share of batch ``idx``."""
@@ -396,6 +389,12 @@ class TrainingLoop:
     @property
     def learning_rate(self) -> float:
         return float(self.parts.trainer.learning_rate)
+
+
+@functools.lru_cache(maxsize=256)
+def _bounds(size, parts) -> tuple:
+    """``split_bounds(size, parts)``, worked out once per size (a step asks twice)."""
+    return tuple(split_bounds(size, parts))
 
 
 def _loss_sum(loss) -> float:
