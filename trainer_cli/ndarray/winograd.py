@@ -93,7 +93,7 @@ def convolution(data, weight, bias, pad, relu):
         a, z = pieces[i]
         v = transformed(a, z)
         if kept is not None:
-            kept[i] = v
+            kept[i] = _transposed(v)
         output_transform(numpy.matmul(u, v), out_sp, b, relu, out[a:z])
 
     _host_threads.run(len(pieces), forward)
@@ -114,11 +114,8 @@ def convolution(data, weight, bias, pad, relu):
             if needs[0]:
                 input_grad(numpy.matmul(ut, zg), pad, gx[a:z])
             if needs[1]:
-                v = kept[i] if kept is not None else transformed(a, z)
-                # OpenBLAS multiplies by a transposed copy faster than by the transposed view,
-                # copy included (LeNet's conv2 backward on one thread: 10.7 -> 9.5 ms; a
-                # piece's 16 GEMMs 0.25 -> 0.15 ms, the copy 0.05 ms). Not so for im2col's.
-                return numpy.matmul(zg, numpy.ascontiguousarray(v.transpose(0, 2, 1)))
+                vt = kept[i] if kept is not None else _transposed(transformed(a, z))
+                return numpy.matmul(zg, vt)
             return None
 
         # The pieces' weight gradients, summed in piece order on any number of threads.
@@ -128,6 +125,15 @@ def convolution(data, weight, bias, pad, relu):
         gw = filter_grad(du) if needs[1] else None
         return (gx, gw, gb) if bias is not None else (gx, gw)
     return _result(out, data._ctx, inputs, vjp)
+
+
+def _transposed(v):
+    """The transformed input ``(16, C, tiles)`` as the weight gradient's GEMMs take it: a
+    contiguous ``(16, tiles, C)`` copy. OpenBLAS multiplies by it faster than by the transposed
+    view, copy included (a LeNet piece's 16 GEMMs 0.25 -> 0.15 ms, the copy 0.05 ms); the copy
+    kept from the forward pass is made there, while the transform is still in cache (made in
+    the backward pass, it took 0.12 ms a piece). Not so for im2col's GEMMs, which keep the view."""
+    return numpy.ascontiguousarray(v.transpose(0, 2, 1))
 
 
 # ----------------------------------------------------------------------------- the filter
