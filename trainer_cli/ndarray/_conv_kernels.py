@@ -140,7 +140,8 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     def piece(i):
         a, z = planes[i]
         xs = x.reshape(-1)[a * h * w:z * h * w]
-        outs, ix = out.reshape(-1)[a * oh * ow:z * oh * ow], index.reshape(-1)[a * oh * ow:z * oh * ow]
+        outs = out.reshape(-1)[a * oh * ow:z * oh * ow]
+        ix = index.reshape(-1)[a * oh * ow:z * oh * ow]
         if square:
             _max_pool_2x2(xs, z - a, h, w, oh, ow, outs, ix)
         else:

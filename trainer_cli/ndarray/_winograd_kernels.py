@@ -263,8 +263,8 @@ def _input_grad_loop(dv, n_, c_, h_, w_, ph, pw, th, tw, zero, dd, first, across
             d0, d1, d2, d3 = 4 * u * t_, (4 * u + 1) * t_, (4 * u + 2) * t_, (4 * u + 3) * t_
             to = 2 * u * t_
             # Column 2j + v takes block j's v-th value (+0.0 first), then block j - 1's
-            # (v + 2)-th. At a row's first tile the loaded neighbour is another row's (or, at
-            # the piece's first, the block before's last value): read, and not used.
+            # (v + 2)-th. At a row's first tile the neighbour loaded is the row above's last
+            # tile's: read, and not used.
             across[_U(to)] = zero + dd[_U(d0)]
             across[_U(to + 1)] = zero + dd[_U(d1)]
             for t in range(1, t_):

@@ -181,7 +181,7 @@ class TrainingLoop:
             return None  # AMP skipped the update (nothing changed): a normal event, not nan_policy's
         if update_was_finite(parts.trainer, self._grads_after):
             return True
-        if self._grads_after and not self._finite_grads(self.params):
+        if self._grads_after and not on_store and not self._finite_grads(self.params):
             return False   # "loss or gradient is": the run stops, the update is not undone
         broken = broken_part(self.params, parts.trainer, trainable_only=True)
         if broken is None:
