@@ -55,7 +55,7 @@ def _arrays(case, dtype, with_bias=True, special=True):
 def _run(fn, arrays, kernels, monkeypatch, special_head=True):
     """(output, gradients) of ``fn(*arrays)``, and the transform kernels that ran."""
     return _conv_run(fn, arrays, 4, kernels, monkeypatch, special_head, WK,
-                     ("_input", "_output", "_grad", "_input_grad"))
+                     ("_filter", "_input", "_output", "_grad", "_input_grad", "_filter_grad"))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -68,7 +68,8 @@ def test_winograd_kernels_are_numpys(every_conv, monkeypatch, dtype, relu, with_
     arrays = _arrays(case, dtype, with_bias)
     out, grads, calls = _run(_conv(filters, pad, relu), arrays, True, monkeypatch)
     ref_out, ref_grads, ref_calls = _run(_conv(filters, pad, relu), arrays, False, monkeypatch)
-    assert set(calls) == {"_input", "_output", "_grad", "_input_grad"} and not ref_calls
+    assert set(calls) == {"_filter", "_input", "_output", "_grad", "_input_grad",
+                          "_filter_grad"} and not ref_calls
     _same_bits(out, ref_out)
     for got, expect in zip(grads, ref_grads):
         _same_bits(got, expect)
@@ -161,6 +162,22 @@ def test_a_training_step_is_bitwise_with_and_without_kernels(every_conv, monkeyp
         nn.Conv2D(6, 3, padding=1, use_bias=False, in_channels=3), nn.BatchNorm(in_channels=6),
         nn.Activation("relu"), nn.Conv2D(6, 3, activation="relu", in_channels=6),
         nn.GlobalAvgPool2D(), nn.Dense(10, in_units=6)], (4, 3, 10, 10))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_filter_transforms_over_several_runs_are_numpys(every_conv, monkeypatch, dtype):
+    """The filter's transforms work on runs of FILTER_BLOCK (filter, channel) pairs: over
+    several runs and a partial last one, the same bits as the NumPy reference, specials
+    included."""
+    pytest.importorskip("numba")
+    channels = (2 * WK.FILTER_BLOCK) // 13 + 2         # 13 filters: two runs and a part
+    w = _data((13, channels, 3, 3), dtype, 5, True)
+    du = _data((16, 13, channels), dtype, 6, True)
+    got = W.filter_transform(w), W.filter_grad(du)
+    monkeypatch.setattr(_jit, "_numba", False)
+    expect = W.filter_transform(w), W.filter_grad(du)
+    for a, b in zip(got, expect):
+        _same_bits(a, b)
 
 
 @pytest.mark.parametrize("shape, filters, kw, expect", [

@@ -22,7 +22,8 @@ import numpy
 from .. import _jit
 from . import _conv_kernels as _ck
 
-__all__ = ["tiles", "input_transform", "output_transform", "grad_transform", "input_grad"]
+__all__ = ["tiles", "filter_transform", "filter_grad", "input_transform", "output_transform",
+           "grad_transform", "input_grad"]
 
 _U = numpy.uint64
 
@@ -34,6 +35,29 @@ def tiles(out_sp):
     """The tile rows and columns covering an output of ``out_sp`` (the last ones may stick out;
     their extra outputs are computed from zero padding and dropped)."""
     return (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
+
+
+def filter_transform(w, u) -> bool:
+    if not _usable(w, u):
+        return False
+    f, c = w.shape[:2]
+    _filter(w.reshape(-1), f * c, w.dtype.type(0.5), numpy.empty(16 * FILTER_BLOCK, w.dtype),
+            u.reshape(-1))
+    return True
+
+
+def filter_grad(du, out) -> bool:
+    if not _usable(du, out):
+        return False
+    _filter_grad(du.reshape(-1), du.shape[1] * du.shape[2], du.dtype.type(0.5),
+                 numpy.empty(16 * FILTER_BLOCK, du.dtype), out.reshape(-1))
+    return True
+
+
+# Filter transforms work on runs of this many (filter, channel) pairs: 16 rows of them, 24 KiB of
+# float32. Per forward pass, 64 x 32 channels: 0.111 -> 0.014 ms (backward 0.042 -> 0.014 ms);
+# 256 x 256: 2.9 -> 0.47 ms (0.88 -> 0.37 ms).
+FILTER_BLOCK = 384
 
 
 def input_transform(x, pad, out) -> bool:
@@ -307,6 +331,72 @@ def _input_grad_loop(dv, n_, c_, h_, w_, ph, pw, th, tw, zero, dd, first, across
                     gx[_U(at + q)] = v
 
 
+def _filter_loop(w, m_, half, block, u):
+    # For each filter and channel k, G w G^T of its 3x3 block (winograd._g_rows down each of
+    # the block's columns, then along each row), into u (16, K). A run of ``block`` values of k
+    # at a time goes to ``block`` (16 rows) first, then to u row by row: u's 16 rows are K values
+    # apart, often a power of two, and 16 streams stored that far apart at once thrash the
+    # cache's sets.
+    size = block.shape[0] // 16
+    for k0 in range(0, m_, size):
+        n = min(size, m_ - k0)
+        for j in range(n):
+            at = 9 * (k0 + j)
+            a00, a10, a20, a30 = _g4(w[_U(at)], w[_U(at + 3)], w[_U(at + 6)], half)
+            a01, a11, a21, a31 = _g4(w[_U(at + 1)], w[_U(at + 4)], w[_U(at + 7)], half)
+            a02, a12, a22, a32 = _g4(w[_U(at + 2)], w[_U(at + 5)], w[_U(at + 8)], half)
+            _row4(block, j, size, 0, _g4(a00, a01, a02, half))
+            _row4(block, j, size, 1, _g4(a10, a11, a12, half))
+            _row4(block, j, size, 2, _g4(a20, a21, a22, half))
+            _row4(block, j, size, 3, _g4(a30, a31, a32, half))
+        for r in range(16):
+            for j in range(n):
+                u[_U(r * m_ + k0 + j)] = block[_U(r * size + j)]
+
+
+def _g4(g0, g1, g2, half):
+    return g0, (g0 + g1 + g2) * half, (g0 - g1 + g2) * half, g2
+
+
+def _row4(block, j, size, a, values):
+    for b in range(4):
+        block[_U((4 * a + b) * size + j)] = values[b]
+
+
+def _filter_grad_loop(du, m_, half, block, out):
+    # For each filter and channel k, G^T dU G of its 4x4 block (winograd._gt_rows down each
+    # column, then along each row), into out (K, 3, 3); du's 16 rows read a run of k at a time
+    # into ``block`` first (see _filter_loop).
+    size = block.shape[0] // 16
+    for k0 in range(0, m_, size):
+        n = min(size, m_ - k0)
+        for r in range(16):
+            for j in range(n):
+                block[_U(r * size + j)] = du[_U(r * m_ + k0 + j)]
+        for j in range(n):
+            r00, r10, r20 = _gt3(block[_U(j)], block[_U(4 * size + j)], block[_U(8 * size + j)],
+                                 block[_U(12 * size + j)], half)
+            r01, r11, r21 = _gt3(block[_U(size + j)], block[_U(5 * size + j)],
+                                 block[_U(9 * size + j)], block[_U(13 * size + j)], half)
+            r02, r12, r22 = _gt3(block[_U(2 * size + j)], block[_U(6 * size + j)],
+                                 block[_U(10 * size + j)], block[_U(14 * size + j)], half)
+            r03, r13, r23 = _gt3(block[_U(3 * size + j)], block[_U(7 * size + j)],
+                                 block[_U(11 * size + j)], block[_U(15 * size + j)], half)
+            at = 9 * (k0 + j)
+            _row3(out, at, _gt3(r00, r01, r02, r03, half))
+            _row3(out, at + 3, _gt3(r10, r11, r12, r13, half))
+            _row3(out, at + 6, _gt3(r20, r21, r22, r23, half))
+
+
+def _gt3(d0, d1, d2, d3, half):
+    return d0 + (d1 + d2) * half, (d1 - d2) * half, (d1 + d2) * half + d3
+
+
+def _row3(out, at, values):
+    for s in range(3):
+        out[_U(at + s)] = values[s]
+
+
 def _dd_row(dd, at, t_, e0, e1, e2, e3):
     # One row of B dv along it (winograd._b_rows): a tile's row of B dv B^T.
     dd[_U(at)] = e0
@@ -315,6 +405,10 @@ def _dd_row(dd, at, t_, e0, e1, e2, e3):
     dd[_U(at + 3 * t_)] = -e3
 
 
+_filter = _jit.Kernel(_filter_loop, {"_g4": _jit.Kernel(_g4, inline=True),
+                                     "_row4": _jit.Kernel(_row4, inline=True)})
+_filter_grad = _jit.Kernel(_filter_grad_loop, {"_gt3": _jit.Kernel(_gt3, inline=True),
+                                               "_row3": _jit.Kernel(_row3, inline=True)})
 _input = _jit.Kernel(_input_loop)
 _output = _jit.Kernel(_output_loop)
 _grad = _jit.Kernel(_grad_loop)

@@ -13,8 +13,7 @@ The transforms add and subtract only (the filter's take halves, exactly), so flo
 differ from im2col's by rounding alone, a few units in the last place (``docs/compat.md``). Each
 transform is written twice: in NumPy here, the reference, and as a numba loop
 (``_winograd_kernels``) that does the same operations on each element in the same order, so the
-two are bitwise equal (``tests/test_winograd.py``). The filter's transforms are small and NumPy's
-on both paths.
+two are bitwise equal (``tests/test_winograd.py``). So is each filter transform.
 
 Used by ``nn._convolution`` for 2-D convolutions of NumPy arrays with a 3x3 kernel, stride 1, no
 dilation, one group and at least ``MIN_CHANNELS`` input and output channels (see there).
@@ -140,8 +139,10 @@ def _transposed(v):
 def filter_transform(w):
     """``U = G w G^T`` of ``w`` ``(F, C, 3, 3)``, as ``(16, F, C)``."""
     f, c = w.shape[:2]
-    rows = _g_rows(w[:, :, 0], w[:, :, 1], w[:, :, 2])           # 4 x (F, C, 3)
     u = numpy.empty((4, 4, f, c), w.dtype)
+    if _wk.filter_transform(w, u):
+        return u.reshape(16, f, c)
+    rows = _g_rows(w[:, :, 0], w[:, :, 1], w[:, :, 2])           # 4 x (F, C, 3)
     for a, r in enumerate(rows):
         for b, value in enumerate(_g_rows(r[..., 0], r[..., 1], r[..., 2])):
             u[a, b] = value
@@ -155,10 +156,12 @@ def _g_rows(g0, g1, g2):
 
 def filter_grad(du):
     """``G^T dU G`` of ``du`` ``(16, F, C)``, the weight gradient ``(F, C, 3, 3)``."""
-    du = du.reshape(4, 4, *du.shape[1:])
-    rows = _gt_rows(du[0], du[1], du[2], du[3])                   # 3 x (4, F, C)
-    f, c = du.shape[2:]
+    f, c = du.shape[1:]
     out = numpy.empty((f, c, 3, 3), du.dtype)
+    if _wk.filter_grad(du, out):
+        return out
+    du = du.reshape(4, 4, f, c)
+    rows = _gt_rows(du[0], du[1], du[2], du[3])                   # 3 x (4, F, C)
     for r, row in enumerate(rows):
         for s, value in enumerate(_gt_rows(row[0], row[1], row[2], row[3])):
             out[:, :, r, s] = value
