@@ -236,7 +236,7 @@ class TrainingLoop:
     def _worker_features(self, idx):
         """The features of this worker's share of batch ``idx``."""
         parts = self.parts
-        lo, hi = split_bounds(len(idx), parts.num_workers)[parts.rank]
+        lo, hi = _bounds(len(idx), parts.num_workers)[parts.rank]
         return parts.train.features(idx[lo:hi])
 
     def _reduce_and_check(self, loss_sum) -> bool:
