@@ -131,6 +131,29 @@ def test_winograd_pieces_give_the_same_bits_on_any_thread_count(every_conv, monk
     np.testing.assert_allclose(by_image, whole, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_bias_gradient_from_row_sums_is_numpys(every_conv, monkeypatch, relu):
+    """The bias gradient summed from the rows the masking kernel sums on the way, over pieces of
+    a few images on two threads: the bits of NumPy's ``sum(axis=(0, 2))`` of the masked (N, F, P)
+    gradient (seven images of 11x11 outputs: rows of 121 values, NumPy's one block)."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(W, "PIECE_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: 2)
+    arrays = [_data((7, 3, 11, 11), np.float32, 1, special=False),
+              _data((5, 3, 3, 3), np.float32, 2, special=False), _data((5,), np.float32, 3)]
+    conv = _conv(5, (1, 1), relu)
+    names = ("mask_rows", "bias_totals")
+    out, grads, calls = _conv_run(conv, arrays, 4, True, monkeypatch, False, K, names)
+    assert calls.count("mask_rows") > 2 and "bias_totals" in calls
+    head = _data(out.shape, np.float32, 4, special=False)
+    gm = head * (out > 0) if relu else head
+    _same_bits(grads[2], gm.reshape(7, 5, -1).sum(axis=(0, 2)))
+    _, ref_grads, ref_calls = _conv_run(conv, arrays, 4, False, monkeypatch, False, K, names)
+    assert "bias_totals" not in ref_calls
+    for got, expect in zip(grads, ref_grads):
+        _same_bits(got, expect)
+
+
 def test_an_empty_batch_through_winograd(every_conv):
     x, w, b = nd.zeros((0, 3, 8, 8)), nd.ones((4, 3, 3, 3)), nd.ones(4)
     for a in (x, w, b):

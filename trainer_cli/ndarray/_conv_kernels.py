@@ -38,8 +38,8 @@ from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
-__all__ = ["im2col", "conv_epilogue", "conv_grad_out", "conv_grad_out_t", "col2im", "max_pool",
-           "max_pool_grad", "MIN_SIZE"]
+__all__ = ["im2col", "conv_epilogue", "conv_grad_out", "conv_grad_out_t", "mask_rows",
+           "bias_totals", "takes_grad_rows", "col2im", "max_pool", "max_pool_grad", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _np_ndarray = numpy.ndarray
@@ -92,6 +92,35 @@ def conv_grad_out(g, out, relu, g2, lo=0, hi=None) -> bool:
     _grad_out(g.reshape(-1), lo, n if hi is None else hi, n, f, p,
               (out if relu else g).reshape(-1), relu, g2.reshape(-1))
     return True
+
+
+def takes_grad_rows(g, out, relu, gm, row_sums=None) -> bool:
+    """Whether ``mask_rows`` runs here for these arrays (else NumPy must)."""
+    return _usable(g, gm, out if relu else None, row_sums)
+
+
+def mask_rows(g, out, relu, gm, lo, hi, row_sums) -> bool:
+    """For the images ``n`` in ``[lo, hi)`` of ``(N, F, P)`` ``g`` and ``out``: ``gm[n] = g[n] *
+    (out[n] > 0)`` where ``relu`` (``gm`` unused otherwise), and ``row_sums[n, f]`` (or None) the
+    sum of row ``(n, f)`` of that masked gradient, in NumPy's order, for ``bias_totals``."""
+    if not relu and row_sums is None:
+        return True     # nothing to do
+    if not takes_grad_rows(g, out, relu, gm, row_sums):
+        return False
+    n, f, p = g.shape
+    tasks, values, _ = _bk.workspace(g.dtype, 0)
+    _mask_rows(g.reshape(-1), out.reshape(-1), lo, hi, f, p, relu, gm.reshape(-1),
+               row_sums is not None, g.reshape(-1)[:1] if row_sums is None else row_sums.reshape(-1),
+               g.dtype.type(0), tasks, values)
+    return True
+
+
+def bias_totals(row_sums, sums) -> None:
+    """``sums[f]``: +0.0 plus ``row_sums[n, f]`` for each ``n`` in order: with the rows' pairwise
+    sums that is NumPy's ``gm.sum(axis=(0, 2))`` of an ``(N, F, P)`` gradient ``gm`` (see
+    ``_bn_kernels``). Only after ``mask_rows`` filled ``row_sums``."""
+    n, f = row_sums.shape
+    _totals(row_sums.reshape(-1), n, f, row_sums.dtype.type(0), sums)
 
 
 def conv_grad_out_t(g, out, relu, g2, sums) -> bool:
@@ -267,6 +296,27 @@ def _grad_out_loop(g, lo, hi, n_, f_, p_, out, relu, g2):
                     g2[_U(dst + p)] = g[_U(src + p)]
 
 
+def _mask_rows_loop(g, out, lo, hi, f_, p_, relu, gm, with_sums, row_sums, zero, tasks, values):
+    for n in range(lo, hi):
+        for f in range(f_):
+            at = (n * f_ + f) * p_
+            if relu:
+                for p in range(p_):
+                    gm[_U(at + p)] = g[_U(at + p)] * (1 if out[_U(at + p)] > 0 else 0)
+                if with_sums:
+                    row_sums[n * f_ + f] = _pairwise(gm, at, p_, zero, tasks, values)
+            elif with_sums:
+                row_sums[n * f_ + f] = _pairwise(g, at, p_, zero, tasks, values)
+
+
+def _totals_loop(row_sums, n_, f_, zero, sums):
+    for f in range(f_):
+        sums[f] = zero
+    for n in range(n_):
+        for f in range(f_):
+            sums[f] = sums[f] + row_sums[n * f_ + f]
+
+
 def _grad_out_t_loop(g, n_, f_, p_, out, relu, g2, with_sums, sums, zero, tasks, values, rows):
     # A transpose in blocks of _BLOCK filters: their (n, f) rows are masked into ``rows`` (where
     # each one's sum is taken, in NumPy's order: see _bn_kernels), then written out position by
@@ -436,6 +486,8 @@ _im2col = _jit.Kernel(_im2col_loop, {"_span": span})
 _epilogue = _jit.Kernel(_epilogue_loop)
 _pairwise = _bk.pairwise_loop
 _grad_out = _jit.Kernel(_grad_out_loop)
+_mask_rows = _jit.Kernel(_mask_rows_loop, {"_pairwise": _bk.pairwise})
+_totals = _jit.Kernel(_totals_loop)
 _grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _bk.pairwise})
 _col2im = _jit.Kernel(_col2im_loop, {"_span": span})
 _max_pool = _jit.Kernel(_max_pool_loop)

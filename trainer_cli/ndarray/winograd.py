@@ -24,6 +24,7 @@ import math
 
 import numpy
 
+from . import _conv_kernels as _ck
 from . import _winograd_kernels as _wk
 from ._winograd_kernels import tiles
 from . import host_threads as _host_threads
@@ -100,14 +101,24 @@ def convolution(data, weight, bias, pad, relu):
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
-        # The ReLU's mask is applied piece by piece, on the pieces' threads.
-        gm = numpy.empty(out.shape, x.dtype) if relu else numpy.ascontiguousarray(g, x.dtype)
+        # The ReLU's mask is applied piece by piece, on the pieces' threads, and the bias
+        # gradient's row sums are taken there too (one kernel pass where it takes the arrays).
+        g = numpy.ascontiguousarray(g, x.dtype)
+        gm = numpy.empty(out.shape, x.dtype) if relu else g
         ut = numpy.ascontiguousarray(u.transpose(0, 2, 1)) if needs[0] else None
         gx = numpy.empty(x.shape, x.dtype) if needs[0] else None
+        flat = (n, f, math.prod(out_sp))
+        bias_grad = bias is not None and needs[2]
+        # Rows of up to 128 values are summed in one block (longer ones NumPy halves, which the
+        # kernel does slower than a NumPy pass over the whole gradient afterwards).
+        row_sums = numpy.empty(flat[:2], x.dtype) if bias_grad and flat[2] <= 128 and \
+            _ck.takes_grad_rows(g.reshape(flat), out.reshape(flat), relu, gm.reshape(flat)) \
+            else None
 
         def backward(i):
             a, z = pieces[i]
-            if relu:
+            if not _ck.mask_rows(g.reshape(flat), out.reshape(flat), relu, gm.reshape(flat), a, z,
+                                 row_sums):
                 numpy.multiply(g[a:z], out[a:z] > 0, out=gm[a:z])
             zg = grad_transform(gm[a:z], numpy.empty((16, f, (z - a) * per_image), x.dtype))
             if needs[0]:
@@ -119,8 +130,12 @@ def convolution(data, weight, bias, pad, relu):
 
         # The pieces' weight gradients, summed in piece order on any number of threads.
         du = _host_threads.run_summed(len(pieces), backward)
-        gb = gm.reshape(n, f, math.prod(out_sp)).sum(axis=(0, 2)) \
-            if bias is not None and needs[2] else None
+        gb = None
+        if row_sums is not None:
+            gb = numpy.empty(f, x.dtype)
+            _ck.bias_totals(row_sums, gb)
+        elif bias_grad:
+            gb = gm.reshape(flat).sum(axis=(0, 2))
         gw = filter_grad(du) if needs[1] else None
         return (gx, gw, gb) if bias is not None else (gx, gw)
     return _result(out, data._ctx, inputs, vjp)
