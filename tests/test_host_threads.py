@@ -154,3 +154,23 @@ def test_pieces_keep_within_the_budget_with_one_item_at_least():
     assert host_threads.pieces(10, 3, 1000) == [(0, 10)]
     assert host_threads.pieces(4, 50, 10) == [(0, 1), (1, 2), (2, 3), (3, 4)]  # over budget
     assert host_threads.pieces(0, 3, 9) == [(0, 0)]
+
+
+def test_many_quick_runs_combine_every_piece_and_keep_their_workers(three_threads):
+    """Runs back to back whose pieces finish before a worker wakes, or while it runs one: every
+    run combines all its pieces, in order, before it returns (a worker's last one included), and
+    the same workers serve them all (no thread is started per run)."""
+    def workers():
+        return [t for t in threading.enumerate() if t.name == "trainer-piece"]
+
+    host_threads.run(3, lambda i: i)
+    before = workers()
+    assert len(before) >= 2
+    for k in range(500):
+        count = 2 + k % 5
+        got = []
+        host_threads.run(count, lambda i: (time.sleep(0.0002) if i == count - 1 else None, i)[1],
+                         lambda i, v: got.append(v))
+        assert got == list(range(count))
+        assert host_threads.run_summed(count, lambda i: np.ones(3) * i)[0] == sum(range(count))
+    assert workers() == before
