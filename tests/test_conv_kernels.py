@@ -40,8 +40,8 @@ def _same_bits(a, b):
     np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-KERNELS = ("_im2col", "_epilogue", "_grad_out", "_grad_out_t", "_col2im", "_max_pool",
-           "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad")
+KERNELS = ("_im2col", "_epilogue", "_bias_relu", "_grad_out", "_grad_out_t", "_col2im",
+           "_max_pool", "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -116,10 +116,14 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     conv = _conv(wshape, kw, relu)
     out, grads, calls = _run(conv, arrays, 4, True, monkeypatch)
     ref_out, ref_grads, _ = _run(conv, arrays, 4, False, monkeypatch)
-    transposed = (xshape[1] // kw.get("num_group", 1)) * wshape[2] * wshape[3] \
-        >= nd.nn.TRANSPOSED_GRAD_ROWS
-    assert set(calls) == {"_im2col", "_epilogue", "_grad_out_t" if transposed else "_grad_out",
-                          "_col2im"}
+    rows = (xshape[1] // kw.get("num_group", 1)) * wshape[2] * wshape[3]
+    transposed = rows >= nd.nn.TRANSPOSED_GRAD_ROWS
+    # Few rows against many filters: GEMMs image by image into the output, the epilogue in place.
+    per_image = kw.get("num_group", 1) == 1 and rows <= nd.nn.PER_IMAGE_ROWS < wshape[0]
+    epilogue = {"_bias_relu"} if per_image and (with_bias or relu) else \
+        set() if per_image else {"_epilogue"}
+    assert set(calls) == {"_im2col", "_grad_out_t" if transposed else "_grad_out",
+                          "_col2im"} | epilogue
     _same_bits(out, ref_out)
     for got, expect in zip(grads, ref_grads):
         _same_bits(got, expect)

@@ -38,7 +38,7 @@ from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
-__all__ = ["im2col", "conv_epilogue", "conv_grad_out", "conv_grad_out_t", "mask_rows",
+__all__ = ["im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out", "conv_grad_out_t", "mask_rows",
            "bias_totals", "takes_grad_rows", "col2im", "max_pool", "max_pool_grad", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
@@ -79,6 +79,19 @@ def conv_epilogue(res, bias, relu, out) -> bool:
     f, n, p = res.shape
     _epilogue(res.reshape(-1), f, n, p, res.reshape(-1)[:f] if bias is None else bias,
               bias is not None, relu, out.reshape(-1))
+    return True
+
+
+def bias_relu_rows(res, bias, relu) -> bool:
+    """In place, ``res[n, f] (+ bias[f]) (then ReLU)`` for ``(N, F, P)`` ``res``: the epilogue's
+    element rule without its transpose."""
+    if bias is None and not relu:
+        return True     # nothing to do
+    if not _usable(res, bias):
+        return False
+    n, f, p = res.shape
+    flat = res.reshape(-1)
+    _bias_relu(flat, n, f, p, flat[:f] if bias is None else bias, bias is not None, relu)
     return True
 
 
@@ -284,6 +297,21 @@ def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out):
                 out[_U(dst + p)] = v
 
 
+def _bias_relu_loop(res, n_, f_, p_, bias, with_bias, relu):
+    # The epilogue's element rule, in place.
+    for n in range(n_):
+        for f in range(f_):
+            at = (n * f_ + f) * p_
+            bv = bias[f]
+            for p in range(p_):
+                v = res[_U(at + p)]
+                if with_bias:
+                    v = v + bv
+                if relu and not (v > 0 or v != v):
+                    v = 0
+                res[_U(at + p)] = v
+
+
 def _grad_out_loop(g, lo, hi, n_, f_, p_, out, relu, g2):
     for f in range(f_):
         for n in range(lo, hi):
@@ -484,6 +512,7 @@ _span = _span_loop
 span = _jit.Kernel(_span_loop)
 _im2col = _jit.Kernel(_im2col_loop, {"_span": span})
 _epilogue = _jit.Kernel(_epilogue_loop)
+_bias_relu = _jit.Kernel(_bias_relu_loop)
 _pairwise = _bk.pairwise_loop
 _grad_out = _jit.Kernel(_grad_out_loop)
 _mask_rows = _jit.Kernel(_mask_rows_loop, {"_pairwise": _bk.pairwise})
