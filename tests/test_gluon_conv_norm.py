@@ -102,6 +102,9 @@ CONV_LAYERS = [
     ("dilate", lambda: nn.Conv2D(2, 2, dilation=2, padding=1), (1, 2, 5, 5)),
     ("groups_relu", lambda: nn.Conv2D(4, 3, groups=2, padding=1, activation="tanh"), (2, 4, 4, 4)),
     ("no_bias", lambda: nn.Conv2D(3, 1, use_bias=False), (2, 3, 3, 3)),
+    # Few column rows against many filters: the per-image GEMMs (nd.nn.PER_IMAGE_ROWS).
+    ("per_image", lambda: nn.Conv2D(20, 3, padding=1, in_channels=1), (2, 1, 5, 5)),
+    ("per_image_1d", lambda: nn.Conv1D(24, 3, strides=2, in_channels=2), (3, 2, 9)),
     ("conv1d", lambda: nn.Conv1D(3, 3, strides=2, padding=1), (2, 2, 7)),
     ("conv3d", lambda: nn.Conv3D(2, 2, padding=1), (1, 2, 3, 3, 2)),
 ]

@@ -161,6 +161,9 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     def vjp(g, needs):
         bias_grad = bias is not None and needs[2]
         transposed = rows >= TRANSPOSED_GRAD_ROWS
+        if per_image:
+            return _per_image_vjp(g, out, relu, x, wm, columns, pieces, needs, bias is not None,
+                                  (kernel, stride, dilate, pad, out_sp))
         if transposed:
             g2, gb = _grad_rows_t(g, out, relu, n, f, plane, bias_grad, xp)
             g2 = g2.reshape(n * plane, groups, f // groups)
@@ -219,6 +222,41 @@ PIECE_ELEMENTS = 1 << 17
 # Convolutions whose column matrix has at most this many rows (input channels x kernel size) and
 # more filters than that multiply image by image straight into the output (see ``forward``).
 PER_IMAGE_ROWS = 16
+
+
+def _per_image_vjp(g, out, relu, x, wm, columns, pieces, needs, with_bias, geometry):
+    """The gradients of a per-image convolution (see ``forward``), image by image in the output's
+    (N, F, P) layout: the masked gradient's (F, P) block of each image times its columns. No
+    (F, N, P) copy of the gradient is made, and each GEMM's operands are contiguous blocks
+    (LeNet's first layer, one piece of 16 images alone: 1.9 -> 0.76 ms)."""
+    n, f = out.shape[:2]
+    _, _, rows = wm.shape
+    plane = out[0, 0].size
+    g = numpy.ascontiguousarray(g, x.dtype).reshape(n, f, plane)
+    o = out.reshape(n, f, plane)
+    gm = numpy.empty_like(g) if relu else g
+    gx = numpy.empty(x.shape, x.dtype) if needs[0] else None
+
+    def backward(i):
+        a, z = pieces[i]
+        if not _ck.mask_rows(g, o, relu, gm, a, z, None):
+            numpy.multiply(g[a:z], o[a:z] > 0, out=gm[a:z])
+        cols = columns(a, z).reshape(rows, z - a, plane).transpose(1, 0, 2)   # (n, rows, P)
+        if needs[0]:
+            gcols = numpy.matmul(wm[0].T, gm[a:z])                                # (n, rows, P)
+            gcols = numpy.ascontiguousarray(gcols.transpose(1, 0, 2)).reshape(rows, -1)
+            _col2im(gcols, gx[a:z], *geometry, numpy)
+        if needs[1]:
+            return numpy.matmul(gm[a:z], cols.transpose(0, 2, 1)).sum(axis=0)  # (F, rows)
+        return None
+
+    # The pieces' weight gradients, summed in piece order on any number of threads.
+    gw_sum = _host_threads.run_summed(len(pieces), backward)
+    gw = gw_sum.reshape((f, x.shape[1]) + geometry[0]) if needs[1] else None
+    if not with_bias:
+        return gx, gw
+    gb = gm.sum(axis=(0, 2)) if needs[2] else None
+    return gx, gw, gb
 
 
 def _col2im(gcols, target, kernel, stride, dilate, pad, out_sp, xp):
