@@ -41,7 +41,8 @@ def _same_bits(a, b):
 
 
 KERNELS = ("_im2col", "_epilogue", "_bias_relu", "_grad_out", "_grad_out_t", "_mask_rows",
-           "_col2im", "_max_pool", "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad")
+           "_col2im", "_max_pool", "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad",
+           "_max_pool_2x2_grad_short")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -201,9 +202,11 @@ POOLS = [
 @pytest.mark.parametrize("case", range(len(POOLS)))
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("chunk", [K.POOL_GRAD_CHUNK, 7, 24])   # 7: less than a window row
-def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk):
+@pytest.mark.parametrize("short", [False, True])    # the 2x2 gradient's zero-then-scatter loop
+def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, short):
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(K, "POOL_GRAD_CHUNK", chunk)
+    monkeypatch.setattr(K, "SHORT_POOL_ROW", 1 << 30 if short else 0)
     if chunk == 7:      # and in pieces of a few planes, on three threads
         monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", 150)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
@@ -222,8 +225,9 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk):
     ref_out, ref_grads, _ = _run(pool, [x], 12, False, monkeypatch)
     square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
         and "pooling_convention" not in kw
-    assert list(dict.fromkeys(calls)) == (["_max_pool_2x2", "_max_pool_2x2_grad"] if square
-                     else ["_max_pool", "_max_pool_grad"])
+    grad_2x2 = "_max_pool_2x2_grad_short" if short else "_max_pool_2x2_grad"
+    assert list(dict.fromkeys(calls)) == (["_max_pool_2x2", grad_2x2] if square
+                                          else ["_max_pool", "_max_pool_grad"])
     _same_bits(out, ref_out)
     _same_bits(grads[0], ref_grads[0])
 

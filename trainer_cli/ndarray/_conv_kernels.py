@@ -209,7 +209,9 @@ def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
         gs, ix, gxs = (g.reshape(-1)[a * oh * ow:z * oh * ow],
                        index.reshape(-1)[a * oh * ow:z * oh * ow],
                        gx.reshape(-1)[a * h * w:z * h * w])
-        if square:
+        if square and ow <= SHORT_POOL_ROW:
+            _max_pool_2x2_grad_short(gs, ix, z - a, oh, ow, gxs, h, w)
+        elif square:
             _max_pool_2x2_grad(gs, ix, z - a, oh, ow, gxs, h, w,
                                numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype))
         else:
@@ -237,6 +239,7 @@ _U = numpy.uint64
 # count: LeNet's first pooling (1.4M values) in 6 pieces.
 POOL_PIECE_ELEMENTS = 1 << 18
 POOL_GRAD_CHUNK = 2048  # windows per pass of the 2x2 max-pooling gradient (32 KiB of float32 terms)
+SHORT_POOL_ROW = 16     # up to this many windows a row, the 2x2 gradient zeroes, then scatters
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
 
@@ -456,6 +459,29 @@ def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_, buf):
             gx[_U(q)] = 0
 
 
+def _max_pool_2x2_grad_short_loop(g, index, planes, oh, ow, gx, h_, w_):
+    # The same terms as _max_pool_2x2_grad_loop's, for rows of few windows: the planes zeroed
+    # in one pass, then each window's one term where it is finite and its window has no NaN
+    # (+0.0 plus gv * 0 is +0.0 everywhere else); otherwise all four terms, as there. LeNet's
+    # second pooling (5 windows a row): 0.28 -> 0.15 ms; at 13 windows 0.60 -> 0.55 ms; at 56
+    # it was 5% slower than the two passes.
+    for q in range(planes * h_ * w_):
+        gx[_U(q)] = 0
+    for pl in range(planes):
+        for a in range(oh):
+            top, k0 = pl * h_ * w_ + 2 * a * w_, (pl * oh + a) * ow
+            for b in range(ow):
+                gv, kk = g[_U(k0 + b)], index[_U(k0 + b)]
+                t = top + 2 * b
+                if gv - gv == 0 and kk >= 0:
+                    gx[_U(t + (kk & 1) + (kk >> 1) * w_)] = 0.0 + gv
+                else:
+                    gx[_U(t)] = 0.0 + gv * (1 if kk == 0 else 0)
+                    gx[_U(t + 1)] = 0.0 + gv * (1 if kk == 1 else 0)
+                    gx[_U(t + w_)] = 0.0 + gv * (1 if kk == 2 else 0)
+                    gx[_U(t + w_ + 1)] = 0.0 + gv * (1 if kk == 3 else 0)
+
+
 def _max_pool_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow, index):
     # One pass per window: m follows NumPy's maximum(m, v) from the first element on; k is the
     # first element equal to the final m (a strictly larger value moves it, an equal one, +-0
@@ -523,3 +549,4 @@ _max_pool = _jit.Kernel(_max_pool_loop)
 _max_pool_grad = _jit.Kernel(_max_pool_grad_loop, {"_span": span})
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)
+_max_pool_2x2_grad_short = _jit.Kernel(_max_pool_2x2_grad_short_loop)
