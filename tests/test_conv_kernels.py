@@ -185,6 +185,48 @@ def test_conv2d_relu_layer_is_conv_then_relu(monkeypatch, dtype):
             _same_bits(got, expect)
 
 
+# A per-image convolution (one channel, 20 filters), im2col's general path (3 channels, 6
+# filters), Winograd's (8 channels, 12 filters).
+RELU_POOLS = [((4, 1, 12, 12), 20), ((3, 3, 10, 11), 6), ((3, 8, 11, 11), 12)]
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+@pytest.mark.parametrize("second_use", [False, True])
+@pytest.mark.parametrize("case", range(len(RELU_POOLS)))
+def test_max_pool_of_a_relu_conv_masks_its_gradient_once(monkeypatch, case, second_use, kernels):
+    """Conv2D(activation='relu') then MaxPool2D: the pooling masks its gradient by ``pooled >
+    0`` and the convolution skips its own mask (``_relu_masks``); the gradients equal those of a
+    convolution, a ReLU op and the pooling (zeros may differ in sign). Where the convolution's
+    output also has another use, its gradient is a sum, unmarked, and masked as before."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    xshape, filters = RELU_POOLS[case]
+    x = _data(xshape, np.float32, 5, special=False)
+    w = _data((filters, xshape[1], 3, 3), np.float32, 6, special=False)
+    b = _data(filters, np.float32, 7, special=False)
+    taken = []
+    real_take = nd.nn._relu_masks.take_masked
+    monkeypatch.setattr(nd.nn._relu_masks, "take_masked",
+                        lambda g: taken.append(real_take(g)) or taken[-1])
+
+    def head(y):
+        pooled = nd.Pooling(y, kernel=(2, 2), stride=(2, 2), pool_type="max")
+        return pooled * 1.5 + (y * 0.25).sum() if second_use else pooled
+
+    def fused(x, w, b):
+        return head(nd.nn._convolution(x, w, b, (3, 3), None, None, (0, 0), filters, 1, None,
+                                       True))
+
+    def separate(x, w, b):
+        return head(nd.relu(nd.Convolution(x, w, b, kernel=(3, 3), num_filter=filters)))
+
+    out, grads, _ = _run(fused, [x, w, b], 8, kernels, monkeypatch, special_head=False)
+    assert taken and all(taken) != second_use
+    ref_out, ref_grads, _ = _run(separate, [x, w, b], 8, kernels, monkeypatch, special_head=False)
+    np.testing.assert_array_equal(out, ref_out)
+    for got, expect in zip(grads, ref_grads):
+        np.testing.assert_array_equal(got, expect)      # -0.0 == +0.0 here
+
+
 POOLS = [
     ((4, 3, 8, 8), {"kernel": (2, 2), "stride": (2, 2)}),
     ((2, 3, 9, 7), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),

@@ -194,10 +194,11 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     return True
 
 
-def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
+def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
     """``gx`` ``(N, C, H, W)``: for each window offset in order, ``g * (index == offset)`` added
-    where the window puts that offset."""
-    if len(kernel) != 2 or not _usable(gx, g) or index.shape != g.shape:
+    where the window puts that offset; with ``pooled`` (the windows' maxima), of ``g * (pooled >
+    0)`` instead (a ReLU's mask, ``_relu_masks``), piece by piece."""
+    if len(kernel) != 2 or not _usable(gx, g, pooled) or index.shape != g.shape:
         return False
     n, c, h, w = gx.shape
     oh, ow = g.shape[2:]
@@ -209,12 +210,16 @@ def max_pool_grad(g, index, kernel, stride, pad, gx) -> bool:
         gs, ix, gxs = (g.reshape(-1)[a * oh * ow:z * oh * ow],
                        index.reshape(-1)[a * oh * ow:z * oh * ow],
                        gx.reshape(-1)[a * h * w:z * h * w])
+        ps = gs if pooled is None else pooled.reshape(-1)[a * oh * ow:z * oh * ow]
         if square and ow <= SHORT_POOL_ROW:
-            _max_pool_2x2_grad_short(gs, ix, z - a, oh, ow, gxs, h, w)
+            _max_pool_2x2_grad_short(gs, ix, z - a, oh, ow, gxs, h, w, pooled is not None, ps)
         elif square:
             _max_pool_2x2_grad(gs, ix, z - a, oh, ow, gxs, h, w,
-                               numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype))
+                               numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype),
+                               pooled is not None, ps)
         else:
+            if pooled is not None:
+                gs = gs * (ps > 0)
             _max_pool_grad(gs, ix, z - a, oh, ow, kernel[0], kernel[1], stride[0], stride[1],
                            pad[0], pad[1], gxs, h, w)
 
@@ -426,7 +431,7 @@ def _max_pool_2x2_loop(x, planes, h_, w_, oh, ow, out, index):
                 index[_U(at + b)] = -1 if nan else k
 
 
-def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_, buf):
+def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_, buf, masked, pooled):
     # Disjoint 2x2 windows: each covered input element is +0.0 plus its one term; the rows and
     # columns no window covers stay +0.0. Two passes over a chunk of window rows at a time: the
     # terms of all its windows in one long loop (into ``buf``: the windows' top rows, then their
@@ -440,6 +445,8 @@ def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_, buf):
         k0, n = r0 * ow, (r1 - r0) * ow
         for k in range(n):
             gv, kk = g[_U(k0 + k)], index[_U(k0 + k)]
+            if masked:      # the ReLU's mask at the window's maximum (_relu_masks)
+                gv = gv * (1 if pooled[_U(k0 + k)] > 0 else 0)
             buf[_U(2 * k)] = 0.0 + gv * (1 if kk == 0 else 0)
             buf[_U(2 * k + 1)] = 0.0 + gv * (1 if kk == 1 else 0)
             buf[_U(2 * n + 2 * k)] = 0.0 + gv * (1 if kk == 2 else 0)
@@ -459,7 +466,7 @@ def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_, buf):
             gx[_U(q)] = 0
 
 
-def _max_pool_2x2_grad_short_loop(g, index, planes, oh, ow, gx, h_, w_):
+def _max_pool_2x2_grad_short_loop(g, index, planes, oh, ow, gx, h_, w_, masked, pooled):
     # The same terms as _max_pool_2x2_grad_loop's, for rows of few windows: the planes zeroed
     # in one pass, then each window's one term where it is finite and its window has no NaN
     # (+0.0 plus gv * 0 is +0.0 everywhere else); otherwise all four terms, as there. LeNet's
@@ -472,6 +479,8 @@ def _max_pool_2x2_grad_short_loop(g, index, planes, oh, ow, gx, h_, w_):
             top, k0 = pl * h_ * w_ + 2 * a * w_, (pl * oh + a) * ow
             for b in range(ow):
                 gv, kk = g[_U(k0 + b)], index[_U(k0 + b)]
+                if masked:
+                    gv = gv * (1 if pooled[_U(k0 + b)] > 0 else 0)
                 t = top + 2 * b
                 if gv - gv == 0 and kk >= 0:
                     gx[_U(t + (kk & 1) + (kk >> 1) * w_)] = 0.0 + gv

@@ -22,6 +22,7 @@ from .. import autograd as _ag
 from .. import random as _random
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
+from . import _relu_masks
 from . import host_threads as _host_threads
 from . import winograd as _winograd
 from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
@@ -163,10 +164,15 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     inputs = (data, weight, bias) if bias is not None else (data, weight)
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
+    if relu and host:
+        _relu_masks.mark_output(out)
+    relu_fused = relu
 
     def vjp(g, needs):
         bias_grad = bias is not None and needs[2]
         transposed = rows >= TRANSPOSED_GRAD_ROWS
+        # A max pooling of ``out`` may have applied the ReLU's mask already (_relu_masks).
+        relu = relu_fused and not _relu_masks.take_masked(g)
         if per_image:
             return _per_image_vjp(g, out, relu, x, wm, columns, pieces, needs, bias is not None,
                                   (kernel, stride, dilate, pad, out_sp))
@@ -388,13 +394,24 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
         out /= divisor
     if not _recording_for(data):
         return _wrap(out, data._ctx)
+    # The max of a ReLU-fused convolution's output: its gradient goes back already masked.
+    relu_in = is_max and type(x) is numpy.ndarray and _relu_masks.is_output(x)
 
     def vjp(g, needs):
+        gx = _max_pool_grad(g, relu_in)
+        if relu_in:
+            _relu_masks.mark_masked(gx)
+        return (gx,)
+
+    def _max_pool_grad(g, masked):
+        """The input gradient; ``masked``: of ``g * (out > 0)`` (on the kernel's pieces)."""
         if index is not None:
             gx = numpy.empty(x.shape, x.dtype)
             gc = g if type(g) is numpy.ndarray and g.flags.c_contiguous else numpy.ascontiguousarray(g)
-            if _ck.max_pool_grad(gc, index, kernel, stride, pad, gx):
-                return (gx,)
+            if _ck.max_pool_grad(gc, index, kernel, stride, pad, gx, out if masked else None):
+                return gx
+        if masked:
+            g = g * (out > 0)
         xpad = _pool_padded(x, pad, hi, is_max)
         gpad = xp.zeros(xpad.shape, dtype=x.dtype)
         if is_max:
@@ -410,7 +427,7 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
             for offset in _offsets(kernel):
                 gpad[lead + _window_slices(offset, ones, stride, out_sp)] += share
         inner = tuple(slice(p, p + h) for p, h in zip(pad, spatial))
-        return (gpad[lead + inner],)
+        return gpad[lead + inner]
     return _result(out, data._ctx, (data,), vjp)
 
 

@@ -25,6 +25,7 @@ import math
 import numpy
 
 from . import _conv_kernels as _ck
+from . import _relu_masks
 from . import _winograd_kernels as _wk
 from ._winograd_kernels import tiles
 from . import host_threads as _host_threads
@@ -99,8 +100,13 @@ def convolution(data, weight, bias, pad, relu):
     _host_threads.run(len(pieces), forward)
     if not recording:
         return _wrap(out, data._ctx)
+    if relu:
+        _relu_masks.mark_output(out)
+    relu_fused = relu
 
     def vjp(g, needs):
+        # A max pooling of ``out`` may have applied the ReLU's mask already (_relu_masks).
+        relu = relu_fused and not _relu_masks.take_masked(g)
         # The ReLU's mask is applied piece by piece, on the pieces' threads, and the bias
         # gradient's row sums are taken there too (one kernel pass where it takes the arrays).
         g = numpy.ascontiguousarray(g, x.dtype)
