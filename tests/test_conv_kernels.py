@@ -40,8 +40,8 @@ def _same_bits(a, b):
     np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-KERNELS = ("_im2col", "_epilogue", "_bias_relu", "_grad_out", "_grad_out_t", "_mask_rows",
-           "_col2im", "_max_pool", "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad",
+KERNELS = ("_im2col", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows", "_col2im",
+           "_max_pool", "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad",
            "_max_pool_2x2_grad_short")
 
 
@@ -122,7 +122,7 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     # Few rows against many filters: GEMMs image by image into the output, the epilogue in place.
     per_image = kw.get("num_group", 1) == 1 and rows <= nd.nn.PER_IMAGE_ROWS < wshape[0]
     if per_image:
-        expect = {"_im2col", "_col2im"} | ({"_bias_relu"} if with_bias or relu else set()) \
+        expect = {"_im2col", "_col2im"} | ({"_epilogue"} if with_bias or relu else set()) \
             | ({"_mask_rows"} if relu else set())
     else:
         expect = {"_im2col", "_epilogue", "_grad_out_t" if transposed else "_grad_out", "_col2im"}

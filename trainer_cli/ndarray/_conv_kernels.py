@@ -78,7 +78,7 @@ def conv_epilogue(res, bias, relu, out) -> bool:
         return False
     f, n, p = res.shape
     _epilogue(res.reshape(-1), f, n, p, res.reshape(-1)[:f] if bias is None else bias,
-              bias is not None, relu, out.reshape(-1))
+              bias is not None, relu, out.reshape(-1), True)
     return True
 
 
@@ -91,7 +91,8 @@ def bias_relu_rows(res, bias, relu) -> bool:
         return False
     n, f, p = res.shape
     flat = res.reshape(-1)
-    _bias_relu(flat, n, f, p, flat[:f] if bias is None else bias, bias is not None, relu)
+    _epilogue(flat, f, n, p, flat[:f] if bias is None else bias, bias is not None, relu, flat,
+              False)
     return True
 
 
@@ -291,10 +292,11 @@ def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, cols
                         cols[_U(q)] = 0
 
 
-def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out):
+def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out, from_fnp):
+    # from_fnp: ``res`` in the GEMM's (F, N, P) layout, else in ``out``'s (N, F, P) (in place).
     for n in range(n_):
         for f in range(f_):
-            src, dst = (f * n_ + n) * p_, (n * f_ + f) * p_
+            src, dst = ((f * n_ + n) if from_fnp else (n * f_ + f)) * p_, (n * f_ + f) * p_
             bv = bias[f]
             for p in range(p_):
                 v = res[_U(src + p)]
@@ -303,21 +305,6 @@ def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out):
                 if relu and not (v > 0 or v != v):
                     v = 0
                 out[_U(dst + p)] = v
-
-
-def _bias_relu_loop(res, n_, f_, p_, bias, with_bias, relu):
-    # The epilogue's element rule, in place.
-    for n in range(n_):
-        for f in range(f_):
-            at = (n * f_ + f) * p_
-            bv = bias[f]
-            for p in range(p_):
-                v = res[_U(at + p)]
-                if with_bias:
-                    v = v + bv
-                if relu and not (v > 0 or v != v):
-                    v = 0
-                res[_U(at + p)] = v
 
 
 def _grad_out_loop(g, lo, hi, n_, f_, p_, out, relu, g2):
@@ -547,7 +534,6 @@ _span = _span_loop
 span = _jit.Kernel(_span_loop)
 _im2col = _jit.Kernel(_im2col_loop, {"_span": span})
 _epilogue = _jit.Kernel(_epilogue_loop)
-_bias_relu = _jit.Kernel(_bias_relu_loop)
 _pairwise = _bk.pairwise_loop
 _grad_out = _jit.Kernel(_grad_out_loop)
 _mask_rows = _jit.Kernel(_mask_rows_loop, {"_pairwise": _bk.pairwise})
