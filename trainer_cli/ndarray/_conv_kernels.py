@@ -8,16 +8,18 @@ GEMMs themselves:
   (NumPy: a padded copy, then a strided window view copied into the matrix);
 - ``conv_epilogue``: the GEMM's ``(F, N, P)`` result into the ``(N, F, P)`` output with the bias
   added and, for Conv2D(activation='relu'), the ReLU (NumPy: ``moveaxis(out) + bias`` and
-  ``maximum(out, 0)``);
+  ``maximum(out, 0)``); ``bias_relu_rows`` the same in place, where the GEMMs wrote the output's
+  layout image by image;
 - ``conv_grad_out``: the output gradient, ReLU-masked, into the GEMMs' ``(F, N, P)`` layout
   (NumPy: ``g * (out > 0)`` and a transposing copy); ``conv_grad_out_t`` into the ``(N * P, F)``
   layout that layers with many input channels use (see ``nn._convolution``), with the bias
-  gradient's sums on the way;
+  gradient's sums on the way; ``mask_rows`` masks in place of layout, with each row's sum for
+  the bias gradient (Winograd's), which ``bias_totals`` adds up in NumPy's order;
 - ``col2im``: the column gradient added back into the input gradient, window offset by window
   offset (NumPy: one strided ``+=`` per offset into a padded buffer);
 - ``max_pool`` / ``max_pool_grad``: the window maximum with the index of its first occurrence, and
   the gradient routed back through that index (NumPy: ``maximum`` per offset, then per offset a
-  comparison, a mask and a multiply-add).
+  comparison, a mask and a multiply-add), masked first by a ReLU below it (``_relu_masks``).
 
 Each does, element by element, the operations of the NumPy code it replaces in the same order, so
 the results are bitwise equal (NaN, infinities and signed zeros included): copies are copies; the
@@ -38,8 +40,9 @@ from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
-__all__ = ["im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out", "conv_grad_out_t", "mask_rows",
-           "bias_totals", "takes_grad_rows", "col2im", "max_pool", "max_pool_grad", "MIN_SIZE"]
+__all__ = ["im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out", "conv_grad_out_t",
+           "mask_rows", "bias_totals", "takes_grad_rows", "col2im", "max_pool", "max_pool_grad",
+           "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _np_ndarray = numpy.ndarray
@@ -123,9 +126,9 @@ def mask_rows(g, out, relu, gm, lo, hi, row_sums) -> bool:
         return False
     n, f, p = g.shape
     tasks, values, _ = _bk.workspace(g.dtype, 0)
+    sums = g.reshape(-1)[:1] if row_sums is None else row_sums.reshape(-1)
     _mask_rows(g.reshape(-1), out.reshape(-1), lo, hi, f, p, relu, gm.reshape(-1),
-               row_sums is not None, g.reshape(-1)[:1] if row_sums is None else row_sums.reshape(-1),
-               g.dtype.type(0), tasks, values)
+               row_sums is not None, sums, g.dtype.type(0), tasks, values)
     return True
 
 
