@@ -13,8 +13,8 @@ GEMMs themselves:
 - ``conv_grad_out``: the output gradient, ReLU-masked, into the GEMMs' ``(F, N, P)`` layout
   (NumPy: ``g * (out > 0)`` and a transposing copy); ``conv_grad_out_t`` into the ``(N * P, F)``
   layout that layers with many input channels use (see ``nn._convolution``), with the bias
-  gradient's sums on the way; ``mask_rows`` masks it in the output's layout, with each row's sum for
-  the bias gradient (Winograd's), which ``bias_totals`` adds up in NumPy's order;
+  gradient's sums on the way; ``mask_rows`` masks it in the output's layout, with each row's
+  sum for the bias gradient (Winograd's), which ``bias_totals`` adds up in NumPy's order;
 - ``col2im``: the column gradient added back into the input gradient, window offset by window
   offset (NumPy: one strided ``+=`` per offset into a padded buffer);
 - ``max_pool`` / ``max_pool_grad``: the window maximum with the index of its first occurrence, and
