@@ -350,14 +350,15 @@ def test_gluon_conv2d_relu_takes_the_fused_op(monkeypatch):
     assert len(seen) == 1 and seen[0].shape == (3, 4, 6, 6)
 
 
-def test_an_empty_batch_gives_empty_output_and_gradients():
-    x, w, b = nd.zeros((0, 3, 8, 8)), nd.ones((4, 3, 3, 3)), nd.ones(4)
+@pytest.mark.parametrize("channels, filters", [(3, 4), (1, 20)])   # (1, 20): per-image GEMMs
+def test_an_empty_batch_gives_empty_output_and_gradients(channels, filters):
+    x, w, b = nd.zeros((0, channels, 8, 8)), nd.ones((filters, channels, 3, 3)), nd.ones(filters)
     for a in (x, w, b):
         a.attach_grad()
     with autograd.record():
-        y = nd.Convolution(x, w, b, kernel=(3, 3), num_filter=4)
+        y = nd.Convolution(x, w, b, kernel=(3, 3), num_filter=filters)
     y.backward()
-    assert y.shape == (0, 4, 6, 6) and x.grad.shape == (0, 3, 8, 8)
+    assert y.shape == (0, filters, 6, 6) and x.grad.shape == (0, channels, 8, 8)
     assert not w.grad.asnumpy().any() and not b.grad.asnumpy().any()
 
 
