@@ -166,18 +166,17 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
         return _wrap(out, data._ctx)
     if relu and host:
         _relu_masks.mark_output(out)
-    relu_fused = relu
 
     def vjp(g, needs):
         bias_grad = bias is not None and needs[2]
         transposed = rows >= TRANSPOSED_GRAD_ROWS
         # A max pooling of ``out`` may have applied the ReLU's mask already (_relu_masks).
-        relu = relu_fused and not _relu_masks.take_masked(g)
+        mask = relu and not _relu_masks.take_masked(g)
         if per_image:
-            return _per_image_vjp(g, out, relu, x, wm, columns, pieces, needs, bias is not None,
+            return _per_image_vjp(g, out, mask, x, wm, columns, pieces, needs, bias is not None,
                                   (kernel, stride, dilate, pad, out_sp))
         if transposed:
-            g2, gb = _grad_rows_t(g, out, relu, n, f, plane, bias_grad, xp)
+            g2, gb = _grad_rows_t(g, out, mask, n, f, plane, bias_grad, xp)
             g2 = g2.reshape(n * plane, groups, f // groups)
         else:
             # The masked gradient's (F, N, P) rows are made piece by piece, on the pieces' threads.
@@ -192,7 +191,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
                 piece_g = g2[a * plane:z * plane].transpose(1, 0, 2)      # (G, L, F/G)
                 fl = piece_g.transpose(0, 2, 1)                          # (G, F/G, L)
             else:
-                _grad_rows(gc, out, relu, a, z, g2, xp)
+                _grad_rows(gc, out, mask, a, z, g2, xp)
                 fl = g2.reshape(groups, f // groups, n * plane)[:, :, a * plane:z * plane]
             part = None
             if needs[1]:

@@ -102,29 +102,27 @@ def convolution(data, weight, bias, pad, relu):
         return _wrap(out, data._ctx)
     if relu:
         _relu_masks.mark_output(out)
-    relu_fused = relu
 
     def vjp(g, needs):
         # A max pooling of ``out`` may have applied the ReLU's mask already (_relu_masks).
-        relu = relu_fused and not _relu_masks.take_masked(g)
+        mask = relu and not _relu_masks.take_masked(g)
         # The ReLU's mask is applied piece by piece, on the pieces' threads, and the bias
         # gradient's row sums are taken there too (one kernel pass where it takes the arrays).
         g = numpy.ascontiguousarray(g, x.dtype)
-        gm = numpy.empty(out.shape, x.dtype) if relu else g
+        gm = numpy.empty(out.shape, x.dtype) if mask else g
         ut = numpy.ascontiguousarray(u.transpose(0, 2, 1)) if needs[0] else None
         gx = numpy.empty(x.shape, x.dtype) if needs[0] else None
         flat = (n, f, math.prod(out_sp))
+        g3, out3, gm3 = g.reshape(flat), out.reshape(flat), gm.reshape(flat)
         bias_grad = bias is not None and needs[2]
         # Rows of up to 128 values are summed in one block (longer ones NumPy halves, which the
         # kernel does slower than a NumPy pass over the whole gradient afterwards).
         row_sums = numpy.empty(flat[:2], x.dtype) if bias_grad and flat[2] <= 128 and \
-            _ck.takes_grad_rows(g.reshape(flat), out.reshape(flat), relu, gm.reshape(flat)) \
-            else None
+            _ck.takes_grad_rows(g3, out3, mask, gm3) else None
 
         def backward(i):
             a, z = pieces[i]
-            if not _ck.mask_rows(g.reshape(flat), out.reshape(flat), relu, gm.reshape(flat), a, z,
-                                 row_sums):
+            if not _ck.mask_rows(g3, out3, mask, gm3, a, z, row_sums):
                 numpy.multiply(g[a:z], out[a:z] > 0, out=gm[a:z])
             zg = grad_transform(gm[a:z], numpy.empty((16, f, (z - a) * per_image), x.dtype))
             if needs[0]:
