@@ -207,6 +207,32 @@ def test_a_full_disk_names_the_step_and_keeps_the_previous_checkpoint(tmp_path, 
     assert not [p for p in (run_dir / "checkpoints").iterdir() if p.name.startswith(".")]
 
 
+def test_a_full_disk_under_the_logs_stops_the_run_with_a_clear_error(tmp_path, monkeypatch):
+    # The logs are written from a thread of their own: its error still stops the run, and the
+    # checkpoints before it stay.
+    from trainer_cli.run import logs
+    real = logs.LogWriter._write_out
+    writes = []
+
+    def fills_up(self):
+        if self._pending:
+            writes.append(1)
+        if len(writes) >= 3:
+            with self._lock:
+                self._pending = []
+            self._error = self._error or OSError(errno.ENOSPC, "No space left on device")
+            return
+        real(self)
+
+    monkeypatch.setattr(logs.LogWriter, "_write_out", fills_up)
+    path = write_config(tmp_path)
+    result = invoke("run", path, "--run-dir", tmp_path / "runs", "-o", "log_every=1")
+    assert result.exit_code != 0, result.output
+    assert "No space left on device" in result.output and "Traceback" not in result.output
+    run_dir = only_run_dir(tmp_path / "runs")
+    layout.verify_checkpoint(latest_dir(run_dir))
+
+
 # ----------------------------------------------------------------------------- item 11
 @pytest.mark.parametrize("umask", [0o022, 0o002])
 def test_files_and_folders_follow_the_umask(tmp_path, umask):

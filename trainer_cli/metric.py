@@ -18,6 +18,8 @@ them).
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy
 
 from ._naming import snake_case
@@ -61,15 +63,18 @@ def _stacked(batches):
 
 
 def _join(batches):
-    labels = [_host(label) for label, _ in batches]
-    preds = [_host(pred) for _, pred in batches]
-    first_label, first_pred = labels[0], preds[0]
+    labels = [y if type(y) is numpy.ndarray else _host(y) for y, _ in batches]
+    preds = [p if type(p) is numpy.ndarray else _host(p) for _, p in batches]
+    first = _layout(labels[0], preds[0])
     for label, pred in zip(labels, preds):
-        if label.ndim != first_label.ndim or label.shape[1:] != first_label.shape[1:] \
-                or pred.ndim != first_pred.ndim or pred.shape[1:] != first_pred.shape[1:] \
-                or pred.shape[:1] != label.shape[:1] or pred.dtype != first_pred.dtype:
+        if _layout(label, pred) != first or pred.shape[:1] != label.shape[:1]:
             return None
     return numpy.concatenate(labels), numpy.concatenate(preds), [label.size for label in labels]
+
+
+def _layout(label, pred) -> tuple:
+    """What batches must share to be joined: all but the first axis, and the predictions' dtype."""
+    return label.ndim, label.shape[1:], pred.ndim, pred.shape[1:], pred.dtype
 
 
 def _log_probs(pred, axis, from_logits):
@@ -262,18 +267,25 @@ class CrossEntropy(EvalMetric):
                 or type(self).update is not CrossEntropy.update:
             return super().update_batches(batches)
         nll = self._nll(joined[0], joined[1])
-        sizes = joined[2]
-        if min(sizes) == max(sizes) > 0:
-            # A row of a C-contiguous 2-D array is summed as the 1-D slice would be (pairwise).
-            totals = nll.reshape(len(sizes), sizes[0]).sum(axis=1).tolist()
-        else:
-            starts = [0]
-            for size in sizes[:-1]:
-                starts.append(starts[-1] + size)
-            totals = [float(nll[a:a + n].sum()) for a, n in zip(starts, sizes)]
-        for size, total in zip(sizes, totals):
+        for size, total in zip(joined[2], _batch_sums(nll, joined[2])):
             self.sum_metric += total
             self.num_inst += size
+
+
+def _batch_sums(values, sizes) -> list:
+    """The sum of each batch's stretch of ``values`` (batches of ``sizes`` one after another),
+    as each stretch's own ``sum()`` gives it: a run of equal sizes is summed as the rows of one
+    2-D view (NumPy reduces each contiguous row pairwise, as it does the 1-D slice)."""
+    totals, start = [], 0
+    for size, run in itertools.groupby(sizes):
+        count = len(list(run))
+        block = values[start:start + size * count]
+        if count > 1 and size > 0:
+            totals += block.reshape(count, size).sum(axis=1).tolist()
+        else:
+            totals += [float(block[k * size:(k + 1) * size].sum()) for k in range(count)]
+        start += size * count
+    return totals
 
 
 class Perplexity(CrossEntropy):

@@ -6,6 +6,12 @@ A row is ``{"kind": "train" | "val" | "epoch", "step": N, "epoch": E, ...metric 
 rows of a step are all written before that step's checkpoint, so on resume the rows past the
 checkpoint's step are dropped (:func:`truncate_metrics`) and the log ends up row for row the one
 an uninterrupted run writes (``time`` aside).
+
+Rows and lines are kept in memory and written by :class:`LogWriter`'s thread within
+``FLUSH_DELAY_S``, and at once before a checkpoint, on a message and at the end: an append waits
+for the file system's journal while a checkpoint's fsyncs commit it (tens of microseconds on a
+local disk, far more on a network file system), and that wait belongs on another thread than
+the training loop's.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import csv
 import io
 import json
 import math
+import threading
 import time
 from pathlib import Path
 
@@ -20,10 +27,15 @@ from .._atomic import write_text_atomic
 from .._bounded import open_append, open_regular
 from . import layout
 
-__all__ = ["CSV_FIELDS", "MetricsLog", "TrainLog", "read_metrics", "truncate_metrics"]
+__all__ = ["CSV_FIELDS", "FLUSH_DELAY_S", "LogWriter", "MetricsLog", "TrainLog", "read_metrics",
+           "truncate_metrics"]
 
 CSV_FIELDS = ("kind", "step", "epoch", "lr")
 _TAIL_FIELDS = ("skipped", "time")
+
+# The longest a row or line waits in memory before its file has it (a live `tail -f` or plot).
+FLUSH_DELAY_S = 0.1
+_CLOSE_WAIT_S = 10.0
 
 
 def _jsonable(value):
@@ -37,45 +49,146 @@ def csv_header(metric_keys) -> list[str]:
     return list(CSV_FIELDS) + list(metric_keys) + list(_TAIL_FIELDS)
 
 
-class MetricsLog:
-    """Appends rows to metrics.jsonl and metrics.csv (flushed per row; they are rebuilt on resume)."""
+class LogWriter:
+    """Append-only text files written from memory: what :meth:`add` is given reaches its file
+    within ``delay`` seconds, from a thread of its own, or at once on :meth:`flush`. Each file
+    gets its texts in the order they were added. A write error is raised in the caller's thread
+    by the next ``add``, ``flush`` or ``close``."""
 
-    def __init__(self, run_dir, metric_keys):
+    def __init__(self, delay: float = FLUSH_DELAY_S):
+        self.delay = delay
+        self._files = []
+        self._paths = []
+        self._pending = []                       # (file index, text), in order
+        self._lock = threading.Lock()            # _pending, _due, _closed
+        self._wake = threading.Condition(self._lock)
+        self._io = threading.Lock()              # one writer at a time keeps each file in order
+        self._due = None                         # when the oldest pending text must be written
+        self._closed = False
+        self._error = None
+        self._thread = None
+
+    def open(self, path, **text_args) -> int:
+        """Open ``path`` for appending (``open_append``'s checks); returns its handle."""
+        self._files.append(open_append(path, **text_args))
+        self._paths.append(str(path))
+        return len(self._files) - 1
+
+    def add(self, handle: int, text: str):
+        if self._error is not None:
+            self._raise()
+        with self._lock:
+            self._pending.append((handle, text))
+            if self._due is None:
+                self._due = time.monotonic() + self.delay
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="trainer-logs",
+                                                    daemon=True)
+                    self._thread.start()
+                self._wake.notify()
+
+    def flush(self):
+        """Write what is pending now, in this thread."""
+        self._write_out()
+        if self._error is not None:
+            self._raise()
+
+    def close(self):
+        """Write what is pending, end the thread and close the files (each file is closed even
+        when writing failed; the first error is raised)."""
+        with self._lock:
+            self._closed = True
+            self._wake.notify()
+        if self._thread is not None:
+            self._thread.join(_CLOSE_WAIT_S)
+        try:
+            self.flush()
+        finally:
+            files, self._files = self._files, []
+            for f in files:
+                try:
+                    f.close()
+                except OSError as exc:
+                    self._error = self._error or exc
+        if self._error is not None:
+            self._raise()
+
+    def _raise(self):
+        error, self._error = self._error, None
+        raise error
+
+    def _run(self):
+        while True:
+            with self._lock:
+                while not self._closed:
+                    if self._due is not None:
+                        left = self._due - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._wake.wait(left)
+                    else:
+                        self._wake.wait()
+                if self._closed:
+                    return
+            self._write_out()
+
+    def _write_out(self):
+        with self._io:
+            with self._lock:
+                pending, self._pending, self._due = self._pending, [], None
+            if not pending:
+                return
+            texts = {}
+            for handle, text in pending:
+                texts.setdefault(handle, []).append(text)
+            for handle, parts in texts.items():
+                f = self._files[handle]
+                try:
+                    f.write("".join(parts))
+                    f.flush()
+                except OSError as exc:   # a full disk, a quota, a file system gone read-only
+                    # Raised by the caller's next call, naming the file.
+                    self._error = self._error or OSError(exc.errno, exc.strerror or str(exc),
+                                                         self._paths[handle])
+
+
+class MetricsLog:
+    """Appends rows to metrics.jsonl and metrics.csv through ``writer`` (they are rebuilt on
+    resume)."""
+
+    def __init__(self, run_dir, metric_keys, writer: LogWriter):
         self.run_dir = Path(run_dir)
         self.header = csv_header(metric_keys)
         csv_path = self.run_dir / layout.METRICS_CSV
         if not csv_path.exists():
             write_text_atomic(csv_path, _csv_text([self.header]))
-        self._jsonl = open_append(self.run_dir / layout.METRICS_FILE, encoding="utf-8")
-        self._csv = open_append(csv_path, encoding="utf-8", newline="")
-        self._writer = csv.writer(self._csv)
+        self._writer = writer
+        self._jsonl = writer.open(self.run_dir / layout.METRICS_FILE, encoding="utf-8")
+        self._csv = writer.open(csv_path, encoding="utf-8", newline="")
+        self._cells = io.StringIO()
+        self._rows = csv.writer(self._cells)
 
     def write(self, row: dict):
         row = {k: _jsonable(v) for k, v in row.items()}
-        self._jsonl.write(json.dumps(row, separators=(",", ":")) + "\n")
-        self._jsonl.flush()
-        self._writer.writerow(_csv_cells(self.header, row))
-        self._csv.flush()
-
-    def close(self):
-        self._jsonl.close()
-        self._csv.close()
+        self._writer.add(self._jsonl, json.dumps(row, separators=(",", ":")) + "\n")
+        self._cells.seek(0)
+        self._cells.truncate()
+        self._rows.writerow(_csv_cells(self.header, row))
+        self._writer.add(self._csv, self._cells.getvalue())
 
 
 class TrainLog:
-    """``train.log``: timestamped lines, appended (a resume adds to it, never rewrites it)."""
+    """``train.log``: timestamped lines, appended through ``writer`` (a resume adds to it, never
+    rewrites it)."""
 
-    def __init__(self, run_dir):
-        self._f = open_append(Path(run_dir) / layout.LOG_FILE, encoding="utf-8")
+    def __init__(self, run_dir, writer: LogWriter):
+        self._writer = writer
+        self._f = writer.open(Path(run_dir) / layout.LOG_FILE, encoding="utf-8")
 
     def write(self, text: str):
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-        for line in str(text).splitlines() or [""]:
-            self._f.write("%s  %s\n" % (stamp, line))
-        self._f.flush()
-
-    def close(self):
-        self._f.close()
+        self._writer.add(self._f, "".join("%s  %s\n" % (stamp, line)
+                                          for line in str(text).splitlines() or [""]))
 
 
 def read_metrics(run_dir) -> list[dict]:

@@ -41,7 +41,7 @@ from .save_process import available as save_available
 from .build import build
 from .data import CSRRows, is_mapped
 from .layout import RunDirError
-from .logs import MetricsLog, TrainLog, truncate_metrics
+from .logs import LogWriter, MetricsLog, TrainLog, truncate_metrics
 from .model import model_source
 from .loop import NonFiniteError, TrainingLoop
 from .progress import Reporter
@@ -304,13 +304,14 @@ class _Recorder:
         # A reporter that ignores progress (plain lines in a log file) is not given it: working
         # out the speed and rate costs a small model's step about 1%.
         self._wants_progress = type(reporter).progress is not Reporter.progress
-        self.metrics = MetricsLog(run_dir, parts.config.metric_keys())
+        self.files = LogWriter()
+        self.metrics = MetricsLog(run_dir, parts.config.metric_keys(), self.files)
         self.sinks = []
         if parts.config.logging.tensorboard:
             from .tensorboard_sink import TensorBoardSink
 
             self.sinks.append(TensorBoardSink(run_dir, parts.config.resolved_yaml(), resumed_from))
-        self.log = TrainLog(run_dir)
+        self.log = TrainLog(run_dir, self.files)
         self.fingerprint = data_fingerprint(parts)
         self.last_checkpoint = None
         self._saving = BackgroundJob()
@@ -341,6 +342,7 @@ class _Recorder:
 
     def message(self, text):
         self.log.write(text)
+        self.files.flush()     # a warning or an error is in train.log when it is shown
         self.reporter.message(text)
 
     def progress(self, loop, loss):
@@ -372,6 +374,7 @@ class _Recorder:
             "trainer_cli": __version__,
         }
         self.flush()  # the previous save first: its error, its log line, and pruning in order
+        self.files.flush()  # the rows of this step before its checkpoint (see logs.py)
         writer = self._writer
         # The live arrays first: a save too large to copy is written from them, without a copy
         # that would double the model's memory.
@@ -477,12 +480,11 @@ class _Recorder:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
-        for log in (self.metrics, self.log):
-            try:
-                log.close()
-            except OSError:
-                if not quiet:
-                    raise
+        try:
+            self.files.close()
+        except OSError:
+            if not quiet:
+                raise
         for sink in self.sinks:
             sink.close()
 

@@ -1,0 +1,75 @@
+"""The run's log files are written from memory by LogWriter: soon, in order, at once on flush,
+and a write error reaches the caller."""
+from __future__ import annotations
+
+import errno
+import time
+
+import pytest
+
+from trainer_cli.run.logs import LogWriter
+
+
+def test_texts_reach_their_files_in_order_within_the_delay_without_a_flush(tmp_path):
+    writer = LogWriter(delay=0.05)
+    a, b = writer.open(tmp_path / "a.log", encoding="utf-8"), writer.open(tmp_path / "b.log")
+    try:
+        for k in range(100):
+            writer.add(a, "a%d\n" % k)
+            writer.add(b, "b%d\n" % k)
+        deadline = time.monotonic() + 30      # a hang guard: written after 0.05 s
+        while (tmp_path / "b.log").read_text().count("\n") < 100:
+            assert time.monotonic() < deadline, "the thread never wrote the texts"
+            time.sleep(0.01)
+        assert (tmp_path / "a.log").read_text() == "".join("a%d\n" % k for k in range(100))
+        assert (tmp_path / "b.log").read_text() == "".join("b%d\n" % k for k in range(100))
+        writer.add(a, "later\n")
+    finally:
+        writer.close()
+    assert (tmp_path / "a.log").read_text().endswith("a99\nlater\n")
+
+
+def test_flush_writes_now_and_close_writes_the_rest(tmp_path):
+    writer = LogWriter(delay=3600)          # only flush and close write
+    f = writer.open(tmp_path / "x.log")
+    writer.add(f, "one\n")
+    assert (tmp_path / "x.log").read_text() == ""
+    writer.flush()
+    assert (tmp_path / "x.log").read_text() == "one\n"
+    writer.add(f, "two\n")
+    writer.close()
+    assert (tmp_path / "x.log").read_text() == "one\ntwo\n"
+
+
+class _FullFile:
+    """A file whose writes fail as on a full disk."""
+
+    def write(self, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_a_write_error_is_raised_in_the_callers_thread_once(tmp_path):
+    writer = LogWriter(delay=0.01)
+    f = writer.open(tmp_path / "x.log")
+    writer._files[f] = _FullFile()
+    writer.add(f, "lost\n")
+    deadline = time.monotonic() + 30
+    while writer._error is None:             # the thread's write failed
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    with pytest.raises(OSError, match="No space left") as raised:
+        writer.add(f, "not added\n")          # raised before it is kept
+    assert raised.value.filename == str(tmp_path / "x.log")
+    writer.add(f, "next\n")                   # raised once: this one is kept
+    with pytest.raises(OSError, match="No space left"):
+        writer.flush()                        # and fails too, in this thread
+    writer._files[f] = open(tmp_path / "x.log", "a")
+    writer.add(f, "after\n")
+    writer.close()
+    assert (tmp_path / "x.log").read_text() == "after\n"
