@@ -101,15 +101,32 @@ def test_the_runner_splits_batches_with_mxnets_split_data(batch, workers, device
         assert net.seen == [(ctx, n or 1) for ctx, n in zip(contexts, want)]
 
 
-def test_validation_runs_four_training_batches_per_pass_over_the_whole_set():
-    """No tape and no kept activations: a validation pass takes VAL_BATCHES training batches,
-    and the set is seen once, in order."""
-    from trainer_cli.run.loop import VAL_BATCHES
+class _PassSizes(Block):
+    """Records the batch of each pass; its output is the per-sample sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append((x.context, x.shape[0]))
+        return x.sum(axis=1)
+
+
+@pytest.mark.parametrize("features,passes", [
+    (2, [23]),                    # 8 bytes a sample: up to 4 x VAL_BATCHES batches a pass
+    (8192, [8, 8, 7]),            # 32 KiB a sample: VAL_BATCHES batches a pass
+    (5000, [12, 11]),             # between: the whole batches VAL_INPUT_BYTES holds
+])
+def test_validation_passes_take_whole_batches_over_the_whole_set(features, passes):
+    """No tape and no kept activations: a validation pass takes VAL_BATCHES training batches, up
+    to four times that for samples of few features, and the set is seen once, in order."""
+    from trainer_cli.run.loop import VAL_BATCHES, VAL_INPUT_BYTES
     from trainer_cli.run.state import LoopState
 
-    x = np.arange(23 * 2, dtype=np.float32).reshape(23, 2)
-    net = _Sizes()
-    net.initialize(ctx=[cpu(0)])
+    assert VAL_BATCHES == 4 and VAL_INPUT_BYTES == 256 << 10
+    x = np.arange(23 * features, dtype=np.float32).reshape(23, features)
+    net = _PassSizes()
     rows = []
     loop = TrainingLoop.__new__(TrainingLoop)
     loop.parts = SimpleNamespace(val=Arrays(x, np.zeros(23, np.float32)), val_metrics={},
@@ -118,8 +135,7 @@ def test_validation_runs_four_training_batches_per_pass_over_the_whole_set():
     loop.dtype, loop.state, loop.early = np.dtype(np.float32), LoopState(), None
     loop.recorder = SimpleNamespace(row=rows.append)
     loop._validate()
-    assert VAL_BATCHES == 4
-    assert [n for _, n in net.seen] == [8, 8, 7]
+    assert [n for _, n in net.seen] == passes
     assert rows[0]["kind"] == "val" and rows[0]["val_loss"] == 0.0
 
 
