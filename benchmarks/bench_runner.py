@@ -18,6 +18,14 @@ the same thread count (``--threads``, applied as the runner applies its ``thread
 Two more runner figures: without validation (the set is not split; checkpoints, metrics and
 logging as configured), and with checkpoints, metrics, logging and validation all off.
 ``-o KEY=VALUE`` changes the config for both sides (a larger model, another batch size).
+
+``--breakdown`` says where the runner's time goes instead: in this process, on one model, the
+bare step and the runner's own steps (its ``TrainingLoop`` with a run directory, the checkpoint
+writer and the logs) with its parts switched on one after another (plain, + metrics, + rows,
++ checkpoints, + validation = as configured), in turns of ``--turn`` steps in rotating order;
+medians over ``--rounds`` turns, and each part's cost per step as the difference to the variant
+before it. Steady state only: the first step's kernel loading and the final checkpoint, which
+the whole-run figure includes, are not in it.
 """
 from __future__ import annotations
 
@@ -102,6 +110,116 @@ def bare(steps, base=()):
         restore_threads()
 
 
+# The runner's parts, switched on in this order by --breakdown (each variant has those before it).
+PARTS = ("plain", "+ metrics", "+ rows", "+ checkpoints", "+ validation")
+
+
+def breakdown(rounds, turn, base=()):
+    """Median us per step of the bare step and of each of PARTS, measured in turns (see the
+    module's docstring)."""
+    from trainer_cli import _jit, autograd, nd
+    from trainer_cli import random as _random
+    from trainer_cli.config import load_config
+    from trainer_cli.run import threads
+    from trainer_cli.run.build import build
+    from trainer_cli.run.loop import TrainingLoop
+    from trainer_cli.run.progress import Reporter
+    from trainer_cli.run.rundir import create_run_dir
+    from trainer_cli.run.session import _Recorder
+    from trainer_cli.run.state import LoopState
+
+    config = load_config(CONFIG, ["epochs=1000000"] + list(base))
+    _random.seed(config.seed)
+    parts = build(config, CONFIG)
+    _jit.warm_up()
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = create_run_dir(tmp, config.name, config.resolved_yaml())
+        recorder = _Recorder(run_dir, parts, Reporter())
+        recorder.start_writer(expected_saves=1 << 20)
+        loop = TrainingLoop(parts, LoopState(), recorder)
+        restore_threads = threads.apply(threads.plan(
+            config.threads, layer_work=threads.layer_work(loop.params, config.data.batch_size)))
+        try:
+            return _turns(loop, recorder, parts, config, rounds, turn, autograd, nd)
+        finally:
+            restore_threads()
+            recorder.close()
+
+
+def _turns(loop, recorder, parts, config, rounds, turn, autograd, nd):
+    import numpy
+
+    st, order = loop.state, parts.order
+    every_steps, log_every, val = config.checkpoint.every_steps, config.log_every, parts.val
+    metrics = dict(loop.train_acc.metrics)
+
+    def switch(name):
+        on = PARTS.index(name) if name in PARTS else -1
+        loop.train_acc.metrics = metrics if on >= 1 else {}
+        config.log_every = log_every if on >= 2 else 1 << 40
+        object.__setattr__(config.checkpoint, "every_steps", every_steps if on >= 3 else None)
+        parts.val = val if on >= 4 else None
+
+    def runner_steps(n):   # TrainingLoop._run's body, without its end
+        for _ in range(n):
+            batches = order.batches(st.epoch)
+            if st.batch_in_epoch >= len(batches):
+                loop._end_epoch()
+                continue
+            window = batches[st.batch_in_epoch:st.batch_in_epoch + 1]
+            loop._step(window)
+            st.batch_in_epoch += len(window)
+            loop._after_step(epoch_end=st.batch_in_epoch >= len(batches))
+
+    x, y, batch = parts.train.x, parts.train.y, config.data.batch_size
+    rng = numpy.random.RandomState(config.seed)
+    net, loss, trainer = parts.net, parts.loss, parts.trainer
+
+    def shuffled():                         # bare()'s batches: a shuffled pass at a time
+        while True:
+            perm = rng.permutation(len(x))
+            for b in range(len(x) // batch):
+                idx = perm[b * batch:(b + 1) * batch]
+                yield nd.array(x[idx]), nd.array(y[idx])
+
+    feed = shuffled()
+
+    def bare_steps(n):
+        for _ in range(n):
+            xb, yb = next(feed)
+            with autograd.record():
+                l = loss(net(xb), yb)
+            l.backward()
+            trainer.step(batch)
+
+    names = ("bare",) + PARTS
+    times = {name: [] for name in names}
+    for name in names:                      # warm-up: every path's kernels and first calls
+        switch(name)
+        (bare_steps if name == "bare" else runner_steps)(max(50, turn // 4))
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            switch(name)
+            recorder.flush()                # the save before must not land in this turn
+            start = time.perf_counter()
+            (bare_steps if name == "bare" else runner_steps)(turn)
+            recorder.flush()                # a turn pays for the saves it started
+            times[name].append((time.perf_counter() - start) / turn * 1e6)
+    switch("+ validation")
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+def print_breakdown(us):
+    print("us per step, medians (in-process, steady state):")
+    print("  %-16s %7.1f" % ("bare step", us["bare"]))
+    before = us["bare"]
+    for name in PARTS:
+        print("  %-16s %7.1f   %+6.1f us (%+.1f%% of the bare step)   %3.0f%% of the bare step's rate"
+              % (name, us[name], us[name] - before, 100 * (us[name] - before) / us["bare"],
+                 100 * us["bare"] / us[name]))
+        before = us[name]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5000)
@@ -112,9 +230,22 @@ def main(argv=None):
     parser.add_argument("--threads", default="1",
                         help="the thread count of both sides (default 1; 'auto' lets each side "
                              "choose from the load average, which the runs themselves raise)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="where the runner's time goes, part by part, in this process")
+    parser.add_argument("--turn", type=int, default=400,
+                        help="steps per turn of --breakdown (default 400)")
     args = parser.parse_args(argv)
     args.overrides = ["threads=%s" % args.threads] + args.overrides
     sys.path.insert(0, ROOT)
+    if args.breakdown:
+        us = breakdown(max(args.rounds, 1), args.turn, args.overrides)
+        if args.json:
+            json.dump({"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
+                       "us_per_step": us}, sys.stdout, indent=2)
+            print()
+        else:
+            print_breakdown(us)
+        return 0
     load_before = os.getloadavg()
     rates = {"bare": [], **{name: [] for name in VARIANTS}}
     with tempfile.TemporaryDirectory() as tmp:
