@@ -208,28 +208,43 @@ def test_a_full_disk_names_the_step_and_keeps_the_previous_checkpoint(tmp_path, 
 
 
 def test_a_full_disk_under_the_logs_stops_the_run_with_a_clear_error(tmp_path, monkeypatch):
-    # The logs are written from a thread of their own: its error still stops the run, and the
-    # checkpoints before it stay.
+    # The logs are written from a thread of their own: its error still stops the run, naming the
+    # file, and the checkpoints before it stay.
     from trainer_cli.run import logs
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+        def close(self):
+            self.f.close()
+
     real = logs.LogWriter._write_out
     writes = []
 
     def fills_up(self):
         if self._pending:
             writes.append(1)
-        if len(writes) >= 3:
-            with self._lock:
-                self._pending = []
-            self._error = self._error or OSError(errno.ENOSPC, "No space left on device")
-            return
+        if len(writes) >= 3:     # from the third write on, metrics.jsonl's disk is full
+            self._files = [Full(f) if path.endswith("metrics.jsonl") and type(f) is not Full
+                           else f for f, path in zip(self._files, self._paths)]
         real(self)
 
     monkeypatch.setattr(logs.LogWriter, "_write_out", fills_up)
     path = write_config(tmp_path)
     result = invoke("run", path, "--run-dir", tmp_path / "runs", "-o", "log_every=1")
-    assert result.exit_code != 0, result.output
+    assert result.exit_code == 2, result.output
     assert "No space left on device" in result.output and "Traceback" not in result.output
+    assert "unclosed" not in result.output
     run_dir = only_run_dir(tmp_path / "runs")
+    assert "cannot write %s" % (run_dir / "metrics.jsonl") in result.output
+    assert "is kept and intact" in result.output
     layout.verify_checkpoint(latest_dir(run_dir))
 
 

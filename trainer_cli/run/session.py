@@ -333,17 +333,31 @@ class _Recorder:
                            "thread of this process" % _writer_trouble(exc))
 
     def row(self, row):
-        self.metrics.write(row)
+        with self._log_errors():
+            self.metrics.write(row)
         for sink in self.sinks:
             sink.row(row)
         from .progress import format_row
-        self.log.write(format_row(row))
+        with self._log_errors():
+            self.log.write(format_row(row))
         self.reporter.row(row)
 
     def message(self, text):
-        self.log.write(text)
-        self.files.flush()     # a warning or an error is in train.log when it is shown
+        with self._log_errors():
+            self.log.write(text)
+            self.files.flush()     # a warning or an error is in train.log when it is shown
         self.reporter.message(text)
+
+    @contextlib.contextmanager
+    def _log_errors(self):
+        """A log file that cannot be written (its thread's error, raised here) as a RunDirError
+        that says what is kept, as a failed save's does."""
+        try:
+            yield
+        except OSError as exc:
+            raise RunDirError("cannot write %s: %s. %s" % (exc.filename or "the run's logs",
+                                                           exc.strerror or exc, self._kept_text())
+                              ) from None
 
     def progress(self, loop, loss):
         if not self._wants_progress:
@@ -374,7 +388,8 @@ class _Recorder:
             "trainer_cli": __version__,
         }
         self.flush()  # the previous save first: its error, its log line, and pruning in order
-        self.files.flush()  # the rows of this step before its checkpoint (see logs.py)
+        with self._log_errors():
+            self.files.flush()  # the rows of this step before its checkpoint (see logs.py)
         writer = self._writer
         # The live arrays first: a save too large to copy is written from them, without a copy
         # that would double the model's memory.
@@ -481,8 +496,9 @@ class _Recorder:
                 self._writer.close()
                 self._writer = None
         try:
-            self.files.close()
-        except OSError:
+            with self._log_errors():
+                self.files.close()
+        except RunDirError:
             if not quiet:
                 raise
         for sink in self.sinks:
