@@ -117,7 +117,7 @@ PARTS = ("plain", "+ metrics", "+ rows", "+ checkpoints", "+ validation")
 def breakdown(rounds, turn, base=()):
     """Median us per step of the bare step and of each of PARTS, measured in turns (see the
     module's docstring)."""
-    from trainer_cli import _jit, autograd, nd
+    from trainer_cli import _jit
     from trainer_cli import random as _random
     from trainer_cli.config import load_config
     from trainer_cli.run import threads
@@ -140,14 +140,16 @@ def breakdown(rounds, turn, base=()):
         restore_threads = threads.apply(threads.plan(
             config.threads, layer_work=threads.layer_work(loop.params, config.data.batch_size)))
         try:
-            return _turns(loop, recorder, parts, config, rounds, turn, autograd, nd)
+            return _turns(loop, recorder, parts, config, rounds, turn)
         finally:
             restore_threads()
             recorder.close()
 
 
-def _turns(loop, recorder, parts, config, rounds, turn, autograd, nd):
+def _turns(loop, recorder, parts, config, rounds, turn):
     import numpy
+
+    from trainer_cli import autograd, nd
 
     st, order = loop.state, parts.order
     every_steps, log_every, val = config.checkpoint.every_steps, config.log_every, parts.val

@@ -57,7 +57,7 @@ class _FullFile:
 def test_a_write_error_is_raised_in_the_callers_thread_once(tmp_path):
     writer = LogWriter(delay=0.01)
     f = writer.open(tmp_path / "x.log")
-    writer._files[f] = _FullFile()
+    real, writer._files[f] = writer._files[f], _FullFile()
     writer.add(f, "lost\n")
     deadline = time.monotonic() + 30
     while writer._error is None:             # the thread's write failed
@@ -69,7 +69,7 @@ def test_a_write_error_is_raised_in_the_callers_thread_once(tmp_path):
     writer.add(f, "next\n")                   # raised once: this one is kept
     with pytest.raises(OSError, match="No space left"):
         writer.flush()                        # and fails too, in this thread
-    writer._files[f] = open(tmp_path / "x.log", "a")
+    writer._files[f] = real                   # space again
     writer.add(f, "after\n")
     writer.close()
     assert (tmp_path / "x.log").read_text() == "after\n"
