@@ -15,8 +15,10 @@ builds (``trainer_cli.run.build``): a shuffled pass over the training arrays in 
 warm-up steps. The target: the runner at 95% of the bare loop's steps/s or more, as the median over
 rounds of each round's ratio (the ratio of the medians is printed too). Both sides compute with
 the same thread count (``--threads``, applied as the runner applies its ``threads`` setting).
-Two more runner figures: without validation (the set is not split; checkpoints, metrics and
-logging as configured), and with checkpoints, metrics, logging and validation all off.
+Three more runner figures: without validation (the set is not split; checkpoints, metrics and
+logging as configured), with checkpoints, metrics, logging and validation all off, and as
+configured with the live progress line a terminal shows (``--json`` turns it off: that variant
+calls ``start_run``, as the CLI does, with the terminal's reporter drawing into a pipe).
 ``-o KEY=VALUE`` changes the config for both sides (a larger model, another batch size).
 
 ``--breakdown`` says where the runner's time goes instead: in this process, on one model, the
@@ -49,13 +51,32 @@ VARIANTS = {"as configured": [],
             "no validation": ["data.split=null"],
             "plain": ["checkpoint.every_steps=null", "metrics=[]", "log_every=1000000",
                       "data.split=null"]}
+# As configured, with the live progress line a terminal shows (rich, refreshed 8 times a
+# second; its output goes to a pipe here, drawn as for a terminal).
+LIVE = "as configured, live display"
+VARIANTS[LIVE] = []
+
+_LIVE_RUN = """\
+import json, sys
+from trainer_cli.run.progress import RichReporter
+from trainer_cli.run.session import start_run
+overrides, run_root = json.loads(sys.argv[1]), sys.argv[2]
+result = start_run(%r, overrides, run_root=run_root,
+                   reporter=RichReporter(sys.stderr, force_terminal=True))
+print(json.dumps(result.summary))
+""" % CONFIG
 
 
-def runner(steps, run_root, overrides=(), base=()):
-    cmd = [sys.executable, "-c", "from trainer_cli.cli import main; main()", "run", CONFIG,
-           "-o", "steps=%d" % steps, "-o", "epochs=1000", "--run-dir", run_root, "--json"]
-    for item in list(base) + list(overrides):
-        cmd += ["-o", item]
+def runner(steps, run_root, overrides=(), base=(), live=False):
+    """steps/s of a fresh ``trainer run`` process (its summary's training time)."""
+    items = ["steps=%d" % steps, "epochs=1000"] + list(base) + list(overrides)
+    if live:    # the library call the CLI makes, given the reporter a terminal gets
+        cmd = [sys.executable, "-c", _LIVE_RUN, json.dumps(items), run_root]
+    else:
+        cmd = [sys.executable, "-c", "from trainer_cli.cli import main; main()", "run", CONFIG,
+               "--run-dir", run_root, "--json"]
+        for item in items:
+            cmd += ["-o", item]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit("trainer run failed: %s" % proc.stderr.strip()[-500:])
@@ -253,9 +274,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             jobs = [("bare", lambda: bare(args.steps, args.overrides))]
-            jobs += [(name, lambda name=name: runner(args.steps, os.path.join(tmp, "%s%d" % (name, r)),
-                                                     VARIANTS[name], args.overrides))
-                     for name in VARIANTS]
+            jobs += [(name, lambda name=name: runner(
+                args.steps, os.path.join(tmp, "%d-%d" % (r, list(VARIANTS).index(name))),
+                VARIANTS[name], args.overrides, live=name == LIVE)) for name in VARIANTS]
             for name, job in (jobs if r % 2 == 0 else jobs[::-1]):
                 rates[name].append(job())
                 print("round %d: %s done" % (r + 1, name), file=sys.stderr, flush=True)
@@ -274,6 +295,7 @@ def main(argv=None):
               "runner_over_bare": paired["as configured"],
               "no_validation_runner_over_bare": paired["no validation"],
               "plain_runner_over_bare": paired["plain"],
+              "live_display_runner_over_bare": paired[LIVE],
               "ratio_of_medians": {name: median[name] / bare_rate for name in VARIANTS},
               "met": paired["as configured"] >= 0.95, "rounds": rates}
     if args.json:
@@ -282,12 +304,13 @@ def main(argv=None):
     else:
         print("bare loop %.0f steps/s; trainer run %.0f steps/s: %.0f%% (target >= 95%%: %s); "
               "without validation (checkpoints, metrics, logging on) %.0f steps/s: %.0f%%; "
-              "with checkpoints, metrics, logging and validation off %.0f steps/s: %.0f%% "
+              "with checkpoints, metrics, logging and validation off %.0f steps/s: %.0f%%; "
+              "as configured with the live display %.0f steps/s: %.0f%% "
               "(median ratios of paired rounds; ratios of medians %s); load average %.1f"
               % (bare_rate, run_rate, 100 * paired["as configured"],
                  "met" if report["met"] else "NOT met",
                  median["no validation"], 100 * paired["no validation"],
-                 median["plain"], 100 * paired["plain"],
+                 median["plain"], 100 * paired["plain"], median[LIVE], 100 * paired[LIVE],
                  " / ".join("%.0f%%" % (100 * v) for v in report["ratio_of_medians"].values()),
                  load_before[0]))
     return 0

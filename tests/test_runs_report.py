@@ -359,6 +359,36 @@ def test_progress_line_keeps_step_loss_and_eta_at_any_width(width):
         assert "lr" not in line and "samples/s" not in line
 
 
+def test_the_live_display_prints_rows_at_its_redraws_in_order():
+    # A print above the live line redraws it (about 0.8 ms): rows wait for the next redraw,
+    # from rich's refresh thread; a message prints at once, after the rows before it.
+    import io
+    import time
+
+    from trainer_cli.run.progress import RichReporter
+
+    out = io.StringIO()
+    reporter = RichReporter(out, force_terminal=True)
+    reporter.start({"headline": "training x", "total_steps": 100, "step": 0, "log_every": 1})
+    try:
+        for step in (10, 20, 30):
+            reporter.row({"kind": "val", "step": step, "epoch": 1, "val_loss": 0.5})
+        deadline = time.monotonic() + 30        # a hang guard: a redraw comes every 1/8 s
+        while "validation at step 30" not in out.getvalue():
+            assert time.monotonic() < deadline, "no redraw printed the rows"
+            time.sleep(0.01)
+        reporter.row({"kind": "val", "step": 40, "epoch": 1, "val_loss": 0.5})
+        reporter.message("warning: something")
+        reporter.row({"kind": "val", "step": 50, "epoch": 1, "val_loss": 0.5})
+    finally:
+        reporter.close()
+    text = out.getvalue()
+    at = [text.index("validation at step %d " % s) for s in (10, 20, 30, 40)]
+    assert at == sorted(at) and at[-1] < text.index("warning: something")
+    assert text.index("warning: something") < text.index("validation at step 50 ")
+    assert all(text.count("validation at step %d " % s) == 1 for s in (10, 20, 30, 40, 50))
+
+
 def test_resume_message_uses_the_logs_epoch_numbers(tmp_path):
     from trainer_cli.run.state import LoopState
 

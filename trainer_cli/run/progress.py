@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 __all__ = ["Reporter", "LineReporter", "RichReporter", "format_row", "choose_reporter"]
@@ -176,6 +177,8 @@ class RichReporter(Reporter):
         self.console = Console(file=stream or sys.stderr, force_terminal=force_terminal)
         self._throttle = _EpochThrottle()
         self._live = None
+        self._rows = []         # lines waiting for the next redraw (see row)
+        self._rows_lock = threading.Lock()
         self._last = 0.0
         self._step = self._step0 = 0
         self._total = None
@@ -183,15 +186,14 @@ class RichReporter(Reporter):
         self._t0, self._elapsed0 = time.monotonic(), 0.0
 
     def start(self, info):
-        from rich.live import Live
-
         self._throttle.start(info)
         self.console.print(info["headline"], highlight=False, markup=False)
         self._step = self._step0 = info.get("step", 0)
         self._total = info.get("total_steps")
         self._t0 = time.monotonic()
-        self._live = Live(_StatusColumn(self), console=self.console, transient=True,
-                          refresh_per_second=8, redirect_stdout=False, redirect_stderr=False)
+        self._live = _live_with_rows(self._print_rows, _StatusColumn(self), console=self.console,
+                                     transient=True, refresh_per_second=8,
+                                     redirect_stdout=False, redirect_stderr=False)
         self._live.start()
 
     def progress(self, step, total, epoch, loss, lr, samples_per_s):
@@ -199,16 +201,55 @@ class RichReporter(Reporter):
         self._loss, self._lr, self._speed = loss, lr, samples_per_s
 
     def row(self, row):
+        # Printed with the next redraw, from rich's refresh thread: above a live line each print
+        # redraws it (about 0.8 ms), which a row every few steps must not cost the training loop.
         if row.get("kind") != "train" and self._throttle.wants(row):
-            self.console.print(format_row(row), highlight=False, markup=False)
+            text = format_row(row)
+            if self._live is None:
+                self.console.print(text, highlight=False, markup=False)
+            else:
+                with self._rows_lock:
+                    self._rows.append(text)
 
     def message(self, text):
+        self._print_rows()      # the rows before it first
         self.console.print(text, highlight=False, markup=False)
+
+    def _print_rows(self):
+        with self._rows_lock:
+            rows, self._rows = self._rows, []
+        if rows:
+            self.console.print("\n".join(rows), highlight=False, markup=False)
 
     def close(self):
         if self._live is not None:
+            self._print_rows()
             self._live.stop()
             self._live = None
+
+
+_LiveRows = None
+
+
+def _live_with_rows(print_rows, renderable, **kwargs):
+    """rich's ``Live`` that first prints the rows waiting in ``print_rows()`` at each redraw
+    (rich is imported here, on first use)."""
+    global _LiveRows
+    if _LiveRows is None:
+        from rich.live import Live
+
+        class _LiveRows(Live):
+            def __init__(self, print_rows, *args, **kwargs):
+                self._print_rows = print_rows
+                super().__init__(*args, **kwargs)
+
+            def refresh(self):
+                with self._lock:
+                    if self._started:
+                        self._print_rows()
+                    super().refresh()
+
+    return _LiveRows(print_rows, renderable, **kwargs)
 
 
 TERMINAL_ENV = "TRAINER_PROGRESS_TERMINAL"
