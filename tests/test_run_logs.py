@@ -73,3 +73,17 @@ def test_a_write_error_is_raised_in_the_callers_thread_once(tmp_path):
     writer.add(f, "after\n")
     writer.close()
     assert (tmp_path / "x.log").read_text() == "after\n"
+
+
+def test_texts_made_on_the_writing_thread_keep_their_order_and_raise_their_errors(tmp_path):
+    writer = LogWriter(delay=3600)
+    f = writer.open(tmp_path / "x.log")
+    writer.add(f, "plain\n")
+    writer.add(f, {"step": 3}, lambda row: "step %d\n" % row["step"])
+    writer.add(f, "after\n")
+    writer.flush()
+    assert (tmp_path / "x.log").read_text() == "plain\nstep 3\nafter\n"
+    writer.add(f, {}, lambda row: "step %d\n" % row["step"])
+    with pytest.raises(KeyError):
+        writer.flush()
+    writer.close()

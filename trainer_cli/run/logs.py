@@ -59,7 +59,7 @@ class LogWriter:
         self.delay = delay
         self._files = []
         self._paths = []
-        self._pending = []                       # (file index, text), in order
+        self._pending = []                       # (file index, text, make), in order
         self._lock = threading.Lock()            # _pending, _due, _closed
         self._wake = threading.Condition(self._lock)
         self._io = threading.Lock()              # one writer at a time keeps each file in order
@@ -74,11 +74,14 @@ class LogWriter:
         self._paths.append(str(path))
         return len(self._files) - 1
 
-    def add(self, handle: int, text: str):
+    def add(self, handle: int, text: str, make=None):
+        """Append ``text`` to file ``handle``; with ``make``, ``make(text)`` is what is appended,
+        made on the writing thread (a row's JSON: its formatting is off the caller's thread too,
+        and an error in it is raised as a write error is)."""
         if self._error is not None:
             self._raise()
         with self._lock:
-            self._pending.append((handle, text))
+            self._pending.append((handle, text, make))
             if self._due is None:
                 self._due = time.monotonic() + self.delay
                 if self._thread is None:
@@ -139,8 +142,12 @@ class LogWriter:
             if not pending:
                 return
             texts = {}
-            for handle, text in pending:
-                texts.setdefault(handle, []).append(text)
+            try:
+                for handle, text, make in pending:
+                    texts.setdefault(handle, []).append(text if make is None else make(text))
+            except Exception as exc:     # noqa: BLE001 - a bug in a formatter, raised there
+                self._error = self._error or exc
+                return
             for handle, parts in texts.items():
                 f = self._files[handle]
                 try:
@@ -165,16 +172,23 @@ class MetricsLog:
         self._writer = writer
         self._jsonl = writer.open(self.run_dir / layout.METRICS_FILE, encoding="utf-8")
         self._csv = writer.open(csv_path, encoding="utf-8", newline="")
-        self._cells = io.StringIO()
+        self._cells = io.StringIO()     # used on the writing thread only
         self._rows = csv.writer(self._cells)
 
     def write(self, row: dict):
-        row = {k: _jsonable(v) for k, v in row.items()}
-        self._writer.add(self._jsonl, json.dumps(row, separators=(",", ":")) + "\n")
+        """Append ``row`` (not to be changed afterwards: it is formatted on the writing thread)."""
+        self._writer.add(self._jsonl, row, _json_line)
+        self._writer.add(self._csv, row, self._csv_line)
+
+    def _csv_line(self, row) -> str:
         self._cells.seek(0)
         self._cells.truncate()
-        self._rows.writerow(_csv_cells(self.header, row))
-        self._writer.add(self._csv, self._cells.getvalue())
+        self._rows.writerow(_csv_cells(self.header, {k: _jsonable(v) for k, v in row.items()}))
+        return self._cells.getvalue()
+
+
+def _json_line(row) -> str:
+    return json.dumps({k: _jsonable(v) for k, v in row.items()}, separators=(",", ":")) + "\n"
 
 
 class TrainLog:
@@ -186,9 +200,27 @@ class TrainLog:
         self._f = writer.open(Path(run_dir) / layout.LOG_FILE, encoding="utf-8")
 
     def write(self, text: str):
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-        self._writer.add(self._f, "".join("%s  %s\n" % (stamp, line)
-                                          for line in str(text).splitlines() or [""]))
+        self._writer.add(self._f, (_now(), text), _stamped)
+
+    def write_row(self, row: dict):
+        """A metrics row as a line (``progress.format_row``), made on the writing thread."""
+        self._writer.add(self._f, (_now(), row), _stamped_row)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+
+
+def _stamped(stamp_text) -> str:
+    stamp, text = stamp_text
+    return "".join("%s  %s\n" % (stamp, line) for line in str(text).splitlines() or [""])
+
+
+def _stamped_row(stamp_row) -> str:
+    from .progress import format_row
+
+    stamp, row = stamp_row
+    return _stamped((stamp, format_row(row)))
 
 
 def read_metrics(run_dir) -> list[dict]:

@@ -337,9 +337,8 @@ class _Recorder:
             self.metrics.write(row)
         for sink in self.sinks:
             sink.row(row)
-        from .progress import format_row
         with self._log_errors():
-            self.log.write(format_row(row))
+            self.log.write_row(row)
         self.reporter.row(row)
 
     def message(self, text):
