@@ -59,7 +59,7 @@ class LogWriter:
         self.delay = delay
         self._files = []
         self._paths = []
-        self._pending = []                       # (file index, text, make), in order
+        self._pending = []                       # (file index, item, make), in order
         self._lock = threading.Lock()            # _pending, _due, _closed
         self._wake = threading.Condition(self._lock)
         self._io = threading.Lock()              # one writer at a time keeps each file in order
@@ -74,14 +74,14 @@ class LogWriter:
         self._paths.append(str(path))
         return len(self._files) - 1
 
-    def add(self, handle: int, text: str, make=None):
-        """Append ``text`` to file ``handle``; with ``make``, ``make(text)`` is what is appended,
-        made on the writing thread (a row's JSON: its formatting is off the caller's thread too,
-        and an error in it is raised as a write error is)."""
+    def add(self, handle: int, item, make=None):
+        """Append ``item`` (a str) to file ``handle``; with ``make``, the str ``make(item)``,
+        made on the writing thread (a row's JSON: its formatting is off the caller's thread
+        too, and an error in it is raised as a write error is)."""
         if self._error is not None:
             self._raise()
         with self._lock:
-            self._pending.append((handle, text, make))
+            self._pending.append((handle, item, make))
             if self._due is None:
                 self._due = time.monotonic() + self.delay
                 if self._thread is None:
@@ -143,8 +143,8 @@ class LogWriter:
                 return
             texts = {}
             try:
-                for handle, text, make in pending:
-                    texts.setdefault(handle, []).append(text if make is None else make(text))
+                for handle, item, make in pending:
+                    texts.setdefault(handle, []).append(item if make is None else make(item))
             except Exception as exc:     # noqa: BLE001 - a bug in a formatter, raised there
                 self._error = self._error or exc
                 return
