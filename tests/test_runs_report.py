@@ -389,6 +389,35 @@ def test_the_live_display_prints_rows_at_its_redraws_in_order():
     assert all(text.count("validation at step %d " % s) == 1 for s in (10, 20, 30, 40, 50))
 
 
+def test_plain_lines_come_from_a_thread_in_order_and_leave_the_stream_open():
+    import io
+    import time
+
+    from trainer_cli.run.progress import LineReporter
+
+    out = io.StringIO()
+    reporter = LineReporter(out)
+    reporter.start({"headline": "training x", "total_steps": 100, "step": 0, "log_every": 1})
+    assert out.getvalue() == "training x\n"          # the headline at once
+    try:
+        for step in (1, 2, 3):
+            reporter.row({"kind": "train", "step": step, "epoch": 1, "train_loss": 0.5})
+        deadline = time.monotonic() + 30         # a hang guard: written within 0.1 s
+        while "step 3 (epoch 1)" not in out.getvalue():
+            assert time.monotonic() < deadline, "the rows never reached the stream"
+            time.sleep(0.01)
+        reporter.row({"kind": "val", "step": 4, "epoch": 1, "val_loss": 0.4})
+        reporter.message("warning: something")         # at once, after the rows before it
+        assert out.getvalue().endswith("val_loss 0.4\nwarning: something\n")
+        reporter.row({"kind": "train", "step": 5, "epoch": 1, "train_loss": 0.3})
+    finally:
+        reporter.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "training x" and lines[-1].startswith("step 5 (epoch 1)")
+    assert [line.split()[1] for line in lines[1:4]] == ["1", "2", "3"]
+    out.write("still open\n")
+
+
 def test_resume_message_uses_the_logs_epoch_numbers(tmp_path):
     from trainer_cli.run.state import LoopState
 

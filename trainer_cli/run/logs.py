@@ -59,6 +59,7 @@ class LogWriter:
         self.delay = delay
         self._files = []
         self._paths = []
+        self._owned = []
         self._pending = []                       # (file index, item, make), in order
         self._lock = threading.Lock()            # _pending, _due, _closed
         self._wake = threading.Condition(self._lock)
@@ -70,8 +71,16 @@ class LogWriter:
 
     def open(self, path, **text_args) -> int:
         """Open ``path`` for appending (``open_append``'s checks); returns its handle."""
-        self._files.append(open_append(path, **text_args))
-        self._paths.append(str(path))
+        return self._keep(open_append(path, **text_args), str(path), owned=True)
+
+    def attach(self, stream, name: str) -> int:
+        """Write to ``stream``, open already (stderr), which :meth:`close` leaves open."""
+        return self._keep(stream, name, owned=False)
+
+    def _keep(self, f, name, owned) -> int:
+        self._files.append(f)
+        self._paths.append(name)
+        self._owned.append(owned)
         return len(self._files) - 1
 
     def add(self, handle: int, item, make=None):
@@ -97,7 +106,7 @@ class LogWriter:
             self._raise()
 
     def close(self):
-        """Write what is pending, end the thread and close the files (each file is closed even
+        """Write what is pending, end the thread and close the files it opened (each one even
         when writing failed; the first error is raised)."""
         with self._lock:
             self._closed = True
@@ -108,9 +117,10 @@ class LogWriter:
             self.flush()
         finally:
             files, self._files = self._files, []
-            for f in files:
+            for f, owned in zip(files, self._owned):
                 try:
-                    f.close()
+                    if owned:
+                        f.close()
                 except OSError as exc:
                     self._error = self._error or exc
         if self._error is not None:

@@ -75,15 +75,21 @@ class Reporter:
 
 
 class LineReporter(Reporter):
-    """Rows and messages as lines; no bar (nothing redraws in a log file)."""
+    """Rows and messages as lines; no bar (nothing redraws in a log file). Rows are formatted and
+    written by a thread of their own within 0.1 s (``logs.LogWriter``: a write to a pipe, or to
+    a file on a network file system, can wait); the headline and messages at once."""
 
     def __init__(self, stream=None):
+        from .logs import LogWriter
+
         self.stream = stream or sys.stderr
         self._throttle = _EpochThrottle()
+        self._out = LogWriter()
+        self._to = self._out.attach(self.stream, getattr(self.stream, "name", "<stream>"))
 
     def _line(self, text):
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        self._out.add(self._to, text + "\n")
+        self._out.flush()
 
     def start(self, info):
         self._throttle.start(info)
@@ -91,10 +97,17 @@ class LineReporter(Reporter):
 
     def row(self, row):
         if self._throttle.wants(row):
-            self._line(format_row(row))
+            self._out.add(self._to, row, _row_line)
 
     def message(self, text):
         self._line(text)
+
+    def close(self):
+        self._out.close()
+
+
+def _row_line(row) -> str:
+    return format_row(row) + "\n"
 
 
 def _duration(seconds) -> str:

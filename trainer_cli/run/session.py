@@ -605,7 +605,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         return RunResult(status, summary, stopped_by if status == "interrupted" else None)
     finally:
         restore_threads()
-        reporter.close()
+        with contextlib.suppress(OSError):    # a terminal or pipe gone: nobody left to tell
+            reporter.close()
         # While an error propagates, a log that cannot be flushed (a full disk) must not hide it.
         recorder.close(quiet=sys.exc_info()[0] is not None)
         if own_lock is not None:
