@@ -465,3 +465,17 @@ def test_runs_plot_and_resume_last_as_real_subprocesses(tmp_path):
     assert summary["steps"] == 12 and summary["report"].endswith("report.html")
     plotted = run_trainer("plot", summary["run_dir"], "-m", "train_loss")
     assert plotted.returncode == 0 and "train_loss" in plotted.stdout and "┤" in plotted.stdout
+
+
+def test_tensorboard_events_are_not_written_through_a_link(tmp_path):
+    from trainer_cli.run.layout import RunDirError
+    from trainer_cli.run.tensorboard_sink import TensorBoardSink
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "tensorboard").symlink_to(elsewhere)
+    with pytest.raises(RunDirError, match="not a folder"):
+        TensorBoardSink(run_dir, "seed: 1\n")
+    assert list(elsewhere.iterdir()) == []

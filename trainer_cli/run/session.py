@@ -304,13 +304,13 @@ class _Recorder:
         # A reporter that ignores progress (plain lines in a log file) is not given it: working
         # out the speed and rate costs a small model's step about 1%.
         self._wants_progress = type(reporter).progress is not Reporter.progress
-        self.files = LogWriter()
-        self.metrics = MetricsLog(run_dir, parts.config.metric_keys(), self.files)
-        self.sinks = []
+        self.sinks = []     # first: one that cannot start leaves no log file open
         if parts.config.logging.tensorboard:
             from .tensorboard_sink import TensorBoardSink
 
             self.sinks.append(TensorBoardSink(run_dir, parts.config.resolved_yaml(), resumed_from))
+        self.files = LogWriter()
+        self.metrics = MetricsLog(run_dir, parts.config.metric_keys(), self.files)
         self.log = TrainLog(run_dir, self.files)
         self.fingerprint = data_fingerprint(parts)
         self.last_checkpoint = None
@@ -538,8 +538,13 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     own_lock = None
     if run_dir is not None and lock is None:
         own_lock = lock = RunLock(run_dir).acquire()
-    recorder = (_Recorder(run_dir, parts, reporter, resumed_from) if run_dir is not None
-                else _NullRecorder(parts))
+    try:
+        recorder = (_Recorder(run_dir, parts, reporter, resumed_from) if run_dir is not None
+                    else _NullRecorder(parts))
+    except BaseException:       # logs or a sink that cannot start: the lock is not kept
+        if own_lock is not None:
+            own_lock.release()
+        raise
     restore_threads = _nothing
     # Everything after the recorder inside the try: a failure before training (a model that
     # cannot be set up, an MPI job that cannot start) still closes the logs and the writer
