@@ -94,3 +94,42 @@ def test_a_nan_gradient_with_a_finite_loss_stops_the_run_at_its_step(tmp_path, m
     assert layout.read_latest(run_dir) == 4
     params, states = final_arrays(run_dir)
     assert _all_finite(params) and _all_finite(states)
+
+
+def test_the_undo_copy_is_kept_from_step_to_step_and_restores_the_last_capture():
+    from trainer_cli import autograd, gluon, nd
+    from trainer_cli.run.finite import StepUndo
+
+    net = gluon.nn.Dense(3, in_units=4)
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.1})
+    x = nd.array(np.arange(8, dtype=np.float32).reshape(2, 4))
+
+    def step():
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        trainer.step(2)
+
+    params = list(net.collect_params().values())
+    step()                                   # the Adam states exist from here on
+    undo = StepUndo(params, trainer)
+    saved = [s for _, s in undo.weights] + [s for _, states in undo.states
+                                            for state in states.values() for s in state]
+    step()
+    undo.capture()                           # the same live arrays: copied into the same ones
+    again = [s for _, s in undo.weights] + [s for _, states in undo.states
+                                            for state in states.values() for s in state]
+    assert all(a is b for a, b in zip(saved, again)) and len(saved) == len(again) == 6
+    want = [p.data().asnumpy().copy() for p in params]
+    want_states = {i: [s.asnumpy().copy() for s in state]
+                   for i, state in trainer._updaters[0].states.items()}
+    count = trainer.optimizer.num_update
+    step()
+    undo.restore()
+    for p, w in zip(params, want):
+        assert p.data().asnumpy().tobytes() == w.tobytes()
+    for i, state in trainer._updaters[0].states.items():
+        for s, w in zip(state, want_states[i]):
+            assert s.asnumpy().tobytes() == w.tobytes()
+    assert trainer.optimizer.num_update == count

@@ -62,6 +62,7 @@ VAL_INPUT_BYTES = 256 << 10
 class TrainingLoop:
     scaler = None  # precision float16: the Trainer's AMP loss scaler
     _prefetch = None  # memory-mapped data: a Prefetcher of the next batch's features
+    _undo = None      # nan_policy skip: the StepUndo each update's copy goes into
 
     def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False):
         self.parts = parts
@@ -173,8 +174,13 @@ class TrainingLoop:
         parts = self.parts
         on_store = parts.trainer.mode == STORE
         # Undoing an update needs a copy of what it changes; only skip needs to undo one.
-        undo = StepUndo(self.params, parts.trainer) \
-            if self.config.nan_policy == "skip" and not on_store else None
+        undo = None
+        if self.config.nan_policy == "skip" and not on_store:
+            if self._undo is None:
+                self._undo = StepUndo(self.params, parts.trainer)
+            else:
+                self._undo.capture()
+            undo = self._undo
         if on_store:
             parts.trainer.step(samples)
         else:
