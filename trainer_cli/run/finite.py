@@ -119,7 +119,8 @@ class StepUndo:
     def capture(self):
         """Take what the next update may change, as it is now."""
         live = [d for p in self._params if p.grad_req != "null" for d in p.list_data()]
-        if len(live) == len(self.weights) and all(map(_is, live, (w for w, _ in self.weights))):
+        if len(live) == len(self.weights) and all(map(_same_leaves, live,
+                                                      (w for w, _ in self.weights))):
             for w, saved in self.weights:
                 w.copyto(saved)
         else:
@@ -162,10 +163,6 @@ class StepUndo:
         if scalars or arrays:
             opt._set_extra_state(dict(scalars), dict(arrays))
         self._live_states = []      # the next capture copies afresh
-
-
-def _is(a, b) -> bool:
-    return a is b
 
 
 def _same_states(seen, now) -> bool:
