@@ -114,11 +114,11 @@ def test_the_undo_copy_is_kept_from_step_to_step_and_restores_the_last_capture()
     params = list(net.collect_params().values())
     step()                                   # the Adam states exist from here on
     undo = StepUndo(params, trainer)
-    saved = [s for _, s in undo.weights] + [s for _, states in undo.states
+    saved = [s for _, s in undo.weights] + [s for _, _, states in undo.states
                                             for state in states.values() for s in state]
     step()
     undo.capture()                           # the same live arrays: copied into the same ones
-    again = [s for _, s in undo.weights] + [s for _, states in undo.states
+    again = [s for _, s in undo.weights] + [s for _, _, states in undo.states
                                             for state in states.values() for s in state]
     assert all(a is b for a, b in zip(saved, again)) and len(saved) == len(again) == 6
     want = [p.data().asnumpy().copy() for p in params]

@@ -235,7 +235,7 @@ PIECE_ELEMENTS = 1 << 17
 PER_IMAGE_ROWS = 16
 
 
-def _per_image_vjp(g, out, relu, x, wm, columns, pieces, needs, with_bias, geometry):
+def _per_image_vjp(g, out, mask, x, wm, columns, pieces, needs, with_bias, geometry):
     """The gradients of a per-image convolution (see ``forward``), image by image in the output's
     (N, F, P) layout: the masked gradient's (F, P) block of each image times its columns. No
     (F, N, P) copy of the gradient is made, and each GEMM's operands are contiguous blocks
@@ -247,13 +247,13 @@ def _per_image_vjp(g, out, relu, x, wm, columns, pieces, needs, with_bias, geome
     plane = math.prod(out.shape[2:])
     g = numpy.ascontiguousarray(g, x.dtype).reshape(n, f, plane)
     o = out.reshape(n, f, plane)
-    gm = numpy.empty_like(g) if relu else g
+    gm = numpy.empty_like(g) if mask else g
     gx = numpy.empty(x.shape, x.dtype) if needs[0] else None
     bias_grad = with_bias and needs[2]
 
     def backward(i):
         a, z = pieces[i]
-        if not _ck.mask_rows(g, o, relu, gm, a, z, None):
+        if not _ck.mask_rows(g, o, mask, gm, a, z, None):
             numpy.multiply(g[a:z], o[a:z] > 0, out=gm[a:z])
         if needs[0]:
             gcols = numpy.matmul(wm[0].T, gm[a:z])                                # (n, rows, P)

@@ -112,8 +112,8 @@ class StepUndo:
 
     def __init__(self, params, trainer):
         self._params, self._trainer = params, trainer
-        self.weights, self.states = [], []       # (live, saved) / (updater, {index: saved})
-        self._live_states = []                   # (updater, {index: live state}) at capture
+        self.weights = []       # (live, saved)
+        self.states = []        # (updater, {index: live state} at the capture, {index: saved})
         self.capture()
 
     def capture(self):
@@ -125,11 +125,9 @@ class StepUndo:
                 w.copyto(saved)
         else:
             self.weights = [(d, d.copy()) for d in live]
-        updaters = state_updaters(self._trainer)
-        states, live_states = [], []
-        before = {id(u): (u, seen, saved) for (u, seen), (_, saved)
-                  in zip(self._live_states, self.states)}
-        for u in updaters:
+        before = {id(u): (u, seen, saved) for u, seen, saved in self.states}
+        states = []
+        for u in state_updaters(self._trainer):
             now = dict(u.states)
             u0, seen, saved = before.get(id(u), (None, None, None))
             if u0 is u and _same_states(seen, now):
@@ -137,9 +135,8 @@ class StepUndo:
                     _put_back(state, saved[i])
             else:
                 saved = {i: _copy(state) for i, state in now.items()}
-            states.append((u, saved))
-            live_states.append((u, now))
-        self.states, self._live_states = states, live_states
+            states.append((u, now, saved))
+        self.states = states
         opt = self.optimizer = self._trainer.optimizer
         self.num_update = opt.num_update
         self.counts = {dev: dict(counts) for dev, counts in opt._all_index_update_counts.items()}
@@ -149,11 +146,12 @@ class StepUndo:
     def restore(self):
         for live, saved in self.weights:
             saved.copyto(live)
-        for updater, saved in self.states:
-            # In place where possible: the Updater's prepared step keeps the state arrays.
+        # Put back in place where possible (the Updater's prepared step keeps the state arrays);
+        # states set anew are other arrays than the capture saw, so the next one copies afresh.
+        for updater, _, saved in self.states:
             if set(updater.states) != set(saved) or not all(
                     _put_back(saved[i], updater.states[i]) for i in saved):
-                updater.set_states_dict({i: _copy(state) for i, state in saved.items()})
+                updater.set_states_dict(saved)
         opt = self.optimizer
         opt.num_update = self.num_update
         for dev, counts in opt._all_index_update_counts.items():
@@ -162,7 +160,6 @@ class StepUndo:
         scalars, arrays = self.extra
         if scalars or arrays:
             opt._set_extra_state(dict(scalars), dict(arrays))
-        self._live_states = []      # the next capture copies afresh
 
 
 def _same_states(seen, now) -> bool:

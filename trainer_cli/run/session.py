@@ -335,10 +335,9 @@ class _Recorder:
     def row(self, row):
         with self._log_errors():
             self.metrics.write(row)
+            self.log.write_row(row)
         for sink in self.sinks:
             sink.row(row)
-        with self._log_errors():
-            self.log.write_row(row)
         self.reporter.row(row)
 
     def message(self, text):
