@@ -172,7 +172,7 @@ def _turns(loop, recorder, parts, config, rounds, turn):
 
     from trainer_cli import autograd, nd
 
-    st, order = loop.state, parts.order
+    order = parts.order
     every_steps, log_every, val = config.checkpoint.every_steps, config.log_every, parts.val
     metrics = dict(loop.train_acc.metrics)
 
@@ -185,14 +185,7 @@ def _turns(loop, recorder, parts, config, rounds, turn):
 
     def runner_steps(n):   # TrainingLoop._run's body, without its end
         for _ in range(n):
-            batches = order.batches(st.epoch)
-            if st.batch_in_epoch >= len(batches):
-                loop._end_epoch()
-                continue
-            window = batches[st.batch_in_epoch:st.batch_in_epoch + 1]
-            loop._step(window)
-            st.batch_in_epoch += len(window)
-            loop._after_step(epoch_end=st.batch_in_epoch >= len(batches))
+            loop._advance(order, 1)
 
     x, y, batch = parts.train.x, parts.train.y, config.data.batch_size
     rng = numpy.random.RandomState(config.seed)

@@ -123,7 +123,9 @@ class PendingCheckpoint:
                     f.close()
                     described[name] = {"size": size, "sha256": digest}
                 yield
-            meta = dict(self._meta, format=layout.META_FORMAT, step=self.step, files=described,
+            # NaN/Inf (a diverged metric) as null: meta.json is strict JSON.
+            meta = dict(layout.json_safe(self._meta), format=layout.META_FORMAT, step=self.step,
+                        files=described,
                         saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             with open_new_file(self._tmp / layout.META_FILE) as f:
                 f.write((json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -40,7 +41,7 @@ __all__ = [
     "PARAMS_FILE", "STATES_FILE", "KVSTORE_FILE", "META_FILE", "META_FORMAT", "RunDirError",
     "checkpoint_name", "checkpoint_dir", "list_checkpoints", "read_latest", "read_meta",
     "check_not_linked",
-    "verify_checkpoint", "newest_intact", "file_digest", "LATEST_LIMIT", "META_LIMIT",
+    "verify_checkpoint", "newest_intact", "file_digest", "json_safe", "LATEST_LIMIT", "META_LIMIT",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -54,6 +55,18 @@ STATES_FILE = "trainer.states"
 KVSTORE_FILE = "kvstore.npz"
 META_FILE = "meta.json"
 META_FORMAT = 1
+
+def json_safe(value):
+    """``value`` (dicts, lists, tuples and scalars) with NaN/Inf as None, so that meta.json and
+    ``--json`` output are strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
 
 # The most bytes each small file may hold (they hold a few hundred to a few thousand).
 LATEST_LIMIT = 4096

@@ -114,21 +114,26 @@ class TrainingLoop:
     def _run(self, order, k) -> str:
         st = self.state
         while st.stop_reason is None and not self._limit_reached():
-            batches = order.batches(st.epoch)
-            if st.batch_in_epoch >= len(batches):  # rollover can leave an epoch without batches
-                self._end_epoch()
-                continue
-            window = batches[st.batch_in_epoch:st.batch_in_epoch + k]
-            if self._prefetch is not None and st.batch_in_epoch + k < len(batches):
-                self._prefetch.ahead(batches[st.batch_in_epoch + k])
-            self._step(window)
-            st.batch_in_epoch += len(window)
-            self._after_step(epoch_end=st.batch_in_epoch >= len(batches))
-            if st.stop_reason is None and self.stop_requested():
+            if self._advance(order, k) and st.stop_reason is None and self.stop_requested():
                 self._checkpoint()
                 return "interrupted"
         self._finish()
         return "early_stopped" if st.stop_reason == "early_stopping" else "finished"
+
+    def _advance(self, order, k) -> bool:
+        """One step of ``k`` batches, or the end of an epoch that has none left; True for a step."""
+        st = self.state
+        batches = order.batches(st.epoch)
+        if st.batch_in_epoch >= len(batches):  # rollover can leave an epoch without batches
+            self._end_epoch()
+            return False
+        window = batches[st.batch_in_epoch:st.batch_in_epoch + k]
+        if self._prefetch is not None and st.batch_in_epoch + k < len(batches):
+            self._prefetch.ahead(batches[st.batch_in_epoch + k])
+        self._step(window)
+        st.batch_in_epoch += len(window)
+        self._after_step(epoch_end=st.batch_in_epoch >= len(batches))
+        return True
 
     def _limit_reached(self) -> bool:
         st, config = self.state, self.config

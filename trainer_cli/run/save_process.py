@@ -32,13 +32,19 @@ from types import SimpleNamespace
 
 import numpy
 
+from . import layout
+
 __all__ = ["SaveProcess", "WriterGone", "can_share", "available"]
 
 _ALIGN = 64
 _READY = b"ready"
 _START_TIMEOUT_S = 60.0
 _EXIT_TIMEOUT_S = 60.0
-_REPLY_LIMIT = 1 << 20
+# Replies are "ok" or a short JSON error (its text cut at _ERROR_TEXT): a small receive buffer,
+# which a training step's allocator hands out without a fresh mapping.
+_REPLY_LIMIT = 1 << 16
+_ERROR_TEXT = 4096
+_OK = b"ok"
 _STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
 
 
@@ -108,7 +114,7 @@ class SaveProcess:
         for name, arrays in files.items():
             members = []
             for member, a in arrays.items():
-                members.append([member, offset, a.dtype.str, list(a.shape)])
+                members.append([member, offset, a.dtype.str, a.shape])
                 offset = _aligned(offset + a.nbytes)
             places.append([name, members])
         request = json.dumps({
@@ -128,6 +134,7 @@ class SaveProcess:
                 numpy.copyto(view, a, casting="no")
                 copies[name][member] = view
         self._pending = (step, copies, meta)
+        self._folder = Path(run_dir) / layout.CHECKPOINTS / layout.checkpoint_name(step)
         try:
             socket.send_fds(self._sock, [b"%d" % len(request)], [self._memfd])
         except OSError as exc:
@@ -161,9 +168,9 @@ class SaveProcess:
         if not reply:
             raise self._gone("ended during a save")
         self._pending = None
+        if reply == _OK:
+            return self._folder
         answer = json.loads(reply)
-        if "path" in answer:
-            return Path(answer["path"])
         if "oserror" in answer:
             code, text, filename = answer["oserror"]
             raise OSError(code, text, filename)
@@ -211,12 +218,12 @@ def _serve(sock):
         finally:
             os.close(fds[0])
         try:
-            sock.send(json.dumps(reply).encode("utf-8"))
+            sock.send(reply)
         except OSError:  # the parent is gone; the checkpoint is complete (or was never begun)
             return
 
 
-def _save(checkpoint, fd, request_len) -> dict:
+def _save(checkpoint, fd, request_len) -> bytes:
     with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mapped:
         request = json.loads(bytes(mapped[:request_len]))
         head = _aligned(request_len)
@@ -226,18 +233,19 @@ def _save(checkpoint, fd, request_len) -> dict:
                  for name, members in request["files"]}
         keep_best = request["keep_best"]
         try:
-            path = checkpoint.write_checkpoint(request["run_dir"], request["step"], files,
-                                               request["meta"])
+            checkpoint.write_checkpoint(request["run_dir"], request["step"], files,
+                                        request["meta"])
             checkpoint.prune(request["run_dir"], request["keep_last"],
                              None if keep_best is None else SimpleNamespace(**keep_best))
-            return {"path": str(path)}
+            return _OK
         except OSError as exc:
-            return {"oserror": [exc.errno, exc.strerror or str(exc), exc.filename
-                                and str(exc.filename)]}
+            answer = {"oserror": [exc.errno, (exc.strerror or str(exc))[:_ERROR_TEXT],
+                                  exc.filename and str(exc.filename)[:_ERROR_TEXT]]}
         except Exception as exc:  # handed to the parent, which raises it where training is
-            return {"error": "%s: %s" % (type(exc).__name__, exc)}
+            answer = {"error": ("%s: %s" % (type(exc).__name__, exc))[:_ERROR_TEXT]}
         finally:
             del files
+        return json.dumps(answer).encode("utf-8")
 
 
 def main(argv) -> int:

@@ -392,7 +392,6 @@ class _Recorder:
         # The live arrays first: a save too large to copy is written from them, without a copy
         # that would double the model's memory.
         files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=False)
-        meta = _json_safe(meta)
         if files is None or st.finished:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
             self._finished_save(self._save(st.step, files, meta))
@@ -658,7 +657,7 @@ def _summary(loop, run_dir, recorder, status) -> dict:
     elif run_dir is not None:
         step = _safe_latest(run_dir)
         latest = str(layout.checkpoint_dir(run_dir, step)) if step is not None else None
-    return _json_safe({
+    return layout.json_safe({
         "status": status, "run_dir": str(run_dir) if run_dir is not None else None,
         "name": loop.config.name, "steps": st.step, "epochs": st.epoch,
         "batch_in_epoch": st.batch_in_epoch, "stop_reason": st.stop_reason,
@@ -692,14 +691,3 @@ def _safe_latest(run_dir):
 def _metric_text(summary) -> str:
     items = ["%s %.4g" % (k, v) for k, v in summary["metrics"].items() if isinstance(v, float)]
     return "  ".join(items) or "no metrics"
-
-
-def _json_safe(value):
-    """NaN/Inf become None, so meta.json and --json output are strict JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
