@@ -223,3 +223,34 @@ def test_a_run_that_fails_before_training_ends_its_writer_and_frees_the_lock(tmp
         start_run(config, OVERRIDES, run_root=tmp_path / "runs")
     assert len(made) == 1 and made[0]._proc.returncode == 0     # ended, not left to exit
     RunLock(only_run_dir(tmp_path / "runs")).acquire().release()
+
+
+def _strict_json(path):
+    import json
+
+    def refuse(name):
+        raise AssertionError("%s in %s: not strict JSON" % (name, path))
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_nan_and_inf_in_meta_are_written_as_null_by_the_child_and_here(tmp_path):
+    from trainer_cli.run import checkpoint
+
+    files = {layout.PARAMS_FILE: {"w": np.ones(3, np.float32)},
+             layout.STATES_FILE: {"0.mean": np.zeros(3, np.float32)}}
+    meta = {"metrics": {"val_loss": float("nan"), "train_loss": float("inf"), "acc": 0.5},
+            "loop": {"latest": [float("-inf"), 1.0]}}
+    run_dir = tmp_path / "run"
+    (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
+    writer = SaveProcess()
+    try:
+        writer.start(run_dir, 1, files, meta, keep_last=5)
+        child = _strict_json(writer.wait() / layout.META_FILE)
+    finally:
+        writer.close()
+    here = _strict_json(checkpoint.write_checkpoint(run_dir, 2, files, meta) / layout.META_FILE)
+    for written in (child, here):
+        assert written["metrics"] == {"val_loss": None, "train_loss": None, "acc": 0.5}
+        assert written["loop"] == {"latest": [None, 1.0]}
+    assert meta["metrics"]["val_loss"] != meta["metrics"]["val_loss"]    # the caller's is kept
