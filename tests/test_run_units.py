@@ -311,3 +311,20 @@ def test_metric_create_takes_mxnets_names_and_aliases():
         metric.create(acc, axis=0)
     with pytest.raises(ValueError, match="unknown metric 'cross-entropy'"):
         metric.create("cross-entropy")  # not an MXNet name either
+
+
+def test_a_steps_loss_sum_is_its_float64_sum_and_non_finite_where_numpy_is():
+    from trainer_cli.run import loop as run_loop
+
+    rng = np.random.default_rng(3)
+    for size in (1, 7, 32, 4096, 4097, 20000):     # both sides of the fsum / NumPy cut
+        values = (rng.standard_normal(size) * 10.0 ** rng.integers(-8, 8, size)).astype(np.float32)
+        exact = sum(map(float, values.astype(np.float64)))      # left to right, in float64
+        got = run_loop._loss_sum(nd.array(values))
+        assert got == pytest.approx(exact, rel=1e-12, abs=1e-300)
+        assert got == float(values.astype(np.float64).sum()) or size <= run_loop._FSUM_MAX
+    inf = np.float32("inf")
+    for values, want in (([1.0, inf], inf), ([-inf, 2.0], -inf), ([inf, -inf], None),
+                         ([np.nan, 1.0], None)):
+        got = run_loop._loss_sum(nd.array(np.array(values, np.float32)))
+        assert (got != got) if want is None else got == want
