@@ -56,6 +56,7 @@ KVSTORE_FILE = "kvstore.npz"
 META_FILE = "meta.json"
 META_FORMAT = 1
 
+
 def json_safe(value):
     """``value`` (dicts, lists, tuples and scalars) with NaN/Inf as None, so that meta.json and
     ``--json`` output are strict JSON."""

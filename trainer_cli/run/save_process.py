@@ -7,7 +7,7 @@ its zip writing and its returns from each write and fsync take the GIL in turn w
 a shared memory file (``memfd``), writes the request (run folder, step, meta.json's fields, each
 array's place) at its head, and sends the file's descriptor over a socket. The child writes the
 checkpoint with :func:`.checkpoint.write_checkpoint` and prunes, exactly as the thread would, then
-answers with the folder or the error; :meth:`SaveProcess.wait` takes that answer, so at most one
+answers ``ok`` or the error; :meth:`SaveProcess.wait` takes that answer, so at most one
 save is in flight and errors surface where a thread's would.
 
 Safety: the child ignores the stop signals (SIGINT, SIGTERM, SIGHUP: the parent decides when a
