@@ -28,6 +28,13 @@ writer and the logs) with its parts switched on one after another (plain, + metr
 medians over ``--rounds`` turns, and each part's cost per step as the difference to the variant
 before it. Steady state only: the first step's kernel loading and the final checkpoint, which
 the whole-run figure includes, are not in it.
+
+``--after-checkpoint`` says what a checkpoint costs the steps around it: the runner's loop as
+configured but without validation, in this process, each step timed with the CPU it ran on; it
+prints the mean excess over the median step of the checkpoint's own step, the next one and the
+23 after them (up to the first log row's), and the share of steps on each CPU. ``--pin CPU`` first pins the training thread
+to CPU and the checkpoint writer process to the others (a diagnostic: on this VM the disk's
+interrupts go to one CPU, and a training thread there pays for the writer's fsyncs).
 """
 from __future__ import annotations
 
@@ -225,6 +232,63 @@ def _turns(loop, recorder, parts, config, rounds, turn):
     return {name: statistics.median(v) for name, v in times.items()}
 
 
+def after_checkpoint(steps, pin=None, base=()):
+    """Per-step excess around the checkpoints (see the module's docstring)."""
+    import ctypes
+
+    import numpy
+
+    from trainer_cli import _jit
+    from trainer_cli import random as _random
+    from trainer_cli.config import load_config
+    from trainer_cli.run import threads
+    from trainer_cli.run.build import build
+    from trainer_cli.run.loop import TrainingLoop
+    from trainer_cli.run.progress import Reporter
+    from trainer_cli.run.rundir import create_run_dir
+    from trainer_cli.run.session import _Recorder
+    from trainer_cli.run.state import LoopState
+
+    config = load_config(CONFIG, ["epochs=1000000", "data.split=null"] + list(base))
+    every = config.checkpoint.every_steps
+    if not every:
+        raise SystemExit("--after-checkpoint needs checkpoint.every_steps")
+    _random.seed(config.seed)
+    parts = build(config, CONFIG)
+    _jit.warm_up()
+    cpu_of = ctypes.CDLL(None).sched_getcpu
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = create_run_dir(tmp, config.name, config.resolved_yaml())
+        recorder = _Recorder(run_dir, parts, Reporter())
+        recorder.start_writer(expected_saves=1 << 20)
+        if pin is not None:
+            others = os.sched_getaffinity(0) - {pin}
+            os.sched_setaffinity(0, {pin})          # this (the training) thread only
+            if recorder._writer is not None and others:
+                os.sched_setaffinity(recorder._writer.pid, others)
+        loop = TrainingLoop(parts, LoopState(), recorder)
+        restore_threads = threads.apply(threads.plan(
+            config.threads, layer_work=threads.layer_work(loop.params, config.data.batch_size)))
+        try:
+            for _ in range(5 * every):
+                loop._advance(parts.order, 1)
+            took, at, cpus = numpy.zeros(steps), numpy.zeros(steps, int), numpy.zeros(steps, int)
+            st, clock = loop.state, time.perf_counter
+            for i in range(steps):
+                start = clock()
+                loop._advance(parts.order, 1)
+                took[i], at[i], cpus[i] = clock() - start, st.step, cpu_of()
+        finally:
+            restore_threads()
+            recorder.close()
+    offset = at % every
+    median = numpy.median(took[(offset > every // 3) & (offset < every - 5)])
+    excess = [(took[offset == k].mean() - median) * 1e6 for k in range(every)]
+    return {"median_step_us": median * 1e6, "checkpoint_step_us": excess[0],
+            "next_step_us": excess[1], "23_after_us": sum(excess[2:25]),
+            "cpu_share": {int(c): float((cpus == c).mean()) for c in numpy.unique(cpus)}}
+
+
 def print_breakdown(us):
     print("us per step, medians (in-process, steady state):")
     print("  %-16s %7.1f" % ("bare step", us["bare"]))
@@ -250,9 +314,27 @@ def main(argv=None):
                         help="where the runner's time goes, part by part, in this process")
     parser.add_argument("--turn", type=int, default=400,
                         help="steps per turn of --breakdown (default 400)")
+    parser.add_argument("--after-checkpoint", action="store_true",
+                        help="what a checkpoint costs the steps around it, in this process")
+    parser.add_argument("--pin", type=int, default=None, metavar="CPU",
+                        help="with --after-checkpoint: the training thread on CPU, the writer "
+                             "process on the others")
     args = parser.parse_args(argv)
     args.overrides = ["threads=%s" % args.threads] + args.overrides
     sys.path.insert(0, ROOT)
+    if args.after_checkpoint:
+        found = after_checkpoint(args.steps * 4, args.pin, args.overrides)
+        if args.json:
+            json.dump(dict(found, command=" ".join(["python", "benchmarks/bench_runner.py"]
+                                                   + sys.argv[1:])), sys.stdout, indent=2)
+            print()
+        else:
+            print("median step %.1f us; excess of the checkpoint's step %.0f us, of the next "
+                  "step %.0f us, of the 23 after them %.0f us in all; steps on CPU %s"
+                  % (found["median_step_us"], found["checkpoint_step_us"], found["next_step_us"],
+                     found["23_after_us"], ", ".join("%d: %.0f%%" % (c, 100 * v)
+                                                    for c, v in found["cpu_share"].items())))
+        return 0
     if args.breakdown:
         us = breakdown(max(args.rounds, 1), args.turn, args.overrides)
         if args.json:
