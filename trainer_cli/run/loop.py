@@ -105,6 +105,9 @@ class TrainingLoop:
         if st.finished:
             return "early_stopped" if st.stop_reason == "early_stopping" else "finished"
         order, k = self.parts.order, self.config.grad_accumulation
+        # The training clock starts here: the run's setup after the loop was made (the log's
+        # first lines, the thread limits, the progress display's start) is not training.
+        self._started = time.monotonic()
         try:
             return self._run(order, k)
         finally:
