@@ -1,5 +1,6 @@
 """The runner's pieces without a training run: batch order, data, metrics, checkpoints, layout."""
 import json
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -328,3 +329,30 @@ def test_a_steps_loss_sum_is_its_float64_sum_and_non_finite_where_numpy_is():
                          ([np.nan, 1.0], None)):
         got = run_loop._loss_sum(nd.array(np.array(values, np.float32)))
         assert (got != got) if want is None else got == want
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_the_loops_global_norm_keeps_global_norms_bits_as_the_gradients_change():
+    from trainer_cli import autograd
+    from trainer_cli.gluon import nn
+    from trainer_cli.run import grads
+
+    net = nn.Sequential()
+    net.add(nn.Dense(7, in_units=5), nn.Dense(3, in_units=7))
+    net.initialize()
+    params = list(net.collect_params().values())
+    rng = np.random.default_rng(5)
+    norm = grads.GlobalNorm()
+    for step in range(4):
+        x = nd.array(rng.standard_normal((4, 5)).astype(np.float32))
+        with autograd.record():
+            loss = net(x).sum()
+        loss.backward()                          # new values in the same gradient arrays
+        if step == 2:                            # values whose squares overflow float32
+            params[0].grad()._data[...] = 3e20
+        assert norm(params) == grads.global_norm(params)
+        assert math.isfinite(norm(params))
+    for param in params:                         # other arrays: flattened anew
+        param.grad()._data = param.grad()._data.copy()
+    params[1].grad()._data[...] = np.nan
+    assert norm(params) != norm(params) and grads.global_norm(params) != grads.global_norm(params)

@@ -85,6 +85,7 @@ class TrainingLoop:
         # Memory-mapped features: the next batch is read from the disk while a step computes.
         self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) else None
         self._finite_grads = grads.FiniteGrads()
+        self._global_norm = grads.GlobalNorm()
         # Under nan_policy stop nothing needs undoing, so the gradients are looked at after the
         # update, in the call that checks what it wrote (one pass over a step's arrays, not two):
         # a NaN gradient still stops the run at its step, and no checkpoint is made after it.
@@ -287,7 +288,7 @@ class TrainingLoop:
         """The gradients' global norm where grad_clip needs it; otherwise only whether they are
         finite (0.0 or nan), which one call over all of them tells."""
         if self.config.grad_clip is not None:
-            return grads.global_norm(self.params, devices)
+            return self._global_norm(self.params, devices)
         return 0.0 if self._finite_grads(self.params, devices) else float("nan")
 
     def _non_finite(self):
