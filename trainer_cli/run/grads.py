@@ -17,7 +17,8 @@ from ..context import array_module_of
 from ..ndarray.finite import KeptCheck, all_finite as _all_finite
 from ..ndarray.interop import grad_buffer as _grad_buffer, raw as _raw
 
-__all__ = ["global_norm", "GlobalNorm", "all_finite", "FiniteGrads", "scale_grads", "clip", "zero_grads"]
+__all__ = ["global_norm", "GlobalNorm", "all_finite", "FiniteGrads", "scale_grads", "clip",
+           "zero_grads"]
 
 
 def _grad_params(params):
