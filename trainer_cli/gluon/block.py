@@ -6,6 +6,7 @@ parent's ``name_scope()``, from the parent's prefix plus a per-scope counter
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import warnings
@@ -44,6 +45,20 @@ _names = _NameCounter()
 def reset_name_counters():
     """Start automatic block names from ``0`` again (useful in tests and notebooks)."""
     _names._counts.clear()
+
+
+@contextlib.contextmanager
+def name_counters_kept():
+    """Blocks made inside take automatic names as usual; afterwards the counters are as they
+    were before (a throwaway copy of a network leaves the names of later blocks alone)."""
+    with _names._lock:
+        saved = dict(_names._counts)
+    try:
+        yield
+    finally:
+        with _names._lock:
+            _names._counts.clear()
+            _names._counts.update(saved)
 
 
 class _BlockScope:

@@ -43,6 +43,7 @@ from .data import CSRRows, is_mapped
 from .layout import RunDirError
 from .logs import LogWriter, MetricsLog, TrainLog, truncate_metrics
 from .model import model_source
+from .preload import preload_kernels
 from .loop import NonFiniteError, TrainingLoop
 from .progress import Reporter
 from .rundir import RunLock, create_run_dir
@@ -560,6 +561,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         # clock starts, so that elapsed time, steps/s and the ETA measure training alone.
         warm_start = time.monotonic()
         _jit.warm_up()
+        preload_note = preload_kernels(parts)
         warm_s = time.monotonic() - warm_start
         if run_dir is not None:
             recorder.start_writer(_background_saves(parts, state), lock)
@@ -573,6 +575,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
             recorder.log.write(headline)
             recorder.log.write("threads: %s" % thread_plan.how)
             recorder.log.write("kernels loaded in %.2f s (before the training clock)" % warm_s)
+            if preload_note:
+                recorder.log.write("note: " + preload_note)
         reporter.start({"headline": headline, "total_steps": loop.total_steps, "step": state.step,
                         "log_every": parts.config.log_every})
         for text in caught + notes:

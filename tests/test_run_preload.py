@@ -1,0 +1,106 @@
+"""A run loads its kernels before its training clock, on a throwaway twin of the model
+(run/preload.py): the first step then loads nothing, the run's numbers are the same as without
+it, and a model file of the user's still runs once."""
+from run_helpers import REPO, final_arrays, metric_rows, only_run_dir, write_config
+from trainer_cli.run import session, start_run
+
+# Large enough for the numba kernels (a 20-128-64-4 MLP, batches of 32), with dropout (the
+# random stream), gradient clipping (its norm) and validation.
+CONFIG = """\
+model:
+  name: mlp
+  args: {hidden: [128, 64], classes: 4, dropout: 0.2}
+  init: xavier
+data:
+  train: {type: synthetic, task: classification, num_samples: 320, num_features: 20,
+          num_classes: 4, seed: 3}
+  split: {val_fraction: 0.2}
+  batch_size: 32
+loss: softmax_cross_entropy
+metrics: [accuracy, cross_entropy]
+optimizer: {name: adam, params: {learning_rate: 0.01}}
+grad_clip: 5.0
+seed: 9
+epochs: 3
+log_every: 2
+checkpoint: {every_steps: 4, keep_last: 2}
+"""
+
+
+def _without_time(rows):
+    return [{k: v for k, v in row.items() if k != "time"} for row in rows]
+
+
+def test_a_run_gives_the_same_numbers_with_its_kernels_loaded_ahead(tmp_path, monkeypatch):
+    config = write_config(tmp_path, CONFIG)
+    ahead = start_run(config, run_root=tmp_path / "ahead")
+    monkeypatch.setattr(session, "preload_kernels", lambda parts: None)
+    plain = start_run(config, run_root=tmp_path / "plain")
+    assert ahead.status == plain.status == "finished"
+    a, b = only_run_dir(tmp_path / "ahead"), only_run_dir(tmp_path / "plain")
+    for got, want in zip(final_arrays(a), final_arrays(b)):
+        assert got.keys() == want.keys()
+        for key in got:
+            assert got[key].tobytes() == want[key].tobytes(), key
+    assert _without_time(metric_rows(a)) == _without_time(metric_rows(b))
+    assert "not loaded ahead" not in (a / "train.log").read_text()
+
+
+# In a process of its own: kernels loaded by earlier tests would hide a missing one.
+_COUNT_LOADS = """
+import gc, json, sys
+from trainer_cli import _jit
+from trainer_cli.run import loop as run_loop, start_run
+
+def loaded():  # (kernel, argument types) compiled or loaded so far
+    return sum(len(k._compiled.overloads) for k in gc.get_objects()
+               if isinstance(k, _jit.Kernel) and k._compiled is not None)
+
+counts = []
+real_run, real_end = run_loop.TrainingLoop.run, run_loop.TrainingLoop._end_epoch
+
+def run(self):
+    counts.append(loaded())
+    return real_run(self)
+
+def end_epoch(self):    # the first epoch's end: its steps and its validation are done
+    real_end(self)
+    if len(counts) == 1:
+        counts.append(loaded())
+
+run_loop.TrainingLoop.run, run_loop.TrainingLoop._end_epoch = run, end_epoch
+result = start_run(sys.argv[1], ["checkpoint.every_steps=null"], run_root=sys.argv[2])
+print(json.dumps([result.status, _jit.enabled()] + counts))
+"""
+
+
+def test_after_loading_ahead_the_first_step_and_validation_load_no_kernel(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    config = write_config(tmp_path, CONFIG)
+    proc = subprocess.run([sys.executable, "-c", _COUNT_LOADS, str(config), str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    status, enabled, before, after = json.loads(proc.stdout.splitlines()[-1])
+    assert status == "finished" and enabled
+    assert before > 0 and after == before, (before, after)
+
+
+def test_a_model_file_of_the_users_runs_once(tmp_path):
+    calls = tmp_path / "calls.txt"
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "counted.py").write_text(
+        "from trainer_cli.gluon import nn\n"
+        "def build(classes=4):\n"
+        "    with open(%r, 'a') as f:\n"
+        "        f.write('built\\n')\n"
+        "    net = nn.HybridSequential()\n"
+        "    net.add(nn.Dense(128, activation='relu'), nn.Dense(classes))\n"
+        "    return net\n" % str(calls))
+    config = write_config(tmp_path, CONFIG.replace("name: mlp\n  args: {hidden: [128, 64], "
+                                                   "classes: 4, dropout: 0.2}",
+                                                   "name: counted\n  args: {classes: 4}"))
+    assert start_run(config, run_root=tmp_path / "runs").status == "finished"
+    assert calls.read_text() == "built\n"
