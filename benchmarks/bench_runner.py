@@ -7,9 +7,9 @@ the bare forward/backward/step loop on the same model, data, loss and optimizer.
 
 The runner is a fresh ``trainer run`` process (``-o steps=N -o epochs=1000``: checkpoints,
 metrics, logging, validation each epoch and the progress display as configured); its figure is
-steps over the summary's ``elapsed_s`` (training time: interpreter start-up, config loading and
-numba's start-up, which the runner does before its clock starts, not included; the first step's
-loading of its own kernels included). The bare loop runs in this process on the parts the runner
+steps over the summary's ``elapsed_s`` (training time: interpreter start-up, config loading,
+numba's start-up and the loading of the run's kernels, which the runner does before its clock
+starts, not included). The bare loop runs in this process on the parts the runner
 builds (``trainer_cli.run.build``): a shuffled pass over the training arrays in batches, then
 ``autograd.record()`` / ``backward()`` / ``trainer.step()``, nothing else; timed after 20
 warm-up steps. The target: the runner at 95% of the bare loop's steps/s or more, as the median over
@@ -26,8 +26,8 @@ bare step and the runner's own steps (its ``TrainingLoop`` with a run directory,
 writer and the logs) with its parts switched on one after another (plain, + metrics, + rows,
 + checkpoints, + validation = as configured), in turns of ``--turn`` steps in rotating order;
 medians over ``--rounds`` turns, and each part's cost per step as the difference to the variant
-before it. Steady state only: the first step's kernel loading and the final checkpoint, which
-the whole-run figure includes, are not in it.
+before it. Steady state only: the final checkpoint, which the whole-run figure includes, is
+not in it.
 
 ``--after-checkpoint`` says what a checkpoint costs the steps around it: the runner's loop as
 configured but without validation, in this process, each step timed with the CPU it ran on; it
