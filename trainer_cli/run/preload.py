@@ -69,6 +69,7 @@ def _suitable(parts) -> bool:
 
 def _twin_step(parts):
     from .. import autograd
+    from ..config.schema.model import MODEL_FACTORY
     from ..gluon import Trainer
     from ..gluon.block import name_counters_kept
     from ..ndarray import array as _array
@@ -77,7 +78,6 @@ def _twin_step(parts):
     from .data import as_batch
     from .finite import update_was_finite
     from .loop import _loss_sum, validation_pass
-    from ..config.schema.model import MODEL_FACTORY
     from .model import build_network
 
     config, train, ctx = parts.config, parts.train, parts.contexts[0]
