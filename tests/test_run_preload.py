@@ -4,27 +4,11 @@ it, and a model file of the user's still runs once."""
 from run_helpers import REPO, final_arrays, metric_rows, only_run_dir, write_config
 from trainer_cli.run import session, start_run
 
-# Large enough for the numba kernels (a 20-128-64-4 MLP, batches of 32), with dropout (the
-# random stream), gradient clipping (its norm) and validation.
-CONFIG = """\
-model:
-  name: mlp
-  args: {hidden: [128, 64], classes: 4, dropout: 0.2}
-  init: xavier
-data:
-  train: {type: synthetic, task: classification, num_samples: 320, num_features: 20,
-          num_classes: 4, seed: 3}
-  split: {val_fraction: 0.2}
-  batch_size: 32
-loss: softmax_cross_entropy
-metrics: [accuracy, cross_entropy]
-optimizer: {name: adam, params: {learning_rate: 0.01}}
-grad_clip: 5.0
-seed: 9
-epochs: 3
-log_every: 2
-checkpoint: {every_steps: 4, keep_last: 2}
-"""
+# SMALL made large enough for the numba kernels (a 20-128-64-4 MLP, batches of 32), with dropout
+# (the random stream), gradient clipping (its norm) and validation.
+BIGGER = ["model.args={hidden: [128, 64], classes: 4, dropout: 0.2}",
+          "data.train.num_samples=320", "data.train.num_features=20", "data.train.num_classes=4",
+          "data.batch_size=32", "metrics=[accuracy, cross_entropy]", "grad_clip=5.0"]
 
 
 def _without_time(rows):
@@ -32,10 +16,10 @@ def _without_time(rows):
 
 
 def test_a_run_gives_the_same_numbers_with_its_kernels_loaded_ahead(tmp_path, monkeypatch):
-    config = write_config(tmp_path, CONFIG)
-    ahead = start_run(config, run_root=tmp_path / "ahead")
+    config = write_config(tmp_path)
+    ahead = start_run(config, BIGGER, run_root=tmp_path / "ahead")
     monkeypatch.setattr(session, "preload_kernels", lambda parts: None)
-    plain = start_run(config, run_root=tmp_path / "plain")
+    plain = start_run(config, BIGGER, run_root=tmp_path / "plain")
     assert ahead.status == plain.status == "finished"
     a, b = only_run_dir(tmp_path / "ahead"), only_run_dir(tmp_path / "plain")
     for got, want in zip(final_arrays(a), final_arrays(b)):
@@ -69,7 +53,7 @@ def end_epoch(self):    # the first epoch's end: its steps and its validation ar
         counts.append(loaded())
 
 run_loop.TrainingLoop.run, run_loop.TrainingLoop._end_epoch = run, end_epoch
-result = start_run(sys.argv[1], ["checkpoint.every_steps=null"], run_root=sys.argv[2])
+result = start_run(sys.argv[1], json.loads(sys.argv[3]), run_root=sys.argv[2])
 print(json.dumps([result.status, _jit.enabled()] + counts))
 """
 
@@ -79,8 +63,10 @@ def test_after_loading_ahead_the_first_step_and_validation_load_no_kernel(tmp_pa
     import subprocess
     import sys
 
-    config = write_config(tmp_path, CONFIG)
-    proc = subprocess.run([sys.executable, "-c", _COUNT_LOADS, str(config), str(tmp_path / "r")],
+    config = write_config(tmp_path)
+    overrides = json.dumps(BIGGER + ["checkpoint.every_steps=null"])
+    proc = subprocess.run([sys.executable, "-c", _COUNT_LOADS, str(config), str(tmp_path / "r"),
+                           overrides],
                           capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     status, enabled, before, after = json.loads(proc.stdout.splitlines()[-1])
@@ -99,8 +85,7 @@ def test_a_model_file_of_the_users_runs_once(tmp_path):
         "    net = nn.HybridSequential()\n"
         "    net.add(nn.Dense(128, activation='relu'), nn.Dense(classes))\n"
         "    return net\n" % str(calls))
-    config = write_config(tmp_path, CONFIG.replace("name: mlp\n  args: {hidden: [128, 64], "
-                                                   "classes: 4, dropout: 0.2}",
-                                                   "name: counted\n  args: {classes: 4}"))
-    assert start_run(config, run_root=tmp_path / "runs").status == "finished"
+    config = write_config(tmp_path)
+    assert start_run(config, BIGGER + ["model.name=counted", "model.args={classes: 4}"],
+                     run_root=tmp_path / "runs").status == "finished"
     assert calls.read_text() == "built\n"
