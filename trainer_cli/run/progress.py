@@ -149,14 +149,15 @@ def fit_status(fields, width: int, bar_min: int = 10) -> tuple[list[str], int]:
 
 
 class _StatusColumn:
-    """One rich renderable per refresh: the fields that fit the console's width, and a bar."""
+    """One rich renderable per refresh: the fields that fit the console's width, and a bar, as
+    one line of styled text (a table grid with rich's ProgressBar took 0.4 ms to render, held
+    the GIL that long 8 times a second, and cost a small model's run 3-4% of its speed)."""
 
     def __init__(self, reporter):
         self.reporter = reporter
 
     def __rich__(self):
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
+        from rich.text import Text
 
         r = self.reporter
         width = r.console.width
@@ -167,16 +168,17 @@ class _StatusColumn:
             eta = elapsed / done * max(0, r._total - r._step)
         texts, bar = fit_status(status_fields(r._step, r._total, r._epoch, r._loss, r._lr,
                                               r._speed, elapsed + r._elapsed0, eta), width - 1)
-        grid = Table.grid(padding=(0, 2))
-        cells = []
-        for text in texts:
+        line = Text(no_wrap=True)
+        for i, text in enumerate(texts):
+            if i:
+                line.append("  ")
             if bar and text.startswith("ETA"):  # the bar sits just before the ETA
-                grid.add_column(width=bar)
-                cells.append(ProgressBar(total=r._total or None, completed=r._step, width=bar))
-            grid.add_column(no_wrap=True)
-            cells.append(text)
-        grid.add_row(*cells)
-        return grid
+                filled = min(bar, bar * r._step // r._total) if r._total else 0
+                line.append("\u2501" * filled, style="bar.complete")
+                line.append("\u2501" * (bar - filled), style="bar.back")
+                line.append("  ")
+            line.append(text)
+        return line
 
 
 class RichReporter(Reporter):
