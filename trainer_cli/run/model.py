@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,8 +19,8 @@ import numpy
 from ..config import names as _config_names
 from ..config.schema.model import MODEL_FACTORY
 
-__all__ = ["ModelError", "ModelFileError", "model_source", "load_factory", "build_network", "names",
-           "create"]
+__all__ = ["ModelError", "ModelFileError", "model_source", "load_factory", "build_network",
+           "parameter_bytes", "names", "create"]
 
 
 class ModelError(RuntimeError):
@@ -133,3 +134,13 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
         with autograd.pause():
             net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
     return net, file
+
+
+def parameter_bytes(net) -> int:
+    """The bytes of the parameters' values (a checkpoint holds them and the optimizer's states);
+    0 for parameters not yet shaped."""
+    total = 0
+    for param in net.collect_params().values():
+        if param.shape is not None and all(d > 0 for d in param.shape):
+            total += math.prod(param.shape) * numpy.dtype(param.dtype).itemsize
+    return total

@@ -17,7 +17,6 @@ float64. It is a convenience: an error skips it, with a note in ``train.log``.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy
@@ -50,6 +49,7 @@ def preload_kernels(parts) -> str | None:
 
 def _suitable(parts) -> bool:
     from .. import builtin_models
+    from .model import parameter_bytes
 
     config = parts.config
     if parts.num_workers > 1 or len(parts.contexts) > 1 or parts.contexts[0].is_gpu:
@@ -58,10 +58,9 @@ def _suitable(parts) -> bool:
         return False
     if not isinstance(parts.train.x, numpy.ndarray):        # CSR rows: a sparse model
         return False
-    params = list(parts.net.collect_params().values())
-    if any(p.stype != "default" for p in params):
+    if any(p.stype != "default" for p in parts.net.collect_params().values()):
         return False
-    if sum(math.prod(p.shape) * numpy.dtype(p.dtype).itemsize for p in params) > PRELOAD_BYTES:
+    if parameter_bytes(parts.net) > PRELOAD_BYTES:
         return False                # a larger model's steps dwarf the loading
     # A model file of the user's is code, which runs once.
     return Path(builtin_models.__file__).parent.resolve() == Path(parts.model_file).resolve().parent

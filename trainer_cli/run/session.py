@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import sys
 import time
 import warnings
@@ -42,7 +41,7 @@ from .build import build
 from .data import CSRRows, is_mapped
 from .layout import RunDirError
 from .logs import LogWriter, MetricsLog, TrainLog, truncate_metrics
-from .model import model_source
+from .model import model_source, parameter_bytes
 from .preload import preload_kernels
 from .loop import NonFiniteError, TrainingLoop
 from .progress import Reporter
@@ -331,7 +330,7 @@ class _Recorder:
         and they are small enough to be copied (larger ones are finished on a thread)."""
         if expected_saves < PROCESS_SAVES or self.parts.num_workers > 1 or not save_available():
             return
-        if _parameter_bytes(self.parts.net) > BACKGROUND_SAVE_BYTES:
+        if parameter_bytes(self.parts.net) > BACKGROUND_SAVE_BYTES:
             return
         try:
             self._writer = SaveProcess(lock_fd=lock.fileno() if lock is not None else None)
@@ -681,16 +680,6 @@ def _summary(loop, run_dir, recorder, status) -> dict:
         "metrics": {k: st.latest[k] for k in loop.config.metric_keys() if k in st.latest},
         "elapsed_s": round(loop.elapsed(), 3),
     })
-
-
-def _parameter_bytes(net) -> int:
-    """The bytes of the parameters' values (a checkpoint holds them and the optimizer's states);
-    0 for parameters not yet shaped."""
-    total = 0
-    for param in net.collect_params().values():
-        if param.shape is not None and all(d > 0 for d in param.shape):
-            total += math.prod(param.shape) * numpy.dtype(param.dtype).itemsize
-    return total
 
 
 def _nbytes(files: dict) -> int:
