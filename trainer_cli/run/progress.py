@@ -194,7 +194,6 @@ class RichReporter(Reporter):
         self._live = None
         self._rows = []         # lines waiting for the next redraw (see row)
         self._rows_lock = threading.Lock()
-        self._last = 0.0
         self._step = self._step0 = 0
         self._total = None
         self._epoch, self._loss, self._lr, self._speed = "-", None, None, None
