@@ -89,3 +89,22 @@ def test_a_model_file_of_the_users_runs_once(tmp_path):
     assert start_run(config, BIGGER + ["model.name=counted", "model.args={classes: 4}"],
                      run_root=tmp_path / "runs").status == "finished"
     assert calls.read_text() == "built\n"
+
+
+def test_the_twins_warnings_stay_out_of_the_users_terminal(tmp_path):
+    # A learning rate that overflows: the twin's validation pass after its one update overflows
+    # in a matmul too. Its warnings would reach the terminal before the run's first line (Python
+    # shows them with their source lines); the run's own steps report theirs in the log.
+    import warnings
+
+    config = write_config(tmp_path)
+    overflowing = BIGGER + ["grad_clip=null", "nan_policy=skip", "steps=4",
+                            "optimizer={name: sgd, params: {learning_rate: 1e30}}"]
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        result = start_run(config, overflowing, run_root=tmp_path / "runs")
+    assert result.status == "finished"
+    assert [str(w.message) for w in shown] == []
+    log = (only_run_dir(tmp_path / "runs") / "train.log").read_text()
+    assert "warning: overflow encountered" in log
+    assert "not loaded ahead" not in log

@@ -17,6 +17,7 @@ float64. It is a convenience: an error skips it, with a note in ``train.log``.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy
@@ -39,7 +40,12 @@ def preload_kernels(parts) -> str | None:
         return None
     state = _random.get_state()
     try:
-        _twin_step(parts)
+        # The twin's numbers are thrown away, and so are its warnings: a learning rate that
+        # overflows would otherwise print NumPy's warnings, source lines and all, before the
+        # run's first line (the run's own steps report theirs in its log).
+        with warnings.catch_warnings(), numpy.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            _twin_step(parts)
     except Exception as exc:  # noqa: BLE001 - a convenience: the run goes on without it
         return "kernels not loaded ahead (%s: %s)" % (type(exc).__name__, exc)
     finally:
