@@ -356,3 +356,10 @@ def test_the_loops_global_norm_keeps_global_norms_bits_as_the_gradients_change()
         param.grad()._data = param.grad()._data.copy()
     params[1].grad()._data[...] = np.nan
     assert norm(params) != norm(params) and grads.global_norm(params) != grads.global_norm(params)
+
+
+def test_skipped_steps_are_told_one_by_one_then_at_powers_of_ten():
+    from trainer_cli.run.loop import SKIPS_TOLD, _tells_skip
+
+    told = [n for n in range(1, 20001) if _tells_skip(n)]
+    assert told == list(range(1, SKIPS_TOLD + 1)) + [100, 1000, 10000]

@@ -57,6 +57,18 @@ VAL_BATCHES = 4
 # within VAL_INPUT_BYTES: there a pass costs mostly its Python, whatever its size (the 400
 # samples of 20 features of configs/mlp_synthetic.yaml: 4 passes 0.37 ms, one pass 0.24 ms).
 VAL_INPUT_BYTES = 256 << 10
+# Under nan_policy skip the first this many skipped steps get a warning line each, then only the
+# 100th, 1000th, ...: a run that skips most of its steps would otherwise bury its terminal and log
+# under a line per step.
+SKIPS_TOLD = 10
+
+
+def _tells_skip(count) -> bool:
+    if count <= SKIPS_TOLD:
+        return True
+    while count % 10 == 0:
+        count //= 10
+    return count == 1
 
 
 class TrainingLoop:
@@ -299,7 +311,11 @@ class TrainingLoop:
                 "%s; stopping (nan_policy: stop). The last checkpoint before it is kept; consider "
                 "a lower learning rate, grad_clip, or nan_policy: skip" % what)
         st.skipped += 1
-        self.recorder.message("warning: %s; update skipped (%d skipped so far)" % (what, st.skipped))
+        if _tells_skip(st.skipped):
+            more = (" (from here on only the 100th, 1000th, ... skip is told; every row and the "
+                    "summary count them)" if st.skipped == SKIPS_TOLD else "")
+            self.recorder.message("warning: %s; update skipped (%d skipped so far)%s"
+                                  % (what, st.skipped, more))
 
     # ------------------------------------------------------------------ after a step
     def _after_step(self, epoch_end: bool):
