@@ -457,14 +457,15 @@ def _max_pool_2x2_grad_loop(g, index, planes, oh, ow, gx, h_, w_, buf, masked, p
 
 
 def _max_pool_2x2_grad_short_loop(g, index, planes, oh, ow, gx, h_, w_, masked, pooled):
-    # The same terms as _max_pool_2x2_grad_loop's, for rows of few windows: the planes zeroed
-    # in one pass, then each window's one term where it is finite and its window has no NaN
-    # (+0.0 plus gv * 0 is +0.0 everywhere else); otherwise all four terms, as there. LeNet's
-    # second pooling (5 windows a row): 0.28 -> 0.15 ms; at 13 windows 0.60 -> 0.55 ms; at 56
-    # it was 5% slower than the two passes.
-    for q in range(planes * h_ * w_):
-        gx[_U(q)] = 0
+    # The same terms as _max_pool_2x2_grad_loop's, for rows of few windows: a plane zeroed, then
+    # each of its windows' one term where it is finite and its window has no NaN (+0.0 plus
+    # gv * 0 is +0.0 everywhere else); otherwise all four terms, as there. LeNet's second pooling
+    # (5 windows a row): 0.28 -> 0.15 ms; at 13 windows 0.60 -> 0.55 ms; at 56 it was 5% slower
+    # than the two passes. Zeroing plane by plane, while the plane is in cache for its terms,
+    # rather than the whole piece first: 0.66 -> 0.60 ms and 0.21 -> 0.19 ms for LeNet's two.
     for pl in range(planes):
+        for q in range(pl * h_ * w_, (pl + 1) * h_ * w_):
+            gx[_U(q)] = 0
         for a in range(oh):
             top, k0 = pl * h_ * w_ + 2 * a * w_, (pl * oh + a) * ow
             for b in range(ow):
