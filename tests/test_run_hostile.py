@@ -397,3 +397,30 @@ def test_kvstore_residuals_with_no_matching_names_are_exit_2(tmp_path):
     result = invoke("resume", run_dir)
     _expect_refused(result, "kvstore.npz")
     assert "not a residual name" in result.output
+
+
+# ----------------------------------------------------------------------------- metrics.jsonl lines
+FOREIGN_LINES = {
+    "nested too deep": b"[" * 200000 + b"\n",
+    "longer than any row": b'{"kind": "train", "step": 1, "pad": "' + b"x" * (3 << 20) + b'"}\n',
+    "not a row": b'{"kind": "train", "step": true}\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN_LINES))
+def test_a_foreign_line_in_metrics_jsonl_is_passed_over_not_fatal(run_dir, name):
+    # A line no run writes (a JSON bomb, a line of megabytes) is skipped as a torn line is, by
+    # every command that reads the log, and resume drops it from the file.
+    path = run_dir / layout.METRICS_FILE
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2]) + FOREIGN_LINES[name] + b"".join(lines[2:]))
+    for args in (("runs", run_dir.parent), ("report", run_dir), ("plot", run_dir),
+                 ("inspect", run_dir)):
+        result = invoke(*args)
+        assert result.exit_code == 0, (args, result.output, result.exception)
+    result = invoke("resume", run_dir, "-q", "-o", "epochs=2")
+    assert result.exit_code == 0, (result.output, result.exception)
+    after = path.read_bytes().splitlines(keepends=True)
+    assert after[:len(lines)] == lines and FOREIGN_LINES[name] not in after
+    assert all(json.loads(line)["step"] > json.loads(lines[-1])["step"]
+               for line in after[len(lines):])

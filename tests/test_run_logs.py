@@ -87,3 +87,24 @@ def test_texts_made_on_the_writing_thread_keep_their_order_and_raise_their_error
     with pytest.raises(KeyError):
         writer.flush()
     writer.close()
+
+
+def test_metric_lines_hold_no_more_than_a_row_of_a_longer_line():
+    import io
+
+    from trainer_cli.run.logs import MAX_ROW_BYTES, metric_lines, row_of
+
+    good = b'{"kind":"train","step":3,"epoch":1}\n'
+    data = good + b"x" * (5 * MAX_ROW_BYTES) + b"\n" + good + b"y" * (2 * MAX_ROW_BYTES)
+    got = list(metric_lines(io.BytesIO(data)))
+    assert len(got) == 4 and max(map(len, got)) <= MAX_ROW_BYTES + 1
+    assert [row_of(line) for line in got] == [{"kind": "train", "step": 3, "epoch": 1}, None] * 2
+
+
+def test_row_of_takes_rows_only():
+    from trainer_cli.run.logs import row_of
+
+    assert row_of('{"step": 2, "kind": "val"}') == {"step": 2, "kind": "val"}
+    for line in ('{"step": true}', '{"step": 2.0}', '[{"step": 2}]', '{"kind": "val"}', '{"st',
+                 "[" * 100000, b'{"step": 1, "x": "\xff"}'):
+        assert row_of(line) is None, line[:20]

@@ -22,13 +22,14 @@ _NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 @contextlib.contextmanager
-def atomic_write(path, mode="wb"):
-    """Yield a file object; on success the data appears at ``path`` all at once, or not at all."""
+def atomic_write(path, mode="wb", **open_args):
+    """Yield a file object (``open_args``: a text file's encoding, newline); on success the data
+    appears at ``path`` all at once, or not at all."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = _make_temp_file(folder, ".tmp-" + os.path.basename(path) + "-")
     try:
-        with os.fdopen(fd, mode) as f:
+        with os.fdopen(fd, mode, **open_args) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .._bounded import open_regular
 from ..run import layout
+from ..run.logs import row_of
 
 __all__ = ["RunHistory", "load_history", "is_run_dir", "find_runs", "lock_held", "run_status",
            "metric_mode", "MAX_METRICS_BYTES"]
@@ -193,15 +194,9 @@ def _rows(path: Path, problems: list) -> list[dict]:
         return []
     if data is None:
         return []
-    rows = []
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # a torn line: the writer was killed, or is writing it now
-        if isinstance(row, dict) and isinstance(row.get("step"), int) and not isinstance(row.get("step"), bool):
-            rows.append(row)
-    return rows
+    # A torn line (the writer was killed, or is writing it now) or a foreign one is no row.
+    rows = (row_of(line) for line in data.splitlines())
+    return [row for row in rows if row is not None]
 
 
 def _config(path: Path, problems: list):

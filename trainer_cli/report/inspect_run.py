@@ -7,8 +7,6 @@ and ``errors`` lists every damaged file (the CLI prints the report, then exits 2
 from __future__ import annotations
 
 import collections
-import io
-import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +18,7 @@ from ..config import ConfigError, load_config
 from ..gluon.param_file import ParamFileError, load_arrays
 from ..optimizer.state_file import StateFileError
 from ..run import layout
+from ..run.logs import metric_lines, row_of
 from .inspect_states import inspect_states_file, states_summary
 
 __all__ = ["inspect_path", "inspect_run_dir", "inspect_checkpoint", "metrics_tail"]
@@ -126,16 +125,12 @@ def metrics_tail(path: Path, count: int = 5) -> dict:
     except OSError:
         return {**out, "path": None}
     rows, last = 0, collections.deque(maxlen=count)
-    with io.TextIOWrapper(f, encoding="utf-8", errors="replace") as text:
-        for line in text:  # streamed: a long run's log is not held in memory
+    with f:
+        for line in metric_lines(f):  # streamed, each line bounded: a long log is never held
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError):
-                out["skipped_lines"] += 1
-                continue
-            if isinstance(row, dict):
+            row = row_of(line)
+            if row is not None:
                 rows += 1
                 last.append(row)
             else:

@@ -15,6 +15,7 @@ the training loop's.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -23,12 +24,12 @@ import threading
 import time
 from pathlib import Path
 
-from .._atomic import write_text_atomic
+from .._atomic import atomic_write, write_text_atomic
 from .._bounded import open_append, open_regular
 from . import layout
 
-__all__ = ["CSV_FIELDS", "FLUSH_DELAY_S", "LogWriter", "MetricsLog", "TrainLog", "read_metrics",
-           "truncate_metrics"]
+__all__ = ["CSV_FIELDS", "FLUSH_DELAY_S", "MAX_ROW_BYTES", "LogWriter", "MetricsLog", "TrainLog",
+           "metric_lines", "read_metrics", "row_of", "truncate_metrics"]
 
 CSV_FIELDS = ("kind", "step", "epoch", "lr")
 _TAIL_FIELDS = ("skipped", "time")
@@ -233,50 +234,85 @@ def _stamped_row(stamp_row) -> str:
     return _stamped((stamp, format_row(row)))
 
 
-def read_metrics(run_dir) -> list[dict]:
-    """The rows of metrics.jsonl; a torn last line (a killed writer) is ignored."""
-    path = Path(run_dir) / layout.METRICS_FILE
+# A row a run writes is a few hundred bytes (a few KiB with many metrics). A longer line in
+# metrics.jsonl is not one: it is passed over like a torn line, and never held whole in memory.
+MAX_ROW_BYTES = 1 << 20
+
+
+def row_of(line) -> dict | None:
+    """The row one line of metrics.jsonl holds (bytes or str), or None: a torn or overlong line,
+    JSON nested too deep to parse (a hostile file's ``[[[[...``), anything but a row."""
+    if len(line) > MAX_ROW_BYTES:
+        return None
+    try:
+        row = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return row if isinstance(row, dict) and type(row.get("step")) is int else None
+
+
+def metric_lines(f):
+    """The lines of a metrics.jsonl open as ``f`` (binary), each read at most ``MAX_ROW_BYTES +
+    1`` bytes at a time; of a longer line only its first piece is yielded (which ``row_of``
+    refuses) and the rest is read past."""
+    while True:
+        line = f.readline(MAX_ROW_BYTES + 1)
+        if not line:
+            return
+        yield line
+        while len(line) > MAX_ROW_BYTES and not line.endswith(b"\n"):
+            line = f.readline(MAX_ROW_BYTES + 1)
+
+
+def _lines_and_rows(path):
+    """``(line, row or None)`` for each line of ``path``; none when it is missing."""
     try:
         f = open_regular(path)
     except FileNotFoundError:
-        return []
+        return
     except OSError as exc:
         raise layout.RunDirError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
-    rows = []
-    with io.TextIOWrapper(f, encoding="utf-8", errors="replace") as text:
-        for line in text:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("step"), int):
-                rows.append(row)
-    return rows
+    with f:
+        for line in metric_lines(f):
+            yield line, row_of(line)
+
+
+def read_metrics(run_dir) -> list[dict]:
+    """The rows of metrics.jsonl; a torn last line (a killed writer) is ignored."""
+    return [row for _, row in _lines_and_rows(Path(run_dir) / layout.METRICS_FILE)
+            if row is not None]
 
 
 def truncate_metrics(run_dir, step: int, metric_keys) -> int:
     """Keep the rows up to ``step`` in metrics.jsonl and rebuild metrics.csv from them; returns
-    how many rows were dropped."""
+    how many rows were dropped. Both files are streamed: a long run's log is never in memory
+    whole. metrics.jsonl is rewritten only when a row goes or a line is not as a run writes it
+    (torn, foreign)."""
     run_dir = Path(run_dir)
-    rows = read_metrics(run_dir)
-    kept = [r for r in rows if r["step"] <= step]
     path = run_dir / layout.METRICS_FILE
-    text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in kept)
-    if len(kept) != len(rows) or _holds_other_than(path, text.encode("utf-8")):
-        write_text_atomic(path, text)
+    dropped, rewrite = 0, False
+    for line, row in _lines_and_rows(path):
+        if row is None or row["step"] > step:
+            dropped += row is not None
+            rewrite = True
+        elif not rewrite and line != _row_line(row):
+            rewrite = True
     header = csv_header(metric_keys)
-    write_text_atomic(run_dir / layout.METRICS_CSV,
-                      _csv_text([header] + [_csv_cells(header, r) for r in kept]))
-    return len(rows) - len(kept)
+    with contextlib.ExitStack() as files:
+        table = csv.writer(files.enter_context(
+            atomic_write(run_dir / layout.METRICS_CSV, "w", encoding="utf-8", newline="")))
+        table.writerow(header)
+        jsonl = files.enter_context(atomic_write(path, "wb")) if rewrite else None
+        for _, row in _lines_and_rows(path):
+            if row is not None and row["step"] <= step:
+                table.writerow(_csv_cells(header, row))
+                if jsonl is not None:
+                    jsonl.write(_row_line(row))
+    return dropped
 
 
-def _holds_other_than(path, data: bytes) -> bool:
-    """Whether ``path`` holds anything but ``data`` (torn lines, another encoding)."""
-    try:
-        with open_regular(path) as f:
-            return f.read(len(data) + 1) != data
-    except OSError:
-        return True
+def _row_line(row) -> bytes:
+    return (json.dumps(row, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def _csv_cells(header, row) -> list:
