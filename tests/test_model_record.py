@@ -70,3 +70,12 @@ def test_resume_refuses_a_changed_or_unrecorded_model_file_unless_trusted(tmp_pa
     assert marker.exists()
     # The user vouched for it: the record now names it, and the next resume needs no flag.
     assert invoke("resume", run_dir, "-o", "epochs=4", "-q").exit_code == 0
+
+
+def test_a_damaged_record_is_refused_naming_it(tmp_path):
+    _, run_dir = _file_run(tmp_path)
+    for damage in ("{not json", "[" * 50000):     # the second nests past the parser's limit
+        (run_dir / RECORD_FILE).write_text(damage)
+        refused = invoke("resume", run_dir, "-o", "epochs=2")
+        assert refused.exit_code == 2, (refused.output, refused.exception)
+        assert RECORD_FILE in refused.output and "damaged" in refused.output

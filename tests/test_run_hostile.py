@@ -424,3 +424,24 @@ def test_a_foreign_line_in_metrics_jsonl_is_passed_over_not_fatal(run_dir, name)
     assert after[:len(lines)] == lines and FOREIGN_LINES[name] not in after
     assert all(json.loads(line)["step"] > json.loads(lines[-1])["step"]
                for line in after[len(lines):])
+
+
+BOMB = "[" * 200000     # JSON nested deeper than the parser's recursion limit
+
+
+def test_json_nested_too_deep_in_a_checkpoints_files_is_damage_not_a_crash(run_dir):
+    folder = latest_dir(run_dir)
+    states = folder / "trainer.states"
+    buf = io.BytesIO()
+    np.save(buf, np.frombuffer(BOMB.encode(), np.uint8))
+    _replace_member(states, "__header__.npy", buf.getvalue())
+    _rehash(folder)
+    for result in (invoke("resume", run_dir), invoke("inspect", states)):
+        _expect_refused(result, "trainer.states")
+        assert "nested too deeply" in result.output and "RecursionError" not in result.output
+    (folder / "meta.json").write_text(BOMB)
+    _expect_refused(invoke("resume", run_dir), "meta.json")
+    # The commands that look back at runs show the run, its damaged checkpoint unread.
+    for args in (("runs", run_dir.parent), ("report", run_dir), ("plot", run_dir)):
+        result = invoke(*args)
+        assert result.exit_code == 0, (args, result.output, result.exception)

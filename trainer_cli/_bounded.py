@@ -9,11 +9,12 @@ of it, so a file larger than its limit is refused without being read whole.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 
 __all__ = ["FileRefused", "open_regular", "read_regular", "read_regular_text", "open_append",
-           "MiB"]
+           "load_json", "MiB"]
 
 MiB = 1 << 20
 
@@ -86,6 +87,16 @@ def read_regular(path, limit: int) -> bytes:
 def read_regular_text(path, limit: int) -> str:
     """:func:`read_regular` decoded as UTF-8 (UnicodeDecodeError when it is not)."""
     return read_regular(path, limit).decode("utf-8")
+
+
+def load_json(text):
+    """``json.loads(text)`` of a file someone else may have written: JSON nested too deep for the
+    parser (a few hundred kilobytes of ``[``) is a ValueError like any other damage, not a
+    RecursionError that no reader expects."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def _kind(mode) -> str:

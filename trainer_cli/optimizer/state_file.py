@@ -37,7 +37,7 @@ import os
 import numpy
 
 from .._atomic import atomic_write
-from .._bounded import open_regular
+from .._bounded import load_json, open_regular
 from .._npz import NpzError, read_npz, write_npz
 from ..context import cpu
 from ..ndarray import NDArray
@@ -198,7 +198,7 @@ def _read(data, source: str):
     try:
         if raw_header.dtype != numpy.uint8 or raw_header.ndim != 1:
             raise ValueError("header has dtype %s and shape %s" % (raw_header.dtype, raw_header.shape))
-        header = json.loads(raw_header.tobytes().decode("utf-8"))
+        header = load_json(raw_header.tobytes().decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise fail("unreadable header (%s)" % (exc,)) from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT:

@@ -14,13 +14,12 @@ signal it could not catch, or a machine that went away).
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._bounded import open_regular
+from .._bounded import load_json, open_regular
 from ..run import layout
 from ..run.logs import row_of
 
@@ -227,7 +226,7 @@ def _checkpoints(run_dir: Path, problems: list) -> tuple[list, int | None]:
         entry = {"step": step, "epoch": None, "finished": False}
         try:
             data = _read_bounded(folder / layout.META_FILE, _MAX_META_BYTES)
-            meta = json.loads(data) if data else None
+            meta = load_json(data) if data else None
         except (OSError, ValueError):
             meta = None
         if isinstance(meta, dict):

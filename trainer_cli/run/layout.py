@@ -28,13 +28,12 @@ is a symbolic link is refused: checkpoints are folders of the run directory itse
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re
 from pathlib import Path
 
-from .._bounded import MiB, open_regular, read_regular_text
+from .._bounded import MiB, load_json, open_regular, read_regular_text
 
 __all__ = [
     "CONFIG_FILE", "METRICS_FILE", "METRICS_CSV", "LOG_FILE", "CHECKPOINTS", "LATEST",
@@ -150,13 +149,11 @@ def read_meta(ckpt_dir) -> dict:
     check_not_linked(ckpt_dir)
     path = Path(ckpt_dir) / META_FILE
     try:
-        meta = json.loads(read_regular_text(path, META_LIMIT))
+        meta = load_json(read_regular_text(path, META_LIMIT))
     except FileNotFoundError:
         raise RunDirError("%s: missing; the checkpoint is incomplete" % path) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:    # UnicodeDecodeError and JSON's errors included
         raise RunDirError("%s: damaged checkpoint metadata (%s)" % (path, _why(exc))) from None
-    except RecursionError:
-        raise RunDirError("%s: damaged checkpoint metadata (nested too deeply)" % path) from None
     if not isinstance(meta, dict) or meta.get("format") != META_FORMAT \
             or not _is_int(meta.get("step")) or not isinstance(meta.get("files"), dict):
         raise RunDirError("%s: not a trainer-cli checkpoint (format %d) metadata file" % (path, META_FORMAT))

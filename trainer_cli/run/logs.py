@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from .._atomic import atomic_write, write_text_atomic
-from .._bounded import open_append, open_regular
+from .._bounded import load_json, open_append, open_regular
 from . import layout
 
 __all__ = ["CSV_FIELDS", "FLUSH_DELAY_S", "MAX_ROW_BYTES", "LogWriter", "MetricsLog", "TrainLog",
@@ -245,8 +245,8 @@ def row_of(line) -> dict | None:
     if len(line) > MAX_ROW_BYTES:
         return None
     try:
-        row = json.loads(line)
-    except (ValueError, RecursionError):
+        row = load_json(line)
+    except ValueError:
         return None
     return row if isinstance(row, dict) and type(row.get("step")) is int else None
 

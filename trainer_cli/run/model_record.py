@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from .._atomic import write_text_atomic
-from .._bounded import FileRefused, read_regular_text
+from .._bounded import FileRefused, load_json, read_regular_text
 from ..config.names import BUILTIN_MODELS
 from .layout import RunDirError
 
@@ -64,7 +64,7 @@ def _read_record(run_dir):
     except (OSError, FileRefused, UnicodeDecodeError) as exc:
         raise RunDirError("%s: unreadable (%s)" % (path, exc)) from None
     try:
-        record = json.loads(text)
+        record = load_json(text)
     except ValueError as exc:
         raise RunDirError("%s: damaged (%s)" % (path, exc)) from None
     if not isinstance(record, dict) or record.get("format") != 1 \
