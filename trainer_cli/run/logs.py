@@ -29,7 +29,7 @@ from .._bounded import load_json, open_append, open_regular
 from . import layout
 
 __all__ = ["CSV_FIELDS", "FLUSH_DELAY_S", "MAX_ROW_BYTES", "LogWriter", "MetricsLog", "TrainLog",
-           "metric_lines", "read_metrics", "row_of", "truncate_metrics"]
+           "metric_lines", "row_of", "truncate_metrics"]
 
 CSV_FIELDS = ("kind", "step", "epoch", "lr")
 _TAIL_FIELDS = ("skipped", "time")
@@ -275,12 +275,6 @@ def _lines_and_rows(path):
     with f:
         for line in metric_lines(f):
             yield line, row_of(line)
-
-
-def read_metrics(run_dir) -> list[dict]:
-    """The rows of metrics.jsonl; a torn last line (a killed writer) is ignored."""
-    return [row for _, row in _lines_and_rows(Path(run_dir) / layout.METRICS_FILE)
-            if row is not None]
 
 
 def truncate_metrics(run_dir, step: int, metric_keys) -> int:
