@@ -1,5 +1,7 @@
 """Exact resume, in process: a run stopped by SIGINT and resumed ends with parameters, trainer
 states and metrics rows equal to those of a run that never stopped."""
+from pathlib import Path
+
 import pytest
 
 from run_helpers import (StopAt, assert_bitwise_equal, final_arrays, metric_rows, no_fsync,
@@ -79,3 +81,5 @@ def test_resume_of_a_finished_run_changes_nothing(tmp_path):
     again = resume_run(ref.summary["run_dir"])
     assert again.status == "finished" and again.summary["steps"] == 18
     assert_bitwise_equal(final_arrays(ref.summary["run_dir"])[0], before)
+    log = (Path(ref.summary["run_dir"]) / "train.log").read_text()
+    assert log.count("nothing to train (-o epochs=N or -o steps=N extends it)") == 1

@@ -133,6 +133,9 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             _check_data(meta, parts, path)
             state = _loop_state(meta, step, path, parts, extending=bool(overrides))
             notes.append("resuming from %s (%s)" % (path.name, state.position_text()))
+            if state.finished and not overrides:
+                notes.append("the run had finished there: nothing to train (-o epochs=N or "
+                             "-o steps=N extends it)")
             notes += ["note: %s" % text for text in kv_notes]
         else:
             notes.append("no checkpoint yet: starting again from step 0")
