@@ -21,7 +21,7 @@ from .. import _jit
 from .interop import raw
 from .ndarray import _xp_of
 
-__all__ = ["all_finite", "FiniteCheck", "KeptCheck"]
+__all__ = ["all_finite", "FiniteCheck", "KeptCheck", "same_arrays"]
 
 _LOOP_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 
@@ -98,10 +98,15 @@ class KeptCheck:
         self._arrays, self._check = [], None
 
     def __call__(self, arrays) -> bool:
-        if self._check is None or len(arrays) != len(self._arrays) \
-                or not all(map(is_, arrays, self._arrays)):
+        if self._check is None or not same_arrays(arrays, self._arrays):
             self._arrays, self._check = arrays, FiniteCheck(arrays)
         return self._check()
+
+
+def same_arrays(arrays, kept) -> bool:
+    """Whether ``arrays`` are the very arrays of ``kept``, in the same order (what a training
+    loop's per-step helpers ask before reusing what they made of them)."""
+    return len(arrays) == len(kept) and all(map(is_, arrays, kept))
 
 
 def _all_finite_on_device(group, xp) -> bool:

@@ -9,12 +9,11 @@ applies before the optimizer's own ``rescale_grad`` and per-element ``clip_gradi
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy
 
 from ..context import array_module_of
-from ..ndarray.finite import KeptCheck, all_finite as _all_finite
+from ..ndarray.finite import KeptCheck, all_finite as _all_finite, same_arrays
 from ..ndarray.interop import grad_buffer as _grad_buffer, raw as _raw
 
 __all__ = ["global_norm", "GlobalNorm", "all_finite", "FiniteGrads", "scale_grads", "clip",
@@ -42,7 +41,7 @@ class GlobalNorm:
 
     def __call__(self, params, devices=None) -> float:
         arrays = _raw_grads(params, devices)
-        if len(arrays) != len(self._arrays) or not all(map(operator.is_, arrays, self._arrays)):
+        if not same_arrays(arrays, self._arrays):
             # Only a contiguous array's flat view follows its values; others are flattened anew.
             self._arrays = arrays
             self._flats = [a.reshape(-1) for a in arrays] \
