@@ -108,3 +108,19 @@ def test_row_of_takes_rows_only():
     for line in ('{"step": true}', '{"step": 2.0}', '[{"step": 2}]', '{"kind": "val"}', '{"st',
                  "[" * 100000, b'{"step": 1, "x": "\xff"}'):
         assert row_of(line) is None, line[:20]
+
+
+def test_a_nan_or_inf_metric_is_null_in_the_json_and_empty_in_the_csv(tmp_path):
+    import json
+
+    from trainer_cli.run.logs import LogWriter, MetricsLog
+
+    writer = LogWriter()
+    log = MetricsLog(tmp_path, ["train_loss", "train_accuracy"], writer)
+    log.write({"kind": "train", "step": 1, "epoch": 1, "lr": 0.1, "train_loss": float("nan"),
+               "train_accuracy": float("inf"), "skipped": 0, "time": 1.5})
+    writer.close()
+    row = json.loads((tmp_path / "metrics.jsonl").read_text())
+    assert row["train_loss"] is None and row["train_accuracy"] is None and row["lr"] == 0.1
+    lines = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert lines[1] == "train,1,1,0.1,,,0,1.5"

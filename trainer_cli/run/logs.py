@@ -19,7 +19,6 @@ import contextlib
 import csv
 import io
 import json
-import math
 import threading
 import time
 from pathlib import Path
@@ -37,13 +36,6 @@ _TAIL_FIELDS = ("skipped", "time")
 # The longest a row or line waits in memory before its file has it (a live `tail -f` or plot).
 FLUSH_DELAY_S = 0.1
 _CLOSE_WAIT_S = 10.0
-
-
-def _jsonable(value):
-    # JSON has no NaN/Infinity; a diverged loss is logged as null rather than breaking parsers.
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def csv_header(metric_keys) -> list[str]:
@@ -194,12 +186,13 @@ class MetricsLog:
     def _csv_line(self, row) -> str:
         self._cells.seek(0)
         self._cells.truncate()
-        self._rows.writerow(_csv_cells(self.header, {k: _jsonable(v) for k, v in row.items()}))
+        self._rows.writerow(_csv_cells(self.header, layout.json_safe(row)))
         return self._cells.getvalue()
 
 
 def _json_line(row) -> str:
-    return json.dumps({k: _jsonable(v) for k, v in row.items()}, separators=(",", ":")) + "\n"
+    # JSON has no NaN/Infinity; a diverged loss is logged as null rather than breaking parsers.
+    return json.dumps(layout.json_safe(row), separators=(",", ":")) + "\n"
 
 
 class TrainLog:
