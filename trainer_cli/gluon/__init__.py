@@ -1,7 +1,7 @@
 """Gluon: parameters, blocks, layers, losses, data, and the Trainer."""
 import importlib
 
-from . import contrib, data, loss, nn, utils
+from . import contrib, data, loss, nn, rnn, utils
 from .block import Block, HybridBlock, HybridSequential, Sequential
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 
