@@ -1,0 +1,266 @@
+"""gluon.rnn against MXNet 1.9.1 (tests/data/mxnet_rnn, cases in tests/rnn_cases.py): outputs,
+final states and the gradients of inputs, begin states and every parameter; parameter files
+both ways; finite differences where MXNet has no CPU backward (the LSTM's projection)."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from trainer_cli import autograd, gluon, nd
+from trainer_cli import random as tc_random
+from trainer_cli.gluon import rnn
+from trainer_cli.gluon.param_file import load_arrays
+
+from gradcheck import check_grad
+from rnn_cases import CELL_CASES, LAYER_CASES
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_rnn")
+RTOL, ATOL = 1e-5, 1e-6
+
+
+@pytest.fixture(scope="module")
+def golden():
+    with np.load(os.path.join(DATA, "rnn.npz"), allow_pickle=False) as f:
+        return dict(f.items())
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    with open(os.path.join(DATA, "cases.json")) as f:
+        return json.load(f)
+
+
+def _close(got, expected, what):
+    got = got.asnumpy() if hasattr(got, "asnumpy") else np.asarray(got)
+    assert got.shape == expected.shape, "%s: shape %s, expected %s" % (what, got.shape,
+                                                                       expected.shape)
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+def _set_params(net, golden, name):
+    params = net._collect_params_with_prefix()
+    stored = sorted(k.split(":p:", 1)[1] for k in golden if k.startswith(name + ":p:"))
+    assert sorted(params) == stored, "parameter names differ from MXNet's"
+    for key, param in params.items():
+        param.set_data(nd.array(golden["%s:p:%s" % (name, key)]))
+
+
+def _states(golden, name, prefix):
+    out, i = [], 0
+    while "%s:%s:%d" % (name, prefix, i) in golden:
+        out.append(golden["%s:%s:%d" % (name, prefix, i)])
+        i += 1
+    return out
+
+
+def _check_run(net, name, golden, call, x, begin, forward_only):
+    if forward_only:
+        y, out_states = call()
+        _close(y, golden[name + ":y"], name + " output")
+        for i, (a, e) in enumerate(zip(out_states, _states(golden, name, "o"))):
+            _close(a, e, "%s state %d" % (name, i))
+        return
+    x.attach_grad()
+    for s in begin:
+        s.attach_grad()
+    with autograd.record():
+        y, out_states = call()
+        if isinstance(y, list):
+            loss = sum((a * nd.array(h)).sum()
+                       for a, h in zip(y, _states(golden, name, "hy")))
+        else:
+            loss = (y * nd.array(golden[name + ":hy"])).sum()
+        for a, h in zip(out_states, _states(golden, name, "ho")):
+            loss = loss + (a * nd.array(h)).sum()
+    loss.backward()
+    if isinstance(y, list):
+        expected = _states(golden, name, "y")
+        assert len(y) == len(expected)
+        for i, (a, e) in enumerate(zip(y, expected)):
+            _close(a, e, "%s output %d" % (name, i))
+    else:
+        _close(y, golden[name + ":y"], name + " output")
+    expected_states = _states(golden, name, "o")
+    assert len(out_states) == len(expected_states)
+    for i, (a, e) in enumerate(zip(out_states, expected_states)):
+        _close(a, e, "%s state %d" % (name, i))
+    _close(x.grad, golden[name + ":dx"], name + " input gradient")
+    for i, s in enumerate(begin):
+        _close(s.grad, golden["%s:ds:%d" % (name, i)], "%s begin state %d gradient" % (name, i))
+    for key, param in net._collect_params_with_prefix().items():
+        _close(param.grad(), golden["%s:g:%s" % (name, key)], "%s gradient of %s" % (name, key))
+
+
+def _layer(name, golden):
+    cls, kwargs, shape, with_states = LAYER_CASES[name]
+    layer = getattr(rnn, cls)(**kwargs)
+    layer.initialize()
+    x = nd.array(golden[name + ":x"])
+    layer(x)            # deferred shapes become known
+    _set_params(layer, golden, name)
+    return layer, x
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_CASES))
+def test_layer_matches_mxnet(name, golden, manifest):
+    layer, x = _layer(name, golden)
+    with_states = LAYER_CASES[name][3]
+    begin = [nd.array(s) for s in _states(golden, name, "s")]
+    assert len(begin) == (len(layer.state_info()) if with_states else 0)
+
+    def call():
+        if with_states:
+            return layer(x, begin)
+        return layer(x), []
+    _check_run(layer, name, golden, call, x, begin, name in manifest["forward_only"])
+
+
+@pytest.mark.parametrize("name", sorted(CELL_CASES))
+def test_cell_unroll_matches_mxnet(name, golden):
+    build, length, shape, layout, merge, valid, with_states = CELL_CASES[name]
+    cell = build(rnn)
+    cell.initialize()
+    x = nd.array(golden[name + ":x"])
+    valid_nd = nd.array(golden[name + ":valid"]) if valid is not None else None
+    cell.unroll(length, x, layout=layout, merge_outputs=merge, valid_length=valid_nd)
+    _set_params(cell, golden, name)
+    begin = [nd.array(s) for s in _states(golden, name, "s")]
+
+    def call():
+        return cell.unroll(length, x, begin_state=begin if with_states else None,
+                           layout=layout, merge_outputs=merge, valid_length=valid_nd)
+    _check_run(cell, name, golden, call, x, begin, False)
+
+
+@pytest.mark.parametrize("name", ["lstm_projection", "lstm_projection_bi"])
+def test_projection_gradients_by_finite_differences(name, golden):
+    # MXNet 1.9.1 has no CPU backward for the projection; its forward is checked above.
+    layer, x = _layer(name, golden)
+    layer.cast("float64")
+    begin = _states(golden, name, "s")
+    params = list(layer.collect_params().values())
+    check_grad(lambda x, h, c: _flat(layer(x, [h, c])), golden[name + ":x"], begin[0], begin[1], params=params, rtol=1e-5, atol=1e-7)
+
+
+def _flat(out):
+    y, states = out
+    return [y] + list(states)
+
+
+def test_dropout_between_layers_is_reproducible_and_differentiable():
+    layer = rnn.GRU(2, num_layers=2, dropout=0.4, input_size=2, bidirectional=True)
+    layer.initialize()
+    layer.cast("float64")
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, size=(3, 2, 2))
+    h = rng.uniform(-1, 1, size=(4, 2, 2))
+
+    def fn(x, h):
+        tc_random.seed(5)       # the same masks in every pass of the finite differences
+        return _flat(layer(x, h))
+    check_grad(fn, x, h, params=list(layer.collect_params().values()), rtol=1e-5, atol=1e-7)
+    with autograd.train_mode():
+        tc_random.seed(5)
+        train = layer(nd.array(x, dtype="float64")).asnumpy()
+    infer = layer(nd.array(x, dtype="float64")).asnumpy()
+    no_dropout = rnn.GRU(2, num_layers=2, input_size=2, bidirectional=True)
+    no_dropout.initialize()
+    no_dropout.cast("float64")
+    for key, param in layer._collect_params_with_prefix().items():
+        no_dropout._collect_params_with_prefix()[key].set_data(param.data())
+    np.testing.assert_array_equal(infer, no_dropout(nd.array(x, dtype="float64")).asnumpy())
+    assert not np.allclose(train, infer)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
+def test_fused_op_gradients_by_finite_differences(mode):
+    from trainer_cli.ndarray.rnn import param_size
+    rng = np.random.RandomState(1)
+    steps, batch, width, hidden, layers = 3, 2, 3, 2, 2
+    size = param_size(mode, width, hidden, layers, bidirectional=True)
+    args = [rng.normal(size=(steps, batch, width)), rng.normal(size=(size,)) * 0.5,
+            rng.normal(size=(2 * layers, batch, hidden))]
+    if mode == "lstm":
+        args.append(rng.normal(size=(2 * layers, batch, hidden)))
+
+    def fn(x, w, h, c=None):
+        return nd.RNN(x, w, h, c, state_size=hidden, num_layers=layers, bidirectional=True,
+                      mode=mode, state_outputs=True)
+    check_grad(fn, *args, rtol=1e-5, atol=1e-7)
+
+
+def test_reads_parameter_files_written_by_mxnet(golden):
+    for name in ("lstm_2layer_bi", "gru"):
+        cls, kwargs, shape, with_states = LAYER_CASES[name]
+        layer = getattr(rnn, cls)(**kwargs)
+        layer.load_parameters(os.path.join(DATA, name + ".params"))
+        begin = [nd.array(s) for s in _states(golden, name, "s")]
+        y, states = layer(nd.array(golden[name + ":x"]), begin)
+        _close(y, golden[name + ":y"], name + " output after loading MXNet's file")
+
+
+def test_writes_parameter_files_mxnet_reads(tmp_path, golden):
+    # The same names, shapes and values as the file MXNet wrote for the same layer.
+    name = "lstm_2layer_bi"
+    layer, _x = _layer(name, golden)
+    path = str(tmp_path / "ours.params")
+    layer.save_parameters(path, format="mxnet")
+    ours = load_arrays(path)
+    theirs = load_arrays(os.path.join(DATA, name + ".params"))
+    assert sorted(ours) == sorted(theirs)
+    assert "_unfused.1.r_cell.h2h_weight" in ours
+    for key in theirs:
+        np.testing.assert_array_equal(np.asarray(ours[key]),
+                                      np.asarray(theirs[key]))
+
+
+def test_names_states_and_errors():
+    layer = rnn.LSTM(4, num_layers=2, bidirectional=True, input_size=3, prefix="enc_")
+    names = list(layer.collect_params().keys())
+    assert names[:5] == ["enc_l0_i2h_weight", "enc_l0_h2h_weight", "enc_l0_i2h_bias",
+                         "enc_l0_h2h_bias", "enc_r0_i2h_weight"]
+    assert layer.l1_i2h_weight.shape == (16, 8)
+    layer.initialize()
+    states = layer.begin_state(batch_size=5)
+    assert [s.shape for s in states] == [(4, 5, 4), (4, 5, 4)]
+    x = nd.ones((2, 5, 3))
+    out = layer(x)
+    assert out.shape == (2, 5, 8)
+    y, new_states = layer(x, states)
+    assert [s.shape for s in new_states] == [(4, 5, 4), (4, 5, 4)]
+    with pytest.raises(ValueError, match="Invalid recurrent state shape"):
+        layer(x, [nd.zeros((4, 3, 4)), nd.zeros((4, 3, 4))])
+    assert repr(layer) == "LSTM(3 -> 4, TNC, num_layers=2, bidirectional)"
+    net = gluon.nn.Sequential()
+    net.add(rnn.GRU(3, input_size=2))
+    assert sorted(net._collect_params_with_prefix()) == [
+        "0._unfused.0.h2h_bias", "0._unfused.0.h2h_weight", "0._unfused.0.i2h_bias",
+        "0._unfused.0.i2h_weight"]
+    clipped = rnn.LSTM(2, state_clip_min=-1, state_clip_max=1, input_size=2)
+    clipped.initialize()
+    with pytest.raises(NotImplementedError, match="compat"):
+        clipped(nd.ones((2, 1, 2)))
+
+
+def test_cells_state_info_reset_and_modifiers():
+    cell = rnn.SequentialRNNCell()
+    cell.add(rnn.LSTMCell(3, input_size=2))
+    cell.add(rnn.GRUCell(2, input_size=3))
+    assert [i["shape"] for i in cell.state_info(4)] == [(4, 3), (4, 3), (4, 2)]
+    cell.initialize()
+    states = cell.begin_state(batch_size=4)
+    out, new = cell(nd.ones((4, 2)), states)
+    assert out.shape == (4, 2) and len(new) == 3
+    assert cell._counter == 0
+    cell.reset()
+    assert cell._counter == -1
+    base = rnn.RNNCell(2, input_size=2)
+    zone = rnn.ZoneoutCell(base, zoneout_outputs=0.5)
+    with pytest.raises(RuntimeError, match="modifier"):
+        base.begin_state(batch_size=1)
+    assert [s.shape for s in zone.begin_state(batch_size=3)] == [(3, 2)]
+    with pytest.raises(NotImplementedError, match="unroll"):
+        rnn.BidirectionalCell(rnn.RNNCell(2), rnn.RNNCell(2))(nd.ones((1, 2)), [])
