@@ -93,7 +93,8 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
     gx += bx
     y = xp.empty((steps, batch, h0.shape[1]), dtype=x2.dtype)
     h, c = h0, c0
-    acts = xp.empty((steps,) + gx.shape[1:], dtype=x2.dtype) if keep else None
+    # The gates' activations: every step's when the backward needs them, else one step's.
+    acts = xp.empty((steps if keep else 1,) + gx.shape[1:], dtype=x2.dtype)
     cells = xp.empty((steps, batch, hidden), dtype=x2.dtype) if keep and mode == "lstm" else None
     extra = xp.empty((steps, batch, hidden), dtype=x2.dtype) if keep and (
         mode == "gru" or wr is not None) else None
@@ -101,36 +102,31 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
     for t in order:
         gh = h @ wh.T
         gh += bh
+        act = acts[t if keep else 0]
         if mode == "lstm":
-            a = gx[t] + gh
-            i = _sigmoid_raw(a[:, :hidden])
-            f = _sigmoid_raw(a[:, hidden:2 * hidden])
-            g = xp.tanh(a[:, 2 * hidden:3 * hidden])
-            o = _sigmoid_raw(a[:, 3 * hidden:])
+            gh += gx[t]
+            act[...] = _sigmoid_raw(gh)
+            act[:, 2 * hidden:3 * hidden] = xp.tanh(gh[:, 2 * hidden:3 * hidden])
+            i, f, g, o = (act[:, k * hidden:(k + 1) * hidden] for k in range(4))
             c = f * c + i * g
             m = o * xp.tanh(c)
             if keep:
-                acts[t, :, :hidden] = i
-                acts[t, :, hidden:2 * hidden] = f
-                acts[t, :, 2 * hidden:3 * hidden] = g
-                acts[t, :, 3 * hidden:] = o
                 cells[t] = c
                 if wr is not None:
                     extra[t] = m
             h = m if wr is None else m @ wr.T
         elif mode == "gru":
-            r = _sigmoid_raw(gx[t, :, :hidden] + gh[:, :hidden])
-            z = _sigmoid_raw(gx[t, :, hidden:2 * hidden] + gh[:, hidden:2 * hidden])
             ghn = gh[:, 2 * hidden:]
-            n = xp.tanh(gx[t, :, 2 * hidden:] + r * ghn)
+            act[:, :2 * hidden] = _sigmoid_raw(gx[t, :, :2 * hidden] + gh[:, :2 * hidden])
+            r, z = act[:, :hidden], act[:, hidden:2 * hidden]
+            n = act[:, 2 * hidden:]
+            n[...] = xp.tanh(gx[t, :, 2 * hidden:] + r * ghn)
             h = (1 - z) * n + z * h
             if keep:
-                acts[t, :, :hidden] = r
-                acts[t, :, hidden:2 * hidden] = z
-                acts[t, :, 2 * hidden:] = n
                 extra[t] = ghn
         else:
-            h = _activation(mode, gx[t] + gh)
+            gh += gx[t]
+            h = _activation(mode, gh)
         y[t] = h
     saved = (acts, cells, extra) if keep else None
     return y, h, c, saved
@@ -191,12 +187,12 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
     acts, cells, extra = saved
     hidden = wh.shape[0] // _GATES[mode]
     dgx = xp.empty((steps, batch, wh.shape[0]), dtype=x2.dtype)
+    # The recurrent product's gradient: the gates' own but for the GRU's new gate.
+    dgh_all = xp.empty_like(dgx) if mode == "gru" else dgx
+    dr_all = xp.empty(y.shape, dtype=y.dtype) if wr is not None else None
     order = range(steps) if reverse else range(steps - 1, -1, -1)
     first = steps - 1 if reverse else 0        # the step that read h0
-    dwh = gw[1]
-    dbh = gb[1]
     for t in order:
-        h_prev = h0 if t == first else y[t + 1 if reverse else t - 1]
         dh = dy[t] + dh
         if mode == "lstm":
             i = acts[t, :, :hidden]
@@ -206,7 +202,7 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
             c = cells[t]
             c_prev = c0 if t == first else cells[t + 1 if reverse else t - 1]
             if wr is not None:
-                gw[2] += dh.T @ extra[t]
+                dr_all[t] = dh
                 dm = dh @ wr
             else:
                 dm = dh
@@ -220,6 +216,7 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
             dc = dc * f
             dgh = da
         elif mode == "gru":
+            h_prev = h0 if t == first else y[t + 1 if reverse else t - 1]
             r = acts[t, :, :hidden]
             z = acts[t, :, hidden:2 * hidden]
             n = acts[t, :, 2 * hidden:]
@@ -229,8 +226,9 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
             da[:, :hidden] = dn * ghn * r * (1 - r)
             da[:, hidden:2 * hidden] = dh * (h_prev - n) * z * (1 - z)
             da[:, 2 * hidden:] = dn
-            dgh = da.copy()
-            dgh[:, 2 * hidden:] *= r
+            dgh = dgh_all[t]
+            dgh[:, :2 * hidden] = da[:, :2 * hidden]
+            dgh[:, 2 * hidden:] = dn * r
             dh = dh * z
         else:
             if mode == "rnn_relu":
@@ -239,10 +237,22 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
                 da = dh * (1 - y[t] * y[t])
             dgx[t] = da
             dgh = da
-        dwh += dgh.T @ h_prev
-        dbh += dgh.sum(axis=0)
         dh_rec = dgh @ wh
         dh = dh_rec if mode != "gru" else dh + dh_rec
+    # Every step's recurrent weights at once, against the state each step read.
+    h_prev_all = xp.empty(y.shape, dtype=y.dtype)
+    if reverse:
+        h_prev_all[:-1] = y[1:]
+        h_prev_all[-1] = h0
+    else:
+        h_prev_all[1:] = y[:-1]
+        h_prev_all[0] = h0
+    dgh2 = dgh_all.reshape(steps * batch, -1)
+    gw[1] += dgh2.T @ h_prev_all.reshape(steps * batch, -1)
+    gb[1] += dgh2.sum(axis=0)
+    if wr is not None:
+        # The projection's weights likewise, against every step's unprojected output.
+        gw[2] += dr_all.reshape(steps * batch, -1).T @ extra.reshape(steps * batch, -1)
     dgx2 = dgx.reshape(steps * batch, -1)
     gw[0] += dgx2.T @ x2                         # every step's input weights at once
     gb[0] += dgx2.sum(axis=0)
