@@ -264,3 +264,19 @@ def test_cells_state_info_reset_and_modifiers():
     assert [s.shape for s in zone.begin_state(batch_size=3)] == [(3, 2)]
     with pytest.raises(NotImplementedError, match="unroll"):
         rnn.BidirectionalCell(rnn.RNNCell(2), rnn.RNNCell(2))(nd.ones((1, 2)), [])
+
+
+def test_bidirectional_cell_ntc_valid_length_unmerged_request(golden):
+    # merge_outputs=None with valid_length: the merged outputs, the same as merge_outputs=True.
+    name = "bidirectional_valid_length"
+    build, length, shape, layout, merge, valid, with_states = CELL_CASES[name]
+    cell = build(rnn)
+    cell.initialize()
+    x = nd.array(golden[name + ":x"])
+    valid_nd = nd.array(golden[name + ":valid"])
+    cell.unroll(length, x, layout=layout, merge_outputs=True, valid_length=valid_nd)
+    _set_params(cell, golden, name)
+    begin = [nd.array(s) for s in _states(golden, name, "s")]
+    y, _states_out = cell.unroll(length, x, begin_state=begin, layout="NTC",
+                                 merge_outputs=None, valid_length=valid_nd)
+    _close(y, golden[name + ":y"], "merged outputs")

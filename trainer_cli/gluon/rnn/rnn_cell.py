@@ -591,7 +591,10 @@ class BidirectionalCell(HybridRecurrentCell):
             reversed_r_outputs, _, _ = _format_sequence(None, reversed_r_outputs, layout,
                                                         merge_outputs)
         if merge_outputs:
-            reversed_r_outputs = _nd.stack(*reversed_r_outputs, axis=axis)
+            if not isinstance(reversed_r_outputs, NDArray):
+                # (Already merged when merge_outputs was None: MXNet stacks it again there, on
+                # the wrong axis; see docs/compat.md.)
+                reversed_r_outputs = _nd.stack(*reversed_r_outputs, axis=axis)
             outputs = _nd.concat(l_outputs, reversed_r_outputs, dim=2)
         else:
             outputs = [_nd.concat(l_o, r_o, dim=1)
