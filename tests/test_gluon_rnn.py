@@ -280,3 +280,34 @@ def test_bidirectional_cell_ntc_valid_length_unmerged_request(golden):
     y, _states_out = cell.unroll(length, x, begin_state=begin, layout="NTC",
                                  merge_outputs=None, valid_length=valid_nd)
     _close(y, golden[name + ":y"], "merged outputs")
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_relu"])
+def test_fused_op_makes_no_hidden_host_transfer(monkeypatch, mode):
+    """The op is array-module code: on the CuPy stand-in it moves nothing to the host and gives
+    the bits it gives on NumPy (forward and every gradient)."""
+    from standin_xp import standin_array_module, to_device
+    from trainer_cli import cpu
+    from trainer_cli.ndarray.interop import grad_buffer, raw, wrap
+    from trainer_cli.ndarray.rnn import param_size
+    standin_array_module(monkeypatch)
+    rng = np.random.RandomState(2)
+    size = param_size(mode, 3, 2, 2, bidirectional=True, projection_size=None)
+    arrays = [rng.normal(size=(3, 2, 3)), rng.normal(size=(size,)) * 0.5,
+              rng.normal(size=(4, 2, 2))] + ([rng.normal(size=(4, 2, 2))] if mode == "lstm"
+                                             else [])
+    arrays = [a.astype(np.float32) for a in arrays]
+    runs = []
+    for move in (np.copy, to_device):
+        nds = [wrap(move(a), cpu()) for a in arrays]
+        for a in nds:
+            a.attach_grad()
+        with autograd.record():
+            outs = nd.RNN(*nds, state_size=2, num_layers=2, bidirectional=True, mode=mode,
+                          state_outputs=True)
+            flat = nd.concat(*[o.reshape((-1,)) for o in outs], dim=0)
+        flat.backward()
+        got = [raw(flat)] + [raw(grad_buffer(a)) for a in nds]
+        runs.append([g.get() if move is to_device else g for g in got])
+    for a, b in zip(*runs):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
