@@ -142,7 +142,8 @@ def test_projection_gradients_by_finite_differences(name, golden):
     layer.cast("float64")
     begin = _states(golden, name, "s")
     params = list(layer.collect_params().values())
-    check_grad(lambda x, h, c: _flat(layer(x, [h, c])), golden[name + ":x"], begin[0], begin[1], params=params, rtol=1e-5, atol=1e-7)
+    check_grad(lambda x, h, c: _flat(layer(x, [h, c])), golden[name + ":x"], begin[0],
+               begin[1], params=params, rtol=1e-5, atol=1e-7)
 
 
 def _flat(out):

@@ -178,7 +178,7 @@ def _dropout_mask(xp, shape, dtype, p, ctx):
 
 # ----------------------------------------------------------------------------- backward
 def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, reverse,
-                    gw, gb):
+                    gw, gb, need_dx=True):
     """Back through time for one direction: adds the weight and bias gradients into ``gw``
     and ``gb`` (views of the flat gradient), returns ``(dx2, dh0, dc0)``."""
     xp = _xp_of(x2)
@@ -256,7 +256,7 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
     dgx2 = dgx.reshape(steps * batch, -1)
     gw[0] += dgx2.T @ x2                         # every step's input weights at once
     gb[0] += dgx2.sum(axis=0)
-    dx2 = dgx2 @ wx
+    dx2 = dgx2 @ wx if need_dx else None
     return dx2, dh, (dc if mode == "lstm" else None)
 
 
@@ -268,7 +268,6 @@ def _backward(mode, x, flat, hx, cx, shapes, tape, dy, dhy, dcy, need_x):
     gflat = xp.zeros(flat.shape, dtype=flat.dtype)
     dhx = xp.empty(hx.shape, dtype=hx.dtype)
     dcx = xp.empty(cx.shape, dtype=cx.dtype) if cx is not None else None
-    dx = None
     for layer in range(shapes.layers - 1, -1, -1):
         layer_in, mask, outs, saved = tape[layer]
         x2 = layer_in.reshape(steps * batch, -1)
@@ -282,7 +281,8 @@ def _backward(mode, x, flat, hx, cx, shapes, tape, dy, dhy, dcy, need_x):
             dc_last = dcy[k] if dcy is not None else None
             c0 = cx[k] if cx is not None else None
             part, dh0, dc0 = _back_direction(mode, x2, steps, batch, w, hx[k], c0, outs[d],
-                                             saved[d], dyd, dhy[k], dc_last, d == 1, gw, gb)
+                                             saved[d], dyd, dhy[k], dc_last, d == 1, gw, gb,
+                                             layer > 0 or need_x)
             dhx[k] = dh0
             if dcx is not None:
                 dcx[k] = dc0
