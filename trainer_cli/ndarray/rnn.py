@@ -94,7 +94,8 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
     y = xp.empty((steps, batch, h0.shape[1]), dtype=x2.dtype)
     h, c = h0, c0
     # The gates' activations: every step's when the backward needs them, else one step's.
-    acts = xp.empty((steps if keep else 1,) + gx.shape[1:], dtype=x2.dtype)
+    gated = mode in ("lstm", "gru")
+    acts = xp.empty((steps if keep else 1,) + gx.shape[1:], dtype=x2.dtype) if gated else None
     cells = xp.empty((steps, batch, hidden), dtype=x2.dtype) if keep and mode == "lstm" else None
     extra = xp.empty((steps, batch, hidden), dtype=x2.dtype) if keep and (
         mode == "gru" or wr is not None) else None
@@ -102,7 +103,7 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
     for t in order:
         gh = h @ wh.T
         gh += bh
-        act = acts[t if keep else 0]
+        act = acts[t if keep else 0] if gated else None
         if mode == "lstm":
             gh += gx[t]
             act[...] = _sigmoid_raw(gh)
