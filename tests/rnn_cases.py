@@ -72,3 +72,48 @@ CELL_CASES = {
     "bidirectional_tnc_list": (_bidirectional, 3, (3, 2, 3), "TNC", False, None, False),
     "hybrid_stack_zero_rates": (_hybrid_stack, 3, (2, 3, 3), "NTC", True, None, True),
 }
+
+
+def language_model_flow(mx, tokens, init, vocab=7):
+    """A character-level language model as "Dive into Deep Learning" trains one: one-hot
+    inputs, a 2-layer LSTM, a Dense decoder, the state carried (detached) across batches,
+    gradients clipped by global norm, SGD with momentum. ``mx`` is ``mxnet`` or
+    ``trainer_cli``; ``tokens`` (batches, T+1, N) ints, ``init`` {save name: array}. Returns
+    the per-batch losses and the final parameters by save name."""
+    gluon, nd, autograd = mx.gluon, mx.nd, mx.autograd
+
+    class RNNModel(gluon.Block):
+        def __init__(self, **kwargs):
+            super(RNNModel, self).__init__(**kwargs)
+            with self.name_scope():
+                self.rnn = gluon.rnn.LSTM(6, num_layers=2, input_size=vocab)
+                self.dense = gluon.nn.Dense(vocab, in_units=6)
+
+        def forward(self, inputs, state):
+            X = nd.one_hot(inputs.T, vocab)
+            Y, state = self.rnn(X, state)
+            return self.dense(Y.reshape((-1, Y.shape[-1]))), state
+
+    net = RNNModel()
+    net.initialize()
+    for key, param in net._collect_params_with_prefix().items():
+        param.set_data(nd.array(init[key]))
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5,
+                                                          "momentum": 0.9})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    state = net.rnn.begin_state(batch_size=tokens.shape[2])
+    losses = []
+    for batch in tokens:
+        X = nd.array(batch[:-1].T)
+        Y = nd.array(batch[1:])         # (T, N): the targets in the output's row order
+        state = [s.detach() for s in state]
+        with autograd.record():
+            out, state = net(X, state)
+            loss = loss_fn(out, Y.reshape((-1,))).mean()
+        loss.backward()
+        grads = [p.grad() for p in net.collect_params().values()]
+        gluon.utils.clip_global_norm(grads, 1.0)
+        trainer.step(1)
+        losses.append(loss.asscalar())
+    final = {key: p.data().asnumpy() for key, p in net._collect_params_with_prefix().items()}
+    return losses, final

@@ -15,7 +15,7 @@ from trainer_cli.gluon import rnn
 from trainer_cli.gluon.param_file import load_arrays
 
 from gradcheck import check_grad
-from rnn_cases import CELL_CASES, LAYER_CASES
+from rnn_cases import CELL_CASES, LAYER_CASES, language_model_flow
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_rnn")
 RTOL, ATOL = 1e-5, 1e-6
@@ -312,3 +312,15 @@ def test_fused_op_makes_no_hidden_host_transfer(monkeypatch, mode):
         runs.append([g.get() if move is to_device else g for g in got])
     for a, b in zip(*runs):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_language_model_training_matches_mxnet(golden):
+    """The same program (imports aside) as under MXNet: LSTM language model, state carried
+    across batches, clipping, SGD with momentum; losses and final weights agree."""
+    import trainer_cli
+    init = {k.split(":", 2)[2]: v for k, v in golden.items() if k.startswith("lm:init:")}
+    losses, final = language_model_flow(trainer_cli, golden["lm:tokens"], init)
+    np.testing.assert_allclose(losses, golden["lm:losses"], rtol=RTOL, atol=ATOL)
+    assert sorted(final) == sorted(init)
+    for key, value in final.items():
+        _close(value, golden["lm:final:" + key], "final " + key)

@@ -8,7 +8,8 @@ The cases are tests/rnn_cases.py's. Each network is built, its parameters set to
 beside itself ``rnn.npz`` (per case ``x``, ``valid``, begin states ``s:i``, outputs ``y`` or
 ``y:i`` per step, out states ``o:i``, their heads ``hy``/``hy:i``/``ho:i``, gradients ``dx``,
 ``ds:i``, and per parameter ``p:<name>``/``g:<name>``), ``cases.json`` (what was generated) and
-the parameter files MXNet writes for two of the layers (``<case>.params``). MXNet 1.9.1
+the parameter files MXNet writes for two of the layers (``<case>.params``), and the losses and
+final parameters of ``language_model_flow`` (``lm:``). MXNet 1.9.1
 cannot train an LSTM with a projection on the CPU: those cases hold its forward only.
 """
 import json
@@ -21,7 +22,7 @@ from mxnet import autograd, gluon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
-from rnn_cases import CELL_CASES, LAYER_CASES  # noqa: E402
+from rnn_cases import CELL_CASES, LAYER_CASES, language_model_flow  # noqa: E402
 
 SAVED = ("lstm_2layer_bi", "gru")
 FORWARD_ONLY = ("lstm_projection", "lstm_projection_bi")
@@ -126,6 +127,22 @@ def cell_case(name, rng, arrays):
     _run(cell, name, call, x, begin, rng, arrays)
 
 
+def lm_flow(rng, arrays):
+    tokens = rng.randint(0, 7, size=(4, 6, 3))
+    shapes = {"rnn._unfused.0.i2h_weight": (24, 7), "rnn._unfused.0.h2h_weight": (24, 6),
+              "rnn._unfused.0.i2h_bias": (24,), "rnn._unfused.0.h2h_bias": (24,),
+              "rnn._unfused.1.i2h_weight": (24, 6), "rnn._unfused.1.h2h_weight": (24, 6),
+              "rnn._unfused.1.i2h_bias": (24,), "rnn._unfused.1.h2h_bias": (24,),
+              "dense.weight": (7, 6), "dense.bias": (7,)}
+    init = {k: rng.uniform(-0.5, 0.5, size=s).astype(np.float32) for k, s in shapes.items()}
+    losses, final = language_model_flow(mx, tokens, init)
+    arrays["lm:tokens"] = tokens.astype(np.int64)
+    arrays["lm:losses"] = np.asarray(losses, dtype=np.float32)
+    for key in init:
+        arrays["lm:init:" + key] = init[key]
+        arrays["lm:final:" + key] = final[key]
+
+
 def main():
     rng = np.random.RandomState(7)
     arrays = {}
@@ -133,6 +150,7 @@ def main():
         layer_case(name, rng, arrays)
     for name in CELL_CASES:
         cell_case(name, rng, arrays)
+    lm_flow(rng, arrays)
     np.savez_compressed(os.path.join(HERE, "rnn.npz"), **arrays)
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump({"generated_by": "mxnet %s" % mx.__version__,
