@@ -324,3 +324,19 @@ def test_language_model_training_matches_mxnet(golden):
     assert sorted(final) == sorted(init)
     for key, value in final.items():
         _close(value, golden["lm:final:" + key], "final " + key)
+
+
+def test_lstm_bias_initializer_and_mxnet_names():
+    from trainer_cli import init
+    layer = rnn.LSTM(3, input_size=2, i2h_bias_initializer="lstmbias")
+    layer.initialize()
+    np.testing.assert_array_equal(layer.l0_i2h_bias.data().asnumpy(),
+                                  [0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0])
+    cell = rnn.LSTMCell(2, input_size=2, i2h_bias_initializer=init.LSTMBias(forget_bias=2.0))
+    cell.initialize()
+    np.testing.assert_array_equal(cell.i2h_bias.data().asnumpy(), [0, 0, 2, 2, 0, 0, 0, 0])
+    # Every public name of MXNet 1.9.1's gluon.rnn.
+    for name in ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
+                 "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",
+                 "ZoneoutCell", "ResidualCell", "BidirectionalCell", "RNN", "LSTM", "GRU"]:
+        assert hasattr(gluon.rnn, name), name

@@ -15,7 +15,7 @@ from . import random as _random
 from .ndarray.interop import array_module as _array_module, raw as _raw
 
 __all__ = ["InitDesc", "Initializer", "Uniform", "Normal", "Xavier", "MSRAPrelu", "Zero", "One",
-           "Constant", "Orthogonal", "create", "names", "lookup", "register", "registry"]
+           "Constant", "Orthogonal", "LSTMBias", "create", "names", "lookup", "register", "registry"]
 
 registry: dict = {}
 
@@ -224,6 +224,22 @@ class Orthogonal(Initializer):
         u, _, v = numpy.linalg.svd(tmp, full_matrices=False)
         q = u if u.shape == tmp.shape else v
         _fill(arr, (self.scale * q.reshape(arr.shape)).astype(numpy.dtype(arr.dtype)))
+
+
+@register
+class LSTMBias(Initializer):
+    """An LSTM's biases: zeros except the forget gate's (the second of the four), set to
+    ``forget_bias`` (for ``i2h_bias_initializer`` of the LSTM layer or cell)."""
+
+    def __init__(self, forget_bias=1.0):
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def _init_weight(self, _, arr):
+        hidden = arr.shape[0] // 4
+        values = numpy.zeros(arr.shape, dtype=numpy.dtype(arr.dtype))
+        values[hidden:2 * hidden] = self.forget_bias
+        _fill(arr, values)
 
 
 # MXNet's string aliases for initializers.
