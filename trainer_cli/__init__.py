@@ -19,6 +19,8 @@ import sys as _sys
 if "numpy" not in _sys.modules:
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
 
+from . import base
+from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
 
 __version__ = "0.1.0"
@@ -27,15 +29,42 @@ _ALIASES = {
     "nd": "ndarray", "ndarray": "ndarray", "autograd": "autograd", "gluon": "gluon",
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "kvstore": "kvstore", "kv": "kvstore",
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
-    "metric": "metric",
+    "metric": "metric", "io": "io",
 }
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"] + sorted(_ALIASES)
+# MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one
+# raises an error that says so, never a bare AttributeError or "No module named".
+_ABSENT = {
+    "sym": "symbolic graph API (mxnet.symbol)", "symbol": "symbolic graph API (mxnet.symbol)",
+    "mod": "Module API (mxnet.module)", "module": "Module API (mxnet.module)",
+    "model": "FeedForward model API (mxnet.model)",
+    "recordio": "RecordIO file format (mxnet.recordio)",
+    "np": "NumPy-compatible array API (mxnet.numpy)", "numpy": "NumPy-compatible array API (mxnet.numpy)",
+    "npx": "NumPy extension API (mxnet.numpy_extension)",
+    "numpy_extension": "NumPy extension API (mxnet.numpy_extension)",
+    "image": "image API (mxnet.image)", "img": "image API (mxnet.image)",
+    "rnn": "symbolic RNN cells (mxnet.rnn; Gluon's are gluon.rnn)",
+    "profiler": "profiler (mxnet.profiler)", "visualization": "graph plotting (mxnet.visualization)",
+    "viz": "graph plotting (mxnet.visualization)", "callback": "Module callbacks (mxnet.callback)",
+    "monitor": "executor monitor (mxnet.monitor)", "mon": "executor monitor (mxnet.monitor)",
+    "operator": "custom C++/Python operator API (mxnet.operator)", "rtc": "runtime CUDA compiler (mxnet.rtc)",
+    "test_utils": "test helpers (mxnet.test_utils)", "engine": "engine controls (mxnet.engine)",
+    "executor": "symbolic executor (mxnet.executor)", "torch": "Torch bridge (mxnet.torch)",
+    "th": "Torch bridge (mxnet.torch)", "library": "operator library loader (mxnet.library)",
+}
+
+__all__ = (["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "MXNetError",
+            "base"] + sorted(_ALIASES))
+
+_sys.meta_path.append(base.AbsentModuleFinder(__name__, _ABSENT))
 
 
 def __getattr__(name):
     target = _ALIASES.get(name)
     if target is None:
+        if name in _ABSENT:
+            module = globals()[name] = base.AbsentModule(__name__ + "." + name, _ABSENT[name])
+            return module
         raise AttributeError("module 'trainer_cli' has no attribute %r" % name)
     module = importlib.import_module("." + target, __name__)
     globals()[name] = module

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 import threading
 
+from .base import MXNetError
+
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "GPUUnavailableError"]
 
 
@@ -20,8 +22,9 @@ def _numpy():
     return numpy
 
 
-class GPUUnavailableError(RuntimeError):
-    """Raised when a GPU context is used on a machine without CuPy or without a GPU."""
+class GPUUnavailableError(MXNetError):
+    """Raised when a GPU context is used on a machine without CuPy or without a GPU (an
+    ``MXNetError``, a ``RuntimeError``, as MXNet's is)."""
 
 
 _cupy = None

@@ -7,13 +7,15 @@ import os
 from .._atomic import atomic_write
 from .._bounded import open_regular
 from .._npz import NpzError, read_npz, write_npz
+from ..base import MXNetError
 from ..ndarray.mxnet_format import MXNetFileError, is_mxnet_file, read_mxnet_file, write_mxnet_file
 
 __all__ = ["save_arrays", "load_arrays", "ParamFileError"]
 
 
-class ParamFileError(ValueError):
-    """A parameter file is missing, truncated, corrupted or not a parameter file."""
+class ParamFileError(MXNetError, ValueError):
+    """A parameter file is missing, truncated, corrupted or not a parameter file (MXNet raises
+    MXNetError there)."""
 
 
 FORMATS = ("npz", "mxnet")

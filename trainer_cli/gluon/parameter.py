@@ -15,6 +15,7 @@ import numpy
 
 from .. import autograd
 from .. import initializer as _init
+from ..base import MXNetError
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
 from ..ndarray import creation as _creation
@@ -32,14 +33,15 @@ __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationErro
 _GRAD_REQS = ("write", "add", "null")
 
 
-class DeferredInitializationError(RuntimeError):
+class DeferredInitializationError(MXNetError):
     """A parameter was used before its shape was known (resolved at the first forward)."""
 
 
-class ParameterError(AssertionError, ValueError):
+class ParameterError(MXNetError, AssertionError, ValueError):
     """A bad argument where MXNet fails an ``assert``.
 
-    Code written for MXNet catches AssertionError there; ValueError is what the failure is.
+    Code written for MXNet catches AssertionError there; ValueError is what the failure is;
+    MXNetError is what code that catches MXNet's errors in general names.
     """
 
 

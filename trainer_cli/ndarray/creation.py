@@ -48,7 +48,10 @@ def array(source_array, ctx=None, dtype=None):
     return _wrap(data, ctx)
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
+    if stype is not None and stype != "default":
+        from . import sparse      # sparse builds on this module
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
     return _alloc(lambda xp, s, d: xp.zeros(s, dtype=d), shape, ctx, dtype)
 
 

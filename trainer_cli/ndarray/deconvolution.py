@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from ..base import ShapeError
 from .ndarray import _recording_for, _result, _wrap, _xp_of
 from .nn import _tuple
 
@@ -49,7 +50,7 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
         raise ValueError("num_filter=%s does not match weight shape %s with num_group=%d"
                          % (num_filter, w.shape, groups))
     if w.shape[0] != c or c % groups or tuple(w.shape[2:]) != kernel:
-        raise ValueError("weight shape %s does not fit data shape %s with kernel %s and "
+        raise ShapeError("weight shape %s does not fit data shape %s with kernel %s and "
                          "num_group=%d" % (w.shape, x.shape, kernel, groups))
     if any(a >= max(s, d) for a, s, d in zip(adj, stride, dilate)):
         raise ValueError("adj %s must be smaller than stride %s or dilate %s"

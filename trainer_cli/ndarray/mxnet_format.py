@@ -19,6 +19,8 @@ import struct
 
 import numpy
 
+from ..base import MXNetError
+
 __all__ = ["MXNetFileError", "is_mxnet_file", "read_mxnet_file", "write_mxnet_file",
            "LIST_MAGIC"]
 
@@ -35,8 +37,9 @@ _MAX_NDIM = 32
 MAX_DENSE_FROM_SPARSE_BYTES = 1 << 30
 
 
-class MXNetFileError(ValueError):
-    """A file in MXNet's array format is truncated, corrupted or holds something not loadable."""
+class MXNetFileError(MXNetError, ValueError):
+    """A file in MXNet's array format is truncated, corrupted or holds something not loadable
+    (MXNet raises MXNetError there)."""
 
 
 def is_mxnet_file(head: bytes) -> bool:

@@ -12,7 +12,9 @@ import operator
 import numpy
 
 from .. import autograd as _ag
+from ..base import ShapeError
 from ..context import Context, array_module_of, current_context
+from .one_element import one_element as _one_element
 
 __all__ = ["NDArray", "unbroadcast"]
 
@@ -189,12 +191,20 @@ def _minimum(a, b):
     return _xp_of(a).minimum(a, b)
 
 
+def _broadcast_error(ashape, bshape, exc):
+    return ShapeError("operands of shapes %s and %s do not broadcast together (%s)"
+                      % (tuple(ashape), tuple(bshape), exc))
+
+
 def _binary(a, b, fwd, grads):
     ad = a._data
     tb = type(b)
     if tb is NDArray or (tb is not float and tb is not int and isinstance(b, NDArray)):
         bd = b._data
-        out = fwd(ad, bd)
+        try:
+            out = fwd(ad, bd)
+        except ValueError as exc:
+            raise _broadcast_error(ad.shape, bd.shape, exc) from None
         if _state.recording and (a._node is not None or a._grad is not None
                                  or b._node is not None or b._grad is not None):
             ashape, bshape = ad.shape, bd.shape
@@ -211,7 +221,10 @@ def _binary(a, b, fwd, grads):
         bd = _scalar(b)
     else:
         bd = _xp_of(ad).asarray(b, dtype=ad.dtype)
-    out = fwd(ad, bd)
+    try:
+        out = fwd(ad, bd)
+    except ValueError as exc:
+        raise _broadcast_error(ad.shape, numpy.shape(bd), exc) from None
     if _state.recording and (a._node is not None or a._grad is not None):
         ashape = ad.shape
 
@@ -298,10 +311,13 @@ class NDArray:
 
     # ----------------------------------------------------------------- conversion
     def asnumpy(self) -> numpy.ndarray:
+        """A NumPy copy; of one element, one that ``float()`` accepts as NumPy 1.x did
+        (``one_element``: MXNet code does ``float(loss.mean().asnumpy())``)."""
         data = self._data
-        if type(data) is _np_ndarray:
-            return data.copy()
-        return data.get()
+        host = data.copy() if type(data) is _np_ndarray else data.get()
+        if host.size == 1:
+            return _one_element(host)
+        return host
 
     def asscalar(self):
         if self._data.size != 1:

@@ -20,6 +20,7 @@ import numpy
 
 from .. import autograd as _ag
 from .. import random as _random
+from ..base import ShapeError
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
 from . import _relu_masks
@@ -90,7 +91,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     if num_filter is not None and int(num_filter) != f:
         raise ValueError("num_filter=%s does not match weight shape %s" % (num_filter, w.shape))
     if c % groups or f % groups or w.shape[1] * groups != c or tuple(w.shape[2:]) != kernel:
-        raise ValueError("weight shape %s does not fit data shape %s with kernel %s and num_group=%d"
+        raise ShapeError("weight shape %s does not fit data shape %s with kernel %s and num_group=%d"
                          % (w.shape, x.shape, kernel, groups))
     spatial = x.shape[2:]
     out_sp = tuple((h + 2 * p - d * (k - 1) - 1) // s + 1

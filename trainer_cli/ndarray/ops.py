@@ -15,6 +15,7 @@ import numpy
 from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_for, _scalar,
                       _scatter_add, _wrap, _xp_of, unbroadcast)
 from .. import autograd as _ag
+from ..base import ShapeError
 from . import _fc_kernels
 
 _state = _ag._state
@@ -735,6 +736,9 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False):
     else:
         b2 = b.reshape(b.shape[0], -1)
         right, bm = b.shape[1:], b2
+    if am.shape[1] != bm.shape[0]:
+        raise ShapeError("dot: shapes %s and %s do not fit (transpose_a=%s, transpose_b=%s)"
+                         % (a.shape, b.shape, transpose_a, transpose_b))
     out = (am @ bm).reshape(left + right or (1,))
     if _recording_for(lhs, rhs):
         def vjp(g, needs):
@@ -755,7 +759,11 @@ def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False):
     a, b = lhs._data, rhs._data
     at = a.swapaxes(-1, -2) if transpose_a else a
     bt = b.swapaxes(-1, -2) if transpose_b else b
-    out = at @ bt
+    try:
+        out = at @ bt
+    except ValueError as exc:
+        raise ShapeError("batch_dot: shapes %s and %s do not fit (transpose_a=%s, transpose_b=%s):"
+                         " %s" % (a.shape, b.shape, transpose_a, transpose_b, exc)) from None
     if _recording_for(lhs, rhs):
         def vjp(g, needs):
             ga = gb = None
@@ -783,6 +791,10 @@ def _fully_connected(data, weight, bias, flatten, relu):
     b = None if bias is None else bias._data
     x2 = x if x.ndim == 2 else (x.reshape(x.shape[0], -1) if flatten
                                  else x.reshape(-1, x.shape[-1]))
+    if x2.shape[1] != w.shape[-1] or w.ndim != 2 or (b is not None and b.shape != w.shape[:1]):
+        raise ShapeError("FullyConnected: weight shape %s%s does not fit data shape %s (flatten=%s)"
+                         % (w.shape, "" if b is None else " and bias shape %s" % (b.shape,),
+                            x.shape, flatten))
     if type(x2) is _np_ndarray and x2.shape[0] < w.shape[0]:
         # OpenBLAS runs a batch smaller than the layer's width 1.2-2x faster with the weight as
         # the left operand: the same dot products, the same bits, a transposed (F-order) result.
@@ -931,7 +943,11 @@ def Activation(data, act_type):
 # ----------------------------------------------------------------------------- joining, splitting
 def concat(*data, dim=1):
     raws = [x._data for x in data]
-    out = _xp_of(raws[0]).concatenate(raws, axis=dim)
+    try:
+        out = _xp_of(raws[0]).concatenate(raws, axis=dim)
+    except ValueError as exc:
+        raise ShapeError("concat along dim %d: shapes %s do not fit (%s)"
+                         % (dim, [r.shape for r in raws], exc)) from None
     if _recording_for(*data):
         bounds = numpy.cumsum([r.shape[dim] for r in raws])[:-1].tolist()
 
@@ -949,7 +965,11 @@ def stack(*data, axis=0, num_args=None):
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
     raws = [x._data for x in data]
-    out = _xp_of(raws[0]).stack(raws, axis=axis)
+    try:
+        out = _xp_of(raws[0]).stack(raws, axis=axis)
+    except ValueError as exc:
+        raise ShapeError("stack: shapes %s are not all equal (%s)"
+                         % ([r.shape for r in raws], exc)) from None
     if _recording_for(*data):
         def vjp(g, needs):
             parts = _xp_of(g).moveaxis(g, axis, 0)

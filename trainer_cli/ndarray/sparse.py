@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy
 
+from ..base import StorageTypeError
 from ..context import Context, current_context
 from . import _embedding_kernels
 from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
@@ -332,7 +333,7 @@ def zeros(stype, shape, ctx=None, dtype=None):
                         xp.zeros((shape[0] + 1,), dtype=_INDEX), shape, ctx)
         if stype == "default":
             return _wrap(xp.zeros(shape, dtype=dtype), ctx)
-    raise ValueError("unknown storage type %r (row_sparse, csr or default)" % (stype,))
+    raise StorageTypeError("unknown storage type %r (row_sparse, csr or default)" % (stype,))
 
 
 def array(source_array, ctx=None, dtype=None):
@@ -380,12 +381,12 @@ def cast_storage(x: NDArray, stype: str):
     convert into each other (MXNet refuses, with the same message)."""
     have = x.stype
     if stype not in ("default", "row_sparse", "csr"):
-        raise ValueError("unknown storage type %r (default, row_sparse or csr)" % (stype,))
+        raise StorageTypeError("unknown storage type %r (default, row_sparse or csr)" % (stype,))
     if stype == have:
         # MXNet's cast_storage makes a new array even from dense to dense (and records it).
         return x.copy()
     if have != "default" and stype != "default":
-        raise ValueError("cast_storage from %s to %s is not supported" % (have, stype))
+        raise StorageTypeError("cast_storage from %s to %s is not supported" % (have, stype))
     if stype == "default":
         return x._dense()
     data = x._data

@@ -1,0 +1,91 @@
+"""The root of the errors MXNet raises as ``MXNetError`` (``mx.base.MXNetError``).
+
+MXNet reports a failure inside its engine (no GPU, input shapes that do not fit an operator, a
+storage type it does not know, a damaged parameter file) as ``mxnet.base.MXNetError``, a
+``RuntimeError``; Gluon code catches it by that name, most often to fall back to the CPU::
+
+    try:
+        nd.zeros((1,), ctx=mx.gpu())
+    except mx.base.MXNetError:
+        ctx = mx.cpu()
+
+The errors trainer_cli raises in those places are instances of ``MXNetError`` and also of the
+built-in type they were before (``ShapeError`` is a ``ValueError`` too), so both MXNet code and
+ordinary ``except ValueError`` catch them. This module imports nothing of trainer_cli: every
+layer may raise these.
+"""
+
+__all__ = ["MXNetError", "ShapeError", "StorageTypeError", "NotInTrainerCLIError"]
+
+
+class MXNetError(RuntimeError):
+    """Default error thrown by MXNet functions (MXNet's own class is a ``RuntimeError`` too)."""
+
+
+class ShapeError(MXNetError, ValueError):
+    """Input shapes that do not fit an operator (MXNet: ``MXNetError: Shape inconsistent``)."""
+
+
+class StorageTypeError(MXNetError, ValueError):
+    """A storage type that is not ``default``, ``row_sparse`` or ``csr``, or a conversion
+    between storage types that MXNet does not make."""
+
+
+class NotInTrainerCLIError(MXNetError, AttributeError):
+    """An MXNet name that trainer_cli deliberately does not provide (docs/porting.md lists them).
+
+    An ``AttributeError``, so ``hasattr(mod.absent_thing, "x")`` and ``getattr(..., default)``
+    still answer that the name is absent; the message says it is absent on purpose.
+    """
+
+
+def absent_message(qualname: str, what: str) -> str:
+    return ("%s is MXNet's %s, which trainer_cli does not provide; see docs/porting.md for what "
+            "exists and what to use instead, docs/compat.md for the differences." % (qualname, what))
+
+
+class AbsentModule:
+    """Stands for an MXNet module trainer_cli does not provide, such as ``mx.sym``.
+
+    ``from trainer_cli import sym`` succeeds (a file that imports it but uses it only on some
+    paths still runs); the first use of anything in it (``sym.var``, ``sym(...)``) raises
+    ``NotInTrainerCLIError`` saying what is missing.
+    """
+
+    __slots__ = ("_qualname", "_what")
+
+    def __init__(self, qualname: str, what: str):
+        object.__setattr__(self, "_qualname", qualname)
+        object.__setattr__(self, "_what", what)
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            # Introspection (copy, pickle, doctest, IPython) asks for dunders: answer as absent.
+            raise AttributeError(name)
+        raise NotInTrainerCLIError(absent_message("%s.%s" % (self._qualname, name), self._what))
+
+    def __setattr__(self, name, value):
+        raise NotInTrainerCLIError(absent_message(self._qualname, self._what))
+
+    def __call__(self, *args, **kwargs):
+        raise NotInTrainerCLIError(absent_message(self._qualname, self._what))
+
+    def __repr__(self):
+        return "<absent MXNet module %s: %s (see docs/porting.md)>" % (self._qualname, self._what)
+
+
+class AbsentModuleFinder:
+    """On ``sys.meta_path`` after the ordinary finders: ``import trainer_cli.recordio`` (a module
+    MXNet has and trainer_cli deliberately lacks) fails with a message that says so instead of
+    a bare "No module named". It answers only for the names it was given; a module that exists
+    is found by the ordinary finders first."""
+
+    def __init__(self, package: str, absent: dict):
+        self._package = package
+        self._absent = absent
+
+    def find_spec(self, fullname, path=None, target=None):
+        parent, _, name = fullname.rpartition(".")
+        if parent == self._package and name in self._absent:
+            raise ModuleNotFoundError(absent_message(fullname, self._absent[name]), name=fullname)
+        return None
