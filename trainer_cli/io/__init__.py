@@ -1,0 +1,25 @@
+"""``mx.io``: MXNet's Python data iterators (``NDArrayIter``, ``CSVIter``) and their batch types.
+
+MXNet's C++ record and image iterators (``ImageRecordIter``, ``MNISTIter``, ``LibSVMIter``, ...)
+are not provided: naming one says so (docs/porting.md).
+"""
+from ..base import NotInTrainerCLIError, absent_message
+from .csv_iter import CSVIter
+from .data_batch import DataBatch, DataDesc, DataIter
+from .ndarray_iter import NDArrayIter
+
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter"]
+
+_ABSENT = {
+    "MXDataIter": "C++ data iterator wrapper", "ImageRecordIter": "RecordIO image iterator",
+    "ImageRecordUInt8Iter": "RecordIO image iterator", "ImageRecordInt8Iter": "RecordIO image iterator",
+    "ImageDetRecordIter": "RecordIO detection iterator", "MNISTIter": "MNIST file iterator "
+    "(use gluon.data.vision.MNIST)", "LibSVMIter": "LibSVM file iterator",
+    "ResizeIter": "epoch-resizing iterator wrapper", "PrefetchingIter": "prefetching iterator wrapper",
+}
+
+
+def __getattr__(name):
+    if name in _ABSENT:
+        raise NotInTrainerCLIError(absent_message(__name__ + "." + name, _ABSENT[name]))
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -1,0 +1,154 @@
+"""``CSVIter``: batches from CSV files of numbers, with MXNet 1.9.1's batch contents and ``pad``.
+
+MXNet's iterator streams the file; this one reads it whole into one array (a CSV that fits in
+memory, which is what CSVIter is used for) and then cuts batches exactly as MXNet's batch
+loader does: with ``round_batch`` the last batch wraps around to the first rows and the next
+pass starts after them; without it the last batch keeps, past its real rows, the rows the
+previous batch had there (MXNet reuses its batch buffer), and ``pad`` says how many.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy
+
+from .._bounded import open_regular
+from ..ndarray import creation
+from .data_batch import DataBatch, DataDesc, DataIter
+
+__all__ = ["CSVIter", "CSVError"]
+
+_DTYPES = ("float32", "float64", "float16", "int32", "int64", "int8", "uint8")
+
+
+class CSVError(ValueError):
+    """A CSV file that cannot be read as rows of numbers of the given shape."""
+
+
+def _files(path):
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+    return [path]
+
+
+def _read_rows(path, width, dtype):
+    """The rows of the CSV file(s) at ``path`` as an ``(n, width)`` array of ``dtype``."""
+    rows = []
+    parse = float if numpy.dtype(dtype).kind == "f" else int
+    for name in _files(path):
+        try:
+            handle = open_regular(name, "rb")
+        except OSError as exc:
+            raise CSVError("%s: cannot read the CSV file (%s)" % (name, exc.strerror or exc)) from None
+        with handle:
+            for lineno, raw in enumerate(handle, 1):
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    values = [parse(v) for v in line.decode("ascii").split(",")]
+                except (UnicodeDecodeError, ValueError):
+                    raise CSVError("%s, line %d: expected %d comma-separated numbers, got %r"
+                                   % (name, lineno, width, line[:80].decode("ascii", "replace"))) from None
+                if len(values) != width:
+                    raise CSVError("%s, line %d: expected %d values (the size of the shape), got %d"
+                                   % (name, lineno, width, len(values)))
+                rows.append(values)
+    return numpy.array(rows, dtype=dtype).reshape(len(rows), width)
+
+
+class CSVIter(DataIter):
+    """Batches of ``data_shape`` examples read from ``data_csv`` (a file or a folder of files),
+    with labels from ``label_csv`` (zeros without one)."""
+
+    def __init__(self, data_csv, data_shape, batch_size, label_csv=None, label_shape=(1,),
+                 round_batch=True, prefetch_buffer=4, ctx="gpu", dtype=None, data_name="data",
+                 label_name="softmax_label", **kwargs):
+        super().__init__(int(batch_size))
+        dtype = "float32" if dtype is None else numpy.dtype(dtype).name
+        if dtype not in _DTYPES:
+            raise ValueError("CSVIter dtype must be one of %s, got %r" % (", ".join(_DTYPES), dtype))
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be at least 1, got %r" % (batch_size,))
+        self._data_shape = tuple(int(d) for d in data_shape)
+        self._label_shape = tuple(int(d) for d in label_shape)
+        self._data = _read_rows(os.fspath(data_csv), int(numpy.prod(self._data_shape)), dtype)
+        n = len(self._data)
+        if label_csv is not None and label_csv != "NULL":
+            self._label = _read_rows(os.fspath(label_csv), int(numpy.prod(self._label_shape)), dtype)
+            if len(self._label) != n:
+                raise CSVError("%s has %d rows but %s has %d" % (label_csv, len(self._label),
+                                                                 data_csv, n))
+        else:
+            self._label = numpy.zeros((n, int(numpy.prod(self._label_shape))), dtype=dtype)
+        if n == 0:
+            raise CSVError("%s holds no rows" % (data_csv,))
+        if round_batch and n < self.batch_size:
+            raise CSVError("%s: number of input must be bigger than batch size (%d rows, "
+                           "batch_size %d)" % (data_csv, n, self.batch_size))
+        self._round = bool(round_batch)
+        self._dtype = dtype
+        self._data_name, self._label_name = data_name, label_name
+        # MXNet keeps one batch buffer; without round_batch a short batch shows its old rows.
+        self._buf_data = numpy.zeros((self.batch_size,) + self._data_shape, dtype=dtype)
+        label_tail = () if self._label_shape == (1,) else self._label_shape
+        self._buf_label = numpy.zeros((self.batch_size,) + label_tail, dtype=dtype)
+        self._pos = 0          # next row to read
+        self._overflow = 0     # rows the last batch took from the start (round_batch)
+        self._batch = None
+
+    @property
+    def provide_data(self):
+        return [DataDesc(self._data_name, self._buf_data.shape, numpy.dtype(self._dtype))]
+
+    @property
+    def provide_label(self):
+        return [DataDesc(self._label_name, self._buf_label.shape, numpy.dtype(self._dtype))]
+
+    def reset(self):
+        if not self._round or self._overflow == 0:
+            self._pos = 0
+        else:
+            self._overflow = 0    # the wrap-around already started the next pass
+
+    def iter_next(self):
+        self._batch = None
+        if self._overflow:
+            return False
+        n, bs = len(self._data), self.batch_size
+        take = min(bs, n - self._pos)
+        if take <= 0:
+            return False
+        rows = list(range(self._pos, self._pos + take))
+        self._pos += take
+        pad = 0
+        if take < bs:
+            if self._round:
+                self._overflow = bs - take
+                rows += list(range(self._overflow))
+                self._pos = self._overflow
+                pad = self._overflow
+            else:
+                pad = bs - take
+        count = len(rows)
+        self._buf_data[:count] = self._data[rows].reshape((count,) + self._data_shape)
+        self._buf_label[:count] = self._label[rows].reshape((count,) + self._buf_label.shape[1:])
+        self._batch = (creation.array(self._buf_data, dtype=self._dtype),
+                       creation.array(self._buf_label, dtype=self._dtype), pad)
+        return True
+
+    def next(self):
+        if self.iter_next():
+            data, label, pad = self._batch
+            return DataBatch(data=[data], label=[label], pad=pad, index=None)
+        raise StopIteration
+
+    def getdata(self):
+        return [self._batch[0]] if self._batch else None
+
+    def getlabel(self):
+        return [self._batch[1]] if self._batch else None
+
+    def getpad(self):
+        return self._batch[2] if self._batch else 0
