@@ -1,0 +1,300 @@
+"""``gluon.data.vision`` datasets read from the standard local files, where MXNet keeps them.
+
+Nothing is downloaded: put the files MXNet would have downloaded under ``root`` (by default
+``$MXNET_HOME/datasets/<name>``, ``~/.mxnet/datasets/<name>`` without ``MXNET_HOME``, exactly
+MXNet's place). A missing file is an error naming every file expected and the folder; a
+truncated or foreign file is an error naming the file. Files are read bounded: a file may hold
+at most what its header (idx) or the data set's size (CIFAR) says, and never more than
+``MAX_FILE_BYTES``.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import struct
+import warnings
+
+import numpy
+
+from ...._bounded import MiB, open_regular
+from ....ndarray import NDArray, creation
+from ..dataset import Dataset
+from .image_file import imread
+
+__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageFolderDataset",
+           "ImageListDataset", "DatasetFileError", "data_dir"]
+
+MAX_FILE_BYTES = 1024 * MiB
+
+
+class DatasetFileError(ValueError):
+    """A data set's file is missing, truncated or not what its name says."""
+
+
+def data_dir():
+    """MXNet's data folder: ``$MXNET_HOME``, else ``~/.mxnet``."""
+    return os.getenv("MXNET_HOME", os.path.join(os.path.expanduser("~"), ".mxnet"))
+
+
+def _require(root, names, what):
+    missing = [n for n in names if not os.path.isfile(os.path.join(root, n))]
+    if missing:
+        raise DatasetFileError(
+            "%s: %s not found in %s. trainer_cli does not download data sets: put the file(s) "
+            "%s there (the files MXNet downloads, e.g. from the data set's home page), or give "
+            "root= the folder that holds them." % (
+                what, ", ".join(missing), root, ", ".join(names)))
+
+
+def _read_bounded(path, limit, opener=None):
+    """At most ``limit`` bytes of ``path`` (decompressed, for a ``.gz``); more is damage."""
+    try:
+        raw = open_regular(path, "rb")
+    except OSError as exc:
+        raise DatasetFileError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
+    with raw:
+        stream = gzip.GzipFile(fileobj=raw) if opener == "gzip" else raw
+        try:
+            data = stream.read(limit + 1)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise DatasetFileError("%s: damaged (%s)" % (path, exc)) from None
+    if len(data) > limit:
+        raise DatasetFileError("%s: holds more than the %d bytes its header allows"
+                               % (path, limit))
+    return data
+
+
+def _read_idx(path, magic, dims):
+    """An idx file (``.gz``): big-endian magic, ``dims`` sizes, then uint8 values."""
+    header = 4 + 4 * dims
+    head = _read_bounded(path, header, "gzip")[:header]
+    if len(head) < header:
+        raise DatasetFileError("%s: truncated idx header (%d of %d bytes)" % (path, len(head), header))
+    found = struct.unpack(">I", head[:4])[0]
+    if found != magic:
+        raise DatasetFileError("%s: not an idx file of %d dimension(s) (magic %#x, expected %#x)"
+                               % (path, dims, found, magic))
+    shape = struct.unpack(">" + "I" * dims, head[4:header])
+    count = int(numpy.prod(shape, dtype=numpy.int64))
+    if header + count > MAX_FILE_BYTES:
+        raise DatasetFileError("%s: header claims %s values, more than this reader takes"
+                               % (path, shape))
+    data = _read_bounded(path, header + count, "gzip")
+    if len(data) != header + count:
+        raise DatasetFileError("%s: truncated: %d data bytes where the header says %d"
+                               % (path, len(data) - header, count))
+    return numpy.frombuffer(data, dtype=numpy.uint8, offset=header).reshape(shape)
+
+
+class _DownloadedDataset(Dataset):
+    """A data set held in memory: ``_data`` (NDArray) and ``_label`` (NumPy int32)."""
+
+    def __init__(self, root, transform):
+        self._transform = transform
+        self._data = None
+        self._label = None
+        self._root = os.path.expanduser(root)
+        self._get_data()
+
+    def __getitem__(self, idx):
+        if self._transform is not None:
+            return self._transform(self._data[idx], self._label[idx])
+        return self._data[idx], self._label[idx]
+
+    def __len__(self):
+        return len(self._label)
+
+    def _get_data(self):
+        raise NotImplementedError
+
+
+class MNIST(_DownloadedDataset):
+    """MNIST handwritten digits: samples are uint8 NDArrays of shape (28, 28, 1) and int32
+    labels, read from ``train-images-idx3-ubyte.gz`` / ``train-labels-idx1-ubyte.gz`` (or the
+    ``t10k-`` pair with ``train=False``) in ``root``."""
+
+    _namespace = "mnist"
+
+    def __init__(self, root=None, train=True, transform=None):
+        self._train = train
+        if root is None:
+            root = os.path.join(data_dir(), "datasets", self._namespace)
+        super().__init__(root, transform)
+
+    def _get_data(self):
+        prefix = "train" if self._train else "t10k"
+        data_name, label_name = prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz"
+        _require(self._root, [data_name, label_name], type(self).__name__)
+        label = _read_idx(os.path.join(self._root, label_name), 0x801, 1).astype(numpy.int32)
+        data = _read_idx(os.path.join(self._root, data_name), 0x803, 3)
+        if data.shape[0] != len(label) or data.shape[1:] != (28, 28):
+            raise DatasetFileError("%s holds images of shape %s for %d labels; expected (%d, 28, 28)"
+                                   % (os.path.join(self._root, data_name), data.shape,
+                                      len(label), len(label)))
+        data = data.reshape(len(label), 28, 28, 1)
+        self._data = creation.array(data, dtype=data.dtype)
+        self._label = label
+
+
+class FashionMNIST(MNIST):
+    """Fashion-MNIST (Zalando's article images): the same files and layout as MNIST, by
+    default under ``datasets/fashion-mnist``."""
+
+    _namespace = "fashion-mnist"
+
+
+class CIFAR10(_DownloadedDataset):
+    """CIFAR-10: samples are uint8 NDArrays of shape (32, 32, 3) and int32 labels, read from the
+    binary version's ``data_batch_1.bin`` ... ``data_batch_5.bin`` (``test_batch.bin`` with
+    ``train=False``) in ``root``, the files ``cifar-10-binary.tar.gz`` holds."""
+
+    _namespace = "cifar10"
+    _record = 3072 + 1
+    _train_files = ["data_batch_%d.bin" % i for i in range(1, 6)]
+    _test_files = ["test_batch.bin"]
+    _max_records = 60000
+
+    def __init__(self, root=None, train=True, transform=None):
+        self._train = train
+        if root is None:
+            root = os.path.join(data_dir(), "datasets", self._namespace)
+        super().__init__(root, transform)
+
+    def _label_of(self, records):
+        return records[:, 0]
+
+    def _read_batch(self, path):
+        raw = _read_bounded(path, self._record * self._max_records)
+        if not raw or len(raw) % self._record:
+            raise DatasetFileError("%s: %d bytes is not a whole number of %d-byte CIFAR records"
+                                   % (path, len(raw), self._record))
+        records = numpy.frombuffer(raw, dtype=numpy.uint8).reshape(-1, self._record)
+        images = records[:, self._record - 3072:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        return images, self._label_of(records).astype(numpy.int32)
+
+    def _get_data(self):
+        names = self._train_files if self._train else self._test_files
+        _require(self._root, names, type(self).__name__)
+        parts = [self._read_batch(os.path.join(self._root, n)) for n in names]
+        data = numpy.concatenate([p[0] for p in parts])
+        self._data = creation.array(data, dtype=data.dtype)
+        self._label = numpy.concatenate([p[1] for p in parts])
+
+
+class CIFAR100(CIFAR10):
+    """CIFAR-100: ``train.bin`` / ``test.bin`` of the binary version; labels are the 20 coarse
+    classes, or the 100 fine ones with ``fine_label=True``."""
+
+    _namespace = "cifar100"
+    _record = 3072 + 2
+    _train_files = ["train.bin"]
+    _test_files = ["test.bin"]
+
+    def __init__(self, root=None, fine_label=False, train=True, transform=None):
+        self._fine_label = fine_label
+        super().__init__(root, train, transform)
+
+    def _label_of(self, records):
+        return records[:, 0 + int(bool(self._fine_label))]
+
+
+_EXTS = (".jpg", ".jpeg", ".png")
+
+
+class ImageFolderDataset(Dataset):
+    """Images in one folder per class (``root/car/0001.jpg``): class ``i`` is the i-th folder
+    name in sorted order (``synsets[i]``); ``items`` lists ``(filename, label)``. Images are
+    decoded when read, as uint8 (H, W, 3) NDArrays (``flag=0``: (H, W, 1) gray)."""
+
+    def __init__(self, root, flag=1, transform=None):
+        self._root = os.path.expanduser(root)
+        self._flag = flag
+        self._transform = transform
+        self._exts = list(_EXTS)
+        self._list_images(self._root)
+
+    def _list_images(self, root):
+        self.synsets = []
+        self.items = []
+        try:
+            folders = sorted(os.listdir(root))
+        except OSError as exc:
+            raise DatasetFileError("%s: cannot list the image folder (%s)"
+                                   % (root, exc.strerror or exc)) from None
+        for folder in folders:
+            path = os.path.join(root, folder)
+            if not os.path.isdir(path):
+                warnings.warn("Ignoring %s, which is not a directory." % path, stacklevel=3)
+                continue
+            label = len(self.synsets)
+            self.synsets.append(folder)
+            for filename in sorted(os.listdir(path)):
+                filename = os.path.join(path, filename)
+                ext = os.path.splitext(filename)[1]
+                if ext.lower() not in self._exts:
+                    warnings.warn("Ignoring %s of type %s. Only support %s"
+                                  % (filename, ext, ", ".join(self._exts)))
+                    continue
+                self.items.append((filename, label))
+
+    def __getitem__(self, idx):
+        img = creation.array(imread(self.items[idx][0], self._flag), dtype=numpy.uint8)
+        label = self.items[idx][1]
+        if self._transform is not None:
+            return self._transform(img, label)
+        return img, label
+
+    def __len__(self):
+        return len(self.items)
+
+
+class ImageListDataset(Dataset):
+    """Images named by a list: a ``.lst`` file under ``root`` (tab-separated ``index``,
+    label(s), relative path per line, MXNet's im2rec format) or a list of ``[label(s)...,
+    path]`` entries. Labels come back as float32 NDArrays, as in MXNet."""
+
+    MAX_LIST_BYTES = 256 * MiB
+
+    def __init__(self, root=".", imglist=None, flag=1):
+        self._root = os.path.expanduser(root)
+        self._flag = flag
+        self._items = []
+        if isinstance(imglist, (str, os.PathLike)):
+            fname = os.path.join(self._root, os.fspath(imglist))
+            text = _read_bounded(fname, self.MAX_LIST_BYTES)
+            try:
+                lines = text.decode("utf-8").splitlines()
+            except UnicodeDecodeError:
+                raise DatasetFileError("%s: not a UTF-8 text list" % fname) from None
+            for lineno, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                fields = line.strip().split("\t")
+                try:
+                    if len(fields) < 3:
+                        raise ValueError
+                    int(fields[0])
+                    labels = [float(v) for v in fields[1:-1]]
+                except ValueError:
+                    raise DatasetFileError(
+                        "%s, line %d: expected 'index<TAB>label(s)<TAB>path', got %r"
+                        % (fname, lineno, line[:80])) from None
+                self._items.append((numpy.array(labels, dtype=numpy.float32),
+                                    os.path.join(self._root, fields[-1])))
+        elif isinstance(imglist, (list, tuple)):
+            for i, entry in enumerate(imglist):
+                if len(entry) < 2 or not isinstance(entry[-1], str):
+                    raise ValueError("imglist[%d]: expected [label(s)..., path], got %r" % (i, entry))
+                labels = entry[:-1] if len(entry) > 2 else entry[0]
+                self._items.append((numpy.array(labels, dtype=numpy.float32).reshape(-1),
+                                    os.path.join(self._root, entry[-1])))
+        else:
+            raise ValueError("imglist must be a .lst file name or a list, got %r" % (imglist,))
+
+    def __getitem__(self, idx):
+        labels, path = self._items[idx]
+        img = creation.array(imread(path, self._flag), dtype=numpy.uint8)
+        return img, creation.array(labels)
+
+    def __len__(self):
+        return len(self._items)

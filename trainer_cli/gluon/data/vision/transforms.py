@@ -1,0 +1,349 @@
+"""``gluon.data.vision.transforms``: image transforms as Blocks, with MXNet 1.9.1's pixels.
+
+Images are NDArrays in MXNet's layout, (H, W, C) or (N, H, W, C), before ``ToTensor`` and
+(C, H, W) or (N, C, H, W) after it. The deterministic transforms give MXNet's values exactly
+(tests/test_vision_transforms.py compares them with real MXNet's). The random ones draw their
+factors from trainer_cli's seedable generator (MXNet's distributions, not its random streams),
+except ``RandomResizedCrop``, which draws from Python's ``random`` module as MXNet's does, so a
+program seeding ``random`` gets MXNet's crops.
+"""
+from __future__ import annotations
+
+import numbers
+import random as _py_random
+
+import numpy
+
+from .... import random as _random
+from ....base import NotInTrainerCLIError, absent_message
+from ....ndarray import NDArray, creation
+from ...block import Block, HybridBlock, HybridSequential, Sequential
+from . import _color
+from ._resize import resize as _resize
+
+__all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop",
+           "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
+           "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
+           "RandomLighting", "resize", "center_crop", "random_size_crop"]
+
+
+def _host(x):
+    if isinstance(x, NDArray):
+        return x.asnumpy().view(numpy.ndarray)
+    return numpy.asarray(x)
+
+
+def _back(values, like):
+    ctx = like.context if isinstance(like, NDArray) else None
+    return creation.array(values, ctx=ctx, dtype=values.dtype)
+
+
+def _image(x, what, ndims=(3, 4)):
+    if x.ndim not in ndims:
+        raise ValueError("%s expects an image of shape %s, got shape %s" % (
+            what, " or ".join({3: "(H, W, C)", 4: "(N, H, W, C)"}[n] for n in ndims), x.shape))
+    return x
+
+
+def _uniform(low, high):
+    return float(_random.generator(None).uniform(low, high))
+
+
+# ------------------------------------------------------------------------------- composition
+class Compose(Sequential):
+    """Apply ``transforms`` in order (consecutive hybrid ones grouped, as MXNet does)."""
+
+    def __init__(self, transforms):
+        super().__init__()
+        hybrid = []
+        for t in list(transforms) + [None]:
+            if isinstance(t, HybridBlock):
+                hybrid.append(t)
+                continue
+            if len(hybrid) == 1:
+                self.add(hybrid[0])
+            elif len(hybrid) > 1:
+                group = HybridSequential()
+                group.add(*hybrid)
+                self.add(group)
+            hybrid = []
+            if t is not None:
+                self.add(t)
+
+
+class Cast(HybridBlock):
+    """Cast to ``dtype``."""
+
+    def __init__(self, dtype="float32"):
+        super().__init__()
+        self._dtype = dtype
+
+    def hybrid_forward(self, F, x):
+        return x.astype(self._dtype)
+
+
+class ToTensor(HybridBlock):
+    """(H, W, C) or (N, H, W, C) in [0, 255] to float32 (C, H, W) or (N, C, H, W) in [0, 1]."""
+
+    def hybrid_forward(self, F, x):
+        img = _image(_host(x), "ToTensor")
+        out = numpy.moveaxis(img.astype(numpy.float32), -1, -3) / numpy.float32(255)
+        return _back(numpy.ascontiguousarray(out, dtype=numpy.float32), x)
+
+
+class Normalize(HybridBlock):
+    """``(x - mean[c]) / std[c]`` per channel of a (C, H, W) or (N, C, H, W) tensor."""
+
+    def __init__(self, mean=0.0, std=1.0):
+        super().__init__()
+        self._mean = mean
+        self._std = std
+
+    def hybrid_forward(self, F, x):
+        img = _host(x)
+        if img.ndim not in (3, 4):
+            raise ValueError("Normalize expects a tensor of shape (C, H, W) or (N, C, H, W), "
+                             "got shape %s" % (img.shape,))
+        channels = img.shape[-3]
+        mean = numpy.asarray(self._mean, dtype=numpy.float32).reshape(-1)
+        std = numpy.asarray(self._std, dtype=numpy.float32).reshape(-1)
+        for name, values in (("mean", mean), ("std", std)):
+            if values.size not in (1, channels):
+                raise ValueError("Normalize: %s has %d values for an input of %d channels"
+                                 % (name, values.size, channels))
+        shape = (-1, 1, 1)
+        out = (img.astype(numpy.float32) - mean.reshape(shape)) / std.reshape(shape)
+        return _back(out.astype(numpy.float32, copy=False), x)
+
+
+# ------------------------------------------------------------------------------- geometry
+def _resize_any(img, width, height, interpolation):
+    if img.ndim == 4:
+        return numpy.stack([_resize(i, width, height, interpolation) for i in img])
+    return _resize(img, width, height, interpolation)
+
+
+def resize(img, size, keep_ratio=False, interpolation=1):
+    """MXNet's ``nd.image.resize`` on a NumPy (H, W, C) or (N, H, W, C) image: ``size`` is
+    ``(width, height)``, or one number for a square, or with ``keep_ratio`` the new short side."""
+    _image(img, "Resize")
+    h, w = img.shape[-3], img.shape[-2]
+    if isinstance(size, numbers.Number) or len(size) == 1:
+        side = int(size if isinstance(size, numbers.Number) else size[0])
+        if keep_ratio:
+            if h > w:
+                width, height = side, h * side // w
+            else:
+                width, height = w * side // h, side
+        else:
+            width = height = side
+    else:
+        width, height = int(size[0]), int(size[1])
+    return _resize_any(img, width, height, interpolation)
+
+
+class Resize(HybridBlock):
+    """Resize an (H, W, C) or (N, H, W, C) image to ``size`` (``(width, height)`` or one
+    number), with OpenCV's interpolation as MXNet (bilinear by default)."""
+
+    def __init__(self, size, keep_ratio=False, interpolation=1):
+        super().__init__()
+        self._size = size
+        self._keep = keep_ratio
+        self._interpolation = interpolation
+
+    def hybrid_forward(self, F, x):
+        return _back(resize(_host(x), self._size, self._keep, self._interpolation), x)
+
+
+def _scale_down(src_size, size):
+    w, h = size
+    sw, sh = src_size
+    if sh < h:
+        w, h = float(w * sh) / h, sh
+    if sw < w:
+        w, h = sw, float(h * sw) / w
+    return int(w), int(h)
+
+
+def _fixed_crop(img, x0, y0, w, h, size, interpolation):
+    out = img[y0:y0 + h, x0:x0 + w]
+    if size is not None and (w, h) != tuple(size):
+        out = _resize(out, size[0], size[1], interpolation)
+    return numpy.ascontiguousarray(out)
+
+
+def center_crop(img, size, interpolation=1):
+    """MXNet's ``image.center_crop`` on a NumPy (H, W, C) image: the crop and its box."""
+    h, w = _image(img, "CenterCrop", (3,)).shape[:2]
+    new_w, new_h = _scale_down((w, h), size)
+    x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
+    return _fixed_crop(img, x0, y0, new_w, new_h, size, interpolation), (x0, y0, new_w, new_h)
+
+
+def random_size_crop(img, size, area, ratio, interpolation=1):
+    """MXNet's ``image.random_size_crop``, drawing from Python's ``random`` as MXNet does."""
+    h, w = _image(img, "RandomResizedCrop", (3,)).shape[:2]
+    src_area = h * w
+    if isinstance(area, numbers.Number):
+        area = (area, 1.0)
+    for _ in range(10):
+        target_area = _py_random.uniform(area[0], area[1]) * src_area
+        log_ratio = (numpy.log(ratio[0]), numpy.log(ratio[1]))
+        new_ratio = numpy.exp(_py_random.uniform(*log_ratio))
+        new_w = int(round(numpy.sqrt(target_area * new_ratio)))
+        new_h = int(round(numpy.sqrt(target_area / new_ratio)))
+        if new_w <= w and new_h <= h:
+            x0 = _py_random.randint(0, w - new_w)
+            y0 = _py_random.randint(0, h - new_h)
+            return (_fixed_crop(img, x0, y0, new_w, new_h, size, interpolation),
+                    (x0, y0, new_w, new_h))
+    return center_crop(img, size, interpolation)
+
+
+def _pair(size):
+    return (size, size) if isinstance(size, numbers.Number) else tuple(size)
+
+
+class CenterCrop(Block):
+    """Crop the centre ``size`` (``(width, height)`` or one number) of an (H, W, C) image,
+    resizing when the image is smaller."""
+
+    def __init__(self, size, interpolation=1):
+        super().__init__()
+        self._size = _pair(size)
+        self._interpolation = interpolation
+
+    def forward(self, x):
+        return _back(center_crop(_host(x), self._size, self._interpolation)[0], x)
+
+
+class RandomResizedCrop(Block):
+    """Crop a random area (``scale`` of the image) and aspect ``ratio``, resized to ``size``."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=1):
+        super().__init__()
+        self._args = (_pair(size), scale, ratio, interpolation)
+
+    def forward(self, x):
+        return _back(random_size_crop(_host(x), *self._args)[0], x)
+
+
+class _RandomFlip(HybridBlock):
+    _axis = None
+
+    def hybrid_forward(self, F, x):
+        img = _image(_host(x), type(self).__name__)
+        # MXNet keeps the image when its Bernoulli(0.5) draw is true and flips it otherwise.
+        if _random.generator(None).random() < 0.5:
+            return _back(img.copy(), x)
+        return _back(numpy.ascontiguousarray(numpy.flip(img, axis=self._axis)), x)
+
+
+class RandomFlipLeftRight(_RandomFlip):
+    """Flip the image left to right with probability 0.5."""
+    _axis = -2
+
+
+class RandomFlipTopBottom(_RandomFlip):
+    """Flip the image top to bottom with probability 0.5."""
+    _axis = -3
+
+
+# ------------------------------------------------------------------------------- colour
+class _ColorBlock(HybridBlock):
+    def _apply(self, x, fn, *args):
+        img = _image(_host(x), type(self).__name__, (3,))
+        return _back(fn(img, *args), x)
+
+
+class RandomBrightness(_ColorBlock):
+    """Multiply by a factor drawn from [max(0, 1 - brightness), 1 + brightness]."""
+
+    def __init__(self, brightness):
+        super().__init__()
+        self._args = (max(0, 1 - brightness), 1 + brightness)
+
+    def hybrid_forward(self, F, x):
+        return self._apply(x, _color.brightness, _uniform(*self._args))
+
+
+class RandomContrast(_ColorBlock):
+    """Blend with the mean gray level by a factor from [max(0, 1 - contrast), 1 + contrast]."""
+
+    def __init__(self, contrast):
+        super().__init__()
+        self._args = (max(0, 1 - contrast), 1 + contrast)
+
+    def hybrid_forward(self, F, x):
+        return self._apply(x, _color.contrast, _uniform(*self._args))
+
+
+class RandomSaturation(_ColorBlock):
+    """Blend with a gray level by a factor from [max(0, 1 - saturation), 1 + saturation]."""
+
+    def __init__(self, saturation):
+        super().__init__()
+        self._args = (max(0, 1 - saturation), 1 + saturation)
+
+    def hybrid_forward(self, F, x):
+        return self._apply(x, _color.saturation, _uniform(*self._args))
+
+
+class RandomHue(_ColorBlock):
+    """Turn the hue by ``alpha`` turns, ``alpha`` from [max(0, 1 - hue), 1 + hue] (MXNet's
+    range: 1 is a whole turn)."""
+
+    def __init__(self, hue):
+        super().__init__()
+        self._args = (max(0, 1 - hue), 1 + hue)
+
+    def hybrid_forward(self, F, x):
+        return self._apply(x, _color.hue, _uniform(*self._args))
+
+
+class RandomColorJitter(_ColorBlock):
+    """Brightness, contrast, saturation and hue jitter, the enabled ones in a random order."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__()
+        self._args = (brightness, contrast, saturation, hue)
+
+    def hybrid_forward(self, F, x):
+        img = _image(_host(x), "RandomColorJitter", (3,))
+        brightness, contrast, saturation, hue = self._args
+        rng = _random.generator(None)
+        for op in rng.permutation(4).tolist():
+            if op == 0 and brightness > 0:
+                img = _color.brightness(img, 1.0 + rng.uniform(-brightness, brightness))
+            elif op == 1 and contrast > 0:
+                img = _color.contrast(img, 1.0 + rng.uniform(-contrast, contrast))
+            elif op == 2 and saturation > 0:
+                img = _color.saturation(img, 1.0 + rng.uniform(-saturation, saturation))
+            elif op == 3 and hue > 0:
+                img = _color.hue(img, rng.uniform(-hue, hue))
+        return _back(numpy.ascontiguousarray(img), x)
+
+
+class RandomLighting(_ColorBlock):
+    """AlexNet-style PCA lighting noise with per-channel weights drawn from N(0, alpha)."""
+
+    def __init__(self, alpha):
+        super().__init__()
+        self._alpha = alpha
+
+    def hybrid_forward(self, F, x):
+        weights = _random.generator(None).normal(0, self._alpha, size=3)
+        return self._apply(x, _color.lighting, weights)
+
+
+_ABSENT = {"Rotate": "image rotation transform", "RandomRotation": "random rotation transform",
+           "CropResize": "crop-and-resize transform", "RandomApply": "random-apply wrapper",
+           "HybridRandomApply": "random-apply wrapper"}
+
+
+def __getattr__(name):
+    if name in _ABSENT:
+        raise NotInTrainerCLIError(absent_message(__name__ + "." + name, _ABSENT[name]))
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
