@@ -46,8 +46,9 @@ def _require(root, names, what):
                 what, ", ".join(missing), root, ", ".join(names)))
 
 
-def _read_bounded(path, limit, opener=None):
-    """At most ``limit`` bytes of ``path`` (decompressed, for a ``.gz``); more is damage."""
+def _read_bounded(path, limit, opener=None, head_only=False):
+    """At most ``limit`` bytes of ``path`` (decompressed, for a ``.gz``); more is damage unless
+    only the ``head_only`` is wanted."""
     try:
         raw = open_regular(path, "rb")
     except OSError as exc:
@@ -55,7 +56,7 @@ def _read_bounded(path, limit, opener=None):
     with raw:
         stream = gzip.GzipFile(fileobj=raw) if opener == "gzip" else raw
         try:
-            data = stream.read(limit + 1)
+            data = stream.read(limit if head_only else limit + 1)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise DatasetFileError("%s: damaged (%s)" % (path, exc)) from None
     if len(data) > limit:
@@ -67,7 +68,7 @@ def _read_bounded(path, limit, opener=None):
 def _read_idx(path, magic, dims):
     """An idx file (``.gz``): big-endian magic, ``dims`` sizes, then uint8 values."""
     header = 4 + 4 * dims
-    head = _read_bounded(path, header, "gzip")[:header]
+    head = _read_bounded(path, header, "gzip", head_only=True)
     if len(head) < header:
         raise DatasetFileError("%s: truncated idx header (%d of %d bytes)" % (path, len(head), header))
     found = struct.unpack(">I", head[:4])[0]
