@@ -199,3 +199,13 @@ def test_absent_gluon_names_say_so():
         with pytest.raises(mx.MXNetError, match="does not provide.*docs/porting.md"):
             thing = getattr(g, name)
             thing.anything
+
+
+def test_base_sits_below_the_array_layer():
+    # Every layer raises these errors, so importing them loads nothing above the context.
+    code = ("import sys, trainer_cli.base as b, trainer_cli as mx; "
+            "assert mx.MXNetError is b.MXNetError; "
+            "print(sorted(m for m in sys.modules if m.startswith('trainer_cli.') or m == 'numpy'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['trainer_cli.base', 'trainer_cli.context']"
