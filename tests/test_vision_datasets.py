@@ -208,3 +208,21 @@ def test_absent_vision_names_say_so():
         vision.ImageRecordDataset
     with pytest.raises(mx.MXNetError, match="RandomRotation is MXNet's"):
         T.RandomRotation
+
+
+class _WhoLoads(gluon.data.Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, idx):
+        return os.getpid()
+
+
+def test_workers_are_separate_processes_and_threads_are_not():
+    processes = gluon.data.DataLoader(_WhoLoads(), 3, num_workers=2)
+    pids = {int(p) for batch in processes for p in batch.asnumpy()}
+    processes.close()
+    assert os.getpid() not in pids and len(pids) >= 1
+    threads = gluon.data.DataLoader(_WhoLoads(), 3, num_workers=2, thread_pool=True)
+    assert {int(p) for batch in threads for p in batch.asnumpy()} == {os.getpid()}
+    threads.close()
