@@ -3,7 +3,6 @@ DataLoader's worker processes and threads."""
 import gzip
 import os
 import struct
-import sys
 
 import numpy
 import pytest

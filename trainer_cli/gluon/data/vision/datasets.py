@@ -17,7 +17,7 @@ import warnings
 import numpy
 
 from ...._bounded import MiB, open_regular
-from ....ndarray import NDArray, creation
+from ....ndarray import creation
 from ..dataset import Dataset
 from .image_file import imread
 
