@@ -209,3 +209,9 @@ def test_base_sits_below_the_array_layer():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['trainer_cli.base', 'trainer_cli.context']"
+
+
+def test_other_value_errors_of_binary_ops_are_not_called_shape_errors():
+    with pytest.raises(ValueError, match="negative integer powers") as info:
+        nd.array([2], dtype="int32") ** nd.array([-1], dtype="int32")
+    assert not isinstance(info.value, mx.base.ShapeError)

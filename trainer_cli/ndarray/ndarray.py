@@ -191,9 +191,14 @@ def _minimum(a, b):
     return _xp_of(a).minimum(a, b)
 
 
-def _broadcast_error(ashape, bshape, exc):
-    return ShapeError("operands of shapes %s and %s do not broadcast together (%s)"
-                      % (tuple(ashape), tuple(bshape), exc))
+def _check_broadcast(ashape, bshape, exc):
+    """Raise MXNet's shape error when the shapes do not broadcast; return when they do (the
+    ValueError ``exc`` was about something else, such as an integer to a negative power)."""
+    try:
+        numpy.broadcast_shapes(tuple(ashape), tuple(bshape))
+    except ValueError:
+        raise ShapeError("operands of shapes %s and %s do not broadcast together (%s)"
+                         % (tuple(ashape), tuple(bshape), exc)) from None
 
 
 def _binary(a, b, fwd, grads):
@@ -204,7 +209,8 @@ def _binary(a, b, fwd, grads):
         try:
             out = fwd(ad, bd)
         except ValueError as exc:
-            raise _broadcast_error(ad.shape, bd.shape, exc) from None
+            _check_broadcast(ad.shape, bd.shape, exc)
+            raise
         if _state.recording and (a._node is not None or a._grad is not None
                                  or b._node is not None or b._grad is not None):
             ashape, bshape = ad.shape, bd.shape
@@ -224,7 +230,8 @@ def _binary(a, b, fwd, grads):
     try:
         out = fwd(ad, bd)
     except ValueError as exc:
-        raise _broadcast_error(ad.shape, numpy.shape(bd), exc) from None
+        _check_broadcast(ad.shape, numpy.shape(bd), exc)
+        raise
     if _state.recording and (a._node is not None or a._grad is not None):
         ashape = ad.shape
 
