@@ -57,6 +57,22 @@ def test_resize_batch_and_crops_are_mxnets():
     _same(T.CenterCrop(16)(_u8(G["img"])), "center_crop_16")
     _same(T.CenterCrop((20, 10))(_u8(G["img"])), "center_crop_20x10")
     _same(T.CenterCrop(40)(_u8(G["img"])), "center_crop_big_40")
+    _same(T.CropResize(2, 3, 20, 15, size=(10, 7), interpolation=1)(_u8(G["img"])), "crop_resize")
+    # MXNet 1.9.1 fails on its own default interpolation=None; here it means bilinear.
+    _same(T.CropResize(2, 3, 20, 15, size=(10, 7))(_u8(G["img"])), "crop_resize")
+    _same(T.CropResize(1, 2, 5, 3)(_u8(G["batch"])), "crop_resize_batch")
+    with pytest.raises(ValueError, match="does not fit"):
+        T.CropResize(30, 0, 5, 5)(_u8(G["img"]))
+
+
+def test_random_apply_draws_from_python_random_as_mxnet():
+    img = _u8(G["img"])
+    block = T.RandomApply(T.Compose([T.Cast("float16")]), p=0.3)
+    random.seed(1)
+    expected = [0.3 >= random.random() for _ in range(8)]
+    random.seed(1)
+    applied = [block(img).dtype == numpy.float16 for _ in range(8)]
+    assert applied == expected and any(applied) and not all(applied)
 
 
 def test_random_resized_crop_draws_mxnets_crop_from_python_random():

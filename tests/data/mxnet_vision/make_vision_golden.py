@@ -66,6 +66,8 @@ def main():
     out["center_crop_16"] = T.CenterCrop(16)(u8).asnumpy()
     out["center_crop_20x10"] = T.CenterCrop((20, 10))(u8).asnumpy()
     out["center_crop_big_40"] = T.CenterCrop(40)(u8).asnumpy()      # scale_down, then resize
+    out["crop_resize"] = T.CropResize(2, 3, 20, 15, size=(10, 7), interpolation=1)(u8).asnumpy()
+    out["crop_resize_batch"] = T.CropResize(1, 2, 5, 3)(nd.array(batch, dtype="uint8")).asnumpy()
 
     # RandomResizedCrop: MXNet draws its crop from Python's `random` module.
     crops = []

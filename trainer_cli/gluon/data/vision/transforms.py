@@ -24,7 +24,8 @@ from ._resize import resize as _resize
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop",
            "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
-           "RandomLighting", "resize", "center_crop", "random_size_crop"]
+           "RandomLighting", "CropResize", "RandomApply", "resize", "center_crop",
+           "random_size_crop"]
 
 
 def _host(x):
@@ -229,6 +230,43 @@ class RandomResizedCrop(Block):
         return _back(random_size_crop(_host(x), *self._args)[0], x)
 
 
+class CropResize(HybridBlock):
+    """Crop the box at (``x``, ``y``) of ``width`` x ``height`` from an (H, W, C) or
+    (N, H, W, C) image, then resize it to ``size`` when given."""
+
+    def __init__(self, x, y, width, height, size=None, interpolation=None):
+        super().__init__()
+        self._box = (int(x), int(y), int(width), int(height))
+        self._size = size
+        self._interpolation = 1 if interpolation is None else interpolation
+
+    def hybrid_forward(self, F, x):
+        img = _image(_host(x), "CropResize")
+        x0, y0, w, h = self._box
+        height, width = img.shape[-3], img.shape[-2]
+        if x0 < 0 or y0 < 0 or w <= 0 or h <= 0 or x0 + w > width or y0 + h > height:
+            raise ValueError("CropResize: the box x=%d, y=%d, width=%d, height=%d does not fit "
+                             "in an image of width %d and height %d" % (x0, y0, w, h, width, height))
+        out = numpy.ascontiguousarray(img[..., y0:y0 + h, x0:x0 + w, :])
+        if self._size:
+            out = resize(out, self._size, False, self._interpolation)
+        return _back(out, x)
+
+
+class RandomApply(Sequential):
+    """Apply ``transforms`` with probability ``p`` (drawn from Python's ``random``, as MXNet)."""
+
+    def __init__(self, transforms, p=0.5):
+        super().__init__()
+        self.transforms = transforms
+        self.p = p
+
+    def forward(self, x):
+        if self.p < _py_random.random():
+            return x
+        return self.transforms(x)
+
+
 class _RandomFlip(HybridBlock):
     _axis = None
 
@@ -337,9 +375,7 @@ class RandomLighting(_ColorBlock):
         return self._apply(x, _color.lighting, weights)
 
 
-_ABSENT = {"Rotate": "image rotation transform", "RandomRotation": "random rotation transform",
-           "CropResize": "crop-and-resize transform", "RandomApply": "random-apply wrapper",
-           "HybridRandomApply": "random-apply wrapper"}
+_ABSENT = {"Rotate": "image rotation transform", "RandomRotation": "random rotation transform"}
 
 
 def __getattr__(name):
