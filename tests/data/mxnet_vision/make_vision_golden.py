@@ -94,6 +94,10 @@ def main():
         write_png(path, pixels)
         out["imread_%s_flag1" % name] = mx.image.imread(path, 1).asnumpy()
         out["imread_%s_flag0" % name] = mx.image.imread(path, 0).asnumpy()
+    for name in ("rgb", "gray"):                 # written by make_jpegs.py (Pillow)
+        path = os.path.join(HERE, "tiny_%s.jpg" % name)
+        out["imread_jpg_%s_flag1" % name] = mx.image.imread(path, 1).asnumpy()
+        out["imread_jpg_%s_flag0" % name] = mx.image.imread(path, 0).asnumpy()
     np.savez_compressed(os.path.join(HERE, "vision_golden.npz"), **out)
     print(len(out), "arrays")
 
