@@ -119,3 +119,16 @@ def test_ndarray_iter_feeds_a_gluon_loop():
 def test_absent_io_iterators_say_so():
     with pytest.raises(mx.MXNetError, match="ImageRecordIter is MXNet's .*does not provide"):
         mx.io.ImageRecordIter
+
+
+def test_csv_iter_reads_a_folder_of_files_in_name_order(tmp_path):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "b.csv").write_text("3,4\n")
+    (folder / "a.csv").write_text("1,2\n")
+    it = mx.io.CSVIter(data_csv=str(folder), data_shape=(2,), batch_size=2)
+    assert [b.data[0].asnumpy().tolist() for b in it] == [[[1.0, 2.0], [3.0, 4.0]]]
+    labels = tmp_path / "labels.csv"
+    labels.write_text("0\n")
+    with pytest.raises(ValueError, match="labels.csv has 1 rows but .* has 2"):
+        mx.io.CSVIter(data_csv=str(folder), data_shape=(2,), label_csv=str(labels), batch_size=2)
