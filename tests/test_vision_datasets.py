@@ -225,3 +225,22 @@ def test_workers_are_separate_processes_and_threads_are_not():
     threads = gluon.data.DataLoader(_WhoLoads(), 3, num_workers=2, thread_pool=True)
     assert {int(p) for batch in threads for p in batch.asnumpy()} == {os.getpid()}
     threads.close()
+
+
+def test_the_data_sets_own_archive_layouts_are_read_too(tmp_path):
+    # CIFAR-10's own tarball unpacks to cifar-10-batches-bin/; MNIST files may be uncompressed.
+    folder = tmp_path / "cifar-10-batches-bin"
+    folder.mkdir()
+    raw, labels, pixels = _cifar_records(2, 1)
+    (folder / "test_batch.bin").write_bytes(raw)
+    test = vision.CIFAR10(root=str(tmp_path), train=False)
+    numpy.testing.assert_array_equal(test[1][0].asnumpy(), pixels[1])
+    with pytest.raises(vision.DatasetFileError, match="cifar-10-batches-bin"):
+        vision.CIFAR10(root=str(tmp_path), train=True)
+    images = RNG.randint(0, 256, size=(2, 28, 28)).astype(numpy.uint8)
+    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(struct.pack(">IIII", 0x803, 2, 28, 28)
+                                                      + images.tobytes())
+    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(struct.pack(">II", 0x801, 2) + b"\x03\x07")
+    mnist = vision.MNIST(root=str(tmp_path), train=False)
+    assert [mnist[i][1] for i in range(2)] == [3, 7]
+    numpy.testing.assert_array_equal(mnist[1][0].asnumpy()[..., 0], images[1])

@@ -36,14 +36,28 @@ def data_dir():
     return os.getenv("MXNET_HOME", os.path.join(os.path.expanduser("~"), ".mxnet"))
 
 
-def _require(root, names, what):
-    missing = [n for n in names if not os.path.isfile(os.path.join(root, n))]
+def _locate(root, names, what, subfolder=None, plain_too=False):
+    """The paths of ``names`` in ``root`` (MXNet's layout), or in ``root/subfolder`` (the layout
+    of the data set's own archive), or, with ``plain_too``, uncompressed (``x`` for ``x.gz``);
+    an error naming every file and both places when one is missing."""
+    folders = [root] + ([os.path.join(root, subfolder)] if subfolder else [])
+    found, missing = [], []
+    for name in names:
+        candidates = [os.path.join(f, name) for f in folders]
+        if plain_too and name.endswith(".gz"):
+            candidates += [c[:-3] for c in candidates]
+        path = next((c for c in candidates if os.path.isfile(c)), None)
+        if path is None:
+            missing.append(name)
+        found.append(path)
     if missing:
+        place = root if not subfolder else "%s (or %s)" % (root, os.path.join(root, subfolder))
         raise DatasetFileError(
             "%s: %s not found in %s. trainer_cli does not download data sets: put the file(s) "
-            "%s there (the files MXNet downloads, e.g. from the data set's home page), or give "
-            "root= the folder that holds them." % (
-                what, ", ".join(missing), root, ", ".join(names)))
+            "%s there (the files MXNet downloads, or the data set's own archive unpacked), or "
+            "give root= the folder that holds them." % (
+                what, ", ".join(missing), place, ", ".join(names)))
+    return found
 
 
 def _read_bounded(path, limit, opener=None, head_only=False):
@@ -66,9 +80,11 @@ def _read_bounded(path, limit, opener=None, head_only=False):
 
 
 def _read_idx(path, magic, dims):
-    """An idx file (``.gz``): big-endian magic, ``dims`` sizes, then uint8 values."""
+    """An idx file (gzip-compressed when named ``.gz``): big-endian magic, ``dims`` sizes, then
+    uint8 values."""
     header = 4 + 4 * dims
-    head = _read_bounded(path, header, "gzip", head_only=True)
+    opener = "gzip" if path.endswith(".gz") else None
+    head = _read_bounded(path, header, opener, head_only=True)
     if len(head) < header:
         raise DatasetFileError("%s: truncated idx header (%d of %d bytes)" % (path, len(head), header))
     found = struct.unpack(">I", head[:4])[0]
@@ -80,7 +96,7 @@ def _read_idx(path, magic, dims):
     if header + count > MAX_FILE_BYTES:
         raise DatasetFileError("%s: header claims %s values, more than this reader takes"
                                % (path, shape))
-    data = _read_bounded(path, header + count, "gzip")
+    data = _read_bounded(path, header + count, opener)
     if len(data) != header + count:
         raise DatasetFileError("%s: truncated: %d data bytes where the header says %d"
                                % (path, len(data) - header, count))
@@ -112,7 +128,8 @@ class _DownloadedDataset(Dataset):
 class MNIST(_DownloadedDataset):
     """MNIST handwritten digits: samples are uint8 NDArrays of shape (28, 28, 1) and int32
     labels, read from ``train-images-idx3-ubyte.gz`` / ``train-labels-idx1-ubyte.gz`` (or the
-    ``t10k-`` pair with ``train=False``) in ``root``."""
+    ``t10k-`` pair with ``train=False``) in ``root``; uncompressed copies (no ``.gz``) are read
+    too."""
 
     _namespace = "mnist"
 
@@ -125,13 +142,13 @@ class MNIST(_DownloadedDataset):
     def _get_data(self):
         prefix = "train" if self._train else "t10k"
         data_name, label_name = prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz"
-        _require(self._root, [data_name, label_name], type(self).__name__)
-        label = _read_idx(os.path.join(self._root, label_name), 0x801, 1).astype(numpy.int32)
-        data = _read_idx(os.path.join(self._root, data_name), 0x803, 3)
+        data_path, label_path = _locate(self._root, [data_name, label_name],
+                                        type(self).__name__, plain_too=True)
+        label = _read_idx(label_path, 0x801, 1).astype(numpy.int32)
+        data = _read_idx(data_path, 0x803, 3)
         if data.shape[0] != len(label) or data.shape[1:] != (28, 28):
             raise DatasetFileError("%s holds images of shape %s for %d labels; expected (%d, 28, 28)"
-                                   % (os.path.join(self._root, data_name), data.shape,
-                                      len(label), len(label)))
+                                   % (data_path, data.shape, len(label), len(label)))
         data = data.reshape(len(label), 28, 28, 1)
         self._data = creation.array(data, dtype=data.dtype)
         self._label = label
@@ -147,9 +164,11 @@ class FashionMNIST(MNIST):
 class CIFAR10(_DownloadedDataset):
     """CIFAR-10: samples are uint8 NDArrays of shape (32, 32, 3) and int32 labels, read from the
     binary version's ``data_batch_1.bin`` ... ``data_batch_5.bin`` (``test_batch.bin`` with
-    ``train=False``) in ``root``, the files ``cifar-10-binary.tar.gz`` holds."""
+    ``train=False``) in ``root`` (MXNet's layout) or in ``root/cifar-10-batches-bin`` (the
+    folder the data set's own ``cifar-10-binary.tar.gz`` unpacks to)."""
 
     _namespace = "cifar10"
+    _archive_folder = "cifar-10-batches-bin"     # inside the data set's own cifar-10-binary.tar.gz
     _record = 3072 + 1
     _train_files = ["data_batch_%d.bin" % i for i in range(1, 6)]
     _test_files = ["test_batch.bin"]
@@ -175,18 +194,20 @@ class CIFAR10(_DownloadedDataset):
 
     def _get_data(self):
         names = self._train_files if self._train else self._test_files
-        _require(self._root, names, type(self).__name__)
-        parts = [self._read_batch(os.path.join(self._root, n)) for n in names]
+        paths = _locate(self._root, names, type(self).__name__, self._archive_folder)
+        parts = [self._read_batch(p) for p in paths]
         data = numpy.concatenate([p[0] for p in parts])
         self._data = creation.array(data, dtype=data.dtype)
         self._label = numpy.concatenate([p[1] for p in parts])
 
 
 class CIFAR100(CIFAR10):
-    """CIFAR-100: ``train.bin`` / ``test.bin`` of the binary version; labels are the 20 coarse
-    classes, or the 100 fine ones with ``fine_label=True``."""
+    """CIFAR-100: ``train.bin`` / ``test.bin`` of the binary version, in ``root`` or
+    ``root/cifar-100-binary``; labels are the 20 coarse classes, or the 100 fine ones with
+    ``fine_label=True``."""
 
     _namespace = "cifar100"
+    _archive_folder = "cifar-100-binary"
     _record = 3072 + 2
     _train_files = ["train.bin"]
     _test_files = ["test.bin"]
