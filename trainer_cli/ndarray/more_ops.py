@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy
 
+from ..base import ShapeError
 from . import ops as _ops
 from .ndarray import NDArray, _recorded, _recording_for, _scatter_add, _wrap, _xp_of
 
@@ -192,7 +193,7 @@ def _sequence_lengths(data, sequence_length, use_sequence_length, axis):
         return numpy.full(batch, steps, numpy.int64)
     lengths = numpy.asarray(sequence_length.asnumpy()).astype(numpy.int64)
     if lengths.shape != (batch,):
-        raise ValueError("sequence_length must have shape (%d,), got %s" % (batch, lengths.shape))
+        raise ShapeError("sequence_length must have shape (%d,), got %s" % (batch, lengths.shape))
     return lengths
 
 
@@ -313,7 +314,7 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     size = ary.shape[axis]
     if isinstance(indices_or_sections, int):
         if size % indices_or_sections:
-            raise ValueError("split_v2: axis of length %d does not split into %d equal sections"
+            raise ShapeError("split_v2: axis of length %d does not split into %d equal sections"
                              % (size, indices_or_sections))
         step = size // indices_or_sections
         bounds = [i * step for i in range(indices_or_sections)] + [size]

@@ -89,7 +89,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     f = w.shape[0]
     groups = int(num_group)
     if num_filter is not None and int(num_filter) != f:
-        raise ValueError("num_filter=%s does not match weight shape %s" % (num_filter, w.shape))
+        raise ShapeError("num_filter=%s does not match weight shape %s" % (num_filter, w.shape))
     if c % groups or f % groups or w.shape[1] * groups != c or tuple(w.shape[2:]) != kernel:
         raise ShapeError("weight shape %s does not fit data shape %s with kernel %s and num_group=%d"
                          % (w.shape, x.shape, kernel, groups))
@@ -97,7 +97,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     out_sp = tuple((h + 2 * p - d * (k - 1) - 1) // s + 1
                    for h, p, d, k, s in zip(spatial, pad, dilate, kernel, stride))
     if min(out_sp) <= 0:
-        raise ValueError("kernel %s (dilate %s) is larger than the padded input %s"
+        raise ShapeError("kernel %s (dilate %s) is larger than the padded input %s"
                          % (kernel, dilate, spatial))
     if _winograd.applies(x, w, kernel, stride, dilate, groups, out_sp):
         return _winograd.convolution(data, weight, bias, pad, relu)

@@ -8,6 +8,7 @@ MXNet 1.x's operator does, applies ``gamma``/``beta`` of shape ``(num_groups,)``
 """
 from __future__ import annotations
 
+from ..base import ShapeError
 from . import ops
 
 __all__ = ["InstanceNorm", "GroupNorm"]
@@ -23,11 +24,11 @@ def _normalize(x, axes, eps):
 def InstanceNorm(data=None, gamma=None, beta=None, eps=1e-3, **kwargs):
     """``(N, C, ...)``: each sample's channel normalized over its spatial axes."""
     if data.ndim < 3:
-        raise ValueError("InstanceNorm needs data with at least 3 axes (N, C, ...), got shape %s"
+        raise ShapeError("InstanceNorm needs data with at least 3 axes (N, C, ...), got shape %s"
                          % (data.shape,))
     channels = data.shape[1]
     if gamma.shape != (channels,) or beta.shape != (channels,):
-        raise ValueError("InstanceNorm: gamma %s and beta %s must have shape (%d,)"
+        raise ShapeError("InstanceNorm: gamma %s and beta %s must have shape (%d,)"
                          % (gamma.shape, beta.shape, channels))
     norm = _normalize(data, tuple(range(2, data.ndim)), eps)
     shape = (1, channels) + (1,) * (data.ndim - 2)
@@ -41,10 +42,10 @@ def GroupNorm(data=None, gamma=None, beta=None, num_groups=1, eps=1e-5, output_m
         raise NotImplementedError("GroupNorm's output_mean_var is not supported")
     n, channels = data.shape[:2]
     if channels % num_groups:
-        raise ValueError("GroupNorm: %d channels cannot be split into %d groups"
+        raise ShapeError("GroupNorm: %d channels cannot be split into %d groups"
                          % (channels, num_groups))
     if gamma.shape != (num_groups,) or beta.shape != (num_groups,):
-        raise ValueError("GroupNorm: gamma %s and beta %s must have shape (%d,), one per group"
+        raise ShapeError("GroupNorm: gamma %s and beta %s must have shape (%d,), one per group"
                          % (gamma.shape, beta.shape, num_groups))
     grouped = data.reshape((n, num_groups, -1))
     norm = _normalize(grouped, (2,), eps)

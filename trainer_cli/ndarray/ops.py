@@ -981,7 +981,7 @@ def stack(*data, axis=0, num_args=None):
 def split(data, num_outputs, axis=1, squeeze_axis=False):
     size = data.shape[axis]
     if size % num_outputs:
-        raise ValueError("cannot split axis of length %d into %d equal parts" % (size, num_outputs))
+        raise ShapeError("cannot split axis of length %d into %d equal parts" % (size, num_outputs))
     step = size // num_outputs
     outs = []
     for i in range(num_outputs):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy
 
+from ..base import ShapeError
 from .ndarray import _result, _scatter_add, _xp_of
 
 __all__ = ["pad", "Pad"]
@@ -29,7 +30,7 @@ def pad(data=None, mode="constant", pad_width=None, constant_value=0.0, out=None
     if mode not in _MODES:
         raise ValueError("pad mode must be one of %s, not %r" % (", ".join(_MODES), mode))
     if x.ndim not in (4, 5):
-        raise ValueError("pad supports 4-D and 5-D arrays only, got shape %s" % (x.shape,))
+        raise ShapeError("pad supports 4-D and 5-D arrays only, got shape %s" % (x.shape,))
     width = tuple(int(v) for v in pad_width or ())
     if len(width) != 2 * x.ndim or any(v < 0 for v in width):
         raise ValueError("pad_width must hold 2 * ndim = %d non-negative values, got %r"
@@ -39,7 +40,7 @@ def pad(data=None, mode="constant", pad_width=None, constant_value=0.0, out=None
         raise ValueError("pad: the first two axes (batch and channel) cannot be padded, got "
                          "pad_width %r" % (pad_width,))
     if mode == "reflect" and any(b >= n or a >= n for (b, a), n in zip(pairs[2:], x.shape[2:])):
-        raise ValueError("pad: reflect padding %r must be smaller than each padded axis of %s"
+        raise ShapeError("pad: reflect padding %r must be smaller than each padded axis of %s"
                          % (pad_width, x.shape))
     if mode == "constant":
         result = xp.pad(x, pairs, mode="constant", constant_values=constant_value)
