@@ -9,7 +9,6 @@ from ..base import AbsentModule, NotInTrainerCLIError, absent_message
 # MXNet 1.9 gluon names that are not built here yet: using one says so (an entry goes when its
 # module lands).
 _ABSENT = {
-    "rnn": "recurrent layers and cells (gluon.rnn)",
     "model_zoo": "model zoo (gluon.model_zoo)",
     "SymbolBlock": "SymbolBlock (a Block from a symbol graph)",
 }
