@@ -9,7 +9,6 @@ from ..base import AbsentModule, NotInTrainerCLIError, absent_message
 # MXNet 1.9 gluon names that are not built here yet: using one says so (an entry goes when its
 # module lands).
 _ABSENT = {
-    "model_zoo": "model zoo (gluon.model_zoo)",
     "SymbolBlock": "SymbolBlock (a Block from a symbol graph)",
 }
 
@@ -21,6 +20,10 @@ def __getattr__(name):
         globals()["trainer"] = module
         globals()["Trainer"] = module.Trainer
         return globals()[name]
+    if name == "model_zoo":
+        module = importlib.import_module(".model_zoo", __name__)
+        globals()["model_zoo"] = module
+        return module
     if name in _ABSENT:
         if name[0].isupper():
             raise NotInTrainerCLIError(absent_message(__name__ + "." + name, _ABSENT[name]))

@@ -1,9 +1,35 @@
 """``gluon.contrib.nn``: ``SparseEmbedding``, an embedding whose table lives in the Trainer's
-kvstore as a row_sparse weight."""
+kvstore as a row_sparse weight; ``Concurrent``/``HybridConcurrent``, children applied to the same
+input with their outputs concatenated (the model zoo's Inception, DenseNet and SqueezeNet blocks);
+``Identity``."""
+from .... import ndarray as _nd
 from ....ndarray import Embedding
-from ...block import Block
+from ...block import Block, HybridBlock, HybridSequential, Sequential
+from ...nn import Identity
 
-__all__ = ["SparseEmbedding"]
+__all__ = ["SparseEmbedding", "Concurrent", "HybridConcurrent", "Identity"]
+
+
+class Concurrent(Sequential):
+    """Every child gets the same input; their outputs are concatenated along ``axis``."""
+
+    def __init__(self, axis=-1, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self.axis = axis
+
+    def forward(self, x):
+        return _nd.concat(*[block(x) for block in self._children.values()], dim=self.axis)
+
+
+class HybridConcurrent(HybridSequential):
+    """The hybrid form of :class:`Concurrent`."""
+
+    def __init__(self, axis=-1, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self.axis = axis
+
+    def forward(self, x):
+        return _nd.concat(*[block(x) for block in self._children.values()], dim=self.axis)
 
 
 class SparseEmbedding(Block):
