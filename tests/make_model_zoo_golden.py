@@ -4,8 +4,8 @@
     /tmp/mxvenv/bin/python tests/make_model_zoo_golden.py
 
 For every architecture of the model zoo: each parameter's name (as collect_params gives it) and
-shape, built with classes=10, at its canonical input size (the shapes of MXNet's pretrained
-files) and at the size the tests run it at; for the FORWARD cases, the output of one forward
+shape, built with classes=10 at the input size the tests run it at (the first Dense layer's
+shape depends on it; every other shape is that of MXNet's pretrained files); for the FORWARD cases, the output of one forward
 (inference mode) at the test size, on the weights model_zoo_cases.weight gives each parameter by
 its structural name (the names save_parameters writes).
 """
@@ -18,8 +18,7 @@ import numpy as np
 from mxnet.gluon.model_zoo import vision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model_zoo_cases import (ALL_MODELS, CLASSES, FORWARD, canonical_size, image,  # noqa: E402
-                             test_size, weight)  # noqa: E402
+from model_zoo_cases import ALL_MODELS, CLASSES, FORWARD, image, input_size, weight  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -32,22 +31,21 @@ def _built(name, size):
 
 
 def main():
-    canonical, tested, outputs = {}, {}, {}
+    tested, outputs = {}, {}
     for name in ALL_MODELS:
-        net = _built(name, canonical_size(name))
-        canonical[name] = [[k, list(p.shape)] for k, p in net.collect_params().items()]
-        size = test_size(name)
-        if size != canonical_size(name):
-            net = _built(name, size)
-        tested[name] = [[k, list(p.shape)] for k, p in net.collect_params().items()]
+        size = input_size(name)
+        net = _built(name, size)
+        # Without the network's own prefix (resnetv10_, ...): it counts the networks of the
+        # class built before in this process.
+        tested[name] = [[k[len(net.prefix):], list(p.shape)] for k, p in net.collect_params().items()]
         if name in FORWARD:
             for key, param in net._collect_params_with_prefix().items():
                 param.set_data(mx.nd.array(weight(key, param.shape)))
             outputs[name] = net(mx.nd.array(image(name, size))).asnumpy()
         print(name, len(tested[name]), flush=True)
     with open(os.path.join(OUT, "model_zoo_golden.json"), "w") as f:
-        json.dump({"mxnet": mx.__version__, "classes": CLASSES, "params_canonical": canonical,
-                   "params_at_test_size": tested}, f, separators=(",", ":"))
+        json.dump({"mxnet": mx.__version__, "classes": CLASSES, "params_at_input_size": tested},
+                  f, separators=(",", ":"))
     np.savez(os.path.join(OUT, "model_zoo_golden.npz"), **outputs)
 
 

@@ -20,7 +20,7 @@ def canonical_size(name: str) -> int:
     return 299 if name == "inceptionv3" else 224
 
 
-def test_size(name: str) -> int:
+def input_size(name: str) -> int:
     """The input size the tests run the architecture at: the smallest that every layer of it
     takes (its pooling windows fix the size for DenseNet, SqueezeNet and Inception)."""
     if name.startswith(("densenet", "squeezenet")):
