@@ -173,6 +173,9 @@ def _human(summary) -> str:
         lines[0] += ", %d steps skipped (NaN/Inf)" % summary["skipped_steps"]
     lines.append("run directory: %s" % summary["run_dir"])
     lines.append("checkpoint:    %s" % summary["checkpoint"])
+    if summary.get("best_checkpoint"):
+        restored = " (the final parameters: restore_best)" if summary.get("restored_best") is not None else ""
+        lines.append("best:          %s%s" % (summary["best_checkpoint"], restored))
     metrics = "  ".join("%s %.4g" % (k, v) for k, v in summary["metrics"].items()
                         if isinstance(v, (int, float)))
     if metrics:
