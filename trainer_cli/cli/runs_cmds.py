@@ -19,7 +19,8 @@ __all__ = ["runs", "report", "plot"]
 @handle_errors
 def runs(root, as_json):
     """List the runs under ROOT (default: runs/): status, step, epoch, best metric, last
-    checkpoint, start time and duration.
+    checkpoint (and, as b<step>, the best checkpoint where a run selects one), start time and
+    duration.
 
     A status is running (a process holds the run's lock now), finished, early-stopped,
     stopped (interrupted, resumable), failed, or killed (it ended without a word: kill -9, a

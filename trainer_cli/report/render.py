@@ -226,6 +226,8 @@ def _checkpoints_table(out: Console, report: dict) -> None:
         status = Text("intact", style="green") if c["intact"] else Text("DAMAGED", style="bold red")
         if c["step"] == report["latest"]:
             status.append(" ◀ latest", style="bold")
+        if c["step"] == report.get("best"):
+            status.append(" ◀ best", style="bold")
         table.add_row(c["name"], _position(c), c["time"] or "-", human_size(c["size"]), status)
     out.print(table)
 
@@ -247,6 +249,8 @@ def render_inspect(out: Console, report: dict) -> None:
         latest = next((c for c in report["checkpoints"] if c["step"] == report["latest"]), None)
         head.add_row("latest", "none" if report["latest"] is None else "step-%d%s" % (
             report["latest"], " (the run finished)" if latest and latest["finished"] else ""))
+        if report.get("best") is not None:
+            head.add_row("best", "step-%d (checkpoints/best; --from best)" % report["best"])
         out.print(head)
         _checkpoints_table(out, report)
         _metrics_table(out, report["metrics"])
@@ -332,9 +336,16 @@ def render_runs(out: Console, root, runs: list) -> None:
         duration = run["duration_s"]
         table.add_row(run["name"], Text(run["status"], style=styles.get(run["status"], "")),
                       _num(run["step"]), _num(run["epoch"]), best_text,
-                      (run["last_checkpoint"] or "-").replace("step-", ""),
+                      _ckpt_text(run),
                       (run["started"] or "-")[5:16], "-" if duration is None else duration_text(duration))
     out.print(table)
+
+
+def _ckpt_text(run) -> str:
+    """The last checkpoint's step, and (``b``) the best one's where it differs."""
+    last = (run["last_checkpoint"] or "-").replace("step-", "")
+    best = (run.get("best_checkpoint") or "").replace("step-", "")
+    return "%s,b%s" % (last, best) if best and best != last else last
 
 
 def duration_text(value: float) -> str:

@@ -76,6 +76,11 @@ class TrainingLoop:
     _prefetch = None  # memory-mapped data: a Prefetcher of the next batch's features
     _undo = None      # nan_policy skip: the StepUndo each update's copy goes into
     best_dir = None   # resumed with restore_best: the best checkpoint's folder
+    best = None       # early_stopping / keep_best: the BestTracker choosing the best checkpoint
+    _best_due = False        # a new best evaluation, not yet in a checkpoint
+    _restore_best = False
+    _best_weights = None     # restore_best: host copies of the best weights, this session
+    restored_best = None     # the step whose weights the run ended with (restore_best)
 
     def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False):
         self.parts = parts
@@ -92,10 +97,7 @@ class TrainingLoop:
             self.early.set_state(state.early_stopping)
         by = config.best_by()
         self.best = BestTracker(by.metric, by.mode or "min") if by is not None else None
-        self._best_due = False        # a new best evaluation, not yet in a checkpoint
         self._restore_best = bool(config.early_stopping and config.early_stopping.restore_best)
-        self._best_weights = None     # restore_best: host copies of the best weights, this session
-        self.restored_best = None     # the step whose weights the run ended with (restore_best)
         self.total_steps = parts.order.total_updates(config.epochs, config.steps,
                                                      config.grad_accumulation)
         self.scaler = _amp.loss_scaler(parts.trainer)
