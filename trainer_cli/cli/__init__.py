@@ -24,6 +24,8 @@ COMMANDS = {
     "runs": ("trainer_cli.cli.runs_cmds", "runs", "List runs: status, progress, best metric, last checkpoint."),
     "report": ("trainer_cli.cli.runs_cmds", "report", "Write an HTML report of one or several runs."),
     "plot": ("trainer_cli.cli.runs_cmds", "plot", "Draw a run's curves in the terminal."),
+    "export": ("trainer_cli.cli.model_cmds", "export",
+               "Write a run's weights as MXNet .params (or .npz) for use elsewhere."),
 }
 
 

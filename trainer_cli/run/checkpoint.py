@@ -29,7 +29,7 @@ from .layout import RunDirError
 
 __all__ = ["save_checkpoint", "snapshot", "file_writers", "begin_checkpoint", "PendingCheckpoint",
            "write_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
-           "resume_point", "point_best", "BEST_CHOICE"]
+           "resume_point", "chosen_checkpoint", "point_best", "BEST_CHOICE"]
 
 # What ``--from best`` passes for the checkpoint the ``best`` pointer names.
 BEST_CHOICE = "best"
@@ -248,6 +248,18 @@ def resume_point(run_dir, from_step: int | None = None):
         raise RunDirError("%s: the latest checkpoint is missing%s" % (path, _suggest(run_dir, step)))
     _verify_or_explain(run_dir, step, path, " (the latest)")
     return step, path
+
+
+def chosen_checkpoint(run_dir, which=None):
+    """``(step, folder)`` of a run's checkpoint to use (evaluate, predict, export): the latest
+    (``which`` None), the best (``"best"``) or a step; verified, or a RunDirError."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError("%s: no such run directory" % run_dir)
+    point = resume_point(run_dir, which)
+    if point is None:
+        raise RunDirError("%s: no checkpoint yet (is it a run directory?)" % run_dir)
+    return point
 
 
 def best_step(run_dir) -> int:
