@@ -38,7 +38,7 @@ from .finite import StepUndo, broken_part, update_was_finite
 from .prefetch import Prefetcher
 from .state import Accumulator, BestTracker, EarlyStopping, LoopState
 
-__all__ = ["TrainingLoop", "NonFiniteError"]
+__all__ = ["TrainingLoop", "NonFiniteError", "evaluate_arrays", "validation_pass"]
 
 
 class NonFiniteError(RuntimeError):
@@ -363,18 +363,9 @@ class TrainingLoop:
         parts, st = self.parts, self.state
         if parts.val is None:
             return
-        acc = Accumulator(parts.val_metrics)
-        ctx = parts.contexts[0]
-        bs = validation_pass(self.config.data.batch_size, parts.val.x)
-        for start in range(0, len(parts.val), bs):
-            x = parts.val.features(slice(start, start + bs))
-            y = parts.val.y[start:start + bs]
-            out = parts.net(as_batch(x, ctx, self.dtype))
-            loss = parts.loss(out, _array(y, ctx=ctx, dtype=self.dtype))
-            acc.add_loss(_loss_sum(loss), loss.shape[0])
-            acc.add_outputs([(y, out)])
+        values = evaluate_arrays(parts.net, parts.loss, parts.val_metrics, parts.val,
+                                 self.config.data.batch_size, parts.contexts[0], self.dtype, "val_")
         st.last_val_step = st.step
-        values = acc.values("val_")
         self._row("val", values)
         self._evaluated(values)
 
@@ -491,6 +482,25 @@ def validation_pass(batch_size: int, features) -> int:
     sample = features.dtype.itemsize * math.prod(features.shape[1:])
     fits = VAL_INPUT_BYTES // max(1, sample) // batch_size * batch_size
     return max(least, min(4 * least, fits))
+
+
+def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dtype, prefix: str,
+                    progress=None) -> dict:
+    """The mean loss and the metrics of ``net`` over the data set ``data`` (an Arrays), in
+    passes of :func:`validation_pass` samples: ``{prefix + "loss": ..., prefix + name: ...}``.
+    ``progress(done, total)`` is called after each pass."""
+    acc = Accumulator(metrics)
+    bs = validation_pass(batch_size, data.x)
+    for start in range(0, len(data), bs):
+        x = data.features(slice(start, start + bs))
+        y = data.y[start:start + bs]
+        out = net(as_batch(x, ctx, dtype))
+        loss = loss_fn(out, _array(y, ctx=ctx, dtype=dtype))
+        acc.add_loss(_loss_sum(loss), loss.shape[0])
+        acc.add_outputs([(y, out)])
+        if progress is not None:
+            progress(min(start + bs, len(data)), len(data))
+    return acc.values(prefix)
 
 
 @functools.lru_cache(maxsize=256)

@@ -402,6 +402,8 @@ class _Recorder:
             "data": {"seed": config.seed, "shuffle": config.data.shuffle,
                      "last_batch": config.data.last_batch, "batch_size": config.data.batch_size,
                      "num_samples": len(parts.train), "sha256": self.fingerprint,
+                     # what evaluate and predict check an input's samples against
+                     "features": list(parts.train.x.shape[1:]),
                      "fingerprint": "sampled" if is_mapped(parts.train.x) else "full",
                      "carry": parts.order.carry(st.epoch).tolist()},
             "loop": st.to_dict(), "metrics": dict(st.latest),
