@@ -78,6 +78,7 @@ class TrainingLoop:
     best_dir = None   # resumed with restore_best: the best checkpoint's folder
     best = None       # early_stopping / keep_best: the BestTracker choosing the best checkpoint
     _best_due = False        # a new best evaluation, not yet in a checkpoint
+    _saves_best = True
     _restore_best = False
     _best_weights = None     # restore_best: host copies of the best weights, this session
     restored_best = None     # the step whose weights the run ended with (restore_best)
@@ -97,6 +98,13 @@ class TrainingLoop:
             self.early.set_state(state.early_stopping)
         by = config.best_by()
         self.best = BestTracker(by.metric, by.mode or "min") if by is not None else None
+        # A checkpoint of its own at a new best: every rank must decide alike, so under several
+        # workers only a validation metric of identical weights (not dist_async) may ask for it;
+        # otherwise the best is in a checkpoint only when a regular one falls on its step.
+        kv = parts.kvstore
+        self._saves_best = parts.num_workers == 1 or (
+            by is not None and by.metric.startswith("val_")
+            and not (kv is not None and "async" in kv.type))
         self._restore_best = bool(config.early_stopping and config.early_stopping.restore_best)
         self.total_steps = parts.order.total_updates(config.epochs, config.steps,
                                                      config.grad_accumulation)
@@ -375,7 +383,7 @@ class TrainingLoop:
         st = self.state
         if self.best is not None and self.best.improves(st.best, values):
             st.best = self.best.record(st.step, values)
-            self._best_due = True
+            self._best_due = self._saves_best
             if self._restore_best:
                 self._best_weights = self.parts.net.parameter_arrays(copy=True)
         self._early_stopping_check(values)
