@@ -18,8 +18,8 @@ __all__ = ["runs", "report", "plot"]
 @json_option
 @handle_errors
 def runs(root, as_json):
-    """List the runs under ROOT (default: runs/): status, step, epoch, best metric, last
-    checkpoint (and, as b<step>, the best checkpoint where a run selects one), start time and
+    """List the runs under ROOT (default: runs/): status, step, epoch, best metric (at @b<step>
+    when checkpoints/best holds the weights of that evaluation), last checkpoint, start time and
     duration.
 
     A status is running (a process holds the run's lock now), finished, early-stopped,

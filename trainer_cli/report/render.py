@@ -330,22 +330,17 @@ def render_runs(out: Console, root, runs: list) -> None:
         best = run["best"]
         best_text = "-"
         if best:
-            best_text = "%.4g @%d" % (best["value"], best["step"])
+            # @b<step>: checkpoints/best holds the weights of that evaluation
+            kept = run.get("best_checkpoint") == "step-%d" % best["step"]
+            best_text = "%.4g @%s%d" % (best["value"], "b" if kept else "", best["step"])
             if not shared:
                 best_text = "%s %s" % (best["metric"], best_text)
         duration = run["duration_s"]
         table.add_row(run["name"], Text(run["status"], style=styles.get(run["status"], "")),
                       _num(run["step"]), _num(run["epoch"]), best_text,
-                      _ckpt_text(run),
+                      (run["last_checkpoint"] or "-").replace("step-", ""),
                       (run["started"] or "-")[5:16], "-" if duration is None else duration_text(duration))
     out.print(table)
-
-
-def _ckpt_text(run) -> str:
-    """The last checkpoint's step, and (``b``) the best one's where it differs."""
-    last = (run["last_checkpoint"] or "-").replace("step-", "")
-    best = (run.get("best_checkpoint") or "").replace("step-", "")
-    return "%s,b%s" % (last, best) if best and best != last else last
 
 
 def duration_text(value: float) -> str:
