@@ -116,7 +116,8 @@ def evaluate(run_dir, from_checkpoint, on, overrides, trust_model_file, as_json)
                                               "samples (default: its only array, or x).")
 @click.option("--batch-size", type=click.IntRange(min=1), metavar="N",
               help="Samples per forward pass (default: four training batches or more).")
-@use_override_option
+@click.option("-o", "--override", "overrides", multiple=True, metavar="context=DEVICE",
+              help="Where the model runs, e.g. -o context=cpu (the only key predict takes).")
 @trust_option
 @json_option
 @handle_errors

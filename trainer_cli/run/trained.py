@@ -40,14 +40,16 @@ class Trained:
 
 def check_use_overrides(overrides, command: str):
     """Overrides that could change the model or its training are refused: evaluate and predict
-    use the run as it was trained."""
+    use the run as it was trained (predict reads no data set: context only)."""
+    allowed = _USE_KEYS if command == "evaluate" else ("context",)
+    what = "data.* (the data set) and context" if command == "evaluate" else "context"
     bad = []
     for text in overrides:
         key = text.split("=", 1)[0].strip()
-        if key.split(".", 1)[0] not in _USE_KEYS:
-            bad.append(ConfigIssue("%s takes overrides of data.* (the data set) and context "
-                                   "only: %s would change the model or its training"
-                                   % (command, key or text), key=key or None, override=text))
+        if key.split(".", 1)[0] not in allowed:
+            bad.append(ConfigIssue("%s takes overrides of %s only, not %s: it uses the run's "
+                                   "model as it was trained" % (command, what, key or text),
+                                   key=key or None, override=text))
     if bad:
         raise ConfigError(bad)
 
