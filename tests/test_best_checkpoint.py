@@ -118,5 +118,5 @@ def test_from_best_without_a_best_checkpoint_says_why(tmp_path):
     result = start_run(config, run_root=tmp_path / "runs", handle_signals=False)
     run_dir = Path(result.summary["run_dir"])
     assert layout.read_best(run_dir) is None
-    done = run_trainer("resume", run_dir, "--from", "best")
-    assert done.returncode == 2 and "no best checkpoint" in done.stderr
+    with pytest.raises(layout.RunDirError, match="no best checkpoint: a run selects one only"):
+        resume_run(run_dir, "best", handle_signals=False)

@@ -126,5 +126,10 @@ def test_export_npz_from_best_and_refusals(tmp_path):
     with pytest.raises(layout.RunDirError, match="step-999"):
         export_weights(run_dir, tmp_path / "x", which=999)
 
-    done = run_trainer("export", run_dir, "--from", "bestest", "-O", tmp_path / "x")
-    assert done.returncode == 2 and "--from" in done.stderr and "Traceback" not in done.stderr
+    from trainer_cli.cli.errors import CLIError
+    from trainer_cli.cli.run_cmd import parse_from
+
+    assert [parse_from(t) for t in (None, "latest", "best", "step-7", "7")] == \
+        [None, None, "best", 7, 7]
+    with pytest.raises(CLIError, match="--from: expected best, latest or"):
+        parse_from("bestest")
