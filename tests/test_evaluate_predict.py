@@ -13,9 +13,9 @@ import pytest
 from trainer_cli import nd
 from trainer_cli._outpath import OutputRefused
 from trainer_cli.config import ConfigError
-from trainer_cli.run.errors import input_error_types
 from trainer_cli.run import layout, start_run
 from trainer_cli.run.data import DataError, load_data
+from trainer_cli.run.errors import input_error_types
 from trainer_cli.run.model import create
 from trainer_cli.run.predict import predict_file
 from trainer_cli.run.session import read_run_config

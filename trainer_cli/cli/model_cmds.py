@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from .complete import complete_override, complete_run_dir
-from .errors import EXIT_BAD_INPUT, CLIError, handle_errors
+from .errors import handle_errors
 from .report_cmds import _build, _echo_json, json_option
 from .run_cmd import parse_from
 
