@@ -24,6 +24,12 @@ COMMANDS = {
     "runs": ("trainer_cli.cli.runs_cmds", "runs", "List runs: status, progress, best metric, last checkpoint."),
     "report": ("trainer_cli.cli.runs_cmds", "report", "Write an HTML report of one or several runs."),
     "plot": ("trainer_cli.cli.runs_cmds", "plot", "Draw a run's curves in the terminal."),
+    "evaluate": ("trainer_cli.cli.model_cmds", "evaluate",
+                 "Loss and metrics of a run's checkpoint on its validation set or another."),
+    "predict": ("trainer_cli.cli.model_cmds", "predict",
+                "Write a run's model outputs (and classes) for the samples of a file."),
+    "export": ("trainer_cli.cli.model_cmds", "export",
+               "Write a run's weights as MXNet .params (or .npz) for use elsewhere."),
 }
 
 

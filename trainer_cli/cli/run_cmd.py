@@ -73,8 +73,9 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 @click.option("--last", is_flag=True, help="Resume the newest run under --run-dir (default runs/).")
 @click.option("--run-dir", "run_root", metavar="ROOT", default="runs", show_default=True,
               help="Where --last looks for runs.")
-@click.option("--from", "from_checkpoint", metavar="step-N",
-              help="Resume from this checkpoint instead of the latest one.")
+@click.option("--from", "from_checkpoint", metavar="step-N|best",
+              help="Resume from this checkpoint instead of the latest one (best: the one "
+                   "checkpoints/best names).")
 @click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=N",
               help="Extend the run: -o epochs=N or -o steps=N (nothing else may change).")
 @click.option("--force", is_flag=True,
@@ -110,18 +111,13 @@ def resume(run_dir, last, run_root, from_checkpoint, overrides, force, trust_mod
         from ..report.runs_list import newest_run
 
         run_dir = str(newest_run(run_root))
-    step = None
-    if from_checkpoint is not None:
-        match = _STEP.match(from_checkpoint.strip())
-        if match is None:
-            raise CLIError("--from: expected a checkpoint name like step-100, got %r"
-                           % from_checkpoint, EXIT_BAD_INPUT)
-        step = int(match.group(1))
+    step = parse_from(from_checkpoint)
     if workers is not None:
         from ..run.session import read_run_config
 
         _check_dist(read_run_config(run_dir, overrides), run_dir)
-        argv = ["resume", str(run_dir)] + (["--from", "step-%d" % step] if step is not None else [])
+        named = step if step in (None, "best") else "step-%d" % step
+        argv = ["resume", str(run_dir)] + (["--from", named] if named is not None else [])
         argv += [a for text in overrides for a in ("-o", text)] + (["--force"] if force else [])
         argv += ["--trust-model-file"] if trust_model_file else []
         sys.exit(_launch(argv, as_json, quiet, workers))
@@ -129,6 +125,19 @@ def resume(run_dir, last, run_root, from_checkpoint, overrides, force, trust_mod
     _finish(lambda reporter: resume_run(run_dir, step, reporter=reporter, overrides=overrides,
                                         force=force, trust_model_file=trust_model_file),
             as_json, quiet)
+
+
+def parse_from(text):
+    """``--from``: None (or ``latest``) for the latest checkpoint, ``"best"``, or a step."""
+    if text is None or text.strip() == "latest":
+        return None
+    if text.strip() == "best":
+        return "best"
+    match = _STEP.match(text.strip())
+    if match is None:
+        raise CLIError("--from: expected best, latest or a checkpoint name like step-100, got %r"
+                       % text, EXIT_BAD_INPUT)
+    return int(match.group(1))
 
 
 def _finish(start, as_json, quiet):
@@ -173,6 +182,9 @@ def _human(summary) -> str:
         lines[0] += ", %d steps skipped (NaN/Inf)" % summary["skipped_steps"]
     lines.append("run directory: %s" % summary["run_dir"])
     lines.append("checkpoint:    %s" % summary["checkpoint"])
+    if summary.get("best_checkpoint"):
+        restored = " (the final parameters: restore_best)" if summary.get("restored_best") is not None else ""
+        lines.append("best:          %s%s" % (summary["best_checkpoint"], restored))
     metrics = "  ".join("%s %.4g" % (k, v) for k, v in summary["metrics"].items()
                         if isinstance(v, (int, float)))
     if metrics:

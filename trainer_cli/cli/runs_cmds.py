@@ -18,8 +18,9 @@ __all__ = ["runs", "report", "plot"]
 @json_option
 @handle_errors
 def runs(root, as_json):
-    """List the runs under ROOT (default: runs/): status, step, epoch, best metric, last
-    checkpoint, start time and duration.
+    """List the runs under ROOT (default: runs/): status, step, epoch, best metric (at @b<step>
+    when checkpoints/best holds the weights of that evaluation), last checkpoint, start time and
+    duration.
 
     A status is running (a process holds the run's lock now), finished, early-stopped,
     stopped (interrupted, resumable), failed, or killed (it ended without a word: kill -9, a

@@ -59,6 +59,7 @@ class RunHistory:
     rows: list = field(default_factory=list)  # metrics.jsonl rows, in order
     checkpoints: list = field(default_factory=list)   # [{"step", "epoch", "finished"}]
     latest: int | None = None                 # the step the `latest` pointer names
+    best_checkpoint: int | None = None        # the step the `best` pointer names
     status: str = "new"
     status_step: int | None = None
     error: str | None = None
@@ -220,7 +221,7 @@ def _config(path: Path, problems: list):
     return parsed
 
 
-def _checkpoints(run_dir: Path, problems: list) -> tuple[list, int | None]:
+def _checkpoints(run_dir: Path, problems: list) -> tuple[list, int | None, int | None]:
     found = []
     for step, folder in layout.list_checkpoints(run_dir):
         entry = {"step": step, "epoch": None, "finished": False}
@@ -234,12 +235,14 @@ def _checkpoints(run_dir: Path, problems: list) -> tuple[list, int | None]:
                 entry["epoch"] = meta["epoch"]
             entry["finished"] = meta.get("finished") is True
         found.append(entry)
-    try:
-        latest = layout.read_latest(run_dir)
-    except layout.RunDirError as exc:
-        problems.append(str(exc))
-        latest = None
-    return found, latest
+    pointers = []
+    for read in (layout.read_latest, layout.read_best):
+        try:
+            pointers.append(read(run_dir))
+        except layout.RunDirError as exc:
+            problems.append(str(exc))
+            pointers.append(None)
+    return found, pointers[0], pointers[1]
 
 
 def lock_held(run_dir) -> bool:
@@ -305,7 +308,7 @@ def load_history(run_dir) -> RunHistory:
     problems: list = []
     config = _config(run_dir / layout.CONFIG_FILE, problems)
     rows = _rows(run_dir / layout.METRICS_FILE, problems)
-    checkpoints, latest = _checkpoints(run_dir, problems)
+    checkpoints, latest, best_checkpoint = _checkpoints(run_dir, problems)
     try:
         tail = (_read_bounded(run_dir / layout.LOG_FILE, _MAX_LOG_TAIL, tail=True) or b"").decode(
             "utf-8", errors="replace")
@@ -317,6 +320,7 @@ def load_history(run_dir) -> RunHistory:
     first = run_status(head.splitlines()[0] if head else "", False)
     history = RunHistory(path=run_dir, name=(config or {}).get("name") or run_dir.name,
                          config=config, rows=rows, checkpoints=checkpoints, latest=latest,
+                         best_checkpoint=best_checkpoint,
                          status=status["status"], status_step=status["step"],
                          error=status["error"], started=first["started"] or status["started"],
                          problems=problems)

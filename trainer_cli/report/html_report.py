@@ -179,6 +179,8 @@ def _runs_table(histories, colors) -> str:
         if h.error:
             status += ": " + h.error[:120]
         last = "step-%d" % h.latest if h.latest is not None else "—"
+        if h.best_checkpoint is not None:
+            last += " (best: step-%d)" % h.best_checkpoint
         rows.append('<tr><td><span class="swatch" style="background:%s"></span>%s<br><code>%s</code></td>'
                     '<td class="status-%s">%s</td><td class="num">%d</td><td class="num">%s</td>'
                     '<td>%s</td><td>%s</td><td>%s</td><td class="num">%s</td></tr>'

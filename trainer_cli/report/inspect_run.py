@@ -179,6 +179,14 @@ def inspect_run_dir(run_dir) -> dict:
     if latest is not None and latest not in by_step:
         errors.append("%s: names %s, which does not exist"
                       % (run_dir / layout.CHECKPOINTS / layout.LATEST, layout.checkpoint_name(latest)))
+    try:
+        best = layout.read_best(run_dir)
+    except layout.RunDirError as exc:
+        errors.append(str(exc))
+        best = None
+    if best is not None and best not in by_step:
+        errors.append("%s: names %s, which does not exist"
+                      % (run_dir / layout.CHECKPOINTS / layout.BEST, layout.checkpoint_name(best)))
     intact = [c["step"] for c in checkpoints if c["intact"]]
     chosen = latest if latest in intact else (intact[-1] if intact else None)
     if chosen is not None and chosen != latest:
@@ -188,7 +196,7 @@ def inspect_run_dir(run_dir) -> dict:
     if chosen is not None:
         contents = _contents(Path(by_step[chosen]["path"]), errors)
     report.update(
-        checkpoints=checkpoints, latest=latest, shown_checkpoint=chosen,
+        checkpoints=checkpoints, latest=latest, best=best, shown_checkpoint=chosen,
         resume_from=chosen,
         metrics=metrics_tail(run_dir / layout.METRICS_FILE),
         states=contents["states"], parameters=contents["parameters"],

@@ -226,6 +226,8 @@ def _checkpoints_table(out: Console, report: dict) -> None:
         status = Text("intact", style="green") if c["intact"] else Text("DAMAGED", style="bold red")
         if c["step"] == report["latest"]:
             status.append(" ◀ latest", style="bold")
+        if c["step"] == report.get("best"):
+            status.append(" ◀ best", style="bold")
         table.add_row(c["name"], _position(c), c["time"] or "-", human_size(c["size"]), status)
     out.print(table)
 
@@ -247,6 +249,8 @@ def render_inspect(out: Console, report: dict) -> None:
         latest = next((c for c in report["checkpoints"] if c["step"] == report["latest"]), None)
         head.add_row("latest", "none" if report["latest"] is None else "step-%d%s" % (
             report["latest"], " (the run finished)" if latest and latest["finished"] else ""))
+        if report.get("best") is not None:
+            head.add_row("best", "step-%d (checkpoints/best; --from best)" % report["best"])
         out.print(head)
         _checkpoints_table(out, report)
         _metrics_table(out, report["metrics"])
@@ -326,7 +330,9 @@ def render_runs(out: Console, root, runs: list) -> None:
         best = run["best"]
         best_text = "-"
         if best:
-            best_text = "%.4g @%d" % (best["value"], best["step"])
+            # @b<step>: checkpoints/best holds the weights of that evaluation
+            kept = run.get("best_checkpoint") == "step-%d" % best["step"]
+            best_text = "%.4g @%s%d" % (best["value"], "b" if kept else "", best["step"])
             if not shared:
                 best_text = "%s %s" % (best["metric"], best_text)
         duration = run["duration_s"]

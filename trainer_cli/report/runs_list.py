@@ -20,6 +20,8 @@ def run_summary(history) -> dict:
         "epoch": history.epoch,
         "best": {"metric": key, "value": best[1], "step": best[0]} if best else None,
         "last_checkpoint": "step-%d" % history.latest if history.latest is not None else None,
+        "best_checkpoint": ("step-%d" % history.best_checkpoint
+                            if history.best_checkpoint is not None else None),
         "started": history.started,
         "duration_s": None if history.duration() is None else round(history.duration(), 3),
         "error": history.error,
@@ -37,6 +39,7 @@ def list_runs(root) -> list[dict]:
         except (OSError, layout.RunDirError) as exc:
             out.append({"name": path.name, "path": str(path), "status": "unreadable",
                         "step": None, "epoch": None, "best": None, "last_checkpoint": None,
+                        "best_checkpoint": None,
                         "started": None, "duration_s": None, "error": str(exc), "problems": []})
     return out
 

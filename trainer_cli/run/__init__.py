@@ -22,6 +22,9 @@ signals        Ctrl-C / SIGTERM: finish the step, checkpoint, exit 130
 session        start_run / resume_run
 launch         joining the MPI job; launching a run as several MPI ranks (--workers)
 errors         which exceptions are the user's input (the CLI exits 2 on them)
+trained        a run's model with a checkpoint's weights; ``trainer evaluate``
+predict        ``trainer predict``: reading samples, writing outputs batch by batch
+export         ``trainer export``: a checkpoint's weights as MXNet .params or .npz
 =============  ================================================================================
 """
 import importlib

@@ -29,7 +29,10 @@ from .layout import RunDirError
 
 __all__ = ["save_checkpoint", "snapshot", "file_writers", "begin_checkpoint", "PendingCheckpoint",
            "write_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
-           "resume_point"]
+           "resume_point", "chosen_checkpoint", "point_best", "BEST_CHOICE"]
+
+# What ``--from best`` passes for the checkpoint the ``best`` pointer names.
+BEST_CHOICE = "best"
 
 _TMP_PREFIX = ".tmp-step-"
 _TRASH_PREFIX = ".trash-"
@@ -137,6 +140,10 @@ class PendingCheckpoint:
             raise
         fsync_dir(self.folder)
         write_text_atomic(self.folder / layout.LATEST, layout.checkpoint_name(self.step) + "\n")
+        best = self._meta.get("best")
+        if isinstance(best, dict) and best.get("step") == self.step:
+            # The run's best so far is this checkpoint: named before any pruning can happen.
+            write_text_atomic(self.folder / layout.BEST, layout.checkpoint_name(self.step) + "\n")
         return self.final
 
     def abandon(self):
@@ -211,11 +218,14 @@ def load_checkpoint(ckpt_dir, net, trainer, kv, contexts) -> tuple[dict, list]:
 
 def resume_point(run_dir, from_step: int | None = None):
     """``(step, folder)`` of the checkpoint to resume from, or None when there is none yet.
+    ``from_step``: a step, or ``"best"`` for the one the ``best`` pointer names.
 
     A damaged or missing checkpoint is an error that names the damaged file and the newest
     intact checkpoint to pass as ``--from``: going back silently would redo work unasked.
     """
     run_dir = Path(run_dir)
+    if from_step == BEST_CHOICE:
+        from_step = best_step(run_dir)
     if from_step is not None:
         path = layout.checkpoint_dir(run_dir, from_step)
         if not path.is_dir():
@@ -238,6 +248,49 @@ def resume_point(run_dir, from_step: int | None = None):
         raise RunDirError("%s: the latest checkpoint is missing%s" % (path, _suggest(run_dir, step)))
     _verify_or_explain(run_dir, step, path, " (the latest)")
     return step, path
+
+
+def chosen_checkpoint(run_dir, which=None):
+    """``(step, folder)`` of a run's checkpoint to use (evaluate, predict, export): the latest
+    (``which`` None), the best (``"best"``) or a step; verified, or a RunDirError."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError("%s: no such run directory" % run_dir)
+    point = resume_point(run_dir, which)
+    if point is None:
+        raise RunDirError("%s: no checkpoint yet (is it a run directory?)" % run_dir)
+    return point
+
+
+def best_step(run_dir) -> int:
+    """The step the ``best`` pointer names; a RunDirError saying why there is none."""
+    run_dir = Path(run_dir)
+    step = layout.read_best(run_dir)
+    if step is None:
+        raise RunDirError("%s: no best checkpoint: a run selects one only with early_stopping "
+                          "or checkpoint.keep_best in its config, once it has validated"
+                          % (run_dir / layout.CHECKPOINTS / layout.BEST))
+    return step
+
+
+def point_best(run_dir, step) -> bool:
+    """Point ``best`` at checkpoint ``step`` (a resume going back to where that was the best),
+    or remove the pointer when ``step`` is None or its checkpoint is gone; True when it points."""
+    folder = Path(run_dir) / layout.CHECKPOINTS
+    pointer = folder / layout.BEST
+    if step is None or not layout.checkpoint_dir(run_dir, step).is_dir():
+        if pointer.is_file() and not pointer.is_symlink():
+            pointer.unlink()
+            fsync_dir(folder)
+        return False
+    text = layout.checkpoint_name(step) + "\n"
+    try:
+        same = read_regular(pointer, layout.LATEST_LIMIT) == text.encode()
+    except OSError:
+        same = False
+    if not same:
+        write_text_atomic(pointer, text)
+    return True
 
 
 def _verify_or_explain(run_dir, step, path, what):
@@ -308,18 +361,21 @@ def clean_leftovers(run_dir):
 
 
 def prune(run_dir, keep_last: int, keep_best=None):
-    """Delete all but the newest ``keep_last`` checkpoints, the one ``latest`` names, and (with
-    ``keep_best``, which has ``metric`` and ``mode``) the best by the value in its meta.json."""
+    """Delete all but the newest ``keep_last`` checkpoints and those the ``latest`` and ``best``
+    pointers name. (A run directory from before the ``best`` pointer existed: with
+    ``keep_best``, which has ``metric`` and ``mode``, the best by the value in its meta.json.)"""
     folder = Path(run_dir) / layout.CHECKPOINTS
     found = layout.list_checkpoints(run_dir)
     keep = {s for s, _ in found[-keep_last:]}
-    try:
-        latest = layout.read_latest(run_dir)
-    except RunDirError:
-        latest = None
-    if latest is not None:
-        keep.add(latest)
-    if keep_best is not None:
+    for read in (layout.read_latest, layout.read_best):
+        try:
+            named = read(run_dir)
+        except RunDirError:
+            # A damaged pointer: keep everything rather than guess what it named.
+            return
+        if named is not None:
+            keep.add(named)
+    if keep_best is not None and layout.read_best(run_dir) is None:
         best = _best(found, keep_best)
         if best is not None:
             keep.add(best)

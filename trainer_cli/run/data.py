@@ -23,7 +23,7 @@ from .._npz import NpzError, read_npz
 from .layout import RunDirError
 
 __all__ = ["Arrays", "CSRRows", "DataError", "load_data", "load_dataset", "split_validation",
-           "is_mapped", "as_batch"]
+           "is_mapped", "as_batch", "read_csr", "is_csr_npz", "load_npy"]
 
 # A .npy file of this many data bytes or more is memory-mapped rather than read.
 MAP_BYTES = 64 << 20
@@ -202,12 +202,32 @@ _CSR_KEYS = {"data", "indices", "indptr", "shape", "format"}
 def _csr(spec) -> Arrays:
     """A CSR matrix from an .npz in SciPy's ``save_npz`` layout (never through pickle, every
     part checked), labels from a .npy."""
-    path = spec.path
+    return Arrays(read_csr(spec.path), load_npy(spec.label_path))
+
+
+def read_csr(path, parts=None) -> CSRRows:
+    """The CSR matrix of an .npz in SciPy's ``save_npz`` layout (``parts``: its arrays, when
+    already read)."""
+    if parts is None:
+        parts = _read_csr_parts(path)
+    return _csr_rows(path, parts)
+
+
+def is_csr_npz(parts: dict) -> bool:
+    """Whether the arrays of an .npz are a CSR matrix's (SciPy's ``save_npz`` names)."""
+    return {"data", "indices", "indptr", "shape"} <= set(parts)
+
+
+def _read_csr_parts(path) -> dict:
     try:
         with open_regular(path) as f:
             parts = read_npz(f)
     except (OSError, NpzError) as exc:
         raise DataError("%s: cannot read as a CSR .npz (%s)" % (path, exc)) from None
+    return parts
+
+
+def _csr_rows(path, parts) -> CSRRows:
     missing = sorted({"data", "indices", "indptr", "shape"} - set(parts))
     if missing:
         raise DataError("%s: a CSR .npz holds data, indices, indptr and shape (as SciPy's save_npz "
@@ -242,12 +262,11 @@ def _csr(spec) -> Arrays:
                   % (int(indptr[-1]), len(data), len(indices)))
     if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= cols):
         raise bad("indices", "column ids must lie in [0, %d)" % cols)
-    x = CSRRows(data.astype(numpy.float32), indices.astype(numpy.int64),
-                indptr.astype(numpy.int64), (rows, cols))
-    return Arrays(x, _load_npy(spec.label_path))
+    return CSRRows(data.astype(numpy.float32), indices.astype(numpy.int64),
+                   indptr.astype(numpy.int64), (rows, cols))
 
 
-def _load_npy(path) -> numpy.ndarray:
+def load_npy(path) -> numpy.ndarray:
     """The array of a ``.npy`` file: a large one memory-mapped (read-only; pages are read as
     batches need them), a small one read into memory. The header is checked against the file's
     size before anything is mapped or allocated."""
@@ -281,10 +300,13 @@ def _load_npy(path) -> numpy.ndarray:
         raise DataError("%s: cannot read as a .npy array (%s)" % (path, exc)) from None
 
 
+_load_npy = load_npy
+
+
 def _npy(spec) -> Arrays:
-    data = _load_npy(spec.path)
+    data = load_npy(spec.path)
     if spec.label_path is not None:
-        return Arrays(data, _load_npy(spec.label_path))
+        return Arrays(data, load_npy(spec.label_path))
     if data.ndim != 2:
         raise DataError("%s: expected a 2-D array with a label column, got shape %s"
                         % (spec.path, data.shape))

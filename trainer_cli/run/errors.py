@@ -9,9 +9,11 @@ __all__ = ["input_error_types"]
 def input_error_types() -> tuple:
     """The exceptions that mean a user's input is wrong (a config, a run directory, a states or
     parameters file) rather than the program: the CLI exits 2 on them."""
+    from .._outpath import OutputRefused
     from ..config import ConfigError
     from ..gluon.param_file import ParamFileError
     from ..optimizer.state_file import StateFileError
     from .layout import RunDirError
     from .model import ModelFileError
-    return (ConfigError, RunDirError, StateFileError, ParamFileError, ModelFileError)
+    return (ConfigError, RunDirError, StateFileError, ParamFileError, ModelFileError,
+            OutputRefused)

@@ -18,6 +18,9 @@
                 meta.json      step, epoch, position, RNG and loop state, and a SHA-256 of
                                each other file, so damage is detected before anything loads
             latest             the name of the newest checkpoint, written last
+            best               the name of the best checkpoint (runs with early_stopping or
+                               checkpoint.keep_best): written after the checkpoint it names,
+                               which is never pruned
             abandoned-<time>/  checkpoints newer than the one `resume --from` went back to
 
 Nothing here executes or unpickles what it reads, and every read is bounded: only regular files
@@ -36,9 +39,9 @@ from pathlib import Path
 from .._bounded import MiB, load_json, open_regular, read_regular_text
 
 __all__ = [
-    "CONFIG_FILE", "METRICS_FILE", "METRICS_CSV", "LOG_FILE", "CHECKPOINTS", "LATEST",
+    "CONFIG_FILE", "METRICS_FILE", "METRICS_CSV", "LOG_FILE", "CHECKPOINTS", "LATEST", "BEST",
     "PARAMS_FILE", "STATES_FILE", "KVSTORE_FILE", "META_FILE", "META_FORMAT", "RunDirError",
-    "checkpoint_name", "checkpoint_dir", "list_checkpoints", "read_latest", "read_meta",
+    "checkpoint_name", "checkpoint_dir", "list_checkpoints", "read_latest", "read_best", "read_meta",
     "check_not_linked",
     "verify_checkpoint", "newest_intact", "file_digest", "json_safe", "LATEST_LIMIT", "META_LIMIT",
 ]
@@ -49,6 +52,7 @@ METRICS_CSV = "metrics.csv"
 LOG_FILE = "train.log"
 CHECKPOINTS = "checkpoints"
 LATEST = "latest"
+BEST = "best"
 PARAMS_FILE = "params.npz"
 STATES_FILE = "trainer.states"
 KVSTORE_FILE = "kvstore.npz"
@@ -102,14 +106,23 @@ def list_checkpoints(run_dir) -> list:
 
 def read_latest(run_dir):
     """The step named by the ``latest`` pointer, or None when there is no pointer."""
-    pointer = Path(run_dir) / CHECKPOINTS / LATEST
+    return _read_pointer(run_dir, LATEST)
+
+
+def read_best(run_dir):
+    """The step named by the ``best`` pointer, or None when there is no pointer."""
+    return _read_pointer(run_dir, BEST)
+
+
+def _read_pointer(run_dir, name):
+    pointer = Path(run_dir) / CHECKPOINTS / name
     try:
         text = read_regular_text(pointer, LATEST_LIMIT).strip()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError("%s: cannot read the latest-checkpoint pointer (%s)"
-                          % (pointer, _why(exc))) from None
+        raise RunDirError("%s: cannot read the %s-checkpoint pointer (%s)"
+                          % (pointer, name, _why(exc))) from None
     match = _STEP_DIR.match(text)
     if not match:
         raise RunDirError("%s: expected a checkpoint name like 'step-100', found %r" % (pointer, text[:60]))

@@ -36,9 +36,9 @@ from . import grads
 from .data import as_batch, is_mapped
 from .finite import StepUndo, broken_part, update_was_finite
 from .prefetch import Prefetcher
-from .state import Accumulator, EarlyStopping, LoopState
+from .state import Accumulator, BestTracker, EarlyStopping, LoopState
 
-__all__ = ["TrainingLoop", "NonFiniteError"]
+__all__ = ["TrainingLoop", "NonFiniteError", "evaluate_arrays", "validation_pass"]
 
 
 class NonFiniteError(RuntimeError):
@@ -75,6 +75,13 @@ class TrainingLoop:
     scaler = None  # precision float16: the Trainer's AMP loss scaler
     _prefetch = None  # memory-mapped data: a Prefetcher of the next batch's features
     _undo = None      # nan_policy skip: the StepUndo each update's copy goes into
+    best_dir = None   # resumed with restore_best: the best checkpoint's folder
+    best = None       # early_stopping / keep_best: the BestTracker choosing the best checkpoint
+    _best_due = False        # a new best evaluation, not yet in a checkpoint
+    _saves_best = True
+    _restore_best = False
+    _best_weights = None     # restore_best: host copies of the best weights, this session
+    restored_best = None     # the step whose weights the run ended with (restore_best)
 
     def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False):
         self.parts = parts
@@ -89,6 +96,16 @@ class TrainingLoop:
         self.early = EarlyStopping(config.early_stopping) if config.early_stopping else None
         if self.early is not None:
             self.early.set_state(state.early_stopping)
+        by = config.best_by()
+        self.best = BestTracker(by.metric, by.mode or "min") if by is not None else None
+        # A checkpoint of its own at a new best: every rank must decide alike, so under several
+        # workers only a validation metric of identical weights (not dist_async) may ask for it;
+        # otherwise the best is in a checkpoint only when a regular one falls on its step.
+        kv = parts.kvstore
+        self._saves_best = parts.num_workers == 1 or (
+            by is not None and by.metric.startswith("val_")
+            and not (kv is not None and "async" in kv.type))
+        self._restore_best = bool(config.early_stopping and config.early_stopping.restore_best)
         self.total_steps = parts.order.total_updates(config.epochs, config.steps,
                                                      config.grad_accumulation)
         self.scaler = _amp.loss_scaler(parts.trainer)
@@ -130,7 +147,10 @@ class TrainingLoop:
     def _run(self, order, k) -> str:
         st = self.state
         while st.stop_reason is None and not self._limit_reached():
-            if self._advance(order, k) and st.stop_reason is None and self.stop_requested():
+            stepped = self._advance(order, k)
+            if self._best_due and st.stop_reason is None:
+                self._checkpoint()   # the best weights, at the step they were evaluated
+            if stepped and st.stop_reason is None and self.stop_requested():
                 self._checkpoint()
                 return "interrupted"
         self._finish()
@@ -338,7 +358,7 @@ class TrainingLoop:
         if self.train_acc.count:
             values = self.train_acc.values("train_")
             self._row("epoch", values)
-            self._early_stopping_check(values)
+            self._evaluated(values)
         if config.validate_every == "epoch":
             self._validate()
         st.epoch += 1
@@ -351,19 +371,21 @@ class TrainingLoop:
         parts, st = self.parts, self.state
         if parts.val is None:
             return
-        acc = Accumulator(parts.val_metrics)
-        ctx = parts.contexts[0]
-        bs = validation_pass(self.config.data.batch_size, parts.val.x)
-        for start in range(0, len(parts.val), bs):
-            x = parts.val.features(slice(start, start + bs))
-            y = parts.val.y[start:start + bs]
-            out = parts.net(as_batch(x, ctx, self.dtype))
-            loss = parts.loss(out, _array(y, ctx=ctx, dtype=self.dtype))
-            acc.add_loss(_loss_sum(loss), loss.shape[0])
-            acc.add_outputs([(y, out)])
+        values = evaluate_arrays(parts.net, parts.loss, parts.val_metrics, parts.val,
+                                 self.config.data.batch_size, parts.contexts[0], self.dtype, "val_")
         st.last_val_step = st.step
-        values = acc.values("val_")
         self._row("val", values)
+        self._evaluated(values)
+
+    def _evaluated(self, values):
+        """An evaluation's values (a validation, or an epoch's training means): the best so far
+        and early stopping see them."""
+        st = self.state
+        if self.best is not None and self.best.improves(st.best, values):
+            st.best = self.best.record(st.step, values)
+            self._best_due = self._saves_best
+            if self._restore_best:
+                self._best_weights = self.parts.net.parameter_arrays(copy=True)
         self._early_stopping_check(values)
 
     def _early_stopping_check(self, values):
@@ -380,8 +402,39 @@ class TrainingLoop:
         st = self.state
         if self.parts.val is not None and st.last_val_step != st.step and st.step > 0:
             self._validate()
+        if self._restore_best and st.best and st.best["step"] != st.step:
+            self._restore()
         st.finished = True
         self._checkpoint()
+
+    def _restore(self):
+        """restore_best: the network takes the best evaluation's weights, which the final
+        checkpoint then holds (the optimizer's states stay those of the last step)."""
+        st, net = self.state, self.parts.net
+        best = st.best
+        if self._best_weights is None:
+            # Found before a resume: its checkpoint (never pruned while it is the best) has them.
+            from . import layout
+            from .layout import RunDirError
+
+            path = self.best_dir
+            try:
+                if path is None:
+                    raise RunDirError("no checkpoint of step %d" % best["step"])
+                layout.verify_checkpoint(path)
+                net.load_parameters(str(path / layout.PARAMS_FILE), ctx=self.parts.contexts)
+            except (RunDirError, OSError, TypeError) as exc:
+                self.recorder.message("warning: restore_best: cannot read the best weights (%s); "
+                                      "the run ends with the last step's" % exc)
+                return
+        else:
+            params = net._collect_params_with_prefix()
+            for name, value in self._best_weights.items():
+                params[name].set_data(_array(value, dtype=value.dtype))
+        self.restored_best = best["step"]
+        st.latest.update(best["values"])
+        self.recorder.message("restore_best: the run ends with the weights of step %d, its best "
+                              "(%s %s)" % (best["step"], best["metric"], _fmt(best["value"])))
 
     # ------------------------------------------------------------------ rows and checkpoints
     def _row_epoch(self) -> int:
@@ -419,6 +472,7 @@ class TrainingLoop:
                 "kept" % (broken, st.step))
         self.recorder.checkpoint(self)
         self._saved_step = st.step
+        self._best_due = False
 
     def elapsed(self) -> float:
         return self._elapsed0 + (time.monotonic() - self._started)
@@ -436,6 +490,25 @@ def validation_pass(batch_size: int, features) -> int:
     sample = features.dtype.itemsize * math.prod(features.shape[1:])
     fits = VAL_INPUT_BYTES // max(1, sample) // batch_size * batch_size
     return max(least, min(4 * least, fits))
+
+
+def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dtype, prefix: str,
+                    progress=None) -> dict:
+    """The mean loss and the metrics of ``net`` over the data set ``data`` (an Arrays), in
+    passes of :func:`validation_pass` samples: ``{prefix + "loss": ..., prefix + name: ...}``.
+    ``progress(done, total)`` is called after each pass."""
+    acc = Accumulator(metrics)
+    bs = validation_pass(batch_size, data.x)
+    for start in range(0, len(data), bs):
+        x = data.features(slice(start, start + bs))
+        y = data.y[start:start + bs]
+        out = net(as_batch(x, ctx, dtype))
+        loss = loss_fn(out, _array(y, ctx=ctx, dtype=dtype))
+        acc.add_loss(_loss_sum(loss), loss.shape[0])
+        acc.add_outputs([(y, out)])
+        if progress is not None:
+            progress(min(start + bs, len(data)), len(data))
+    return acc.values(prefix)
 
 
 @functools.lru_cache(maxsize=256)

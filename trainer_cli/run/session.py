@@ -151,13 +151,20 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
                              % (step, ", ".join(moved), where.relative_to(run_dir)))
             if point is not None:
                 _ckpt.point_latest(run_dir, step)
+                best = state.best.get("step")
+                if not _ckpt.point_best(run_dir, best) and best is not None:
+                    notes.append("note: the best checkpoint as of step %d (%s) is gone; "
+                                 "checkpoints/best is removed until a new best is found"
+                                 % (step, layout.checkpoint_name(best)))
             if overrides:  # later resumes continue to the new length
                 write_text_atomic(run_dir / layout.CONFIG_FILE, config.resolved_yaml())
             dropped = truncate_metrics(run_dir, step, config.metric_keys())
             if dropped:
                 notes.append("dropped %d metrics rows logged after step %d" % (dropped, step))
+        best_dir = layout.checkpoint_dir(run_dir, state.best["step"]) if state.best else None
         return _train(parts, run_dir if lock is not None else None, state, reporter,
-                      handle_signals, caught, resumed_from=step, notes=notes, lock=lock)
+                      handle_signals, caught, resumed_from=step, notes=notes, lock=lock,
+                      best_dir=best_dir)
     finally:
         if lock is not None:
             lock.release()
@@ -395,9 +402,14 @@ class _Recorder:
             "data": {"seed": config.seed, "shuffle": config.data.shuffle,
                      "last_batch": config.data.last_batch, "batch_size": config.data.batch_size,
                      "num_samples": len(parts.train), "sha256": self.fingerprint,
+                     # what evaluate and predict check an input's samples against
+                     "features": list(parts.train.x.shape[1:]),
                      "fingerprint": "sampled" if is_mapped(parts.train.x) else "full",
                      "carry": parts.order.carry(st.epoch).tolist()},
             "loop": st.to_dict(), "metrics": dict(st.latest),
+            # The best evaluation so far; a checkpoint whose step it names becomes `best`.
+            "best": {k: v for k, v in st.best.items() if k != "values"} or None,
+            "restored_best": loop.restored_best,
             "trainer_cli": __version__,
         }
         self.flush()  # the previous save first: its error, its log line, and pruning in order
@@ -545,7 +557,7 @@ class _NullRecorder:
 
 
 def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from, notes,
-           lock=None) -> RunResult:
+           lock=None, best_dir=None) -> RunResult:
     # Ranks other than 0 stay silent: rank 0 speaks for the job.
     reporter = reporter if reporter is not None and run_dir is not None else Reporter()
     own_lock = None
@@ -580,6 +592,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         if run_dir is not None:
             recorder.start_writer(_background_saves(parts, state), lock)
         loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
+        loop.best_dir = best_dir
         samples = parts.config.data.batch_size // max(1, parts.num_workers * len(parts.contexts))
         thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers),
                                    layer_work=threads.layer_work(loop.params, samples))
@@ -680,6 +693,9 @@ def _summary(loop, run_dir, recorder, status) -> dict:
         "name": loop.config.name, "steps": st.step, "epochs": st.epoch,
         "batch_in_epoch": st.batch_in_epoch, "stop_reason": st.stop_reason,
         "skipped_steps": st.skipped, "checkpoint": latest,
+        "best_checkpoint": (str(layout.checkpoint_dir(run_dir, st.best["step"]))
+                            if st.best and run_dir is not None else None),
+        "restored_best": loop.restored_best,
         "metrics": {k: st.latest[k] for k in loop.config.metric_keys() if k in st.latest},
         "elapsed_s": round(loop.elapsed(), 3),
     })

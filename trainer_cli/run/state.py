@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 
 from .. import metric as _metric
 
-__all__ = ["LoopState", "Accumulator", "EarlyStopping"]
+__all__ = ["LoopState", "Accumulator", "EarlyStopping", "BestTracker"]
 
 
 def _copied(value):
@@ -41,6 +41,9 @@ class LoopState:
     train: dict = field(default_factory=dict)          # Accumulator state of the running epoch
     early_stopping: dict = field(default_factory=dict)  # EarlyStopping state
     amp: dict = field(default_factory=dict)  # precision float16: the loss scaler and its skips
+    # The best evaluation so far (early_stopping or keep_best): metric, mode, step, value and
+    # the evaluation's values; its checkpoint is the one ``checkpoints/best`` names.
+    best: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {f.name: _copied(getattr(self, f.name)) for f in fields(self)}
@@ -72,6 +75,9 @@ class LoopState:
             if value is not None and value > getattr(state, upper):
                 raise ValueError("loop.%s: %d is more than loop.%s (%d)"
                                  % (name, value, upper, getattr(state, upper)))
+        if state.best and state.best["step"] > state.step:
+            raise ValueError("loop.best.step: %d is more than loop.step (%d)"
+                             % (state.best["step"], state.step))
         return state
 
 
@@ -114,11 +120,21 @@ def _mapping(value):
     return None if isinstance(value, dict) else "a mapping"
 
 
+def _best(value):
+    if value == {}:
+        return None
+    ok = (isinstance(value, dict) and isinstance(value.get("metric"), str)
+          and value.get("mode") in ("min", "max") and _is_int(value.get("step"))
+          and value["step"] >= 0 and _is_number(value.get("value"))
+          and _values(value.get("values", {})) is None)
+    return None if ok else "an empty mapping, or metric, mode, step, value and values"
+
+
 STOP_REASONS = ("epochs", "steps", "early_stopping")
 _CHECKS = {"step": _count, "epoch": _count, "batch_in_epoch": _count, "samples": _count,
            "skipped": _count, "finished": _flag, "stop_reason": _reason,
            "last_val_step": _opt_count, "elapsed_s": _seconds, "latest": _values,
-           "train": _mapping, "early_stopping": _mapping}
+           "train": _mapping, "early_stopping": _mapping, "best": _best}
 
 
 def _shown(value) -> str:
@@ -223,3 +239,24 @@ class EarlyStopping:
     def set_state(self, state: dict):
         self.best = state.get("best")
         self.bad = int(state.get("bad", 0))
+
+
+class BestTracker:
+    """The best evaluation of a run by one metric (strictly better counts: ``min_delta`` is
+    early stopping's patience rule, not the choice of the best weights)."""
+
+    def __init__(self, metric: str, mode: str):
+        self.metric, self.mode = metric, mode
+
+    def improves(self, best: dict, values: dict) -> bool:
+        value = values.get(self.metric)
+        if value is None or not math.isfinite(value):
+            return False
+        if not best or best.get("metric") != self.metric:
+            return True
+        return value > best["value"] if self.mode == "max" else value < best["value"]
+
+    def record(self, step: int, values: dict) -> dict:
+        return {"metric": self.metric, "mode": self.mode, "step": step,
+                "value": float(values[self.metric]),
+                "values": {k: v for k, v in values.items() if v is None or math.isfinite(v)}}

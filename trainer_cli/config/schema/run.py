@@ -142,6 +142,11 @@ class RunConfig(Section):
         splits = ["train"] + (["val"] if self.data.has_validation else [])
         return list(dict.fromkeys(f"{s}_{b}" for s in splits for b in base))
 
+    def best_by(self):
+        """The section (keep_best, else early_stopping) whose metric and mode choose the run's
+        best checkpoint, or None: a run without either selects none."""
+        return self.checkpoint.keep_best or self.early_stopping
+
     def _metric_refs(self) -> list:
         details = []
         seen = {}
@@ -164,6 +169,13 @@ class RunConfig(Section):
                 details.append(detail(loc + ("metric",), why, key))
             elif section.mode is None:
                 section.mode = names.metric_mode(key.split("_", 1)[1])
+        early, keep = self.early_stopping, self.checkpoint.keep_best
+        if early is not None and early.restore_best and keep is not None \
+                and keep.metric != early.metric:
+            details.append(detail(("early_stopping", "restore_best"), "restores the checkpoint "
+                                  f"checkpoint.keep_best chooses (by {keep.metric}), but early "
+                                  f"stopping watches {early.metric}: give both the same metric",
+                                  True))
         return details
 
     def _device_checks(self) -> list:

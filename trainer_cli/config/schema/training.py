@@ -51,6 +51,10 @@ class EarlyStoppingSection(Section):
         None, description="min or max; inferred from the metric when not given")
     patience: Annotated[int, at.Ge(1)] = Field(5, description="validations without improvement")
     min_delta: Annotated[float, at.Ge(0)] = Field(0.0, description="smallest change that counts")
+    restore_best: bool = Field(
+        False, description="end the run with the best weights: the final checkpoint holds the "
+                           "parameters of the best evaluation (like Keras's "
+                           "restore_best_weights)")
 
 
 class KeepBestSection(Section):

@@ -1,0 +1,165 @@
+"""``trainer evaluate`` and ``trainer predict``: a trained run used as a user would, on real
+files; outputs checked against the network computed here from the checkpoint's weights."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainer_cli import nd
+from trainer_cli._outpath import OutputRefused
+from trainer_cli.config import ConfigError
+from trainer_cli.run import layout, start_run
+from trainer_cli.run.data import DataError, load_data
+from trainer_cli.run.errors import input_error_types
+from trainer_cli.run.model import create
+from trainer_cli.run.predict import predict_file
+from trainer_cli.run.session import read_run_config
+from trainer_cli.run.trained import evaluate_run
+
+from run_helpers import CONFIGS, SMALL, metric_rows, no_fsync, run_trainer, write_config
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("evaluate")
+    text = SMALL.replace("checkpoint: {every_steps: 4, every_epoch: true, keep_last: 2}",
+                         "checkpoint: {every_steps: 3, keep_last: 1, keep_best: val_loss}")
+    config = write_config(tmp, text + "validate_every: 3\n")
+    result = start_run(config, run_root=tmp / "runs", handle_signals=False)
+    assert result.status == "finished"
+    return Path(result.summary["run_dir"])
+
+
+@pytest.fixture(autouse=True)
+def _fast_disk(monkeypatch):
+    no_fsync(monkeypatch)
+
+
+def _val_row(run_dir, step):
+    return next(r for r in metric_rows(run_dir) if r["kind"] == "val" and r["step"] == step)
+
+
+def _val_split(run_dir):
+    config = read_run_config(run_dir)
+    return load_data(config.data)[1]
+
+
+def _forward(run_dir, step, x):
+    """The network's outputs for ``x`` computed here: the model's builder and the weights."""
+    net = create("mlp", hidden=[16], classes=3)
+    net.load_parameters(str(layout.checkpoint_dir(run_dir, step) / layout.PARAMS_FILE))
+    return net(nd.array(x)).asnumpy()
+
+
+def test_evaluate_gives_the_runs_own_validation_numbers(run_dir, tmp_path):
+    final = layout.read_latest(run_dir)
+    done = run_trainer("evaluate", run_dir, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    row = _val_row(run_dir, final)
+    assert report["step"] == final and report["data"] == "the validation split"
+    # The same weights on the same samples in the same passes: the logged values, exactly.
+    assert report["metrics"] == {"loss": row["val_loss"], "accuracy": row["val_accuracy"]}
+
+    best = layout.read_best(run_dir)
+    assert best is not None
+    at_best = evaluate_run(run_dir, "best")
+    assert at_best["step"] == best
+    assert at_best["metrics"]["loss"] == _val_row(run_dir, best)["val_loss"]
+
+    # Another data set through -o data.val=FILE: here the validation split saved as a file.
+    val = _val_split(run_dir)
+    np.savez(tmp_path / "test.npz", x=val.x, y=val.y)
+    other = evaluate_run(run_dir, None, ["data.val=%s" % (tmp_path / "test.npz")])
+    assert other["data"] == "data.val" and other["metrics"] == report["metrics"]
+
+    on_train = evaluate_run(run_dir, None, (), on="train")
+    assert on_train["samples"] == 90 and on_train["data"] == "the training split"
+
+    with pytest.raises(ConfigError, match=r"data\.\* \(the data set\) and context only"):
+        evaluate_run(run_dir, None, ["optimizer.name=sgd"])
+
+
+def test_predict_writes_outputs_classes_and_probabilities(run_dir, tmp_path):
+    final = layout.read_latest(run_dir)
+    x = _val_split(run_dir).x
+    np.save(tmp_path / "x.npy", x)
+    done = run_trainer("predict", run_dir, "--input", tmp_path / "x.npy",
+                       "--output", tmp_path / "p.npz")
+    assert done.returncode == 0, done.stderr
+    with np.load(tmp_path / "p.npz", allow_pickle=False) as z:
+        out, cls, prob = z["output"], z["class"], z["probability"]
+    expected = _forward(run_dir, final, x)
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-7)
+    assert cls.dtype == np.int64 and np.array_equal(cls, expected.argmax(axis=1))
+    soft = np.exp(expected - expected.max(axis=1, keepdims=True))
+    soft /= soft.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(prob, soft.max(axis=1), rtol=1e-6)
+
+    # CSV in (with a header line), CSV out; batches of 7, each reported.
+    with open(tmp_path / "x.csv", "w") as f:
+        f.write(",".join("f%d" % i for i in range(x.shape[1])) + "\n")
+        for row in x:
+            f.write(",".join(repr(float(v)) for v in row) + "\n")
+    seen = []
+    result = predict_file(run_dir, tmp_path / "x.csv", tmp_path / "p.csv", batch_size=7,
+                          progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(min(k, 30), 30) for k in range(7, 36, 7)] and result["samples"] == 30
+    with open(tmp_path / "p.csv") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["output_0", "output_1", "output_2", "class", "probability"]
+    table = np.array(rows[1:], dtype=np.float64)
+    np.testing.assert_allclose(table[:, :3], out, rtol=1e-6, atol=1e-7)
+    assert np.array_equal(table[:, 3], cls)
+
+    # .npy out: the outputs alone; --from best picks the best checkpoint's weights.
+    best = layout.read_best(run_dir)
+    predict_file(run_dir, tmp_path / "x.npy", tmp_path / "b.npy", which="best")
+    np.testing.assert_allclose(np.load(tmp_path / "b.npy"), _forward(run_dir, best, x),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_predict_checks_its_input_and_output_like_training_data(run_dir, tmp_path):
+    x = _val_split(run_dir).x.copy()
+    x[4, 2] = np.inf
+    np.save(tmp_path / "inf.npy", x)
+    with pytest.raises(DataError, match="sample 4 .* NaN or Inf"):
+        predict_file(run_dir, tmp_path / "inf.npy", tmp_path / "o.npz", batch_size=3)
+    assert not (tmp_path / "o.npz").exists() and os.listdir(tmp_path) == ["inf.npy"]
+    np.save(tmp_path / "narrow.npy", x[:, :4])
+    with pytest.raises(DataError, match=r"shape \[4\], but the model was trained on .*\[6\]"):
+        predict_file(run_dir, tmp_path / "narrow.npy", tmp_path / "o.npz")
+    np.save(tmp_path / "text.npy", np.array([["a"] * 6]))
+    with pytest.raises(DataError, match="must be numbers"):
+        predict_file(run_dir, tmp_path / "text.npy", tmp_path / "o.npz")
+    with pytest.raises(DataError, match="suffix"):
+        predict_file(run_dir, tmp_path / "narrow.npy", tmp_path / "o.txt")
+    os.mkfifo(tmp_path / "fifo.npz")
+    with pytest.raises(OutputRefused, match="FIFO"):
+        predict_file(run_dir, tmp_path / "narrow.npy", tmp_path / "fifo.npz")
+    assert issubclass(DataError, input_error_types())       # the CLI exits 2 on them
+
+
+def test_predict_reads_csr_samples(tmp_path):
+    result = start_run(CONFIGS / "sparse_linear.yaml", ["steps=2", "data.split=0.5"],
+                       run_root=tmp_path / "runs", handle_signals=False)
+    run_dir = Path(result.summary["run_dir"])
+    csr = CONFIGS / "data" / "sparse_text.npz"
+    predict_file(run_dir, csr, tmp_path / "p.npz", batch_size=100)
+    with np.load(tmp_path / "p.npz") as z:
+        out, cls = z["output"], z["class"]
+    with np.load(csr) as z:
+        data, indices, indptr, shape = z["data"], z["indices"], z["indptr"], tuple(z["shape"])
+    net = create("sparse_linear", num_features=2000, outputs=2)
+    net.initialize()
+    net.load_parameters(str(layout.checkpoint_dir(run_dir, 2) / layout.PARAMS_FILE))
+    rows = slice(0, 50)
+    end = indptr[50]
+    batch = nd.sparse.csr_matrix((data[:end], indices[:end], indptr[:51]), shape=(50, shape[1]))
+    np.testing.assert_allclose(out[rows], net(batch).asnumpy(), rtol=1e-5, atol=1e-6)
+    assert len(out) == shape[0] and np.array_equal(cls, out.argmax(axis=1))
