@@ -1057,25 +1057,45 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
     return _wrap(out, indices._ctx)
 
 
+def _gathered(data, values, order, k, axis):
+    """``values`` (the first ``k`` entries of ``data`` along ``axis`` in the permutation
+    ``order``), recorded so that the gradient flows back to the entries they came from, as
+    MXNet's ``sort`` and ``topk`` do."""
+    if not _recording_for(data):
+        return _wrap(values, data._ctx)
+    xp = _xp_of(values)
+
+    def vjp(g, needs):
+        if k < order.shape[axis]:
+            pad = list(g.shape)
+            pad[axis] = order.shape[axis] - k
+            g = xp.concatenate([g, xp.zeros(pad, dtype=g.dtype)], axis=axis)
+        return (xp.take_along_axis(g, xp.argsort(order, axis=axis), axis=axis),)
+    return _recorded(values, data._ctx, (data,), vjp)
+
+
 def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
     d = data._data
     xp = _xp_of(d)
+    axis = axis % d.ndim
     order = xp.argsort(d if is_ascend else -d, axis=axis, kind="stable")
     idx = xp.take(order, xp.arange(k), axis=axis)
     if ret_typ == "indices":
         return _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)
-    values = xp.take_along_axis(d, idx, axis=axis)
+    values = _gathered(data, xp.take_along_axis(d, idx, axis=axis), order, k, axis)
     if ret_typ == "value":
-        return _wrap(values, data._ctx)
-    return [_wrap(values, data._ctx), _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)]
+        return values
+    return [values, _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)]
 
 
 def sort(data, axis=-1, is_ascend=True):
     d = data._data
-    out = _xp_of(d).sort(d, axis=axis)
+    xp = _xp_of(d)
+    axis = axis % d.ndim
+    order = xp.argsort(d, axis=axis, kind="stable")
     if not is_ascend:
-        out = _xp_of(d).flip(out, axis=axis)
-    return _wrap(out, data._ctx)
+        order = xp.flip(order, axis=axis)
+    return _gathered(data, xp.take_along_axis(d, order, axis=axis), order, d.shape[axis], axis)
 
 
 def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
