@@ -35,7 +35,7 @@ reverse = _ops.flip
 def modulo(lhs, rhs):
     """``lhs % rhs`` with MXNet's gradients: 1 for ``lhs``, ``-floor(lhs / rhs)`` for ``rhs``."""
     if not isinstance(lhs, NDArray):
-        return _wrap(lhs % rhs._data, rhs._ctx)
+        return _scalar_mod(lhs, rhs)
     a = lhs._data
     b = rhs._data if isinstance(rhs, NDArray) else rhs
     xp = _xp_of(a)
@@ -52,6 +52,16 @@ def modulo(lhs, rhs):
         gb = unbroadcast(-g * xp.floor(a / b), b.shape) if needs[1] else None
         return ga, gb
     return _recorded(out, lhs._ctx, inputs, vjp)
+
+
+def _scalar_mod(lhs, rhs):
+    """``scalar % rhs``; MXNet's gradient for ``rhs`` is ``-floor(scalar / rhs)``."""
+    b = rhs._data
+    xp = _xp_of(b)
+    out = xp.mod(xp.asarray(lhs, dtype=b.dtype), b).astype(b.dtype, copy=False)
+    if not _recording_for(rhs):
+        return _wrap(out, rhs._ctx)
+    return _recorded(out, rhs._ctx, (rhs,), lambda g, needs: (-g * xp.floor(lhs / b),))
 
 
 broadcast_mod = modulo

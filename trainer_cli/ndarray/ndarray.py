@@ -552,8 +552,12 @@ class NDArray:
         return _binary(self, other, _rpow, _g_rpow)
 
     def __mod__(self, other):
-        other = other._data if isinstance(other, NDArray) else _scalar(other)
-        return _wrap(self._data % other, self._ctx)
+        from .more_ops import modulo     # recorded, with MXNet's gradients
+        return modulo(self, other)
+
+    def __rmod__(self, other):
+        from .more_ops import modulo
+        return modulo(other, self)
 
     def __neg__(self):
         if _recording_for(self):

@@ -355,8 +355,11 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
     xp = _xp_of(x)
     nsp = x.ndim - 2
     _check_layout(layout, nsp)
+    if pool_type == "lp":
+        return _lp_pool(data, kernel, global_pool, pooling_convention, stride, pad, p_value, layout)
     if pool_type not in ("max", "avg", "sum"):
-        raise NotImplementedError("pool_type %r is not supported ('max', 'avg', 'sum')" % (pool_type,))
+        raise ValueError("Pooling: pool_type must be 'max', 'avg', 'sum' or 'lp', not %r"
+                         % (pool_type,))
     spatial = x.shape[2:]
     if global_pool:
         return _global_pool(data, pool_type)
@@ -438,6 +441,19 @@ def _pool_padded(x, pad, hi, is_max):
     xp = _xp_of(x)
     fill = xp.finfo(x.dtype).min if is_max else 0
     return xp.pad(x, ((0, 0), (0, 0)) + tuple(zip(pad, hi)), constant_values=fill)
+
+
+def _lp_pool(data, kernel, global_pool, pooling_convention, stride, pad, p_value, layout):
+    """MXNet's 'lp' pooling: the p-th root of the window's sum of x**p, for p in 1, 2, 3 (no
+    absolute value, as in MXNet: p = 1 and 3 keep the sign), composed of recorded ops."""
+    from . import ops as _ops
+    if p_value not in (1, 2, 3):
+        raise ValueError("Pooling: pool_type='lp' needs p_value 1, 2 or 3, not %r" % (p_value,))
+    power = data if p_value == 1 else _ops.square(data) if p_value == 2 else \
+        data * _ops.square(data)
+    total = Pooling(power, kernel=kernel, pool_type="sum", global_pool=global_pool,
+                    pooling_convention=pooling_convention, stride=stride, pad=pad, layout=layout)
+    return total if p_value == 1 else _ops.sqrt(total) if p_value == 2 else _ops.cbrt(total)
 
 
 def _global_pool(data, pool_type):

@@ -1074,6 +1074,14 @@ def _gathered(data, values, order, k, axis):
     return _recorded(values, data._ctx, (data,), vjp)
 
 
+def _put_ones(mask, idx, axis):
+    """``put_along_axis(mask, idx, 1, axis)``, which CuPy lacks."""
+    xp = _xp_of(mask)
+    grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape]))
+    grids[axis] = idx
+    mask[tuple(grids)] = 1
+
+
 def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
     d = data._data
     xp = _xp_of(d)
@@ -1082,6 +1090,13 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
     idx = xp.take(order, xp.arange(k), axis=axis)
     if ret_typ == "indices":
         return _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)
+    if ret_typ == "mask":
+        mask = xp.zeros(d.shape, dtype=d.dtype)
+        _put_ones(mask, idx, axis)
+        return _wrap(mask, data._ctx)
+    if ret_typ not in ("value", "both"):
+        raise ValueError("topk: ret_typ must be 'value', 'indices', 'mask' or 'both', not %r"
+                         % (ret_typ,))
     values = _gathered(data, xp.take_along_axis(d, idx, axis=axis), order, k, axis)
     if ret_typ == "value":
         return values
