@@ -354,6 +354,10 @@ op("Embedding", lambda nd, i, w: nd.Embedding(i, w, input_dim=5, output_dim=3),
    [C([[0, 4], [2, 2]]), U(5, 3)])
 op("Dropout.eval", lambda nd, x: nd.Dropout(x, p=0.5), [U(2, 3)], op_name="Dropout", train=False)
 op("Dropout.p0", lambda nd, x: nd.Dropout(x, p=0.0), [U(2, 3)], op_name="Dropout")
+op("batch_take.grad", lambda nd, a, i: nd.batch_take(a, i), [U(3, 4), C([0, 3, 5], "int32")],
+   wrt=[0], op_name="batch_take")
+op("SoftmaxActivation.instance3d", lambda nd, x: nd.SoftmaxActivation(x), [U(2, 3, 2)],
+   op_name="SoftmaxActivation")
 op("CTCLoss", lambda nd, x, y: nd.CTCLoss(x, y), [U(4, 2, 5), C([[1, 2], [3, 0]])], wrt=[0])
 op("ctc_loss.lengths", lambda nd, x, y, xl, yl: nd.ctc_loss(x, y, xl, yl, use_data_lengths=True,
                                                             use_label_lengths=True,
@@ -406,8 +410,9 @@ for _n in ("exponential", "gamma", "generalized_negative_binomial", "multinomial
 # ---- where we differ from MXNet on purpose ----------------------------------------------------
 class Deviation:
     """``op`` differs from MXNet 1.9.1 in ``what``, because ``why``. ``samples`` are the registry
-    samples it shows in; ``ours_grad(inputs, heads)`` (NumPy) is the gradient we give instead of
-    MXNet's, which the test checks in place of MXNet's."""
+    samples it shows in (none where MXNet cannot run the case); ``ours_grad(inputs, heads)``
+    (NumPy, one array per ``wrt`` input) is the gradient we give, which the test checks in place
+    of MXNet's."""
 
     def __init__(self, op, what, why, samples=(), ours_grad=None):
         self.op, self.what, self.why = op, what, why
@@ -445,6 +450,44 @@ DEVIATIONS.append(Deviation(
     "(\"Invalid Parameter format for axis ... in operator _backward_topk\")",
     "MXNet's backward node loses the default axis; with an explicit axis both agree",
     samples=["sort"], ours_grad=_sort_grad))
+
+
+def _batch_take_grad(inputs, heads):
+    a, idx = inputs[0], np.clip(np.array([0, 3, 5]), 0, inputs[0].shape[1] - 1)
+    g = np.zeros_like(a)
+    g[np.arange(a.shape[0]), idx] = heads[0]
+    return [g]
+
+
+def _softmax_instance_grad(inputs, heads):
+    x = inputs[0].astype(np.float64)
+    y = np.exp(x - x.max(axis=-1, keepdims=True))
+    y /= y.sum(axis=-1, keepdims=True)
+    g = y * (heads[0] - (heads[0] * y).sum(axis=-1, keepdims=True))
+    return [g.astype(inputs[0].dtype)]
+
+
+DEVIATIONS += [
+    Deviation("SoftmaxActivation(mode='instance')",
+              "on more than two axes the gradient is that of its forward, a softmax over the "
+              "last axis",
+              "MXNet 1.9.1 sums over axis 1 there (the channel mode's rule), which is not the "
+              "gradient of its own forward",
+              samples=["SoftmaxActivation.instance3d"], ours_grad=_softmax_instance_grad),
+    Deviation("batch_take", "differentiable: the gradient goes to the picked entries",
+              "MXNet 1.9.1 has no gradient for it (backward raises); `pick` computes the same "
+              "and is differentiable in both", samples=["batch_take.grad"],
+              ours_grad=_batch_take_grad),
+    Deviation("SequenceLast", "without `sequence_length` it records a gradient",
+              "MXNet 1.9.1 crashes when recording it (not sampled here for that reason)"),
+    Deviation("UpSampling", "`sample_type='bilinear'` raises `NotImplementedError`",
+              "only nearest-neighbour upsampling is implemented"),
+    Deviation("scatter_nd", "with a repeated index the last write wins",
+              "MXNet 1.9.1 leaves it unspecified"),
+    Deviation("broadcast_to", "also broadcasts to more axes than the input has (NumPy's rule)",
+              "MXNet 1.9.1 requires as many axes as the target shape; everything MXNet accepts "
+              "gives MXNet's result"),
+]
 
 
 def deviation_of(sample_name):
