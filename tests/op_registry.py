@@ -554,6 +554,28 @@ LAYERS_EXCLUDED = {
 }
 
 
+# ---- the reference file's layout ---------------------------------------------------------------
+def pack(arrays):
+    """{key: array} as one flat array per dtype plus an index {key: [dtype, offset, shape]}:
+    thousands of tiny arrays as separate .npy members would cost more in headers than data."""
+    flat, index = {}, {}
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(arrays[key])
+        parts = flat.setdefault(a.dtype.str, [])
+        offset = sum(p.size for p in parts)
+        parts.append(a.ravel())
+        index[key] = [a.dtype.str, offset, list(a.shape)]
+    return {dt: np.concatenate(parts) for dt, parts in flat.items()}, index
+
+
+def unpack(flat, index):
+    out = {}
+    for key, (dt, offset, shape) in index.items():
+        size = int(np.prod(shape, dtype=np.int64))
+        out[key] = flat[dt][offset:offset + size].reshape(shape)
+    return out
+
+
 # ---- docs/compat.md's generated section --------------------------------------------------------
 COMPAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "compat.md")
 START, END = "<!-- op-deviations:start -->", "<!-- op-deviations:end -->"

@@ -16,10 +16,11 @@ from trainer_cli.gluon import Block, nn
 from trainer_cli.gluon.block import reset_name_counters
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_ops")
-with np.load(os.path.join(DATA, "reference.npz"), allow_pickle=False) as _z:
-    REF = {key: _z[key] for key in _z.files}
 with open(os.path.join(DATA, "reference.json")) as _f:
-    META = json.load(_f)["samples"]
+    _REFERENCE = json.load(_f)
+META = _REFERENCE["samples"]
+with np.load(os.path.join(DATA, "reference.npz"), allow_pickle=False) as _z:
+    REF = reg.unpack({dt: _z[dt] for dt in _z.files}, _REFERENCE["arrays"])
 
 KEYS = [(name, dtype) for name, s in sorted(reg.SAMPLES.items()) for dtype in s.dtypes]
 GRAD_KEYS = [(name, dtype) for name, dtype in KEYS

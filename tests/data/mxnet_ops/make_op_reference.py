@@ -3,7 +3,8 @@ LAYERS. Run it with the real MXNet (numpy < 1.24), from anywhere:
 
     /work/mxvenv/bin/python tests/data/mxnet_ops/make_op_reference.py
 
-It writes beside itself ``reference.npz`` and ``reference.json``. Per sample and dtype (key
+It writes beside itself ``reference.npz`` (the arrays, packed one flat array per dtype) and
+``reference.json`` (where each array lies: ``op_registry.unpack``). Per sample and dtype (key
 ``NAME/DTYPE``): ``KEY/in<i>`` the inputs, ``KEY/out<k>`` the outputs and, where the sample has
 inputs to differentiate and the dtype is not float16, ``KEY/head<k>`` (the head gradients,
 uniform in [0.5, 1.5)) and ``KEY/grad<i>`` (the gradient of ``sum(out_k * head_k)`` for each
@@ -120,10 +121,11 @@ def main():
             failed.append("layer %s: %s" % (name, str(err).strip().splitlines()[0]))
     if failed:
         sys.exit("MXNet could not run:\n" + "\n".join(failed))
-    np.savez_compressed(os.path.join(HERE, "reference.npz"), **out)
+    flat, index = op_registry.pack(out)
+    np.savez_compressed(os.path.join(HERE, "reference.npz"), **flat)
     with open(os.path.join(HERE, "reference.json"), "w") as f:
-        json.dump({"generated_by": "mxnet %s" % mx.__version__, "samples": meta}, f, indent=0,
-                  sort_keys=True)
+        json.dump({"generated_by": "mxnet %s" % mx.__version__, "samples": meta,
+                   "arrays": index}, f, indent=0, sort_keys=True, separators=(",", ":"))
         f.write("\n")
     print("wrote %d arrays (mxnet %s)" % (len(out), mx.__version__), file=sys.stderr)
 
