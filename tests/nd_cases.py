@@ -1,5 +1,5 @@
-"""The ``nd`` cases compared with MXNet 1.9.1 (tests/test_nd_names.py; the reference values come
-from tests/data/mxnet_nd/make_reference.py, which runs these same calls on the real MXNet).
+"""The calls of ``nd`` names beyond the core ops, as tests/op_registry.py takes them into its
+registry (samples ``case.NAME``, float32), compared with MXNet 1.9.1 by tests/test_op_registry.py.
 
 ``CASES[name] = (call, differentiated input indices)``; ``call(nd, *arrays)``. The inputs are
 made by ``inputs(name)`` from a seed per name, so both sides see the same arrays.

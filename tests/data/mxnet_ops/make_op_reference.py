@@ -10,7 +10,8 @@ inputs to differentiate and the dtype is not float16, ``KEY/head<k>`` (the head 
 uniform in [0.5, 1.5)) and ``KEY/grad<i>`` (the gradient of ``sum(out_k * head_k)`` for each
 ``wrt`` input, under ``autograd.record()``). reference.json says per key whether MXNet could
 differentiate it (``"grad": "ok"`` or MXNet's error). Per layer (key ``layer/NAME``): ``x``,
-``head``, ``y``, ``dx``, and per parameter ``p:<name>`` and ``g:<name>``.
+``head``, ``y``, ``dx``, and per parameter ``p:<name>`` and ``g:<name>``. It also writes the
+public names of MXNet's ``nd`` and ``nd.random`` into ../mxnet_nd/.
 """
 import json
 import os
@@ -121,6 +122,13 @@ def main():
             failed.append("layer %s: %s" % (name, str(err).strip().splitlines()[0]))
     if failed:
         sys.exit("MXNet could not run:\n" + "\n".join(failed))
+    # The public names of MXNet's nd and nd.random (docs/compat.md must account for each one
+    # trainer_cli's nd lacks: tests/test_nd_names.py).
+    names = os.path.join(HERE, "..", "mxnet_nd")
+    with open(os.path.join(names, "mxnet_nd_names.txt"), "w") as f:
+        f.write("\n".join(sorted(n for n in dir(nd) if not n.startswith("_"))) + "\n")
+    with open(os.path.join(names, "mxnet_nd_random_names.txt"), "w") as f:
+        f.write("\n".join(sorted(n for n in dir(nd.random) if not n.startswith("_"))) + "\n")
     flat, index = op_registry.pack(out)
     np.savez_compressed(os.path.join(HERE, "reference.npz"), **flat)
     with open(os.path.join(HERE, "reference.json"), "w") as f:
