@@ -162,8 +162,16 @@ def ceil(x):
     return _unary(x, lambda d: _xp_of(d).ceil(d), _zero_grad)
 
 
+def _round_half_away(d):
+    """MXNet's ``round``: halves go away from zero (NumPy's ``round`` goes to even)."""
+    if d.dtype.kind in "iub":
+        return d.copy()
+    xp = _xp_of(d)
+    return xp.copysign(xp.floor(xp.abs(d) + d.dtype.type(0.5)), d)
+
+
 def round(x):
-    return _unary(x, lambda d: _xp_of(d).round(d), _zero_grad)
+    return _unary(x, _round_half_away, _zero_grad)
 
 
 def _as_nd(x, like):
@@ -284,8 +292,17 @@ def trunc(x):
 fix = trunc
 
 
+def _rint_half_down(d):
+    """MXNet's ``rint``: ``n.5`` goes to ``n`` (down, for either sign; NumPy's goes to even)."""
+    if d.dtype.kind in "iub":
+        return d.copy()
+    xp = _xp_of(d)
+    low = xp.floor(d)
+    return xp.where(d - low <= d.dtype.type(0.5), low, xp.ceil(d))
+
+
 def rint(x):
-    return _unary(x, lambda d: _xp_of(d).rint(d), _zero_grad)
+    return _unary(x, _rint_half_down, _zero_grad)
 
 
 def _erf_raw(d):
@@ -1057,6 +1074,17 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
     return _wrap(out, indices._ctx)
 
 
+def _order(d, axis, is_ascend):
+    """The stable sorting permutation along ``axis``; descending keeps tied entries in index
+    order too, as MXNet does (flipping the ascending order would reverse them)."""
+    xp = _xp_of(d)
+    if is_ascend:
+        return xp.argsort(d, axis=axis, kind="stable")
+    n = d.shape[axis]
+    return (n - 1) - xp.flip(xp.argsort(xp.flip(d, axis=axis), axis=axis, kind="stable"),
+                             axis=axis)
+
+
 def _gathered(data, values, order, k, axis):
     """``values`` (the first ``k`` entries of ``data`` along ``axis`` in the permutation
     ``order``), recorded so that the gradient flows back to the entries they came from, as
@@ -1086,7 +1114,7 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
     d = data._data
     xp = _xp_of(d)
     axis = axis % d.ndim
-    order = xp.argsort(d if is_ascend else -d, axis=axis, kind="stable")
+    order = _order(d, axis, is_ascend)
     idx = xp.take(order, xp.arange(k), axis=axis)
     if ret_typ == "indices":
         return _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)
@@ -1107,16 +1135,13 @@ def sort(data, axis=-1, is_ascend=True):
     d = data._data
     xp = _xp_of(d)
     axis = axis % d.ndim
-    order = xp.argsort(d, axis=axis, kind="stable")
-    if not is_ascend:
-        order = xp.flip(order, axis=axis)
+    order = _order(d, axis, is_ascend)
     return _gathered(data, xp.take_along_axis(d, order, axis=axis), order, d.shape[axis], axis)
 
 
 def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
     d = data._data
-    out = _xp_of(d).argsort(d if is_ascend else -d, axis=axis, kind="stable")
-    return _wrap(out.astype(numpy.dtype(dtype)), data._ctx)
+    return _wrap(_order(d, axis, is_ascend).astype(numpy.dtype(dtype)), data._ctx)
 
 
 def _slice_op(data, begin, end, step=None):
