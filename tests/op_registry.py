@@ -370,6 +370,10 @@ op("round.halves", lambda nd, x: nd.round(x), [C([[-2.5, -1.5, -0.5], [0.5, 1.5,
    op_name="round", wrt=[0])
 op("rint.halves", lambda nd, x: nd.rint(x), [C([[-2.5, -1.5, -0.5], [0.5, 1.5, 2.5]])],
    op_name="rint", wrt=[0])
+_NEAR_HALVES = [-0.49999997, 0.49999997, -2.5000002, 2.4999998, 0.5000001, -0.5000001,
+                8388607.5, -8388607.5, 3.5, -3.5]
+op("round.near_halves", lambda nd, x: nd.round(x), [C(_NEAR_HALVES)], op_name="round")
+op("rint.near_halves", lambda nd, x: nd.rint(x), [C(_NEAR_HALVES)], op_name="rint")
 op("fix.negative", lambda nd, x: nd.fix(x), [C([-2.5, -0.5, 0.5, 1.7])], op_name="fix", wrt=[0])
 op("relu.zero", lambda nd, x: nd.relu(x), [C([-1.0, 0.0, 1.0])], op_name="relu", wrt=[0])
 op("abs.zero", lambda nd, x: nd.abs(x), [C([-1.0, 0.0, 1.0])], op_name="abs", wrt=[0])

@@ -167,7 +167,8 @@ def _round_half_away(d):
     if d.dtype.kind in "iub":
         return d.copy()
     xp = _xp_of(d)
-    return xp.copysign(xp.floor(xp.abs(d) + d.dtype.type(0.5)), d)
+    t = xp.trunc(d)     # d - t is exact, so the halves are found exactly (floor(d + 0.5) is not)
+    return xp.where(xp.abs(d - t) >= d.dtype.type(0.5), t + xp.sign(d), t)
 
 
 def round(x):
@@ -297,8 +298,8 @@ def _rint_half_down(d):
     if d.dtype.kind in "iub":
         return d.copy()
     xp = _xp_of(d)
-    low = xp.floor(d)
-    return xp.where(d - low <= d.dtype.type(0.5), low, xp.ceil(d))
+    low, high = xp.floor(d), xp.ceil(d)
+    return xp.where(d - low <= high - d, low, high)      # MXNet's formula, its rounding too
 
 
 def rint(x):
