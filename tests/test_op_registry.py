@@ -60,7 +60,7 @@ def test_every_public_nd_op_is_in_the_registry_or_excluded_with_a_reason():
               and not inspect.isclass(getattr(nd, n)) and not inspect.ismodule(getattr(nd, n))}
     covered = {s.op for s in reg.SAMPLES.values()}
     missing = sorted(public - covered - set(reg.EXCLUDED))
-    assert not missing, "public nd ops neither in tests/op_registry.py nor in EXCLUDED: %s" % missing
+    assert not missing, "public nd ops in neither tests/op_registry.py nor EXCLUDED: %s" % missing
     both = sorted(covered & set(reg.EXCLUDED))
     assert not both, "in the registry and excluded: %s" % both
     stale = sorted(set(reg.EXCLUDED) - public)

@@ -114,12 +114,12 @@ def main():
             try:
                 run_sample(sample, dtype, out, meta)
             except Exception as err:  # report every sample MXNet cannot run, then stop
-                failed.append("%s: %s" % (sample.key(dtype), str(err).strip().splitlines()[0]))
+                failed.append("%s: %s" % (sample.key(dtype), _first_line(err)))
     for name, (cls, kwargs, shape) in sorted(op_registry.LAYERS.items()):
         try:
             run_layer(name, cls, kwargs, shape, out)
         except Exception as err:
-            failed.append("layer %s: %s" % (name, str(err).strip().splitlines()[0]))
+            failed.append("layer %s: %s" % (name, _first_line(err)))
     if failed:
         sys.exit("MXNet could not run:\n" + "\n".join(failed))
     # The public names of MXNet's nd and nd.random (docs/compat.md must account for each one
