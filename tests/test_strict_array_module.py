@@ -264,6 +264,11 @@ def _op_cases():
             nd.reshape_like(x, y), axis=0), axis=0), [a, b]),
         "tile_repeat_flip": (lambda x: nd.flip(nd.repeat(nd.tile(x, reps=(1, 2)), repeats=2,
                                                          axis=0), axis=1), [a]),
+        "sort_topk": (lambda x: nd.sort(x, axis=1, is_ascend=False) * nd.topk(
+            x, k=4, ret_typ="value") + nd.topk(x, axis=0, k=2, ret_typ="mask") * x, [a]),
+        "round_rint_mod": (lambda x: nd.round(x * 3) + nd.rint(x * 3) + x % 0.3 + 2.0 % x, [a]),
+        "lp_pool": (lambda x: nd.Pooling(x.reshape((1, 3, 4)), kernel=(2,), pool_type="lp",
+                                         p_value=3), [a]),
     }
 
 
