@@ -136,3 +136,49 @@ def test_argument_kinds_come_from_annotations_then_defaults(tmp_path):
         "    pass\n")
     assert factory_arg_kinds(str(tmp_path / "m.py"), "build") == {
         "a": "int", "b": "float", "c": "list", "d": "str", "f": "list", "g": "bool"}
+
+
+def reference_chain(lines=41) -> str:
+    # Each key doubles the one before: 2**40 copies of "x" if nothing stopped it.
+    keys = ['s0: "x"'] + ['s%d: "${s%d}${s%d}"' % (i, i - 1, i - 1) for i in range(1, lines)]
+    return SMALL + "\n".join(keys) + "\n"
+
+
+def reference_fan(levels=9, width=10) -> str:
+    keys = ['l0: "0123456789"'] + ['l%d: "%s"' % (i, "${l%d}" % (i - 1) * width)
+                                   for i in range(1, levels + 1)]
+    return SMALL + "\n".join(keys) + "\n"
+
+
+@pytest.mark.parametrize("text", [reference_chain(), reference_fan()], ids=["chain", "fan"])
+def test_reference_expansion_is_bounded_like_aliases(tmp_path, text):
+    from trainer_cli.config.compose import MAX_REFERENCE_VALUES
+    cfg = write_config(tmp_path, text, "refs.yaml")
+    result = invoke("validate", cfg)
+    assert result.exit_code == 2, result.output
+    assert "references expand to more than %d values" % MAX_REFERENCE_VALUES in result.output
+    # Placed at the key whose reference crossed the bound, and nothing else reported.
+    assert result.output.count("refs.yaml:") == 1, result.output
+
+
+def test_references_below_the_bound_still_expand():
+    from trainer_cli.config.compose import compose
+    data, positions, issues = parse_yaml(reference_chain(12) + 'name: "${s11}"\n', "refs.yaml")
+    data = compose(data, positions, "refs.yaml", None, issues)[0]
+    assert not issues and data["name"] == "x" * 2048
+
+
+def test_nul_in_an_include_name_and_a_huge_number_are_config_errors(tmp_path, monkeypatch):
+    cfg = write_config(tmp_path, SMALL + 'include: "base\\0.yaml"\n', "inc.yaml")
+    result = invoke("validate", cfg)
+    assert result.exit_code == 2, result.output
+    assert "inc.yaml:17:10: include: a file name to include cannot hold a NUL byte" in result.output
+    cfg = write_config(tmp_path, SMALL.replace("epochs: 3", "epochs: " + "1" * 5000), "big.yaml")
+    result = invoke("validate", cfg)
+    assert result.exit_code == 2 and "big.yaml:14:9: epochs: cannot read this value: a number " \
+        "of 5000 characters" in result.output, result.output
+    monkeypatch.setenv("HUGE", "1" * 100_000)
+    cfg = write_config(tmp_path, SMALL.replace("epochs: 3", 'epochs: "${env:HUGE}"'), "env.yaml")
+    result = invoke("validate", cfg)
+    assert result.exit_code == 2 and "env.yaml:14:9: epochs: expected an integer" in result.output
+    assert "Traceback" not in result.output and len(result.output) < 2000

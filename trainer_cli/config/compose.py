@@ -4,11 +4,15 @@
   merges those files first, in order, then the including file on top: mappings merge key by key,
   anything else (a scalar, a list) is replaced whole by the later file. Included files may include
   others; a cycle, more than 16 levels or more than 64 files in all is an error.
+  A file name may not hold a NUL byte.
 - ``${env:VAR}`` is the environment variable VAR (an error where it is not set), and
   ``${env:VAR,default}`` falls back to ``default``. ``${data.batch_size}`` is the value of another
   key of the composed config. A string that is exactly one ``${...}`` takes the value's type
   (``${env:LR,0.1}`` is the number 0.1, a key reference may be a list or a mapping); inside longer
-  text the value is spliced in as text. ``$${`` is a literal ``${``.
+  text the value is spliced in as text. ``$${`` is a literal ``${``. References are bounded like
+  YAML aliases: at most 10,000 values and 1 MiB of text in all come out of them (a chain of
+  ``s2: "${s1}${s1}"`` would otherwise double without end); beyond, the config is refused at the
+  reference that crossed the bound.
 
 Every key keeps the file, line and column it came from, through includes, so that an error names
 the file where the bad value was written; :func:`explain` tells where a key got its value. A run
@@ -21,8 +25,10 @@ import os
 import re
 from pathlib import Path
 
-from .errors import ConfigIssue
+from .errors import ConfigError, ConfigIssue
 from .positions import Entry, Place, PositionMap, dotted
+from .suggest import show
+from .yamlio import MAX_ALIAS_VALUES, MAX_DOCUMENT_CHARS
 
 __all__ = ["compose", "INCLUDE_KEY", "MAX_INCLUDE_DEPTH", "MAX_INCLUDE_FILES"]
 
@@ -31,6 +37,13 @@ MAX_INCLUDE_DEPTH = 16
 MAX_INCLUDE_FILES = 64
 _REF = re.compile(r"\$\{([^{}]*)\}")
 _ESCAPED = "$${"
+# What references may expand to in all: the bounds YAML aliases have (yamlio).
+MAX_REFERENCE_VALUES = MAX_ALIAS_VALUES
+MAX_REFERENCE_CHARS = MAX_DOCUMENT_CHARS
+
+
+class _Refused(Exception):
+    """A reference expansion beyond the bounds: composition stops there."""
 
 
 class _Composer:
@@ -40,6 +53,8 @@ class _Composer:
         self.files = 0
         self.origins: dict[tuple, list[str]] = {}  # key path -> how it got its value
         self.failed: set[str] = set()  # dotted keys whose ${...} could not be filled in
+        self.expanded_values = 0  # values and characters references produced, for the bounds
+        self.expanded_chars = 0
 
     # -- includes ---------------------------------------------------------------------------
     def layer(self, data, positions, file, chain):
@@ -51,8 +66,12 @@ class _Composer:
         place = entry.value if entry is not None else Place(file=file)
         names = [spec] if isinstance(spec, str) else spec
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
-            self._issue("expected a file name or a list of file names to include, got %r" % (spec,),
-                        place, INCLUDE_KEY)
+            self._issue("expected a file name or a list of file names to include, got %s"
+                        % show(spec), place, INCLUDE_KEY)
+            names = []
+        elif any("\0" in n for n in names):
+            self._issue("a file name to include cannot hold a NUL byte, got %s"
+                        % show(next(n for n in names if "\0" in n)), place, INCLUDE_KEY)
             names = []
         merged, merged_pos = {}, PositionMap()
         for name in names:
@@ -170,6 +189,7 @@ class _Composer:
                 self._issue("environment variable %s is not set (give a default: ${env:%s,value})"
                             % (name, name), place, dotted(path))
                 return None, False
+            self._charge(value, place, path)
             return _yaml_scalar(value), True
         target = tuple(int(p) if p.isdigit() else p for p in ref.split(".")) if ref else ()
         if not target or any(p == "" for p in target):
@@ -189,8 +209,21 @@ class _Composer:
             value = self._walk(_copy(value), target)
         finally:
             self.resolving.pop()
+        self._charge(value, place, path)
         self.origins.setdefault(path, []).append("${%s}" % ref)
         return value, True
+
+    def _charge(self, value, place, path):
+        """Count what a reference expanded to; past the bounds, stop composing (a few lines of
+        references can otherwise ask for exponential time or memory)."""
+        values, chars = _size(value)
+        self.expanded_values += values
+        self.expanded_chars += chars
+        if self.expanded_values > MAX_REFERENCE_VALUES or self.expanded_chars > MAX_REFERENCE_CHARS:
+            self._issue("refused: ${...} references expand to more than %d values or %d "
+                        "characters; write the values out or use fewer references"
+                        % (MAX_REFERENCE_VALUES, MAX_REFERENCE_CHARS), place, dotted(path))
+            raise _Refused
 
     def _place(self, path):
         _, entry = self.positions.find(path)
@@ -207,6 +240,17 @@ def lookup(data, path: tuple):
         else:
             raise KeyError(path)
     return data
+
+
+def _size(value) -> tuple[int, int]:
+    """``(values, characters)`` a composed value holds."""
+    if isinstance(value, dict):
+        sizes = [_size(v) for v in value.values()]
+    elif isinstance(value, list):
+        sizes = [_size(v) for v in value]
+    else:
+        return 1, len(value) if isinstance(value, str) else 0
+    return 1 + sum(s[0] for s in sizes), sum(s[1] for s in sizes)
 
 
 def _copy(value):
@@ -242,5 +286,8 @@ def compose(data, positions: PositionMap, file: str | None, read_file, issues: l
     chain = (os.path.normpath(file),) if file else ()
     data, positions = composer.layer(data, positions, file, chain)
     if isinstance(data, dict):
-        data = composer.interpolate(data, positions)
+        try:
+            data = composer.interpolate(data, positions)
+        except _Refused:
+            raise ConfigError(issues) from None
     return data, positions, composer.origins, composer.failed

@@ -158,6 +158,10 @@ class _Builder:
         except yaml.constructor.ConstructorError as exc:
             self.issue(f"cannot read this value: {exc.problem}", node.start_mark, path)
             return None
+        except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits()
+            self.issue("cannot read this value: a number of %d characters; no setting takes one "
+                       "that long" % len(node.value), node.start_mark, path)
+            return None
 
     def mapping(self, node: MappingNode, path):
         out: dict = {}
