@@ -61,8 +61,8 @@ def test_every_field_error_is_reported_at_once_with_positions(project):
         lerning_rate: 0.1
         """)
     expected = [
-        "mlp.yaml:1:1: model: missing required key 'name'",
-        "mlp.yaml:2:3: model.nme: unknown key; did you mean 'name'?",
+        "mlp.yaml:2:3: model.nme: unknown key; did you mean 'name'? (the required key 'name' is "
+        "missing: a model in models/ by file name (mlp), or path/to/file.py:factory)",
         "mlp.yaml:3:16: model.init.name: unknown initializer 'xavir'; did you mean 'xavier'?",
         "mlp.yaml:5:28: data.train.num_sample: unknown key; did you mean 'num_samples'?",
         "mlp.yaml:6:15: data.batch_size: expected an integer >= 1, got -1",

@@ -182,3 +182,22 @@ def test_nul_in_an_include_name_and_a_huge_number_are_config_errors(tmp_path, mo
     result = invoke("validate", cfg)
     assert result.exit_code == 2 and "env.yaml:14:9: epochs: expected an integer" in result.output
     assert "Traceback" not in result.output and len(result.output) < 2000
+
+
+@pytest.mark.parametrize("section, written, key", [
+    ("optimizer", "optimizer: {nmae: sgd, learning_rate: 0.1}", "name"),
+    ("optimizer", "optimizer:\n  nmae: sgd\n  params: {learning_rate: 0.1}", "name"),
+    ("lr_scheduler", "lr_scheduler: {tyne: factor, step: 3}", "type"),
+    ("loss", "loss: {nmae: l2}", "name"),
+    ("model.init", "model: {name: mlp, init: {Nmae: xavier}}", "name"),
+])
+def test_a_misspelled_required_key_is_named_in_every_section(tmp_path, section, written, key):
+    text = SMALL.replace("optimizer: {name: adam, params: {learning_rate: 0.01}}", written)
+    if section == "model.init":
+        text = text.replace("model:\n  name: mlp\n  args: {hidden: [16], classes: 3}\n  init: xavier\n", "")
+    result = invoke("validate", write_config(tmp_path, text))
+    assert result.exit_code == 2, result.output
+    typo = "Nmae" if section == "model.init" else "nmae" if key == "name" else "tyne"
+    assert "%s.%s: unknown key; did you mean %r? (the required key %r is missing" \
+        % (section, typo, key, key) in result.output, result.output
+    assert "missing required key" not in result.output, result.output

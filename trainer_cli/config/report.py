@@ -27,13 +27,30 @@ def issues_from_validation(exc: ValidationError, root, positions: PositionMap | 
                            file: str | None) -> list[ConfigIssue]:
     out: list[ConfigIssue] = []
     seen = set()
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    misspelled = {tuple(err["loc"][:-1]) + loc: err for err in errors if err["type"] == "missing"
+                  for loc in [_misspelling(err)] if loc is not None}
+    for err in errors:
+        if err["type"] == "extra_forbidden" and tuple(err["loc"]) in misspelled:
+            continue  # said once, by the missing key it stands for
         issue = _issue(err, root, positions, file)
         marker = (issue.location, issue.key, issue.message)
         if marker not in seen:
             seen.add(marker)
             out.append(issue)
     return out
+
+
+def _misspelling(err: dict):
+    """Where a missing required key was written misspelled (``{nmae: sgd}``), relative to its
+    section; shorthand may have moved the misspelling under ``params``. None if nowhere."""
+    section, key = err.get("input"), err["loc"][-1] if err["loc"] else None
+    if not isinstance(section, dict) or not isinstance(key, str):
+        return None
+    written = [(k,) for k in section if isinstance(k, str)]
+    if isinstance(section.get("params"), dict):
+        written += [("params", k) for k in section["params"] if isinstance(k, str)]
+    return next((loc for loc in written if loc[-1] != key and closest(loc[-1], [key]) == key), None)
 
 
 def _issue(err: dict, root, positions, file) -> ConfigIssue:
@@ -45,6 +62,11 @@ def _issue(err: dict, root, positions, file) -> ConfigIssue:
         expected = describe(target.annotation, target.metadata) if target.annotation else None
         if expected in ("a string", "a mapping", "a value") and target.description:
             expected = target.description
+        typo = _misspelling(err)
+        if typo is not None:
+            return _placed(f"unknown key; did you mean {key!r}? (the required key {key!r} is "
+                           f"missing" + (f": {expected})" if expected else ")"),
+                           path[:-1] + typo, "key", positions, file)
         message = f"missing required key {key!r}" + (f" ({expected})" if expected else "")
         return _placed(message, path[:-1], "key", positions, file)
     if kind == "extra_forbidden":
