@@ -201,3 +201,39 @@ def test_a_misspelled_required_key_is_named_in_every_section(tmp_path, section, 
     assert "%s.%s: unknown key; did you mean %r? (the required key %r is missing" \
         % (section, typo, key, key) in result.output, result.output
     assert "missing required key" not in result.output, result.output
+
+
+SHADOW = "root:*:20228:0:99999:7:::\ndaemon:$y$j9T$SECRETHASHSECRETHASH:20228:0:99999:7:::\n"
+
+
+def test_an_include_names_only_yaml_files_and_never_echoes_another_file(tmp_path):
+    (tmp_path / "shadow").write_text(SHADOW)
+    (tmp_path / "shadow.yaml").write_text(SHADOW)
+    for name in ("shadow", "shadow.yaml"):
+        cfg = write_config(tmp_path, SMALL + "include: %s\n" % name, "inc.yaml")
+        result = invoke("validate", cfg)
+        assert result.exit_code == 2, result.output
+        assert "SECRETHASH" not in result.output and "root:*" not in result.output, result.output
+    result = invoke("validate", write_config(tmp_path, SMALL + "include: shadow\n", "inc.yaml"))
+    assert "inc.yaml:17:10: include: cannot include 'shadow': only .yaml and .yml files can be " \
+        "included" in result.output, result.output
+    result = invoke("validate", write_config(tmp_path, SMALL + "include: shadow.yaml\n", "inc.yaml"))
+    assert "inc.yaml:17:10: include: cannot include shadow.yaml: not a trainer config" \
+        in result.output, result.output
+    # A config's own long key is shown by its start only.
+    result = invoke("validate", write_config(tmp_path, SMALL + "k" * 500 + ": 1\n", "long.yaml"))
+    assert result.exit_code == 2 and "k" * 100 not in result.output and "kkk...: unknown key" \
+        in result.output, result.output
+
+
+@pytest.mark.parametrize("kind", ["csv", "npy"])
+def test_a_data_path_to_a_file_that_is_not_data_is_not_echoed(tmp_path, kind):
+    (tmp_path / "passwd").write_text(SHADOW)
+    text = SMALL.replace("""  train: {type: synthetic, task: classification, num_samples: 120, num_features: 6,
+          num_classes: 3, seed: 5}""", "  train: {type: %s, path: passwd}" % kind)
+    for extra in ("", ", label: x") if kind == "csv" else ("",):
+        cfg = write_config(tmp_path, text.replace("path: passwd}", "path: passwd%s}" % extra))
+        result = invoke("run", cfg, "--run-dir", tmp_path / "runs")
+        assert result.exit_code == 2, result.output
+        assert "passwd" in result.output and "Traceback" not in result.output
+        assert "root:*" not in result.output and "SECRETHASH" not in result.output, result.output

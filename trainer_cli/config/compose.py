@@ -4,7 +4,8 @@
   merges those files first, in order, then the including file on top: mappings merge key by key,
   anything else (a scalar, a list) is replaced whole by the later file. Included files may include
   others; a cycle, more than 16 levels or more than 64 files in all is an error.
-  A file name may not hold a NUL byte.
+  Only ``.yaml`` and ``.yml`` files may be included (never a NUL byte in the name): an error in
+  an included file quotes it, which must not show a system file such as ``/etc/shadow``.
 - ``${env:VAR}`` is the environment variable VAR (an error where it is not set), and
   ``${env:VAR,default}`` falls back to ``default``. ``${data.batch_size}`` is the value of another
   key of the composed config. A string that is exactly one ``${...}`` takes the value's type
@@ -35,6 +36,7 @@ __all__ = ["compose", "INCLUDE_KEY", "MAX_INCLUDE_DEPTH", "MAX_INCLUDE_FILES"]
 INCLUDE_KEY = "include"
 MAX_INCLUDE_DEPTH = 16
 MAX_INCLUDE_FILES = 64
+INCLUDE_SUFFIXES = (".yaml", ".yml")
 _REF = re.compile(r"\$\{([^{}]*)\}")
 _ESCAPED = "$${"
 # What references may expand to in all: the bounds YAML aliases have (yamlio).
@@ -84,6 +86,10 @@ class _Composer:
                 self._issue("too many includes (at most %d levels and %d files)"
                             % (MAX_INCLUDE_DEPTH, MAX_INCLUDE_FILES), place, INCLUDE_KEY)
                 break
+            if Path(name).suffix.lower() not in INCLUDE_SUFFIXES:
+                self._issue("cannot include %s: only .yaml and .yml files can be included"
+                            % show(name), place, INCLUDE_KEY)
+                continue
             self.files += 1
             try:
                 sub, sub_pos, sub_issues = self.read_file(shown)

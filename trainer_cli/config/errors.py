@@ -5,6 +5,8 @@ from dataclasses import asdict, dataclass
 
 __all__ = ["ConfigIssue", "ConfigError"]
 
+MAX_KEY_SHOWN = 60
+
 
 @dataclass(frozen=True)
 class ConfigIssue:
@@ -37,7 +39,9 @@ class ConfigIssue:
         return (self.override is not None, self.line or 0, self.column or 0)
 
     def __str__(self) -> str:
-        head = f"{self.location}: {self.key}: " if self.key else f"{self.location}: "
+        # A key may be a whole line of a file someone included by mistake: show its start only.
+        key = self.key if len(self.key) <= MAX_KEY_SHOWN else self.key[:MAX_KEY_SHOWN - 3] + "..."
+        head = f"{self.location}: {key}: " if key else f"{self.location}: "
         return head + self.message
 
     def to_dict(self) -> dict:

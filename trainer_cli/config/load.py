@@ -16,6 +16,7 @@ from .overrides import apply_overrides
 from .positions import PositionMap
 from .report import issues_from_validation
 from .schema import RunConfig
+from .suggest import closest
 from .yamlio import MAX_DOCUMENT_CHARS, parse_yaml
 
 __all__ = ["load_config", "validate_config_text", "validate_config_data"]
@@ -69,7 +70,19 @@ def _read_included(shown: str):
         text = _read_config_text(shown)
     except ConfigError as exc:
         raise OSError(exc.issues[0].message) from None
-    return parse_yaml(text, shown)
+    data, positions, issues = parse_yaml(text, shown)
+    if isinstance(data, dict) and data and not any(_section_like(k) for k in data):
+        # Its problems would quote its keys: a YAML file that is no config is not echoed.
+        raise OSError("not a trainer config (none of its keys is a section such as model, data "
+                      "or optimizer)")
+    return data, positions, issues
+
+
+def _section_like(key) -> bool:
+    from .compose import INCLUDE_KEY
+
+    sections = list(RunConfig.model_fields) + [INCLUDE_KEY]
+    return isinstance(key, str) and (key in sections or closest(key, sections) is not None)
 
 
 def _parsed(text: str, filename: str):

@@ -75,3 +75,11 @@ def show(value) -> str:
     if isinstance(value, (datetime.date, datetime.datetime)):
         return f"the date {value.isoformat()}"
     return type(value).__name__
+
+
+def excerpt(text, limit: int = 24) -> str | None:
+    """``text`` quoted when it is short enough to be a name or a value someone typed; None for
+    anything longer, which may be a line of a file that is not ours (/etc/passwd) and is never
+    echoed whole."""
+    text = str(text)
+    return repr(text) if len(text) <= limit and text.isprintable() else None

@@ -98,11 +98,16 @@ def _place(file: str | None, mark) -> Place:
     return Place(file=file, line=mark.line + 1, column=mark.column + 1)
 
 
+def _short(text, limit=160):
+    # PyYAML's problems quote what they found (an alias name, a tag): never a whole long line.
+    return text if text is None or len(text) <= limit else text[:limit - 3] + "..."
+
+
 def syntax_issue(exc: yaml.YAMLError, file: str | None, override: str | None = None) -> ConfigIssue:
     """A readable issue for a YAML scanner/parser/composer error."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
+    problem = _short(getattr(exc, "problem", None) or str(exc))
+    context = _short(getattr(exc, "context", None))
     message = f"{'refused' if isinstance(exc, LimitError) else 'invalid YAML'}: {problem}"
     context_mark = getattr(exc, "context_mark", None)
     if context and context_mark is not None and context_mark is not mark:

@@ -20,6 +20,7 @@ from numpy.lib import format as _npy_format
 
 from .._bounded import open_regular
 from .._npz import NpzError, read_npz
+from ..config.suggest import excerpt
 from .layout import RunDirError
 
 __all__ = ["Arrays", "CSRRows", "DataError", "load_data", "load_dataset", "split_validation",
@@ -266,13 +267,22 @@ def _csr_rows(path, parts) -> CSRRows:
                    indptr.astype(numpy.int64), (rows, cols))
 
 
+def _read_npy_magic(f):
+    """The .npy format version; a ValueError that quotes nothing of a file that is not .npy
+    (NumPy's own message shows its first bytes)."""
+    if f.read(len(_npy_format.MAGIC_PREFIX)) != _npy_format.MAGIC_PREFIX:
+        raise ValueError("not an .npy file: it does not start with NumPy's header")
+    f.seek(0)
+    return _npy_format.read_magic(f)
+
+
 def load_npy(path) -> numpy.ndarray:
     """The array of a ``.npy`` file: a large one memory-mapped (read-only; pages are read as
     batches need them), a small one read into memory. The header is checked against the file's
     size before anything is mapped or allocated."""
     try:
         with open_regular(path) as f:
-            version = _npy_format.read_magic(f)
+            version = _read_npy_magic(f)
             if version not in ((1, 0), (2, 0), (3, 0)):
                 raise ValueError("unknown .npy format version %s" % (version,))
             read_header = (_npy_format.read_array_header_1_0 if version == (1, 0)
@@ -348,9 +358,13 @@ def _csv(spec) -> Arrays:
             try:
                 values[r, c] = float(cell)
             except ValueError:
-                name = header[c] if header is not None else "column %d" % c
-                raise DataError("%s:%d: %s: expected a number, got %r"
-                                % (path, line, name, cell[:40])) from None
+                # Short names and cells are quoted; a long one may be a line of a file that is
+                # not CSV at all (/etc/passwd), which is never echoed.
+                name = header[c] if header is not None and excerpt(header[c]) else "column %d" % c
+                got = excerpt(cell, 16)
+                raise DataError("%s:%d: %s: expected a number, got %s"
+                                % (path, line, name,
+                                   got or "text of %d characters" % len(cell))) from None
     return Arrays(values[:, columns].astype(numpy.float32), values[:, label].astype(numpy.float32))
 
 

@@ -22,7 +22,7 @@ from pydantic import Field, PlainValidator, ValidationInfo, WithJsonSchema, fiel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..describe import Expect
-from ..suggest import choice_list, did_you_mean
+from ..suggest import choice_list, did_you_mean, excerpt
 from .base import Seed, Section, detail, fail, problem
 from .files import checking_files, csv_header, npy_shape, npz_names, resolve_input
 
@@ -195,11 +195,18 @@ class CsvData(_FileData):
                 details.append(detail(loc, f"columns are named only with header: true; "
                                       f"give an index, got {ref!r}", ref))
             elif ref not in first:
-                details.append(detail(loc, f"no column {ref!r}{did_you_mean(ref, first)} "
-                                      f"(columns: {choice_list(first)})", ref))
+                details.append(detail(loc, f"no column {ref!r}{_header_hint(ref, first, self.path)}", ref))
         if details:
             fail("CsvData", details)
         return self
+
+
+def _header_hint(ref, header: list, path) -> str:
+    """The did-you-mean and the column names, when the first line reads as a header of short
+    names; a first line that is no header (a file that is not CSV) is never echoed."""
+    if len(header) > 64 or any(excerpt(name) is None for name in header):
+        return f" (the first line of {PurePath(path).name} is not a header of short column names)"
+    return f"{did_you_mean(ref, header)} (columns: {choice_list(header)})"
 
 
 class SklearnData(Section):

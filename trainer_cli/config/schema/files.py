@@ -59,6 +59,10 @@ def npz_names(path: str) -> list[str]:
 def npy_shape(path: str) -> tuple:
     try:
         with open(path, "rb") as f:
+            if f.read(len(numpy.lib.format.MAGIC_PREFIX)) != numpy.lib.format.MAGIC_PREFIX:
+                # NumPy's own message quotes the first bytes of a file that may not be ours.
+                raise ValueError("not an .npy file: it does not start with NumPy's header")
+            f.seek(0)
             version = numpy.lib.format.read_magic(f)
             if version == (1, 0):
                 shape, _, _ = numpy.lib.format.read_array_header_1_0(f)
