@@ -445,3 +445,23 @@ def test_json_nested_too_deep_in_a_checkpoints_files_is_damage_not_a_crash(run_d
     for args in (("runs", run_dir.parent), ("report", run_dir), ("plot", run_dir)):
         result = invoke(*args)
         assert result.exit_code == 0, (args, result.output, result.exception)
+
+
+def _scheduler_differing_from_lr(header, arrays):
+    header["optimizer"]["hyperparams"]["lr_scheduler"] = {
+        "class": "FactorScheduler", "params": {"step": 3, "factor": 1, "base_lr": 0.5},
+        "attrs": {"base_lr": 0.5, "warmup_final_lr": 0.5}}
+
+
+def test_a_library_warning_while_loading_a_checkpoint_is_a_run_message(run_dir, capfd):
+    # A states header whose scheduler differs from its learning rate: the optimizer warns. The
+    # warning is one of the run's messages (train.log), not Python's stderr line with its source.
+    import warnings
+    _tamper_states(latest_dir(run_dir), _scheduler_differing_from_lr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as outside pytest
+        result = invoke("resume", run_dir)
+    err = capfd.readouterr().err
+    assert "UserWarning" not in result.output + err and "warnings.warn" not in result.output + err
+    log = (run_dir / "train.log").read_text()
+    assert "warning: learning rate from ``lr_scheduler`` has been overwritten" in log, log

@@ -128,8 +128,10 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
         step = 0
         if point is not None:
             step, path = point
-            meta, kv_notes = _ckpt.load_checkpoint(path, parts.net, parts.trainer, parts.kvstore,
-                                                   parts.contexts)
+            with _capture_warnings() as loading:  # e.g. the optimizer's, on its states header
+                meta, kv_notes = _ckpt.load_checkpoint(path, parts.net, parts.trainer,
+                                                       parts.kvstore, parts.contexts)
+            caught += loading
             _check_data(meta, parts, path)
             state = _loop_state(meta, step, path, parts, extending=bool(overrides))
             notes.append("resuming from %s (%s)" % (path.name, state.position_text()))
@@ -608,8 +610,10 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                         "log_every": parts.config.log_every})
         for text in caught + notes:
             recorder.message(text)
+        # NumPy's floating-point warnings (overflow in a cast, an invalid value in a matmul)
+        # only repeat what the run's own non-finite check says, with its step and nan_policy.
         with (signals if handle_signals else contextlib.nullcontext()), \
-                _capture_warnings() as more:
+                _capture_warnings() as more, numpy.errstate(all="ignore"):
             try:
                 status = loop.run()
                 recorder.flush()
