@@ -15,6 +15,8 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy
+
 from ..config import ConfigError, ConfigIssue, names
 from ..metric import create as create_metric
 from . import data as _data
@@ -128,6 +130,36 @@ def _class_count(config) -> int | None:
     return classes if isinstance(classes, int) and not isinstance(classes, bool) and classes > 0 else 0
 
 
+def _check_feature_width(config, train, val) -> None:
+    """Features as wide as the model's ``num_features`` (the sparse_linear convention), and the
+    validation set as wide as the training set: named here, not as a shape error inside the
+    first step."""
+    width = tuple(train.x.shape[1:])
+    wanted = config.model.args.get("num_features")
+    if isinstance(wanted, int) and not isinstance(wanted, bool) and len(width) == 1 \
+            and width[0] != wanted:
+        raise _data.DataError("%s: %d feature columns, but model.args.num_features is %d"
+                              % (_data.where(config.data.train), width[0], wanted))
+    if val is not None and tuple(val.x.shape[1:]) != width:
+        raise _data.DataError("%s: validation features of shape %s per sample, but the training "
+                              "set's (%s) are %s" % (_data.where(config.data.val),
+                                                      list(val.x.shape[1:]),
+                                                      _data.where(config.data.train), list(width)))
+
+
+def _check_labels_fit(config, files, output_shape) -> None:
+    """Class labels below the width of what the model actually outputs (its ``classes`` default,
+    ``outputs``, a user model's layer), known from the sample forward pass: a label beyond it
+    would train silently to accuracy 0. ``files``: (spec, arrays) as read, rows as in the file."""
+    axis = config.loss.params.get("axis", -1)
+    if len(output_shape) != 2 or axis not in (-1, 1):
+        return
+    width = output_shape[1]
+    for spec, arrays in files:
+        _data.check_class_labels(arrays.y, width, _data.labels_where(spec),
+                                 "the model outputs %d class scores" % width)
+
+
 def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     """Build a run's parts; the global random state must already be seeded. ``run_dir`` (on
     resume) is where no model file may come from."""
@@ -135,15 +167,22 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     from ..gluon.trainer import STORE
 
     contexts = config.contexts()
-    train, val = _data.load_data(config.data, _class_count(config))
+    classes = _class_count(config)
+    files = _data.load_files(config.data, classes)
+    train, val = _data.split_files(config.data, *(arrays for _, arrays in files))
+    _check_feature_width(config, train, val)
     order = BatchOrder(len(train), config.data.batch_size, config.data.last_batch,
                        config.data.shuffle, config.seed)
     if order.num_batches(0) == 0:
         raise _issue(config_file, "data.batch_size", "batch_size %d is larger than the %d "
                      "training samples and last_batch is discard: an epoch would have no batches"
                      % (config.data.batch_size, len(train)))
+    sample_output: list = []
     net, model_file = build_network(config.model, contexts, train.features(slice(0, 1)),
-                                       model_dir, run_dir)
+                                    model_dir, run_dir, sample_output)
+    if classes is not None and sample_output:
+        _check_labels_fit(config, files, sample_output[0])
+    del files  # the sets as read: a split made copies
     if config.grad_accumulation > 1:
         for param in net.collect_params().values():
             if param.grad_req != "null":

@@ -23,8 +23,9 @@ from .._npz import NpzError, read_npz
 from ..config.suggest import excerpt
 from .layout import RunDirError
 
-__all__ = ["Arrays", "CSRRows", "DataError", "load_data", "load_dataset", "split_validation",
-           "is_mapped", "as_batch", "read_csr", "is_csr_npz", "load_npy"]
+__all__ = ["Arrays", "CSRRows", "DataError", "load_data", "load_files", "split_files",
+           "load_dataset", "where", "labels_where", "split_validation", "is_mapped", "as_batch",
+           "read_csr", "is_csr_npz", "load_npy"]
 
 # A .npy file of this many data bytes or more is memory-mapped rather than read.
 MAP_BYTES = 64 << 20
@@ -46,18 +47,30 @@ class Arrays:
     x: numpy.ndarray
     y: numpy.ndarray
     x_rows: numpy.ndarray | None = None
+    # The file of memory-mapped features, whose rows are checked for NaN/Inf as batches read
+    # them (checking them at load would read the whole file); "" when x was checked at load.
+    checked_as_read: str = ""
 
     def __len__(self):
         return len(self.y)
 
     def features(self, index) -> numpy.ndarray:
         """The features of samples ``index`` (an index array or a slice) of this set."""
-        return self.x[index] if self.x_rows is None else self.x[self.x_rows[index]]
+        out = self.x[index] if self.x_rows is None else self.x[self.x_rows[index]]
+        if self.checked_as_read:
+            bad = ~numpy.isfinite(out.reshape(len(out), -1))
+            if bad.any():
+                at, column = numpy.unravel_index(int(numpy.argmax(bad)), bad.shape)
+                rows = numpy.arange(len(self.x))[index] if self.x_rows is None \
+                    else self.x_rows[index]
+                _not_finite(self.checked_as_read, int(numpy.atleast_1d(rows)[at]),
+                            "feature %d is %r" % (int(column), float(out.reshape(len(out), -1)[at, column])))
+        return out
 
     def take(self, index) -> "Arrays":
         if is_mapped(self.x):  # the mapped rows stay on disk until a batch reads them
             rows = numpy.arange(len(self.x))[index] if self.x_rows is None else self.x_rows[index]
-            return Arrays(self.x, self.y[index], rows)
+            return Arrays(self.x, self.y[index], rows, self.checked_as_read)
         return Arrays(self.features(index), self.y[index])
 
 
@@ -123,15 +136,28 @@ def load_data(section, classes: int | None = None) -> tuple[Arrays, Arrays | Non
     ``classes`` (for a loss taking class indices): every label must then be a whole number in
     ``[0, classes)``, or at least ``>= 0`` when ``classes`` is 0 (not known from the config).
     """
-    train = load_dataset(section.train, classes)
+    return split_files(section, *(arrays for _, arrays in load_files(section, classes)))
+
+
+def load_files(section, classes: int | None = None) -> list:
+    """``[(spec, arrays)]`` of the training set and the validation set when one is given, as
+    read (before any split: rows are numbered as in the files)."""
+    files = [(section.train, load_dataset(section.train, classes))]
     if section.val is not None:
-        return train, load_dataset(section.val, classes)
+        files.append((section.val, load_dataset(section.val, classes)))
+    return files
+
+
+def split_files(section, train: Arrays, val: Arrays | None = None):
+    """``(train, val)`` from the sets as read: ``data.split`` holds out part of the training set."""
+    if val is not None:
+        return train, val
     if section.split is not None:
         return split_validation(train, section.split)
     return train, None
 
 
-def check_class_labels(y: numpy.ndarray, classes: int, where: str) -> None:
+def check_class_labels(y: numpy.ndarray, classes: int, where: str, why: str = "") -> None:
     """A DataError naming the first label that is not a class index (wrong labels would
     otherwise train silently to accuracy 0)."""
     if y.ndim != 1:
@@ -143,6 +169,7 @@ def check_class_labels(y: numpy.ndarray, classes: int, where: str) -> None:
     if bad.any():
         row = int(numpy.argmax(bad))
         valid = "0 .. %d" % (classes - 1) if classes else "a whole number >= 0"
+        valid += ": %s" % why if why else ""
         raise DataError("%s: row %d (counting from 0): label %r is not a class index (expected %s)"
                         % (where, row, float(y[row]), valid))
 
@@ -167,7 +194,7 @@ def load_dataset(spec, classes: int | None = None) -> Arrays:
     loader = _LOADERS[spec.type]
     arrays = _checked(loader(spec), spec)
     if classes is not None:
-        check_class_labels(arrays.y, classes, _where(spec))
+        check_class_labels(arrays.y, classes, labels_where(spec))
     return arrays
 
 
@@ -263,8 +290,9 @@ def _csr_rows(path, parts) -> CSRRows:
                   % (int(indptr[-1]), len(data), len(indices)))
     if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= cols):
         raise bad("indices", "column ids must lie in [0, %d)" % cols)
-    return CSRRows(data.astype(numpy.float32), indices.astype(numpy.int64),
-                   indptr.astype(numpy.int64), (rows, cols))
+    with numpy.errstate(over="ignore"):  # beyond float32 becomes inf, which _checked refuses
+        values = data.astype(numpy.float32)
+    return CSRRows(values, indices.astype(numpy.int64), indptr.astype(numpy.int64), (rows, cols))
 
 
 def _read_npy_magic(f):
@@ -425,30 +453,82 @@ def _ratings(spec) -> Arrays:
 _LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "csr": _csr, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
 
 
-def _where(spec) -> str:
+def where(spec) -> str:
+    """How a message names a data set: its file, or its type."""
     return getattr(spec, "path", None) or "data (%s)" % spec.type
 
 
+def labels_where(spec) -> str:
+    """How a message names the file of a data set's labels (``label_path`` where it has one)."""
+    return getattr(spec, "label_path", None) or where(spec)
+
+
 def _checked(arrays: Arrays, spec) -> Arrays:
-    where = _where(spec)
+    name = where(spec)
     x, y = arrays.x, arrays.y
     for what, arr in (("features", x), ("labels", y)):
         if arr.dtype.kind not in "biuf":
-            raise DataError("%s: %s must be numbers, got dtype %s" % (where, what, arr.dtype))
+            raise DataError("%s: %s must be numbers, got dtype %s" % (name, what, arr.dtype))
     if x.ndim < 1 or len(x) == 0:
-        raise DataError("%s: no samples" % where)
+        raise DataError("%s: no samples" % name)
     if len(x) != len(y):
-        raise DataError("%s: %d feature rows but %d labels" % (where, len(x), len(y)))
+        raise DataError("%s: %d feature rows but %d labels" % (name, len(x), len(y)))
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.reshape(-1)
     if isinstance(x, CSRRows):
-        return Arrays(x, numpy.ascontiguousarray(y, dtype=numpy.float32))
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)
-    # MXNet's convention: float32 features and labels; the model's dtype is applied per batch.
-    # (Mapped float32 features stay mapped: ascontiguousarray of them is a view.)
-    return Arrays(numpy.ascontiguousarray(x, dtype=numpy.float32),
-                  numpy.ascontiguousarray(y, dtype=numpy.float32))
+        with numpy.errstate(over="ignore"):
+            arrays = Arrays(x, numpy.ascontiguousarray(y, dtype=numpy.float32))
+    else:
+        if x.ndim == 1:
+            x = x.reshape(-1, 1)
+        # MXNet's convention: float32 features and labels; the model's dtype is applied per
+        # batch. (Mapped float32 features stay mapped: ascontiguousarray of them is a view.)
+        with numpy.errstate(over="ignore"):  # a float64 beyond float32 becomes inf: refused below
+            arrays = Arrays(numpy.ascontiguousarray(x, dtype=numpy.float32),
+                            numpy.ascontiguousarray(y, dtype=numpy.float32))
+    if is_mapped(arrays.x):
+        arrays.checked_as_read = name
+    check_finite(arrays, name, labels_where(spec))
+    return arrays
+
+
+# Features checked at a time: the mask of a large in-memory set stays small.
+FINITE_CHUNK_BYTES = 16 << 20
+
+
+def check_finite(arrays: Arrays, where: str, labels_where: str | None = None) -> None:
+    """A DataError naming the first row holding NaN or Inf (in float32, as training reads it):
+    one in the validation set would otherwise give a null val_loss every epoch, exit 0.
+    (Memory-mapped features are checked as batches read them instead: see Arrays.)"""
+    x = arrays.x
+    if arrays.checked_as_read:
+        pass
+    elif isinstance(x, CSRRows):
+        bad = ~numpy.isfinite(x.data)
+        if bad.any():
+            pos = int(numpy.argmax(bad))
+            row = int(numpy.searchsorted(x.indptr, pos, side="right")) - 1
+            _not_finite(where, row, "feature %d is %r" % (int(x.indices[pos]), float(x.data[pos])))
+    else:
+        per_row = max(1, math.prod(x.shape[1:]) * x.dtype.itemsize)
+        step = max(1, FINITE_CHUNK_BYTES // per_row)
+        for start in range(0, len(x), step):
+            chunk = numpy.asarray(x[start:start + step])
+            bad = ~numpy.isfinite(chunk.reshape(len(chunk), -1))
+            if bad.any():
+                row, column = numpy.unravel_index(int(numpy.argmax(bad)), bad.shape)
+                _not_finite(where, start + int(row), "feature %d is %r"
+                            % (int(column), float(chunk.reshape(len(chunk), -1)[row, column])))
+    y = arrays.y.reshape(len(arrays.y), -1)
+    bad = ~numpy.isfinite(y)
+    if bad.any():
+        row, column = numpy.unravel_index(int(numpy.argmax(bad)), bad.shape)
+        _not_finite(labels_where or where, int(row), "label %r is not a finite number" % float(y[row, column]))
+
+
+def _not_finite(where, row, what):
+    raise DataError("%s: row %d (counting from 0): %s; remove or fill in that row"
+                    % (where, row, what))
 
 
 def describe(arrays: Arrays | None) -> str:

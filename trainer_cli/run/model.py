@@ -100,12 +100,14 @@ def create(name, config_dir=None, **args):
     return load_factory(file, factory)(**args)
 
 
-def build_network(model_section, contexts, sample_x, config_dir=None, forbid=None):
+def build_network(model_section, contexts, sample_x, config_dir=None, forbid=None,
+                  sample_output: list | None = None):
     """The initialized network on ``contexts``, its parameters' shapes known.
 
     ``sample_x`` (a few training rows) is run through once in predict mode, so that deferred
     initialization happens now, in a fixed place of the random stream, rather than inside the
-    first training step.
+    first training step. ``sample_output``, when given, receives the shape of what the network
+    returned (nothing when it was not run).
     """
     from .. import autograd, initializer
     from ..gluon.block import reset_name_counters
@@ -132,7 +134,9 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
     # weights have their shapes already, and so have the layers built beside them.
     if all(p.stype == "default" for p in net.collect_params().values()):
         with autograd.pause():
-            net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
+            out = net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
+        if sample_output is not None and hasattr(out, "shape"):
+            sample_output.append(tuple(out.shape))
     return net, file
 
 
