@@ -164,12 +164,16 @@ def test_damaged_pointer_exits_2(tmp_path):
 def _nan_data(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 4)).astype(np.float32)
-    x[40] = np.nan  # one poisoned sample: the batch holding it has a NaN loss
-    y = (x[:, 0] > 0).astype(np.float32)
+    y = x[:, 0].copy()
+    # One poisoned sample, finite in the file (which is checked at load) but beyond what a
+    # squared error holds in float32: the batch holding it has an infinite loss.
+    y[40] = 3e38
     np.savez(tmp_path / "nan.npz", x=x, y=y)
-    return write_config(tmp_path, run_helpers.SMALL.replace(
+    text = run_helpers.SMALL.replace(
         "train: {type: synthetic, task: classification, num_samples: 120, num_features: 6,\n"
-        "          num_classes: 3, seed: 5}", "train: nan.npz"), "nan.yaml")
+        "          num_classes: 3, seed: 5}", "train: nan.npz")
+    text = text.replace("classes: 3", "classes: 1").replace("softmax_cross_entropy", "l2")
+    return write_config(tmp_path, text.replace("metrics: [accuracy]", "metrics: [mae]"), "nan.yaml")
 
 
 def test_nan_policy_stop_fails_and_keeps_the_last_good_checkpoint(tmp_path):
