@@ -124,7 +124,7 @@ def test_validate_explain(tmp_path, monkeypatch):
     out = runner.invoke(main, ["validate", str(cfg), "--explain", "optimizer.params.learning_rate"])
     assert out.exit_code == 0, out.output
     assert out.output.splitlines() == [
-        "optimizer.params.learning_rate: 0.2",
+        "optimizer.params.learning_rate: ${env:LR,0.05}",  # a value from the environment is never shown
         "  from %s:2:49" % cfg,
         "  via replaces the value written at %s:7:49" % (tmp_path / "base.yaml"),
         "  via ${env:LR} (set in the environment)",

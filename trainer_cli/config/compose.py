@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError, ConfigIssue
@@ -31,7 +32,7 @@ from .positions import Entry, Place, PositionMap, dotted
 from .suggest import show
 from .yamlio import MAX_ALIAS_VALUES, MAX_DOCUMENT_CHARS
 
-__all__ = ["compose", "INCLUDE_KEY", "MAX_INCLUDE_DEPTH", "MAX_INCLUDE_FILES"]
+__all__ = ["compose", "Composed", "INCLUDE_KEY", "MAX_INCLUDE_DEPTH", "MAX_INCLUDE_FILES"]
 
 INCLUDE_KEY = "include"
 MAX_INCLUDE_DEPTH = 16
@@ -49,9 +50,17 @@ class _Refused(Exception):
 
 
 class _Composer:
-    def __init__(self, read_file, issues):
+    def __init__(self, read_file, issues, *, recording=False, env_only=False):
         self.read_file = read_file  # path -> (data, positions, issues) or raises OSError
         self.issues = issues
+        # Recording: ${env:...} stays a reference (what files and screens show); the paths of
+        # the values that held one, with that form, are kept in ``recorded``.
+        self.recording = recording
+        self.recorded: dict[tuple, object] = {}
+        self.env_used = 0
+        self.env_values: dict[str, str | None] = {}  # variable -> its value (None: unset)
+        # A run directory's config.yaml: only its recorded ${env:...} references are read.
+        self.env_only = env_only
         self.files = 0
         self.origins: dict[tuple, list[str]] = {}  # key path -> how it got its value
         self.failed: set[str] = set()  # dotted keys whose ${...} could not be filled in
@@ -161,7 +170,11 @@ class _Composer:
                 value[i] = self._walk(item, path + (i,))
             return value
         if isinstance(value, str) and "${" in value:
-            return self._string(value, path)
+            used = self.env_used
+            out = self._string(value, path)
+            if self.recording and self.env_used > used and not self.resolving:
+                self.recorded[path] = out
+            return out
         return value
 
     def _string(self, text, path):
@@ -175,7 +188,8 @@ class _Composer:
             if not ok:
                 return match.group(0)
             return found if isinstance(found, str) else _scalar_text(found)
-        return _REF.sub(splice, escaped).replace("\0", "${")
+        # A recorded value is read again (on resume): its literal ``${`` stays escaped.
+        return _REF.sub(splice, escaped).replace("\0", _ESCAPED if self.recording else "${")
 
     def _resolve(self, ref, path):
         place = self._place(path)
@@ -185,6 +199,10 @@ class _Composer:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 self._issue("${env:%s}: expected an environment variable name" % name, place, dotted(path))
                 return None, False
+            if self.recording:
+                self.env_used += 1
+                return "${%s}" % ref, True
+            self.env_values[name] = os.environ.get(name)
             if name in os.environ:
                 value = os.environ[name]
                 self.origins.setdefault(path, []).append("${env:%s} (set in the environment)" % name)
@@ -197,6 +215,10 @@ class _Composer:
                 return None, False
             self._charge(value, place, path)
             return _yaml_scalar(value), True
+        if self.env_only:
+            self._issue("${%s}: a run directory's config.yaml reads only ${env:...} references"
+                        % ref, place, dotted(path))
+            return None, False
         target = tuple(int(p) if p.isdigit() else p for p in ref.split(".")) if ref else ()
         if not target or any(p == "" for p in target):
             self._issue("${%s}: expected env:VAR or a dotted key such as data.batch_size" % ref,
@@ -283,17 +305,37 @@ def _scalar_text(value) -> str:
     return str(value)
 
 
-def compose(data, positions: PositionMap, file: str | None, read_file, issues: list):
-    """Includes merged and references resolved: ``(data, positions, origins, failed)``;
-    problems are appended to ``issues``. ``origins`` maps key paths to how each got its value,
-    for explain; ``failed`` holds the dotted keys already reported (their raw text would only
-    fail validation a second time)."""
-    composer = _Composer(read_file, issues)
-    chain = (os.path.normpath(file),) if file else ()
-    data, positions = composer.layer(data, positions, file, chain)
+@dataclass
+class Composed:
+    """What composition gives besides the data: ``origins`` maps key paths to how each got its
+    value (for explain); ``failed`` holds the dotted keys already reported (their raw text would
+    only fail validation a second time); ``recorded`` maps the path of every value that used
+    ``${env:...}`` to its form with the references kept (what files and screens show), and
+    ``env`` every variable read to its value (None: not set)."""
+
+    origins: dict = field(default_factory=dict)
+    failed: set = field(default_factory=set)
+    recorded: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+
+
+def compose(data, positions: PositionMap, file: str | None, read_file, issues: list, *,
+            env_only: bool = False):
+    """Includes merged and references resolved: ``(data, positions, Composed)``; problems are
+    appended to ``issues``. ``env_only`` (a run directory's config.yaml): no includes, and only
+    ``${env:...}`` references, which that file records instead of their values."""
+    composer = _Composer(read_file, issues, env_only=env_only)
+    if not env_only:
+        chain = (os.path.normpath(file),) if file else ()
+        data, positions = composer.layer(data, positions, file, chain)
+    recorder = _Composer(None, [], recording=True, env_only=env_only)
     if isinstance(data, dict):
+        shadow = _copy(data)
         try:
             data = composer.interpolate(data, positions)
+            if composer.env_values:
+                recorder.interpolate(shadow, positions)
         except _Refused:
             raise ConfigError(issues) from None
-    return data, positions, composer.origins, composer.failed
+    return data, positions, Composed(composer.origins, composer.failed, recorder.recorded,
+                                     composer.env_values)

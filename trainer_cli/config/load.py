@@ -38,11 +38,11 @@ def load_config(path, overrides: Iterable[str] = (), *, check_files: bool = True
 
     shown = os.fspath(path)
     data, positions, issues = _parsed(_read_config_text(shown), shown)
-    data, positions, origins, failed = compose(data, positions, shown, _read_included, issues)
+    data, positions, composed = compose(data, positions, shown, _read_included, issues)
     if trace is not None:
-        trace["origins"] = origins
+        trace["origins"] = composed.origins
     return _validate(data, positions, issues, overrides, shown, Path(path).resolve().parent,
-                     Path(path).stem, check_files, trace, failed)
+                     Path(path).stem, check_files, trace, composed)
 
 
 def _read_config_text(shown: str) -> str:
@@ -104,13 +104,20 @@ def _parsed(text: str, filename: str):
 
 def validate_config_text(text: str, *, filename: str = "<config>", overrides: Iterable[str] = (),
                          config_dir=None, config_name: str | None = None,
-                         check_files: bool = True) -> RunConfig:
+                         check_files: bool = True, env_references: bool = False) -> RunConfig:
     """Validate YAML text as a config; ``filename`` is what error positions name. No
-    composition: text (a run directory's resolved config) never reaches other files or the
-    environment through ``include`` or ``${...}``."""
+    composition: text (a run directory's resolved config) never reaches other files through
+    ``include`` nor other keys through ``${key}``; with ``env_references`` (resuming a run), the
+    ``${env:...}`` references it recorded in place of their values are read again."""
+    from .compose import compose
+
     data, positions, issues = _parsed(text, filename)
+    composed = None
+    if env_references:
+        data, positions, composed = compose(data, positions, filename, None, issues,
+                                            env_only=True)
     return _validate(data, positions, issues, overrides, filename, config_dir, config_name,
-                     check_files)
+                     check_files, composed=composed)
 
 
 def validate_config_data(data: dict, *, overrides: Iterable[str] = (), config_dir=None,
@@ -120,8 +127,11 @@ def validate_config_data(data: dict, *, overrides: Iterable[str] = (), config_di
 
 
 def _validate(data, positions: PositionMap | None, issues, overrides, filename, config_dir,
-              config_name, check_files, trace=None, reported=frozenset()) -> RunConfig:
+              config_name, check_files, trace=None, composed=None) -> RunConfig:
     issues = list(issues)
+    reported = composed.failed if composed is not None else frozenset()
+    # The values ${env:...} gave, by the path they were written at: never shown (secrets).
+    secrets = {path: lookup_or_none(data, path) for path in composed.recorded} if composed else {}
     data = canonicalize(data, RunConfig, positions)
     overrides = list(overrides)
     if overrides:
@@ -145,5 +155,51 @@ def _validate(data, positions: PositionMap | None, issues, overrides, filename, 
         # Override problems in command-line order (ConfigError keeps the order of equals).
         rank = {f"-o {text}": n for n, text in enumerate(overrides)}
         issues.sort(key=lambda i: rank.get(i.override, -1))
+        if secrets:
+            issues = [_redacted(i, composed.recorded, secrets) for i in issues]
         raise ConfigError(issues)
+    if composed is not None and composed.env:
+        config.record_env(_canonical(composed.recorded, positions), composed.env)
     return config
+
+
+def lookup_or_none(data, path):
+    from .compose import lookup
+
+    try:
+        return lookup(data, path)
+    except KeyError:
+        return None
+
+
+def _canonical(recorded: dict, positions: PositionMap | None) -> dict:
+    """The recorded values by their path in the canonical config, left out where an override
+    replaced them (shorthand moves keys: the positions know where each went)."""
+    if positions is None:
+        return {}
+    where = {tuple(entry.user_path): (path, entry) for path, entry in positions.items()}
+    out = {}
+    for user_path, value in recorded.items():
+        found = where.get(tuple(user_path))
+        if found is None or found[1].value.override is not None:
+            continue
+        out[found[0]] = value
+    return out
+
+
+def _redacted(issue: ConfigIssue, recorded: dict, secrets: dict) -> ConfigIssue:
+    """``issue`` with the value of an ``${env:...}`` shown as its reference instead."""
+    from dataclasses import replace
+
+    from .positions import dotted
+    from .suggest import show
+
+    message = issue.message
+    for path, value in secrets.items():
+        if value is None or isinstance(value, (dict, list)):
+            continue
+        if issue.key != dotted(path) and not issue.key.startswith(dotted(path) + "."):
+            continue
+        shown = recorded[path] if isinstance(recorded[path], str) else "${env:...}"
+        message = message.replace(show(value), show(shown)).replace(str(value), shown)
+    return replace(issue, message=message) if message != issue.message else issue

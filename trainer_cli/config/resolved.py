@@ -10,11 +10,50 @@ _HEADER = "# Resolved by trainer-cli: every default filled in. Loading it again 
 
 
 def resolved_dict(config: RunConfig) -> dict:
-    return config.model_dump(mode="json")
+    """The config as plain data, as every file and screen shows it: a value that came from
+    ``${env:...}`` is its reference, never the value (a token must not reach config.yaml,
+    report.html, TensorBoard or a terminal); a literal ``${`` elsewhere is written ``$${``, so
+    that reading it back (resume reads the references again) gives the same config."""
+    data = _escaped(config.model_dump(mode="json"))
+    for path, recorded in config.recorded_env.items():
+        _put(data, path, recorded)
+    return data
 
 
 def resolved_yaml(config: RunConfig) -> str:
     return _HEADER + dump_yaml(resolved_dict(config))
+
+
+def _escaped(value):
+    if isinstance(value, dict):
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    if isinstance(value, str):
+        return value.replace("${", "$${")
+    return value
+
+
+def _put(data, path: tuple, recorded) -> None:
+    """Set ``recorded`` at ``path``; a recorded mapping or list only where its leaves hold
+    references (the validated value may have gained defaults beside them)."""
+    node = data
+    for part in path[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    last = path[-1]
+    if isinstance(recorded, (dict, list)):
+        keys = recorded.items() if isinstance(recorded, dict) else enumerate(recorded)
+        for key, value in keys:
+            if "${env:" in repr(value):
+                _put(data, tuple(path) + (key,), value)
+        return
+    try:
+        node[last] = recorded
+    except (IndexError, TypeError):
+        pass
 
 
 def json_schema() -> dict:

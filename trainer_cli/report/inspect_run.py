@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy
 
 from .._bounded import open_regular
-from ..config import ConfigError, load_config
+from ..config import ConfigError, load_config, resolved_dict
 from ..gluon.param_file import ParamFileError, load_arrays
 from ..optimizer.state_file import StateFileError
 from ..run import layout
@@ -147,11 +147,14 @@ def _config_summary(path: Path, errors: list):
     except ConfigError as exc:
         errors.append(str(exc))
         return None
-    return {"name": config.name, "model": config.model.name, "optimizer": config.optimizer.name,
-            "optimizer_params": config.optimizer.params,
-            "lr_scheduler": None if config.lr_scheduler is None else config.lr_scheduler.type,
-            "epochs": config.epochs, "steps": config.steps,
-            "batch_size": config.data.batch_size, "context": config.context}
+    shown = resolved_dict(config)  # a value from ${env:...} as its reference, never the value
+    scheduler = shown.get("lr_scheduler")
+    return {"name": shown["name"], "model": shown["model"]["name"],
+            "optimizer": shown["optimizer"]["name"],
+            "optimizer_params": shown["optimizer"]["params"],
+            "lr_scheduler": scheduler["type"] if isinstance(scheduler, dict) else None,
+            "epochs": shown["epochs"], "steps": shown["steps"],
+            "batch_size": shown["data"]["batch_size"], "context": shown["context"]}
 
 
 def _lift(report: dict, states: dict | None) -> None:

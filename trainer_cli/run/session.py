@@ -38,6 +38,7 @@ from .background import BackgroundJob
 from .save_process import SaveProcess, WriterGone, can_share
 from .save_process import available as save_available
 from .build import build
+from .env_record import env_changes, write_env_record
 from .data import CSRRows, is_mapped
 from .layout import RunDirError
 from .logs import LogWriter, MetricsLog, TrainLog, truncate_metrics
@@ -94,6 +95,7 @@ def start_run(config_path, overrides=(), *, name=None, run_root=None, reporter=N
     run_dir = None
     if parts.rank == 0:
         run_dir = create_run_dir(config.run_dir, config.name, config.resolved_yaml())
+        write_env_record(run_dir, config.env_values)
         _model_record.write_record(run_dir, _model_record.record_for(config.model.name,
                                                                      parts.model_file))
     return _train(parts, run_dir, LoopState(), reporter, handle_signals, caught,
@@ -121,6 +123,7 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
     try:
         point = _ckpt.resume_point(run_dir, from_step)
         notes = [trusted] if trusted else []
+        notes += ["warning: %s" % text for text in env_changes(run_dir, config.env_values)]
         if trusted and lock is not None:  # the user vouched for it: later resumes need not
             _model_record.write_record(run_dir, _model_record.record_for(config.model.name,
                                                                          model_file))
@@ -190,7 +193,7 @@ def read_run_config(run_dir, overrides=()):
     # No config_dir: models are looked up in the working folder and the installation, never
     # in (or next to) the run directory.
     return validate_config_text(text, filename=str(path), config_name=run_dir.name,
-                                overrides=overrides)
+                                overrides=overrides, env_references=True)
 
 
 # --------------------------------------------------------------------------------------------

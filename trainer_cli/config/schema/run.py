@@ -5,7 +5,7 @@ import re
 from typing import Annotated, Literal, Optional, Union
 
 import annotated_types as at
-from pydantic import Field, ValidationError, ValidationInfo, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from .. import names
@@ -201,6 +201,25 @@ class RunConfig(Section):
                                       "use several devices in context or a dist_* kvstore",
                                       compression.type))
         return details
+
+    # Values from ${env:...}: shown and recorded as the reference, never the value ------------
+
+    _recorded: dict = PrivateAttr(default_factory=dict)  # canonical path -> recorded form
+    _env: dict = PrivateAttr(default_factory=dict)       # variable -> value read (None: unset)
+
+    def record_env(self, recorded: dict, env: dict) -> None:
+        """Remember which values came from ``${env:...}`` (``recorded``: their canonical paths
+        and the form with the references kept) and what each variable held."""
+        self._recorded, self._env = dict(recorded), dict(env)
+
+    @property
+    def recorded_env(self) -> dict:
+        return dict(self._recorded)
+
+    @property
+    def env_values(self) -> dict:
+        """``{variable: value or None}`` of every ``${env:...}`` the config read."""
+        return dict(self._env)
 
     # Conveniences for the run loop -----------------------------------------------------------
 
