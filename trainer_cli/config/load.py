@@ -201,5 +201,9 @@ def _redacted(issue: ConfigIssue, recorded: dict, secrets: dict) -> ConfigIssue:
         if issue.key != dotted(path) and not issue.key.startswith(dotted(path) + "."):
             continue
         shown = recorded[path] if isinstance(recorded[path], str) else "${env:...}"
-        message = message.replace(show(value), show(shown)).replace(str(value), shown)
+        if isinstance(value, str):  # quoted as show() quotes it, then anywhere else
+            message = message.replace(show(value), show(shown))
+            message = message.replace(value, shown) if len(value) >= 4 else message
+        elif len(str(value)) >= 4:  # a short number is no secret, and "1" is in ">= 1" too
+            message = message.replace(show(value), show(shown))
     return replace(issue, message=message) if message != issue.message else issue
