@@ -131,13 +131,13 @@ def _class_count(config) -> int | None:
 
 
 def _check_feature_width(config, train, val) -> None:
-    """Features as wide as the model's ``num_features`` (the sparse_linear convention), and the
-    validation set as wide as the training set: named here, not as a shape error inside the
-    first step."""
+    """CSR columns as many as the model's ``num_features`` (sparse_linear's convention; dense
+    features have their width inferred by the first layer), and the validation set as wide as
+    the training set: named here, not as a shape error inside the first step."""
     width = tuple(train.x.shape[1:])
     wanted = config.model.args.get("num_features")
-    if isinstance(wanted, int) and not isinstance(wanted, bool) and len(width) == 1 \
-            and width[0] != wanted:
+    if isinstance(train.x, _data.CSRRows) and isinstance(wanted, int) \
+            and not isinstance(wanted, bool) and width[0] != wanted:
         raise _data.DataError("%s: %d feature columns, but model.args.num_features is %d"
                               % (_data.where(config.data.train), width[0], wanted))
     if val is not None and tuple(val.x.shape[1:]) != width:
