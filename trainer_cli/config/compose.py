@@ -16,9 +16,13 @@
   reference that crossed the bound.
 
 Every key keeps the file, line and column it came from, through includes, so that an error names
-the file where the bad value was written; :func:`explain` tells where a key got its value. A run
-directory's ``config.yaml`` is written resolved (no include, nothing left to interpolate) and is
-read without composition: resuming a run never reads another file or the environment.
+the file where the bad value was written; :func:`explain` tells where a key got its value.
+
+A value from ``${env:...}`` may be a secret: composition also records each such value's form
+with its references kept (``Composed.recorded``), which is what files and screens show. A run
+directory's ``config.yaml`` is written resolved (no include, no key reference) but with those
+references, and is read with ``env_only``: resuming a run never reads another file, and reads
+the environment only for the ``${env:...}`` it recorded.
 """
 from __future__ import annotations
 
