@@ -7,6 +7,8 @@
         metrics.jsonl          one JSON object per logged event
         metrics.csv            the same rows as CSV
         train.log              human-readable log
+        env.json               the variables config.yaml's ${env:...} read: set or not, and a
+                               salted digest of each value (never the value; run/env_record.py)
         .lock                  flock'ed while a process writes here (released when it dies)
         checkpoints/
             step-<N>/          built in a temp folder, then renamed: only ever complete
