@@ -15,8 +15,6 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy
-
 from ..config import ConfigError, ConfigIssue, names
 from ..metric import create as create_metric
 from . import data as _data
