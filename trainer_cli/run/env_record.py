@@ -16,7 +16,6 @@ import secrets
 
 from .._atomic import write_text_atomic
 from .._bounded import load_json, read_regular_text
-from . import layout
 
 __all__ = ["ENV_FILE", "write_env_record", "env_changes"]
 
