@@ -124,3 +124,28 @@ def test_inspect_shows_the_reference(tmp_path, monkeypatch):
     # its checkpoints and metrics hold).
     shown = json.loads(result.output)["config"]
     assert shown["optimizer_params"] == {"learning_rate": "${env:LR_SECRET}"}, shown
+
+
+def test_a_damaged_or_missing_env_record_is_said_not_fatal(tmp_path):
+    import os
+
+    from trainer_cli.run.env_record import env_changes, write_env_record
+    write_env_record(tmp_path, {"A": "x", "B": None})
+    record = (tmp_path / "env.json").read_text()
+    assert "x" not in json.loads(record)["variables"]["A"].values()
+    assert env_changes(tmp_path, {"A": "x", "B": None}) == []
+    assert env_changes(tmp_path, {"A": "y", "B": "z"}) == [
+        "environment variable A holds another value than when the run started "
+        "(config.yaml reads ${env:A})",
+        "environment variable B is set now, but was not when the run started: its value "
+        "replaces the default"]
+    for damage in ('{"salt": 3, "variables": []}', "[" * 100000, None):
+        (tmp_path / "env.json").unlink()
+        if damage is None:
+            os.mkfifo(tmp_path / "env.json")
+        else:
+            (tmp_path / "env.json").write_text(damage)
+        said = env_changes(tmp_path, {"A": "x"})
+        assert len(said) == 1 and "env.json: unreadable" in said[0], said
+    (tmp_path / "env.json").unlink()
+    assert "env.json: missing" in env_changes(tmp_path, {"A": "x"})[0]
