@@ -109,7 +109,14 @@ def test_literal_dollar_braces_survive_the_run_directory(tmp_path, monkeypatch):
     from trainer_cli.config import validate_config_text
     again = validate_config_text(config.resolved_yaml(), env_references=True)
     assert again.run_dir == "r${x}" and again.name == "exp-v1"
-    assert "name: exp-${env:TAG}" in config.resolved_yaml()
+    # The name is written as its value: it names the run's folder, which shows it anyway ...
+    assert "name: exp-v1" in config.resolved_yaml()
+    # ... and a run directory's config.yaml may not read it from the environment.
+    import pytest
+    from trainer_cli.config import ConfigError
+    with pytest.raises(ConfigError, match="cannot read name from the environment"):
+        validate_config_text(SMALL + "name: '${env:TAG}'\n", filename="run/config.yaml",
+                             env_references=True)
     assert json.loads(json.dumps(again.model_dump(mode="json")))["run_dir"] == "r${x}"
 
 

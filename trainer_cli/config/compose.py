@@ -49,6 +49,12 @@ MAX_REFERENCE_VALUES = MAX_ALIAS_VALUES
 MAX_REFERENCE_CHARS = MAX_DOCUMENT_CHARS
 
 
+# Values shown as they are even when they came from ${env:...}: they name the run's folder,
+# which shows them anyway. A run directory's config.yaml holds them as values, and may not read
+# them from the environment (a hostile one could otherwise write a variable into train.log).
+SHOWN_AS_VALUE = (("name",), ("run_dir",))
+
+
 class _Refused(Exception):
     """A reference expansion beyond the bounds: composition stops there."""
 
@@ -176,7 +182,8 @@ class _Composer:
         if isinstance(value, str) and "${" in value:
             used = self.env_used
             out = self._string(value, path)
-            if self.recording and self.env_used > used and not self.resolving:
+            if self.recording and self.env_used > used and not self.resolving \
+                    and path not in SHOWN_AS_VALUE:
                 self.recorded[path] = out
             return out
         return value
@@ -202,6 +209,11 @@ class _Composer:
             name = name.strip()
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 self._issue("${env:%s}: expected an environment variable name" % name, place, dotted(path))
+                return None, False
+            if self.env_only and path[:1] in SHOWN_AS_VALUE:
+                self._issue("${env:%s}: a run directory's config.yaml cannot read %s from the "
+                            "environment (it names the run's folder)" % (name, path[0]), place,
+                            dotted(path))
                 return None, False
             if self.recording:
                 self.env_used += 1
