@@ -156,3 +156,20 @@ def test_a_damaged_or_missing_env_record_is_said_not_fatal(tmp_path):
         assert len(said) == 1 and "env.json: unreadable" in said[0], said
     (tmp_path / "env.json").unlink()
     assert "env.json: missing" in env_changes(tmp_path, {"A": "x"})[0]
+
+
+def test_references_through_includes_and_shorthand_read_back_the_same(tmp_path, monkeypatch):
+    from trainer_cli.config import validate_config_text
+    monkeypatch.setenv("LRX", "0.0311")
+    monkeypatch.delenv("DEVX", raising=False)
+    write_config(tmp_path, "model: {name: mlp, args: {hidden: [16], classes: 3}}\n"
+                 "optimizer: {name: adam, learning_rate: '${env:LRX}'}\n"
+                 "loss: '${env:LOSSX,softmax_cross_entropy}'\n", "base.yaml")
+    cfg = write_config(tmp_path, "include: base.yaml\ncontext: '${env:DEVX,cpu}'\nepochs: 2\n"
+                       "data: {train: {type: synthetic, num_samples: 40, num_features: 6}, "
+                       "batch_size: 8}\n", "top.yaml")
+    config = load_config(cfg)
+    text = config.resolved_yaml()
+    assert "0.0311" not in text and "${env:LRX}" in text and "${env:DEVX,cpu}" in text
+    again = validate_config_text(text, env_references=True)
+    assert again.model_dump() == config.model_dump() and again.resolved_yaml() == text
