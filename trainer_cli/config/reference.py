@@ -38,6 +38,30 @@ Most sections also take a shorthand: a component by its name alone (`optimizer: 
 of under `params:` (`optimizer: {name: adam, learning_rate: 0.001}`), a data file by its path
 (`data: train.npz`). The tables show the canonical form that every shorthand becomes.
 
+## Composing configs
+
+- `include: [base.yaml, fast.yaml]` merges those files first (paths relative to the including
+  file; later files and the including file win, key by key). Only `.yaml`/`.yml` files whose keys
+  are config sections can be included, so an error never quotes another kind of file.
+- `${data.batch_size}` is another key's value; a string that is exactly one `${...}` keeps the
+  value's type. `${env:VAR}` and `${env:VAR,default}` read the environment. References are filled
+  in before `-o` overrides apply.
+- `trainer validate` prints the composed, resolved config, and `--explain KEY` says which file and
+  line gave a key its value. The run directory keeps the resolved config, so a resume never reads
+  an included file again.
+- A value from `${env:...}` may be a secret (an API token): the run uses it, but the run
+  directory's `config.yaml`, `report.html`, TensorBoard, `validate`, `--explain`, `inspect` and
+  error messages show the reference, never the value (except `name` and `run_dir`, which name the
+  run's folder). A resume reads the variable again and says so when it is no longer set or holds
+  another value than at the start (the run directory's `env.json` keeps a salted digest of each
+  value, not the value). A hyper-parameter taken from the environment, such as a learning rate,
+  is still logged and checkpointed as training state.
+- A config is at most 1 MiB, nested at most 64 levels; its YAML aliases, like its `${...}`
+  references, may expand to at most 10,000 values (references also to at most 1 MiB of text).
+  Beyond that, or with a control character such as a NUL byte, it is refused with its position.
+
+## Names
+
 Names a component may take (`trainer list` prints them with their parameters):
 """
 
