@@ -228,7 +228,7 @@ def test_report_in_headless_chromium_draws_the_curves(tmp_path):
     a = _run(tmp_path, "a")
     b = _run(tmp_path, "b", "optimizer.params.learning_rate=0.05")
     out = tmp_path / "compare.html"
-    done = run_trainer("report", a, b, "-o", out)
+    done = run_trainer("report", a, b, "--output", out)
     assert done.returncode == 0, done.stderr
     assert out.is_file()
     shot = tmp_path / "shot.png"

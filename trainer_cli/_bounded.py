@@ -14,7 +14,7 @@ import os
 import stat
 
 __all__ = ["FileRefused", "open_regular", "read_regular", "read_regular_text", "open_append",
-           "load_json", "MiB"]
+           "load_json", "file_kind", "MiB"]
 
 MiB = 1 << 20
 
@@ -42,7 +42,7 @@ def open_regular(path, mode="rb", follow_symlinks=True):
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
         if not stat.S_ISREG(info.st_mode):
-            raise FileRefused(path, "not a regular file (%s)" % _kind(info.st_mode))
+            raise FileRefused(path, "not a regular file (%s)" % file_kind(info.st_mode))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, mode)
@@ -60,7 +60,7 @@ def open_append(path, **text_args):
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise FileRefused(path, "not a regular file (%s)" % _kind(info.st_mode))
+            raise FileRefused(path, "not a regular file (%s)" % file_kind(info.st_mode))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "a", **text_args)
@@ -99,7 +99,8 @@ def load_json(text):
         raise ValueError("JSON nested too deeply") from None
 
 
-def _kind(mode) -> str:
+def file_kind(mode) -> str:
+    """'a FIFO', 'a character device', ... for a ``st_mode`` that is not a file or folder."""
     for test, name in ((stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):

@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["OutputRefused", "check_output_path"]
+__all__ = ["OutputRefused", "check_output_path", "write_output_text", "STDOUT"]
 
 
 class OutputRefused(ValueError):
@@ -36,3 +36,28 @@ def check_output_path(path, what="output") -> Path:
             "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file"
         raise OutputRefused("%s: %s: %s; name a regular file or a new path" % (path, what, kind))
     return path
+
+
+STDOUT = "-"
+
+
+def write_output_text(path, text: str, what="output") -> None:
+    """Write ``text`` atomically to ``path`` (checked by :func:`check_output_path` first), or to
+    stdout for ``-``. A folder that cannot be written is an OutputRefused naming it."""
+    import errno
+    import sys
+
+    from ._atomic import write_bytes_atomic
+
+    if os.fspath(path) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    check_output_path(path, what)
+    try:
+        write_bytes_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR):
+            raise OutputRefused("%s: %s: cannot write there (%s)"
+                                % (path, what, exc.strerror)) from None
+        raise OSError(exc.errno, "cannot write %s: %s" % (path, exc.strerror)) from None

@@ -45,12 +45,13 @@ def runs(root, as_json):
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, metavar="RUN_DIR...",
                 shell_complete=complete_run_dir)
-@click.option("-o", "--output", "output", metavar="FILE.html",
-              help="Where to write the page (default: RUN_DIR/report.html for one run, "
-                   "report.html here for several).")
+@click.option("-O", "--output", "output", metavar="FILE.html",
+              help="Where to write the page: a new path or a regular file, '-' for stdout "
+                   "(default: RUN_DIR/report.html for one run, report.html here for several).")
+@click.option("-o", "old_output", metavar="FILE.html", hidden=True)
 @json_option
 @handle_errors
-def report(run_dirs, output, as_json):
+def report(run_dirs, output, old_output, as_json):
     """Write one self-contained HTML page with the curves of one or several runs.
 
     Loss and every metric against step and epoch, the learning rate, samples/s, checkpoints
@@ -61,15 +62,36 @@ def report(run_dirs, output, as_json):
     \b
     Example:
       trainer report runs/mlp-20261123-101500
-      trainer report runs/a-* runs/b-* -o compare.html
+      trainer report runs/a-* runs/b-* --output compare.html
     """
     from ..report.html_report import report_paths
 
+    output = _report_output(output, old_output)
+    if as_json and output == "-":
+        raise CLIError("--json and --output - both write to stdout: name a file, or leave "
+                       "out --json", EXIT_BAD_INPUT)
     result = _build(as_json, lambda: report_paths(run_dirs, output))
     if as_json:
         _echo_json(result)
         return
+    if output == "-":
+        return
     click.echo("report: %s" % result["output"])
+
+
+def _report_output(output, old_output):
+    """``--output``, or the old spelling ``-o FILE`` (with a warning). ``-o`` means a
+    ``KEY=VALUE`` override in every other command, so ``-o KEY=VALUE`` here is an error."""
+    if old_output is None:
+        return output
+    if "=" in old_output:
+        raise CLIError("-o %s: report takes no config overrides (-o KEY=VALUE belongs to run, "
+                       "resume, validate and lr); to name the page's file use --output FILE"
+                       % old_output, EXIT_BAD_INPUT)
+    if output is not None:
+        raise CLIError("give the output file once, with --output", EXIT_BAD_INPUT)
+    click.echo("warning: -o FILE is deprecated for report; use --output %s" % old_output, err=True)
+    return old_output
 
 
 @click.command()

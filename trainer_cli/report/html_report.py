@@ -265,20 +265,26 @@ def render_report(histories: list[RunHistory], now: float | None = None) -> str:
                problem_html))
 
 
-def write_report(histories: list[RunHistory], path) -> Path:
-    from .._atomic import write_text_atomic
+def write_report(histories: list[RunHistory], path) -> Path | str:
+    """Write the page to ``path`` (``-``: stdout). Only a regular file or a new path is written
+    to (``_outpath``): a directory, a link, a FIFO or a device there is refused."""
+    from .._outpath import STDOUT, check_output_path, write_output_text
 
-    path = Path(path)
-    write_text_atomic(path, render_report(histories))
-    return path
+    if str(path) != STDOUT:
+        check_output_path(path, "report")  # before the work of rendering
+    write_output_text(path, render_report(histories), "report")
+    return path if str(path) == STDOUT else Path(path)
 
 
 def report_paths(run_dirs, output=None) -> dict:
     """Read ``run_dirs`` and write their report; ``{"output", "runs"}``. One run's page goes to
-    ``RUN_DIR/report.html`` unless ``output`` says otherwise; several runs' to ``report.html``
-    in the working folder."""
+    ``RUN_DIR/report.html`` unless ``output`` says otherwise (``-``: stdout); several runs' to
+    ``report.html`` in the working folder."""
+    from .._outpath import STDOUT, check_output_path
     from .history import load_history
 
+    if output is not None and str(output) != STDOUT:
+        check_output_path(output, "report")  # a refused target is said before the runs are read
     histories = [load_history(path) for path in run_dirs]
     if output is None:
         output = histories[0].path / "report.html" if len(histories) == 1 else Path("report.html")
