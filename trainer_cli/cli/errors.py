@@ -62,7 +62,9 @@ def _mpi_job_broken() -> bool:
 
 
 def _fail(message, code, end_mpi_job=False):
-    click.echo(message, err=True)
+    from .._printable import printable
+
+    click.echo(printable(message, keep_newlines=True), err=True)  # a path may hold ESC bytes
     if end_mpi_job:
         # MPI_Finalize would wait for a stuck peer forever: abort the job (does not return).
         mpi = sys.modules.get("trainer_cli.kvstore.mpi")

@@ -169,7 +169,9 @@ def _finish(start, as_json, quiet):
     elif as_json:
         click.echo(dumps(summary))
     elif not quiet:
-        click.echo(_human(summary))
+        from .._printable import printable
+
+        click.echo(printable(_human(summary), keep_newlines=True))
     if result.exit_code:
         sys.exit(result.exit_code)
 

@@ -76,7 +76,9 @@ def report(run_dirs, output, old_output, as_json):
         return
     if output == "-":
         return
-    click.echo("report: %s" % result["output"])
+    from .._printable import printable
+
+    click.echo("report: %s" % printable(result["output"]))
 
 
 def _report_output(output, old_output):

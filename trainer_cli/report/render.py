@@ -10,13 +10,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._printable import printable, printable_tree
 from .plot import compact_rows, format_lr, lr_plot
 
 __all__ = ["console", "render_lr", "render_inspect", "render_list", "human_size"]
 
 
 def console(**kwargs) -> Console:
-    return Console(highlight=False, **kwargs)
+    """Markup off: a name like ``[red]x`` prints as itself. Every render function also passes
+    its report through ``printable_tree``, so no name, path or key reaches the terminal with a
+    control character in it."""
+    return Console(highlight=False, markup=False, **kwargs)
 
 
 def human_size(n) -> str:
@@ -69,6 +73,7 @@ def _shown_path(path) -> str:
 
 
 def render_lr(out: Console, report: dict, width: int = 60, height: int = 10) -> None:
+    report = printable_tree(report)
     values = report["lr"]
     how = {"--steps": "from --steps", "steps": "the config's steps",
            "epochs": "epochs x %s updates per epoch" % (report["updates_per_epoch"],)}
@@ -233,6 +238,7 @@ def _checkpoints_table(out: Console, report: dict) -> None:
 
 
 def render_inspect(out: Console, report: dict) -> None:
+    report = printable_tree(report)
     kind = report["kind"]
     if kind == "states_file":
         _states_tables(out, report)
@@ -270,6 +276,7 @@ def render_inspect(out: Console, report: dict) -> None:
 
 # ------------------------------------------------------------------------------------- list
 def render_list(out: Console, cat: dict) -> None:
+    cat = printable_tree(cat)
     table = Table(title="optimizers", title_justify="left")
     table.add_column("name")
     table.add_column("default lr", justify="right")
@@ -311,6 +318,7 @@ def render_list(out: Console, cat: dict) -> None:
 def render_runs(out: Console, root, runs: list) -> None:
     """``trainer runs``: one row per run directory (it fits 80 columns: the best metric's name
     goes into the header when every run has the same one)."""
+    root, runs = printable(root), printable_tree(runs)
     if not runs:
         out.print("no runs under %s" % root)
         return
@@ -355,6 +363,7 @@ def duration_text(value: float) -> str:
 
 def render_plot(out: Console, report: dict, width: int) -> None:
     """``trainer plot``: one area plot per series."""
+    report = printable_tree(report)
     from .curves import curve_plot, format_value
 
     epoch = "" if report["epoch"] is None else ", epoch %d" % report["epoch"]

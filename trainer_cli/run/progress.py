@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 
+from .._printable import printable
+
 __all__ = ["Reporter", "LineReporter", "RichReporter", "format_row", "choose_reporter"]
 
 
@@ -88,7 +90,7 @@ class LineReporter(Reporter):
         self._to = self._out.attach(self.stream, getattr(self.stream, "name", "<stream>"))
 
     def _line(self, text):
-        self._out.add(self._to, text + "\n")
+        self._out.add(self._to, printable(text, keep_newlines=True) + "\n")
         self._out.flush()
 
     def start(self, info):
@@ -201,7 +203,8 @@ class RichReporter(Reporter):
 
     def start(self, info):
         self._throttle.start(info)
-        self.console.print(info["headline"], highlight=False, markup=False)
+        self.console.print(printable(info["headline"], keep_newlines=True), highlight=False,
+                           markup=False)
         self._step = self._step0 = info.get("step", 0)
         self._total = info.get("total_steps")
         self._t0 = time.monotonic()
@@ -227,7 +230,7 @@ class RichReporter(Reporter):
 
     def message(self, text):
         self._print_rows()      # the rows before it first
-        self.console.print(text, highlight=False, markup=False)
+        self.console.print(printable(text, keep_newlines=True), highlight=False, markup=False)
 
     def _print_rows(self):
         with self._rows_lock:
