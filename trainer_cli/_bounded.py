@@ -55,8 +55,14 @@ def open_append(path, **text_args):
     """``open(path, "a", ...)`` for a regular file or a new one: never through a symbolic link
     (a hostile run directory's ``train.log -> ~/.bashrc``), never blocking on a FIFO."""
     path = os.fspath(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
-                 | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+                     | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # ENXIO: a FIFO that no process reads
+            raise
+        raise FileRefused(path, "not a regular file (%s)" % file_kind(os.lstat(path).st_mode)) \
+            from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

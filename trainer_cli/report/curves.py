@@ -34,7 +34,8 @@ def curve_plot(points, width=72, height=8, label="", mark=None) -> list[str]:
     """Lines (at most ``width`` characters) of an area plot of ``points`` (``[(step,
     value)]``), filled up from the lowest value; ``mark`` is ``(step, text)``, drawn as a ``▲``
     under the axis (the best value, say)."""
-    points = [(x, y) for x, y in points if y is not None and math.isfinite(y)]
+    points = sorted(((x, y) for x, y in points if y is not None and math.isfinite(y)),
+                    key=lambda p: p[0])
     if not points:
         return ["%s: no values logged yet" % label if label else "(no values)"]
     # "%.4g" is at most 10 characters ("-1.234e-05"): a fixed gutter keeps every plot aligned.

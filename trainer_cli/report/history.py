@@ -14,8 +14,10 @@ signal it could not catch, or a machine that went away).
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,26 +86,27 @@ class RunHistory:
             kind = "val" if key.startswith("val_") else "train"
         out = []
         for row in self.rows:
-            value = row.get(key)
-            if row.get("kind") == kind and isinstance(value, (int, float)) \
-                    and not isinstance(value, bool):
-                out.append((row["step"], row.get("epoch"), float(value)))
+            value = _number(row.get(key))
+            if row.get("kind") == kind and value is not None:
+                out.append((row["step"], row.get("epoch"), value))
         if not out and kind == "train":  # runs that log only at epoch ends
             return self.series(key, "epoch")
-        return out
+        return sorted(out, key=_by_step)  # a row out of order (an edited file) is drawn in place
 
     def lr_series(self) -> list[tuple[int, int, float]]:
-        return [(r["step"], r.get("epoch"), float(r["lr"])) for r in self.rows
-                if r.get("kind") == "train" and isinstance(r.get("lr"), (int, float))]
+        return sorted(((r["step"], r.get("epoch"), _number(r.get("lr"))) for r in self.rows
+                       if r.get("kind") == "train" and _number(r.get("lr")) is not None),
+                      key=_by_step)
 
     def samples_per_second(self) -> list[tuple[int, int, float]]:
         """Throughput between consecutive ``train`` rows: steps x batch size over the time
         between them (a gap across a resume, where the clock jumped, is left out)."""
         batch = _batch_size(self.config)
-        rows = [r for r in self.rows if r.get("kind") == "train" and isinstance(r.get("time"), (int, float))]
+        rows = [(r, _time(r)) for r in self.rows if r.get("kind") == "train"]
+        rows = [(r, t) for r, t in rows if t is not None]
         out = []
-        for prev, row in zip(rows, rows[1:]):
-            steps, seconds = row["step"] - prev["step"], row["time"] - prev["time"]
+        for (prev, prev_time), (row, row_time) in zip(rows, rows[1:]):
+            steps, seconds = row["step"] - prev["step"], row_time - prev_time
             if steps > 0 and 0 < seconds and batch:
                 out.append((row["step"], row.get("epoch"), steps * batch / seconds))
         if len(out) > 2:  # a resume shows up as one long gap; drop gaps 20x the median
@@ -135,7 +138,7 @@ class RunHistory:
         return max(epochs) if epochs else None
 
     def duration(self) -> float | None:
-        times = [r["time"] for r in self.rows if isinstance(r.get("time"), (int, float))]
+        times = [t for t in map(_time, self.rows) if t is not None]
         return (max(times) - min(times)) if len(times) >= 2 else None
 
     def headline_metric(self) -> str | None:
@@ -155,6 +158,27 @@ class RunHistory:
             if candidate in keys:
                 return candidate
         return keys[0] if keys else None
+
+
+def _number(value):
+    """A logged value as a float, or None: not a number, a bool, or an integer too large for a
+    float (a hostile row's 400-digit ``1000...``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _time(row):
+    """A row's ``time`` (unix seconds), or None when it is not a finite number."""
+    value = _number(row.get("time"))
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _by_step(point):
+    return point[0]
 
 
 def _batch_size(config):
@@ -223,7 +247,12 @@ def _config(path: Path, problems: list):
 
 def _checkpoints(run_dir: Path, problems: list) -> tuple[list, int | None, int | None]:
     found = []
-    for step, folder in layout.list_checkpoints(run_dir):
+    try:
+        listed = layout.list_checkpoints(run_dir)
+    except layout.RunDirError as exc:
+        problems.append(str(exc))
+        listed = []
+    for step, folder in listed:
         entry = {"step": step, "epoch": None, "finished": False}
         try:
             data = _read_bounded(folder / layout.META_FILE, _MAX_META_BYTES)
@@ -303,7 +332,12 @@ def run_status(log_tail: str, locked: bool) -> dict:
 def load_history(run_dir) -> RunHistory:
     """Read a run directory; a RunDirError when it is not one."""
     run_dir = Path(run_dir)
-    if not is_run_dir(run_dir):
+    try:
+        found = _is_run_dir(run_dir)
+    except OSError as exc:
+        raise layout.RunDirError("%s: cannot read the run directory (%s)"
+                                 % (run_dir, exc.strerror or exc)) from None
+    if not found:
         raise layout.RunDirError("%s: not a run directory (no %s)" % (run_dir, layout.CONFIG_FILE))
     problems: list = []
     config = _config(run_dir / layout.CONFIG_FILE, problems)
@@ -318,7 +352,8 @@ def load_history(run_dir) -> RunHistory:
         tail = head = ""
     status = run_status(tail, lock_held(run_dir))
     first = run_status(head.splitlines()[0] if head else "", False)
-    history = RunHistory(path=run_dir, name=(config or {}).get("name") or run_dir.name,
+    name = (config or {}).get("name")
+    history = RunHistory(path=run_dir, name=name if isinstance(name, str) and name else run_dir.name,
                          config=config, rows=rows, checkpoints=checkpoints, latest=latest,
                          best_checkpoint=best_checkpoint,
                          status=status["status"], status_step=status["step"],
@@ -329,18 +364,46 @@ def load_history(run_dir) -> RunHistory:
     return history
 
 
+def _is_run_dir(path: Path) -> bool:
+    """Whether ``path`` is a run directory; OSError when that cannot be told (no permission)."""
+    if not path.is_dir() or path.is_symlink():
+        return False
+    for name, test in ((layout.CONFIG_FILE, stat.S_ISREG), (layout.CHECKPOINTS, stat.S_ISDIR)):
+        try:
+            if not test(os.stat(path / name).st_mode):
+                return False
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+    return True
+
+
 def is_run_dir(path) -> bool:
-    path = Path(path)
-    return path.is_dir() and not path.is_symlink() and (path / layout.CONFIG_FILE).is_file() \
-        and (path / layout.CHECKPOINTS).is_dir()
+    try:
+        return _is_run_dir(Path(path))
+    except OSError:
+        return False
 
 
-def find_runs(root) -> list[Path]:
-    """The run directories directly under ``root``, oldest first by name's time then name."""
+def find_runs(root, unreadable: bool = False) -> list[Path]:
+    """The run directories directly under ``root``, oldest first by name's time then name;
+    with ``unreadable``, also the folders that cannot be looked into (``trainer runs`` lists
+    them as such, rather than failing or hiding them)."""
     root = Path(root)
     if not root.is_dir():
         return []
-    found = [p for p in root.iterdir() if is_run_dir(p)]
+    found = []
+    try:
+        children = list(root.iterdir())
+    except OSError as exc:
+        raise layout.RunDirError("%s: cannot list the runs here (%s)"
+                                 % (root, exc.strerror or exc)) from None
+    for path in children:
+        try:
+            if _is_run_dir(path):
+                found.append(path)
+        except OSError:
+            if unreadable:
+                found.append(path)
     return sorted(found, key=lambda p: (_stamp(p.name), p.name))
 
 

@@ -33,7 +33,7 @@ def list_runs(root) -> list[dict]:
     """Summaries of every run directory directly under ``root``, oldest first. A folder that is
     not readable as a run is listed with status ``unreadable`` rather than hidden."""
     out = []
-    for path in find_runs(root):
+    for path in find_runs(root, unreadable=True):
         try:
             out.append(run_summary(load_history(path)))
         except (OSError, layout.RunDirError) as exc:

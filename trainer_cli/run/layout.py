@@ -96,13 +96,16 @@ def checkpoint_dir(run_dir, step: int) -> Path:
 def list_checkpoints(run_dir) -> list:
     """``[(step, path)]`` of every complete-looking ``step-N`` folder, oldest first."""
     folder = Path(run_dir) / CHECKPOINTS
-    if not folder.is_dir():
-        return []
     found = []
-    for child in folder.iterdir():
-        match = _STEP_DIR.match(child.name)
-        if match and child.is_dir():
-            found.append((int(match.group(1)), child))
+    try:
+        if not folder.is_dir():
+            return []
+        for child in folder.iterdir():
+            match = _STEP_DIR.match(child.name)
+            if match and child.is_dir():
+                found.append((int(match.group(1)), child))
+    except OSError as exc:  # a folder of mode 000, say
+        raise RunDirError("%s: cannot read the checkpoints folder (%s)" % (folder, _why(exc))) from None
     return sorted(found)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import threading
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 from .._atomic import atomic_write, write_text_atomic
-from .._bounded import load_json, open_append, open_regular
+from .._bounded import FileRefused, load_json, open_append, open_regular
 from . import layout
 
 __all__ = ["CSV_FIELDS", "FLUSH_DELAY_S", "MAX_ROW_BYTES", "LogWriter", "MetricsLog", "TrainLog",
@@ -63,8 +64,18 @@ class LogWriter:
         self._thread = None
 
     def open(self, path, **text_args) -> int:
-        """Open ``path`` for appending (``open_append``'s checks); returns its handle."""
-        return self._keep(open_append(path, **text_args), str(path), owned=True)
+        """Open ``path`` for appending (``open_append``'s checks); returns its handle. A link,
+        a FIFO or a device in a run directory's place for a log is a RunDirError naming it."""
+        try:
+            f = open_append(path, **text_args)
+        except FileRefused as exc:
+            raise layout.RunDirError("%s: cannot append to it: %s" % (path, exc)) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EISDIR):
+                raise
+            raise layout.RunDirError("%s: cannot append to it: %s" % (
+                path, "a symbolic link" if exc.errno == errno.ELOOP else "a directory")) from None
+        return self._keep(f, str(path), owned=True)
 
     def attach(self, stream, name: str) -> int:
         """Write to ``stream``, open already (stderr), which :meth:`close` leaves open."""
@@ -234,14 +245,16 @@ MAX_ROW_BYTES = 1 << 20
 
 def row_of(line) -> dict | None:
     """The row one line of metrics.jsonl holds (bytes or str), or None: a torn or overlong line,
-    JSON nested too deep to parse (a hostile file's ``[[[[...``), anything but a row."""
+    JSON nested too deep to parse (a hostile file's ``[[[[...``), a negative step, anything but
+    a row."""
     if len(line) > MAX_ROW_BYTES:
         return None
     try:
         row = load_json(line)
     except ValueError:
         return None
-    return row if isinstance(row, dict) and type(row.get("step")) is int else None
+    return row if isinstance(row, dict) and type(row.get("step")) is int and row["step"] >= 0 \
+        else None
 
 
 def metric_lines(f):
