@@ -182,3 +182,21 @@ def test_report_and_runs_on_a_config_whose_name_is_not_a_string(run_dir, name):
     for args in (["report", run_dir], ["runs", run_dir.parent], ["plot", run_dir]):
         result = invoke(*args)
         assert result.exit_code == 0, (args, result.output, result.exception)
+
+
+# --------------------------------------------------------------------- meta.json rng state
+
+@pytest.mark.parametrize("change", [
+    ("cpu", "state", "state", -1), ("cpu", "state", "inc", 2 ** 200), ("default_seed", -1),
+    ("default_seed", 1e300), ("cpu", "state", []), ("cpu", "bit_generator", "MT19937")])
+def test_an_unusable_rng_state_is_exit_2_naming_the_field(run_dir, change):
+    meta_path = latest_dir(run_dir) / layout.META_FILE
+    meta = json.loads(meta_path.read_text())
+    target = meta["rng"]
+    for key in change[:-2]:
+        target = target[key]
+    target[change[-2]] = change[-1]
+    meta_path.write_text(json.dumps(meta))
+    result = invoke("resume", run_dir, "-o", "epochs=2", "-q")
+    _refused(result, "meta.json")
+    assert "rng" in result.output

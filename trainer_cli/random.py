@@ -55,8 +55,14 @@ def get_state() -> dict:
 
 
 def set_state(state: dict) -> None:
+    """Restore :func:`get_state`'s data; ValueError/TypeError when it is not such data (a seed
+    that is not an integer from 0 to 2**64 - 1, a generator state numpy refuses)."""
     global _DEFAULT_SEED
-    _DEFAULT_SEED = int(state["default_seed"])
+    seed_value = state["default_seed"]
+    if type(seed_value) is not int or not 0 <= seed_value < 1 << 64:
+        raise ValueError("default_seed: expected an integer from 0 to 2**64 - 1, got %.40r"
+                         % (seed_value,))
+    _DEFAULT_SEED = seed_value
     _generators.clear()
     gen = generator(None)
     gen.bit_generator.state = state["cpu"]

@@ -239,7 +239,7 @@ def _loop_state(meta, step, path, parts, extending=False) -> LoopState:
             raise RunDirError("%s: loop.early_stopping: unusable (%s)" % (where, exc)) from None
     try:
         _random.set_state(meta["rng"])
-    except (TypeError, ValueError, KeyError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
         raise RunDirError("%s: rng: unusable random state (%s)" % (where, exc)) from None
     return state
 
