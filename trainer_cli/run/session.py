@@ -357,8 +357,9 @@ class _Recorder:
         with self._log_errors():
             self.metrics.write(row)
             self.log.write_row(row)
-        for sink in self.sinks:
-            sink.row(row)
+        with self._log_errors():  # a sink's failed write: the run's own message, naming it
+            for sink in self.sinks:
+                sink.row(row)
         self.reporter.row(row)
 
     def message(self, text):
@@ -524,14 +525,29 @@ class _Recorder:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+        files_failed = None
         try:
             with self._log_errors():
                 self.files.close()
-        except RunDirError:
-            if not quiet:
-                raise
+        except RunDirError as exc:
+            files_failed = exc
+        self._close_sinks(quiet or files_failed is not None)
+        if files_failed is not None and not quiet:
+            raise files_failed
+
+    def _close_sinks(self, quiet):
+        """Close every sink; the first failure is raised as the run's message unless ``quiet``
+        (an error already on its way, which a sink on the same full disk must not hide)."""
+        failed = None
         for sink in self.sinks:
-            sink.close()
+            try:
+                with self._log_errors():
+                    sink.close()
+            except RunDirError as exc:
+                failed = failed or exc
+        self.sinks = []
+        if failed is not None and not quiet:
+            raise failed
 
 
 class _NullRecorder:

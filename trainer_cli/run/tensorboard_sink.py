@@ -15,6 +15,7 @@ The file is flushed every ``FLUSH_S`` and when the run ends.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -43,22 +44,32 @@ class TensorBoardSink:
             # A run directory's parts are its own: events are not written through a link.
             raise RunDirError("%s: not a folder (a symbolic link or a file); move it away to "
                               "write TensorBoard events there" % logdir)
-        logdir.mkdir(exist_ok=True)
-        # Event files are named by the second they were opened in; a resume within the same
-        # second as the run before it would overwrite that run's file without a suffix of its own.
-        suffix = ".%d.%d" % (os.getpid(), 0 if resumed_from is None else resumed_from)
-        self._events = EventsWriter(str(logdir / "events"), suffix)
-        now = time.time()
-        if resumed_from is None:
-            self._events.write_event(Event(wall_time=now, step=0, summary=text(
-                "config", "```yaml\n%s\n```" % config_yaml)))
-        else:
-            purge = resumed_from + 1     # what SummaryWriter(purge_step=...) writes first
-            self._events.write_event(Event(wall_time=now, step=purge,
-                                           file_version="brain.Event:2"))
-            self._events.write_event(Event(wall_time=now, step=purge,
-                                           session_log=SessionLog(status=SessionLog.START)))
-        self._events.flush()
+        self.logdir = logdir
+        self._events = None
+        try:  # a read-only or full tensorboard/ is said before the first step, naming it
+            logdir.mkdir(exist_ok=True)
+            # Event files are named by the second they were opened in; a resume within the same
+            # second as the run before it would overwrite that run's file without a suffix of
+            # its own.
+            suffix = ".%d.%d" % (os.getpid(), 0 if resumed_from is None else resumed_from)
+            self._events = EventsWriter(str(logdir / "events"), suffix)
+            now = time.time()
+            if resumed_from is None:
+                self._events.write_event(Event(wall_time=now, step=0, summary=text(
+                    "config", "```yaml\n%s\n```" % config_yaml)))
+            else:
+                purge = resumed_from + 1     # what SummaryWriter(purge_step=...) writes first
+                self._events.write_event(Event(wall_time=now, step=purge,
+                                               file_version="brain.Event:2"))
+                self._events.write_event(Event(wall_time=now, step=purge,
+                                               session_log=SessionLog(status=SessionLog.START)))
+            self._events.flush()
+        except OSError as exc:
+            if self._events is not None:
+                with contextlib.suppress(OSError):
+                    self._events.close()
+            raise RunDirError("%s: cannot write TensorBoard events there (%s)"
+                              % (logdir, exc.strerror or exc)) from None
         self._flushed = time.monotonic()
         self._rows = queue.SimpleQueue()
         self._thread = None
@@ -86,8 +97,13 @@ class TensorBoardSink:
         self._raise()
 
     def _raise(self):
+        """The sink thread's error, as an OSError naming the folder (the recorder turns it into
+        the run's own message, with what is kept)."""
         if self._error is not None:
             error, self._error = self._error, None
+            if isinstance(error, OSError):
+                raise OSError(error.errno, "TensorBoard events: %s" % (error.strerror or error),
+                              str(self.logdir)) from None
             raise error
 
     def _run(self):

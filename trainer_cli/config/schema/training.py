@@ -88,6 +88,14 @@ def _tensorboard(value: bool) -> bool:
         if importlib.util.find_spec("tensorboardX") is None:
             raise problem("TensorBoard event files need tensorboardX, which is not installed: "
                           "pip install -e '.[tensorboard]' (or set tensorboard: false)")
+        try:  # what the sink imports, checked before a run directory is made for it
+            import tensorboardX.event_file_writer  # noqa: F401
+            import tensorboardX.proto.event_pb2  # noqa: F401
+            import tensorboardX.summary  # noqa: F401
+        except Exception as exc:  # noqa: BLE001 - an ImportError, or a broken dependency's own
+            raise problem("TensorBoard event files need tensorboardX, which cannot be imported "
+                          "(%s: %s): reinstall it with pip install -e '.[tensorboard]' (or set "
+                          "tensorboard: false)" % (type(exc).__name__, exc)) from None
     return value
 
 
