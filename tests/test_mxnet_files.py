@@ -225,6 +225,19 @@ HOSTILE["a row index out of range"] = (_sparse_file([0, 9], (5, 3), 2), "outside
 HOSTILE["a sparse array too big to make dense"] = (_sparse_file([], (2 ** 40, 4), 0), "expand")
 
 
+def _many_sparse_records(count, shape):
+    """``count`` empty row_sparse records, each just under the one-array cap when made dense:
+    a few kilobytes that would ask for ``count`` GiB."""
+    rec = (struct.pack("<Ii", 0xF993FAC9, 1) + struct.pack("<iqq", 2, 0, shape[1])
+           + struct.pack("<iqq", 2, *shape) + struct.pack("<iii", 1, 0, 0)
+           + struct.pack("<iiq", 6, 1, 0))
+    return _file([rec] * count, [b"w%d" % i for i in range(count)])
+
+
+HOSTILE["sparse arrays that together are too big to make dense"] = (
+    _many_sparse_records(64, (2 ** 26, 4)), "together")
+
+
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_files_are_clear_errors(tmp_path, case):
     content, words = HOSTILE[case]
@@ -260,3 +273,31 @@ def test_damaged_files_load_or_fail_clearly(tmp_path_factory, flips):
         read_mxnet_file(str(path))
     except MXNetFileError as exc:
         assert str(path) in str(exc)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_load_refuses_a_fifo_or_a_device_without_blocking(tmp_path, kind):
+    import os
+    import signal
+
+    path = tmp_path / "x.params"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+
+    def expired(signum, frame):
+        raise AssertionError("nd.load blocked on %s" % kind)
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(10)
+    try:
+        with pytest.raises(MXNetFileError, match="not a regular file"):
+            nd.load(str(path))
+        with pytest.raises(MXNetFileError, match="not a regular file"):
+            read_mxnet_file(str(path))
+        with pytest.raises(ParamFileError, match="x.params"):
+            nn.Dense(2, in_units=1).load_parameters(str(path))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

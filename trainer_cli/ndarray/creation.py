@@ -125,8 +125,9 @@ def load(fname, ctx=None):
     """
     from .mxnet_format import MXNetFileError, is_mxnet_file, read_mxnet_file
     path = os.fspath(fname)
+    from .._bounded import open_regular
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO would block open() forever, /dev/zero never end
             head = f.read(8)
     except OSError as exc:
         raise MXNetFileError("%s: cannot open (%s)" % (path, exc.strerror or exc)) from None

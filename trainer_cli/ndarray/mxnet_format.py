@@ -19,6 +19,7 @@ import struct
 
 import numpy
 
+from .._bounded import open_regular
 from ..base import MXNetError
 
 __all__ = ["MXNetFileError", "is_mxnet_file", "read_mxnet_file", "write_mxnet_file",
@@ -33,7 +34,9 @@ _DTYPE_TO_CODE = {numpy.dtype(dt): code for code, dt in _CODE_TO_DTYPE.items()}
 _DEVICE_TYPES = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
 _DENSE, _ROW_SPARSE, _CSR = 0, 1, 2
 _MAX_NDIM = 32
-# A sparse record expands to a dense array whose size the file does not bound.
+# A sparse record expands to a dense array whose size the file does not bound: the dense sizes
+# of all the sparse records of one file together may not pass this (64 records of 1 GiB each
+# fit in a few kilobytes).
 MAX_DENSE_FROM_SPARSE_BYTES = 1 << 30
 
 
@@ -52,6 +55,7 @@ class _Reader:
 
     def __init__(self, f, path, size):
         self._f, self.path, self.size, self.pos = f, path, size, 0
+        self.dense_from_sparse = 0   # bytes the sparse records so far expand to
 
     def fail(self, what):
         raise MXNetFileError("%s: not a loadable MXNet array file: %s (at byte %d of %d)"
@@ -155,6 +159,11 @@ def _sparse_record(r, what, stype, stored, shape, code):
     if dense_bytes > MAX_DENSE_FROM_SPARSE_BYTES:
         r.fail("%s is a sparse %s array that would expand to %d bytes when made dense (at most %d)"
                % (what, shape, dense_bytes, MAX_DENSE_FROM_SPARSE_BYTES))
+    r.dense_from_sparse += dense_bytes
+    if r.dense_from_sparse > MAX_DENSE_FROM_SPARSE_BYTES:
+        r.fail("the sparse arrays up to %s would expand to %d bytes when made dense (at most %d "
+               "for a file's sparse arrays together)"
+               % (what, r.dense_from_sparse, MAX_DENSE_FROM_SPARSE_BYTES))
     values = r.array(code, stored, what + "'s stored values")
     indices = [r.array(c, s, "%s's index array %d" % (what, i)).astype(numpy.int64)
                for i, (c, s) in enumerate(aux)]
@@ -189,7 +198,7 @@ def read_mxnet_file(path):
     """
     path = os.fspath(path)
     try:
-        f = open(path, "rb")
+        f = open_regular(path)  # a FIFO or a device is refused, never waited on or read forever
     except FileNotFoundError:
         raise MXNetFileError("%s: no such file" % path) from None
     except OSError as exc:
