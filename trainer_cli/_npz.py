@@ -23,11 +23,16 @@ from numpy.lib import format as _npy_format
 from ._atomic import reserve
 from ._stepwise import run_to_end
 
-__all__ = ["write_npz", "write_npz_deferred", "DeferredNpz", "read_npz", "NpzError"]
+__all__ = ["write_npz", "write_npz_deferred", "DeferredNpz", "read_npz", "NpzError",
+           "check_declared_sizes", "MAX_INFLATED_BYTES"]
 
 # Deflate cannot expand data more than about 1032-fold: a member claiming more is lying.
 _MAX_DEFLATE_RATIO = 1100
 _MAX_MEMBERS = 1 << 20
+# What the compressed members of one archive may inflate to, together, checked from their
+# declared sizes before any is inflated (a 1 MB archive can declare a GiB of zeros per member).
+# Stored members need no such bound: their bytes are in the file.
+MAX_INFLATED_BYTES = 1 << 30
 _WRITE_SLICE = 64 << 20
 
 
@@ -271,14 +276,18 @@ def _read_range(file, buffer, start, stop):
         start += n
 
 
-def read_npz(fileobj) -> dict:
+def read_npz(fileobj, stored_only: bool = False) -> dict:
     """``{name: array}`` from an ``.npz`` (a seekable binary file object), every member checked
-    before its array is allocated; NpzError when anything is wrong."""
+    before its array is allocated; NpzError when anything is wrong. The members' declared sizes
+    are checked before any is inflated: compressed ones may claim at most
+    ``MAX_INFLATED_BYTES`` together, and none at all with ``stored_only`` (the archives this
+    package writes, whose bytes are all in the file)."""
     try:
         with zipfile.ZipFile(fileobj) as zf:
             infos = zf.infolist()
             if len(infos) > _MAX_MEMBERS:
                 raise NpzError("%d members, more than an archive of arrays has" % len(infos))
+            check_declared_sizes(infos, stored_only)
             out = {}
             for info in infos:
                 name = info.filename[:-4] if info.filename.endswith(".npy") else None
@@ -293,6 +302,20 @@ def read_npz(fileobj) -> dict:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
             NotImplementedError, RuntimeError) as exc:  # RuntimeError: an encrypted member
         raise NpzError("damaged archive (%s)" % (_reason(exc),)) from None
+
+
+def check_declared_sizes(infos, stored_only: bool = False) -> None:
+    """NpzError when the members of an archive (``ZipFile.infolist()``) are compressed where
+    ``stored_only`` says they are not, or declare more inflated bytes than a reader allows."""
+    compressed = [info for info in infos if info.compress_type != zipfile.ZIP_STORED]
+    if compressed and stored_only:
+        raise NpzError("member %r is compressed, which this archive never is (written "
+                       "uncompressed; a compressed member could inflate without bound)"
+                       % compressed[0].filename[:80])
+    declared = sum(info.file_size for info in compressed)
+    if declared > MAX_INFLATED_BYTES:
+        raise NpzError("its compressed members claim %d bytes in all once inflated, more than "
+                       "the %d GiB an archive may inflate to" % (declared, MAX_INFLATED_BYTES >> 30))
 
 
 def _read_member(zf, info):

@@ -214,9 +214,30 @@ def verify_checkpoint(ckpt_dir) -> dict:
         try:
             if actual != size or file_digest(path, size) != sha:
                 raise RunDirError("%s: damaged (its size or SHA-256 does not match meta.json)" % path)
+            _check_archive(path)
         except OSError as exc:
             raise RunDirError("%s: cannot read (%s)" % (path, _why(exc))) from None
     return meta
+
+
+def _check_archive(path) -> None:
+    """A checkpoint's archives are written uncompressed: a compressed member (a zip bomb, even
+    with hashes to match) is refused from the central directory, before anything inflates."""
+    import zipfile
+
+    from .._npz import NpzError, check_declared_sizes
+
+    with open_regular(path) as f:
+        try:
+            with zipfile.ZipFile(f) as archive:
+                infos = archive.infolist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError,
+                NotImplementedError, RuntimeError):
+            return  # not a readable archive: the reader of the file says what it is
+    try:
+        check_declared_sizes(infos, stored_only=True)
+    except NpzError as exc:
+        raise RunDirError("%s: %s" % (path, exc)) from None
 
 
 def newest_intact(run_dir, below=None):
