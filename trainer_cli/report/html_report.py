@@ -41,6 +41,21 @@ pre{background:#f6f8fa;padding:8px;border-radius:6px;overflow:auto;max-height:42
 """
 
 
+# A page stays readable and small however many keys a run logs (2,000 keys once made a 161 MB
+# page): at most this many metrics are charted, and this many rows shown per table; the page
+# says what it left out.
+MAX_CHARTED_METRICS = 24
+MAX_TABLE_ROWS = 200
+
+
+def _left_out(what: str, names: list, hint: str = "") -> str:
+    """A note naming (the first few of) what a capped section did not show."""
+    if not names:
+        return ""
+    shown = ", ".join(escape(str(n)) for n in names[:12]) + (", …" if len(names) > 12 else "")
+    return '<p class="sub">%d more %s not shown%s: %s</p>' % (len(names), what, hint, shown)
+
+
 def flatten(data, prefix: str = "") -> dict:
     """``{"optimizer.params.learning_rate": 0.1, ...}``; lists stay values."""
     out = {}
@@ -98,10 +113,14 @@ def _epoch_starts(history: RunHistory) -> list[tuple[int, str]]:
     return starts
 
 
-def _charts(histories, colors) -> tuple[list[str], list[str]]:
+def _charts(histories, colors) -> tuple[list[str], list[str], list[str]]:
+    """The step charts, the epoch charts, and the metrics left undrawn (beyond
+    ``MAX_CHARTED_METRICS``)."""
     by_step, by_epoch = [], []
     single = len(histories) == 1
-    for metric in _metric_groups(histories):
+    groups = _metric_groups(histories)
+    groups, undrawn = groups[:MAX_CHARTED_METRICS], groups[MAX_CHARTED_METRICS:]
+    for metric in groups:
         step_series, epoch_series, markers, rules = [], [], [], []
         for h, color in zip(histories, colors):
             for split, dashed in (("train", False), ("val", True)):
@@ -135,7 +154,7 @@ def _charts(histories, colors) -> tuple[list[str], list[str]]:
     if any(s.points for s in speed):
         by_step.append(render_chart(Chart("samples / s", speed, "step", "samples/s",
                                           bands=_epoch_starts(histories[0]))))
-    return by_step, by_epoch
+    return by_step, by_epoch, undrawn
 
 
 def _per_epoch(points):
@@ -199,6 +218,8 @@ def _best_table(histories) -> str:
         return "<p>No metrics logged yet.</p>"
     head = "".join("<th>%s</th>" % escape(h.name) for h in histories)
     rows = ["<table><tr><th>metric</th><th>better</th>%s</tr>" % head]
+    keys = list(keys)
+    keys, hidden = keys[:MAX_TABLE_ROWS], keys[MAX_TABLE_ROWS:]
     for key in keys:
         cells = []
         for h in histories:
@@ -207,7 +228,7 @@ def _best_table(histories) -> str:
                                                       if best else "—"))
         rows.append("<tr><td>%s</td><td>%s</td>%s</tr>" % (escape(key), metric_mode(key), "".join(cells)))
     rows.append("</table>")
-    return "".join(rows)
+    return "".join(rows) + _left_out("metrics", hidden)
 
 
 def _config_section(histories) -> str:
@@ -221,17 +242,18 @@ def _config_section(histories) -> str:
         return "<p>The runs' configs are the same (apart from their names).</p>"
     head = "".join("<th>%s</th>" % escape(h.name) for h in histories)
     rows = ["<table><tr><th>key</th>%s</tr>" % head]
+    diffs, hidden = diffs[:MAX_TABLE_ROWS], [key for key, _ in diffs[MAX_TABLE_ROWS:]]
     for key, values in diffs:
         rows.append("<tr><td><code>%s</code></td>%s</tr>"
-                    % (escape(key), "".join("<td>%s</td>" % escape(_fmt(v)) for v in values)))
+                    % (escape(key), "".join("<td>%s</td>" % escape(_fmt(v)[:200]) for v in values)))
     rows.append("</table>")
-    return "".join(rows)
+    return "".join(rows) + _left_out("differing keys", hidden)
 
 
 def render_report(histories: list[RunHistory], now: float | None = None) -> str:
     """The whole HTML page."""
     colors = [PALETTE[k % len(PALETTE)] for k in range(len(histories))]
-    by_step, by_epoch = _charts(histories, colors)
+    by_step, by_epoch, undrawn = _charts(histories, colors)
     title = histories[0].name if len(histories) == 1 else "%d runs" % len(histories)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now))
     legend = ""
@@ -248,6 +270,9 @@ def render_report(histories: list[RunHistory], now: float | None = None) -> str:
     epoch_charts = "".join('<div class="by-epoch">%s</div>' % c for c in by_epoch)
     if not by_step:
         step_charts = "<p>No metrics logged yet.</p>"
+    step_charts += _left_out("metrics", undrawn,
+                             " (at most %d are charted; trainer plot RUN_DIR -m KEY draws any)"
+                             % MAX_CHARTED_METRICS)
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
             "<title>trainer report: %s</title><style>%s</style></head><body>"

@@ -1,7 +1,7 @@
-"""Compressed ``.npz`` members are checked from the sizes the archive declares before anything
-inflates: a checkpoint's archives (written uncompressed) refuse any compressed member, even with
-matching hashes, and any archive refuses compressed members that claim more than
-``MAX_INFLATED_BYTES`` in all."""
+"""Amplification refused before the work: compressed ``.npz`` members are checked from the sizes
+the archive declares before anything inflates (a checkpoint's archives, written uncompressed,
+refuse any compressed member even with matching hashes), and a report of thousands of logged keys
+charts a bounded number of them and says what it left out."""
 from __future__ import annotations
 
 import io
@@ -102,3 +102,25 @@ def test_compressed_members_claiming_too_much_are_refused_at_once(tmp_path):
     np.testing.assert_array_equal(read_npz(io.BytesIO(buf.getvalue()))["w"], np.arange(6))
     with pytest.raises(NpzError, match="compressed"):
         read_npz(io.BytesIO(buf.getvalue()), stored_only=True)
+
+
+def test_a_report_of_thousands_of_keys_stays_small_and_says_what_it_left_out(finished_run,
+                                                                             tmp_path):
+    from trainer_cli.report.html_report import MAX_CHARTED_METRICS
+
+    run_dir = tmp_path / finished_run.name
+    shutil.copytree(finished_run, run_dir)
+    with open(run_dir / layout.METRICS_FILE, "a") as f:
+        for i in range(40):
+            prefix = "train_" if i % 2 else "val_"
+            row = {"kind": "train" if i % 2 else "val", "step": 10 + i, "epoch": 1}
+            row.update({prefix + "k%04d" % k: k * 0.001 + i for k in range(2000)})
+            f.write(json.dumps(row) + "\n")
+    out = tmp_path / "page.html"
+    result = invoke("report", run_dir, "--output", out)
+    assert result.exit_code == 0, (result.output, result.exception)
+    page = out.read_text()
+    assert len(page) < 2 << 20, len(page)
+    assert 0 < page.count("<svg class=\"chart\"") <= 2 * (MAX_CHARTED_METRICS + 2)
+    assert "more metrics not shown (at most %d are charted" % MAX_CHARTED_METRICS in page
+    assert "k1999" not in page.split("Best values")[0]
