@@ -6,6 +6,7 @@ cleared by the Trainer after a local update, which is how a stale gradient is de
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 import weakref
@@ -31,6 +32,29 @@ __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationErro
            "shape_is_known"]
 
 _GRAD_REQS = ("write", "add", "null")
+
+
+# Callables ``check(parameter, nbytes)`` that see each parameter's data before it is allocated
+# (see ``allocation_check``); empty outside a runner's build, so that Gluon code is unchanged.
+_ALLOCATION_CHECKS: list = []
+
+
+def _nbytes(shape, dtype) -> int:
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    return count * numpy.dtype(dtype).itemsize
+
+
+@contextlib.contextmanager
+def allocation_check(check):
+    """Within the block, ``check(parameter, nbytes)`` runs before any parameter's data is
+    allocated (``nbytes``: its values on all its contexts) and may raise to refuse it."""
+    _ALLOCATION_CHECKS.append(check)
+    try:
+        yield
+    finally:
+        _ALLOCATION_CHECKS.remove(check)
 
 
 class DeferredInitializationError(MXNetError):
@@ -188,6 +212,10 @@ class Parameter:
             raise DeferredInitializationError(
                 "Cannot initialize Parameter '%s' because it has invalid shape: %s. Please specify "
                 "in_units, in_channels, etc for `Block`s." % (self.name, self._shape))
+        if _ALLOCATION_CHECKS:
+            # Before the allocation: a runner refuses a shape its memory cannot hold, with an
+            # estimate, rather than a MemoryError (or a machine swapping) halfway through.
+            _ALLOCATION_CHECKS[-1](self, _nbytes(self._shape, self.dtype) * len(ctx))
         with autograd.pause():
             if data is None:
                 data = _creation.zeros(self._shape, ctx=cpu(), dtype=self.dtype)

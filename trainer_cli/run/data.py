@@ -22,6 +22,7 @@ from .._bounded import open_regular
 from .._npz import NpzError, read_npz
 from ..config.suggest import excerpt
 from .layout import RunDirError
+from .memory import check_fits
 
 __all__ = ["Arrays", "CSRRows", "DataError", "load_data", "load_files", "split_files",
            "load_dataset", "where", "labels_where", "split_validation", "is_mapped", "as_batch",
@@ -203,8 +204,12 @@ def load_dataset(spec, classes: int | None = None) -> Arrays:
 def _synthetic(spec) -> Arrays:
     """A random linear teacher: features uniform in [-1, 1), which keeps the tutorial's lr 1 SGD
     stable; regression targets ``x @ w + b + noise``, classes the arg-max of noisy logits."""
-    rng = numpy.random.default_rng(spec.seed)
     n, d = spec.num_samples, spec.num_features
+    classes = 1 if spec.task == "regression" else spec.num_classes
+    # float64 features, their float32 copy, and (n, classes) float64 logits and noise
+    check_fits(n * d * 12 + n * classes * 16 + d * classes * 8,
+               "data (synthetic): %d samples x %d features" % (n, d))
+    rng = numpy.random.default_rng(spec.seed)
     x = rng.uniform(-1.0, 1.0, size=(n, d))
     if spec.task == "regression":
         w = rng.normal(size=d)
@@ -440,6 +445,9 @@ def _sklearn_file(name) -> Arrays | None:
 def _ratings(spec) -> Arrays:
     """Ratings ``<u, v> + noise`` of random (user, item) pairs: ids as float32 features, as
     MXNet's Embedding takes them. Factors have variance 1/rank, so ratings have variance ~1."""
+    check_fits((spec.num_users + spec.num_items) * spec.rank * 8 + spec.num_samples * 48,
+               "data (ratings): %d users, %d items of rank %d, %d samples"
+               % (spec.num_users, spec.num_items, spec.rank, spec.num_samples))
     rng = numpy.random.default_rng(spec.seed)
     scale = 1.0 / numpy.sqrt(numpy.sqrt(spec.rank))
     users = rng.normal(scale=scale, size=(spec.num_users, spec.rank))

@@ -14,6 +14,7 @@ def input_error_types() -> tuple:
     from ..gluon.param_file import ParamFileError
     from ..optimizer.state_file import StateFileError
     from .layout import RunDirError
+    from .memory import MemoryEstimateError
     from .model import ModelFileError
     return (ConfigError, RunDirError, StateFileError, ParamFileError, ModelFileError,
-            OutputRefused)
+            OutputRefused, MemoryEstimateError)

@@ -18,6 +18,7 @@ import numpy
 
 from ..config import names as _config_names
 from ..config.schema.model import MODEL_FACTORY
+from ..gluon.parameter import allocation_check
 
 __all__ = ["ModelError", "ModelFileError", "model_source", "load_factory", "build_network",
            "parameter_bytes", "names", "create"]
@@ -126,18 +127,35 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
     if not hasattr(net, "collect_params") or not callable(net):
         raise ModelError("%s: %s() returned %r, expected a gluon Block" % (file.name, factory, net))
     init = initializer.create(model_section.init.name, **model_section.init.params)
-    net.initialize(init, ctx=contexts)
-    dtype = numpy.dtype(model_section.dtype)
-    if dtype != numpy.float32:
-        net.cast(dtype.name)
-    # A row_sparse weight is read through the Trainer's kvstore, which does not exist yet; such
-    # weights have their shapes already, and so have the layers built beside them.
-    if all(p.stype == "default" for p in net.collect_params().values()):
-        with autograd.pause():
-            out = net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
-        if sample_output is not None and hasattr(out, "shape"):
-            sample_output.append(tuple(out.shape))
+    with allocation_check(_ParameterBudget(model_section.name)):
+        net.initialize(init, ctx=contexts)
+        dtype = numpy.dtype(model_section.dtype)
+        if dtype != numpy.float32:
+            net.cast(dtype.name)
+        # A row_sparse weight is read through the Trainer's kvstore, which does not exist yet;
+        # such weights have their shapes already, and so have the layers built beside them.
+        if all(p.stype == "default" for p in net.collect_params().values()):
+            with autograd.pause():
+                out = net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
+            if sample_output is not None and hasattr(out, "shape"):
+                sample_output.append(tuple(out.shape))
     return net, file
+
+
+class _ParameterBudget:
+    """Refuses, before it is allocated, the parameter that takes the model's parameters and
+    their gradients past the memory available (``hidden: [4000000000]``), with the estimate."""
+
+    def __init__(self, model_name):
+        self.model_name = model_name
+        self.total = 0
+
+    def __call__(self, param, nbytes):
+        from .memory import check_fits
+
+        self.total += 2 * nbytes  # the values and their gradients
+        check_fits(self.total, "model %r: its parameters up to %r (shape %s), with their "
+                   "gradients," % (self.model_name, param.name, "x".join(map(str, param.shape))))
 
 
 def parameter_bytes(net) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy
 
+from ..._bounded import file_kind
 from ..suggest import show
 from .base import ctx_value, problem
 
@@ -33,6 +34,7 @@ def checking_files(info) -> bool:
 
 def resolve_input(value: str, info, what: str = "file") -> str:
     """The absolute path of an existing input file, or a problem naming where it was looked for."""
+    special = None
     try:
         path = Path(os.path.expanduser(value))
         candidates = [path] if path.is_absolute() else [base / path for base in _bases(info)]
@@ -41,8 +43,12 @@ def resolve_input(value: str, info, what: str = "file") -> str:
                 return str(c.resolve())
             if c.is_dir():
                 raise problem(f"expected a {what}, got the folder {show(value)}")
+            if special is None and c.exists():  # a FIFO, a device (/dev/zero): there, no file
+                special = file_kind(c.stat().st_mode)
     except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop of links
         raise problem(f"cannot use {show(value)} as a {what}: {getattr(exc, 'strerror', None) or exc}")
+    if special is not None:
+        raise problem(f"{show(value)} is not a regular file but {special}; expected a {what}")
     where = "" if path.is_absolute() else " (looked in " + " and ".join(
         f"'{c.parent}'" for c in candidates) + ")"
     raise problem(f"{what} {show(value)} not found{where}")
