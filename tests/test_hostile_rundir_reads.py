@@ -200,3 +200,23 @@ def test_an_unusable_rng_state_is_exit_2_naming_the_field(run_dir, change):
     result = invoke("resume", run_dir, "-o", "epochs=2", "-q")
     _refused(result, "meta.json")
     assert "rng" in result.output
+
+
+# --------------------------------------------------------------------- a disk still full
+
+def test_a_resume_on_a_disk_still_full_is_exit_2_saying_what_is_kept(run_dir, monkeypatch):
+    before = {p.name: p.read_bytes() for p in (run_dir / layout.CHECKPOINTS).rglob("*")
+              if p.is_file()}
+
+    def full(fd):  # where a full disk reports a write the page cache took
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = invoke("resume", run_dir, "-o", "epochs=2", "-q")
+    _refused(result, "No space left on device")
+    assert "step-6 is kept and intact" in result.output and "OSError" not in result.output
+    monkeypatch.undo()
+    after = {p.name: p.read_bytes() for p in (run_dir / layout.CHECKPOINTS).rglob("*")
+             if p.is_file()}
+    assert after == before
+    layout.verify_checkpoint(latest_dir(run_dir))

@@ -149,23 +149,24 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             notes += _extend.plan_extension(config, state, total, force)
             state.finished, state.stop_reason = False, None
         if lock is not None:
-            _ckpt.clean_leftovers(run_dir)
-            moved, where = _ckpt.set_aside_after(run_dir, step)
-            if moved:
-                notes.append("moved checkpoints after step %d (%s) to %s"
-                             % (step, ", ".join(moved), where.relative_to(run_dir)))
-            if point is not None:
-                _ckpt.point_latest(run_dir, step)
-                best = state.best.get("step")
-                if not _ckpt.point_best(run_dir, best) and best is not None:
-                    notes.append("note: the best checkpoint as of step %d (%s) is gone; "
-                                 "checkpoints/best is removed until a new best is found"
-                                 % (step, layout.checkpoint_name(best)))
-            if overrides:  # later resumes continue to the new length
-                write_text_atomic(run_dir / layout.CONFIG_FILE, config.resolved_yaml())
-            dropped = truncate_metrics(run_dir, step, config.metric_keys())
-            if dropped:
-                notes.append("dropped %d metrics rows logged after step %d" % (dropped, step))
+            with _disk_errors(run_dir, point):
+                _ckpt.clean_leftovers(run_dir)
+                moved, where = _ckpt.set_aside_after(run_dir, step)
+                if moved:
+                    notes.append("moved checkpoints after step %d (%s) to %s"
+                                 % (step, ", ".join(moved), where.relative_to(run_dir)))
+                if point is not None:
+                    _ckpt.point_latest(run_dir, step)
+                    best = state.best.get("step")
+                    if not _ckpt.point_best(run_dir, best) and best is not None:
+                        notes.append("note: the best checkpoint as of step %d (%s) is gone; "
+                                     "checkpoints/best is removed until a new best is found"
+                                     % (step, layout.checkpoint_name(best)))
+                if overrides:  # later resumes continue to the new length
+                    write_text_atomic(run_dir / layout.CONFIG_FILE, config.resolved_yaml())
+                dropped = truncate_metrics(run_dir, step, config.metric_keys())
+                if dropped:
+                    notes.append("dropped %d metrics rows logged after step %d" % (dropped, step))
         best_dir = layout.checkpoint_dir(run_dir, state.best["step"]) if state.best else None
         return _train(parts, run_dir if lock is not None else None, state, reporter,
                       handle_signals, caught, resumed_from=step, notes=notes, lock=lock,
@@ -173,6 +174,23 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
     finally:
         if lock is not None:
             lock.release()
+
+
+@contextlib.contextmanager
+def _disk_errors(run_dir, point):
+    """A write that fails while a resume prepares the run directory (a disk still full, a
+    read-only one) as a RunDirError naming the file and saying what is kept: each of those
+    writes is atomic, so the checkpoints are as they were."""
+    try:
+        yield
+    except RunDirError:
+        raise
+    except OSError as exc:
+        kept = ("the checkpoint %s is kept and intact" % point[1].name if point is not None
+                else "nothing was changed")
+        raise RunDirError("cannot write %s: %s; %s. Free some space (or make it writable) and "
+                          "resume again" % (exc.filename or run_dir, exc.strerror or exc, kept)
+                          ) from None
 
 
 def read_run_config(run_dir, overrides=()):
@@ -585,8 +603,10 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
     if run_dir is not None and lock is None:
         own_lock = lock = RunLock(run_dir).acquire()
     try:
-        recorder = (_Recorder(run_dir, parts, reporter, resumed_from) if run_dir is not None
-                    else _NullRecorder(parts))
+        with _disk_errors(run_dir, None if not resumed_from or run_dir is None  # 0: none
+                          else (resumed_from, layout.checkpoint_dir(run_dir, resumed_from))):
+            recorder = (_Recorder(run_dir, parts, reporter, resumed_from) if run_dir is not None
+                        else _NullRecorder(parts))
     except BaseException:       # logs or a sink that cannot start: the lock is not kept
         if own_lock is not None:
             own_lock.release()
