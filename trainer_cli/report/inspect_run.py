@@ -47,7 +47,10 @@ def _saved_at(meta: dict | None, folder: Path):
     for key in _TIME_KEYS:
         value = (meta or {}).get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return _iso(value)
+            try:
+                return _iso(value)
+            except (OverflowError, ValueError, OSError):  # NaN, or no date (a damaged file)
+                continue
         if isinstance(value, str):
             return value
     try:
@@ -84,7 +87,11 @@ def _checkpoint_entry(step: int, folder: Path) -> dict:
         except layout.RunDirError:
             meta = None
     for key in ("epoch", "batch_in_epoch", "finished"):  # epoch: epochs completed (run/state.py)
-        entry[key] = (meta or {}).get(key)
+        value = (meta or {}).get(key)
+        # A damaged meta.json's field of another type is shown as unknown, not printed raw.
+        fits = (type(value) is bool if key == "finished"
+                else type(value) is int and value >= 0)
+        entry[key] = value if fits else None
     entry["time"] = _saved_at(meta, folder)
     return entry
 

@@ -352,7 +352,9 @@ def render_runs(out: Console, root, runs: list) -> None:
 
 
 def duration_text(value: float) -> str:
-    """``42s``, ``3m07s``, ``2h15m``: a run's length, short."""
+    """``42s``, ``3m07s``, ``2h15m``: a run's length, short ("-" for none a clock gives)."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return "-"
     value = int(round(value))
     if value < 60:
         return "%ds" % value

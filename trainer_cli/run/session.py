@@ -248,12 +248,12 @@ def _loop_state(meta, step, path, parts, extending=False) -> LoopState:
                           % (where, state.batch_in_epoch, state.epoch + 1, batches))
     try:
         Accumulator(parts.metrics).set_state(state.train)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
         raise RunDirError("%s: loop.train: unusable running metrics (%s)" % (where, exc)) from None
     if config.early_stopping:
         try:
             EarlyStopping(config.early_stopping).set_state(state.early_stopping)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             raise RunDirError("%s: loop.early_stopping: unusable (%s)" % (where, exc)) from None
     try:
         _random.set_state(meta["rng"])
