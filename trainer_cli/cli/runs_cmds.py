@@ -87,8 +87,8 @@ def _report_output(output, old_output):
     if old_output is None:
         return output
     if "=" in old_output:
-        raise CLIError("-o %s: report takes no config overrides (-o KEY=VALUE belongs to run, "
-                       "resume, validate and lr); to name the page's file use --output FILE"
+        raise CLIError("-o %s: report takes no config overrides (-o KEY=VALUE is an override "
+                       "in the other commands); to name the page's file use --output FILE"
                        % old_output, EXIT_BAD_INPUT)
     if output is not None:
         raise CLIError("give the output file once, with --output", EXIT_BAD_INPUT)
