@@ -95,6 +95,11 @@ def test_compressed_members_claiming_too_much_are_refused_at_once(tmp_path):
     path.write_bytes(bomb)
     with pytest.raises(ParamFileError, match="bomb.params"):
         load_arrays(path)
+    from trainer_cli import nd
+    from trainer_cli.ndarray.mxnet_format import MXNetFileError
+
+    with pytest.raises(MXNetFileError, match="claim"):
+        nd.load(str(path))
     assert time.monotonic() - started < 5  # refused from the directory, nothing inflated
     # a compressed archive within the bound still loads (a user's np.savez_compressed)
     buf = io.BytesIO()

@@ -142,13 +142,18 @@ def load(fname, ctx=None):
 
 
 def _load_npz(path, ctx):
+    from .._bounded import open_regular
+    from .._npz import read_npz
+
     try:
-        with numpy.load(path, allow_pickle=False) as npz:
-            keys = list(npz.keys())
-            if keys and all(k.startswith("i:") for k in keys):
-                return [array(npz[k], ctx=ctx, dtype=npz[k].dtype) for k in sorted(keys)]
-            return {k[2:] if k.startswith("k:") else k: array(npz[k], ctx=ctx, dtype=npz[k].dtype)
-                    for k in keys}
+        # read_npz, not numpy.load: headers checked against the bytes, sizes before inflating
+        with open_regular(path) as f:
+            npz = read_npz(f)
+        keys = list(npz)
+        if keys and all(k.startswith("i:") for k in keys):
+            return [array(npz[k], ctx=ctx, dtype=npz[k].dtype) for k in sorted(keys)]
+        return {k[2:] if k.startswith("k:") else k: array(npz[k], ctx=ctx, dtype=npz[k].dtype)
+                for k in keys}
     except Exception as exc:  # noqa: BLE001 - any failure to parse the archive means a bad file
         from .mxnet_format import MXNetFileError
         raise MXNetFileError("%s: cannot read the .npz archive (%s: %s)"
