@@ -103,3 +103,24 @@ def test_a_tensorboardx_that_cannot_be_imported_is_a_config_error(tmp_path, monk
     _clear(result)
     assert "logging.tensorboard" in result.output and "tensorboardX" in result.output
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+def test_a_full_tensorboard_folder_is_found_at_the_next_checkpoint(tmp_path, monkeypatch):
+    # Events are buffered: the disk says it is full only when they are flushed, which a
+    # checkpoint now asks for, rather than only every FLUSH_S seconds and at the end.
+    real = event_file_writer.EventsWriter.flush
+    flushes = []
+
+    def fills_up(self):
+        flushes.append(1)
+        if len(flushes) > 1:  # the first flush (at the start) goes through
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self)
+
+    monkeypatch.setattr(event_file_writer.EventsWriter, "flush", fills_up)
+    result = _run(tmp_path)
+    _clear(result)
+    run_dir = only_run_dir(tmp_path / "runs")
+    assert "No space left on device" in result.output and str(run_dir / "tensorboard") in result.output
+    assert layout.read_latest(run_dir) < 18  # stopped early, not at the end of the run
+    layout.verify_checkpoint(latest_dir(run_dir))

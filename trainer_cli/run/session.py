@@ -419,6 +419,9 @@ class _Recorder:
         st, parts, config = loop.state, self.parts, self.parts.config
         # First, and on every rank (see _NullRecorder): a dist store gathers them here.
         residuals = kvstate.get_residuals(parts.kvstore)
+        with self._log_errors():
+            for sink in self.sinks:
+                sink.request_flush()
         meta = {
             "epoch": st.epoch, "batch_in_epoch": st.batch_in_epoch, "finished": st.finished,
             "stop_reason": st.stop_reason, "num_update": int(parts.trainer.optimizer.num_update),

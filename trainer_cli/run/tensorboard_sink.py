@@ -30,6 +30,7 @@ TENSORBOARD_DIR = "tensorboard"
 FLUSH_S = 10.0
 _SKIP = ("kind", "step", "epoch", "time", "skipped")
 _END = object()
+_FLUSH = object()
 _CLOSE_WAIT_S = 60.0
 
 
@@ -84,6 +85,14 @@ class TensorBoardSink:
             self._thread.start()
         self._rows.put(row)
 
+    def request_flush(self):
+        """Have the sink's thread flush the event file after the rows queued so far (at each
+        checkpoint: a full disk under tensorboard/ is then found within one checkpoint's
+        steps, not only at the next timed flush); raises an earlier write's error."""
+        self._raise()
+        if self._thread is not None:
+            self._rows.put(_FLUSH)
+
     def close(self):
         """Write the queued rows, then flush and close the event file."""
         if self._thread is not None:
@@ -113,6 +122,10 @@ class TensorBoardSink:
                 return
             if self._error is None:
                 try:
+                    if row is _FLUSH:
+                        self._events.flush()
+                        self._flushed = time.monotonic()
+                        continue
                     self._write(row)
                 except Exception as exc:  # noqa: BLE001 - raised by the next row() or close()
                     self._error = exc
