@@ -149,12 +149,17 @@ def build(name, mx):
                     nn.Activation("relu"), Residual(6, 2), Branches(), Bottleneck(7),
                     nn.ReflectionPad2D(1), nn.GlobalAvgPool2D(), nn.Flatten(), Arithmetic())
             x = data(name, (2, 3, 8, 8))
+        elif name == "rnn":
+            net.add(mx.gluon.rnn.LSTM(4, num_layers=2, layout="NTC", bidirectional=True),
+                    mx.gluon.rnn.GRU(3), mx.gluon.rnn.RNN(2, activation="tanh"),
+                    mx.gluon.rnn.LSTM(3, projection_size=2))
+            x = data(name, (2, 5, 3))
         else:
             raise KeyError(name)
     return net, x
 
 
-CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo")
+CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn")
 
 
 def set_weights(net):

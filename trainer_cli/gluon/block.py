@@ -519,6 +519,14 @@ class HybridSequential(_SequentialMixin, HybridBlock):
     def __init__(self, prefix=None, params=None):
         HybridBlock.__init__(self, prefix=prefix, params=params)
 
+    def forward(self, x, *args):
+        if isinstance(x, Symbol) and not self._empty_prefix:
+            # As MXNet's hybrid_forward: what the children make outside their own scopes (an
+            # RNN layer's begin states) is named in this one.
+            with self.name_scope(), _naming.Prefix(self.prefix):
+                return _sequential_forward(self, x, *args)
+        return _sequential_forward(self, x, *args)
+
 
 def _host(array, copy):
     data = _raw(array)

@@ -80,6 +80,29 @@ def _dropout(x, p=0.5, mode="training", axes=(), cudnn_off=None):
     return x
 
 
+def _zeros(shape=(), dtype="float32", ctx=None):
+    return _nd.zeros(shape if isinstance(shape, tuple) else (shape,), dtype=dtype)
+
+
+def _ones(shape=(), dtype="float32", ctx=None):
+    return _nd.ones(shape if isinstance(shape, tuple) else (shape,), dtype=dtype)
+
+
+def _reshape(x, shape=None, reverse=False, **attrs):
+    return _nd.reshape(x, shape=shape if isinstance(shape, tuple) else (shape,), reverse=reverse,
+                       **attrs)
+
+
+def _rnn(data, parameters, *states, **attrs):
+    # Begin states exported as zeros of batch size 0 (unknown when the graph was recorded)
+    # take the batch size of the data, as MXNet's shape inference gives them.
+    states = [_nd.zeros((s.shape[0], data.shape[1]) + tuple(s.shape[2:]), dtype=s.dtype)
+              if s.ndim == 3 and s.shape[1] == 0 else s for s in states]
+    if not attrs.get("use_sequence_length") and len(states) == 2 and attrs.get("mode") != "lstm":
+        raise ValueError("RNN mode %r takes one state" % attrs.get("mode"))
+    return _nd.RNN(data, parameters, *states, **attrs)
+
+
 def _without(fn, *names):
     def run(*inputs, **attrs):
         for name in names:
@@ -101,7 +124,11 @@ _ADAPTED = {
     "stack": _without(_nd.stack, "num_args"),
     "_copy": _nd.identity,
     "SwapAxis": _nd.swapaxes,
-    "Reshape": _nd.reshape,
+    "Reshape": _reshape,
+    "_zeros": _zeros,
+    "_ones": _ones,
+    "RNN": _rnn,
+    "_rnn_param_concat": _without(_nd.concat, "num_args"),
     "Pad": _nd.pad,
     "Cast": _nd.cast,
     "SliceChannel": _nd.split,
@@ -137,7 +164,7 @@ _DIRECT = {
     "transpose", "expand_dims", "squeeze", "slice", "slice_axis", "tile", "repeat", "flip",
     "reverse", "softmax", "log_softmax", "SoftmaxActivation", "mean", "sum", "max", "min", "norm",
     "argmax", "argmin", "dot", "batch_dot", "where", "zeros_like", "ones_like", "take", "pick",
-    "sort", "L2Normalization", "SequenceMask", "SequenceLast", "RNN",
+    "sort", "L2Normalization", "SequenceMask", "SequenceLast",
 }
 
 

@@ -258,8 +258,7 @@ def make_op(fname):
             if isinstance(value, Symbol):
                 raise TypeError("%s: argument %s is a Symbol but not one of the operator's inputs %s"
                                 % (fname, key, list(input_names)))
-            if value is not None:
-                attrs[key] = _attr_string(key, value)
+            attrs[key] = _attr_string(key, value)   # None too: MXNet writes "None"
         if attr:
             attrs.update({k: str(v) for k, v in attr.items()})
         num_outputs, num_visible = _outputs(op, attrs, outputs, visible)

@@ -24,7 +24,7 @@ _plus_scalar _minus_scalar _rminus_scalar _mul_scalar _div_scalar _rdiv_scalar _
 _rpower_scalar _maximum_scalar _minimum_scalar _Plus _Minus _Mul _Div _Power _PlusScalar
 _MinusScalar _RMinusScalar _MulScalar _DivScalar _RDivScalar _PowerScalar _RPowerScalar
 _copy _rnn_param_concat _greater _greater_scalar _lesser _lesser_scalar _equal _equal_scalar
-_maximum _minimum""".split()
+_maximum _minimum _zeros _ones RNN""".split()
 
 
 # Arguments an operator cannot be made without (any valid value: only the node's shape counts).
@@ -38,7 +38,8 @@ NEEDED = {"FullyConnected": {"num_hidden": 1}, "Convolution": _CONV, "Deconvolut
           "slice": {"begin": (0,), "end": (1,)}, "tile": {"reps": (1,)}, "repeat": {"repeats": 1},
           "flip": {"axis": 0}, "reverse": {"axis": 0}, "cast": {"dtype": "float32"},
           "Cast": {"dtype": "float32"}, "broadcast_to": {"shape": (1,)},
-          "_rnn_param_concat": {"dim": 0}, "concat": {"dim": 1}, "Concat": {"dim": 1}}
+          "_rnn_param_concat": {"dim": 0}, "_zeros": {"shape": (1,)}, "_ones": {"shape": (1,)},
+          "RNN": {"state_size": 1, "num_layers": 1, "mode": "gru"}, "concat": {"dim": 1}, "Concat": {"dim": 1}}
 
 
 def info(fname):
