@@ -212,3 +212,22 @@ def test_sym_is_no_longer_an_absent_name():
     assert gluon.SymbolBlock.__module__ == "trainer_cli.gluon.symbol_block"
     with pytest.raises(AttributeError, match="docs/compat.md"):
         mx.sym.simple_bind
+
+
+def test_channels_last_layers_export_and_run_back(tmp_path):
+    net = nn.HybridSequential(prefix="cl_")
+    with net.name_scope():
+        net.add(nn.Conv2D(4, 3, padding=1, layout="NHWC", activation="relu"),
+                nn.MaxPool2D(layout="NHWC"), nn.Conv2DTranspose(2, 2, strides=2, layout="NHWC"),
+                nn.AvgPool2D(layout="NHWC"), nn.GlobalAvgPool2D(layout="NHWC"), nn.Flatten())
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 6, 6, 3)))
+    expected = net(x).asnumpy()
+    net.export(str(tmp_path / "cl"))
+    graph = json.loads(read(tmp_path / "cl-symbol.json", "r"))
+    assert {n["attrs"]["layout"] for n in graph["nodes"] if n["op"] != "null"
+            and "layout" in n.get("attrs", {})} == {"NHWC"}
+    block = gluon.SymbolBlock.imports(str(tmp_path / "cl-symbol.json"), ["data"],
+                                      str(tmp_path / "cl-0000.params"))
+    np.testing.assert_allclose(block(x).asnumpy(), expected, rtol=1e-6, atol=1e-7)
