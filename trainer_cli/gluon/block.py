@@ -366,7 +366,8 @@ class HybridBlock(Block):
         if isinstance(x, Symbol):
             # Recording a graph: hooks see only the eager calls, whose numbers they may count.
             return self.forward(x, *args)
-        if self._active and self._cached_graph is None and not getattr(_tracing, "inside", False) \
+        if self._active and getattr(self, "_cached_graph", None) is None \
+                and not getattr(_tracing, "inside", False) \
                 and not isinstance(x, Symbol):
             # The outermost hybridized block records its graph once; the blocks it calls are
             # part of it.
@@ -382,7 +383,8 @@ class HybridBlock(Block):
         try:
             object.__setattr__(self, "_cached_graph", self._trace(args))
         except Exception as exc:  # noqa: BLE001 - the eager forward still runs; export reports it
-            object.__setattr__(self, "_cached_graph", exc)
+            # Without its traceback, which would keep this call's arrays alive.
+            object.__setattr__(self, "_cached_graph", exc.with_traceback(None))
 
     def _trace(self, args):
         """(input variables, output symbol) of this block called on Symbols standing for ``args``."""
@@ -404,7 +406,7 @@ class HybridBlock(Block):
         ``gluon.SymbolBlock.imports`` (and this library's) loads. The graph is the one recorded
         at the first call after ``hybridize()``; without one (MXNet refuses) it is recorded now
         for one input, ``data``."""
-        graph = self._cached_graph
+        graph = getattr(self, "_cached_graph", None)
         if isinstance(graph, Exception):
             raise RuntimeError("%s cannot be exported: recording its graph failed: %s"
                                % (type(self).__name__, graph)) from graph

@@ -30,7 +30,7 @@ def parse_attr(text):
         return text == "True"
     if text == "None":
         return None
-    if _INT.match(text):
+    if _INT.match(text) and len(text) <= 40:
         return int(text)
     if _FLOAT.match(text):
         return float(text)
@@ -186,7 +186,8 @@ class SymbolBlock(HybridBlock):
     parameters: arguments (trained) and auxiliary states (``grad_req='null'``)."""
 
     def __init__(self, outputs, inputs, params=None):
-        super().__init__(prefix="", params=None)
+        # As MXNet: named by the global counter (symbolblock0), its parameters keep their names.
+        super().__init__(prefix=None, params=None)
         object.__setattr__(self, "_prefix", "")
         object.__setattr__(self, "_params", ParameterDict("", params))
         if isinstance(inputs, Symbol):
