@@ -231,3 +231,14 @@ def test_channels_last_layers_export_and_run_back(tmp_path):
     block = gluon.SymbolBlock.imports(str(tmp_path / "cl-symbol.json"), ["data"],
                                       str(tmp_path / "cl-0000.params"))
     np.testing.assert_allclose(block(x).asnumpy(), expected, rtol=1e-6, atol=1e-7)
+
+
+def test_an_imported_symbolblock_exports_the_same_files(tmp_path):
+    block = gluon.SymbolBlock.imports(os.path.join(HERE, "conv2d-symbol.json"), ["data"],
+                                      os.path.join(HERE, "conv2d-0000.params"))
+    assert block.name.startswith("symbolblock")
+    block.hybridize()
+    block(nd.array(golden("conv2d")[0]))
+    block.export(str(tmp_path / "again"))
+    assert read(tmp_path / "again-symbol.json") == read(os.path.join(HERE, "conv2d-symbol.json"))
+    assert read(tmp_path / "again-0000.params") == read(os.path.join(HERE, "conv2d-0000.params"))
