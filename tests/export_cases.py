@@ -1,5 +1,5 @@
 """The networks of the export golden data, shared by its generator (run with real MXNet 1.9.1,
-tests/data/export/make_export_golden.py) and tests/test_export.py: each is built from the
+tests/data/hybrid_export/make_export_golden.py) and tests/test_hybrid_export.py: each is built from the
 ``mx`` module it is given (``mxnet`` or ``trainer_cli``), so both build the same blocks with the
 same names. Weights are seeded by the parameter's name."""
 import zlib

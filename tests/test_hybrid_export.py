@@ -1,4 +1,4 @@
-"""hybridize/export/SymbolBlock against real MXNet 1.9.1: tests/data/export holds, for each network
+"""hybridize/export/SymbolBlock against real MXNet 1.9.1: tests/data/hybrid_export holds, for each network
 of tests/export_cases.py, MXNet's own export and its output (make_export_golden.py). Our export
 of the same network must be MXNet's files byte for byte, and SymbolBlock.imports of MXNet's files
 must give MXNet's output."""
@@ -17,7 +17,7 @@ from trainer_cli.gluon import nn
 
 from export_cases import CASES, build, set_weights
 
-HERE = os.path.join(os.path.dirname(__file__), "data", "export")
+HERE = os.path.join(os.path.dirname(__file__), "data", "hybrid_export")
 
 
 def golden(name):

@@ -3,7 +3,7 @@ MXNet's own export (NAME-symbol.json, NAME-0000.params) after a hybridized forwa
 and MXNet's output on the seeded weights (NAME-io.npz).
 
 Run from the repository root in a venv that has MXNet:
-    python tests/data/export/make_export_golden.py
+    python tests/data/hybrid_export/make_export_golden.py
 """
 import os
 import sys
