@@ -154,18 +154,33 @@ def build(name, mx):
                     mx.gluon.rnn.GRU(3), mx.gluon.rnn.RNN(2, activation="tanh"),
                     mx.gluon.rnn.LSTM(3, projection_size=2))
             x = data(name, (2, 5, 3))
+        elif name == "concurrent":
+            # SqueezeNet's fire module and Inception's branches, as the model zoo builds them.
+            contrib = mx.gluon.contrib.nn
+            fire = contrib.HybridConcurrent(axis=1, prefix="")
+            fire.add(nn.Conv2D(3, 1, activation="relu"), nn.Conv2D(2, 3, padding=1), contrib.Identity())
+            net.add(nn.Conv2D(4, 1), fire, nn.MaxPool2D(3, 2, ceil_mode=True))
+            x = data(name, (2, 3, 7, 7))
         else:
             raise KeyError(name)
     return net, x
 
 
-CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn")
+CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn", "concurrent")
+
+# Model-zoo networks whose export is compared by the SHA-256 of MXNet's files (kept small).
+ZOO = {"mobilenetv2_0.25": 32}
 
 
-def set_weights(net):
+def build_zoo(name, mx):
+    net = mx.gluon.model_zoo.vision.get_model(name, classes=4)
+    return net, data(name, (1, 3, ZOO[name], ZOO[name]))
+
+
+def set_weights(net, mx):
     for name, param in net.collect_params().items():
         value = weight(name, param.shape)
         if name.endswith("gamma") and param.grad_req == "null":
             # BatchNorm(scale=False) writes ones there as it runs (MXNet's Gluon does too).
             value = np.ones_like(value)
-        param.set_data(value)
+        param.set_data(mx.nd.array(value))

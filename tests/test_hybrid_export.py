@@ -4,6 +4,7 @@ of the same network must be MXNet's files byte for byte, and SymbolBlock.imports
 must give MXNet's output."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -15,7 +16,7 @@ from trainer_cli import autograd, gluon, nd
 from trainer_cli import symbol as sym
 from trainer_cli.gluon import nn
 
-from export_cases import CASES, build, set_weights
+from export_cases import CASES, ZOO, build, build_zoo, set_weights
 
 HERE = os.path.join(os.path.dirname(__file__), "data", "hybrid_export")
 
@@ -37,19 +38,37 @@ def test_export_writes_mxnets_files_and_hybridize_changes_no_number(name, tmp_pa
     net.initialize()
     net.hybridize(static_alloc=True, static_shape=True)
     net(nd.array(x))
-    set_weights(net)
+    set_weights(net, mx)
     out = net(nd.array(x)).asnumpy()
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
 
     plain, _ = build(name, mx)
     plain.initialize()
     plain(nd.array(x))
-    set_weights(plain)
+    set_weights(plain, mx)
     np.testing.assert_array_equal(plain(nd.array(x)).asnumpy(), out)
 
     net.export(str(tmp_path / name), epoch=3)
     assert read(tmp_path / (name + "-symbol.json")) == read(os.path.join(HERE, name + "-symbol.json"))
     assert read(tmp_path / (name + "-0003.params")) == read(os.path.join(HERE, name + "-0000.params"))
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_model_zoo_exports_mxnets_files(name, tmp_path):
+    from trainer_cli.gluon.block import name_counters_kept, reset_name_counters
+    with name_counters_kept():
+        reset_name_counters()   # the generator built each network first in its process
+        net, x = build_zoo(name, mx)
+    net.initialize()
+    net(nd.array(x))
+    set_weights(net, mx)
+    net.hybridize()
+    net(nd.array(x))
+    net.export(str(tmp_path / "zoo"))
+    with open(os.path.join(HERE, "model_zoo-sha256.json")) as f:
+        expected = json.load(f)[name]
+    assert [hashlib.sha256(read(tmp_path / ("zoo" + suffix))).hexdigest()
+            for suffix in ("-symbol.json", "-0000.params")] == expected
 
 
 @pytest.mark.parametrize("name", CASES)

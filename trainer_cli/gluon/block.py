@@ -394,7 +394,7 @@ class HybridBlock(Block):
         names = ["data"] if len(args) == 1 else ["data%d" % i for i in range(len(args))]
         inputs = [_sym.var(name) for name in names]
         with _naming.NameManager():
-            out = Block.__call__(self, *inputs)
+            out = self(*inputs)
         outs = out if isinstance(out, (list, tuple)) else [out]
         if not all(isinstance(o, Symbol) for o in outs):
             raise TypeError("%s.hybrid_forward returned %s, not Symbols, when called with Symbols"
@@ -444,6 +444,16 @@ class HybridBlock(Block):
         try:
             params = {name: p.data(ctx) for name, p in reg_params.items()}
         except DeferredInitializationError:
+            if not getattr(_tracing, "inside", False):
+                # MXNet infers the shapes from this block's graph, recorded now: its variables
+                # keep the shapes unknown then (0) and its auxiliary states count the recording,
+                # in what export writes later. Recorded here too, for the same files.
+                try:
+                    self._trace((x,) + args)
+                except Exception:  # noqa: BLE001 - only the variables' attributes depend on it
+                    pass
+            for p in self.collect_params().values():
+                p.var()
             self.infer_shape(x, *args)
             for p in list(self._params.values()) + list(self._reg_params.values()):
                 p._finish_deferred_init()
