@@ -29,13 +29,12 @@ _ALIASES = {
     "nd": "ndarray", "ndarray": "ndarray", "autograd": "autograd", "gluon": "gluon",
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "kvstore": "kvstore", "kv": "kvstore",
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
-    "metric": "metric", "io": "io",
+    "metric": "metric", "io": "io", "sym": "symbol", "symbol": "symbol",
 }
 
 # MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one
 # raises an error that says so, never a bare AttributeError or "No module named".
 _ABSENT = {
-    "sym": "symbolic graph API (mxnet.symbol)", "symbol": "symbolic graph API (mxnet.symbol)",
     "mod": "Module API (mxnet.module)", "module": "Module API (mxnet.module)",
     "model": "FeedForward model API (mxnet.model)",
     "recordio": "RecordIO file format (mxnet.recordio)",

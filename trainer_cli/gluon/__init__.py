@@ -3,13 +3,13 @@ import importlib
 
 from . import contrib, data, loss, nn, rnn, utils
 from .block import Block, HybridBlock, HybridSequential, Sequential
+from .symbol_block import SymbolBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from ..base import AbsentModule, NotInTrainerCLIError, absent_message
 
 # MXNet 1.9 gluon names that are not built here yet: using one says so (an entry goes when its
 # module lands).
 _ABSENT = {
-    "SymbolBlock": "SymbolBlock (a Block from a symbol graph)",
 }
 
 

@@ -16,6 +16,9 @@ import numpy
 
 from .. import initializer as _init
 from .. import ndarray as _nd
+from .. import symbol as _sym
+from ..symbol import Symbol
+from ..symbol import naming as _naming
 from ..context import current_context
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw
@@ -336,14 +339,101 @@ class _HookHandle:
         self.detach()
 
 
+_tracing = threading.local()
+
+
 class HybridBlock(Block):
-    """A block written as ``hybrid_forward(F, x, *args, **params)`` with ``F`` the ``nd`` module.
+    """A block written as ``hybrid_forward(F, x, *args, **params)`` with ``F`` the ``nd`` module,
+    or the ``symbol`` module when called with Symbols (which records its graph for ``export``).
 
     Parameters whose shape depends on the input are resolved at the first call through
-    ``infer_shape``, which such layers implement.
+    ``infer_shape``, which such layers implement. ``hybridize()`` changes no number: ops run
+    eagerly as before; the first call afterwards also records the block's graph, as MXNet
+    builds its cached graph then, so that ``export`` writes what MXNet would.
     """
 
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        object.__setattr__(self, "_cached_graph", None)
+
+    def hybridize(self, active=True, **kwargs):
+        """Accepted with MXNet's flags (``static_alloc``, ``static_shape``, ...): the results do
+        not change; the graph ``export`` writes is recorded again at the next call."""
+        object.__setattr__(self, "_cached_graph", None)
+        super().hybridize(active, **kwargs)
+
+    def __call__(self, x, *args):
+        if isinstance(x, Symbol):
+            # Recording a graph: hooks see only the eager calls, whose numbers they may count.
+            return self.forward(x, *args)
+        if self._active and getattr(self, "_cached_graph", None) is None \
+                and not getattr(_tracing, "inside", False) \
+                and not isinstance(x, Symbol):
+            # The outermost hybridized block records its graph once; the blocks it calls are
+            # part of it.
+            self._record_graph((x,) + args)
+            _tracing.inside = True
+            try:
+                return super().__call__(x, *args)
+            finally:
+                _tracing.inside = False
+        return super().__call__(x, *args)
+
+    def _record_graph(self, args):
+        try:
+            object.__setattr__(self, "_cached_graph", self._trace(args))
+        except Exception as exc:  # noqa: BLE001 - the eager forward still runs; export reports it
+            # Without its traceback, which would keep this call's arrays alive.
+            object.__setattr__(self, "_cached_graph", exc.with_traceback(None))
+
+    def _trace(self, args):
+        """(input variables, output symbol) of this block called on Symbols standing for ``args``."""
+        if not all(a is None or isinstance(a, NDArray) for a in args):
+            raise TypeError("export records blocks called with NDArrays only, got %s"
+                            % ", ".join(type(a).__name__ for a in args))
+        names = ["data"] if len(args) == 1 else ["data%d" % i for i in range(len(args))]
+        inputs = [_sym.var(name) for name in names]
+        with _naming.NameManager():
+            out = self(*inputs)
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        if not all(isinstance(o, Symbol) for o in outs):
+            raise TypeError("%s.hybrid_forward returned %s, not Symbols, when called with Symbols"
+                            % (type(self).__name__, ", ".join(type(o).__name__ for o in outs)))
+        return inputs, _sym.Group(outs)
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write ``path-symbol.json`` and ``path-%04d.params`` (epoch), which MXNet's
+        ``gluon.SymbolBlock.imports`` (and this library's) loads. The graph is the one recorded
+        at the first call after ``hybridize()``; without one (MXNet refuses) it is recorded now
+        for one input, ``data``."""
+        graph = getattr(self, "_cached_graph", None)
+        if isinstance(graph, Exception):
+            raise RuntimeError("%s cannot be exported: recording its graph failed: %s"
+                               % (type(self).__name__, graph)) from graph
+        if graph is None:
+            # MXNet refuses here; the graph of a one-input block is recorded now instead.
+            graph = self._trace((None,))
+        inputs, out = graph
+        from .param_file import save_arrays
+        input_names = {sym.name for sym in inputs}
+        params = dict(self.collect_params().items())
+        arg_names = set(out.list_arguments())
+        arrays = {}
+        for name in out.list_inputs():
+            if name in input_names:
+                continue
+            param = params.get(name)
+            if param is None:
+                raise RuntimeError("%s cannot be exported: its graph uses %r, which is not one of "
+                                   "its parameters" % (type(self).__name__, name))
+            kind = "arg" if name in arg_names else "aux"
+            arrays["%s:%s" % (kind, name)] = param._reduce().asnumpy()
+        out.save("%s-symbol.json" % path)
+        save_arrays("%s-%04d.params" % (path, epoch), arrays, format="mxnet")
+
     def forward(self, x, *args):
+        if isinstance(x, Symbol):
+            return self._symbol_forward(x, *args)
         if not isinstance(x, NDArray) and not _holds_array((x,) + args):
             raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
                              "input. Please check the type of the args.\n")
@@ -354,11 +444,28 @@ class HybridBlock(Block):
         try:
             params = {name: p.data(ctx) for name, p in reg_params.items()}
         except DeferredInitializationError:
+            if not getattr(_tracing, "inside", False):
+                # MXNet infers the shapes from this block's graph, recorded now: its variables
+                # keep the shapes unknown then (0) and its auxiliary states count the recording,
+                # in what export writes later. Recorded here too, for the same files.
+                try:
+                    self._trace((x,) + args)
+                except Exception:  # noqa: BLE001 - only the variables' attributes depend on it
+                    pass
+            for p in self.collect_params().values():
+                p.var()
             self.infer_shape(x, *args)
             for p in list(self._params.values()) + list(self._reg_params.values()):
                 p._finish_deferred_init()
             params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         return self.hybrid_forward(_nd, x, *args, **params)
+
+    def _symbol_forward(self, x, *args):
+        params = {name: p.var() for name, p in self._reg_params.items()}
+        if self._empty_prefix:
+            return self.hybrid_forward(_sym, x, *args, **params)
+        with self.name_scope(), _naming.Prefix(self.prefix):
+            return self.hybrid_forward(_sym, x, *args, **params)
 
     def infer_shape(self, *args):
         """Fill in unknown parameter shapes from the inputs; layers with deferred shapes override it."""
@@ -370,9 +477,6 @@ class HybridBlock(Block):
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("%s must implement hybrid_forward" % type(self).__name__)
 
-    def export(self, path, epoch=0, remove_amp_cast=True):
-        raise NotImplementedError("export writes MXNet symbol files, which trainer_cli does not "
-                                  "have; use save_parameters")
 
 
 def _holds_array(args):
@@ -426,6 +530,14 @@ class HybridSequential(_SequentialMixin, HybridBlock):
 
     def __init__(self, prefix=None, params=None):
         HybridBlock.__init__(self, prefix=prefix, params=params)
+
+    def forward(self, x, *args):
+        if isinstance(x, Symbol) and not self._empty_prefix:
+            # As MXNet's hybrid_forward: what the children make outside their own scopes (an
+            # RNN layer's begin states) is named in this one.
+            with self.name_scope(), _naming.Prefix(self.prefix):
+                return _sequential_forward(self, x, *args)
+        return _sequential_forward(self, x, *args)
 
 
 def _host(array, copy):

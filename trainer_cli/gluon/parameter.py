@@ -484,7 +484,14 @@ class Parameter:
             _attach_grad_buffer(arr, cast, self._grad_req)
 
     def var(self):
-        raise NotImplementedError("symbolic variables are not part of trainer_cli")
+        """This parameter as a symbol variable (made once, as MXNet: its attributes keep the
+        shape known at that time)."""
+        if getattr(self, "_var", None) is None:
+            from .. import symbol
+            self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                   stype=self._stype)
+        return self._var
 
 
 class Constant(Parameter):

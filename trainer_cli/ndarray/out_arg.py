@@ -38,12 +38,23 @@ def write_out(result, out):
     return out
 
 
+def _without_name(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, name=None, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
 def with_out(fn):
-    """``fn`` taking ``out=``; ``fn`` itself is returned when it already has that argument."""
+    """``fn`` taking ``out=`` and MXNet's ``name=`` (a graph node's name, which eager calls
+    ignore: ``hybrid_forward(F, ...)`` code passes it); ``fn`` itself is returned when it already
+    has both arguments."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return fn
+    if "name" not in params:
+        fn = _without_name(fn)
     if "out" in params:
         return fn
 

@@ -17,7 +17,7 @@ class LeakyReLU(HybridBlock):
         self._alpha = alpha
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha)
+        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, name="fwd")
 
     def __repr__(self):
         return "{name}({alpha})".format(name=type(self).__name__, alpha=self._alpha)
@@ -32,7 +32,7 @@ class PReLU(HybridBlock):
             self.alpha = self.params.get("alpha", shape=(in_channels,), init=alpha_initializer)
 
     def hybrid_forward(self, F, x, alpha):
-        return F.LeakyReLU(x, gamma=alpha, act_type="prelu")
+        return F.LeakyReLU(x, gamma=alpha, act_type="prelu", name="fwd")
 
 
 class ELU(HybridBlock):
@@ -50,14 +50,14 @@ class SELU(HybridBlock):
     """Scaled ELU with the self-normalizing constants."""
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="selu")
+        return F.LeakyReLU(x, act_type="selu", name="fwd")
 
 
 class GELU(HybridBlock):
     """``x * Phi(x)`` with the exact normal CDF (erf), as MXNet."""
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="gelu")
+        return F.LeakyReLU(x, act_type="gelu", name="fwd")
 
 
 class Swish(HybridBlock):
@@ -68,4 +68,4 @@ class Swish(HybridBlock):
         self._beta = beta
 
     def hybrid_forward(self, F, x):
-        return x * F.sigmoid(self._beta * x)
+        return x * F.sigmoid(self._beta * x, name="fwd")

@@ -5,6 +5,7 @@ import numpy
 
 from ...ndarray import NDArray
 from ...ndarray import ops as _ops
+from ...symbol import Symbol
 from ..block import Block, HybridBlock
 from ..parameter import DeferredInitializationError
 
@@ -23,7 +24,7 @@ class Activation(HybridBlock):
         return self._act_type if isinstance(getattr(self, "_act_type", None), str) else "activation"
 
     def hybrid_forward(self, F, x):
-        return F.Activation(x, act_type=self._act_type)
+        return F.Activation(x, act_type=self._act_type, name="fwd")
 
     def __repr__(self):
         return "Activation(%s)" % self._act_type
@@ -65,6 +66,10 @@ class Dense(HybridBlock):
         return self._dense(x, weight, bias)
 
     def hybrid_forward(self, F, x, weight, bias=None):
+        if isinstance(x, Symbol):
+            out = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
+                                   flatten=self._flatten, name="fwd")
+            return self.act(out) if self.act is not None else out
         return self._dense(x, weight, bias)
 
     def _dense(self, x, weight, bias):

@@ -15,6 +15,7 @@ import numbers
 
 from ...ndarray import nn as _nn
 from ...ndarray import NDArray
+from ...symbol import Symbol
 from ..block import HybridBlock
 from .basic_layers import Activation
 
@@ -103,6 +104,11 @@ class _Conv(HybridBlock):
                                     kw["pad"], kw["num_filter"], kw["num_group"], kw["layout"],
                                     True)
         op = getattr(F, self._op_name)
+        if isinstance(x, Symbol):
+            # MXNet's operators take channels-last layouts themselves: the graph says so.
+            args = (x, weight) if bias is None else (x, weight, bias)
+            out = op(*args, name="fwd", **self._kwargs)
+            return self.act(out) if self.act is not None else out
         if self._last:
             x, weight = _to_first(F, x), _to_first(F, weight)
         if bias is None:
@@ -230,6 +236,8 @@ class _Pooling(HybridBlock):
         return "pool"
 
     def hybrid_forward(self, F, x):
+        if isinstance(x, Symbol):
+            return F.Pooling(x, name="fwd", **self._kwargs)
         if self._last:
             kwargs = dict(self._kwargs, layout=_LAYOUTS[len(self._kwargs["kernel"])][0])
             return _to_last(F, F.Pooling(_to_first(F, x), **kwargs))

@@ -33,7 +33,7 @@ class Dropout(HybridBlock):
 
     def hybrid_forward(self, F, x):
         if self._rate > 0:
-            return F.Dropout(x, p=self._rate, axes=self._axes)
+            return F.Dropout(x, p=self._rate, axes=self._axes, name="fwd", cudnn_off=False)
         return F.identity(x)
 
     def __repr__(self):
@@ -85,7 +85,7 @@ class BatchNorm(HybridBlock):
             p.shape = (channels,)
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
     def __repr__(self):
         in_channels = self.gamma.shape[0]
@@ -144,7 +144,7 @@ class Embedding(HybridBlock):
                                       grad_stype="row_sparse" if sparse_grad else "default")
 
     def hybrid_forward(self, F, x, weight):
-        return F.Embedding(x, weight, **self._kwargs)
+        return F.Embedding(x, weight, name="fwd", **self._kwargs)
 
     def __repr__(self):
         return "{block_name}({input_dim} -> {output_dim}, {dtype})".format(
@@ -173,9 +173,10 @@ class InstanceNorm(HybridBlock):
 
     def hybrid_forward(self, F, x, gamma, beta):
         if self._axis == 1:
-            return F.InstanceNorm(x, gamma, beta, eps=self._epsilon)
+            return F.InstanceNorm(x, gamma, beta, name="fwd", eps=self._epsilon)
         x = F.swapaxes(x, 1, self._axis)
-        return F.swapaxes(F.InstanceNorm(x, gamma, beta, eps=self._epsilon), 1, self._axis)
+        return F.swapaxes(F.InstanceNorm(x, gamma, beta, name="fwd", eps=self._epsilon), 1,
+                          self._axis)
 
     def __repr__(self):
         content = ", ".join("=".join([k, repr(v)]) for k, v in self._kwargs.items())

@@ -14,6 +14,8 @@ from ... import ndarray as _nd
 from ...ndarray import NDArray
 from ...ndarray import ops as _ops
 from ...ndarray.rnn import RNN as _fused_rnn
+from ... import symbol as _sym
+from ...symbol import Symbol
 from ..block import HybridBlock
 
 __all__ = ["RNN", "LSTM", "GRU"]
@@ -136,15 +138,22 @@ class _RNNLayer(HybridBlock):
     def __call__(self, inputs, states=None, sequence_length=None, **kwargs):
         self.skip_states = states is None
         if states is None:
-            batch_size = inputs.shape[self._layout.find("N")]
-            states = self.begin_state(batch_size, ctx=inputs.context, dtype=inputs.dtype)
-        if isinstance(states, NDArray):
+            if isinstance(inputs, Symbol):
+                # A graph being recorded: zeros whose batch size the graph's input fills in.
+                states = self.begin_state(0, func=_sym.zeros)
+            else:
+                batch_size = inputs.shape[self._layout.find("N")]
+                states = self.begin_state(batch_size, ctx=inputs.context, dtype=inputs.dtype)
+        if isinstance(states, (NDArray, Symbol)):
             states = [states]
         if self._use_sequence_length:
             return super().__call__(inputs, states, sequence_length)
         return super().__call__(inputs, states)
 
     def hybrid_forward(self, F, inputs, states, sequence_length=None, **kwargs):
+        if isinstance(inputs, Symbol):
+            out = self._symbol_kernel(F, inputs, states, sequence_length, **kwargs)
+            return out[0] if self.skip_states else out
         batch_size = inputs.shape[self._layout.find("N")]
         for state, info in zip(states, self.state_info(batch_size)):
             if state.shape != info["shape"]:
@@ -179,6 +188,32 @@ class _RNNLayer(HybridBlock):
             outputs, states = rnn[0], [rnn[1]]
         if self._layout == "NTC":
             outputs = _ops.swapaxes(outputs, 0, 1)
+        return outputs, states
+
+
+    def _symbol_kernel(self, F, inputs, states, sequence_length, **kwargs):
+        """The graph MXNet records for the fused layer (its ``_forward_kernel`` with symbols)."""
+        if self._layout == "NTC":
+            inputs = F.swapaxes(inputs, 0, 1)
+        kinds = ["i2h", "h2h", "h2r"] if self._projection_size else ["i2h", "h2h"]
+        params = [kwargs["%s%d_%s_%s" % (d, layer, kind, what)].reshape(-1)
+                  for what in ["weight", "bias"]
+                  for layer in range(self._num_layers)
+                  for d in ["l", "r"][:self._dir]
+                  for kind in kinds
+                  if kind != "h2r" or what != "bias"]
+        params = F._internal._rnn_param_concat(*params, dim=0)
+        rnn_args = list(states) + ([sequence_length] if self._use_sequence_length else [])
+        rnn = F.RNN(inputs, params, *rnn_args, use_sequence_length=self._use_sequence_length,
+                    state_size=self._hidden_size, projection_size=self._projection_size,
+                    num_layers=self._num_layers, bidirectional=self._dir == 2,
+                    p=self._dropout, state_outputs=True, mode=self._mode,
+                    lstm_state_clip_min=self._lstm_state_clip_min,
+                    lstm_state_clip_max=self._lstm_state_clip_max,
+                    lstm_state_clip_nan=self._lstm_state_clip_nan)
+        outputs, states = (rnn[0], [rnn[1], rnn[2]]) if self._mode == "lstm" else (rnn[0], [rnn[1]])
+        if self._layout == "NTC":
+            outputs = F.swapaxes(outputs, 0, 1)
         return outputs, states
 
 

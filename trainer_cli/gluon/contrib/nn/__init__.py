@@ -6,6 +6,7 @@ from .... import ndarray as _nd
 from ....ndarray import Embedding
 from ...block import Block, HybridBlock, HybridSequential, Sequential
 from ...nn import Identity
+from ....symbol import Symbol
 
 __all__ = ["SparseEmbedding", "Concurrent", "HybridConcurrent", "Identity"]
 
@@ -29,7 +30,12 @@ class HybridConcurrent(HybridSequential):
         self.axis = axis
 
     def forward(self, x):
+        if isinstance(x, Symbol):   # a graph being recorded: MXNet's concat node in this scope
+            return HybridBlock.forward(self, x)
         return _nd.concat(*[block(x) for block in self._children.values()], dim=self.axis)
+
+    def hybrid_forward(self, F, x):
+        return F.concat(*[block(x) for block in self._children.values()], dim=self.axis)
 
 
 class SparseEmbedding(Block):

@@ -12,7 +12,7 @@ class RELU6(HybridBlock):
     """min(max(x, 0), 6)."""
 
     def hybrid_forward(self, F, x):
-        return F.clip(x, 0, 6)
+        return F.clip(x, 0, 6, name="relu6")
 
 
 def _conv_bn(out, channels, kernel=1, stride=1, pad=0, groups=1, active=True, relu6=False):

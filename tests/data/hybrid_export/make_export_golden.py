@@ -1,0 +1,51 @@
+"""Writes the export golden data with real MXNet 1.9.1: for each network of tests/export_cases.py,
+MXNet's own export (NAME-symbol.json, NAME-0000.params) after a hybridized forward, and the input
+and MXNet's output on the seeded weights (NAME-io.npz); for a few model-zoo networks the SHA-256
+of MXNet's two files (model_zoo-sha256.json).
+
+Run from the repository root in a venv that has MXNet:
+    python tests/data/hybrid_export/make_export_golden.py
+"""
+import hashlib
+import json
+import os
+import sys
+
+import mxnet as mx
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # tests/
+
+from export_cases import CASES, ZOO, build, build_zoo, set_weights  # noqa: E402
+
+
+def main():
+    for name in CASES:
+        net, x = build(name, mx)
+        net.initialize()
+        net.hybridize()
+        net(mx.nd.array(x))
+        set_weights(net, mx)
+        out = net(mx.nd.array(x)).asnumpy()
+        net.export(os.path.join(HERE, name))
+        np.savez(os.path.join(HERE, name + "-io.npz"), x=x, out=out)
+        print(name, out.shape)
+    digests = {}
+    for name in ZOO:
+        net, x = build_zoo(name, mx)
+        net.initialize()
+        net(mx.nd.array(x))   # eager: MXNet's oneDNN arrays refuse set_data after a cached run
+        set_weights(net, mx)
+        net.hybridize()
+        net(mx.nd.array(x))
+        path = os.path.join("/tmp", "zoo-export-" + name)
+        net.export(path)
+        digests[name] = [hashlib.sha256(open(path + suffix, "rb").read()).hexdigest()
+                         for suffix in ("-symbol.json", "-0000.params")]
+    with open(os.path.join(HERE, "model_zoo-sha256.json"), "w") as f:
+        json.dump(digests, f, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()

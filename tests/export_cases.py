@@ -1,0 +1,186 @@
+"""The networks of the export golden data, shared by its generator (run with real MXNet 1.9.1,
+tests/data/hybrid_export/make_export_golden.py) and tests/test_hybrid_export.py: each is built from the
+``mx`` module it is given (``mxnet`` or ``trainer_cli``), so both build the same blocks with the
+same names. Weights are seeded by the parameter's name."""
+import zlib
+
+import numpy as np
+
+
+def weight(name, shape):
+    """A parameter's test value from its name: small, with variances and scales near 1."""
+    rng = np.random.RandomState(zlib.crc32(name.encode()))
+    if name.endswith(("running_var", "gamma")):
+        return rng.uniform(0.8, 1.2, size=shape).astype(np.float32)
+    if name.endswith(("running_mean", "beta", "bias", "alpha")):
+        return rng.uniform(-0.1, 0.1, size=shape).astype(np.float32)
+    if name.endswith("embedding0_weight"):
+        return rng.uniform(-1, 1, size=shape).astype(np.float32)
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else int(shape[0])
+    bound = np.sqrt(3.0 / max(fan_in, 1))
+    return rng.uniform(-bound, bound, size=shape).astype(np.float32)
+
+
+def data(name, shape, integers=0):
+    rng = np.random.RandomState(zlib.crc32(("input:" + name).encode()))
+    if integers:
+        return rng.randint(0, integers, size=shape).astype(np.float32)
+    return rng.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+def _blocks(mx):
+    """Blocks written as MXNet's model zoo and Gluon examples write them."""
+    gluon, nn = mx.gluon, mx.gluon.nn
+
+    class Residual(gluon.HybridBlock):
+        """ResNet's BasicBlockV1: two 3x3 convolutions, a 1x1 projection, relu of the sum."""
+
+        def __init__(self, channels, stride, **kwargs):
+            super().__init__(**kwargs)
+            self.body = nn.HybridSequential(prefix="")
+            self.body.add(nn.Conv2D(channels, 3, stride, 1, use_bias=False),
+                          nn.BatchNorm(), nn.Activation("relu"),
+                          nn.Conv2D(channels, 3, 1, 1, use_bias=False), nn.BatchNorm())
+            self.downsample = nn.HybridSequential(prefix="")
+            self.downsample.add(nn.Conv2D(channels, 1, stride, use_bias=False), nn.BatchNorm())
+
+        def hybrid_forward(self, F, x):
+            residual = self.downsample(x)
+            x = self.body(x)
+            return F.Activation(residual + x, act_type="relu")
+
+    class Branches(gluon.HybridBlock):
+        """Inception/SqueezeNet style: parallel branches joined along the channels."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.a = nn.Conv2D(3, 1, activation="relu")
+                self.b = nn.HybridSequential()
+                self.b.add(nn.Conv2D(2, 1), nn.Conv2D(2, 3, padding=1, activation="relu"))
+                self.c = nn.HybridSequential()
+                self.c.add(nn.AvgPool2D(3, 1, 1), nn.Conv2D(2, 1))
+
+        def hybrid_forward(self, F, x):
+            return F.concat(self.a(x), self.b(x), self.c(x), dim=1)
+
+    class Bottleneck(gluon.HybridBlock):
+        """MobileNetV2's linear bottleneck: expand, depthwise, project, add the input."""
+
+        def __init__(self, channels, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.out = nn.HybridSequential()
+                self.out.add(nn.Conv2D(channels * 2, 1, use_bias=False), nn.BatchNorm(),
+                             nn.Activation("relu"),
+                             nn.Conv2D(channels * 2, 3, padding=1, groups=channels * 2,
+                                       use_bias=False), nn.BatchNorm(),
+                             nn.Conv2D(channels, 1, use_bias=False), nn.BatchNorm())
+
+        def hybrid_forward(self, F, x):
+            return F.elemwise_add(self.out(x), x)
+
+    class Arithmetic(gluon.HybridBlock):
+        """Elementwise arithmetic and common F functions in hybrid_forward."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.a = nn.Dense(6)
+                self.b = nn.Dense(6)
+
+        def hybrid_forward(self, F, x):
+            a, b = self.a(x), self.b(x)
+            y = a * b + (1 - a) / 2 - b * 0.5
+            y = F.clip(y, -0.5, 0.5) + F.relu(-y) + F.sigmoid(y) * F.tanh(a)
+            y = F.broadcast_mul(y, F.exp(-F.square(b))) + y ** 2
+            z = F.concat(y, F.elemwise_sub(a, b), F.Activation(b, act_type="softrelu"), dim=1)
+            z = F.softmax(z, axis=-1) + F.log_softmax(z) * 0.1
+            return F.broadcast_add(F.elemwise_mul(z, z) + F.sqrt(F.abs(z) + 1),
+                                   F.mean(z, axis=1, keepdims=True))
+
+    return Residual, Branches, Bottleneck, Arithmetic
+
+
+def build(name, mx):
+    """The network of case ``name`` built with the module ``mx``, and its input."""
+    nn = mx.gluon.nn
+    Residual, Branches, Bottleneck, Arithmetic = _blocks(mx)
+    net = nn.HybridSequential(prefix=name + "_")
+    with net.name_scope():
+        if name == "mlp":
+            net.add(nn.Dense(8, activation="relu"), nn.Dropout(0.3), nn.Dense(7, activation="tanh"),
+                    nn.Activation("softsign"), nn.Dense(6, activation="sigmoid", use_bias=False),
+                    nn.Activation("softrelu"), nn.Dense(4, in_units=6), nn.Dropout(0),
+                    nn.HybridLambda("tanh"),
+                    nn.HybridLambda(lambda F, x: F.LeakyReLU(x, act_type="leaky", slope=0.2)))
+            x = data(name, (3, 5))
+        elif name == "conv2d":
+            net.add(nn.Conv2D(4, 3, padding=1, activation="relu"), nn.BatchNorm(),
+                    nn.MaxPool2D(), nn.Conv2D(6, (3, 2), strides=(1, 2), padding=(1, 0), groups=2,
+                                             dilation=(1, 1)),
+                    nn.AvgPool2D(2, ceil_mode=True, count_include_pad=False),
+                    nn.Conv2DTranspose(4, 3, strides=2, padding=1, output_padding=1,
+                                       activation="tanh"),
+                    nn.MaxPool2D(3, 2, 1), nn.GlobalMaxPool2D(), nn.Flatten(), nn.Dense(3))
+            x = data(name, (2, 3, 9, 9))
+        elif name == "conv1d3d":
+            inner1 = nn.HybridSequential()
+            with inner1.name_scope():
+                inner1.add(nn.Conv1D(4, 3, padding=1, activation="relu"),
+                           nn.Conv1DTranspose(3, 3, strides=2), nn.MaxPool1D(),
+                           nn.AvgPool1D(3, 1, 1), nn.GlobalAvgPool1D(), nn.Flatten())
+            net.add(inner1, nn.Dense(27), nn.HybridLambda(lambda F, x: F.reshape(x, (0, 1, 3, 3, 3))),
+                    nn.Conv3D(2, 3, padding=1), nn.Conv3DTranspose(2, 2, strides=1),
+                    nn.MaxPool3D(2, 1), nn.AvgPool3D(), nn.GlobalMaxPool3D(), nn.Flatten())
+            x = data(name, (2, 2, 8))
+        elif name == "norms":
+            net.add(nn.Conv2D(4, 1), nn.LayerNorm(), nn.InstanceNorm(), nn.GroupNorm(2),
+                    nn.BatchNorm(scale=False, momentum=0.8, epsilon=1e-3), nn.LeakyReLU(0.1),
+                    nn.PReLU(), nn.ELU(0.7), nn.SELU(), nn.GELU(), nn.Swish(1.5),
+                    nn.InstanceNorm(axis=2, scale=True), nn.BatchNorm(axis=3, use_global_stats=True),
+                    nn.GlobalAvgPool2D())
+            x = data(name, (2, 3, 5, 5))
+        elif name == "embedding":
+            net.add(nn.Embedding(10, 4), nn.Flatten(), nn.Dense(3))
+            x = data(name, (4, 5), integers=10)
+        elif name == "zoo":
+            net.add(nn.Conv2D(4, 3, padding=1, use_bias=False), nn.BatchNorm(),
+                    nn.Activation("relu"), Residual(6, 2), Branches(), Bottleneck(7),
+                    nn.ReflectionPad2D(1), nn.GlobalAvgPool2D(), nn.Flatten(), Arithmetic())
+            x = data(name, (2, 3, 8, 8))
+        elif name == "rnn":
+            net.add(mx.gluon.rnn.LSTM(4, num_layers=2, layout="NTC", bidirectional=True),
+                    mx.gluon.rnn.GRU(3), mx.gluon.rnn.RNN(2, activation="tanh"),
+                    mx.gluon.rnn.LSTM(3, projection_size=2))
+            x = data(name, (2, 5, 3))
+        elif name == "concurrent":
+            # SqueezeNet's fire module and Inception's branches, as the model zoo builds them.
+            contrib = mx.gluon.contrib.nn
+            fire = contrib.HybridConcurrent(axis=1, prefix="")
+            fire.add(nn.Conv2D(3, 1, activation="relu"), nn.Conv2D(2, 3, padding=1), contrib.Identity())
+            net.add(nn.Conv2D(4, 1), fire, nn.MaxPool2D(3, 2, ceil_mode=True))
+            x = data(name, (2, 3, 7, 7))
+        else:
+            raise KeyError(name)
+    return net, x
+
+
+CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn", "concurrent")
+
+# Model-zoo networks whose export is compared by the SHA-256 of MXNet's files (kept small).
+ZOO = {"mobilenetv2_0.25": 32}
+
+
+def build_zoo(name, mx):
+    net = mx.gluon.model_zoo.vision.get_model(name, classes=4)
+    return net, data(name, (1, 3, ZOO[name], ZOO[name]))
+
+
+def set_weights(net, mx):
+    for name, param in net.collect_params().items():
+        value = weight(name, param.shape)
+        if name.endswith("gamma") and param.grad_req == "null":
+            # BatchNorm(scale=False) writes ones there as it runs (MXNet's Gluon does too).
+            value = np.ones_like(value)
+        param.set_data(mx.nd.array(value))
