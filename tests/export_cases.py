@@ -184,3 +184,78 @@ def set_weights(net, mx):
             # BatchNorm(scale=False) writes ones there as it runs (MXNet's Gluon does too).
             value = np.ones_like(value)
         param.set_data(mx.nd.array(value))
+
+
+def _unrolled(mx):
+    gluon = mx.gluon
+
+    class Unrolled(gluon.HybridBlock):
+        """A recurrent cell unrolled over a fixed length in hybrid_forward, as seq2seq and
+        language-model code writes it; the outputs (batch first) and the last states are joined
+        into one array."""
+
+        def __init__(self, make_cell, length, layout="NTC", merge_outputs=True, **kwargs):
+            super().__init__(**kwargs)
+            self._length, self._layout, self._merge = length, layout, merge_outputs
+            with self.name_scope():
+                self.cell = make_cell()
+
+        def hybrid_forward(self, F, x, valid_length=None):
+            outputs, states = self.cell.unroll(self._length, x, layout=self._layout,
+                                               merge_outputs=self._merge,
+                                               valid_length=valid_length)
+            time_axis = self._layout.find("T")
+            if not self._merge:
+                outputs = F.stack(*outputs, axis=time_axis)
+            if time_axis == 0:
+                outputs = F.swapaxes(outputs, dim1=0, dim2=1)
+            return F.concat(F.reshape(outputs, (0, -1)), *states, dim=1)
+
+    return Unrolled
+
+
+def build_cell(name, mx):
+    """The network of cell case ``name`` built with the module ``mx``, and its inputs (a tuple)."""
+    rnn = mx.gluon.rnn
+    Unrolled = _unrolled(mx)
+    prefix = name + "_"
+    inputs = (data(name, (2, 3, 5)),)
+
+    def stack(*cells):
+        def make():
+            seq = rnn.HybridSequentialRNNCell()
+            with seq.name_scope():
+                for make_cell in cells:
+                    seq.add(make_cell())
+            return seq
+        return make
+
+    if name == "lstm_cell":
+        net = Unrolled(lambda: rnn.LSTMCell(4), 3, prefix=prefix)
+    elif name == "gru_cell":
+        net = Unrolled(lambda: rnn.GRUCell(3), 2, layout="TNC", merge_outputs=False, prefix=prefix)
+    elif name == "seq_cell":
+        net = Unrolled(stack(lambda: rnn.LSTMCell(4), lambda: rnn.LSTMCell(3)), 3, prefix=prefix)
+    elif name == "modifier_cells":
+        net = Unrolled(stack(lambda: rnn.RNNCell(4, activation="relu"),
+                             lambda: rnn.ResidualCell(rnn.GRUCell(4)),
+                             lambda: rnn.DropoutCell(0.3),
+                             lambda: rnn.ZoneoutCell(rnn.LSTMCell(3), 0.2, 0.3),
+                             lambda: rnn.RNNCell(2)), 3, merge_outputs=False, prefix=prefix)
+    elif name == "bi_cell":
+        net = Unrolled(lambda: rnn.BidirectionalCell(rnn.LSTMCell(3), rnn.GRUCell(2)), 3,
+                       prefix=prefix)
+    elif name == "lstm_valid":
+        net = Unrolled(lambda: rnn.LSTMCell(4), 3, prefix=prefix)
+        inputs += (np.array([3, 1], dtype=np.float32),)
+    elif name == "bi_valid":
+        net = Unrolled(lambda: rnn.BidirectionalCell(rnn.LSTMCell(3), rnn.RNNCell(2)), 3,
+                       layout="TNC", prefix=prefix)
+        inputs = (data(name, (3, 2, 5)), np.array([2, 3], dtype=np.float32))
+    else:
+        raise KeyError(name)
+    return net, inputs
+
+
+CELL_CASES = ("lstm_cell", "gru_cell", "seq_cell", "modifier_cells", "bi_cell", "lstm_valid",
+              "bi_valid")

@@ -30,6 +30,7 @@ OPS = {
     'Reshape': ('Reshape', ('data',), ('shape', 'reverse', 'target_shape', 'keep_highest'), False, 1, 1),
     'SequenceLast': ('SequenceLast', ('data', 'sequence_length'), ('use_sequence_length', 'axis'), False, 1, 1),
     'SequenceMask': ('SequenceMask', ('data', 'sequence_length'), ('use_sequence_length', 'value', 'axis'), False, 1, 1),
+    'SequenceReverse': ('SequenceReverse', ('data', 'sequence_length'), ('use_sequence_length', 'axis'), False, 1, 1),
     'SliceChannel': ('SliceChannel', ('data',), ('num_outputs', 'axis', 'squeeze_axis'), False, 2, 2),
     'SoftmaxActivation': ('SoftmaxActivation', ('data',), ('mode',), False, 1, 1),
     'SwapAxis': ('SwapAxis', ('data',), ('dim1', 'dim2'), False, 1, 1),

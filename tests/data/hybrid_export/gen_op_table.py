@@ -19,7 +19,7 @@ sqrt square exp log tanh dot batch_dot slice_axis expand_dims split SliceChannel
 ones_like add_n ElementWiseSum stack abs sign negative reciprocal softsign erf slice squeeze tile
 repeat flip reverse cast Cast norm argmax argmin take pick sort broadcast_to broadcast_like
 reshape_like L2Normalization BlockGrad stop_gradient rsqrt floor ceil round cos sin
-SequenceMask SequenceLast shape_array size_array maximum minimum power
+SequenceMask SequenceLast SequenceReverse shape_array size_array maximum minimum power
 _plus_scalar _minus_scalar _rminus_scalar _mul_scalar _div_scalar _rdiv_scalar _power_scalar
 _rpower_scalar _maximum_scalar _minimum_scalar _Plus _Minus _Mul _Div _Power _PlusScalar
 _MinusScalar _RMinusScalar _MulScalar _DivScalar _RDivScalar _PowerScalar _RPowerScalar

@@ -2,7 +2,9 @@
 
 A cell is called as ``cell(x_t, states) -> (output, new_states)``; ``unroll(length, inputs,
 begin_state, layout, merge_outputs, valid_length)`` steps it over a sequence. The cells compose
-ordinary recorded ops (FullyConnected, sigmoid, ...), so their gradients come from those.
+ordinary recorded ops (FullyConnected, sigmoid, ...), so their gradients come from those; called
+with Symbols (inside a HybridBlock being recorded for ``export``) they record the same ops under
+MXNet's node names (``lstm0_t0_i2h``), as MXNet's cells do.
 Parameters are named as MXNet names them (``i2h_weight``, ``h2h_bias``; gates i, f, c, o for
 the LSTM and r, z, n for the GRU), so the cells' weights are interchangeable with the fused
 layers' and with MXNet's.
@@ -12,7 +14,9 @@ from __future__ import annotations
 import numbers
 
 from ... import ndarray as _nd
+from ... import symbol as _sym
 from ...ndarray import NDArray
+from ...symbol import Symbol
 from ..block import Block, HybridBlock
 from ..nn import LeakyReLU
 
@@ -33,8 +37,14 @@ def _cells_begin_state(cells, **kwargs):
     return sum([c.begin_state(**kwargs) for c in cells], [])
 
 
-def _get_begin_state(cell, begin_state, inputs, batch_size):
+_TENSOR_TYPES = (NDArray, Symbol)
+
+
+def _get_begin_state(cell, F, begin_state, inputs, batch_size):
     if begin_state is None:
+        if F is _sym:
+            # Batch size 0: unknown until the graph runs (MXNet's shape inference fills it in).
+            return cell.begin_state(func=F.zeros, batch_size=batch_size)
         ctx = inputs.context if isinstance(inputs, NDArray) else inputs[0].context
         with ctx:
             begin_state = cell.begin_state(func=_nd.zeros, batch_size=batch_size)
@@ -43,14 +53,23 @@ def _get_begin_state(cell, begin_state, inputs, batch_size):
 
 def _format_sequence(length, inputs, layout, merge, in_layout=None):
     """``inputs`` as one array (``merge``), a list of per-step arrays (``merge`` False) or as
-    given (``merge`` None); also the time axis of ``layout`` and the batch size."""
+    given (``merge`` None); also the time axis of ``layout``, the namespace (``nd``, or
+    ``symbol`` for Symbols) and the batch size (0 for Symbols)."""
     if inputs is None:
         raise ValueError("unroll(inputs=None) has been deprecated. "
                          "Please create input variables outside unroll.")
     axis = layout.find("T")
     batch_axis = layout.find("N")
     in_axis = in_layout.find("T") if in_layout is not None else axis
-    if isinstance(inputs, NDArray):
+    F, batch_size = _nd, 0
+    if isinstance(inputs, Symbol):
+        F = _sym
+        if merge is False:
+            if len(inputs) != 1:
+                raise ValueError("unroll doesn't allow grouped symbol as input. Please convert "
+                                 "to list with list(inputs) first or let unroll handle splitting.")
+            inputs = list(_sym.split(inputs, axis=in_axis, num_outputs=length, squeeze_axis=1))
+    elif isinstance(inputs, NDArray):
         batch_size = inputs.shape[batch_axis]
         if merge is False:
             if length is not None and length != inputs.shape[in_axis]:
@@ -62,35 +81,39 @@ def _format_sequence(length, inputs, layout, merge, in_layout=None):
         if length is not None and len(inputs) != length:
             raise ValueError("unroll: length %d does not match the %d inputs given"
                              % (length, len(inputs)))
-        batch_size = inputs[0].shape[0]
+        if isinstance(inputs[0], Symbol):
+            F = _sym
+        else:
+            batch_size = inputs[0].shape[0]
         if merge is True:
-            inputs = _nd.stack(*inputs, axis=axis)
+            inputs = F.stack(*inputs, axis=axis)
             in_axis = axis
-    if isinstance(inputs, NDArray) and axis != in_axis:
-        inputs = _nd.swapaxes(inputs, dim1=axis, dim2=in_axis)
-    return inputs, axis, batch_size
+    if isinstance(inputs, _TENSOR_TYPES) and axis != in_axis:
+        inputs = F.swapaxes(inputs, dim1=axis, dim2=in_axis)
+    return inputs, axis, F, batch_size
 
 
-def _mask_sequence_variable_length(data, length, valid_length, time_axis, merge):
-    if not isinstance(data, NDArray):
-        data = _nd.stack(*data, axis=time_axis)
-    outputs = _nd.SequenceMask(data, sequence_length=valid_length, use_sequence_length=True,
-                               axis=time_axis)
+def _mask_sequence_variable_length(F, data, length, valid_length, time_axis, merge):
+    if not isinstance(data, _TENSOR_TYPES):
+        data = F.stack(*data, axis=time_axis)
+    outputs = F.SequenceMask(data, sequence_length=valid_length, use_sequence_length=True,
+                             axis=time_axis)
     if not merge:
-        outputs = _as_list(_nd.split(outputs, num_outputs=length, axis=time_axis,
-                                     squeeze_axis=True))
+        outputs = _as_list(F.split(outputs, num_outputs=length, axis=time_axis,
+                                   squeeze_axis=True))
     return outputs
 
 
 def _reverse_sequences(sequences, unroll_step, valid_length=None):
     if valid_length is None:
         return list(reversed(sequences))
-    reversed_sequences = _nd.SequenceReverse(_nd.stack(*sequences, axis=0),
-                                             sequence_length=valid_length,
-                                             use_sequence_length=True)
-    if unroll_step > 1:
-        return _as_list(_nd.split(reversed_sequences, axis=0, num_outputs=unroll_step,
-                                  squeeze_axis=True))
+    F = _sym if isinstance(sequences[0], Symbol) else _nd
+    reversed_sequences = F.SequenceReverse(F.stack(*sequences, axis=0),
+                                           sequence_length=valid_length,
+                                           use_sequence_length=True)
+    if unroll_step > 1 or F is _sym:
+        return _as_list(F.split(reversed_sequences, axis=0, num_outputs=unroll_step,
+                                squeeze_axis=True))
     return [reversed_sequences[0]]
 
 
@@ -137,8 +160,8 @@ class RecurrentCell(Block):
         ``valid_length`` (shape ``(batch,)``) the outputs past each sequence's length are zero
         and the states are those of its last valid step."""
         self.reset()
-        inputs, axis, batch_size = _format_sequence(length, inputs, layout, False)
-        begin_state = _get_begin_state(self, begin_state, inputs, batch_size)
+        inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, False)
+        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size)
         states = begin_state
         outputs, all_states = [], []
         for i in range(length):
@@ -147,12 +170,12 @@ class RecurrentCell(Block):
             if valid_length is not None:
                 all_states.append(states)
         if valid_length is not None:
-            states = [_nd.SequenceLast(_nd.stack(*per_step, axis=0),
-                                       sequence_length=valid_length,
-                                       use_sequence_length=True, axis=0)
+            states = [F.SequenceLast(F.stack(*per_step, axis=0),
+                                     sequence_length=valid_length,
+                                     use_sequence_length=True, axis=0)
                       for per_step in zip(*all_states)]
-            outputs = _mask_sequence_variable_length(outputs, length, valid_length, axis, True)
-        outputs, _, _ = _format_sequence(length, outputs, layout, merge_outputs)
+            outputs = _mask_sequence_variable_length(F, outputs, length, valid_length, axis, True)
+        outputs, _, _, _ = _format_sequence(length, outputs, layout, merge_outputs)
         return outputs, states
 
     def _get_activation(self, F, inputs, activation, **kwargs):
@@ -160,11 +183,11 @@ class RecurrentCell(Block):
         func = {"tanh": F.tanh, "relu": F.relu, "sigmoid": F.sigmoid,
                 "softsign": F.softsign}.get(activation)
         if func:
-            return func(inputs)
+            return func(inputs, **kwargs)
         if isinstance(activation, str):
-            return F.Activation(inputs, act_type=activation)
+            return F.Activation(inputs, act_type=activation, **kwargs)
         if isinstance(activation, LeakyReLU):
-            return F.LeakyReLU(inputs, act_type="leaky", slope=activation._alpha)
+            return F.LeakyReLU(inputs, act_type="leaky", slope=activation._alpha, **kwargs)
         return activation(inputs, **kwargs)
 
     def forward(self, inputs, states):
@@ -212,9 +235,11 @@ class _GatedCell(HybridRecurrentCell):
 
     def _projections(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         rows = self._gates * self._hidden_size
-        i2h = F.FullyConnected(data=inputs, weight=i2h_weight, bias=i2h_bias, num_hidden=rows)
+        prefix = "t%d_" % self._counter
+        i2h = F.FullyConnected(data=inputs, weight=i2h_weight, bias=i2h_bias, num_hidden=rows,
+                               name=prefix + "i2h")
         h2h = F.FullyConnected(data=states[0], weight=h2h_weight, bias=h2h_bias,
-                               num_hidden=rows)
+                               num_hidden=rows, name=prefix + "h2h")
         return i2h, h2h
 
 
@@ -241,7 +266,9 @@ class RNNCell(_GatedCell):
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._projections(F, inputs, states, i2h_weight, h2h_weight, i2h_bias,
                                      h2h_bias)
-        output = self._get_activation(F, F.elemwise_add(i2h, h2h), self._activation)
+        prefix = "t%d_" % self._counter
+        output = self._get_activation(F, F.elemwise_add(i2h, h2h, name=prefix + "plus0"),
+                                      self._activation, name=prefix + "out")
         return output, [output]
 
 
@@ -271,14 +298,20 @@ class LSTMCell(_GatedCell):
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         i2h, h2h = self._projections(F, inputs, states, i2h_weight, h2h_weight, i2h_bias,
                                      h2h_bias)
-        gates = F.SliceChannel(F.elemwise_add(i2h, h2h), num_outputs=4)
-        in_gate = self._get_activation(F, gates[0], self._recurrent_activation)
-        forget_gate = self._get_activation(F, gates[1], self._recurrent_activation)
-        in_transform = self._get_activation(F, gates[2], self._activation)
-        out_gate = self._get_activation(F, gates[3], self._recurrent_activation)
-        next_c = F.elemwise_add(F.elemwise_mul(forget_gate, states[1]),
-                                F.elemwise_mul(in_gate, in_transform))
-        next_h = F.elemwise_mul(out_gate, F.Activation(next_c, act_type=self._activation))
+        prefix = "t%d_" % self._counter
+        gates = F.SliceChannel(F.elemwise_add(i2h, h2h, name=prefix + "plus0"), num_outputs=4,
+                               name=prefix + "slice")
+        gate = self._recurrent_activation
+        in_gate = self._get_activation(F, gates[0], gate, name=prefix + "i")
+        forget_gate = self._get_activation(F, gates[1], gate, name=prefix + "f")
+        in_transform = self._get_activation(F, gates[2], self._activation, name=prefix + "c")
+        out_gate = self._get_activation(F, gates[3], gate, name=prefix + "o")
+        next_c = F.elemwise_add(F.elemwise_mul(forget_gate, states[1], name=prefix + "mul0"),
+                                F.elemwise_mul(in_gate, in_transform, name=prefix + "mul1"),
+                                name=prefix + "state")
+        next_h = F.elemwise_mul(out_gate, F.Activation(next_c, act_type=self._activation,
+                                                       name=prefix + "activation0"),
+                                name=prefix + "out")
         return next_h, [next_h, next_c]
 
 
@@ -307,15 +340,23 @@ class GRUCell(_GatedCell):
         prev_h = states[0]
         i2h, h2h = self._projections(F, inputs, states, i2h_weight, h2h_weight, i2h_bias,
                                      h2h_bias)
-        i2h_r, i2h_z, i2h = F.SliceChannel(i2h, num_outputs=3)
-        h2h_r, h2h_z, h2h = F.SliceChannel(h2h, num_outputs=3)
-        reset_gate = F.Activation(F.elemwise_add(i2h_r, h2h_r), act_type="sigmoid")
-        update_gate = F.Activation(F.elemwise_add(i2h_z, h2h_z), act_type="sigmoid")
-        new_h = F.Activation(F.elemwise_add(i2h, F.elemwise_mul(reset_gate, h2h)),
-                             act_type="tanh")
-        ones = F.ones_like(update_gate)
-        next_h = F.elemwise_add(F.elemwise_mul(F.elemwise_sub(ones, update_gate), new_h),
-                                F.elemwise_mul(update_gate, prev_h))
+        prefix = "t%d_" % self._counter
+        i2h_r, i2h_z, i2h = F.SliceChannel(i2h, num_outputs=3, name=prefix + "i2h_slice")
+        h2h_r, h2h_z, h2h = F.SliceChannel(h2h, num_outputs=3, name=prefix + "h2h_slice")
+        reset_gate = F.Activation(F.elemwise_add(i2h_r, h2h_r, name=prefix + "plus0"),
+                                  act_type="sigmoid", name=prefix + "r_act")
+        update_gate = F.Activation(F.elemwise_add(i2h_z, h2h_z, name=prefix + "plus1"),
+                                   act_type="sigmoid", name=prefix + "z_act")
+        new_h = F.Activation(F.elemwise_add(i2h, F.elemwise_mul(reset_gate, h2h,
+                                                                name=prefix + "mul0"),
+                                            name=prefix + "plus2"),
+                             act_type="tanh", name=prefix + "h_act")
+        ones = F.ones_like(update_gate, name=prefix + "ones_like0")
+        next_h = F.elemwise_add(F.elemwise_mul(F.elemwise_sub(ones, update_gate,
+                                                              name=prefix + "minus0"),
+                                               new_h, name=prefix + "mul1"),
+                                F.elemwise_mul(update_gate, prev_h, name=prefix + "mul20"),
+                                name=prefix + "out")
         return next_h, [next_h]
 
 
@@ -357,9 +398,9 @@ class _SequentialCells:
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
         self.reset()
-        inputs, _, batch_size = _format_sequence(length, inputs, layout, None)
+        inputs, _, F, batch_size = _format_sequence(length, inputs, layout, None)
         num_cells = len(self._children)
-        begin_state = _get_begin_state(self, begin_state, inputs, batch_size)
+        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size)
         p = 0
         next_states = []
         for i, cell in enumerate(self._children.values()):
@@ -418,15 +459,16 @@ class DropoutCell(HybridRecurrentCell):
 
     def hybrid_forward(self, F, inputs, states):
         if self._rate > 0:
-            inputs = F.Dropout(data=inputs, p=self._rate, axes=self._axes)
+            inputs = F.Dropout(data=inputs, p=self._rate, axes=self._axes,
+                               name="t%d_fwd" % self._counter)
         return inputs, states
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
         self.reset()
-        inputs, _, _ = _format_sequence(length, inputs, layout, merge_outputs)
-        if isinstance(inputs, NDArray):
-            return self.hybrid_forward(_nd, inputs, begin_state if begin_state else [])
+        inputs, _, F, _ = _format_sequence(length, inputs, layout, merge_outputs)
+        if isinstance(inputs, _TENSOR_TYPES):
+            return self.hybrid_forward(F, inputs, begin_state if begin_state else [])
         return super().unroll(length, inputs, begin_state=begin_state, layout=layout,
                               merge_outputs=merge_outputs, valid_length=None)
 
@@ -518,7 +560,7 @@ class ResidualCell(ModifierCell):
 
     def hybrid_forward(self, F, inputs, states):
         output, states = self.base_cell(inputs, states)
-        return F.elemwise_add(output, inputs), states
+        return F.elemwise_add(output, inputs, name="t%d_fwd" % self._counter), states
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
@@ -531,15 +573,16 @@ class ResidualCell(ModifierCell):
                                                     valid_length=valid_length)
         finally:
             self.base_cell._modified = True
-        merge_outputs = isinstance(outputs, NDArray) if merge_outputs is None else merge_outputs
-        inputs, axis, _ = _format_sequence(length, inputs, layout, merge_outputs)
+        if merge_outputs is None:
+            merge_outputs = isinstance(outputs, _TENSOR_TYPES)
+        inputs, axis, F, _ = _format_sequence(length, inputs, layout, merge_outputs)
         if valid_length is not None:
-            inputs = _mask_sequence_variable_length(inputs, length, valid_length, axis,
+            inputs = _mask_sequence_variable_length(F, inputs, length, valid_length, axis,
                                                     merge_outputs)
         if merge_outputs:
-            outputs = _nd.elemwise_add(outputs, inputs)
+            outputs = F.elemwise_add(outputs, inputs)
         else:
-            outputs = [_nd.elemwise_add(i, j) for i, j in zip(outputs, inputs)]
+            outputs = [F.elemwise_add(i, j) for i, j in zip(outputs, inputs)]
         return outputs, states
 
 
@@ -572,9 +615,9 @@ class BidirectionalCell(HybridRecurrentCell):
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
         self.reset()
-        inputs, axis, batch_size = _format_sequence(length, inputs, layout, False)
+        inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, False)
         reversed_inputs = list(_reverse_sequences(inputs, length, valid_length))
-        begin_state = _get_begin_state(self, begin_state, inputs, batch_size)
+        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size)
         states = begin_state
         l_cell, r_cell = self._children.values()
         n_left = len(l_cell.state_info(batch_size))
@@ -586,20 +629,21 @@ class BidirectionalCell(HybridRecurrentCell):
                                             merge_outputs=False, valid_length=valid_length)
         reversed_r_outputs = _reverse_sequences(r_outputs, length, valid_length)
         if merge_outputs is None:
-            merge_outputs = isinstance(l_outputs, NDArray)
-            l_outputs, _, _ = _format_sequence(None, l_outputs, layout, merge_outputs)
-            reversed_r_outputs, _, _ = _format_sequence(None, reversed_r_outputs, layout,
-                                                        merge_outputs)
+            merge_outputs = isinstance(l_outputs, _TENSOR_TYPES)
+            l_outputs, _, _, _ = _format_sequence(None, l_outputs, layout, merge_outputs)
+            reversed_r_outputs, _, _, _ = _format_sequence(None, reversed_r_outputs, layout,
+                                                           merge_outputs)
         if merge_outputs:
-            if not isinstance(reversed_r_outputs, NDArray):
+            if isinstance(reversed_r_outputs, list):
                 # (Already merged when merge_outputs was None: MXNet stacks it again there, on
                 # the wrong axis; see docs/compat.md.)
-                reversed_r_outputs = _nd.stack(*reversed_r_outputs, axis=axis)
-            outputs = _nd.concat(l_outputs, reversed_r_outputs, dim=2)
+                reversed_r_outputs = F.stack(*reversed_r_outputs, axis=axis)
+            outputs = F.concat(l_outputs, reversed_r_outputs, dim=2,
+                               name="%sout" % self._output_prefix)
         else:
-            outputs = [_nd.concat(l_o, r_o, dim=1)
-                       for l_o, r_o in zip(l_outputs, reversed_r_outputs)]
+            outputs = [F.concat(l_o, r_o, dim=1, name="%st%d" % (self._output_prefix, i))
+                       for i, (l_o, r_o) in enumerate(zip(l_outputs, reversed_r_outputs))]
         if valid_length is not None:
-            outputs = _mask_sequence_variable_length(outputs, length, valid_length, axis,
+            outputs = _mask_sequence_variable_length(F, outputs, length, valid_length, axis,
                                                      merge_outputs)
         return outputs, l_states + r_states
