@@ -15,6 +15,7 @@ from .. import symbol as _sym
 from ..ndarray import NDArray
 from ..symbol import MXNetSymbolError, Symbol
 from ..symbol.symbol import _topological
+from . import _unknown_dims as _dims
 from .block import HybridBlock
 from .parameter import DeferredInitializationError, ParameterDict
 
@@ -164,7 +165,7 @@ _DIRECT = {
     "transpose", "expand_dims", "squeeze", "slice", "slice_axis", "tile", "repeat", "flip",
     "reverse", "softmax", "log_softmax", "SoftmaxActivation", "mean", "sum", "max", "min", "norm",
     "argmax", "argmin", "dot", "batch_dot", "where", "zeros_like", "ones_like", "take", "pick",
-    "sort", "L2Normalization", "SequenceMask", "SequenceLast",
+    "sort", "L2Normalization", "SequenceMask", "SequenceLast", "SequenceReverse", "swapaxes",
 }
 
 
@@ -205,6 +206,7 @@ class SymbolBlock(HybridBlock):
         self._input_names = input_names
         self._graph = outputs
         self._nodes = _topological(outputs._heads)
+        self._order = {id(node): i for i, node in enumerate(self._nodes)}
         self._runners = {id(node): _runner(node) for node in self._nodes
                          if not node.is_variable()}
         unknown = set(input_names) - set(outputs.list_inputs())
@@ -243,6 +245,8 @@ class SymbolBlock(HybridBlock):
         ctx = x.context if isinstance(x, NDArray) else None
         given = dict(zip(self._input_names, arrays))
         values = {}
+        # Nodes waiting for unknown dimensions (zeros of batch size 0): id -> output shapes.
+        deferred = {}
         for node in self._nodes:
             if node.is_variable():
                 if node.name in given:
@@ -257,20 +261,79 @@ class SymbolBlock(HybridBlock):
                         % node.name) from None
                 continue
             fn, attrs = self._runners[id(node)]
-            inputs = []
-            for src, index, _ in node.inputs:
-                outs = values[id(src)]
+            if node.op in ("_zeros", "_ones") and _dims.has_unknown(attrs.get("shape")):
+                deferred[id(node)] = [_dims.placeholder_shape(attrs["shape"])]
+                continue
+            if any(id(src) in deferred for src, _, _ in node.inputs):
+                if not self._meet_unknown(node, attrs, values, deferred):
+                    continue
+            self._run(node, values)
+        missing = [node.name for node, _ in self._graph._heads if id(node) in deferred]
+        if missing:
+            raise MXNetSymbolError(
+                "SymbolBlock cannot run the graph: the unknown (0) dimensions of its zeros/ones "
+                "nodes (begin states recorded with batch size 0) are not fixed by any array "
+                "they meet on the way to output %r" % missing[0])
+        outs = [values[id(node)][index] for node, index in self._graph._heads]
+        return outs[0] if len(outs) == 1 else outs
+
+    def _run(self, node, values):
+        fn, attrs = self._runners[id(node)]
+        inputs = []
+        for src, index, _ in node.inputs:
+            outs = values[id(src)]
+            if index >= len(outs):
+                raise MXNetSymbolError("node %r uses output %d of %r, which is not computed "
+                                       "here" % (node.name, index, src.name))
+            inputs.append(outs[index])
+        try:
+            result = fn(*inputs, **attrs)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)("SymbolBlock node %r (%s): %s" % (node.name, node.op, exc)) from exc
+        values[id(node)] = list(result) if isinstance(result, (list, tuple)) else [result]
+
+    def _meet_unknown(self, node, attrs, values, deferred):
+        """For ``node``, some of whose inputs wait for unknown dimensions: infer its output
+        shapes; when that fixes every unknown dimension its inputs wait for, run them and
+        return True (``node`` runs next); else defer ``node`` too and return False."""
+        shapes = []
+        for src, index, _ in node.inputs:
+            if id(src) in deferred:
+                outs = deferred[id(src)]
                 if index >= len(outs):
                     raise MXNetSymbolError("node %r uses output %d of %r, which is not computed "
                                            "here" % (node.name, index, src.name))
-                inputs.append(outs[index])
-            try:
-                result = fn(*inputs, **attrs)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)("SymbolBlock node %r (%s): %s" % (node.name, node.op, exc)) from exc
-            values[id(node)] = list(result) if isinstance(result, (list, tuple)) else [result]
-        outs = [values[id(node)][index] for node, index in self._graph._heads]
-        return outs[0] if len(outs) == 1 else outs
+                shapes.append(outs[index])
+            else:
+                shapes.append(tuple(values[id(src)][index].shape))
+        out_shapes = _dims.infer(node.op, attrs, shapes)
+        waiting = self._deferred_ancestors(node, deferred)
+        roots = [n for n in waiting if not any(id(src) in deferred for src, _, _ in n.inputs)]
+        if all(_dims.resolved(deferred[id(n)][0]) is not None for n in roots):
+            for ancestor in waiting:     # in graph order: each after its inputs
+                if ancestor in roots:
+                    fn, root_attrs = self._runners[id(ancestor)]
+                    shape = _dims.resolved(deferred[id(ancestor)][0])
+                    values[id(ancestor)] = [fn(**dict(root_attrs, shape=shape))]
+                else:
+                    self._run(ancestor, values)
+                del deferred[id(ancestor)]
+            return True
+        if out_shapes is None:
+            raise MXNetSymbolError(
+                "SymbolBlock cannot run node %r (%s): the unknown (0) dimensions of the zeros/ones "
+                "it takes are not fixed by its other inputs" % (node.name, node.op))
+        deferred[id(node)] = out_shapes
+        return False
+
+    def _deferred_ancestors(self, node, deferred):
+        found, stack = {}, [node]
+        while stack:
+            for src, _, _ in stack.pop().inputs:
+                if id(src) in deferred and id(src) not in found:
+                    found[id(src)] = src
+                    stack.append(src)
+        return sorted(found.values(), key=lambda n: self._order[id(n)])
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError

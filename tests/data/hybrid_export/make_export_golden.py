@@ -1,7 +1,8 @@
 """Writes the export golden data with real MXNet 1.9.1: for each network of tests/export_cases.py,
 MXNet's own export (NAME-symbol.json, NAME-0000.params) after a hybridized forward, and the input
-and MXNet's output on the seeded weights (NAME-io.npz); for a few model-zoo networks the SHA-256
-of MXNet's two files (model_zoo-sha256.json).
+and MXNet's output on the seeded weights (NAME-io.npz; the recurrent-cell cases, which may take
+several inputs, store them as x0, x1, ...); for a few model-zoo networks the SHA-256 of MXNet's
+two files (model_zoo-sha256.json).
 
 Run from the repository root in a venv that has MXNet:
     python tests/data/hybrid_export/make_export_golden.py
@@ -17,7 +18,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # tests/
 
-from export_cases import CASES, ZOO, build, build_zoo, set_weights  # noqa: E402
+from export_cases import (CASES, CELL_CASES, ZOO, build, build_cell, build_zoo,  # noqa: E402
+                          set_weights)
 
 
 def main():
@@ -30,6 +32,17 @@ def main():
         out = net(mx.nd.array(x)).asnumpy()
         net.export(os.path.join(HERE, name))
         np.savez(os.path.join(HERE, name + "-io.npz"), x=x, out=out)
+        print(name, out.shape)
+    for name in CELL_CASES:
+        net, inputs = build_cell(name, mx)
+        net.initialize()
+        net.hybridize()
+        net(*[mx.nd.array(x) for x in inputs])
+        set_weights(net, mx)
+        out = net(*[mx.nd.array(x) for x in inputs]).asnumpy()
+        net.export(os.path.join(HERE, name))
+        np.savez(os.path.join(HERE, name + "-io.npz"), out=out,
+                 **{"x%d" % i: x for i, x in enumerate(inputs)})
         print(name, out.shape)
     digests = {}
     for name in ZOO:

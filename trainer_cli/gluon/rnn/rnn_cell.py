@@ -26,7 +26,8 @@ __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCe
 
 
 def _as_list(obj):
-    return list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    """A list of arrays: a split's outputs (a list, or one grouped Symbol) or one array."""
+    return list(obj) if isinstance(obj, (list, tuple, Symbol)) else [obj]
 
 
 def _cells_state_info(cells, batch_size):

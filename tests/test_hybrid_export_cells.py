@@ -1,0 +1,74 @@
+"""Recurrent cells unrolled inside a HybridBlock, against real MXNet 1.9.1: tests/data/hybrid_export
+holds MXNet's own export of each network of export_cases.CELL_CASES and its output
+(make_export_golden.py). Our export must be MXNet's files byte for byte, and SymbolBlock.imports of
+MXNet's files (begin states recorded with batch size 0) must give MXNet's output."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import trainer_cli as mx
+from trainer_cli import gluon, nd
+from trainer_cli import symbol as sym
+
+from export_cases import CELL_CASES, build_cell, set_weights
+
+HERE = os.path.join(os.path.dirname(__file__), "data", "hybrid_export")
+
+
+def golden(name):
+    with np.load(os.path.join(HERE, name + "-io.npz"), allow_pickle=False) as f:
+        inputs = tuple(f["x%d" % i] for i in range(len(f.files) - 1))
+        return inputs, f["out"]
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("name", CELL_CASES)
+def test_unrolled_cells_export_mxnets_files(name, tmp_path):
+    inputs, expected = golden(name)
+    net, _ = build_cell(name, mx)
+    net.initialize()
+    net.hybridize()
+    net(*[nd.array(x) for x in inputs])
+    set_weights(net, mx)
+    out = net(*[nd.array(x) for x in inputs]).asnumpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    net.export(str(tmp_path / name))
+    assert read(tmp_path / (name + "-symbol.json")) == read(os.path.join(HERE, name + "-symbol.json"))
+    assert read(tmp_path / (name + "-0000.params")) == read(os.path.join(HERE, name + "-0000.params"))
+
+
+@pytest.mark.parametrize("name", CELL_CASES)
+def test_symbolblock_runs_mxnets_cell_exports(name):
+    inputs, expected = golden(name)
+    names = ["data"] if len(inputs) == 1 else ["data%d" % i for i in range(len(inputs))]
+    block = gluon.SymbolBlock.imports(os.path.join(HERE, name + "-symbol.json"), names,
+                                      os.path.join(HERE, name + "-0000.params"))
+    out = block(*[nd.array(x) for x in inputs]).asnumpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    # Another batch size: the begin states take it from the data.
+    batch_axis = build_cell(name, mx)[0]._layout.find("N")
+    wider = [np.concatenate([x, x], axis=batch_axis if i == 0 else 0)
+             for i, x in enumerate(inputs)]
+    out2 = block(*[nd.array(x) for x in wider]).asnumpy()
+    np.testing.assert_allclose(out2[:len(expected)], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_zeros_whose_batch_nothing_fixes_are_refused(tmp_path):
+    data = sym.var("data")
+    both = sym.Group([sym.elemwise_add(sym.relu(sym.zeros(shape=(0, 3), name="s")), data)])
+    both.save(str(tmp_path / "ok-symbol.json"))
+    block = gluon.SymbolBlock.imports(str(tmp_path / "ok-symbol.json"), ["data"])
+    np.testing.assert_array_equal(block(nd.ones((4, 3))).asnumpy(), np.ones((4, 3)))
+    lonely = sym.Group([sym.elemwise_add(sym.relu(sym.zeros(shape=(0, 3), name="s")),
+                                         sym.zeros(shape=(0, 3), name="t")), data])
+    lonely.save(str(tmp_path / "lonely-symbol.json"))
+    block = gluon.SymbolBlock.imports(str(tmp_path / "lonely-symbol.json"), ["data"])
+    with pytest.raises(sym.MXNetSymbolError, match="unknown \\(0\\) dimensions"):
+        block(nd.ones((4, 3)))
