@@ -72,3 +72,9 @@ def test_zeros_whose_batch_nothing_fixes_are_refused(tmp_path):
     block = gluon.SymbolBlock.imports(str(tmp_path / "lonely-symbol.json"), ["data"])
     with pytest.raises(sym.MXNetSymbolError, match="unknown \\(0\\) dimensions"):
         block(nd.ones((4, 3)))
+    through = sym.Group([sym.elemwise_add(sym.reshape(sym.zeros(shape=(0, 3), name="s"),
+                                                      shape=(-1, 3)), data)])
+    through.save(str(tmp_path / "through-symbol.json"))
+    block = gluon.SymbolBlock.imports(str(tmp_path / "through-symbol.json"), ["data"])
+    with pytest.raises(sym.MXNetSymbolError, match="\\(Reshape\\).*through operator 'Reshape'"):
+        block(nd.ones((4, 3)))

@@ -306,7 +306,11 @@ class SymbolBlock(HybridBlock):
                 shapes.append(outs[index])
             else:
                 shapes.append(tuple(values[id(src)][index].shape))
-        out_shapes = _dims.infer(node.op, attrs, shapes)
+        try:
+            out_shapes = _dims.infer(node.op, attrs, shapes)
+        except (IndexError, KeyError, TypeError, ValueError) as exc:
+            raise MXNetSymbolError("SymbolBlock node %r (%s): %s" % (node.name, node.op, exc)) \
+                from exc
         waiting = self._deferred_ancestors(node, deferred)
         roots = [n for n in waiting if not any(id(src) in deferred for src, _, _ in n.inputs)]
         if all(_dims.resolved(deferred[id(n)][0]) is not None for n in roots):
