@@ -78,3 +78,37 @@ def test_zeros_whose_batch_nothing_fixes_are_refused(tmp_path):
     block = gluon.SymbolBlock.imports(str(tmp_path / "through-symbol.json"), ["data"])
     with pytest.raises(sym.MXNetSymbolError, match="\\(Reshape\\).*through operator 'Reshape'"):
         block(nd.ones((4, 3)))
+
+
+def test_a_cell_stepped_in_hybrid_forward_records_without_disturbing_the_eager_run(tmp_path):
+    rnn = gluon.rnn
+
+    class Step(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.cell = rnn.ZoneoutCell(rnn.LSTMCell(3, input_size=4), 0.3, 0.3)
+
+        def hybrid_forward(self, F, x):
+            states = self.cell.begin_state(batch_size=2, func=F.zeros)
+            outs = []
+            for t in range(2):
+                out, states = self.cell(F.reshape(F.slice_axis(x, axis=1, begin=t, end=t + 1),
+                                                  (0, -1)), states)
+                outs.append(out)
+            return F.concat(*outs, dim=1)
+
+    net = Step(prefix="step_")
+    net.initialize(mx.init.Xavier())
+    x = nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 2, 4)))
+    eager = net(x).asnumpy()
+    net.cell.reset()
+    net.hybridize()
+    np.testing.assert_array_equal(net(x).asnumpy(), eager)   # the recording left the cell alone
+    net.export(str(tmp_path / "step"))
+    graph = sym.load(str(tmp_path / "step-symbol.json"))
+    names = [n for n in graph.get_internals().list_outputs() if n.endswith("_out_output")]
+    assert names == ["step_lstm0_t0_out_output", "step_lstm0_t1_out_output"]
+    block = gluon.SymbolBlock.imports(str(tmp_path / "step-symbol.json"), ["data"],
+                                      str(tmp_path / "step-0000.params"))
+    np.testing.assert_allclose(block(x).asnumpy(), eager, rtol=1e-6, atol=1e-7)

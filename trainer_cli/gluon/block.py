@@ -111,6 +111,10 @@ def _indent(text, spaces):
 class Block:
     """Base class of every layer and model: owns parameters and child blocks."""
 
+    # Attributes a block changes as a graph is built through it (a recurrent cell's step
+    # counter): recording a graph for export leaves them as they were.
+    _per_graph_attrs = ()
+
     def __init__(self, prefix=None, params=None):
         sa = object.__setattr__
         sa(self, "_empty_prefix", prefix == "")
@@ -393,8 +397,17 @@ class HybridBlock(Block):
                             % ", ".join(type(a).__name__ for a in args))
         names = ["data"] if len(args) == 1 else ["data%d" % i for i in range(len(args))]
         inputs = [_sym.var(name) for name in names]
-        with _naming.NameManager():
-            out = self(*inputs)
+        kept = []
+        self.apply(lambda b: kept.append((b, [(a, getattr(b, a)) for a in b._per_graph_attrs]))
+                   if b._per_graph_attrs else None)
+        try:
+            with _naming.NameManager():
+                out = self(*inputs)
+        finally:
+            # The eager calls go on from where they were, as if nothing had been recorded.
+            for block, values in kept:
+                for attr, value in values:
+                    object.__setattr__(block, attr, value)
         outs = out if isinstance(out, (list, tuple)) else [out]
         if not all(isinstance(o, Symbol) for o in outs):
             raise TypeError("%s.hybrid_forward returned %s, not Symbols, when called with Symbols"

@@ -121,6 +121,8 @@ def _reverse_sequences(sequences, unroll_step, valid_length=None):
 class RecurrentCell(Block):
     """Base class of the cells: begin states, ``unroll``, and the step counter."""
 
+    _per_graph_attrs = ("_counter", "_init_counter")
+
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
         self._modified = False
@@ -513,6 +515,8 @@ class ModifierCell(HybridRecurrentCell):
 class ZoneoutCell(ModifierCell):
     """Zoneout: in training, each output and state unit keeps its previous value with
     probability ``zoneout_outputs`` / ``zoneout_states``."""
+
+    _per_graph_attrs = ("_counter", "_init_counter", "_prev_output")
 
     def __init__(self, base_cell, zoneout_outputs=0., zoneout_states=0.):
         if isinstance(base_cell, BidirectionalCell):
