@@ -83,9 +83,14 @@ def test_random_resized_crop_draws_mxnets_crop_from_python_random():
     numpy.testing.assert_array_equal(numpy.stack(crops), G["random_resized_crop_seeds0to4"])
 
 
-def test_unavailable_interpolation_says_so():
-    with pytest.raises(NotImplementedError, match="interpolation=2"):
-        T.Resize((20, 9), interpolation=2)(_u8(G["img"]))
+def test_bicubic_area_lanczos_resize_are_opencvs_as_in_mx_image():
+    # nd.image.resize and mx.image.imresize both call cv::resize: the same golden pixels
+    golden = numpy.load(os.path.join(HERE, "..", "mxnet_image", "image_golden.npz"))
+    for interp in (2, 3, 4):
+        got = T.Resize((10, 7), interpolation=interp)(_u8(golden["img"])).asnumpy()
+        numpy.testing.assert_array_equal(got, golden["imresize_u8_%d_10x7" % interp])
+    with pytest.raises(NotImplementedError, match="interpolation=5"):
+        T.Resize((20, 9), interpolation=5)(_u8(G["img"]))
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])

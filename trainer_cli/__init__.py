@@ -30,6 +30,7 @@ _ALIASES = {
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "kvstore": "kvstore", "kv": "kvstore",
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
     "metric": "metric", "io": "io", "sym": "symbol", "symbol": "symbol",
+    "image": "image", "img": "image",
 }
 
 # MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one
@@ -41,7 +42,6 @@ _ABSENT = {
     "np": "NumPy-compatible array API (mxnet.numpy)", "numpy": "NumPy-compatible array API (mxnet.numpy)",
     "npx": "NumPy extension API (mxnet.numpy_extension)",
     "numpy_extension": "NumPy extension API (mxnet.numpy_extension)",
-    "image": "image API (mxnet.image)", "img": "image API (mxnet.image)",
     "rnn": "symbolic RNN cells (mxnet.rnn; Gluon's are gluon.rnn)",
     "profiler": "profiler (mxnet.profiler)", "visualization": "graph plotting (mxnet.visualization)",
     "viz": "graph plotting (mxnet.visualization)", "callback": "Module callbacks (mxnet.callback)",

@@ -15,6 +15,7 @@ import os
 import numpy
 
 from ...._bounded import MiB, read_regular
+from ....base import MXNetError
 
 __all__ = ["imread", "imdecode", "ImageFileError", "MAX_FILE_BYTES", "MAX_PIXELS"]
 
@@ -22,8 +23,8 @@ MAX_FILE_BYTES = 256 * MiB
 MAX_PIXELS = 1 << 28
 
 
-class ImageFileError(ValueError):
-    """An image file that cannot be read or decoded."""
+class ImageFileError(MXNetError, ValueError):
+    """An image file that cannot be read or decoded (MXNet raises MXNetError there)."""
 
 
 def _pillow():
