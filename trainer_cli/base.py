@@ -15,7 +15,9 @@ ordinary ``except ValueError`` catch them. This module imports nothing of traine
 layer may raise these.
 """
 
-__all__ = ["MXNetError", "ShapeError", "StorageTypeError", "NotInTrainerCLIError"]
+import os
+
+__all__ = ["MXNetError", "ShapeError", "StorageTypeError", "NotInTrainerCLIError", "data_dir"]
 
 
 class MXNetError(RuntimeError):
@@ -89,3 +91,8 @@ class AbsentModuleFinder:
         if parent == self._package and name in self._absent:
             raise ModuleNotFoundError(absent_message(fullname, self._absent[name]), name=fullname)
         return None
+
+
+def data_dir() -> str:
+    """MXNet's data folder: ``$MXNET_HOME``, else ``~/.mxnet``."""
+    return os.getenv("MXNET_HOME", os.path.join(os.path.expanduser("~"), ".mxnet"))

@@ -1,4 +1,4 @@
-"""``trainer_cli.contrib``: MXNet's ``mxnet.contrib`` names that Gluon training code uses (``amp``)."""
-from . import amp
+"""``trainer_cli.contrib``: MXNet's ``mxnet.contrib`` names that Gluon training code uses (``amp``, ``text``)."""
+from . import amp, text
 
-__all__ = ["amp"]
+__all__ = ["amp", "text"]
