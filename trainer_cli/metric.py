@@ -12,6 +12,10 @@ Differences from MXNet 1.9, all on purpose:
 - ``f1`` counts true/false positives over everything seen (MXNet's ``average='micro'``), for
   the positive class 1 with two classes and as the mean over classes (macro) with more.
 
+MXNet's other metrics (``MCC``, ``NegativeLogLikelihood``/``NLL``, ``PearsonCorrelation``,
+``Loss``, ``CustomMetric`` and ``np()``, ``CompositeEvalMetric``) are here for Python code, with
+MXNet's numbers; ``create`` takes MXNet's lists and callables too.
+
 Config names are the snake-case class names (``TopKAccuracy`` -> ``top_k_accuracy``): ``create``,
 ``names`` and ``lookup`` are the registry (the runner and :mod:`trainer_cli.config.names` use
 them).
@@ -25,7 +29,9 @@ import numpy
 from ._naming import snake_case
 
 __all__ = ["EvalMetric", "Accuracy", "TopKAccuracy", "MAE", "MSE", "RMSE", "CrossEntropy",
-           "Perplexity", "F1", "create", "names", "lookup"]
+           "Perplexity", "F1", "MCC", "NegativeLogLikelihood", "NLL", "PearsonCorrelation",
+           "Loss", "Torch", "Caffe", "CustomMetric", "np", "CompositeEvalMetric", "create",
+           "names", "lookup", "check_label_shapes"]
 
 
 def _host(x) -> numpy.ndarray:
@@ -130,7 +136,22 @@ class EvalMetric:
             self.update([label], [pred])
 
     def get_name_value(self):
-        return [self.get()]
+        """``[(name, value), ...]``: one pair, or one per metric of a composite."""
+        name, value = self.get()
+        if not isinstance(name, list):
+            name, value = [name], [value]
+        return list(zip(name, value))
+
+    # MXNet's "global" statistics are those since the last reset(); here reset_local() is
+    # reset() and the global values are the local ones (docs/compat.md).
+    def reset_local(self):
+        self.reset()
+
+    def get_global(self):
+        return self.get()
+
+    def get_global_name_value(self):
+        return self.get_name_value()
 
     # JSON-able accumulators, for checkpoints (floats round-trip exactly through JSON).
     def get_state(self) -> dict:
@@ -357,6 +378,273 @@ class F1(EvalMetric):
         self._counts = {int(c): [int(x) for x in v] for c, v in state["counts"]}
 
 
+def check_label_shapes(labels, preds, wrap=False, shape=False):
+    """MXNet's check: the same number of labels and predictions (or the same shapes with
+    ``shape``); with ``wrap`` a single array becomes a list of one."""
+    if not shape:
+        label_shape, pred_shape = len(labels), len(preds)
+    else:
+        label_shape, pred_shape = labels.shape, preds.shape
+    if label_shape != pred_shape:
+        raise ValueError("Shape of labels {} does not match shape of predictions {}".format(
+            label_shape, pred_shape))
+    if wrap:
+        if not isinstance(labels, (list, tuple)):
+            labels = [labels]
+        if not isinstance(preds, (list, tuple)):
+            preds = [preds]
+    return labels, preds
+
+
+class MCC(EvalMetric):
+    """Matthews correlation coefficient of binary predictions (the arg-max of 2 columns):
+    ``average='macro'`` averages each ``update``'s value, ``'micro'`` counts over everything."""
+
+    def __init__(self, name="mcc", output_names=None, label_names=None, average="macro"):
+        self._average = average
+        super().__init__(name, output_names, label_names)
+
+    def reset(self):
+        super().reset()
+        self._counts = [0, 0, 0, 0]      # tp, fp, fn, tn since the last reset (or update, macro)
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in _pairs(labels, preds):
+            label = label.astype(numpy.int32)
+            pred_label = numpy.argmax(pred, axis=1)
+            check_label_shapes(label, pred)
+            if len(numpy.unique(label)) > 2:
+                raise ValueError("MCC currently only supports binary classification.")
+            pred_true, label_true = pred_label == 1, label == 1
+            self._counts[0] += int((pred_true & label_true).sum())
+            self._counts[1] += int((pred_true & ~label_true).sum())
+            self._counts[2] += int((~pred_true & label_true).sum())
+            self._counts[3] += int((~pred_true & ~label_true).sum())
+        if self._average == "macro":
+            self.sum_metric += self._mcc()
+            self.num_inst += 1
+            self._counts = [0, 0, 0, 0]
+        else:
+            total = sum(self._counts)
+            self.sum_metric = self._mcc() * total
+            self.num_inst = total
+
+    def _mcc(self):
+        tp, fp, fn, tn = (float(c) for c in self._counts)
+        if not tp + fp + fn + tn:
+            return 0.0
+        denom = 1.0
+        for term in (tp + fp, tp + fn, tn + fp, tn + fn):
+            if term != 0.0:
+                denom *= term
+        return (tp * tn - fp * fn) / numpy.sqrt(denom)
+
+    def get_state(self) -> dict:
+        return dict(super().get_state(), counts=list(self._counts))
+
+    def set_state(self, state: dict):
+        super().set_state(state)
+        self._counts = [int(c) for c in state["counts"]]
+
+
+class NegativeLogLikelihood(EvalMetric):
+    """Mean of ``-log(p[label] + eps)`` over the samples, ``pred`` holding probabilities."""
+
+    def __init__(self, eps=1e-12, name="nll-loss", output_names=None, label_names=None):
+        self.eps = eps
+        super().__init__(name, output_names, label_names)
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in _pairs(labels, preds):
+            label = label.ravel()
+            num_examples = pred.shape[0]
+            if label.shape[0] != num_examples:
+                raise ValueError("NLL: %d labels for %d predictions" % (label.shape[0],
+                                                                        num_examples))
+            prob = pred[numpy.arange(num_examples, dtype=numpy.int64), numpy.int64(label)]
+            self.sum_metric += float((-numpy.log(prob + self.eps)).sum())
+            self.num_inst += num_examples
+
+
+NLL = NegativeLogLikelihood
+
+
+class PearsonCorrelation(EvalMetric):
+    """Pearson correlation of predictions and labels: ``'macro'`` averages each batch's,
+    ``'micro'`` is that of everything seen (running means and sums of squares, MXNet's)."""
+
+    def __init__(self, name="pearsonr", output_names=None, label_names=None, average="macro"):
+        self.average = average
+        super().__init__(name, output_names, label_names)
+
+    def reset(self):
+        super().reset()
+        self._label_stats = [0, 0.0, 0.0]      # count, mean, sum of squared deviations
+        self._pred_stats = [0, 0.0, 0.0]
+        self._cov = 0.0
+
+    @staticmethod
+    def _update_variance(values, stats):
+        count, mean, m_2 = stats
+        count += len(values)
+        delta = values - mean
+        mean += numpy.sum(delta / count)
+        m_2 += numpy.sum(delta * (values - mean))
+        return [count, mean, m_2]
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in _pairs(labels, preds):
+            check_label_shapes(label, pred, False, True)
+            label = label.ravel().astype(numpy.float64)
+            pred = pred.ravel().astype(numpy.float64)
+            self.num_inst += 1
+            if self.average == "macro":
+                self.sum_metric += float(numpy.corrcoef(pred, label)[0, 1])
+            else:
+                self._label_stats = self._update_variance(label, self._label_stats)
+                self._cov += float(numpy.sum((label - self._label_stats[1])
+                                             * (pred - self._pred_stats[1])))
+                self._pred_stats = self._update_variance(pred, self._pred_stats)
+
+    def get(self):
+        if self.num_inst == 0:
+            return self.name, float("nan")
+        if self.average == "macro":
+            return self.name, self.sum_metric / self.num_inst
+        n = self._label_stats[0]
+        return self.name, float(self._cov / ((n - 1) * numpy.sqrt(self._pred_stats[2] / (n - 1))
+                                             * numpy.sqrt(self._label_stats[2] / (n - 1))))
+
+    def get_state(self) -> dict:
+        return dict(super().get_state(), label_stats=[float(v) for v in self._label_stats],
+                    pred_stats=[float(v) for v in self._pred_stats], cov=float(self._cov))
+
+    def set_state(self, state: dict):
+        super().set_state(state)
+        self._label_stats = [int(state["label_stats"][0])] + [float(v) for v in
+                                                              state["label_stats"][1:]]
+        self._pred_stats = [int(state["pred_stats"][0])] + [float(v) for v in
+                                                            state["pred_stats"][1:]]
+        self._cov = float(state["cov"])
+
+
+class Loss(EvalMetric):
+    """The mean of the values in ``preds`` (losses); the labels are ignored."""
+
+    def __init__(self, name="loss", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+    def update(self, _, preds):
+        if not isinstance(preds, (list, tuple)):
+            preds = [preds]
+        for pred in preds:
+            values = _host(pred)
+            self.sum_metric += float(numpy.sum(values, dtype=values.dtype
+                                               if values.dtype.kind == "f" else None))
+            self.num_inst += values.size
+
+
+class Torch(Loss):
+    """MXNet's ``Loss`` under another name."""
+
+    def __init__(self, name="torch", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+
+class Caffe(Loss):
+    """MXNet's ``Loss`` under another name."""
+
+    def __init__(self, name="caffe", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+
+class CustomMetric(EvalMetric):
+    """A metric from ``feval(label, pred)`` on NumPy arrays, returning a value (averaged over
+    the updates) or a ``(sum, count)`` pair."""
+
+    def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None,
+                 label_names=None):
+        if name is None:
+            name = feval.__name__
+            if name.find("<") != -1:
+                name = "custom(%s)" % name
+        self._feval = feval
+        self._allow_extra_outputs = allow_extra_outputs
+        super().__init__(name, output_names, label_names)
+
+    def update(self, labels, preds):
+        if not self._allow_extra_outputs:
+            labels, preds = check_label_shapes(labels, preds, True)
+        labels = labels if isinstance(labels, (list, tuple)) else [labels]
+        preds = preds if isinstance(preds, (list, tuple)) else [preds]
+        for pred, label in zip(preds, labels):
+            reval = self._feval(_host(label), _host(pred))
+            if isinstance(reval, tuple):
+                sum_metric, num_inst = reval
+                self.sum_metric += sum_metric
+                self.num_inst += num_inst
+            else:
+                self.sum_metric += reval
+                self.num_inst += 1
+
+
+def np(numpy_feval, name=None, allow_extra_outputs=False):
+    """A ``CustomMetric`` from a function of NumPy ``(label, pred)``."""
+    def feval(label, pred):
+        return numpy_feval(label, pred)
+    feval.__name__ = numpy_feval.__name__
+    return CustomMetric(feval, name, allow_extra_outputs)
+
+
+class CompositeEvalMetric(EvalMetric):
+    """Several metrics updated together; ``get()`` is ``([names], [values])``."""
+
+    def __init__(self, metrics=None, name="composite", output_names=None, label_names=None):
+        self.metrics = []
+        super().__init__(name, output_names, label_names)
+        self.metrics = [create(m) for m in (metrics or [])]
+
+    def add(self, metric):
+        self.metrics.append(create(metric))
+
+    def get_metric(self, index):
+        try:
+            return self.metrics[index]
+        except IndexError:
+            raise ValueError("Metric index {} is out of range 0 and {}".format(
+                index, len(self.metrics))) from None
+
+    def update(self, labels, preds):
+        for metric in self.metrics:
+            metric.update(labels, preds)
+
+    def update_batches(self, batches):
+        for metric in self.metrics:
+            metric.update_batches(batches)
+
+    def reset(self):
+        for metric in getattr(self, "metrics", ()):
+            metric.reset()
+
+    def get(self):
+        names, values = [], []
+        for metric in self.metrics:
+            name, value = metric.get()
+            names.extend(name if isinstance(name, list) else [name])
+            values.extend(value if isinstance(value, list) else [value])
+        return names, values
+
+    def get_state(self) -> dict:
+        return {"metrics": [m.get_state() for m in self.metrics]}
+
+    def set_state(self, state: dict):
+        for metric, sub in zip(self.metrics, state["metrics"]):
+            metric.set_state(sub)
+
+
 _BY_NAME = {"accuracy": Accuracy, "top_k_accuracy": TopKAccuracy, "mae": MAE, "mse": MSE,
             "rmse": RMSE, "cross_entropy": CrossEntropy, "perplexity": Perplexity, "f1": F1}
 
@@ -364,6 +652,12 @@ _BY_NAME = {"accuracy": Accuracy, "top_k_accuracy": TopKAccuracy, "mae": MAE, "m
 # MXNet 1.9.1's registry names for these classes: each lower-cased class name and its aliases.
 _MXNET_NAMES = {"acc": Accuracy, "topkaccuracy": TopKAccuracy, "top_k_acc": TopKAccuracy,
                 "crossentropy": CrossEntropy, "ce": CrossEntropy}
+# MXNet's metrics for Python code only (a config's metrics are the ones above).
+_MXNET_NAMES.update({
+    "mcc": MCC, "negativeloglikelihood": NegativeLogLikelihood, "nll_loss": NLL,
+    "pearsoncorrelation": PearsonCorrelation, "pearsonr": PearsonCorrelation, "loss": Loss,
+    "torch": Torch, "caffe": Caffe, "custommetric": CustomMetric,
+    "compositeevalmetric": CompositeEvalMetric, "composite": CompositeEvalMetric})
 
 
 def lookup(name: str):
@@ -378,15 +672,26 @@ def names() -> list[str]:
     return sorted(_BY_NAME)
 
 
-def create(name, **params) -> EvalMetric:
-    """A metric by any name ``lookup`` takes; an EvalMetric is returned as is."""
-    if isinstance(name, EvalMetric):
-        if params:
+def create(metric, *args, **kwargs) -> EvalMetric:
+    """A metric by any name ``lookup`` takes (with its arguments), as MXNet's ``create``: an
+    EvalMetric is returned as is, a callable ``feval(label, pred)`` becomes a CustomMetric, a
+    list a CompositeEvalMetric of each created with the same arguments."""
+    if isinstance(metric, EvalMetric):
+        if args or kwargs:
             raise ValueError("metric %r is already an instance; additional arguments are invalid"
-                             % (name.name,))
-        return name
-    cls = lookup(name)
+                             % (metric.name,))
+        return metric
+    if isinstance(metric, list):
+        composite = CompositeEvalMetric()
+        for child in metric:
+            composite.add(create(child, *args, **kwargs))
+        return composite
+    if callable(metric) and not (isinstance(metric, type) and issubclass(metric, EvalMetric)):
+        return CustomMetric(metric, *args, **kwargs)
+    if isinstance(metric, type):
+        return metric(*args, **kwargs)
+    cls = lookup(metric)
     if cls is None:
         raise ValueError("unknown metric %r; expected one of %s"
-                         % (name, ", ".join(sorted(set(_BY_NAME) | set(_MXNET_NAMES)))))
-    return cls(**params)
+                         % (metric, ", ".join(sorted(set(_BY_NAME) | set(_MXNET_NAMES)))))
+    return cls(*args, **kwargs)
