@@ -30,7 +30,7 @@ _ALIASES = {
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "kvstore": "kvstore", "kv": "kvstore",
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
     "metric": "metric", "io": "io", "sym": "symbol", "symbol": "symbol",
-    "image": "image", "img": "image",
+    "image": "image", "img": "image", "profiler": "profiler",
 }
 
 # MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one
@@ -43,7 +43,7 @@ _ABSENT = {
     "npx": "NumPy extension API (mxnet.numpy_extension)",
     "numpy_extension": "NumPy extension API (mxnet.numpy_extension)",
     "rnn": "symbolic RNN cells (mxnet.rnn; Gluon's are gluon.rnn)",
-    "profiler": "profiler (mxnet.profiler)", "visualization": "graph plotting (mxnet.visualization)",
+    "visualization": "graph plotting (mxnet.visualization)",
     "viz": "graph plotting (mxnet.visualization)", "callback": "Module callbacks (mxnet.callback)",
     "monitor": "executor monitor (mxnet.monitor)", "mon": "executor monitor (mxnet.monitor)",
     "operator": "custom C++/Python operator API (mxnet.operator)", "rtc": "runtime CUDA compiler (mxnet.rtc)",
