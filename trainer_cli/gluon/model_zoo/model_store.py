@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+from ...base import data_dir
+
 __all__ = ["ModelStoreError", "data_dir", "get_model_file", "short_hash", "load_pretrained"]
 
 # The SHA-1 of each model-zoo file MXNet 1.9.1 publishes (mxnet/gluon/model_zoo/model_store.py).
@@ -55,11 +57,6 @@ _URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/gluon/models/
 
 class ModelStoreError(FileNotFoundError):
     """A pretrained model's file is missing from the local store or is not the published one."""
-
-
-def data_dir() -> str:
-    """MXNet's data folder: ``$MXNET_HOME``, else ``~/.mxnet``."""
-    return os.environ.get("MXNET_HOME") or os.path.join(os.path.expanduser("~"), ".mxnet")
 
 
 def short_hash(name: str) -> str:

@@ -17,6 +17,7 @@ import warnings
 import numpy
 
 from ...._bounded import MiB, open_regular
+from ....base import data_dir
 from ....ndarray import creation
 from ..dataset import Dataset
 from .image_file import imread
@@ -31,9 +32,6 @@ class DatasetFileError(ValueError):
     """A data set's file is missing, truncated or not what its name says."""
 
 
-def data_dir():
-    """MXNet's data folder: ``$MXNET_HOME``, else ``~/.mxnet``."""
-    return os.getenv("MXNET_HOME", os.path.join(os.path.expanduser("~"), ".mxnet"))
 
 
 def _locate(root, names, what, subfolder=None, plain_too=False):
