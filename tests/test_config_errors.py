@@ -179,7 +179,7 @@ def test_single_errors(project, extra, message):
 def test_unknown_key_lists_valid_keys_when_nothing_is_close(project):
     got = problems(project, OK + "checkpoint: {zzz: 1}")
     assert got == ["mlp.yaml:5:14: checkpoint.zzz: unknown key (valid keys: every_steps, "
-                   "every_epoch, keep_last, keep_best)"]
+                   "every_seconds, every_epoch, keep_last, keep_best)"]
 
 
 def test_unknown_model_suggests_from_models_folder(project):

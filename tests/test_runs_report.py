@@ -479,3 +479,32 @@ def test_tensorboard_events_are_not_written_through_a_link(tmp_path):
     with pytest.raises(RunDirError, match="not a folder"):
         TensorBoardSink(run_dir, "seed: 1\n")
     assert list(elsewhere.iterdir()) == []
+
+
+def test_progress_line_shows_a_smoothed_loss_and_colours_only_a_nan():
+    import io
+
+    from rich.console import Console
+
+    from trainer_cli.run.progress import LOSS_SMOOTHING, RichReporter, _StatusColumn
+
+    def line(reporter):
+        reporter.console = Console(file=io.StringIO(), width=100, force_terminal=True,
+                                   color_system="standard")
+        reporter.console.print(_StatusColumn(reporter))
+        return reporter.console.file.getvalue()
+
+    reporter = RichReporter(io.StringIO())
+    reporter.progress(1, 10, 1, 2.0, 0.1, 100.0)
+    reporter.progress(2, 10, 1, 1.0, 0.1, 100.0)
+    # The bias-corrected average of 2.0 then 1.0, not the last batch's 1.0.
+    b = LOSS_SMOOTHING
+    want = (b * (1 - b) * 2.0 + (1 - b) * 1.0) / (1 - b * b)
+    assert abs(reporter._loss - want) < 1e-12
+    text = line(reporter)
+    assert "loss %.4g" % want in text and "\x1b[1;31m" not in text    # no red for a number
+    reporter.progress(3, 10, 1, float("nan"), 0.1, 100.0)
+    text = line(reporter)
+    assert "\x1b[1;31mloss nan" in text                                # a NaN is red
+    reporter.progress(4, 10, 1, 1.0, 0.1, 100.0)     # and it did not poison the average
+    assert abs(reporter._loss - (b * want * (1 - b * b) + (1 - b) * 1.0) / (1 - b ** 3)) < 1e-12

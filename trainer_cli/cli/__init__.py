@@ -6,8 +6,13 @@ maps failures to exit codes (see ``errors``).
 from __future__ import annotations
 
 import importlib
+import time
 
 import click
+
+# When the command started (as near as Python lets us): a run's summary says both its training
+# time and the whole command's, start-up included.
+STARTED = time.monotonic()
 
 __all__ = ["main"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import traceback
 
 import click
 
@@ -26,10 +27,14 @@ def _bad_input_types():
     return input_error_types()
 
 
+# The last line of every exit-1 error: the one place a user learns how to see more.
+DEBUG_HINT = "(set TRAINER_DEBUG=1 to see the whole traceback)"
+
+
 def handle_errors(fn):
     """Run a command; print failures as a paragraph on stderr and exit with the right code.
 
-    Set ``TRAINER_DEBUG=1`` to get the traceback of an unexpected failure.
+    Set ``TRAINER_DEBUG=1`` to get the traceback of a failure (exit 1).
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -38,6 +43,8 @@ def handle_errors(fn):
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
         except CLIError as exc:
+            if exc.exit_code == EXIT_FAILED and os.environ.get("TRAINER_DEBUG"):
+                traceback.print_exc()
             _fail(str(exc), exc.exit_code)
         except KeyboardInterrupt as exc:
             # A second stop signal (or one before training began): the other MPI ranks may be
@@ -50,8 +57,10 @@ def handle_errors(fn):
                 _fail(str(exc), EXIT_BAD_INPUT)
             if os.environ.get("TRAINER_DEBUG"):
                 raise
-            _fail("error: %s: %s" % (type(exc).__name__, exc), EXIT_FAILED,
-                  end_mpi_job=_mpi_job_broken())
+            # A message that already names the error's type, block and place is shown as it is.
+            text = str(exc) if getattr(exc, "complete_message", False) \
+                else "%s: %s" % (type(exc).__name__, exc)
+            _fail("error: %s" % text, EXIT_FAILED, end_mpi_job=_mpi_job_broken())
     return wrapper
 
 
@@ -64,6 +73,8 @@ def _mpi_job_broken() -> bool:
 def _fail(message, code, end_mpi_job=False):
     from .._printable import printable
 
+    if code == EXIT_FAILED and not os.environ.get("TRAINER_DEBUG"):
+        message = "%s\n%s" % (message, DEBUG_HINT)
     click.echo(printable(message, keep_newlines=True), err=True)  # a path may hold ESC bytes
     if end_mpi_job:
         # MPI_Finalize would wait for a stuck peer forever: abort the job (does not return).

@@ -9,6 +9,7 @@ import click
 
 from .complete import complete_config, complete_override, complete_run_dir
 from .errors import EXIT_BAD_INPUT, CLIError, _bad_input_types, handle_errors
+from .override_hint import OverrideHintCommand
 
 
 def _config_or_run(ctx, param, incomplete):
@@ -42,7 +43,7 @@ def _echo_json(value):
     click.echo(dumps(value))
 
 
-@click.command()
+@click.command(cls=OverrideHintCommand)
 @click.argument("config", metavar="CONFIG", shell_complete=complete_config)
 @override_option
 @click.option("--explain", "explain", metavar="KEY",
@@ -101,7 +102,7 @@ def schema(as_json):
     _echo_json(json_schema())
 
 
-@click.command()
+@click.command(cls=OverrideHintCommand)
 @click.argument("source", metavar="CONFIG|RUN_DIR", shell_complete=_config_or_run)
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Steps to show (default: the run's steps, or epochs x updates per epoch).")

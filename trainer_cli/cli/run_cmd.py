@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 
 import click
 
 from .complete import complete_config, complete_override, complete_run_dir
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, CLIError, handle_errors
+from .override_hint import OverrideHintCommand
 
 __all__ = ["run", "resume"]
 
@@ -24,7 +26,7 @@ def _workers_option(help_text):
     return click.option("--workers", type=click.IntRange(min=1), metavar="N", help=help_text)
 
 
-@click.command()
+@click.command(cls=OverrideHintCommand)
 @click.argument("config", type=click.Path(dir_okay=True), shell_complete=complete_config)
 @click.option("-o", "--override", "overrides", multiple=True, metavar="KEY=VALUE",
               shell_complete=complete_override,
@@ -67,7 +69,7 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
                                        reporter=reporter), as_json, quiet)
 
 
-@click.command()
+@click.command(cls=OverrideHintCommand)
 @click.argument("run_dir", required=False, type=click.Path(file_okay=True),
                 shell_complete=complete_run_dir)
 @click.option("--last", is_flag=True, help="Resume the newest run under --run-dir (default runs/).")
@@ -162,8 +164,10 @@ def _finish(start, as_json, quiet):
     summary = result.summary
     if summary.get("run_dir") is not None:
         from ..report.run_end import end_of_run
+        from . import STARTED
 
         summary = dict(summary, **end_of_run(summary["run_dir"]))
+        summary["command_s"] = round(time.monotonic() - STARTED, 3)
     if summary.get("run_dir") is None:
         pass  # an MPI rank other than 0: rank 0 reports
     elif as_json:
@@ -178,8 +182,10 @@ def _finish(start, as_json, quiet):
 
 def _human(summary) -> str:
     status = summary["status"].replace("_", " ")
-    lines = ["%s: %d steps, %d epochs, %.1f s" % (status, summary["steps"], summary["epochs"],
-                                                  summary["elapsed_s"])]
+    lines = ["%s: %d steps, %d epochs, %.1f s training" % (status, summary["steps"],
+                                                           summary["epochs"], summary["elapsed_s"])]
+    if summary.get("command_s") is not None:
+        lines[0] += " (%.1f s in all, start-up included)" % summary["command_s"]
     if summary.get("skipped_steps"):
         lines[0] += ", %d steps skipped (NaN/Inf)" % summary["skipped_steps"]
     lines.append("run directory: %s" % summary["run_dir"])

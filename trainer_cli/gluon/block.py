@@ -312,7 +312,15 @@ class Block:
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 hook(self, args)
-        out = self.forward(*args)
+        try:
+            out = self.forward(*args)
+        except Exception as exc:
+            # The innermost block names itself on the error (outer blocks leave it), so that a
+            # runner can say which layer failed on what shapes; the error itself is unchanged.
+            if getattr(exc, "failed_block", None) is None:
+                with contextlib.suppress(Exception):
+                    exc.failed_block = _block_call_text(self, args)
+            raise
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 hook(self, args, out)
@@ -490,6 +498,17 @@ class HybridBlock(Block):
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("%s must implement hybrid_forward" % type(self).__name__)
 
+
+
+def _block_call_text(block, args) -> str:
+    """``'dense0' (Dense; input (16, 6); weight (8, 7), bias (8,))``: a block, the shapes it was
+    called with and its own parameters' shapes."""
+    parts = ["input " + ", ".join(str(tuple(a.shape)) for a in args if hasattr(a, "shape"))]
+    own = ["%s %s" % (key, tuple(p.shape) if p.shape is not None else "(unknown)")
+           for key, p in block._reg_params.items()]
+    if own:
+        parts.append(", ".join(own))
+    return "%r (%s; %s)" % (block.name, type(block).__name__, "; ".join(parts))
 
 
 def _holds_array(args):

@@ -31,7 +31,13 @@ def run_summary(history) -> dict:
 
 def list_runs(root) -> list[dict]:
     """Summaries of every run directory directly under ``root``, oldest first. A folder that is
-    not readable as a run is listed with status ``unreadable`` rather than hidden."""
+    not readable as a run is listed with status ``unreadable`` rather than hidden. A ``root``
+    that is not a folder is an error: a mistyped path must not look like a place without runs."""
+    root_path = Path(root)
+    if not root_path.is_dir():
+        what = "not a folder" if root_path.exists() else "no such folder"
+        raise layout.RunDirError("%s: %s; runs are written under the config's run_dir (runs/ in "
+                                 "the working folder unless set, or --run-dir)" % (root, what))
     out = []
     for path in find_runs(root, unreadable=True):
         try:

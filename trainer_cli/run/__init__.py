@@ -9,6 +9,9 @@ rundir         creating ``<root>/<name>-<UTC time>/``; the writer's lock
 data           datasets from a config (synthetic, npz, npy, csv, scikit-learn), validation split
 order          the batches of each epoch, a pure function of (seed, epoch)
 model          loading ``models/<name>.py`` or ``file.py:factory`` and building the network
+user_code      an error of the user's model code told with its block, shapes and file:line
+warm_start     ``model.init_from`` (weights of a run's checkpoint or a file), freeze, lr_mult
+scaling        ``data.normalize``: fitted on the training split, saved, applied everywhere
 build          everything from a config (metrics from ``trainer_cli.metric``), up to the
                gluon.Trainer, whose ``mode`` says how gradients travel
 grads          global norm, NaN/Inf check and clipping between backward and update
@@ -18,7 +21,7 @@ checkpoint     writing, verifying, loading, pruning ``checkpoints/step-N/``
 kvstate        gradient-compression residuals, for exact resume
 logs           metrics.jsonl, metrics.csv, train.log
 progress       the progress bar and log lines
-signals        Ctrl-C / SIGTERM: finish the step, checkpoint, exit 130
+signals        Ctrl-C / SIGTERM: finish the step, checkpoint, exit 130; checkpoint.every_seconds
 session        start_run / resume_run
 launch         joining the MPI job; launching a run as several MPI ranks (--workers)
 errors         which exceptions are the user's input (the CLI exits 2 on them)

@@ -12,12 +12,13 @@ impossible and refused.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import ConfigError, ConfigIssue, names
 from ..metric import create as create_metric
 from . import data as _data
+from . import warm_start as warm
 from .model import build_network
 from .order import BatchOrder
 
@@ -43,6 +44,8 @@ class Parts:
     kvstore: object          # the Trainer's store (``trainer.kvstore``), or None
     rank: int
     num_workers: int
+    notes: list = field(default_factory=list)   # for the run's log: where its weights came from
+    scaling: object = None   # data.normalize's fitted run.scaling.FeatureScaling, or None
 
 
 def _issue(config_file, key, message):
@@ -158,17 +161,60 @@ def _check_labels_fit(config, files, output_shape) -> None:
                                  "the model outputs %d class scores" % width)
 
 
-def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
+def _check_devices(config, config_file):
+    """A GPU the config asks for must be there: bad input (exit 2) naming ``context``, before any
+    data is loaded."""
+    wanted = [d for d in config.context if d.startswith("gpu")]
+    if not wanted:
+        return
+    from ..context import GPUUnavailableError, gpu, num_gpus
+
+    count = num_gpus()
+    missing = [d for d in wanted if int(d.split(":")[1]) >= count]
+    if not missing:
+        return
+    try:
+        gpu(0).xp         # the reason, where CuPy itself is missing
+    except GPUUnavailableError as exc:
+        why = str(exc)[:1].lower() + str(exc)[1:]
+    else:
+        why = "CuPy sees %d GPU(s) on this machine" % count
+    raise _issue(config_file, "context", "%s asked for, but %s (use context: cpu to train on the "
+                 "CPU)" % (", ".join(missing), why))
+
+
+def _scaled(config, config_file, train, val, run_dir):
+    """``data.normalize: standard``: the scaling fitted on the training split (or, on resume,
+    the one the run saved), applied to both sets."""
+    from . import scaling as _scaling
+
+    if isinstance(train.x, _data.CSRRows):
+        raise _issue(config_file, "data.normalize", "standard scaling needs dense features; "
+                     "centering sparse (CSR) features would make them dense")
+    saved = None
+    if run_dir is not None:
+        saved = _scaling.read_scaling(run_dir, train.x.shape[1:])
+    scaling = saved if saved is not None else _scaling.fit_scaling(train)
+    return (_scaling.scale_arrays(train, scaling),
+            _scaling.scale_arrays(val, scaling) if val is not None else None, scaling)
+
+
+def build(config, config_file=None, model_dir=None, run_dir=None, warm_start=True) -> Parts:
     """Build a run's parts; the global random state must already be seeded. ``run_dir`` (on
-    resume) is where no model file may come from."""
+    resume) is where no model file may come from. ``warm_start``: load ``model.init_from``'s
+    weights (not when a checkpoint will replace them)."""
     from ..gluon import Trainer
     from ..gluon.trainer import STORE
 
+    _check_devices(config, config_file)
     contexts = config.contexts()
     classes = _class_count(config)
     files = _data.load_files(config.data, classes)
     train, val = _data.split_files(config.data, *(arrays for _, arrays in files))
     _check_feature_width(config, train, val)
+    scaling = None
+    if config.data.normalize == "standard":
+        train, val, scaling = _scaled(config, config_file, train, val, run_dir)
     order = BatchOrder(len(train), config.data.batch_size, config.data.last_batch,
                        config.data.shuffle, config.seed)
     if order.num_batches(0) == 0:
@@ -181,11 +227,21 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
     if classes is not None and sample_output:
         _check_labels_fit(config, files, sample_output[0])
     del files  # the sets as read: a split made copies
+    notes = []
+    if warm_start and config.model.init_from is not None:
+        notes.append(warm.load_init_from(net, config.model, contexts, config_file))
+    frozen = warm.apply_freeze_and_lr_mult(net, config.model, config_file)
+    if frozen and all(p.grad_req == "null" for p in net.collect_params().values()):
+        raise _issue(config_file, "model.freeze", "every parameter of the model is frozen: "
+                     "there would be nothing to train")
+    if frozen:
+        notes.append("frozen: %d of %d parameters (model.freeze)"
+                     % (len(frozen), len(net.collect_params())))
     if config.grad_accumulation > 1:
         for param in net.collect_params().values():
             if param.grad_req != "null":
                 param.grad_req = "add"
-    trainer = Trainer(net.collect_params(), build_optimizer(config, config_file),
+    trainer = Trainer(warm.trained_params(net, frozen), build_optimizer(config, config_file),
                       kvstore=config.kvstore_type, compression_params=config.compression_params,
                       update_on_kvstore=config.kvstore.update_on_kvstore,
                       default_update_on_kvstore=False)
@@ -217,4 +273,5 @@ def build(config, config_file=None, model_dir=None, run_dir=None) -> Parts:
                  metrics=build_metrics(config, config_file),
                  val_metrics=build_metrics(config, config_file), trainer=trainer, kvstore=kv,
                  rank=getattr(kv, "rank", 0) if kv is not None else 0,
-                 num_workers=getattr(kv, "num_workers", 1) if kv is not None else 1)
+                 num_workers=getattr(kv, "num_workers", 1) if kv is not None else 1,
+                 notes=notes, scaling=scaling)

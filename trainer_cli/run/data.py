@@ -51,6 +51,7 @@ class Arrays:
     # The file of memory-mapped features, whose rows are checked for NaN/Inf as batches read
     # them (checking them at load would read the whole file); "" when x was checked at load.
     checked_as_read: str = ""
+    scaling: object = None   # a run.scaling.FeatureScaling applied as rows are read (mapped x)
 
     def __len__(self):
         return len(self.y)
@@ -66,12 +67,12 @@ class Arrays:
                     else self.x_rows[index]
                 _not_finite(self.checked_as_read, int(numpy.atleast_1d(rows)[at]),
                             "feature %d is %r" % (int(column), float(out.reshape(len(out), -1)[at, column])))
-        return out
+        return out if self.scaling is None else self.scaling.apply(out)
 
     def take(self, index) -> "Arrays":
         if is_mapped(self.x):  # the mapped rows stay on disk until a batch reads them
             rows = numpy.arange(len(self.x))[index] if self.x_rows is None else self.x_rows[index]
-            return Arrays(self.x, self.y[index], rows, self.checked_as_read)
+            return Arrays(self.x, self.y[index], rows, self.checked_as_read, self.scaling)
         return Arrays(self.features(index), self.y[index])
 
 

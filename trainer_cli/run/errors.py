@@ -8,13 +8,15 @@ __all__ = ["input_error_types"]
 
 def input_error_types() -> tuple:
     """The exceptions that mean a user's input is wrong (a config, a run directory, a states or
-    parameters file) rather than the program: the CLI exits 2 on them."""
+    parameters file, a device that is not there) rather than the program: the CLI exits 2 on
+    them."""
     from .._outpath import OutputRefused
     from ..config import ConfigError
+    from ..context import GPUUnavailableError
     from ..gluon.param_file import ParamFileError
     from ..optimizer.state_file import StateFileError
     from .layout import RunDirError
     from .memory import MemoryEstimateError
     from .model import ModelFileError
     return (ConfigError, RunDirError, StateFileError, ParamFileError, ModelFileError,
-            OutputRefused, MemoryEstimateError)
+            OutputRefused, MemoryEstimateError, GPUUnavailableError)

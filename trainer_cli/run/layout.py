@@ -9,6 +9,7 @@
         train.log              human-readable log
         env.json               the variables config.yaml's ${env:...} read: set or not, and a
                                salted digest of each value (never the value; run/env_record.py)
+        feature_scaling.npz    only with data.normalize: the features' mean and std (run.scaling)
         .lock                  flock'ed while a process writes here (released when it dies)
         checkpoints/
             step-<N>/          built in a temp folder, then renamed: only ever complete

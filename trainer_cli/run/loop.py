@@ -13,8 +13,9 @@ end an ``epoch`` row with the whole epoch's means, and a ``val`` row per validat
 ``validate_every`` steps or epoch, and once more at the end when the last step was not
 validated; the validation set goes through in passes of ``VAL_BATCHES`` training batches, or up
 to four times that for samples of few features: :func:`validation_pass`).
-Checkpoints: every ``checkpoint.every_steps`` steps, at epoch ends with ``every_epoch``, on a
-stop request, and always at the end.
+Checkpoints: every ``checkpoint.every_steps`` steps, at epoch ends with ``every_epoch``, after a
+step when ``checkpoint.every_seconds`` have passed since the last one (``checkpoint_due``: under
+MPI the ranks' agreed answer), on a stop request, and always at the end.
 """
 from __future__ import annotations
 
@@ -83,8 +84,13 @@ class TrainingLoop:
     _best_weights = None     # restore_best: host copies of the best weights, this session
     restored_best = None     # the step whose weights the run ended with (restore_best)
 
-    def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False):
+    def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False,
+                 clock=None, checkpoint_due=None):
         self.parts = parts
+        # checkpoint.every_seconds: ``clock`` restarts at each checkpoint; ``checkpoint_due``
+        # says when one is due (the clock itself, or the ranks' agreement on it).
+        self.clock = clock
+        self.checkpoint_due = checkpoint_due or (clock.due if clock is not None else _never)
         self.config = config = parts.config
         self.state = state
         self.recorder = recorder
@@ -138,6 +144,8 @@ class TrainingLoop:
         # The training clock starts here: the run's setup after the loop was made (the log's
         # first lines, the thread limits, the progress display's start) is not training.
         self._started = time.monotonic()
+        if self.clock is not None:
+            self.clock.reset()
         try:
             return self._run(order, k)
         finally:
@@ -150,9 +158,12 @@ class TrainingLoop:
             stepped = self._advance(order, k)
             if self._best_due and st.stop_reason is None:
                 self._checkpoint()   # the best weights, at the step they were evaluated
-            if stepped and st.stop_reason is None and self.stop_requested():
-                self._checkpoint()
-                return "interrupted"
+            if stepped and st.stop_reason is None:
+                if self.stop_requested():
+                    self._checkpoint()
+                    return "interrupted"
+                if self.checkpoint_due():
+                    self._checkpoint()
         self._finish()
         return "early_stopped" if st.stop_reason == "early_stopping" else "finished"
 
@@ -473,6 +484,8 @@ class TrainingLoop:
         self.recorder.checkpoint(self)
         self._saved_step = st.step
         self._best_due = False
+        if self.clock is not None:
+            self.clock.reset()
 
     def elapsed(self) -> float:
         return self._elapsed0 + (time.monotonic() - self._started)
@@ -480,6 +493,10 @@ class TrainingLoop:
     @property
     def learning_rate(self) -> float:
         return float(self.parts.trainer.learning_rate)
+
+
+def _never() -> bool:
+    return False
 
 
 def validation_pass(batch_size: int, features) -> int:

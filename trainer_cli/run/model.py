@@ -19,13 +19,21 @@ import numpy
 from ..config import names as _config_names
 from ..config.schema.model import MODEL_FACTORY
 from ..gluon.parameter import allocation_check
+from .user_code import explain, user_frame
 
-__all__ = ["ModelError", "ModelFileError", "model_source", "load_factory", "build_network",
-           "parameter_bytes", "names", "create"]
+__all__ = ["ModelError", "ModelCodeError", "ModelFileError", "model_source", "load_factory",
+           "build_network", "parameter_bytes", "names", "create"]
 
 
 class ModelError(RuntimeError):
     """The model file could not be loaded or its factory failed (the run fails, exit 1)."""
+
+
+class ModelCodeError(ModelError):
+    """The user's model code raised while building or running the network; the message names
+    the block, the shapes and the user's file:line (see :mod:`.user_code`) and is shown whole."""
+
+    complete_message = True
 
 
 class ModelFileError(ModelError):
@@ -80,8 +88,10 @@ def load_factory(file: Path, factory: str):
         raise ModelFileError("%s: the model file called sys.exit(%r) while being loaded"
                              % (file, exc.code)) from None
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported the same way
-        raise ModelFileError("%s: loading the model file failed: %s: %s"
-                             % (file, type(exc).__name__, exc)) from exc
+        where = user_frame(exc, file)
+        raise ModelFileError("%s: loading the model file failed%s: %s: %s"
+                             % (file, " at %s" % where if where else "", type(exc).__name__,
+                                exc)) from exc
     fn = getattr(module, factory, None)
     if not callable(fn):
         raise ModelFileError("%s: defines no callable %r" % (file.name, factory))
@@ -122,8 +132,11 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
     try:
         net = fn(**model_section.args)
     except Exception as exc:  # noqa: BLE001
-        raise ModelError("%s: %s(**%r) failed: %s: %s" % (file.name, factory, model_section.args,
-                                                          type(exc).__name__, exc)) from exc
+        where = user_frame(exc, file)
+        raise ModelCodeError("%s: %s(**%r) failed%s: %s: %s"
+                             % (file.name, factory, model_section.args,
+                                " at %s" % where if where else "", type(exc).__name__,
+                                exc)) from exc
     if not hasattr(net, "collect_params") or not callable(net):
         raise ModelError("%s: %s() returned %r, expected a gluon Block" % (file.name, factory, net))
     init = initializer.create(model_section.init.name, **model_section.init.params)
@@ -136,7 +149,14 @@ def build_network(model_section, contexts, sample_x, config_dir=None, forbid=Non
         # such weights have their shapes already, and so have the layers built beside them.
         if all(p.stype == "default" for p in net.collect_params().values()):
             with autograd.pause():
-                out = net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
+                try:
+                    out = net(as_batch(sample_x.astype(dtype), contexts[0], dtype))
+                except Exception as exc:  # noqa: BLE001 - told with its block and line, or as is
+                    text = explain(exc, file)
+                    if text is None:
+                        raise
+                    raise ModelCodeError("the model's first forward pass (on one training "
+                                         "sample) failed: %s" % text) from exc
             if sample_output is not None and hasattr(out, "shape"):
                 sample_output.append(tuple(out.shape))
     return net, file

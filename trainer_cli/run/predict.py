@@ -147,6 +147,7 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     after each batch."""
     from .loop import validation_pass
     from .data import as_batch
+    from .scaling import run_scaling
     from .trained import load_trained
 
     output_path = Path(output_path)
@@ -160,6 +161,7 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     trained = load_trained(run_dir, which, overrides, sample=_rows(x, 0, 1).astype(numpy.float32),
                            trust_model_file=trust_model_file, command="predict",
                            sample_from=input_path)
+    scaling = None if isinstance(x, CSRRows) else run_scaling(run_dir, trained.config, x.shape[1:])
     how = _classifier(trained.config)
     bs = batch_size or validation_pass(trained.config.data.batch_size, x)
     n = len(x)
@@ -168,6 +170,8 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
         for start in range(0, n, bs):
             rows = _rows(x, start, start + bs)
             _check_finite(rows, start, input_path)
+            if scaling is not None:       # the inputs as the model was trained on them
+                rows = scaling.apply(rows)
             out = trained.net(as_batch(rows if isinstance(rows, CSRRows)
                                        else rows.astype(numpy.float32, copy=False), ctx, dtype))
             out = numpy.asarray(out.asnumpy(), dtype=numpy.float32)

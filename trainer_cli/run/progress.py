@@ -2,11 +2,12 @@
 
 - :class:`Reporter`: shows nothing (``--quiet``, ``--json``, library use);
 - :class:`LineReporter`: plain lines on stderr (stderr is not a terminal: CI, pipes);
-- :class:`RichReporter`: a rich progress bar on stderr with step, epoch, loss, lr, throughput
+- :class:`RichReporter`: a rich progress bar on stderr with step, epoch, smoothed loss, lr, throughput
   and ETA, with validation results and messages printed above it.
 """
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -150,6 +151,10 @@ def fit_status(fields, width: int, bar_min: int = 10) -> tuple[list[str], int]:
     return [], 0
 
 
+# The weight of the past in the live line's loss (about the last 50 steps count).
+LOSS_SMOOTHING = 0.98
+
+
 class _StatusColumn:
     """One rich renderable per refresh: the fields that fit the console's width, and a bar, as
     one line of styled text (a table grid with rich's ProgressBar took 0.4 ms to render, held
@@ -176,10 +181,12 @@ class _StatusColumn:
                 line.append("  ")
             if bar and text.startswith("ETA"):  # the bar sits just before the ETA
                 filled = min(bar, bar * r._step // r._total) if r._total else 0
-                line.append("\u2501" * filled, style="bar.complete")
+                line.append("\u2501" * filled, style="green")
                 line.append("\u2501" * (bar - filled), style="bar.back")
                 line.append("  ")
-            line.append(text)
+            # Colour says one thing only: a NaN/Inf loss (rich's default bar colour, a pinkish
+            # red, read as an alarm about the loss next to it).
+            line.append(text, style="bold red" if text.startswith("loss") and r._bad_loss else None)
         return line
 
 
@@ -199,6 +206,7 @@ class RichReporter(Reporter):
         self._step = self._step0 = 0
         self._total = None
         self._epoch, self._loss, self._lr, self._speed = "-", None, None, None
+        self._ema, self._ema_weight, self._bad_loss = 0.0, 0.0, False
         self._t0, self._elapsed0 = time.monotonic(), 0.0
 
     def start(self, info):
@@ -215,7 +223,21 @@ class RichReporter(Reporter):
 
     def progress(self, step, total, epoch, loss, lr, samples_per_s):
         self._step, self._total, self._epoch = step, total, epoch
-        self._loss, self._lr, self._speed = loss, lr, samples_per_s
+        self._lr, self._speed = lr, samples_per_s
+        self._smooth_loss(loss)
+
+    def _smooth_loss(self, loss):
+        """The line shows an exponential moving average of the steps' losses (bias-corrected,
+        as fastai's and Lightning's bars do): one batch's loss jumps about too much to read. A
+        NaN/Inf loss is shown as it is (in red) and left out of the average."""
+        if loss is None:
+            return
+        if not math.isfinite(loss):
+            self._loss, self._bad_loss = loss, True
+            return
+        self._ema = LOSS_SMOOTHING * self._ema + (1.0 - LOSS_SMOOTHING) * loss
+        self._ema_weight = LOSS_SMOOTHING * self._ema_weight + (1.0 - LOSS_SMOOTHING)
+        self._loss, self._bad_loss = self._ema / self._ema_weight, False
 
     def row(self, row):
         # Printed with the next redraw, from rich's refresh thread: above a live line each print

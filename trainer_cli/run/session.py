@@ -42,12 +42,14 @@ from .env_record import env_changes, write_env_record
 from .data import CSRRows, is_mapped
 from .layout import RunDirError
 from .logs import LogWriter, MetricsLog, TrainLog, truncate_metrics
-from .model import model_source, parameter_bytes
+from . import user_code as _user_code
+from .model import ModelCodeError, model_source, parameter_bytes
 from .preload import preload_kernels
 from .loop import NonFiniteError, TrainingLoop
 from .progress import Reporter
 from .rundir import RunLock, create_run_dir
-from .signals import AgreedStop, StopOnSignal
+from .scaling import write_scaling
+from .signals import AgreedStop, CheckpointClock, StopOnSignal
 from .signals import exit_code as _signal_exit_code
 from .state import Accumulator, EarlyStopping, LoopState
 
@@ -96,10 +98,12 @@ def start_run(config_path, overrides=(), *, name=None, run_root=None, reporter=N
     if parts.rank == 0:
         run_dir = create_run_dir(config.run_dir, config.name, config.resolved_yaml())
         write_env_record(run_dir, config.env_values)
+        if parts.scaling is not None:
+            write_scaling(run_dir, parts.scaling)
         _model_record.write_record(run_dir, _model_record.record_for(config.model.name,
                                                                      parts.model_file))
     return _train(parts, run_dir, LoopState(), reporter, handle_signals, caught,
-                  resumed_from=None, notes=[])
+                  resumed_from=None, notes=list(parts.notes))
 
 
 def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
@@ -116,13 +120,17 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
     model_file, _ = model_source(config.model, forbid=run_dir)  # found, not yet imported
     trusted = _model_record.check_record(run_dir, config.model.name, model_file, trust_model_file)
     _random.seed(config.seed)
+    # model.init_from only starts a run: once it has a checkpoint, that is what it continues from
+    # (the source may have changed or gone since).
+    warm_start = from_step is None and not layout.list_checkpoints(run_dir)
     with _capture_warnings() as caught:
-        parts = build(config, config_file=run_dir / layout.CONFIG_FILE, run_dir=run_dir)
+        parts = build(config, config_file=run_dir / layout.CONFIG_FILE, run_dir=run_dir,
+                      warm_start=warm_start)
     # The lock first: a run still writing here could otherwise prune the checkpoint chosen.
     lock = RunLock(run_dir).acquire() if parts.rank == 0 else None
     try:
         point = _ckpt.resume_point(run_dir, from_step)
-        notes = [trusted] if trusted else []
+        notes = ([trusted] if trusted else []) + parts.notes
         notes += ["warning: %s" % text for text in env_changes(run_dir, config.env_values)]
         if trusted and lock is not None:  # the user vouched for it: later resumes need not
             _model_record.write_record(run_dir, _model_record.record_for(config.model.name,
@@ -622,11 +630,16 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         signals = StopOnSignal(on_first=lambda name: recorder.message(
             "%s: finishing this step and saving a checkpoint (again to stop at once)" % name))
         stop = signals.requested
-        if handle_signals and parts.num_workers > 1:
-            # Every rank gets the signal (mpiexec forwards it), but not at the same step.
+        every_s = parts.config.checkpoint.every_seconds
+        clock = CheckpointClock(every_s) if every_s is not None else None
+        checkpoint_due = None
+        if parts.num_workers > 1 and (handle_signals or clock is not None):
+            # Every rank gets the signal (mpiexec forwards it), but not at the same step; the
+            # ranks' clocks, too, pass a checkpoint's time at different steps.
             from ..kvstore import mpi
 
-            stop = AgreedStop(signals, mpi.job())
+            stop = AgreedStop(signals, mpi.job(), clock)
+            checkpoint_due = stop.checkpoint_due
         # numba's one-time start-up (import, code generator, BLAS bindings) before the training
         # clock starts, so that elapsed time, steps/s and the ETA measure training alone.
         warm_start = time.monotonic()
@@ -635,7 +648,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         warm_s = time.monotonic() - warm_start
         if run_dir is not None:
             recorder.start_writer(_background_saves(parts, state), lock)
-        loop = TrainingLoop(parts, state, recorder, stop_requested=stop)
+        loop = TrainingLoop(parts, state, recorder, stop_requested=stop, clock=clock,
+                            checkpoint_due=checkpoint_due)
         loop.best_dir = best_dir
         samples = parts.config.data.batch_size // max(1, parts.num_workers * len(parts.contexts))
         thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers),
@@ -672,9 +686,13 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                                  % getattr(exc, "signame", "signal"))
                 raise
             except Exception as exc:
+                # An error of the user's model code is told with its block and file:line.
+                told = _user_code.explain(exc, parts.model_file)
+                text = told or "%s: %s" % (type(exc).__name__, exc)
                 with contextlib.suppress(OSError):  # the disk that failed may fail this too
-                    recorder.message("error at step %d: %s: %s"
-                                     % (state.step, type(exc).__name__, exc))
+                    recorder.message("error at step %d: %s" % (state.step, text))
+                if told is not None:
+                    raise ModelCodeError("after step %d: %s" % (state.step, told)) from exc
                 raise
             finally:
                 for text in more:

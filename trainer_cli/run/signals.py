@@ -23,7 +23,7 @@ import signal
 import threading
 import time
 
-__all__ = ["StopOnSignal", "AgreedStop", "Interrupted", "exit_code", "exit_on_signal",
+__all__ = ["StopOnSignal", "AgreedStop", "CheckpointClock", "Interrupted", "exit_code", "exit_on_signal",
            "STOP_SIGNALS", "REPEAT_WINDOW_S", "ENV_RELAY"]
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
@@ -135,9 +135,29 @@ class StopOnSignal:
         return False
 
 
+class CheckpointClock:
+    """``checkpoint.every_seconds``: whether that long has passed since the last checkpoint (or
+    the start of training), by this process's monotonic clock."""
+
+    def __init__(self, every_seconds: float):
+        self.every_seconds = float(every_seconds)
+        self._since = time.monotonic()
+
+    def reset(self):
+        """A checkpoint was saved (or training starts): the interval starts again now."""
+        self._since = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self._since >= self.every_seconds
+
+
 class AgreedStop:
     """Every rank's stop requests, combined: called once after each step on every rank (the same
     steps everywhere), it turns true on all ranks after the same step.
+
+    With a :class:`CheckpointClock` the same exchange carries whether this rank's clock says a
+    checkpoint is due; :meth:`checkpoint_due` then answers the same on every rank, after the same
+    step, so that rank 0's save and the other ranks' part in it (the residual gather) meet.
 
     The call after step ``t`` completes the MAX-allreduce started after step ``t - 1`` (long done
     by then: the step's own gradient exchange came after it, so this costs no wait) and starts
@@ -149,19 +169,22 @@ class AgreedStop:
     _CODES = {None: 0, "SIGINT": 1, "SIGTERM": 2, "SIGHUP": 3}
     _NAMES = {v: k for k, v in _CODES.items()}
 
-    def __init__(self, local: StopOnSignal, job):
+    def __init__(self, local: StopOnSignal, job, clock: CheckpointClock | None = None):
         import numpy
 
         from ..kvstore import mpi
 
         self._local = local
         self._job = job
+        self._clock = clock
         self._wait = mpi.wait
         self._max = job.MPI.MAX
         self._comm = job.dup(job.MPI.COMM_WORLD, "setting up the stop-request exchange")
-        self._send = numpy.zeros(1, dtype=numpy.int32)
-        self._recv = numpy.zeros(1, dtype=numpy.int32)
+        # [stop code, checkpoint due]: one allreduce for both.
+        self._send = numpy.zeros(2, dtype=numpy.int32)
+        self._recv = numpy.zeros(2, dtype=numpy.int32)
         self._pending = None
+        self._due = False
         self.signame = None
 
     @property
@@ -171,13 +194,21 @@ class AgreedStop:
     def __call__(self) -> bool:
         if self._pending is not None:
             self._finish_pending()
+            self._due = bool(self._recv[1])
             if self._recv[0]:
                 self.signame = self._NAMES[int(self._recv[0])]
                 self._local.announce(self.signame)
                 return True
         self._send[0] = self._CODES[self._local.signame] if self._local.requested() else 0
+        self._send[1] = 1 if self._clock is not None and self._clock.due() else 0
         self._pending = self._comm.Iallreduce(self._send, self._recv, op=self._max)
         return False
+
+    def checkpoint_due(self) -> bool:
+        """Whether some rank's clock said a checkpoint is due, as the exchange completed by the
+        last call agreed (the same answer on every rank)."""
+        due, self._due = self._due, False
+        return due
 
     def _finish_pending(self):
         req, self._pending = self._pending, None

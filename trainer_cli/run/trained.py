@@ -117,6 +117,7 @@ def evaluate_run(run_dir, which=None, overrides=(), on="val", trust_model_file=F
     from .build import _class_count, build_loss, build_metrics
     from .data import describe, load_dataset, split_validation
     from .loop import evaluate_arrays
+    from .scaling import run_scaling, scale_arrays
 
     check_use_overrides(overrides, "evaluate")
     config = _config(Path(run_dir), overrides)
@@ -139,6 +140,9 @@ def evaluate_run(run_dir, which=None, overrides=(), on="val", trust_model_file=F
             source = "data.train"
     trained = load_trained(run_dir, which, overrides, sample=data.features(slice(0, 1)),
                            trust_model_file=trust_model_file, sample_from=source)
+    scaling = run_scaling(run_dir, config, data.x.shape[1:])
+    if scaling is not None:
+        data = scale_arrays(data, scaling)
     values = evaluate_arrays(trained.net, build_loss(config), build_metrics(config), data,
                              section.batch_size, trained.contexts[0], trained.dtype, "",
                              progress)

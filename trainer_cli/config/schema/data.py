@@ -13,6 +13,7 @@ top stand for ``train``); ``train: train.npz``; ``type`` inferred from a .npz/.n
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import PurePath
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
@@ -265,18 +266,10 @@ class SplitSection(Section):
         return raw, []
 
 
-class DataSection(Section):
-    """Training data, optional validation data, and batching."""
-
-    expect_text: ClassVar[str] = "a data file or a mapping with train (and val or split)"
-
-    train: Dataset
-    val: Optional[Dataset] = None
-    split: Optional[SplitSection] = Field(None, description="hold out part of train for validation")
-    batch_size: Annotated[int, at.Ge(1)] = 32
-    shuffle: bool = Field(True, description="reshuffle the training set every epoch")
-    last_batch: Literal["keep", "discard", "rollover"] = Field(
-        "keep", description="what to do with a last batch smaller than batch_size")
+class _DataShorthand(Section):
+    """DataSection's shorthand, in a class of its own: ``DataSection`` has a key named
+    ``normalize`` (feature scaling), and the shorthand hook of every section has that name too.
+    The class keeps the hook (canonicalization reads it from the class), an instance the key."""
 
     @classmethod
     def normalize(cls, raw):
@@ -295,6 +288,29 @@ class DataSection(Section):
                 raw = {**raw, key: value}
                 moves += [((key,) + old, (key,) + new) for old, new in inner]
         return raw, moves
+
+# The key shadows _DataShorthand.normalize on purpose (see there).
+warnings.filterwarnings("ignore", message='Field name "normalize" in "DataSection" shadows')
+
+
+class DataSection(_DataShorthand):
+    """Training data, optional validation data, and batching."""
+
+    expect_text: ClassVar[str] = "a data file or a mapping with train (and val or split)"
+
+    train: Dataset
+    val: Optional[Dataset] = None
+    split: Optional[SplitSection] = Field(None, description="hold out part of train for validation")
+    batch_size: Annotated[int, at.Ge(1)] = 32
+    shuffle: bool = Field(True, description="reshuffle the training set every epoch")
+    last_batch: Literal["keep", "discard", "rollover"] = Field(
+        "keep", description="what to do with a last batch smaller than batch_size")
+    normalize: Literal["none", "standard"] = Field(
+        "none", description="feature scaling: standard subtracts each feature's mean and divides "
+                            "by its standard deviation, both fitted on the training split, saved "
+                            "with the run (feature_scaling.npz) and applied to validation data "
+                            "and to what evaluate and predict feed the model (dense features "
+                            "only)")
 
     @model_validator(mode="after")
     def _one_val_source(self):

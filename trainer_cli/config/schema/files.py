@@ -14,7 +14,7 @@ from ..._bounded import file_kind
 from ..suggest import show
 from .base import ctx_value, problem
 
-__all__ = ["resolve_input", "npz_names", "npy_shape", "csv_header", "top_level_names",
+__all__ = ["resolve_input", "resolve_source", "npz_names", "npy_shape", "csv_header", "top_level_names",
            "factory_params"]
 
 
@@ -52,6 +52,24 @@ def resolve_input(value: str, info, what: str = "file") -> str:
     where = "" if path.is_absolute() else " (looked in " + " and ".join(
         f"'{c.parent}'" for c in candidates) + ")"
     raise problem(f"{what} {show(value)} not found{where}")
+
+
+def resolve_source(value: str, info) -> str:
+    """The absolute path of an existing file or folder to read weights from. A relative path
+    that exists nowhere is a problem; an absolute one is checked when it is read, so that a run
+    directory's resolved config stays valid after the source is gone (its own checkpoints win)."""
+    try:
+        path = Path(os.path.expanduser(value))
+        if path.is_absolute():
+            return str(path)
+        candidates = [base / path for base in _bases(info)]
+        for c in candidates:
+            if c.exists():
+                return str(c.resolve())
+    except (OSError, ValueError) as exc:
+        raise problem(f"cannot use {show(value)}: {getattr(exc, 'strerror', None) or exc}")
+    raise problem(f"{show(value)} not found (looked in "
+                  + " and ".join(f"'{c.parent}'" for c in candidates) + ")")
 
 
 def npz_names(path: str) -> list[str]:

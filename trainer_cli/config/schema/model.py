@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Optional
+
+import annotated_types as at
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -11,7 +13,8 @@ from .. import names
 from ..suggest import choice_list, did_you_mean
 from .base import Section, Shorthand, ctx_value, detail, fail, named_shorthand, problem
 from .component import NamedComponent
-from .files import checking_files, factory_arg_kinds, factory_params, resolve_input, top_level_names
+from .files import (checking_files, factory_arg_kinds, factory_params, resolve_input,
+                    resolve_source, top_level_names)
 from .hyperparams import INITIALIZER
 
 __all__ = ["ModelSection", "InitSection"]
@@ -47,6 +50,25 @@ class ModelSection(Section):
         description="parameter initializer; MXNet's default is uniform with scale 0.07")
     dtype: Literal["float32", "float64", "float16"] = Field(
         "float32", description="parameter dtype (float16: see precision for loss scaling)")
+    init_from: Optional[Annotated[str, at.MinLen(1)]] = Field(
+        None, description="start from these weights: a checkpoint of another run "
+                          "(runs/x/checkpoints/best, .../latest, .../step-N, or the run directory: "
+                          "its best checkpoint, else its latest), an MXNet .params file or an .npz "
+                          "of parameters by structural name; init still draws the parameters it "
+                          "does not hold. A resumed run continues from its own checkpoint instead")
+    allow_missing: bool = Field(
+        False, description="with init_from: parameters the file lacks keep their init values "
+                           "(otherwise an error)")
+    ignore_extra: bool = Field(
+        False, description="with init_from: arrays of the file the model has no parameter for "
+                           "are ignored (otherwise an error)")
+    freeze: list[Annotated[str, at.MinLen(1)]] = Field(
+        default_factory=list, description="parameters that are not trained, by glob pattern "
+                                          "over their structural names, e.g. ['features.*']: "
+                                          "grad_req null, left out of the optimizer")
+    lr_mult: dict[str, Annotated[float, at.Gt(0)]] = Field(
+        default_factory=dict, description="learning-rate multipliers by glob pattern over "
+                                          "parameter names, e.g. {'output.*': 10}")
 
     @classmethod
     def normalize(cls, raw):
@@ -70,6 +92,32 @@ class ModelSection(Section):
                           "give path/to/file.py:factory instead")
         raise problem(f"unknown model {value!r}{did_you_mean(value, found)} "
                       f"(models: {choice_list(sorted(found))}; or give path/to/file.py:factory)")
+
+    @field_validator("init_from")
+    @classmethod
+    def _find_source(cls, value, info: ValidationInfo):
+        if value is None or not checking_files(info):
+            return value
+        return resolve_source(value, info)
+
+    @field_validator("lr_mult", mode="before")
+    @classmethod
+    def _whole_numbers(cls, value):
+        # {'output.*': 10}: a multiplier, written as an integer, is a number all the same.
+        if isinstance(value, dict):
+            return {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                    for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _loading_options(self):
+        details = [detail((key,), f"{key} applies to the weights of init_from, which is not "
+                          "given", True, "key")
+                   for key in ("allow_missing", "ignore_extra")
+                   if getattr(self, key) and self.init_from is None]
+        if details:
+            fail("ModelSection", details)
+        return self
 
     @model_validator(mode="after")
     def _args_match_factory(self, info: ValidationInfo):

@@ -5,12 +5,13 @@ import re
 from typing import Annotated, Literal, Optional, Union
 
 import annotated_types as at
-from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
+from pydantic import (Field, PrivateAttr, ValidationError, ValidationInfo, WithJsonSchema,
+                      field_validator, model_validator)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from .. import names
 from ..describe import Expect
-from .base import Seed, Section, Shorthand, ctx_value, detail, fail
+from .base import Seed, Section, Shorthand, ctx_value, detail, fail, problem
 from ..suggest import choice_list, did_you_mean
 from .data import DataSection
 from .model import ModelSection
@@ -22,6 +23,9 @@ from .training import (CheckpointSection, Device, EarlyStoppingSection, LoggingS
 __all__ = ["RunConfig"]
 
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Other spellings of precision's values (what AMP and Lightning users write).
+_PRECISION_ALIASES = {"fp16": "float16", "half": "float16", "16": "float16",
+                      "fp32": "float32", "single": "float32", "32": "float32"}
 
 
 def default_run_name(stem: str | None) -> str:
@@ -69,9 +73,11 @@ class RunConfig(Section):
         "auto", description="threads for BLAS and the optimizer update: a count, or auto (the "
                             "usable cores shared among this host's ranks, less those other work "
                             "keeps busy)")
-    precision: Literal["float32", "float16"] = Field(
-        "float32", description="float16: float16 parameters with float32 master weights "
-                               "(optimizer multi_precision) and AMP's dynamic loss scaling")
+    precision: Annotated[Literal["float32", "float16"], WithJsonSchema(
+        {"enum": ["float32", "float16", *_PRECISION_ALIASES, 16, 32]})] = Field(
+        "float32", description="float16 (or fp16): float16 parameters with float32 master weights "
+                               "(optimizer multi_precision) and AMP's dynamic loss scaling; "
+                               "float32 (or fp32). bfloat16 is not supported")
     nan_policy: Literal["stop", "skip"] = Field(
         "stop", description="on a NaN/Inf loss or gradient: stop the run, or skip that update")
     log_every: Annotated[int, at.Ge(1)] = Field(10, description="steps between progress log lines")
@@ -95,6 +101,19 @@ class RunConfig(Section):
             raw["metrics"] = [raw["metrics"]]
             moves.append((("metrics",), ("metrics", 0)))
         return raw, moves
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision_alias(cls, value):
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)      # precision: 16, as Lightning writes it
+        if isinstance(value, str) and value.lower() in _PRECISION_ALIASES:
+            return _PRECISION_ALIASES[value.lower()]
+        if isinstance(value, str) and value.lower() in ("bf16", "bfloat16"):
+            raise problem(f"{value} is not supported: NumPy has no bfloat16 type, so neither the "
+                          "CPU arrays nor the checkpoints could hold it; use float16 (with loss "
+                          "scaling) or float32")
+        return value
 
     @model_validator(mode="wrap")
     @classmethod

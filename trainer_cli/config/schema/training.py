@@ -75,6 +75,9 @@ class CheckpointSection(Section):
     """When checkpoints are written and which are kept. The last step is always saved."""
 
     every_steps: Optional[Annotated[int, at.Ge(1)]] = Field(None, description="save every N steps")
+    every_seconds: Optional[Annotated[float, at.Gt(0)]] = Field(
+        None, description="also save once this many seconds of training have passed since the "
+                          "last checkpoint (under several workers, every rank at the same step)")
     every_epoch: bool = Field(True, description="save at the end of every epoch")
     keep_last: Annotated[int, at.Ge(1)] = Field(3, description="how many recent checkpoints to keep")
     keep_best: Optional[Annotated[KeepBestSection, Shorthand("metric")]] = Field(
