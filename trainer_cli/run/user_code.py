@@ -48,7 +48,12 @@ def user_frame(exc, model_file=None) -> str | None:
 def explain(exc, model_file=None) -> str | None:
     """One line for an error of the user's model code: the exception's type, the block that
     failed, the user's file:line, then the message; None when neither is known (an error of the
-    runner itself keeps its own message)."""
+    runner itself keeps its own message, and so does bad input, which exits 2 however deep in
+    the model it is found, e.g. a parameter too large for the memory)."""
+    from .errors import input_error_types
+
+    if isinstance(exc, input_error_types()):
+        return None
     block = getattr(exc, "failed_block", None)
     where = user_frame(exc, model_file)
     if block is None and where is None:
