@@ -531,6 +531,39 @@ def dense_at_stored(x: BaseSparseNDArray, dense):
                  x._indices if dense.shape[1] != 1 else xp.zeros_like(x._indices)]
 
 
+def csr_slice(x, begin, end):
+    """Rows ``begin[0]:end[0]`` and columns ``begin[1]:end[1]`` of a csr array (MXNet's
+    ``slice`` kernel for csr); ``None`` bounds mean the whole axis."""
+    n_rows, n_cols = x._shape
+    r0, r1, _ = slice(begin[0], end[0]).indices(n_rows)
+    rows = csr_row_slice(x, r0, max(r1, r0))
+    if len(begin) < 2 or (begin[1] in (None, 0) and end[1] in (None, n_cols)):
+        return rows
+    c0, c1, _ = slice(begin[1], end[1]).indices(n_cols)
+    c1 = max(c1, c0)
+    xp = _xp_of(x._values)
+    keep = (rows._indices >= c0) & (rows._indices < c1)
+    counts = xp.zeros(rows._shape[0], _INDEX)
+    if len(keep):
+        counts = xp.bincount(rows._rows()[keep], minlength=rows._shape[0]).astype(_INDEX)
+    indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
+    return _csr(rows._values[keep], rows._indices[keep] - c0, indptr, (rows._shape[0], c1 - c0),
+                x._ctx)
+
+
+def csr_take_rows(x, ids):
+    """Rows ``ids`` (int64, in range, repeats allowed) of a csr array, as a csr array."""
+    xp = _xp_of(x._values)
+    ptr = x._indptr
+    counts = (ptr[1:] - ptr[:-1])[ids]
+    indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
+    total = int(indptr[-1])
+    # Position of every output entry in the source: its row's start plus its rank in the row.
+    rank = xp.arange(total, dtype=_INDEX) - xp.repeat(indptr[:-1], counts)
+    src = xp.repeat(ptr[:-1][ids], counts) + rank
+    return _csr(x._values[src], x._indices[src], indptr, (len(ids), x._shape[1]), x._ctx)
+
+
 def csr_row_slice(x, start, stop):
     ptr = x._indptr
     lo, hi = int(ptr[start]), int(ptr[stop])

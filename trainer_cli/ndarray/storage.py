@@ -68,7 +68,8 @@ def _dense_arg(a, op):
 
 
 def _with_node(result, dense_fn, x, *args, **kwargs):
-    """Record ``result`` (computed on stored values) by the dense operator's own gradient."""
+    """Record ``result`` (computed on stored values) by the dense operator's own gradient:
+    the dense operator runs again on the densified input, only while recording ``x``."""
     if _recording_for(x):
         result._node = dense_fn(densified(x), *args, **kwargs)._node
     return result
@@ -194,6 +195,30 @@ def _csr_broadcast(fn_values, dense_fn, refuse_same_shape):
     return impl
 
 
+def _csr_slice(fn, name, args, kwargs):
+    bound = dict(zip(("data", "begin", "end", "step"), args), **kwargs)
+    x = bound.get("data")
+    step = bound.get("step")
+    if type(x) is _sp.CSRNDArray and len(bound) >= 3 and (step is None or all(
+            s in (None, 1) for s in step)) and len(bound["begin"]) <= 2:
+        out = _sp.csr_slice(x, tuple(bound["begin"]) + (None,), tuple(bound["end"]) + (None,))
+        return _with_node(out, fn, x, *args[1:], **kwargs) if args else out
+    return _densify(fn, name, args, kwargs)
+
+
+def _csr_take(fn, name, args, kwargs):
+    bound = dict(zip(("a", "indices", "axis", "mode"), args), **kwargs)
+    x, idx = bound.get("a"), bound.get("indices")
+    if type(x) is _sp.CSRNDArray and bound.get("axis", 0) == 0 and _is_dense(idx) \
+            and idx.ndim == 1:
+        xp = x._xp
+        ids = xp.asarray(idx._data).astype(numpy.int64)
+        n = x.shape[0]
+        ids = xp.mod(ids, n) if bound.get("mode", "clip") == "wrap" else xp.clip(ids, 0, n - 1)
+        return _with_node(_sp.csr_take_rows(x, ids), fn, x, *args[1:], **kwargs)
+    return _densify(fn, name, args, kwargs)
+
+
 def _add_n(fn, name, args, kwargs):
     if args and all(type(a) is _sp.RowSparseNDArray and a.shape == args[0].shape for a in args):
         total = args[0]
@@ -295,6 +320,11 @@ RULES.update({
     "Embedding": Rule("sparse kernel", _embedding, "row_sparse weight: its stored rows "
                       "(absent rows give zeros); a csr weight is refused",
                       stypes=("row_sparse",)),
+    "slice": Rule("sparse kernel", _csr_slice, "csr: rows and columns, step 1",
+                  stypes=("csr",)),
+    "crop": Rule("sparse kernel", _csr_slice, "csr: rows and columns, step 1",
+                 stypes=("csr",)),
+    "take": Rule("sparse kernel", _csr_take, "csr rows (axis 0)", stypes=("csr",)),
     "BatchNorm": Rule("refused", _refuse("MXNet's BatchNorm has no sparse storage")),
     "concatenate": Rule("refused", _refuse("MXNet's concatenate writes into a dense array "
                                            "slice by slice; densify first")),
