@@ -399,6 +399,9 @@ class NDArray:
         if isinstance(other, NDArray):
             if other is self:
                 return other
+            if other._sparse:       # into row_sparse / csr storage: cast, as MXNet's fallback
+                from .sparse import cast_storage
+                return cast_storage(self, other.stype).copyto(other)
             other._data[...] = _transfer(self._data, other._ctx)
             return other
         if isinstance(other, Context):
@@ -428,6 +431,8 @@ class NDArray:
         """Mark this array as a variable: ``backward`` writes or adds its gradient into ``.grad``."""
         if grad_req not in ("write", "add", "null"):
             raise ValueError("grad_req must be 'write', 'add' or 'null', got %r" % (grad_req,))
+        if stype is None and self._sparse:
+            stype = self.stype      # MXNet: the gradient of a sparse array has its storage
         if stype is not None and stype != "default":
             from .sparse import zeros as sparse_zeros  # row_sparse gradients (nd.sparse.dot)
 

@@ -235,7 +235,7 @@ def _dot(fn, name, args, kwargs):
     lhs, rhs = bound["lhs"], bound["rhs"]
     ta, tb = bound.get("transpose_a", False), bound.get("transpose_b", False)
     if type(lhs) is _sp.CSRNDArray and not tb and isinstance(rhs, NDArray) \
-            and type(rhs) is not _sp.CSRNDArray and rhs.ndim == 2:
+            and type(rhs) is not _sp.CSRNDArray and rhs.ndim == 2 and not _recording_for(lhs):
         if type(rhs) is _sp.RowSparseNDArray and ta:
             rhs = densified(rhs, name)          # MXNet: dot(csr.T, rsp) falls back too
         return _sp.csr_dot(lhs, rhs, transpose_a=ta)
@@ -360,10 +360,15 @@ def exported(name, fn):
             return result if out is None else _write(result, out, name)
         return op
 
+    dense_type = NDArray
+
     @functools.wraps(fn)
     def op(*args, out=None, **kwargs):
         for a in args:
-            if type(a) in sparse_types or (type(a) in containers and _any_sparse(a)):
+            t = type(a)
+            if t is dense_type:     # the dense path: one type test per argument
+                continue
+            if t in sparse_types or (t in containers and _any_sparse(a)):
                 result = impl(fn, name, args, kwargs)
                 break
         else:
