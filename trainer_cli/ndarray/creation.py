@@ -6,6 +6,7 @@ import os
 import numpy
 
 from ..context import Context, current_context
+from . import sparse as _sparse
 from .ndarray import NDArray, _transfer, _wrap
 
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "eye", "linspace", "save", "load",
@@ -49,9 +50,10 @@ def array(source_array, ctx=None, dtype=None):
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
-    if stype is not None and stype != "default":
-        from . import sparse      # sparse builds on this module
-        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+    """Zeros of ``shape``; ``stype='row_sparse'`` or ``'csr'`` gives a sparse array storing
+    nothing (MXNet)."""
+    if stype not in (None, "default"):
+        return _sparse.zeros(stype, shape, ctx=None if ctx is None else _ctx(ctx), dtype=dtype)
     return _alloc(lambda xp, s, d: xp.zeros(s, dtype=d), shape, ctx, dtype)
 
 
@@ -67,7 +69,10 @@ def full(shape, val, ctx=None, dtype=None, out=None):
     return result
 
 
-def empty(shape, ctx=None, dtype=None):
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """An uninitialised array; a sparse ``stype`` stores nothing (MXNet)."""
+    if stype not in (None, "default"):
+        return _sparse.zeros(stype, shape, ctx=None if ctx is None else _ctx(ctx), dtype=dtype)
     return _alloc(lambda xp, s, d: xp.empty(s, dtype=d), shape, ctx, dtype)
 
 

@@ -27,7 +27,7 @@ from . import fallback_log as _fallback
 from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad", "RowsAndValues",
-           "row_sparse_array", "csr_matrix", "zeros", "array", "retain", "csr_dot", "cast_storage",
+           "row_sparse_array", "csr_matrix", "zeros", "empty", "array", "retain", "csr_dot", "cast_storage",
            "all_rows", "clear", "embedding_grad", "embedding_of_rows"]
 # The operators of ``nd.sparse`` (add, elemwise_*, abs, square, ...) are the dispatched ``nd``
 # operators, added to this module by ``storage.py``.
@@ -255,6 +255,16 @@ class CSRNDArray(BaseSparseNDArray):
         return _csr(_transfer(self._values, ctx, copy), _transfer(self._indices, ctx, copy),
                     _transfer(self._indptr, ctx, copy), self._shape, ctx)
 
+    def asscipy(self):
+        """This matrix as a ``scipy.sparse.csr_matrix`` (SciPy is optional: needed for this
+        call only)."""
+        try:
+            import scipy.sparse as spsp
+        except ImportError as exc:
+            raise ImportError("asscipy needs SciPy (pip install scipy)") from exc
+        return spsp.csr_matrix((_host(self._values), _host(self._indices), _host(self._indptr)),
+                               shape=self._shape)
+
     def __getitem__(self, key):
         """``[:]`` (this array) or a row slice ``[start:stop]`` (a csr array, as MXNet);
         anything else is refused as in MXNet."""
@@ -303,10 +313,10 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None) -> RowSparseNDArray
         out = arg1.as_in_context(ctx).copy()
         return out.astype(dtype) if dtype is not None else out
     if isinstance(arg1, tuple) and len(arg1) == 2:
+        if _is_shape(arg1):
+            return zeros("row_sparse", arg1, ctx, dtype)
         data, indices = arg1
-        data_dtype = _dtype(dtype, getattr(data, "dtype", None) if isinstance(data, (NDArray, numpy.ndarray))
-                            and numpy.dtype(getattr(data, "dtype")).kind == "f" else numpy.float32)
-        values = _raw(data, ctx, data_dtype)
+        values = _raw(data, ctx, _data_dtype(data, dtype))
         rows = _raw(indices, ctx, _INDEX).reshape(-1)
         if shape is None:
             if not len(rows):
@@ -323,7 +333,64 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None) -> RowSparseNDArray
             raise ValueError("row_sparse_array: indices must be sorted, unique and within [0, %d)"
                              % shape[0])
         return _rsp(values, rows, shape, ctx)
-    return cast_storage(_as_dense(arg1, ctx, dtype), "row_sparse")
+    return cast_storage(_checked_dense(arg1, shape, ctx, dtype), "row_sparse")
+
+
+def _is_shape(arg):
+    return all(isinstance(n, (int, numpy.integer)) for n in arg)
+
+
+def _data_dtype(data, dtype):
+    """MXNet: the values keep a NumPy array's or NDArray's dtype; other data is float32."""
+    if dtype is not None:
+        return numpy.dtype(dtype)
+    if isinstance(data, (NDArray, numpy.ndarray)):
+        return numpy.dtype(data.dtype)
+    return numpy.dtype(numpy.float32)
+
+
+def _checked_dense(arg1, shape, ctx, dtype):
+    dense = _as_dense(arg1, ctx, dtype)
+    if shape is not None and tuple(int(n) for n in shape) != tuple(dense.shape):
+        raise ValueError("Shape mismatch detected. %s v.s. %s" % (tuple(dense.shape), tuple(shape)))
+    return dense
+
+
+def _scipy_csr(arg1):
+    """``arg1`` as a SciPy csr matrix when it is any SciPy sparse matrix (SciPy is optional:
+    without it nothing is one)."""
+    import sys
+    spsp = sys.modules.get("scipy.sparse")
+    if spsp is None or not spsp.issparse(arg1):
+        return None
+    out = arg1.tocsr()
+    out.sum_duplicates()          # sorted, unique column ids per row
+    return out
+
+
+def _coo_to_csr(data, rows, cols, shape, ctx, dtype):
+    """MXNet/SciPy's ``(data, (row, col))`` form: duplicates are summed."""
+    values = numpy.asarray(_host(_raw(data, current_context(), _data_dtype(data, dtype)))).reshape(-1)
+    r = numpy.asarray(_host(_raw(rows, current_context(), _INDEX))).reshape(-1)
+    c = numpy.asarray(_host(_raw(cols, current_context(), _INDEX))).reshape(-1)
+    if not (len(values) == len(r) == len(c)):
+        raise ValueError("csr_matrix: data, row and col must have the same length, got %d, %d, %d"
+                         % (len(values), len(r), len(c)))
+    if shape is None:
+        if not len(r):
+            raise ValueError("csr_matrix: give shape for a matrix with no stored values")
+        shape = (int(r.max()) + 1, int(c.max()) + 1)
+    shape = tuple(int(n) for n in shape)
+    if len(r) and (r.min() < 0 or c.min() < 0 or r.max() >= shape[0] or c.max() >= shape[1]):
+        raise ValueError("csr_matrix: row and col indices must be within shape %s" % (shape,))
+    keys = r * shape[1] + c
+    unique, inverse = numpy.unique(keys, return_inverse=True)
+    summed = numpy.zeros(len(unique), dtype=values.dtype)
+    numpy.add.at(summed, inverse, values)
+    counts = numpy.bincount(unique // shape[1], minlength=shape[0]) if len(unique) else \
+        numpy.zeros(shape[0], _INDEX)
+    indptr = numpy.concatenate([[0], numpy.cumsum(counts)]).astype(_INDEX)
+    return csr_matrix((summed, (unique % shape[1]).astype(_INDEX), indptr), shape=shape, ctx=ctx)
 
 
 def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
@@ -332,14 +399,27 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
     if isinstance(arg1, CSRNDArray):
         out = arg1.as_in_context(ctx).copy()
         return out.astype(dtype) if dtype is not None else out
+    scipy_csr = _scipy_csr(arg1)
+    if scipy_csr is not None:
+        if shape is not None and tuple(shape) != tuple(scipy_csr.shape):
+            raise ValueError("Shape mismatch detected. %s v.s. %s" % (scipy_csr.shape, tuple(shape)))
+        arg1, shape = (scipy_csr.data, scipy_csr.indices, scipy_csr.indptr), scipy_csr.shape
+    if isinstance(arg1, tuple) and len(arg1) == 2 and _is_shape(arg1):
+        return zeros("csr", arg1, ctx, dtype)
+    if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple) \
+            and len(arg1[1]) == 2:
+        return _coo_to_csr(arg1[0], arg1[1][0], arg1[1][1], shape, ctx, dtype)
     if isinstance(arg1, tuple) and len(arg1) == 3:
         data, indices, indptr = arg1
-        values = _raw(data, ctx, _dtype(dtype)).reshape(-1)
+        values = _raw(data, ctx, _data_dtype(data, dtype)).reshape(-1)
         cols = _raw(indices, ctx, _INDEX).reshape(-1)
         starts = _raw(indptr, ctx, _INDEX).reshape(-1)
         host_cols, host_starts = _host(cols), _host(starts)
         if shape is None:
-            shape = (len(host_starts) - 1, int(host_cols.max()) + 1 if len(host_cols) else 0)
+            if not len(host_cols):
+                # MXNet: "invalid shape" (no column id to infer the width from)
+                raise ValueError("csr_matrix: give shape for a matrix with no stored values")
+            shape = (len(host_starts) - 1, int(host_cols.max()) + 1)
         shape = tuple(int(s) for s in shape)
         if len(shape) != 2 or len(host_starts) != shape[0] + 1 or host_starts[0] != 0 \
                 or host_starts[-1] != len(host_cols) or (numpy.diff(host_starts) < 0).any() \
@@ -349,7 +429,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
         if len(host_cols) and (host_cols.min() < 0 or host_cols.max() >= shape[1]):
             raise ValueError("csr_matrix: column indices must be within [0, %d)" % shape[1])
         return _csr(values, cols, starts, shape, ctx)
-    return cast_storage(_as_dense(arg1, ctx, dtype), "csr")
+    return cast_storage(_checked_dense(arg1, shape, ctx, dtype), "csr")
 
 
 def _as_dense(source, ctx, dtype) -> NDArray:
@@ -378,6 +458,11 @@ def zeros(stype, shape, ctx=None, dtype=None):
         if stype == "default":
             return _wrap(xp.zeros(shape, dtype=dtype), ctx)
     raise StorageTypeError("unknown storage type %r (row_sparse, csr or default)" % (stype,))
+
+
+def empty(stype, shape, ctx=None, dtype=None):
+    """A sparse array of ``stype`` storing nothing (MXNet's ``sparse.empty``)."""
+    return zeros(stype, shape, ctx, dtype)
 
 
 def array(source_array, ctx=None, dtype=None):
