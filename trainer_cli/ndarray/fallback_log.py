@@ -42,9 +42,11 @@ def _operator_name(depth=2, limit=12):
     return first
 
 
-def note(array) -> None:
-    """Log (once per operator and storage type) that ``array`` is being densified."""
-    op = _operator_name(3)
+def note(array, op=None) -> None:
+    """Log (once per operator and storage type) that ``array`` is being densified for ``op``
+    (found on the call stack when not given)."""
+    if op is None:
+        op = _operator_name(3)
     key = (op, array.stype)
     if key in _seen:
         return

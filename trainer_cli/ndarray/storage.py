@@ -48,11 +48,11 @@ def _identity_vjp(g, needs):
     return (g,)
 
 
-def densified(x, op="?"):
-    """``x`` as a dense NDArray, recorded as a cast (its gradient flows back to ``x``)."""
-    if _fallback.verbose:
-        _fallback.OPERATOR_NAMES.add(op)
-        _fallback.note(x)
+def densified(x, op=None):
+    """``x`` as a dense NDArray, recorded as a cast (its gradient flows back to ``x``). With
+    ``op`` this is MXNet's storage fallback for that operator (logged when asked)."""
+    if op is not None and _fallback.verbose:
+        _fallback.note(x, op)
     data = x._dense_raw()
     if _recording_for(x):
         return _recorded(data, x._ctx, (x,), _identity_vjp)
@@ -80,10 +80,15 @@ class Rule:
     storages ``kind`` applies to; the others densify) and ``impl(dense_fn, name, args,
     kwargs)`` (run when an argument is sparse)."""
 
-    __slots__ = ("kind", "stypes", "impl", "note")
+    __slots__ = ("kind", "stypes", "impl", "note", "refused")
 
-    def __init__(self, kind, impl, note="", stypes=_STYPES):
+    def __init__(self, kind, impl, note="", stypes=_STYPES, refused=()):
         self.kind, self.impl, self.note, self.stypes = kind, impl, note, tuple(stypes)
+        self.refused = tuple(refused)
+
+    def per_stype(self):
+        return [self.kind if st in self.stypes else "refused" if st in self.refused
+                else "densifies" for st in _STYPES]
 
 
 def _densify(fn, name, args, kwargs):
@@ -148,7 +153,7 @@ def _is_dense(a):
 
 def _record_binary(result, dense_fn, a, b):
     if _recording_for(*[x for x in (a, b) if isinstance(x, NDArray)]):
-        result._node = dense_fn(_dense_arg(a, "?"), _dense_arg(b, "?"))._node
+        result._node = dense_fn(_dense_arg(a, None), _dense_arg(b, None))._node
     return result
 
 
@@ -268,6 +273,10 @@ def _refuse_for(stypes, reason):
     return impl
 
 
+def _refused(reason):
+    return Rule("refused", _refuse(reason), reason)
+
+
 def _embedding(fn, name, args, kwargs):
     bound = dict(zip(("data", "weight"), args), **kwargs)
     if type(bound.get("weight")) is _sp.CSRNDArray:
@@ -319,26 +328,33 @@ RULES.update({
                 "transpose_a row_sparse; dot(dense, csr) is csr", stypes=("csr",)),
     "Embedding": Rule("sparse kernel", _embedding, "row_sparse weight: its stored rows "
                       "(absent rows give zeros); a csr weight is refused",
-                      stypes=("row_sparse",)),
+                      stypes=("row_sparse",), refused=("csr",)),
     "slice": Rule("sparse kernel", _csr_slice, "csr: rows and columns, step 1",
                   stypes=("csr",)),
     "crop": Rule("sparse kernel", _csr_slice, "csr: rows and columns, step 1",
                  stypes=("csr",)),
     "take": Rule("sparse kernel", _csr_take, "csr rows (axis 0)", stypes=("csr",)),
-    "BatchNorm": Rule("refused", _refuse("MXNet's BatchNorm has no sparse storage")),
-    "concatenate": Rule("refused", _refuse("MXNet's concatenate writes into a dense array "
-                                           "slice by slice; densify first")),
-    "fill_element_0index": Rule("refused", _refuse("MXNet refuses sparse storage here")),
+    "BatchNorm": _refused("MXNet's BatchNorm has no sparse storage"),
+    "concatenate": _refused("MXNet's concatenate writes into a dense array slice by slice; "
+                            "densify first"),
+    "fill_element_0index": _refused("MXNet refuses sparse storage here"),
 })
 RULES["true_divide"] = RULES["divide"]
 _fallback.OPERATOR_NAMES.update(RULES)
 
 
-def exported(name, fn):
+# What went through here: the table in docs/compat.md is made from these.
+EXPORTED: set = set()
+METHODS: set = set()
+
+
+def exported(name, fn, record=True):
     """``fn`` as the ``nd`` namespace exports it: dispatched by storage, with ``out=``."""
     rule = RULES.get(name, DENSIFY)
     impl = rule.impl
     _fallback.OPERATOR_NAMES.add(name)
+    if record:
+        EXPORTED.add(name)
     try:
         takes_out = "out" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -417,8 +433,9 @@ def write_into(result, out):
 
 
 def _binary_dense(op_fn):
+    label = "__%s__" % op_fn.__name__.strip("_")
     def run(a, b):
-        return op_fn(_dense_arg(a, "operator"), _dense_arg(b, "operator"))
+        return op_fn(_dense_arg(a, label), _dense_arg(b, label))
     return run
 
 
@@ -498,7 +515,8 @@ def _compare(op_fn):
             if not op_fn(zero, other):
                 return _scalar_keep(self, lambda v, s: op_fn(v, s), lambda a, s: op_fn(a, s),
                                     other)
-        return op_fn(densified(self, "comparison"), _dense_arg(other, "comparison"))
+        label = "__%s__" % op_fn.__name__.strip("_")
+        return op_fn(densified(self, label), _dense_arg(other, label))
     return method
 
 
@@ -533,10 +551,11 @@ def install_methods(methods):
     operator the table names, dispatched here, and the Python operators; the other methods are
     NDArray's own, which read the dense form (``_data``). NDArray itself is not touched."""
     base = _sp.BaseSparseNDArray
+    METHODS.update(methods)
     for name, fn in methods.items():
         if name in RULES and name != "dot":
-            setattr(base, name, exported(name, fn))
-    base.dot = exported("dot", _ops.dot)
+            setattr(base, name, exported(name, fn, record=False))
+    base.dot = exported("dot", _ops.dot, record=False)
     for name, (fn, _, _) in _OPERATORS.items():
         setattr(base, name, fn)
     base.__hash__ = NDArray.__hash__
@@ -562,17 +581,75 @@ def _sparse_binary(lhs, rhs, method, op_fn):
 
 # ----------------------------------------------------------------------------- the table
 
+# Methods of the sparse classes themselves (not operators of the table), for the doc.
+_OWN_METHODS = [
+    ("x.reshape", "refused", "refused", "MXNet: only for NDArray"),
+    ("x[key]", "refused", "sparse kernel", "``[:]`` only; csr: also row slices ``[a:b]``"),
+    ("x[:] = value", "keeps sparse", "keeps sparse", "stored as the array's storage"),
+    ("x.copy() x.copyto() x.astype() x.detach() x.as_in_context()", "keeps sparse",
+     "keeps sparse", ""),
+    ("x += y (and -=, *=, /=)", "keeps sparse", "keeps sparse", "``(x + y).copyto(x)``, as MXNet"),
+    ("x.tostype()", "sparse kernel", "sparse kernel", "row_sparse <-> csr refused, as MXNet"),
+    ("x.retain()", "sparse kernel", "-", "the requested ids verbatim, absent ones as zero rows"),
+    ("x.attach_grad()", "keeps sparse", "keeps sparse", "the gradient has the array's storage"),
+    ("out= a sparse array", "keeps sparse", "keeps sparse", "the result is cast to ``out``'s storage"),
+]
 
-def describe(names):
-    """``[(name, row_sparse behaviour, csr behaviour, note)]`` for the ``nd`` names ``names``
-    and the Python operators on sparse arrays: the rows of docs/compat.md's table."""
-    rows = []
-    for name in sorted(names):
+
+def describe():
+    """``[(operator, row_sparse behaviour, csr behaviour, note)]``: every exported ``nd``
+    operator, every method and Python operator of a sparse array, from the table above."""
+    rows, dense_names = [], []
+    for name in sorted(EXPORTED, key=lambda n: (n.lower(), n)):
         rule = RULES.get(name, DENSIFY)
-        per = [rule.kind if st in rule.stypes else "densifies" for st in _STYPES]
+        if rule is DENSIFY:
+            dense_names.append(name)
+            continue
+        per = rule.per_stype()
         rows.append(("nd." + name, per[0], per[1], rule.note))
+    rows.append(("every other nd operator: " + ", ".join(dense_names), "densifies",
+                 "densifies", "the dense operator on the dense form, recorded"))
+    dense_methods = []
+    for name in sorted(METHODS, key=lambda n: (n.lower(), n)):
+        rule = RULES.get(name, DENSIFY)
+        if rule is DENSIFY:
+            dense_methods.append(name)
+            continue
+        per = rule.per_stype()
+        rows.append(("x." + name + "()", per[0], per[1], rule.note))
+    rows.append(("every other method: " + ", ".join("x.%s()" % n for n in dense_methods),
+                 "densifies", "densifies", ""))
     for name, (_, kind, note) in sorted(_OPERATORS.items()):
         if name in ("__div__", "__rdiv__"):
             continue
         rows.append(("x." + name, kind, kind, note))
+    rows.extend(_OWN_METHODS)
     return rows
+
+
+BEGIN = "<!-- BEGIN GENERATED: sparse storage dispatch (trainer_cli.ndarray.storage) -->"
+END = "<!-- END GENERATED: sparse storage dispatch -->"
+
+
+def render():
+    """The markdown table of :func:`describe`, between its marker comments."""
+    lines = [BEGIN, "| Operator | row_sparse | csr | Note |", "|---|---|---|---|"]
+    for name, rsp, csr, note in describe():
+        lines.append("| %s | %s | %s | %s |" % (name.replace("|", "\\|"), rsp, csr, note))
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def update_doc(path):
+    """Rewrite the generated section of ``path`` (docs/compat.md) in place; True if it changed."""
+    from .._atomic import atomic_write
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start, stop = text.index(BEGIN), text.index(END) + len(END)
+    new = text[:start] + render() + text[stop:]
+    if new == text:
+        return False
+    with atomic_write(path) as f:
+        f.write(new.encode("utf-8"))
+    return True

@@ -1,0 +1,111 @@
+"""The storage dispatch around the sweep: the generated compat table, MXNet's fallback warning,
+``out=`` and copies into sparse arrays, broadcasting, in-place operators."""
+import logging
+import os
+
+import numpy as np
+import pytest
+
+from trainer_cli import nd
+from trainer_cli.ndarray import fallback_log, storage
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _dense():
+    d = np.arange(20, dtype=np.float32).reshape(4, 5)
+    d[1] = 0
+    return d
+
+
+def test_compat_table_is_generated_from_the_dispatch_table():
+    with open(os.path.join(ROOT, "docs", "compat.md"), encoding="utf-8") as f:
+        text = f.read()
+    start, stop = text.index(storage.BEGIN), text.index(storage.END) + len(storage.END)
+    assert text[start:stop] == storage.render(), (
+        "docs/compat.md's sparse table is stale: run python -c \"from trainer_cli import nd; "
+        "nd.storage.update_doc('docs/compat.md')\"")
+
+
+def test_the_table_names_every_exported_operator():
+    table = "\n".join(row[0] for row in storage.describe())
+    for name in nd.__all__:
+        if callable(getattr(nd, name)) and name in storage.EXPORTED:
+            assert name in table
+
+
+def test_fallback_warning_only_when_asked(caplog):
+    x = nd.array(_dense()).tostype("row_sparse")
+    with caplog.at_level(logging.WARNING, logger="trainer_cli.nd"):
+        nd.exp(x)
+        assert not caplog.records
+        fallback_log.set_verbose(True)
+        try:
+            nd.exp(x)
+            nd.exp(x)          # once per operator and storage, as MXNet
+        finally:
+            fallback_log.set_verbose(False)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1
+    assert "Storage type fallback detected:\noperator = exp\ninput storage types = " \
+           "[row_sparse, ]" in messages[0]
+
+
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_out_into_a_sparse_array_casts_the_result(stype):
+    out = nd.zeros((4, 5), stype=stype)
+    res = nd.exp(nd.array(_dense()), out=out)
+    assert res is out and out.stype == stype
+    np.testing.assert_allclose(out.asnumpy(), np.exp(_dense()), rtol=1e-6)
+
+
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_copies_into_and_out_of_sparse_arrays(stype):
+    target = nd.zeros((4, 5), stype=stype)
+    nd.array(_dense()).copyto(target)
+    assert target.stype == stype and target.asnumpy().tolist() == _dense().tolist()
+    dense = nd.zeros((4, 5))
+    dense[:] = target
+    assert dense.asnumpy().tolist() == _dense().tolist()
+    target[:] = 2.0
+    assert target.stype == stype and target.asnumpy().tolist() == np.full((4, 5), 2.0).tolist()
+    assert nd.array(target).stype == stype
+
+
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_inplace_operators_keep_storage(stype):
+    x = nd.array(_dense()).tostype(stype)
+    x *= 2
+    assert x.stype == stype and x.asnumpy().tolist() == (2 * _dense()).tolist()
+    x += x
+    assert x.stype == stype and x.asnumpy().tolist() == (4 * _dense()).tolist()
+    x -= 1          # MXNet: (x - 1).copyto(x): the dense difference stored back sparse
+    assert x.stype == stype and x.asnumpy().tolist() == (4 * _dense() - 1).tolist()
+
+
+def test_broadcasting_between_sparse_arrays_falls_back_to_dense():
+    a = nd.array(np.arange(4, dtype=np.float32).reshape(4, 1)).tostype("row_sparse")
+    b = nd.array(_dense()).tostype("row_sparse")
+    for got, want in [(a + b, np.arange(4).reshape(4, 1) + _dense()),
+                      (a * b, np.arange(4).reshape(4, 1) * _dense()),
+                      (b - a, _dense() - np.arange(4).reshape(4, 1))]:
+        assert got.stype == "default"
+        np.testing.assert_allclose(got.asnumpy(), want)
+
+
+def test_no_dense_operator_reads_stored_values():
+    # The array's stored values are never what a dense operator sees: its dense field is the
+    # full array, and writing it is refused instead of lost.
+    x = nd.array(_dense()).tostype("row_sparse")
+    assert x._data.shape == (4, 5)
+    with pytest.raises(TypeError):
+        x._data = np.zeros((4, 5), np.float32)
+    assert nd.ones_like(x).shape == (4, 5)
+    assert (1 / nd.array(_dense()).tostype("csr")).shape == (4, 5)
+
+
+def test_scalar_comparison_keeps_storage_only_where_zero_maps_to_zero():
+    x = nd.array(_dense()).tostype("row_sparse")
+    assert (x > 1).stype == "row_sparse" and (x < 1).stype == "default"
+    np.testing.assert_array_equal((x < 1).asnumpy(), (_dense() < 1).astype(np.float32))
+    assert (x / 0).stype == "default"
