@@ -118,8 +118,8 @@ def save(fname, data):
     from .._atomic import atomic_write
     from .mxnet_format import write_mxnet_file
     with atomic_write(fname) as f:
-        write_mxnet_file(f, [a.asnumpy() for a in arrays], names,
-                         [(a.context.device_typeid, a.context.device_id) for a in arrays])
+        write_mxnet_file(f, [_sparse.to_record(a) if a._sparse else a.asnumpy() for a in arrays],
+                         names, [(a.context.device_typeid, a.context.device_id) for a in arrays])
 
 
 def load(fname, ctx=None):
@@ -128,7 +128,7 @@ def load(fname, ctx=None):
 
     A truncated, corrupted or foreign file raises ``MXNetFileError`` (a ``ValueError``).
     """
-    from .mxnet_format import MXNetFileError, is_mxnet_file, read_mxnet_file
+    from .mxnet_format import MXNetFileError, SparseRecord, is_mxnet_file, read_mxnet_file
     path = os.fspath(fname)
     from .._bounded import open_regular
     try:
@@ -141,8 +141,9 @@ def load(fname, ctx=None):
     if not is_mxnet_file(head):
         raise MXNetFileError("%s: not an array file (neither MXNet's binary format nor an .npz)"
                              % path)
-    arrays, names = read_mxnet_file(path)
-    loaded = [array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
+    arrays, names = read_mxnet_file(path, sparse=True)
+    loaded = [_sparse.from_record(a, ctx) if isinstance(a, SparseRecord)
+              else array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
     return loaded if names is None else dict(zip(names, loaded))
 
 

@@ -24,6 +24,7 @@ from ..base import StorageTypeError
 from ..context import Context, current_context
 from . import _embedding_kernels
 from . import fallback_log as _fallback
+from .mxnet_format import SparseRecord
 from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad", "RowsAndValues",
@@ -458,6 +459,24 @@ def zeros(stype, shape, ctx=None, dtype=None):
         if stype == "default":
             return _wrap(xp.zeros(shape, dtype=dtype), ctx)
     raise StorageTypeError("unknown storage type %r (row_sparse, csr or default)" % (stype,))
+
+
+def to_record(x: BaseSparseNDArray):
+    """``x`` as the host-side record MXNet's file format stores (``mxnet_format.SparseRecord``)."""
+    if isinstance(x, RowSparseNDArray):
+        return SparseRecord("row_sparse", x.shape, _host(x._values), (_host(x._indices),))
+    return SparseRecord("csr", x.shape, _host(x._values), (_host(x._indptr), _host(x._indices)))
+
+
+def from_record(record, ctx=None) -> BaseSparseNDArray:
+    """The sparse array a file's ``SparseRecord`` holds (checked by the reader), on ``ctx``."""
+    ctx = ctx or current_context()
+    if record.stype == "row_sparse":
+        return _rsp(_transfer(record.values, ctx, True), _transfer(record.indices[0], ctx, True),
+                    record.shape, ctx)
+    indptr, cols = record.indices
+    return _csr(_transfer(record.values, ctx, True), _transfer(cols, ctx, True),
+                _transfer(indptr, ctx, True), record.shape, ctx)
 
 
 def empty(stype, shape, ctx=None, dtype=None):
