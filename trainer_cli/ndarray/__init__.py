@@ -64,6 +64,7 @@ _DISPATCHED = _OP_NAMES + ["array"]
 for _name in _DISPATCHED:
     globals()[_name] = _storage.exported(_name, globals()[_name])
 del _name
+_storage.install_hooks()
 _storage.install_methods(_ops._METHODS)
 _storage.install_sparse_namespace(globals())
 

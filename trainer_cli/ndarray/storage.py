@@ -29,6 +29,7 @@ import operator
 import numpy
 
 from . import fallback_log as _fallback
+from . import ndarray as _core
 from . import ops as _ops
 from . import sparse as _sp
 from .ndarray import NDArray, _recorded, _recording_for, _wrap
@@ -544,6 +545,15 @@ _OPERATORS = {
 }
 _OPERATORS["__div__"] = _OPERATORS["__truediv__"]
 _OPERATORS["__rdiv__"] = _OPERATORS["__rtruediv__"]
+
+
+def install_hooks():
+    """Give ``ndarray.py`` the storage operations it calls (it imports nothing after it)."""
+    hooks = _core._storage
+    hooks.cast_storage = _sp.cast_storage
+    hooks.sparse_zeros = _sp.zeros
+    hooks.receive_dense_grad = _sp.receive_dense_grad
+    hooks.abs = _ops.abs
 
 
 def install_methods(methods):
