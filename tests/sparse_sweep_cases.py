@@ -84,6 +84,8 @@ CASES = {
     "SequenceMask": ((4, 5, 2), lambda nd, x, d: nd.SequenceMask(x, d((5,), 1.5), use_sequence_length=True)),
     "SequenceReverse": ((4, 5, 2), lambda nd, x, d: nd.SequenceReverse(x)),
     "SoftmaxActivation": (S, lambda nd, x, d: nd.SoftmaxActivation(x)),
+    "RNN": ((4, 5, 3), lambda nd, x, d: nd.RNN(x, d((14,)), d((1, 5, 2)), state_size=2,
+                                               num_layers=1, mode="rnn_tanh")),
     # arguments besides the array
     "Activation": (S, lambda nd, x, d: nd.Activation(x, act_type="relu")),
     "Cast": (S, lambda nd, x, d: nd.Cast(x, dtype="float64")),
