@@ -109,3 +109,15 @@ def test_scalar_comparison_keeps_storage_only_where_zero_maps_to_zero():
     assert (x > 1).stype == "row_sparse" and (x < 1).stype == "default"
     np.testing.assert_array_equal((x < 1).asnumpy(), (_dense() < 1).astype(np.float32))
     assert (x / 0).stype == "default"
+
+
+def test_dot_forward_stype_and_sparse_dot_alias():
+    c = nd.array([[0, 1.0], [2, 0]]).tostype("csr")
+    w = nd.ones((2, 3))
+    assert nd.dot(c, w).stype == "default"
+    out = nd.dot(c, w, forward_stype="csr")
+    assert out.stype == "csr" and out.asnumpy().tolist() == [[1.0] * 3, [2.0] * 3]
+    assert nd.dot(w.T, w, forward_stype="row_sparse").stype == "row_sparse"
+    assert nd.sparse.dot(c, w).asnumpy().tolist() == [[1.0] * 3, [2.0] * 3]
+    assert nd.dot(c, w, transpose_a=False).stype == "default"
+    assert nd.dot(c, nd.ones((2, 3)), transpose_a=True).stype == "row_sparse"

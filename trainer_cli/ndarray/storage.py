@@ -236,7 +236,25 @@ def _add_n(fn, name, args, kwargs):
     return _densify(fn, name, args, kwargs)
 
 
+def _with_forward_stype(dot):
+    """MXNet's ``dot(..., forward_stype=...)``: the result in that storage."""
+    @functools.wraps(dot)
+    def fn(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+        out = dot(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b)
+        if forward_stype is not None and forward_stype != out.stype:
+            cast = _sp.cast_storage(out.detach(), forward_stype)
+            cast._node = out._node
+            return cast
+        return out
+    return fn
+
+
 def _dot(fn, name, args, kwargs):
+    if kwargs.get("forward_stype") is not None:
+        stype = kwargs.pop("forward_stype")
+        return _with_forward_stype(lambda *a, **k: _dot(fn, name, a, k))(*args, forward_stype=stype,
+                                                                          **kwargs)
+    kwargs.pop("forward_stype", None)
     bound = dict(zip(("lhs", "rhs", "transpose_a", "transpose_b"), args), **kwargs)
     lhs, rhs = bound["lhs"], bound["rhs"]
     ta, tb = bound.get("transpose_a", False), bound.get("transpose_b", False)
@@ -356,6 +374,8 @@ def exported(name, fn, record=True):
     _fallback.OPERATOR_NAMES.add(name)
     if record:
         EXPORTED.add(name)
+    if name == "dot":
+        fn = _with_forward_stype(fn)
     try:
         takes_out = "out" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
