@@ -5,11 +5,12 @@
 - :class:`CSRNDArray`: a 2-D matrix in compressed sparse row form: ``indptr`` (row starts),
   ``indices`` (int64 column ids) and ``data`` (the stored values).
 
-Both keep their storage sparse end to end: conversions, ``retain``, ``+`` of two row_sparse
-arrays, ``*`` by a scalar, ``copyto`` and ``dot`` never build the dense array; ``tostype
-('default')`` and ``asnumpy`` do, on request. "Stored" is structural, as in MXNet: an explicitly
-stored zero stays stored (``dot(csr.T, x)`` keeps every stored column of the csr), while
-``tostype`` from a dense array stores only the rows or entries that are not zero.
+Which operator keeps which storage is decided in one place, ``storage.py`` (MXNet's storage
+inference and fallback); this module holds the arrays, their conversions and the sparse kernels
+it dispatches to. A sparse array's stored values are ``_values``; its ``_data`` is the dense form
+(so a dense operator never computes on the stored values). "Stored" is structural, as in MXNet:
+an explicitly stored zero stays stored (``dot(csr.T, x)`` keeps every stored column of the csr),
+while ``tostype`` from a dense array stores only the rows or entries that are not zero.
 
 Gradients: ``nd.sparse.dot(csr, w)`` inside ``autograd.record()`` gives ``w`` a row_sparse
 gradient (:class:`RowSparseGrad` on the tape) holding only the rows the csr's columns touch;
@@ -857,36 +858,35 @@ def csr_dot(lhs, rhs, transpose_a=False):
     ``dot(csr, dense)`` is dense, ``dot(csr.T, dense)`` (``transpose_a=True``) is row_sparse over
     the csr's stored columns, ``dot(csr, row_sparse)`` is dense. With ``rhs`` a dense variable
     inside ``autograd.record()``, ``rhs`` gets a row_sparse gradient."""
-    if True:
-        _check_2d(rhs, "rhs")
-        rows, cols = lhs._rows(), lhs._indices
+    _check_2d(rhs, "rhs")
+    rows, cols = lhs._rows(), lhs._indices
+    if transpose_a:
+        src, dst, n_out = rows, cols, lhs.shape[1]
+    else:
+        src, dst, n_out = cols, rows, lhs.shape[0]
+    inner = lhs.shape[0] if transpose_a else lhs.shape[1]
+    if rhs.shape[0] != inner:
+        raise ValueError("dot: shapes %s%s and %s do not align"
+                         % (lhs.shape, ".T" if transpose_a else "", rhs.shape))
+    if isinstance(rhs, RowSparseNDArray):
         if transpose_a:
-            src, dst, n_out = rows, cols, lhs.shape[1]
+            rhs = rhs._dense()  # MXNet: dot(csr.T, rsp) also falls back
         else:
-            src, dst, n_out = cols, rows, lhs.shape[0]
-        inner = lhs.shape[0] if transpose_a else lhs.shape[1]
-        if rhs.shape[0] != inner:
-            raise ValueError("dot: shapes %s%s and %s do not align"
-                             % (lhs.shape, ".T" if transpose_a else "", rhs.shape))
-        if isinstance(rhs, RowSparseNDArray):
-            if transpose_a:
-                rhs = rhs._dense()  # MXNet: dot(csr.T, rsp) also falls back
-            else:
-                # A row_sparse weight pulled by ``row_sparse_data``: same gradient as a dense one.
-                return _csr_dot_result(lhs, rhs, _csr_times_rsp(lhs, rhs, src, dst, n_out))
-        if isinstance(rhs, BaseSparseNDArray):
-            rhs = rhs._dense()
-        b = rhs._data
-        xp = _xp_of(b)
-        contrib = lhs._values[:, None].astype(b.dtype) * b[src]
-        if transpose_a:
-            out_rows = xp.unique(cols)
-            values = xp.zeros((len(out_rows), b.shape[1]), dtype=b.dtype)
-            xp.add.at(values, xp.searchsorted(out_rows, dst), contrib)
-            return _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
-        out = xp.zeros((n_out, b.shape[1]), dtype=b.dtype)
-        xp.add.at(out, dst, contrib)
-        return _csr_dot_result(lhs, rhs, out)
+            # A row_sparse weight pulled by ``row_sparse_data``: same gradient as a dense one.
+            return _csr_dot_result(lhs, rhs, _csr_times_rsp(lhs, rhs, src, dst, n_out))
+    if isinstance(rhs, BaseSparseNDArray):
+        rhs = rhs._dense()
+    b = rhs._data
+    xp = _xp_of(b)
+    contrib = lhs._values[:, None].astype(b.dtype) * b[src]
+    if transpose_a:
+        out_rows = xp.unique(cols)
+        values = xp.zeros((len(out_rows), b.shape[1]), dtype=b.dtype)
+        xp.add.at(values, xp.searchsorted(out_rows, dst), contrib)
+        return _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
+    out = xp.zeros((n_out, b.shape[1]), dtype=b.dtype)
+    xp.add.at(out, dst, contrib)
+    return _csr_dot_result(lhs, rhs, out)
 
 
 def _csr_dot_result(csr, rhs, out):
