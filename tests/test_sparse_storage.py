@@ -121,3 +121,24 @@ def test_dot_forward_stype_and_sparse_dot_alias():
     assert nd.sparse.dot(c, w).asnumpy().tolist() == [[1.0] * 3, [2.0] * 3]
     assert nd.dot(c, w, transpose_a=False).stype == "default"
     assert nd.dot(c, nd.ones((2, 3)), transpose_a=True).stype == "row_sparse"
+
+
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_no_nan_is_lost_where_an_absent_zero_meets_inf_nan_or_division_by_zero(stype):
+    # 0 * inf, 0 / 0: the dense answer has NaN at absent positions, so the result densifies
+    # instead of keeping a sparse 0 there.
+    x = nd.array(_dense()).tostype(stype)
+    inf_row = np.ones((4, 5), np.float32)
+    inf_row[1, 2] = np.inf            # row 1 of x is absent
+    zero_col = np.ones((1, 5), np.float32)
+    zero_col[0, 0] = 0
+    cases = [(lambda: x * nd.array(inf_row), _dense() * inf_row),
+             (lambda: x * float("inf"), _dense() * np.inf),
+             (lambda: x * float("nan"), _dense() * np.nan)]
+    if stype == "csr":
+        cases.append((lambda: x / nd.array(zero_col), _dense() / zero_col))
+    with np.errstate(all="ignore"):
+        for call, want in cases:
+            got = call()
+            np.testing.assert_array_equal(got.asnumpy(), want.astype(np.float32))
+    assert (x * 2).stype == stype

@@ -168,13 +168,24 @@ def _elemwise(fn_values, dense_fn, allow_dense):
                 return _record_binary(_sp.union_op(a, b, fn_values), dense_fn, a, b)
             if allow_dense:
                 for s, d, first in ((a, b, True), (b, a, False)):
-                    if _is_sparse(s) and _is_dense(d) and tuple(d.shape) == s.shape:
+                    if _is_sparse(s) and _is_dense(d) and tuple(d.shape) == s.shape \
+                            and _zero_stays_zero(d._data, False):
                         at = _sp.dense_at_stored(s, d._data)
                         vals = fn_values(s._values, at) if first else fn_values(at, s._values)
                         out = _sp.map_values(s, vals.astype(s._values.dtype, copy=False))
                         return _record_binary(out, dense_fn, a, b)
         return _densify(fn, name, args, kwargs)
     return impl
+
+
+def _zero_stays_zero(dense, dividing):
+    """Whether 0 * y (or 0 / y) is 0 for every y of the backend array ``dense``: no inf or NaN
+    (and, dividing, no 0). Otherwise the absent entries are not 0 and the result densifies, as
+    the dense operator would give NaN there."""
+    xp = _core._xp_of(dense)
+    if dense.dtype.kind == "f" and not bool(xp.isfinite(dense).all()):
+        return False
+    return not (dividing and bool((dense == 0).any()))
 
 
 def _broadcasts_to(shape, full):
@@ -194,6 +205,8 @@ def _csr_broadcast(fn_values, dense_fn, refuse_same_shape):
                 if refuse_same_shape and tuple(b.shape) == a.shape:
                     raise ValueError("%s of a csr array by a dense array of the same shape is "
                                      "not supported (MXNet refuses it); densify first" % name)
+                if not _zero_stays_zero(b._data, refuse_same_shape):
+                    return _densify(fn, name, args, kwargs)
                 vals = fn_values(a._values, _sp.dense_at_stored(a, b._data))
                 out = _sp.map_values(a, vals.astype(a._values.dtype, copy=False))
                 return _record_binary(out, dense_fn, a, b)
@@ -491,8 +504,12 @@ def _rsub(self, other):
     return _binary_dense(operator.sub)(other, self)
 
 
+def _finite_scalar(x):
+    return _is_scalar(x) and numpy.isfinite(x)
+
+
 def _mul(self, other):
-    if _is_scalar(other):
+    if _finite_scalar(other):
         return _scalar_keep(self, operator.mul, operator.mul, other)
     if _same_sparse(self, other) or (_is_dense(other) and tuple(other.shape) == self.shape):
         return RULES["elemwise_mul"].impl(operator.mul, "elemwise_mul", (self, other), {})
@@ -502,13 +519,13 @@ def _mul(self, other):
 
 
 def _rmul(self, other):
-    if _is_scalar(other):
+    if _finite_scalar(other):
         return _scalar_keep(self, operator.mul, operator.mul, other)
     return _binary_dense(operator.mul)(other, self)
 
 
 def _truediv_op(self, other):
-    if _is_scalar(other) and other != 0:
+    if _finite_scalar(other) and other != 0:
         return _scalar_keep(self, operator.truediv, operator.truediv, other)
     if type(self) is _sp.CSRNDArray and _is_dense(other):
         return RULES["broadcast_div"].impl(operator.truediv, "broadcast_div", (self, other), {})
@@ -548,11 +565,11 @@ _OPERATORS = {
     "__sub__": (_sub, "sparse kernel", "same storage and shape: union of stored positions; "
                 "otherwise densifies"),
     "__rsub__": (_rsub, "densifies", ""),
-    "__mul__": (_mul, "sparse kernel", "by a scalar, the same storage, or a dense array of "
-                "its shape (csr: also broadcast); otherwise densifies"),
-    "__rmul__": (_rmul, "keeps sparse", "by a scalar; otherwise densifies"),
-    "__truediv__": (_truediv_op, "keeps sparse", "by a non-zero scalar (csr: also a dense row "
-                    "or column); otherwise densifies"),
+    "__mul__": (_mul, "sparse kernel", "by a finite scalar, the same storage, or a finite "
+                "dense array of its shape (csr: also broadcast); otherwise densifies"),
+    "__rmul__": (_rmul, "keeps sparse", "by a finite scalar; otherwise densifies"),
+    "__truediv__": (_truediv_op, "keeps sparse", "by a finite non-zero scalar (csr: also a "
+                    "dense row or column without 0); otherwise densifies"),
     "__rtruediv__": (_rtruediv, "densifies", ""),
     "__neg__": (_neg, "keeps sparse", ""),
     "__abs__": (_abs, "keeps sparse", ""),
@@ -622,7 +639,8 @@ _OWN_METHODS = [
     ("x.tostype()", "sparse kernel", "sparse kernel", "row_sparse <-> csr refused, as MXNet"),
     ("x.retain()", "sparse kernel", "-", "the requested ids verbatim, absent ones as zero rows"),
     ("x.attach_grad()", "keeps sparse", "keeps sparse", "the gradient has the array's storage"),
-    ("out= a sparse array", "keeps sparse", "keeps sparse", "the result is cast to ``out``'s storage"),
+    ("out= a sparse array", "keeps sparse", "keeps sparse",
+     "the result is cast to ``out``'s storage"),
 ]
 
 
