@@ -106,3 +106,15 @@ def test_retain_keeps_requested_ids_verbatim_as_mxnet():
     r = sp.retain(x, nd.array([0, 2], dtype="int64"))
     assert r.indices.asnumpy().tolist() == [0, 2] and r.data.shape == (2, 2)
     assert r.asnumpy().tolist() == [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+def test_kvstore_initialised_with_nd_zeros_row_sparse_answers_row_sparse_pull():
+    # MXNet 1.9.1 gives the same: row_sparse, rows [1, 2], the pushed row 2.
+    from trainer_cli import kvstore
+    kv = kvstore.create("local")
+    kv.init(0, nd.zeros((4, 2), stype="row_sparse"))
+    kv.push(0, sp.row_sparse_array(([[1.0, 2.0]], [2]), shape=(4, 2)))
+    out = nd.zeros((4, 2), stype="row_sparse")
+    kv.row_sparse_pull(0, out=out, row_ids=nd.array([1, 2], dtype="int64"))
+    assert out.stype == "row_sparse" and out.indices.asnumpy().tolist() == [1, 2]
+    assert out.asnumpy().tolist() == [[0, 0], [0, 0], [1, 2], [0, 0]]
