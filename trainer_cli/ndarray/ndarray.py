@@ -25,11 +25,11 @@ _new = object.__new__
 
 
 class _StorageHooks:
-    """What an NDArray needs from the storage layer (``sparse.py``, ``ops.py``), filled in by
-    the dispatch point (``storage.py``) when ``nd`` is imported, so that this module imports
-    nothing after it."""
+    """What an NDArray needs from the modules built on it (``sparse.py``, ``ops.py``,
+    ``more_ops.py``), filled in by the dispatch point (``storage.py``) when ``nd`` is imported,
+    so that this module imports nothing after it."""
 
-    cast_storage = sparse_zeros = receive_dense_grad = abs = None
+    cast_storage = sparse_zeros = receive_dense_grad = abs = modulo = None
 
 
 _storage = _StorageHooks()
@@ -563,12 +563,10 @@ class NDArray:
         return _binary(self, other, _rpow, _g_rpow)
 
     def __mod__(self, other):
-        from .more_ops import modulo     # recorded, with MXNet's gradients
-        return modulo(self, other)
+        return _storage.modulo(self, other)     # recorded, with MXNet's gradients
 
     def __rmod__(self, other):
-        from .more_ops import modulo
-        return modulo(other, self)
+        return _storage.modulo(other, self)
 
     def __neg__(self):
         if _recording_for(self):

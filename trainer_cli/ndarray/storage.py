@@ -29,6 +29,7 @@ import operator
 import numpy
 
 from . import fallback_log as _fallback
+from . import more_ops as _more_ops
 from . import ndarray as _core
 from . import ops as _ops
 from . import sparse as _sp
@@ -591,6 +592,7 @@ def install_hooks():
     hooks.sparse_zeros = _sp.zeros
     hooks.receive_dense_grad = _sp.receive_dense_grad
     hooks.abs = _ops.abs
+    hooks.modulo = _more_ops.modulo
 
 
 def install_methods(methods):
