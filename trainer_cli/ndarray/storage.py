@@ -620,6 +620,11 @@ def install_sparse_namespace(namespace):
     _sp.subtract = lambda lhs, rhs: _sparse_binary(lhs, rhs, "__sub__", operator.sub)
     _sp.multiply = lambda lhs, rhs: _sparse_binary(lhs, rhs, "__mul__", operator.mul)
     _sp.divide = lambda lhs, rhs: _sparse_binary(lhs, rhs, "__truediv__", operator.truediv)
+    added = [n for n in _KEEP_NAMES + ("clip", "zeros_like", "elemwise_add", "elemwise_sub",
+                                       "elemwise_mul", "add_n", "dot", "Embedding", "add",
+                                       "plus", "subtract", "multiply", "divide")
+             if hasattr(_sp, n) and n not in _sp.__all__]
+    _sp.__all__ = list(_sp.__all__) + added
 
 
 def _sparse_binary(lhs, rhs, method, op_fn):
