@@ -391,15 +391,21 @@ def exported(name, fn, record=True):
     if name == "dot":
         fn = _with_forward_stype(fn)
     try:
-        takes_out = "out" in inspect.signature(fn).parameters
+        params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        takes_out = False
+        params = {}
+    takes_out = "out" in params
+    # MXNet's ``name=`` (a graph node's name: ``hybrid_forward(F, ...)`` code passes it) is
+    # accepted by every exported function; eager calls ignore it unless ``fn`` takes it.
+    takes_name = "name" in params
     sparse_types = _SPARSE_TYPES
     containers = (list, tuple)
 
     if takes_out:
         @functools.wraps(fn)
-        def op(*args, **kwargs):
+        def op(*args, name=None, **kwargs):
+            if name is not None and takes_name:
+                kwargs["name"] = name
             for a in args:
                 if type(a) in sparse_types or (type(a) in containers and _any_sparse(a)):
                     break
@@ -414,7 +420,9 @@ def exported(name, fn, record=True):
     dense_type = NDArray
 
     @functools.wraps(fn)
-    def op(*args, out=None, **kwargs):
+    def op(*args, out=None, name=None, **kwargs):
+        if name is not None and takes_name:
+            kwargs["name"] = name
         for a in args:
             t = type(a)
             if t is dense_type:     # the dense path: one type test per argument
