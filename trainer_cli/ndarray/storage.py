@@ -381,14 +381,14 @@ EXPORTED: set = set()
 METHODS: set = set()
 
 
-def exported(name, fn, record=True):
+def exported(op_name, fn, record=True):
     """``fn`` as the ``nd`` namespace exports it: dispatched by storage, with ``out=``."""
-    rule = RULES.get(name, DENSIFY)
+    rule = RULES.get(op_name, DENSIFY)
     impl = rule.impl
-    _fallback.OPERATOR_NAMES.add(name)
+    _fallback.OPERATOR_NAMES.add(op_name)
     if record:
-        EXPORTED.add(name)
-    if name == "dot":
+        EXPORTED.add(op_name)
+    if op_name == "dot":
         fn = _with_forward_stype(fn)
     try:
         params = inspect.signature(fn).parameters
@@ -413,8 +413,8 @@ def exported(name, fn, record=True):
                 if not kwargs or not _any_sparse(kwargs.values()):
                     return fn(*args, **kwargs)
             out = kwargs.pop("out", None)
-            result = impl(fn, name, args, kwargs)
-            return result if out is None else _write(result, out, name)
+            result = impl(fn, op_name, args, kwargs)
+            return result if out is None else _write(result, out, op_name)
         return op
 
     dense_type = NDArray
@@ -428,16 +428,16 @@ def exported(name, fn, record=True):
             if t is dense_type:     # the dense path: one type test per argument
                 continue
             if t in sparse_types or (t in containers and _any_sparse(a)):
-                result = impl(fn, name, args, kwargs)
+                result = impl(fn, op_name, args, kwargs)
                 break
         else:
             if kwargs and _any_sparse(kwargs.values()):
-                result = impl(fn, name, args, kwargs)
+                result = impl(fn, op_name, args, kwargs)
             else:
                 result = fn(*args, **kwargs)
         if out is None:
             return result
-        return _write(result, out, name)
+        return _write(result, out, op_name)
     return op
 
 
