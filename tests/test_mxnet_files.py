@@ -236,6 +236,9 @@ def _many_sparse_records(count, shape):
 
 HOSTILE["sparse arrays that together are too big to make dense"] = (
     _many_sparse_records(64, (2 ** 26, 4)), "together")
+# nd.load keeps sparse records sparse (nothing table-sized is allocated), so only the Gluon
+# loaders, which make them dense, refuse that file.
+_DENSE_LOADERS_ONLY = {"sparse arrays that together are too big to make dense"}
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
@@ -243,9 +246,13 @@ def test_hostile_files_are_clear_errors(tmp_path, case):
     content, words = HOSTILE[case]
     path = tmp_path / "bad.params"
     path.write_bytes(content)
-    with pytest.raises(MXNetFileError) as info:
-        nd.load(str(path))
-    assert str(path) in str(info.value) and words in str(info.value)
+    if case in _DENSE_LOADERS_ONLY:
+        loaded = nd.load(str(path))
+        assert all(a.stype == "row_sparse" and a.data.shape[0] == 0 for a in loaded.values())
+    else:
+        with pytest.raises(MXNetFileError) as info:
+            nd.load(str(path))
+        assert str(path) in str(info.value) and words in str(info.value)
     with pytest.raises(ParamFileError) as info:
         nn.Dense(2, in_units=1).load_parameters(str(path))
     assert str(path) in str(info.value)

@@ -207,13 +207,13 @@ def test_a_received_sparse_gradient_is_adopted_once_and_copied_after():
     for w in (first, second):
         w.attach_grad(stype="row_sparse")
         grad.receive_into(w)
-    assert first.grad._data is grad.values
-    assert not numpy.shares_memory(second.grad._data, grad.values)
+    assert first.grad._values is grad.values
+    assert not numpy.shares_memory(second.grad._values, grad.values)
     shared = nd_sparse.RowSparseGrad(grad.rows, grad.values, (6, 3))
     third = nd.zeros((6, 3))
     third.attach_grad(stype="row_sparse")
     shared.receive_into(third)
-    assert not numpy.shares_memory(third.grad._data, grad.values)
+    assert not numpy.shares_memory(third.grad._values, grad.values)
     assert third.grad.asnumpy().tolist() == first.grad.asnumpy().tolist()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 
 from .base import MXNetError
 
@@ -54,7 +55,24 @@ def num_gpus() -> int:
         return 0
 
 
-class Context:
+class _ContextType(type):
+    """``Context.default_ctx`` as a class attribute (MXNet's deprecated spelling of
+    ``current_context()``; setting it sets this thread's default context)."""
+
+    @property
+    def default_ctx(cls):
+        warnings.warn("Context.default_ctx has been deprecated. Please use "
+                      "Context.current_context() instead.", DeprecationWarning, stacklevel=2)
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, value):
+        warnings.warn("Context.default_ctx has been deprecated. Please use "
+                      "Context.current_context() instead.", DeprecationWarning, stacklevel=2)
+        Context._local.value = value
+
+
+class Context(metaclass=_ContextType):
     """A device: ``cpu(i)`` or ``gpu(i)``. Usable as a ``with`` block to set the default context."""
 
     __slots__ = ("device_type", "device_id", "_old")

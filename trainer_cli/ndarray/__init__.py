@@ -18,7 +18,7 @@ from . import sampling as _sampling
 from .sampling import (sample_uniform, sample_normal, sample_exponential, sample_gamma,  # noqa: F401
                        sample_poisson, sample_negative_binomial,
                        sample_generalized_negative_binomial, sample_multinomial)
-from .out_arg import with_out as _with_out
+from . import storage as _storage
 
 # MXNet's older spellings of the same functions.
 elemwise_add = broadcast_add = _ops.add
@@ -57,11 +57,16 @@ _OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "Deconvolu
                                   "elemwise_mul", "broadcast_mul", "elemwise_div", "broadcast_div",
                                   "broadcast_maximum", "broadcast_minimum", "broadcast_power"])
 
-# MXNet's ``out=`` on every operator: the exported names get it; the library's own code calls
-# the modules directly and skips the wrapper.
-for _name in _OP_NAMES:
-    globals()[_name] = _with_out(globals()[_name])
+# Every exported operator passes the storage dispatch (row_sparse / csr inputs: a sparse kernel,
+# f(0) = 0 on the stored values, or MXNet's dense fallback) and takes MXNet's ``out=``. The
+# library's own code calls the modules directly and skips the wrapper.
+_DISPATCHED = _OP_NAMES + ["array"]
+for _name in _DISPATCHED:
+    globals()[_name] = _storage.exported(_name, globals()[_name])
 del _name
+_storage.install_hooks()
+_storage.install_methods(_ops._METHODS)
+_storage.install_sparse_namespace(globals())
 
 __all__ = ["NDArray", "random", "sparse"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
 

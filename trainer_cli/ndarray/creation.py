@@ -6,6 +6,7 @@ import os
 import numpy
 
 from ..context import Context, current_context
+from . import sparse as _sparse
 from .ndarray import NDArray, _transfer, _wrap
 
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "eye", "linspace", "save", "load",
@@ -49,9 +50,10 @@ def array(source_array, ctx=None, dtype=None):
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
-    if stype is not None and stype != "default":
-        from . import sparse      # sparse builds on this module
-        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+    """Zeros of ``shape``; ``stype='row_sparse'`` or ``'csr'`` gives a sparse array storing
+    nothing (MXNet)."""
+    if stype not in (None, "default"):
+        return _sparse.zeros(stype, shape, ctx=None if ctx is None else _ctx(ctx), dtype=dtype)
     return _alloc(lambda xp, s, d: xp.zeros(s, dtype=d), shape, ctx, dtype)
 
 
@@ -67,7 +69,10 @@ def full(shape, val, ctx=None, dtype=None, out=None):
     return result
 
 
-def empty(shape, ctx=None, dtype=None):
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """An uninitialised array; a sparse ``stype`` stores nothing (MXNet)."""
+    if stype not in (None, "default"):
+        return _sparse.zeros(stype, shape, ctx=None if ctx is None else _ctx(ctx), dtype=dtype)
     return _alloc(lambda xp, s, d: xp.empty(s, dtype=d), shape, ctx, dtype)
 
 
@@ -113,8 +118,8 @@ def save(fname, data):
     from .._atomic import atomic_write
     from .mxnet_format import write_mxnet_file
     with atomic_write(fname) as f:
-        write_mxnet_file(f, [a.asnumpy() for a in arrays], names,
-                         [(a.context.device_typeid, a.context.device_id) for a in arrays])
+        write_mxnet_file(f, [_sparse.to_record(a) if a._sparse else a.asnumpy() for a in arrays],
+                         names, [(a.context.device_typeid, a.context.device_id) for a in arrays])
 
 
 def load(fname, ctx=None):
@@ -123,7 +128,7 @@ def load(fname, ctx=None):
 
     A truncated, corrupted or foreign file raises ``MXNetFileError`` (a ``ValueError``).
     """
-    from .mxnet_format import MXNetFileError, is_mxnet_file, read_mxnet_file
+    from .mxnet_format import MXNetFileError, SparseRecord, is_mxnet_file, read_mxnet_file
     path = os.fspath(fname)
     from .._bounded import open_regular
     try:
@@ -136,8 +141,9 @@ def load(fname, ctx=None):
     if not is_mxnet_file(head):
         raise MXNetFileError("%s: not an array file (neither MXNet's binary format nor an .npz)"
                              % path)
-    arrays, names = read_mxnet_file(path)
-    loaded = [array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
+    arrays, names = read_mxnet_file(path, sparse=True)
+    loaded = [_sparse.from_record(a, ctx) if isinstance(a, SparseRecord)
+              else array(a, ctx=ctx, dtype=a.dtype) for a in arrays]
     return loaded if names is None else dict(zip(names, loaded))
 
 

@@ -2,8 +2,8 @@
 the runner): everything those layers need from an array beyond MXNet's own API, under names that
 say what they hold, so that no code outside ``ndarray/`` reads an array's private fields.
 
-- ``raw(x)``: the backend array (``numpy.ndarray`` or ``cupy.ndarray``) that ``x`` wraps; writing
-  into it (``raw(x)[...] = v``) changes ``x`` in place, outside autograd's view.
+- ``raw(x)``: the backend array (``numpy.ndarray`` or ``cupy.ndarray``) that ``x`` wraps (a
+  row_sparse or csr array: its stored values); writing into it (``raw(x)[...] = v``) changes ``x`` in place, outside autograd's view.
 - ``wrap(data, ctx)``: a new ``NDArray`` around a backend array, no copy, not recorded.
 - ``transfer(data, ctx, copy=False)``: a backend array moved to ``ctx``'s device (copied across
   devices, and when ``copy``).
@@ -33,7 +33,14 @@ from .ndarray import NDArray, _needs_grad, _transfer, _wrap, _xp_of, unbroadcast
 __all__ = ["raw", "wrap", "transfer", "array_module", "grad_buffer", "attach_grad_buffer",
            "grad_req", "is_fresh", "mark_stale", "needs_grad", "unbroadcast", "is_sparse", "row_ids"]
 
-raw = attrgetter("_data")
+
+
+def raw(x: NDArray):
+    """The backend array ``x`` wraps: a dense array's values, a sparse array's *stored* values
+    (``_data`` of a sparse array is its dense form, for the dense operators)."""
+    return x._values if x._sparse else x._data
+
+
 wrap = _wrap
 transfer = _transfer
 needs_grad = _needs_grad
@@ -46,7 +53,7 @@ row_ids = attrgetter("_indices")
 
 def array_module(x: NDArray):
     """``numpy`` or ``cupy``: the array module of ``x``'s backend array."""
-    return _xp_of(x._data)
+    return _xp_of(x._values if x._sparse else x._data)
 
 
 def attach_grad_buffer(x: NDArray, buffer: NDArray | None, grad_req: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import NamedTuple
 
 import numpy
 
@@ -23,7 +24,7 @@ from .._bounded import open_regular
 from ..base import MXNetError
 
 __all__ = ["MXNetFileError", "is_mxnet_file", "read_mxnet_file", "write_mxnet_file",
-           "LIST_MAGIC"]
+           "LIST_MAGIC", "SparseRecord"]
 
 LIST_MAGIC = 0x112
 _V1_MAGIC, _V2_MAGIC, _V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
@@ -38,6 +39,20 @@ _MAX_NDIM = 32
 # of all the sparse records of one file together may not pass this (64 records of 1 GiB each
 # fit in a few kilobytes).
 MAX_DENSE_FROM_SPARSE_BYTES = 1 << 30
+# Kept sparse, a record costs what the file holds, but any dense use would allocate its full
+# size: a logical size past this is a hostile or damaged file, not a table.
+MAX_SPARSE_LOGICAL_BYTES = 1 << 40
+
+
+class SparseRecord(NamedTuple):
+    """A row_sparse or csr array as the file holds it (host arrays): ``stype``, the full
+    ``shape``, the stored ``values`` and the ``indices`` (row_sparse: ``(rows,)``, sorted
+    unique int64 row ids; csr: ``(indptr, cols)``, int64)."""
+
+    stype: str
+    shape: tuple
+    values: numpy.ndarray
+    indices: tuple
 
 
 class MXNetFileError(MXNetError, ValueError):
@@ -117,7 +132,7 @@ def _device(r, what):
         r.fail("%s has device type %d, which MXNet does not have" % (what, dev_type))
 
 
-def _record(r, index):
+def _record(r, index, sparse=False):
     what = "array %d" % index
     (magic,) = r.unpack("I", what + "'s header")
     if magic in (_V2_MAGIC, _V3_MAGIC):
@@ -143,10 +158,10 @@ def _record(r, index):
     code = _dtype_code(r, what)
     if stype == _DENSE:
         return r.array(code, shape, what + "'s values")
-    return _sparse_record(r, what, stype, stored, shape, code)
+    return _sparse_record(r, what, stype, stored, shape, code, sparse)
 
 
-def _sparse_record(r, what, stype, stored, shape, code):
+def _sparse_record(r, what, stype, stored, shape, code, sparse=False):
     aux = []
     for i in range(1 if stype == _ROW_SPARSE else 2):
         aux_code = _dtype_code(r, "%s's index array %d" % (what, i))
@@ -156,18 +171,17 @@ def _sparse_record(r, what, stype, stored, shape, code):
     dense_bytes = numpy.dtype(numpy.float32 if code == _BFLOAT16 else _CODE_TO_DTYPE[code]).itemsize
     for dim in shape:
         dense_bytes *= dim
-    if dense_bytes > MAX_DENSE_FROM_SPARSE_BYTES:
+    limit = MAX_SPARSE_LOGICAL_BYTES if sparse else MAX_DENSE_FROM_SPARSE_BYTES
+    if dense_bytes > limit:
         r.fail("%s is a sparse %s array that would expand to %d bytes when made dense (at most %d)"
-               % (what, shape, dense_bytes, MAX_DENSE_FROM_SPARSE_BYTES))
+               % (what, shape, dense_bytes, limit))
     r.dense_from_sparse += dense_bytes
-    if r.dense_from_sparse > MAX_DENSE_FROM_SPARSE_BYTES:
+    if r.dense_from_sparse > limit:
         r.fail("the sparse arrays up to %s would expand to %d bytes when made dense (at most %d "
-               "for a file's sparse arrays together)"
-               % (what, r.dense_from_sparse, MAX_DENSE_FROM_SPARSE_BYTES))
+               "for a file's sparse arrays together)" % (what, r.dense_from_sparse, limit))
     values = r.array(code, stored, what + "'s stored values")
     indices = [r.array(c, s, "%s's index array %d" % (what, i)).astype(numpy.int64)
                for i, (c, s) in enumerate(aux)]
-    dense = numpy.zeros(shape, dtype=values.dtype)
     if stype == _ROW_SPARSE:
         (rows,) = indices
         if (len(shape) < 1 or rows.ndim != 1 or stored[:1] != rows.shape
@@ -176,6 +190,11 @@ def _sparse_record(r, what, stype, stored, shape, code):
                    % (what, shape, stored, rows.shape))
         if rows.size and (rows.min() < 0 or rows.max() >= shape[0]):
             r.fail("%s: a row index is outside 0..%d" % (what, shape[0] - 1))
+        if sparse:
+            if (numpy.diff(rows) <= 0).any():
+                r.fail("%s: row_sparse row indices are not sorted and unique" % what)
+            return SparseRecord("row_sparse", shape, values, (rows,))
+        dense = numpy.zeros(shape, dtype=values.dtype)
         dense[rows] = values
         return dense
     indptr, cols = indices
@@ -187,14 +206,18 @@ def _sparse_record(r, what, stype, stored, shape, code):
         r.fail("%s: csr indptr is not a non-decreasing 0..%d" % (what, cols.size))
     if cols.size and (cols.min() < 0 or cols.max() >= shape[1]):
         r.fail("%s: a csr column index is outside 0..%d" % (what, shape[1] - 1))
+    if sparse:
+        return SparseRecord("csr", shape, values, (indptr, cols))
+    dense = numpy.zeros(shape, dtype=values.dtype)
     dense[numpy.repeat(numpy.arange(shape[0]), numpy.diff(indptr)), cols] = values
     return dense
 
 
-def read_mxnet_file(path):
+def read_mxnet_file(path, sparse=False):
     """The arrays (numpy, host) and the names (None for a list) of an MXNet array file.
 
-    Sparse arrays come back dense, bfloat16 as float32 (exactly), 0-d arrays as 0-d.
+    Sparse arrays come back dense (at most ``MAX_DENSE_FROM_SPARSE_BYTES`` each), or with
+    ``sparse`` as :class:`SparseRecord`; bfloat16 as float32 (exactly), 0-d arrays as 0-d.
     """
     path = os.fspath(path)
     try:
@@ -210,7 +233,7 @@ def read_mxnet_file(path):
             r.fail("the file starts with 0x%X, not MXNet's array-list header 0x112" % magic)
         (count,) = r.unpack("Q", "the number of arrays")
         # Every record takes at least 12 bytes, so this loop ends within the file's size.
-        arrays = [_record(r, i) for i in range(count)]
+        arrays = [_record(r, i, sparse) for i in range(count)]
         (name_count,) = r.unpack("Q", "the number of names")
         if name_count not in (0, count):
             r.fail("%d names for %d arrays (a list has none, a dict one per array)"
@@ -241,6 +264,10 @@ def write_mxnet_file(f, arrays, names=None, devices=None):
         raise ValueError("%d names for %d arrays" % (len(names), len(arrays)))
     f.write(struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays)))
     for i, arr in enumerate(arrays):
+        if isinstance(arr, SparseRecord):
+            _write_sparse(f, arr, devices[i] if devices is not None else (1, 0),
+                          names[i] if names is not None else i)
+            continue
         arr = numpy.asarray(arr)
         code = _DTYPE_TO_CODE.get(arr.dtype.newbyteorder("="))
         if code is None:
@@ -257,3 +284,29 @@ def write_mxnet_file(f, arrays, names=None, devices=None):
         raw = name.encode("utf-8")
         f.write(struct.pack("<Q", len(raw)))
         f.write(raw)
+
+
+def _shape_bytes(shape):
+    return struct.pack("<i%dq" % len(shape), len(shape), *shape)
+
+
+def _write_sparse(f, record, device, label):
+    """One row_sparse or csr record, byte for byte as MXNet 1.9.1 writes it: the stored shape,
+    the full shape, the device and dtype, each index array's dtype and shape, the values, then
+    the index arrays."""
+    values = numpy.asarray(record.values)
+    code = _DTYPE_TO_CODE.get(values.dtype.newbyteorder("="))
+    if code is None:
+        raise TypeError("MXNet's array format has no dtype %s (array %s)" % (values.dtype, label))
+    stype = {"row_sparse": _ROW_SPARSE, "csr": _CSR}[record.stype]
+    index_arrays = [numpy.asarray(a, dtype=numpy.int64).reshape(-1) for a in record.indices]
+    f.write(struct.pack("<Ii", _V2_MAGIC, stype))
+    f.write(_shape_bytes(values.shape))
+    f.write(_shape_bytes(tuple(record.shape)))
+    f.write(struct.pack("<iii", device[0], device[1], code))
+    for index in index_arrays:
+        f.write(struct.pack("<i", _DTYPE_TO_CODE[numpy.dtype(numpy.int64)]))
+        f.write(_shape_bytes(index.shape))
+    f.write(numpy.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).tobytes())
+    for index in index_arrays:
+        f.write(numpy.ascontiguousarray(index, dtype="<i8").tobytes())

@@ -24,6 +24,17 @@ _Node = _ag.Node
 _new = object.__new__
 
 
+class _StorageHooks:
+    """What an NDArray needs from the modules built on it (``sparse.py``, ``ops.py``,
+    ``more_ops.py``), filled in by the dispatch point (``storage.py``) when ``nd`` is imported,
+    so that this module imports nothing after it."""
+
+    cast_storage = sparse_zeros = receive_dense_grad = abs = modulo = None
+
+
+_storage = _StorageHooks()
+
+
 def _xp_of(data):
     return numpy if type(data) is _np_ndarray else array_module_of(data)
 
@@ -300,9 +311,7 @@ class NDArray:
 
     def tostype(self, stype):
         """This array in storage ``stype``: ``'default'`` (itself), ``'row_sparse'`` or ``'csr'``."""
-        from .sparse import cast_storage
-
-        return cast_storage(self, stype)
+        return _storage.cast_storage(self, stype)
 
     @property
     def grad(self):
@@ -399,6 +408,8 @@ class NDArray:
         if isinstance(other, NDArray):
             if other is self:
                 return other
+            if other._sparse:       # into row_sparse / csr storage: cast, as MXNet's fallback
+                return _storage.cast_storage(self, other.stype).copyto(other)
             other._data[...] = _transfer(self._data, other._ctx)
             return other
         if isinstance(other, Context):
@@ -428,10 +439,11 @@ class NDArray:
         """Mark this array as a variable: ``backward`` writes or adds its gradient into ``.grad``."""
         if grad_req not in ("write", "add", "null"):
             raise ValueError("grad_req must be 'write', 'add' or 'null', got %r" % (grad_req,))
+        if stype is None and self._sparse:
+            stype = self.stype      # MXNet: the gradient of a sparse array has its storage
         if stype is not None and stype != "default":
-            from .sparse import zeros as sparse_zeros  # row_sparse gradients (nd.sparse.dot)
-
-            self._mark(sparse_zeros(stype, self.shape, self._ctx, self._data.dtype), grad_req)
+            dtype = self._values.dtype if self._sparse else self._data.dtype
+            self._mark(_storage.sparse_zeros(stype, self.shape, self._ctx, dtype), grad_req)
             return
         self._mark(_wrap(self._xp.zeros_like(self._data), self._ctx), grad_req)
 
@@ -449,9 +461,8 @@ class NDArray:
         if type(g) is not _np_ndarray and hasattr(g, "receive_into"):  # a sparse gradient
             g.receive_into(self)
             return
-        if self._grad._sparse:          # a dense gradient for a row_sparse buffer
-            from .sparse import receive_dense_grad
-            receive_dense_grad(self, g)
+        if self._grad._sparse:          # a dense gradient for a row_sparse or csr buffer
+            _storage.receive_dense_grad(self, g)
             return
         buf = self._grad._data
         if self._grad_req == "add":
@@ -552,12 +563,10 @@ class NDArray:
         return _binary(self, other, _rpow, _g_rpow)
 
     def __mod__(self, other):
-        from .more_ops import modulo     # recorded, with MXNet's gradients
-        return modulo(self, other)
+        return _storage.modulo(self, other)     # recorded, with MXNet's gradients
 
     def __rmod__(self, other):
-        from .more_ops import modulo
-        return modulo(other, self)
+        return _storage.modulo(other, self)
 
     def __neg__(self):
         if _recording_for(self):
@@ -568,8 +577,7 @@ class NDArray:
         return self
 
     def __abs__(self):
-        from .ops import abs as _abs
-        return _abs(self)
+        return _storage.abs(self)
 
     def _inplace(self, other, op, fallback):
         """In place outside a graph (keeps the buffer, as a weight update needs); else rebinds."""

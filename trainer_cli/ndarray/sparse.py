@@ -5,11 +5,12 @@
 - :class:`CSRNDArray`: a 2-D matrix in compressed sparse row form: ``indptr`` (row starts),
   ``indices`` (int64 column ids) and ``data`` (the stored values).
 
-Both keep their storage sparse end to end: conversions, ``retain``, ``+`` of two row_sparse
-arrays, ``*`` by a scalar, ``copyto`` and ``dot`` never build the dense array; ``tostype
-('default')`` and ``asnumpy`` do, on request. "Stored" is structural, as in MXNet: an explicitly
-stored zero stays stored (``dot(csr.T, x)`` keeps every stored column of the csr), while
-``tostype`` from a dense array stores only the rows or entries that are not zero.
+Which operator keeps which storage is decided in one place, ``storage.py`` (MXNet's storage
+inference and fallback); this module holds the arrays, their conversions and the sparse kernels
+it dispatches to. A sparse array's stored values are ``_values``; its ``_data`` is the dense form
+(so a dense operator never computes on the stored values). "Stored" is structural, as in MXNet:
+an explicitly stored zero stays stored (``dot(csr.T, x)`` keeps every stored column of the csr),
+while ``tostype`` from a dense array stores only the rows or entries that are not zero.
 
 Gradients: ``nd.sparse.dot(csr, w)`` inside ``autograd.record()`` gives ``w`` a row_sparse
 gradient (:class:`RowSparseGrad` on the tape) holding only the rows the csr's columns touch;
@@ -23,14 +24,15 @@ import numpy
 from ..base import StorageTypeError
 from ..context import Context, current_context
 from . import _embedding_kernels
+from . import fallback_log as _fallback
+from .mxnet_format import SparseRecord
 from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad", "RowsAndValues",
-           "row_sparse_array", "csr_matrix", "zeros", "array", "retain", "dot", "cast_storage",
-           "add", "elemwise_add", "elemwise_sub", "elemwise_mul", "relu", "all_rows", "clear",
-           "embedding_grad", "embedding_of_rows", "abs", "sign", "square", "sqrt", "negative",
-           "floor", "ceil", "rint", "trunc", "fix", "sin", "tan", "arcsin", "arctan", "sinh",
-           "tanh", "arcsinh", "arctanh", "expm1", "log1p", "degrees", "radians"]
+           "row_sparse_array", "csr_matrix", "zeros", "empty", "array", "retain", "csr_dot", "cast_storage",
+           "all_rows", "clear", "embedding_grad", "embedding_of_rows"]
+# The operators of ``nd.sparse`` (add, elemwise_*, abs, square, ...) are the dispatched ``nd``
+# operators, added to this module by ``storage.py``.
 
 _INDEX = numpy.int64
 
@@ -55,15 +57,41 @@ def _raw(x, ctx, dtype=None):
 
 
 class BaseSparseNDArray(NDArray):
-    """What row_sparse and csr arrays share: a logical ``shape`` over stored ``data``."""
+    """What row_sparse and csr arrays share: a logical ``shape`` over stored values.
 
-    __slots__ = ("_shape", "_indices")
+    The stored values live in ``_values``. ``_data``, the field through which every dense
+    operator reads an array, gives the *dense* array here (MXNet's storage fallback): an
+    operator without a sparse kernel computes on the right values and never sees the stored
+    ones by accident. Writing ``_data`` is refused, so that an in-place dense write cannot be
+    lost in a temporary."""
+
+    __slots__ = ("_shape", "_indices", "_values")
     stype_name = None
     _sparse = True
 
     @property
+    def _data(self):
+        if _fallback.verbose:
+            _fallback.note(self)
+        return self._dense_raw()
+
+    @_data.setter
+    def _data(self, value):
+        if value is not None:
+            raise TypeError("a %s array's values cannot be replaced through the dense field; "
+                            "write its stored values (_values) or copy into it" % self.stype_name)
+
+    @property
+    def _xp(self):
+        return _xp_of(self._values)
+
+    @property
     def shape(self):
         return self._shape
+
+    @property
+    def dtype(self):
+        return self._values.dtype.type
 
     @property
     def size(self):
@@ -80,7 +108,7 @@ class BaseSparseNDArray(NDArray):
     @property
     def data(self) -> NDArray:
         """The stored values (a dense NDArray sharing this array's memory)."""
-        return _wrap(self._data, self._ctx)
+        return _wrap(self._values, self._ctx)
 
     @property
     def indices(self) -> NDArray:
@@ -92,12 +120,16 @@ class BaseSparseNDArray(NDArray):
     def __repr__(self):
         return "\n<%s %s @%s>" % (type(self).__name__, "x".join(map(str, self._shape)), self._ctx)
 
+    __str__ = __repr__
+
     def asnumpy(self) -> numpy.ndarray:
         return _host(self._dense_raw())
 
     def astype(self, dtype, copy=True):
+        if not copy and numpy.dtype(dtype) == self._values.dtype:
+            return self
         out = self.copy()
-        out._data = out._data.astype(dtype)
+        out._values = out._values.astype(dtype)
         return out
 
     def tostype(self, stype):
@@ -106,12 +138,26 @@ class BaseSparseNDArray(NDArray):
     def as_in_context(self, context: Context):
         return self if context == self._ctx else self.copyto(context)
 
+    as_in_ctx = as_in_context
+
+    def detach(self):
+        out = self._moved(self._ctx, copy=False)
+        return out
+
+    def wait_to_read(self):
+        if type(self._values) is not numpy.ndarray:
+            self._xp.cuda.get_current_stream().synchronize()
+
     def copyto(self, other):
         if isinstance(other, Context):
             return self._moved(other, copy=True)
-        if isinstance(other, BaseSparseNDArray) and other.stype == self.stype:
-            moved = self._moved(other.context, copy=True)
-            other._data, other._indices, other._shape = moved._data, moved._indices, moved._shape
+        if isinstance(other, BaseSparseNDArray):
+            if other is self:
+                return other
+            src = self if other.stype == self.stype else cast_storage(self._dense(), other.stype)
+            moved = src._moved(other.context, copy=True)
+            other._values = moved._values.astype(other._values.dtype, copy=False)
+            other._indices, other._shape = moved._indices, moved._shape
             if isinstance(other, CSRNDArray):
                 other._indptr = moved._indptr
             return other
@@ -123,37 +169,42 @@ class BaseSparseNDArray(NDArray):
     def copy(self):
         return self._moved(self._ctx, copy=True)
 
-    def __getitem__(self, key):
-        if isinstance(key, slice) and key == slice(None):
-            return self
-        raise NotImplementedError("indexing a %s array other than [:] is not supported; "
-                                  "use tostype('default') first" % self.stype)
-
     def __setitem__(self, key, value):
         if not (isinstance(key, slice) and key == slice(None)):
-            raise NotImplementedError("assigning to part of a %s array is not supported" % self.stype)
-        src = value if isinstance(value, BaseSparseNDArray) else cast_storage(
-            value if isinstance(value, NDArray) else _wrap(_raw(value, self._ctx), self._ctx),
-            self.stype)
+            raise ValueError("assigning to part of a %s array is not supported (only [:])"
+                             % self.stype)
+        if isinstance(value, NDArray):
+            src = value
+        elif isinstance(value, (int, float, numpy.number)):
+            src = _wrap(self._xp.full(self._shape, value, dtype=self._values.dtype), self._ctx)
+        else:
+            src = _wrap(_raw(value, self._ctx, self._values.dtype), self._ctx)
+        if tuple(src.shape) != self._shape:
+            raise ValueError("cannot assign an array of shape %s to a %s array of shape %s"
+                             % (tuple(src.shape), self.stype, self._shape))
         src.copyto(self)
 
-    # Elementwise arithmetic where MXNet does not keep sparsity densifies, as MXNet's fallback.
     def _dense(self) -> NDArray:
         return _wrap(self._dense_raw(), self._ctx)
 
-    def __neg__(self):
-        return self * -1.0
+    def reshape(self, *shape, **kwargs):
+        raise ValueError("reshape is not supported for a %s array (MXNet: only for NDArray); "
+                         "use tostype('default') first" % self.stype)
 
-    def __sub__(self, other):
-        return add(self, -other if isinstance(other, BaseSparseNDArray) else -1.0 * other)
+    # MXNet: ``x += y`` on a sparse array is ``(x + y).copyto(x)``.
+    def __iadd__(self, other):
+        return (self + other).copyto(self)
 
-    def __rsub__(self, other):
-        return add(-1.0 * self, other)
+    def __isub__(self, other):
+        return (self - other).copyto(self)
 
-    def __truediv__(self, other):
-        if isinstance(other, (int, float)):
-            return self * (1.0 / other) if other else self._dense() / other
-        return self._dense() / other
+    def __imul__(self, other):
+        return (self * other).copyto(self)
+
+    def __itruediv__(self, other):
+        return (self / other).copyto(self)
+
+    __idiv__ = __itruediv__
 
 
 class RowSparseNDArray(BaseSparseNDArray):
@@ -161,33 +212,24 @@ class RowSparseNDArray(BaseSparseNDArray):
     __slots__ = ()
 
     def _dense_raw(self):
-        xp = _xp_of(self._data)
-        out = xp.zeros(self._shape, dtype=self._data.dtype)
+        xp = _xp_of(self._values)
+        out = xp.zeros(self._shape, dtype=self._values.dtype)
         if len(self._indices):
-            out[self._indices] = self._data
+            out[self._indices] = self._values
         return out
 
     def _moved(self, ctx, copy):
-        return _rsp(_transfer(self._data, ctx, copy), _transfer(self._indices, ctx, copy),
+        return _rsp(_transfer(self._values, ctx, copy), _transfer(self._indices, ctx, copy),
                     self._shape, ctx)
 
     def retain(self, indices):
         return retain(self, indices)
 
-    def __add__(self, other):
-        return add(self, other)
-
-    __radd__ = __add__
-
-    def __mul__(self, other):
-        if isinstance(other, (int, float, numpy.number)):
-            return _rsp(self._data * self._data.dtype.type(other), self._indices.copy(),
-                        self._shape, self._ctx)
-        if isinstance(other, RowSparseNDArray):
-            return elemwise_mul(self, other)
-        return self._dense() * other
-
-    __rmul__ = __mul__
+    def __getitem__(self, key):
+        if isinstance(key, slice) and key == slice(None):
+            return self
+        raise ValueError("a row_sparse array only supports [:] for indexing (MXNet); use "
+                         "retain or tostype('default') first")
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -200,50 +242,64 @@ class CSRNDArray(BaseSparseNDArray):
 
     def _rows(self):
         """The row id of every stored entry."""
-        xp = _xp_of(self._data)
+        xp = _xp_of(self._values)
         return xp.repeat(xp.arange(self._shape[0], dtype=_INDEX), xp.diff(self._indptr))
 
     def _dense_raw(self):
-        xp = _xp_of(self._data)
-        out = xp.zeros(self._shape, dtype=self._data.dtype)
+        xp = _xp_of(self._values)
+        out = xp.zeros(self._shape, dtype=self._values.dtype)
         if len(self._indices):
             # Duplicates cannot occur in a valid csr; assignment keeps the stored values.
-            out[self._rows(), self._indices] = self._data
+            out[self._rows(), self._indices] = self._values
         return out
 
     def _moved(self, ctx, copy):
-        return _csr(_transfer(self._data, ctx, copy), _transfer(self._indices, ctx, copy),
+        return _csr(_transfer(self._values, ctx, copy), _transfer(self._indices, ctx, copy),
                     _transfer(self._indptr, ctx, copy), self._shape, ctx)
 
-    def __mul__(self, other):
-        if isinstance(other, (int, float, numpy.number)):
-            return _csr(self._data * self._data.dtype.type(other), self._indices.copy(),
-                        self._indptr.copy(), self._shape, self._ctx)
-        return self._dense() * other
+    def asscipy(self):
+        """This matrix as a ``scipy.sparse.csr_matrix`` (SciPy is optional: needed for this
+        call only)."""
+        try:
+            import scipy.sparse as spsp
+        except ImportError as exc:
+            raise ImportError("asscipy needs SciPy (pip install scipy)") from exc
+        return spsp.csr_matrix((_host(self._values), _host(self._indices), _host(self._indptr)),
+                               shape=self._shape)
 
-    __rmul__ = __mul__
-
-    def __add__(self, other):
-        return self._dense() + (other._dense() if isinstance(other, BaseSparseNDArray) else other)
-
-    __radd__ = __add__
+    def __getitem__(self, key):
+        """``[:]`` (this array) or a row slice ``[start:stop]`` (a csr array, as MXNet);
+        anything else is refused as in MXNet."""
+        if isinstance(key, (int, numpy.integer)):
+            key = slice(int(key), int(key) + 1)
+        if isinstance(key, slice) and key.step in (None, 1):
+            if key == slice(None):
+                return self
+            start, stop, _ = key.indices(self._shape[0])
+            return csr_row_slice(self, start, max(stop, start))
+        raise ValueError("a csr array supports only [:] and row slices [start:stop] for "
+                         "indexing (MXNet); use tostype('default') first")
 
 
 def _new(cls, ctx):
     out = cls.__new__(cls)
-    NDArray.__init__(out, None, ctx)
+    out._ctx = ctx
+    out._node = None
+    out._grad = None
+    out._grad_req = "null"
+    out._fresh_grad = False
     return out
 
 
 def _rsp(data, indices, shape, ctx) -> RowSparseNDArray:
     out = _new(RowSparseNDArray, ctx)
-    out._data, out._indices, out._shape = data, indices, tuple(int(s) for s in shape)
+    out._values, out._indices, out._shape = data, indices, tuple(int(s) for s in shape)
     return out
 
 
 def _csr(data, indices, indptr, shape, ctx) -> CSRNDArray:
     out = _new(CSRNDArray, ctx)
-    out._data, out._indices, out._indptr = data, indices, indptr
+    out._values, out._indices, out._indptr = data, indices, indptr
     out._shape = tuple(int(s) for s in shape)
     return out
 
@@ -259,10 +315,10 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None) -> RowSparseNDArray
         out = arg1.as_in_context(ctx).copy()
         return out.astype(dtype) if dtype is not None else out
     if isinstance(arg1, tuple) and len(arg1) == 2:
+        if _is_shape(arg1):
+            return zeros("row_sparse", arg1, ctx, dtype)
         data, indices = arg1
-        data_dtype = _dtype(dtype, getattr(data, "dtype", None) if isinstance(data, (NDArray, numpy.ndarray))
-                            and numpy.dtype(getattr(data, "dtype")).kind == "f" else numpy.float32)
-        values = _raw(data, ctx, data_dtype)
+        values = _raw(data, ctx, _data_dtype(data, dtype))
         rows = _raw(indices, ctx, _INDEX).reshape(-1)
         if shape is None:
             if not len(rows):
@@ -279,7 +335,64 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None) -> RowSparseNDArray
             raise ValueError("row_sparse_array: indices must be sorted, unique and within [0, %d)"
                              % shape[0])
         return _rsp(values, rows, shape, ctx)
-    return cast_storage(_as_dense(arg1, ctx, dtype), "row_sparse")
+    return cast_storage(_checked_dense(arg1, shape, ctx, dtype), "row_sparse")
+
+
+def _is_shape(arg):
+    return all(isinstance(n, (int, numpy.integer)) for n in arg)
+
+
+def _data_dtype(data, dtype):
+    """MXNet: the values keep a NumPy array's or NDArray's dtype; other data is float32."""
+    if dtype is not None:
+        return numpy.dtype(dtype)
+    if isinstance(data, (NDArray, numpy.ndarray)):
+        return numpy.dtype(data.dtype)
+    return numpy.dtype(numpy.float32)
+
+
+def _checked_dense(arg1, shape, ctx, dtype):
+    dense = _as_dense(arg1, ctx, dtype)
+    if shape is not None and tuple(int(n) for n in shape) != tuple(dense.shape):
+        raise ValueError("Shape mismatch detected. %s v.s. %s" % (tuple(dense.shape), tuple(shape)))
+    return dense
+
+
+def _scipy_csr(arg1):
+    """``arg1`` as a SciPy csr matrix when it is any SciPy sparse matrix (SciPy is optional:
+    without it nothing is one)."""
+    import sys
+    spsp = sys.modules.get("scipy.sparse")
+    if spsp is None or not spsp.issparse(arg1):
+        return None
+    out = arg1.tocsr()
+    out.sum_duplicates()          # sorted, unique column ids per row
+    return out
+
+
+def _coo_to_csr(data, rows, cols, shape, ctx, dtype):
+    """MXNet/SciPy's ``(data, (row, col))`` form: duplicates are summed."""
+    values = numpy.asarray(_host(_raw(data, current_context(), _data_dtype(data, dtype)))).reshape(-1)
+    r = numpy.asarray(_host(_raw(rows, current_context(), _INDEX))).reshape(-1)
+    c = numpy.asarray(_host(_raw(cols, current_context(), _INDEX))).reshape(-1)
+    if not (len(values) == len(r) == len(c)):
+        raise ValueError("csr_matrix: data, row and col must have the same length, got %d, %d, %d"
+                         % (len(values), len(r), len(c)))
+    if shape is None:
+        if not len(r):
+            raise ValueError("csr_matrix: give shape for a matrix with no stored values")
+        shape = (int(r.max()) + 1, int(c.max()) + 1)
+    shape = tuple(int(n) for n in shape)
+    if len(r) and (r.min() < 0 or c.min() < 0 or r.max() >= shape[0] or c.max() >= shape[1]):
+        raise ValueError("csr_matrix: row and col indices must be within shape %s" % (shape,))
+    keys = r * shape[1] + c
+    unique, inverse = numpy.unique(keys, return_inverse=True)
+    summed = numpy.zeros(len(unique), dtype=values.dtype)
+    numpy.add.at(summed, inverse, values)
+    counts = numpy.bincount(unique // shape[1], minlength=shape[0]) if len(unique) else \
+        numpy.zeros(shape[0], _INDEX)
+    indptr = numpy.concatenate([[0], numpy.cumsum(counts)]).astype(_INDEX)
+    return csr_matrix((summed, (unique % shape[1]).astype(_INDEX), indptr), shape=shape, ctx=ctx)
 
 
 def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
@@ -288,14 +401,27 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
     if isinstance(arg1, CSRNDArray):
         out = arg1.as_in_context(ctx).copy()
         return out.astype(dtype) if dtype is not None else out
+    scipy_csr = _scipy_csr(arg1)
+    if scipy_csr is not None:
+        if shape is not None and tuple(shape) != tuple(scipy_csr.shape):
+            raise ValueError("Shape mismatch detected. %s v.s. %s" % (scipy_csr.shape, tuple(shape)))
+        arg1, shape = (scipy_csr.data, scipy_csr.indices, scipy_csr.indptr), scipy_csr.shape
+    if isinstance(arg1, tuple) and len(arg1) == 2 and _is_shape(arg1):
+        return zeros("csr", arg1, ctx, dtype)
+    if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple) \
+            and len(arg1[1]) == 2:
+        return _coo_to_csr(arg1[0], arg1[1][0], arg1[1][1], shape, ctx, dtype)
     if isinstance(arg1, tuple) and len(arg1) == 3:
         data, indices, indptr = arg1
-        values = _raw(data, ctx, _dtype(dtype)).reshape(-1)
+        values = _raw(data, ctx, _data_dtype(data, dtype)).reshape(-1)
         cols = _raw(indices, ctx, _INDEX).reshape(-1)
         starts = _raw(indptr, ctx, _INDEX).reshape(-1)
         host_cols, host_starts = _host(cols), _host(starts)
         if shape is None:
-            shape = (len(host_starts) - 1, int(host_cols.max()) + 1 if len(host_cols) else 0)
+            if not len(host_cols):
+                # MXNet: "invalid shape" (no column id to infer the width from)
+                raise ValueError("csr_matrix: give shape for a matrix with no stored values")
+            shape = (len(host_starts) - 1, int(host_cols.max()) + 1)
         shape = tuple(int(s) for s in shape)
         if len(shape) != 2 or len(host_starts) != shape[0] + 1 or host_starts[0] != 0 \
                 or host_starts[-1] != len(host_cols) or (numpy.diff(host_starts) < 0).any() \
@@ -305,7 +431,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
         if len(host_cols) and (host_cols.min() < 0 or host_cols.max() >= shape[1]):
             raise ValueError("csr_matrix: column indices must be within [0, %d)" % shape[1])
         return _csr(values, cols, starts, shape, ctx)
-    return cast_storage(_as_dense(arg1, ctx, dtype), "csr")
+    return cast_storage(_checked_dense(arg1, shape, ctx, dtype), "csr")
 
 
 def _as_dense(source, ctx, dtype) -> NDArray:
@@ -336,6 +462,29 @@ def zeros(stype, shape, ctx=None, dtype=None):
     raise StorageTypeError("unknown storage type %r (row_sparse, csr or default)" % (stype,))
 
 
+def to_record(x: BaseSparseNDArray):
+    """``x`` as the host-side record MXNet's file format stores (``mxnet_format.SparseRecord``)."""
+    if isinstance(x, RowSparseNDArray):
+        return SparseRecord("row_sparse", x.shape, _host(x._values), (_host(x._indices),))
+    return SparseRecord("csr", x.shape, _host(x._values), (_host(x._indptr), _host(x._indices)))
+
+
+def from_record(record, ctx=None) -> BaseSparseNDArray:
+    """The sparse array a file's ``SparseRecord`` holds (checked by the reader), on ``ctx``."""
+    ctx = ctx or current_context()
+    if record.stype == "row_sparse":
+        return _rsp(_transfer(record.values, ctx, True), _transfer(record.indices[0], ctx, True),
+                    record.shape, ctx)
+    indptr, cols = record.indices
+    return _csr(_transfer(record.values, ctx, True), _transfer(cols, ctx, True),
+                _transfer(indptr, ctx, True), record.shape, ctx)
+
+
+def empty(stype, shape, ctx=None, dtype=None):
+    """A sparse array of ``stype`` storing nothing (MXNet's ``sparse.empty``)."""
+    return zeros(stype, shape, ctx, dtype)
+
+
 def array(source_array, ctx=None, dtype=None):
     """A sparse array from a sparse array (any other source: use the stype's constructor)."""
     if isinstance(source_array, RowSparseNDArray):
@@ -351,8 +500,8 @@ def all_rows(source, ctx=None, dtype=None) -> RowSparseNDArray:
     rows included: how a row_sparse weight is held (MXNet's sparse optimizer kernels need every
     row of a row_sparse weight stored)."""
     if isinstance(source, RowSparseNDArray) and len(source._indices) == source._shape[0] \
-            and (dtype is None or source._data.dtype == numpy.dtype(dtype)):
-        dense = source._data      # stored rows are sorted and unique, so these are rows 0..n-1
+            and (dtype is None or source._values.dtype == numpy.dtype(dtype)):
+        dense = source._values      # stored rows are sorted and unique, so these are rows 0..n-1
         ctx = ctx or source.context
     else:
         ctx = ctx or (source.context if isinstance(source, NDArray) else current_context())
@@ -410,14 +559,14 @@ def retain(data: RowSparseNDArray, indices):
     zeros where ``data`` had no such row (MXNet's ``sparse.retain``)."""
     if not isinstance(data, RowSparseNDArray):
         raise TypeError("retain expects a RowSparseNDArray, got %s" % type(data).__name__)
-    xp = _xp_of(data._data)
+    xp = _xp_of(data._values)
     want = xp.unique(_raw(indices, data.context, _INDEX).reshape(-1))
-    values = xp.zeros((len(want),) + data._shape[1:], dtype=data._data.dtype)
+    values = xp.zeros((len(want),) + data._shape[1:], dtype=data._values.dtype)
     if len(want) and len(data._indices):
         pos = xp.searchsorted(data._indices, want)
         pos = xp.minimum(pos, len(data._indices) - 1)
         found = data._indices[pos] == want
-        values[found] = data._data[pos[found]]
+        values[found] = data._values[pos[found]]
     return _rsp(values, want, data._shape, data.context)
 
 
@@ -429,91 +578,102 @@ def _union_add(a_idx, a_val, b_idx, b_val, xp):
     return rows, values
 
 
-def add(lhs, rhs):
-    """``lhs + rhs``: row_sparse + row_sparse stays row_sparse (the union of stored rows); with a
-    dense operand or a scalar the result is dense, as in MXNet."""
-    if isinstance(lhs, RowSparseNDArray) and isinstance(rhs, RowSparseNDArray):
-        if lhs.shape != rhs.shape:
-            raise ValueError("shapes %s and %s differ" % (lhs.shape, rhs.shape))
-        rhs = rhs.as_in_context(lhs.context)
-        rows, values = _union_add(lhs._indices, lhs._data, rhs._indices, rhs._data, _xp_of(lhs._data))
-        return _rsp(values, rows, lhs.shape, lhs.context)
-    left = lhs._dense() if isinstance(lhs, BaseSparseNDArray) else lhs
-    right = rhs._dense() if isinstance(rhs, BaseSparseNDArray) else rhs
-    return left + right
+# ---------------------------------------------------------------------------------------------
+# Sparse kernels. They compute on stored values only and record nothing: ``storage.py`` decides
+# when one applies (MXNet's storage inference) and records the operator for autograd.
 
 
-elemwise_add = add
+def map_values(x: BaseSparseNDArray, values) -> BaseSparseNDArray:
+    """An array of ``x``'s storage and stored positions holding ``values`` (f(0) = 0)."""
+    if isinstance(x, RowSparseNDArray):
+        return _rsp(values, x._indices.copy(), x._shape, x._ctx)
+    return _csr(values, x._indices.copy(), x._indptr.copy(), x._shape, x._ctx)
 
 
-def elemwise_sub(lhs, rhs):
-    """``lhs - rhs``: row_sparse - row_sparse stays row_sparse (the union of stored rows)."""
-    return lhs - rhs
+def _csr_keys(x):
+    return x._rows() * x._shape[1] + x._indices
 
 
-def elemwise_mul(lhs, rhs):
-    """``lhs * rhs`` elementwise, MXNet's storage rules: row_sparse * row_sparse is row_sparse
-    over the union of their rows (rows one of them lacks hold zeros); row_sparse * dense (either
-    order) is row_sparse over the sparse operand's rows; otherwise dense."""
-    l_rsp, r_rsp = isinstance(lhs, RowSparseNDArray), isinstance(rhs, RowSparseNDArray)
-    if l_rsp and r_rsp:
-        if lhs.shape != rhs.shape:
-            raise ValueError("shapes %s and %s differ" % (lhs.shape, rhs.shape))
-        rhs = rhs.as_in_context(lhs.context)
-        xp = _xp_of(lhs._data)
-        rows = xp.union1d(lhs._indices, rhs._indices).astype(_INDEX)
-        width = (len(rows),) + tuple(lhs._data.shape[1:])
-        left, right = xp.zeros(width, lhs._data.dtype), xp.zeros(width, lhs._data.dtype)
-        left[xp.searchsorted(rows, lhs._indices)] = lhs._data
-        right[xp.searchsorted(rows, rhs._indices)] = rhs._data
-        return _rsp(left * right, rows, lhs.shape, lhs.context)
-    if l_rsp or r_rsp:
-        sparse, dense = (lhs, rhs) if l_rsp else (rhs, lhs)
-        if not isinstance(dense, BaseSparseNDArray) and isinstance(dense, NDArray):
-            if tuple(dense.shape) != sparse.shape:
-                raise ValueError("shapes %s and %s differ" % (sparse.shape, tuple(dense.shape)))
-            rows = _transfer(dense._data, sparse.context)[sparse._indices]
-            values = sparse._data * rows if l_rsp else rows * sparse._data
-            return _rsp(values, sparse._indices.copy(), sparse.shape, sparse.context)
-    left = lhs._dense() if isinstance(lhs, BaseSparseNDArray) else lhs
-    right = rhs._dense() if isinstance(rhs, BaseSparseNDArray) else rhs
-    return left * right
+def union_op(lhs, rhs, fn):
+    """``fn(lhs, rhs)`` elementwise for two arrays of one sparse storage and shape, over the
+    union of their stored positions (a position one of them lacks reads 0 there)."""
+    rhs = rhs.as_in_context(lhs.context)
+    xp = _xp_of(lhs._values)
+    dtype = lhs._values.dtype
+    if isinstance(lhs, RowSparseNDArray):
+        keys = xp.union1d(lhs._indices, rhs._indices).astype(_INDEX)
+        width = (len(keys),) + tuple(lhs._values.shape[1:])
+        l_keys, r_keys = lhs._indices, rhs._indices
+    else:
+        l_keys, r_keys = _csr_keys(lhs), _csr_keys(rhs)
+        keys = xp.union1d(l_keys, r_keys).astype(_INDEX)
+        width = (len(keys),)
+    left, right = xp.zeros(width, dtype), xp.zeros(width, dtype)
+    left[xp.searchsorted(keys, l_keys)] = lhs._values
+    right[xp.searchsorted(keys, r_keys)] = rhs._values.astype(dtype, copy=False)
+    values = fn(left, right).astype(dtype, copy=False)
+    if isinstance(lhs, RowSparseNDArray):
+        return _rsp(values, keys, lhs._shape, lhs.context)
+    n_rows, n_cols = lhs._shape
+    rows = keys // n_cols
+    counts = xp.bincount(rows, minlength=n_rows) if len(rows) else xp.zeros(n_rows, _INDEX)
+    indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
+    return _csr(values, (keys % n_cols).astype(_INDEX), indptr, lhs._shape, lhs.context)
 
 
-def _zero_preserving(name, fn):
-    def op(data, out=None):
-        if isinstance(data, RowSparseNDArray):
-            result = _rsp(fn(data._data), data._indices.copy(), data.shape, data.context)
-        elif isinstance(data, CSRNDArray):
-            result = _csr(fn(data._data), data._indices.copy(), data._indptr.copy(), data.shape,
-                          data.context)
-        else:
-            result = _wrap(fn(data._data), data.context)
-        if out is not None:
-            result.copyto(out)
-            return out
-        return result
-    op.__name__ = name
-    op.__doc__ = ("``%s`` elementwise; on a row_sparse or csr array only the stored values change "
-                  "(f(0) = 0), so the storage type and the stored positions stay (MXNet)." % name)
-    return op
+def dense_at_stored(x: BaseSparseNDArray, dense):
+    """The values of the backend array ``dense`` (broadcastable to ``x``'s shape) at ``x``'s
+    stored positions: one row per stored row (row_sparse) or one value per entry (csr)."""
+    xp = _xp_of(x._values)
+    dense = _transfer(dense, x.context)
+    if dense.ndim < len(x._shape):
+        dense = dense.reshape((1,) * (len(x._shape) - dense.ndim) + dense.shape)
+    if isinstance(x, RowSparseNDArray):
+        full = xp.broadcast_to(dense, x._shape)
+        return full[x._indices]
+    rows = x._rows()
+    return dense[rows if dense.shape[0] != 1 else xp.zeros_like(rows),
+                 x._indices if dense.shape[1] != 1 else xp.zeros_like(x._indices)]
 
 
-def _relu(x):
-    return _xp_of(x).maximum(x, x.dtype.type(0))
+def csr_slice(x, begin, end):
+    """Rows ``begin[0]:end[0]`` and columns ``begin[1]:end[1]`` of a csr array (MXNet's
+    ``slice`` kernel for csr); ``None`` bounds mean the whole axis."""
+    n_rows, n_cols = x._shape
+    r0, r1, _ = slice(begin[0], end[0]).indices(n_rows)
+    rows = csr_row_slice(x, r0, max(r1, r0))
+    if len(begin) < 2 or (begin[1] in (None, 0) and end[1] in (None, n_cols)):
+        return rows
+    c0, c1, _ = slice(begin[1], end[1]).indices(n_cols)
+    c1 = max(c1, c0)
+    xp = _xp_of(x._values)
+    keep = (rows._indices >= c0) & (rows._indices < c1)
+    counts = xp.zeros(rows._shape[0], _INDEX)
+    if len(keep):
+        counts = xp.bincount(rows._rows()[keep], minlength=rows._shape[0]).astype(_INDEX)
+    indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
+    return _csr(rows._values[keep], rows._indices[keep] - c0, indptr, (rows._shape[0], c1 - c0),
+                x._ctx)
 
 
-# MXNet's unary operators with f(0) = 0, which keep sparsity.
-_ZERO_PRESERVING = {
-    "abs": "absolute", "sign": "sign", "square": "square", "sqrt": "sqrt", "negative": "negative",
-    "floor": "floor", "ceil": "ceil", "rint": "rint", "trunc": "trunc", "fix": "fix",
-    "sin": "sin", "tan": "tan", "arcsin": "arcsin", "arctan": "arctan", "sinh": "sinh",
-    "tanh": "tanh", "arcsinh": "arcsinh", "arctanh": "arctanh", "expm1": "expm1",
-    "log1p": "log1p", "degrees": "degrees", "radians": "radians"}
-for _name, _np_name in _ZERO_PRESERVING.items():
-    globals()[_name] = _zero_preserving(
-        _name, (lambda n: lambda x: getattr(_xp_of(x), n)(x))(_np_name))
-relu = _zero_preserving("relu", _relu)
+def csr_take_rows(x, ids):
+    """Rows ``ids`` (int64, in range, repeats allowed) of a csr array, as a csr array."""
+    xp = _xp_of(x._values)
+    ptr = x._indptr
+    counts = (ptr[1:] - ptr[:-1])[ids]
+    indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
+    total = int(indptr[-1])
+    # Position of every output entry in the source: its row's start plus its rank in the row.
+    rank = xp.arange(total, dtype=_INDEX) - xp.repeat(indptr[:-1], counts)
+    src = xp.repeat(ptr[:-1][ids], counts) + rank
+    return _csr(x._values[src], x._indices[src], indptr, (len(ids), x._shape[1]), x._ctx)
+
+
+def csr_row_slice(x, start, stop):
+    ptr = x._indptr
+    lo, hi = int(ptr[start]), int(ptr[stop])
+    return _csr(x._values[lo:hi].copy(), x._indices[lo:hi].copy(), ptr[start:stop + 1] - ptr[start],
+                (stop - start, x._shape[1]), x._ctx)
 
 
 class RowsAndValues:
@@ -569,14 +729,14 @@ class RowSparseGrad(RowsAndValues):
         buf = var._grad
         if isinstance(buf, RowSparseNDArray):
             if var._grad_req == "add" and len(buf._indices):
-                rows, values = _union_add(buf._indices, buf._data, self.rows, self.values,
+                rows, values = _union_add(buf._indices, buf._values, self.rows, self.values,
                                           _xp_of(self.values))
             elif self.owned:
                 rows, values = self.rows, self.values
                 self.owned = False
             else:
                 rows, values = self.rows, self.values.copy()
-            buf._indices, buf._data = rows, values.astype(buf._data.dtype, copy=False)
+            buf._indices, buf._values = rows, values.astype(buf._values.dtype, copy=False)
         else:
             data = buf._data
             if var._grad_req != "add":
@@ -648,18 +808,18 @@ def embedding_of_rows(data: NDArray, weight: RowSparseNDArray, input_dim=None) -
     row_sparse gradient of the looked-up ids (MXNet's ``SparseEmbedding``)."""
     if not isinstance(weight, RowSparseNDArray):
         raise TypeError("Embedding takes a dense or row_sparse weight, not %s" % weight.stype)
-    xp = _xp_of(weight._data)
+    xp = _xp_of(weight._values)
     table, width = weight._shape[0], weight._shape[1:]
     rows = table if input_dim is None else int(input_dim)
     ids = data._data if _xp_of(data._data) is xp else xp.asarray(data._data)
     ids = xp.clip(ids.astype(_INDEX), 0, rows - 1)
     flat = ids.reshape(-1)
     stored = weight._indices
-    out = xp.zeros((flat.shape[0],) + width, dtype=weight._data.dtype)
+    out = xp.zeros((flat.shape[0],) + width, dtype=weight._values.dtype)
     if len(stored) and len(flat):
         pos = xp.minimum(xp.searchsorted(stored, flat), len(stored) - 1)
         found = stored[pos] == flat
-        out[found] = weight._data[pos[found]]
+        out[found] = weight._values[pos[found]]
     out = out.reshape(ids.shape + width)
     if not _recording_for(weight):
         return _wrap(out, weight.context)
@@ -673,8 +833,16 @@ def embedding_of_rows(data: NDArray, weight: RowSparseNDArray, input_dim=None) -
 def receive_dense_grad(var: NDArray, g) -> None:
     """A dense gradient ``g`` reaching a variable whose buffer is row_sparse (a dense op on a
     weight with ``grad_stype='row_sparse'``): the rows that are not all zero are stored, as
-    MXNet's storage fallback casts the dense result."""
+    MXNet's storage fallback casts the dense result. A csr buffer stores the entries that are
+    not zero (added to what it holds with ``grad_req='add'``)."""
     xp = _xp_of(g)
+    buf = var._grad
+    if isinstance(buf, CSRNDArray):
+        if var._grad_req == "add":
+            g = g + buf._dense_raw()
+        cast_storage(_wrap(g, buf.context), "csr").copyto(buf)
+        var._fresh_grad = True
+        return
     flat = g.reshape(g.shape[0], -1) if g.ndim > 1 else g.reshape(-1, 1)
     rows = xp.nonzero((flat != 0).any(axis=1))[0].astype(_INDEX)
     RowSparseGrad(rows, g[rows], g.shape, owned=True).receive_into(var)
@@ -685,47 +853,40 @@ def _check_2d(x, what):
         raise ValueError("dot: %s must be 2-D, got shape %s" % (what, x.shape))
 
 
-def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
-    """MXNet's ``sparse.dot`` for a csr left operand: ``dot(csr, dense)`` is dense,
-    ``dot(csr.T, dense)`` (``transpose_a=True``) is row_sparse over the csr's stored columns,
-    ``dot(csr, row_sparse)`` is dense. With ``lhs`` a csr and ``rhs`` a dense variable inside
-    ``autograd.record()``, ``rhs`` gets a row_sparse gradient."""
-    if isinstance(lhs, CSRNDArray) and not transpose_b:
-        _check_2d(rhs, "rhs")
-        rows, cols = lhs._rows(), lhs._indices
+def csr_dot(lhs, rhs, transpose_a=False):
+    """The sparse kernel of ``dot`` for a csr left operand (``nd.dot`` dispatches here):
+    ``dot(csr, dense)`` is dense, ``dot(csr.T, dense)`` (``transpose_a=True``) is row_sparse over
+    the csr's stored columns, ``dot(csr, row_sparse)`` is dense. With ``rhs`` a dense variable
+    inside ``autograd.record()``, ``rhs`` gets a row_sparse gradient."""
+    _check_2d(rhs, "rhs")
+    rows, cols = lhs._rows(), lhs._indices
+    if transpose_a:
+        src, dst, n_out = rows, cols, lhs.shape[1]
+    else:
+        src, dst, n_out = cols, rows, lhs.shape[0]
+    inner = lhs.shape[0] if transpose_a else lhs.shape[1]
+    if rhs.shape[0] != inner:
+        raise ValueError("dot: shapes %s%s and %s do not align"
+                         % (lhs.shape, ".T" if transpose_a else "", rhs.shape))
+    if isinstance(rhs, RowSparseNDArray):
         if transpose_a:
-            src, dst, n_out = rows, cols, lhs.shape[1]
+            rhs = rhs._dense()  # MXNet: dot(csr.T, rsp) also falls back
         else:
-            src, dst, n_out = cols, rows, lhs.shape[0]
-        inner = lhs.shape[0] if transpose_a else lhs.shape[1]
-        if rhs.shape[0] != inner:
-            raise ValueError("dot: shapes %s%s and %s do not align"
-                             % (lhs.shape, ".T" if transpose_a else "", rhs.shape))
-        if isinstance(rhs, RowSparseNDArray):
-            if transpose_a:
-                rhs = rhs._dense()  # MXNet: dot(csr.T, rsp) also falls back
-            else:
-                # A row_sparse weight pulled by ``row_sparse_data``: same gradient as a dense one.
-                return _csr_dot_result(lhs, rhs, _csr_times_rsp(lhs, rhs, src, dst, n_out))
-        if isinstance(rhs, BaseSparseNDArray):
-            rhs = rhs._dense()
-        b = rhs._data
-        xp = _xp_of(b)
-        contrib = lhs._data[:, None].astype(b.dtype) * b[src]
-        if transpose_a:
-            out_rows = xp.unique(cols)
-            values = xp.zeros((len(out_rows), b.shape[1]), dtype=b.dtype)
-            xp.add.at(values, xp.searchsorted(out_rows, dst), contrib)
-            return _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
-        out = xp.zeros((n_out, b.shape[1]), dtype=b.dtype)
-        xp.add.at(out, dst, contrib)
-        return _csr_dot_result(lhs, rhs, out)
-    if isinstance(lhs, BaseSparseNDArray) or isinstance(rhs, BaseSparseNDArray):
-        raise NotImplementedError("sparse.dot supports a csr left operand (optionally "
-                                  "transposed) with a dense or row_sparse right operand")
-    from .ops import dot as dense_dot
-
-    return dense_dot(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b)
+            # A row_sparse weight pulled by ``row_sparse_data``: same gradient as a dense one.
+            return _csr_dot_result(lhs, rhs, _csr_times_rsp(lhs, rhs, src, dst, n_out))
+    if isinstance(rhs, BaseSparseNDArray):
+        rhs = rhs._dense()
+    b = rhs._data
+    xp = _xp_of(b)
+    contrib = lhs._values[:, None].astype(b.dtype) * b[src]
+    if transpose_a:
+        out_rows = xp.unique(cols)
+        values = xp.zeros((len(out_rows), b.shape[1]), dtype=b.dtype)
+        xp.add.at(values, xp.searchsorted(out_rows, dst), contrib)
+        return _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
+    out = xp.zeros((n_out, b.shape[1]), dtype=b.dtype)
+    xp.add.at(out, dst, contrib)
+    return _csr_dot_result(lhs, rhs, out)
 
 
 def _csr_dot_result(csr, rhs, out):
@@ -736,19 +897,19 @@ def _csr_dot_result(csr, rhs, out):
 
     def vjp(g, needs):
         # d(csr @ w)/dw = csr.T @ g: only the stored columns get rows (explicit zeros included).
-        grad = dot(csr, _wrap(g, csr.context), transpose_a=True)
-        return (RowSparseGrad(grad._indices, grad._data, shape),)
+        grad = csr_dot(csr, _wrap(g, csr.context), transpose_a=True)
+        return (RowSparseGrad(grad._indices, grad._values, shape),)
     return _recorded(out, csr.context, (rhs,), vjp)
 
 
 def _csr_times_rsp(csr, rsp, src, dst, n_out):
     """``csr @ w`` with ``w`` row_sparse: entries whose column ``w`` does not store add nothing."""
-    xp = _xp_of(rsp._data)
-    out = xp.zeros((n_out,) + rsp.shape[1:], dtype=rsp._data.dtype)
+    xp = _xp_of(rsp._values)
+    out = xp.zeros((n_out,) + rsp.shape[1:], dtype=rsp._values.dtype)
     if not len(rsp._indices) or not len(src):
         return out
     pos = xp.minimum(xp.searchsorted(rsp._indices, src), len(rsp._indices) - 1)
     hit = rsp._indices[pos] == src
-    contrib = csr._data[hit][:, None].astype(rsp._data.dtype) * rsp._data[pos[hit]]
+    contrib = csr._values[hit][:, None].astype(rsp._values.dtype) * rsp._values[pos[hit]]
     xp.add.at(out, dst[hit], contrib)
     return out

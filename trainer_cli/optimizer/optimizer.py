@@ -346,13 +346,25 @@ class Optimizer:
     def create_state_multi_precision(self, index, weight):
         """``(weight32, state)`` for a float16 weight when ``multi_precision`` is on."""
         if self._uses_mp(weight):
-            weight32 = weight.astype(numpy.float32)
+            if self._mp_falls_back(weight):
+                # MXNet's mp_sgd* updates have no row_sparse kernel: its storage fallback runs
+                # the dense update on a dense float32 master copy (every row, gradient
+                # densified). The other optimizers update a row_sparse float32 master as they
+                # would a float32 row_sparse weight.
+                weight32 = weight.tostype("default").astype(numpy.float32)
+            else:
+                weight32 = weight.astype(numpy.float32)
             return self._mp_pack(weight32, self.create_state(index, weight32))
         if weight.dtype == numpy.float16:
             warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or "
                           "slow convergence. Consider using multi_precision=True option of the "
                           "optimizer")
         return self.create_state(index, weight)
+
+    def _mp_falls_back(self, weight):
+        """A row_sparse float16 weight of an optimizer with its own mp_* kernel (SGD, NAG)."""
+        return isinstance(weight, RowSparseNDArray) and \
+            type(self)._mp_pack is not Optimizer._mp_pack
 
     def _uses_mp(self, weight):
         return self.multi_precision and weight.dtype == numpy.float16
@@ -412,13 +424,14 @@ class Optimizer:
         unpacked = [self._mp_unpack(s) for s in states]
         masters = [m for m, _ in unpacked]
         inner = [s for _, s in unpacked]
-        grads32 = [g.astype(numpy.float32) for g in grads]
+        grads32 = [(g.tostype("default") if self._mp_falls_back(w) and g._sparse else g)
+                   .astype(numpy.float32) for w, g in zip(weights, grads)]
         if many:
             self.update(list(index), masters, grads32, inner)
         else:
             self.update(index, masters[0], grads32[0], inner[0])
         for w, m in zip(weights, masters):
-            raw(w)[...] = raw(m)
+            raw_weight(w)[...] = raw_weight(m)
 
     def _step(self, index, weight, grad, state, lr, wd):
         raise NotImplementedError()

@@ -8,7 +8,7 @@ import numpy
 from ..ndarray import NDArray
 from ..ndarray.finite import FiniteCheck
 from ..ndarray.interop import raw as _raw_array
-from ..ndarray.sparse import RowSparseNDArray
+from ..ndarray.sparse import CSRNDArray, RowSparseNDArray
 from .optimizer import STATE_SLABS, PreparedStep, raw
 
 __all__ = ["Updater", "get_updater"]
@@ -42,9 +42,23 @@ class Updater:
             if weights:
                 self.update_lists(list(index), list(grad), weights)
 
+    def _update_csr_weights(self, indices, grads, weights):
+        """MXNet 1.9.1 updates a csr weight through its storage fallback: the dense update of
+        the dense weight with the dense gradient (every entry, weight decay included), the result
+        stored back as csr (its non-zero entries). The states are dense."""
+        dense_weights = [w.tostype("default") if type(w) is CSRNDArray else w for w in weights]
+        dense_grads = [g.tostype("default") if type(w) is CSRNDArray and g._sparse else g
+                       for w, g in zip(weights, grads)]
+        self.update_lists(indices, dense_grads, dense_weights)
+        for w, d in zip(weights, dense_weights):
+            if d is not w:
+                d.copyto(w)
+
     def update_lists(self, indices, grads, weights):
         """``self(indices, grads, weights)`` on non-empty lists of the caller's that this may
         change (the Trainer's, made for the call)."""
+        if any(type(w) is CSRNDArray for w in weights):
+            return self._update_csr_weights(indices, grads, weights)
         optimizer = self.optimizer
         optimizer._set_current_context(weights[0].context.device_id)
         states, synced = self.states, self.states_synced
