@@ -582,3 +582,19 @@ def test_sgld_draws_noise_in_the_weights_dtype():
         assert 0.3 < noise.std() < 0.7  # std sqrt(0.25)
         rounds_to_float32 = np.array_equal(noise.astype(np.float32).astype(noise.dtype), noise)
         assert rounds_to_float32 == exact
+
+
+def test_sgd_rate_of_minus_zero_is_not_served_the_step_of_plus_zero():
+    """-0.0 == 0.0 (and hashes alike), but a step of -0.0*g gives zero weights other signs than
+    0.0*g: a cache keyed on the rate's value alone would serve one sign's scalar to the other.
+    Both rates run in one test, in both orders, each checked against NumPy's own ``w - lr*g``."""
+    w0 = np.array([0.0, -0.0, 0.0, -0.0], dtype=np.float32)
+    g = np.array([1.0, 1.0, -1.0, -1.0], dtype=np.float32)
+    for rates in ((0.0, -0.0), (-0.0, 0.0)):
+        for lr in rates:
+            opt = optimizer.create("sgd", learning_rate=lr, wd=0.0)
+            w = nd.array(w0)
+            opt.update(0, w, nd.array(g), opt.create_state(0, w))
+            expected = w0 - np.float32(lr) * g
+            np.testing.assert_array_equal(np.signbit(w.asnumpy()), np.signbit(expected),
+                                          err_msg="lr=%r after lr=%r" % (lr, rates[0]))

@@ -19,6 +19,7 @@ Row_sparse gradients (``SparseRows``), MXNet 1.9.1's ``SGDUpdateDnsRspImpl``,
 from __future__ import annotations
 
 import os
+from math import copysign as _copysign
 
 import numpy
 
@@ -52,13 +53,15 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
     w += mom
 
 
-# (dtype, lr, rescale) -> the scalar lr * rescale in that dtype: making the two scalars and their
-# product took a tiny model's step (the tutorial's perceptron) 0.75 us per tensor.
+# (dtype, lr, rescale and their signs) -> the scalar lr * rescale in that dtype: making the two
+# scalars and their product took a tiny model's step (the tutorial's perceptron) 0.75 us per
+# tensor. The signs are part of the key because -0.0 == 0.0 (and hashes alike), while a step of
+# -0.0 * g leaves zero weights with another sign than 0.0 * g.
 _SCALES = {}
 
 
 def _scale(t, lr, rescale):
-    key = (t, lr, rescale)
+    key = (t, lr, rescale, _copysign(1.0, lr), _copysign(1.0, rescale))
     scale = _SCALES.get(key)
     if scale is None:
         if len(_SCALES) >= 256:     # a scheduler's rate is another key at every step
