@@ -7,6 +7,7 @@ its name (MXNet passes it as the ``__init__`` attribute); the name-based dispatc
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 import numpy
@@ -79,29 +80,44 @@ class Initializer:
         return hash(type(self))
 
     def set_verbosity(self, verbose=False, print_func=None):
+        """With ``verbose``, each array this initializer fills is logged (``logging.info``, as
+        MXNet: ``Initialized NAME as PATTERN: STAT``), STAT being ``print_func(array)``, by
+        default ``norm(x) / sqrt(x.size)``."""
         self._verbose = verbose
+        self._print_func = _norm_stat if print_func is None else print_func
         return self
+
+    def _verbose_print(self, desc, init, arr):
+        if self._verbose and getattr(self, "_print_func", None):
+            logging.info("Initialized %s as %s: %s", desc, init, self._print_func(arr))
 
     def __call__(self, desc, arr):
         init = getattr(desc, "attrs", {}).get("__init__", "")
         if init:
             create(init)._init_weight(desc, arr)
+            self._verbose_print(desc, init, arr)
             return
         name = str(desc)
         if name.endswith("weight"):
             self._init_weight(desc, arr)
+            pattern = "weight"
         elif name.endswith("bias") or name.endswith("beta"):
             self._init_zero(desc, arr)
+            pattern = "bias" if name.endswith("bias") else "beta"
         elif name.endswith("gamma"):
             self._init_one(desc, arr)
+            pattern = "gamma"
         elif name.endswith(("running_mean", "moving_mean", "moving_inv_var", "moving_avg", "min")):
             self._init_zero(desc, arr)
+            pattern = "zero"
         elif name.endswith(("running_var", "moving_var", "max")):
             self._init_one(desc, arr)
+            pattern = "one"
         else:
             raise ValueError(
                 "Unknown initialization pattern for %s. Default initialization is limited to "
                 "names ending in weight, bias, gamma, beta, running_mean or running_var." % name)
+        self._verbose_print(desc, pattern, arr)
 
     def _init_zero(self, _, arr):
         _raw(arr)[...] = 0
@@ -111,6 +127,12 @@ class Initializer:
 
     def _init_weight(self, name, arr):
         raise NotImplementedError("%s must implement _init_weight" % type(self).__name__)
+
+
+def _norm_stat(arr) -> str:
+    """MXNet's default verbose statistic: ``norm(x) / sqrt(x.size)``, as a string."""
+    values = arr.asnumpy().astype(numpy.float64)
+    return str(numpy.float32(numpy.linalg.norm(values.ravel()) / math.sqrt(max(1, values.size))))
 
 
 def _uniform(arr, low, high):

@@ -335,7 +335,10 @@ class KVStoreLocal(KVStoreBase):
         if self._updater is None:
             raise RuntimeError("Cannot save optimizer states: no optimizer is set on this kvstore")
         from ..optimizer.state_file import save_states_file
-        save_states_file(fname, {0: self._updater.states}, self._updater.optimizer, param_names)
+        # Without dump_optimizer the file holds the states alone, and loading it keeps the
+        # optimizer this store has then (MXNet's Updater.set_states).
+        save_states_file(fname, {0: self._updater.states},
+                         self._updater.optimizer if dump_optimizer else None, param_names)
 
     def load_optimizer_states(self, fname):
         if self._updater is None:
@@ -343,6 +346,6 @@ class KVStoreLocal(KVStoreBase):
         from ..optimizer import get_updater
         from ..optimizer.state_file import load_states_file
         states_by_device, optimizer = load_states_file(fname)
-        updater = get_updater(optimizer)
+        updater = get_updater(self._updater.optimizer if optimizer is None else optimizer)
         updater.set_states_dict(next(iter(states_by_device.values())) if states_by_device else {})
         self._set_updater(updater)

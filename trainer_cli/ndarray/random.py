@@ -88,7 +88,12 @@ def bernoulli(prob=0.5, shape=None, dtype=None, ctx=None, out=None):
 
 
 def multinomial(data, shape=None, get_prob=False, dtype="int32"):
-    """Draw category indices from the probability rows of ``data`` (CPU generator)."""
+    """Draw category indices from the probability rows of ``data`` (CPU generator).
+
+    ``get_prob=True`` returns ``[samples, log_likelihoods]`` as MXNet does: the second array,
+    of ``samples``' shape and ``data``'s dtype, holds ``log(data[..., sample])`` (the data as
+    given, not renormalized), recorded under ``autograd.record()`` so that a reward passed as
+    its head gradient reaches ``data`` (``reward / data`` at each drawn category)."""
     probs = data.asnumpy()
     flat = probs.reshape(-1, probs.shape[-1])
     n = 1 if shape is None else int(numpy.prod(shape))
@@ -96,7 +101,14 @@ def multinomial(data, shape=None, get_prob=False, dtype="int32"):
     draws = numpy.stack([gen.choice(flat.shape[1], size=n, p=row / row.sum()) for row in flat])
     out_shape = probs.shape[:-1] + (() if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape)))
     from .creation import array
-    return array(draws.reshape(out_shape or (1,)), ctx=data.context, dtype=dtype)
+    samples = array(draws.reshape(out_shape or (1,)), ctx=data.context, dtype=dtype)
+    if not get_prob:
+        return samples
+    from . import ops
+    rows, k = flat.shape
+    spread = ops.broadcast_to(data.reshape((rows, 1, k)), (rows, n, k))
+    picked = ops.pick(spread, array(draws, ctx=data.context, dtype="int64"), axis=-1)
+    return [samples, ops.log(picked).reshape(samples.shape)]
 
 
 def shuffle(data, **kwargs):
