@@ -330,7 +330,7 @@ def test_dot(ctx, sa, sb, ta, tb):
 
 
 def test_dot_matches_mxnet_shapes():
-    a, b = np.random.rand(4, 2, 3), np.random.rand(5, 3, 4)
+    a, b = rand(4, 2, 3, low=0.0), rand(5, 3, 4, low=0.0)
     out = nd.dot(nd.array(a), nd.array(b), transpose_a=True, transpose_b=True)
     assert out.shape == (2, 3, 5, 3)
     expect = (a.reshape(4, 6).T @ b.reshape(15, 4).T).reshape(2, 3, 5, 3)

@@ -134,9 +134,10 @@ def test_a_second_signal_stops_at_once_with_the_same_code(tmp_path, workers, sig
                   TEST_SLOW_FILE=str(slow))
     pids = _job_pids(proc, workers)
     _wait_for(lambda: logged_step(folder / "runs") >= 10, proc, "step 10")
-    slow.touch()                    # from now on each forward sleeps 3 s
-    time.sleep(0.2)                 # inside one of them
-    proc.send_signal(sig)
+    slow.touch()                    # from now on a forward holds on (run_helpers.SLOW_MODEL)
+    entered = folder / "slow-now.entered"
+    _wait_for(entered.exists, proc, "a held forward")
+    proc.send_signal(sig)           # inside a step that cannot finish while the test waits
     time.sleep(REPEAT_WINDOW_S + 0.3)
     assert proc.poll() is None      # still finishing the step the first signal let it finish
     proc.send_signal(sig)
