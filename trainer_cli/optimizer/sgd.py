@@ -42,9 +42,13 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
     else:
         step = _step_of(w, g, t(lr), rescale, clip)
     if mom is None:
+        # MXNet's multi_sgd_update: w += (0 - lr*wd*w) - step. The value of w - (step +
+        # lr*wd*w), but a zero result is +0.0 wherever w was -0.0 (MXNet's never is -0.0).
+        xp = numpy if type(w) is _np_ndarray else array_module_of(w)
+        xp.subtract(t(0), step, out=step)
         if wd:
-            step += w * (t(lr) * t(wd))
-        w -= step
+            step -= w * (t(lr) * t(wd))
+        w += step
         return
     mom *= t(momentum)
     if wd:
@@ -137,13 +141,15 @@ def _sgd_cpu(w, g, s):
     lr, wd, rescale, lo, hi, clipping, decay = s[0], s[1], s[2], s[3], s[4], s[6], s[7]
     scale = rescale if clipping else lr * rescale
     lr_wd = lr * wd
+    zero = clipping - clipping      # +0.0 in the scalars' dtype (a literal would be float64)
     for i in range(w.shape[0]):
         step = g[i] * scale
         if clipping:
             step = _clip(step, lo, hi) * lr
+        m = zero - step
         if decay:
-            step = step + w[i] * lr_wd
-        w[i] = w[i] - step
+            m = m - w[i] * lr_wd
+        w[i] = w[i] + m
 
 
 _SGD_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping, T decay", "T w", """
@@ -151,8 +157,9 @@ _SGD_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping, T 
     if (clipping != 0) {""" + CUDA_CLIP + """
         x = x * lr;
     }
-    if (decay != 0) x = x + w * (lr * wd);
-    w = w - x;
+    T m = T(0) - x;
+    if (decay != 0) m = m - w * (lr * wd);
+    w = w + m;
 """)
 
 

@@ -1,0 +1,201 @@
+"""Cases in the regimes where a formula's details show, written once against MXNet's API.
+
+``run_all(mx)`` runs every case with ``mx`` the ``mxnet`` module (``make_regimes.py``, in a venv
+with MXNet 1.9.1, records ``regimes.json``) or the ``trainer_cli`` module (the test replays the
+same code and compares): Gluon code that runs by changing only its import.
+
+The regimes:
+
+* small gradients (``|g|^2`` far below eps, magnitudes from 1e-6 to 1e-2): where eps goes inside
+  or outside a square root, and which of the two it is added to, decides the step (AdaGrad dense
+  and row_sparse, Adam, RMSProp, AdaDelta, Nadam, FTML, LAMB);
+* per-Parameter ``lr_mult`` / ``wd_mult`` through ``gluon.Trainer``, with one and two devices and
+  each way the Trainer updates (its own updaters, or the kvstore's), including a weight with no
+  gradient and ``wd_mult=0`` that must not move;
+* ``clip_global_norm`` on arrays whose norm is small enough for its epsilon (1e-8) to show;
+* a learning rate of +0.0 and -0.0 on weights of both signed zeros (the signs of the results);
+* float16 weights with ``multi_precision``: steps below float16's resolution that only the
+  float32 master copy keeps.
+
+Inputs come from ``numpy.random.RandomState`` (whose streams NumPy keeps fixed across versions)
+and are recorded beside the results, so that a drift of the inputs shows as such.
+"""
+import numpy as np
+
+STEPS = 3
+
+
+def _tolist(x):
+    return np.asarray(x).astype(np.float64).tolist()
+
+
+def _mixed_magnitudes(rng, shape):
+    """Gaussian values scaled by 10**U(-6, -2): gradients whose squares are far below eps."""
+    return (rng.randn(*shape) * 10.0 ** rng.uniform(-6, -2, shape)).astype(np.float32)
+
+
+SMALL_GRAD_OPTIMIZERS = [
+    ("adagrad", {}), ("adagrad", {"eps": 1e-5, "wd": 1e-3}), ("adam", {}),
+    ("adam", {"epsilon": 1e-6}), ("rmsprop", {}), ("rmsprop", {"centered": True}),
+    ("adadelta", {}), ("nadam", {}), ("ftml", {}), ("lamb", {}),
+]
+
+
+def small_gradients(mx):
+    cases = {}
+    for name, params in SMALL_GRAD_OPTIMIZERS:
+        rng = np.random.RandomState(1)
+        w0 = rng.randn(3, 4).astype(np.float32)
+        grads = [_mixed_magnitudes(rng, (3, 4)) for _ in range(STEPS)]
+        opt = mx.optimizer.create(name, learning_rate=0.01, **params)
+        updater = mx.optimizer.get_updater(opt)
+        w = mx.nd.array(w0)
+        weights = []
+        for g in grads:
+            updater(0, mx.nd.array(g), w)
+            weights.append(_tolist(w.asnumpy()))
+        key = name + "".join("_%s=%g" % kv for kv in sorted(params.items()))
+        cases[key] = {"inputs": [_tolist(w0)] + [_tolist(g) for g in grads], "weights": weights}
+    return cases
+
+
+def small_gradients_row_sparse(mx):
+    """AdaGrad with row_sparse gradients (MXNet's sparse adagrad_update: the rows present)."""
+    cases = {}
+    for eps in (1e-7, 1e-5):
+        rng = np.random.RandomState(2)
+        w0 = rng.randn(6, 5).astype(np.float32)
+        steps = []
+        for rows in ([0, 2, 5], [1, 2], [0, 3, 4, 5]):
+            steps.append((rows, _mixed_magnitudes(rng, (len(rows), 5))))
+        opt = mx.optimizer.create("adagrad", learning_rate=0.05, eps=eps)
+        updater = mx.optimizer.get_updater(opt)
+        w = mx.nd.array(w0)
+        weights = []
+        for rows, values in steps:
+            g = mx.nd.sparse.row_sparse_array((mx.nd.array(values), mx.nd.array(rows, dtype="int64")),
+                                              shape=w0.shape)
+            updater(0, g, w)
+            weights.append(_tolist(w.asnumpy()))
+        cases["adagrad_eps=%g" % eps] = {
+            "inputs": [_tolist(w0)] + [[rows, _tolist(v)] for rows, v in steps],
+            "weights": weights}
+    return cases
+
+
+# (name, lr_mult, wd_mult, gradient coefficient scale): "still" has no gradient and wd_mult=0.
+MULTIPLIER_PARAMS = [("plain", 1.0, 1.0, 1.0), ("half_lr_no_wd", 0.5, 0.0, 1.0),
+                     ("double_lr_triple_wd", 2.0, 3.0, 1.0), ("still", 1.0, 0.0, 0.0),
+                     ("decay_only", 1.0, 2.0, 0.0)]
+TRAINER_FLOWS = [(1, "device", None), (2, "device", None), (2, "device", False),
+                 (2, "local", True), (2, "local", False)]
+TRAINER_OPTIMIZERS = [("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.05}),
+                      ("adam", {"learning_rate": 0.01, "wd": 0.05}),
+                      ("rmsprop", {"learning_rate": 0.01, "wd": 0.05})]
+
+
+def trainer_multipliers(mx):
+    cases = {}
+    for opt_name, opt_params in TRAINER_OPTIMIZERS:
+        for num_ctx, kvstore, update_on_kvstore in TRAINER_FLOWS:
+            rng = np.random.RandomState(3)
+            ctxs = [mx.cpu(i) for i in range(num_ctx)]
+            params, coefs, inits = [], [], []
+            for name, lr_mult, wd_mult, scale in MULTIPLIER_PARAMS:
+                init = np.ones((2, 3), np.float32) if name == "still" else \
+                    rng.randn(2, 3).astype(np.float32)
+                coef = [(rng.randn(2, 3) * scale).astype(np.float32) for _ in ctxs]
+                p = mx.gluon.Parameter("regime_" + name, shape=(2, 3), lr_mult=lr_mult,
+                                       wd_mult=wd_mult)
+                p.initialize(ctx=ctxs)
+                p.set_data(mx.nd.array(init))
+                params.append(p)
+                coefs.append(coef)
+                inits.append(_tolist(init))
+            trainer = mx.gluon.Trainer(params, opt_name, dict(opt_params), kvstore=kvstore,
+                                       update_on_kvstore=update_on_kvstore)
+            weights = []
+            for step in range(STEPS):
+                for k, ctx in enumerate(ctxs):
+                    with mx.autograd.record():
+                        loss = None
+                        for p, coef in zip(params, coefs):
+                            term = (p.data(ctx) * mx.nd.array(coef[k] * (step + 1), ctx=ctx)).sum()
+                            loss = term if loss is None else loss + term
+                    loss.backward()
+                trainer.step(2)
+                weights.append([_tolist(p.data(ctxs[0]).asnumpy()) for p in params])
+            key = "%s_ctx%d_%s_uok=%s" % (opt_name, num_ctx, kvstore, update_on_kvstore)
+            cases[key] = {"inputs": inits, "weights": weights}
+    return cases
+
+
+def clip_global_norm(mx):
+    cases = {}
+    for scale, max_norm in [(1e-6, 5e-7), (1e-4, 5e-5), (1e-3, 5e-4), (1.0, 0.5), (1e-3, 1.0)]:
+        rng = np.random.RandomState(4)
+        arrays = [(rng.randn(3, 4) * scale).astype(np.float32),
+                  (rng.randn(5) * scale).astype(np.float32)]
+        nds = [mx.nd.array(a) for a in arrays]
+        total = mx.gluon.utils.clip_global_norm(nds, max_norm)
+        cases["scale=%g_max=%g" % (scale, max_norm)] = {
+            "inputs": [_tolist(a) for a in arrays], "total_norm": float(total),
+            "arrays": [_tolist(x.asnumpy()) for x in nds]}
+    return cases
+
+
+def zero_rates(mx):
+    """lr of +0.0 and -0.0: the results' zeros keep the signs IEEE arithmetic gives them."""
+    cases = {}
+    w0 = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 0.0, -0.0], np.float32)
+    g0 = np.array([1.0, 1.0, -1.0, -1.0, 0.0, -0.0, 0.0, -0.0], np.float32)
+    for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"wd": 0.1}),
+                         ("sgd", {"momentum": 0.9, "wd": 0.1}), ("adam", {}), ("nag", {"momentum": 0.9})]:
+        for lr in (0.0, -0.0):
+            for calls in ("per_param", "grouped"):
+                opt = mx.optimizer.create(name, learning_rate=lr, **params)
+                updater = mx.optimizer.get_updater(opt)
+                ws = [mx.nd.array(w0), mx.nd.array(-w0)]
+                weights = []
+                for step in range(2):
+                    gs = [mx.nd.array(g0), mx.nd.array(g0[::-1].copy())]
+                    if calls == "grouped":
+                        updater([0, 1], gs, ws)
+                    else:
+                        for i, (g, w) in enumerate(zip(gs, ws)):
+                            updater(i, g, w)
+                    weights.append([_tolist(w.asnumpy()) for w in ws])
+                key = "%s%s_lr=%r_%s" % (name, "".join("_%s=%g" % kv for kv in sorted(params.items())),
+                                         lr, calls)
+                cases[key] = {"weights": weights}
+    return cases
+
+
+def float16_multi_precision(mx):
+    cases = {}
+    for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
+                         ("nag", {"momentum": 0.9}), ("adam", {})]:
+        rng = np.random.RandomState(5)
+        w0 = (1.0 + 0.1 * rng.randn(4, 3)).astype(np.float16)
+        grads = [rng.randn(4, 3).astype(np.float16) for _ in range(6)]
+        # Steps of about 1e-4 on weights near 1, where float16's spacing is 1e-3.
+        opt = mx.optimizer.create(name, learning_rate=1e-4, multi_precision=True, **params)
+        updater = mx.optimizer.get_updater(opt)
+        w = mx.nd.array(w0, dtype="float16")
+        weights = []
+        for g in grads:
+            updater(0, mx.nd.array(g, dtype="float16"), w)
+            weights.append(_tolist(w.asnumpy()))
+        key = name + "".join("_%s=%g" % kv for kv in sorted(params.items()))
+        cases[key] = {"inputs": [_tolist(w0)] + [_tolist(g) for g in grads], "weights": weights}
+    return cases
+
+
+REGIMES = {"small_gradients": small_gradients,
+           "small_gradients_row_sparse": small_gradients_row_sparse,
+           "trainer_multipliers": trainer_multipliers, "clip_global_norm": clip_global_norm,
+           "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision}
+
+
+def run_all(mx):
+    return {name: run(mx) for name, run in REGIMES.items()}

@@ -1,0 +1,79 @@
+"""MXNet 1.9.1 in the regimes where a formula's details show (tests/data/mxnet_regimes: the cases
+in regimes.py, written against MXNet's API, replayed here with trainer_cli in its place).
+
+Each regime is there because a small mistake in a formula survived the other golden cases: eps
+outside AdaGrad's square root (dense and row_sparse), a Parameter's wd_mult ignored on the
+Trainer's path, clip_global_norm's epsilon, the sign of zeros under lr=-0.0, float16 steps only
+the float32 master copy keeps."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import trainer_cli
+
+HERE = Path(__file__).resolve().parent / "data" / "mxnet_regimes"
+sys.path.insert(0, str(HERE))
+import regimes  # noqa: E402
+
+RECORDED = json.loads((HERE / "regimes.json").read_text())["regimes"]
+ATOL, RTOL = 1e-7, 1e-5
+
+
+def _close(got, want, what, atol=ATOL, rtol=RTOL):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, "%s: shape %s, MXNet %s" % (what, got.shape, want.shape)
+    bad = ~(np.abs(got - want) <= atol + rtol * np.abs(want))
+    assert not bad.any(), "%s: %s where MXNet has %s (at %s)" % (
+        what, got[bad][:4], want[bad][:4], np.argwhere(bad)[:4].tolist())
+
+
+@pytest.fixture(scope="module")
+def replayed():
+    made = {}
+
+    def get(regime):
+        if regime not in made:
+            made[regime] = regimes.REGIMES[regime](trainer_cli)
+        return made[regime]
+    return get
+
+
+def test_every_regime_was_recorded():
+    assert sorted(RECORDED) == sorted(regimes.REGIMES)
+
+
+@pytest.mark.parametrize("regime", ["small_gradients", "small_gradients_row_sparse",
+                                    "trainer_multipliers", "float16_multi_precision"])
+def test_trajectories_match_mxnet(regime, replayed):
+    got, want = replayed(regime), RECORDED[regime]
+    assert sorted(got) == sorted(want)
+    for key, case in want.items():
+        if "inputs" in case:
+            assert got[key]["inputs"] == case["inputs"], "%s %s: the inputs drifted" % (regime, key)
+        for step, (g, w) in enumerate(zip(got[key]["weights"], case["weights"])):
+            _close(g, w, "%s %s step %d" % (regime, key, step + 1))
+
+
+def test_clip_global_norm_matches_mxnet(replayed):
+    got, want = replayed("clip_global_norm"), RECORDED["clip_global_norm"]
+    for key, case in want.items():
+        assert got[key]["inputs"] == case["inputs"]
+        _close(got[key]["total_norm"], case["total_norm"], key + " total norm")
+        _close(got[key]["arrays"][0], case["arrays"][0], key + " array 0")
+        _close(got[key]["arrays"][1], case["arrays"][1], key + " array 1")
+
+
+def test_zero_rates_give_mxnet_values_and_signs_of_zero(replayed):
+    got, want = replayed("zero_rates"), RECORDED["zero_rates"]
+    assert sorted(got) == sorted(want)
+    for key, case in want.items():
+        for step, (g, w) in enumerate(zip(got[key]["weights"], case["weights"])):
+            g, w = np.asarray(g), np.asarray(w)
+            np.testing.assert_array_equal(g, w, err_msg="%s step %d" % (key, step + 1))
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(w),
+                                          err_msg="%s step %d: signs of zero" % (key, step + 1))
