@@ -13,9 +13,10 @@ import os
 import hypothesis
 import pytest
 
+import required
 import trainer_cli
 
-HAS_GPU = trainer_cli.num_gpus() > 0
+HAS_GPU = required.have_gpu()
 
 CTX_PARAMS = [
     pytest.param(trainer_cli.cpu(0), id="cpu"),
@@ -38,3 +39,59 @@ def ctx(request):
 def _fresh_generators():
     """``trainer_cli.random`` as a fresh process has it (seed 0) at the start of every test."""
     trainer_cli.random.seed(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Skips that cannot hide: with TRAINER_EXPECTED_SKIPS naming a file (CI's list for its machine),
+# the run fails unless the tests that skipped are exactly the ones listed (among those that ran).
+# TRAINER_RECORD_SKIPS=FILE writes the list a run skipped, to review and commit.
+
+_SKIPPED: dict = {}
+_RAN: set = set()
+_SKIP_VERDICT: list = []
+
+
+def pytest_runtest_logreport(report):
+    _RAN.add(report.nodeid)
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _SKIPPED[report.nodeid] = reason
+
+
+def _listed(path):
+    with open(path, encoding="utf-8") as f:
+        return {line.split("  #", 1)[0].strip() for line in f
+                if line.strip() and not line.lstrip().startswith("#")}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    record = os.environ.get("TRAINER_RECORD_SKIPS")
+    if record:
+        with open(record, "w", encoding="utf-8") as f:
+            f.writelines("%s  # %s\n" % (node, _SKIPPED[node]) for node in sorted(_SKIPPED))
+    expected_file = os.environ.get("TRAINER_EXPECTED_SKIPS")
+    if not expected_file:
+        return
+    expected = _listed(expected_file)
+    unexpected = sorted(set(_SKIPPED) - expected)
+    ran_instead = sorted(node for node in expected & _RAN if node not in _SKIPPED)
+    if not unexpected and not ran_instead:
+        _SKIP_VERDICT.append("skips as expected: %d, the ones %s lists" % (len(_SKIPPED),
+                                                                           expected_file))
+        return
+    lines = ["the skipped tests are not the ones %s lists (%d skipped):"
+             % (expected_file, len(_SKIPPED))]
+    lines += ["  skipped, not listed: %s  (%s)" % (n, _SKIPPED[n]) for n in unexpected]
+    lines += ["  listed, but ran: %s" % n for n in ran_instead]
+    lines.append("Install what is missing, or review and update the list "
+                 "(TRAINER_RECORD_SKIPS=FILE writes this run's).")
+    _SKIP_VERDICT.extend(lines)
+    if session.exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIP_VERDICT:
+        terminalreporter.section("expected skips")
+        for line in _SKIP_VERDICT:
+            terminalreporter.write_line(line)

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import required
+
 from trainer_cli.run import layout
 from trainer_cli.run.progress import Reporter
 
@@ -132,15 +134,9 @@ def logged_step(root) -> int:
 
 
 def have_mpi() -> bool:
-    """Whether the dist extra (mpi4py and mpich's mpiexec beside this python) is installed."""
-    try:
-        from trainer_cli import dist_launch
-
-        dist_launch.find_mpiexec()
-        dist_launch._check_mpi4py()
-    except Exception:  # noqa: BLE001 - any missing piece means: skip
-        return False
-    return True
+    """Whether the dist extra (mpi4py and mpich's mpiexec beside this python) is installed (an
+    error instead of False where TRAINER_REQUIRE_MPI is set: see required.py)."""
+    return required.have_mpi()
 
 
 def communicate_or_fail(proc, seconds, what) -> tuple:

@@ -91,7 +91,9 @@ def project(tmp_path_factory):
 
 
 def _start(*args, module=False):
-    exe = [sys.executable, "-m", "trainer_cli.cli"] if module else [shutil.which("trainer")]
+    # The console script of the environment under test: beside this Python (a venv not on PATH).
+    where = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    exe = [sys.executable, "-m", "trainer_cli.cli"] if module else [shutil.which("trainer", path=where)]
     assert exe[0], "the trainer console script is not installed"
     return subprocess.Popen(exe + [str(a) for a in args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -13,16 +13,16 @@ per session into a temporary directory; without a C++ compiler the tests skip.
 import ctypes
 import itertools
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy
 import pytest
 
+import required
 from trainer_cli.optimizer import adam, kernels, sgd
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+CXX = required.cxx()
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "golden_rule_inputs.json").read_text())

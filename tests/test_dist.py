@@ -3,7 +3,6 @@
 Skipped where the dist extra (mpi4py + the mpich wheel's mpiexec beside this python) is missing.
 The pytest process itself never initializes MPI: every MPI program runs in a subprocess.
 """
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,21 +12,15 @@ import numpy
 import pytest
 
 import dist_cases
+import required
 from trainer_cli import dist_launch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "dist_cases.py")
 
 
-def _mpiexec():
-    try:
-        return dist_launch.find_mpiexec()
-    except dist_launch.DistLaunchError:
-        return None
-
-
-MPIEXEC = _mpiexec()
-HAS_DIST = MPIEXEC is not None and importlib.util.find_spec("mpi4py") is not None
+MPIEXEC = required.mpiexec()
+HAS_DIST = MPIEXEC is not None
 SKIP_REASON = "dist extra not installed (pip install -e .[dist])"
 needs_dist = pytest.mark.skipif(not HAS_DIST, reason=SKIP_REASON)
 pytestmark = pytest.mark.dist

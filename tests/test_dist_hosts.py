@@ -18,23 +18,14 @@ import time
 
 import pytest
 
+import required
 from run_helpers import (assert_bitwise_equal, communicate_or_fail, final_arrays, logged_step,
                          only_run_dir, trainer_cmd)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _mpiexec():
-    try:
-        from trainer_cli import dist_launch
-
-        dist_launch._check_mpi4py()
-        return dist_launch.find_mpiexec()
-    except Exception:  # noqa: BLE001 - any missing piece means: skip
-        return None
-
-
-MPIEXEC = _mpiexec()
+MPIEXEC = required.mpiexec()
 pytestmark = [pytest.mark.dist,
               pytest.mark.skipif(MPIEXEC is None, reason="needs the dist extra (mpi4py + mpich)")]
 
