@@ -116,7 +116,7 @@ class Gluon:
         """The tutorial's perceptron (lr 0.1 instead of 1, so that thousands of steps stay finite)."""
         gluon, nd, autograd = self.gluon, self.nd, self.autograd
         loss = gluon.loss.L2Loss()
-        net = gluon.nn.Dense(1)
+        net = gluon.nn.Dense(1, in_units=4)    # its weights exist before a step (check_step)
         net.initialize()
         batch_size = 8
         X = nd.random.uniform(shape=(batch_size, 4))
@@ -128,7 +128,8 @@ class Gluon:
                 l = loss(net(X), y)
             l.backward()
             trainer.step(batch_size)
-        return step
+        return _with_weights(step, lambda: [p.data().asnumpy() for p in
+                                            net.collect_params().values()])
 
     def mlp_step(self, batch_size, optimizer, optimizer_params, ctx=None):
         """The MLP's training step, on ``ctx`` (default: the current context)."""
@@ -155,7 +156,8 @@ class Gluon:
                 l = loss(net(X), y)
             l.backward()
             trainer.step(batch_size)
-        return step
+        return _with_weights(step, lambda: [p.data().asnumpy() for p in
+                                            net.collect_params().values()])
 
     def lenet_step(self, batch_size=64):
         """LeNet-style: two 3x3 convolutions with ReLU, each followed by 2x2 max pooling, then
@@ -204,7 +206,9 @@ class Gluon:
             grads.append(param.grad())
         updater = self.optimizer.get_updater(self.optimizer.create(name, **params))
         indices = list(range(n_tensors))
-        return lambda: updater(indices, grads, weights)
+        return _with_weights(lambda: updater(indices, grads, weights),
+                             lambda: [w.asnumpy() for w in weights],
+                             lambda: [g.asnumpy() for g in grads], rule="mxnet")
 
     def op_in_record(self):
         a = self.nd.ones((8, 4))
@@ -238,7 +242,7 @@ class Torch:
             opt.zero_grad()
             mse_loss(net(X), y).backward()
             opt.step()
-        return step
+        return _with_weights(step, lambda: _torch_arrays(net.parameters()))
 
     def mlp_step(self, batch_size, optimizer, optimizer_params, device="cpu"):
         torch = self.torch
@@ -260,7 +264,7 @@ class Torch:
             opt.zero_grad()
             criterion(net(X), y).backward()
             opt.step()
-        return step
+        return _with_weights(step, lambda: _torch_arrays(net.parameters()))
 
     def _train_step(self, net, X, y):
         torch = self.torch
@@ -271,7 +275,7 @@ class Torch:
             opt.zero_grad()
             criterion(net(X), y).backward()
             opt.step()
-        return step
+        return _with_weights(step, lambda: _torch_arrays(net.parameters()))
 
     def lenet_step(self, batch_size=64):
         torch = self.torch
@@ -307,12 +311,95 @@ class Torch:
         else:
             opt = torch.optim.SGD(ps, lr=params["learning_rate"], momentum=params["momentum"],
                                   fused=True)
-        return opt.step
+        return _with_weights(opt.step, lambda: _torch_arrays(ps),
+                             lambda: _torch_arrays(p.grad for p in ps), rule="torch")
 
     def op_in_record(self):
         a = self.torch.ones(8, 4, requires_grad=True)
         b = self.torch.ones(8, 4)
         return a, b, None
+
+
+# ----------------------------------------------------------------------------- checks
+# Before a case is timed, its step is checked once: a benchmark of a step that does nothing (or
+# fills the weights with NaN) would measure nothing. The outcome goes into the case's result
+# ("check"), and so into results.json; a failed check fails the case instead of timing it.
+
+class CheckFailed(AssertionError):
+    pass
+
+
+def _with_weights(step, weights, grads=None, rule=None):
+    """``step`` carrying how to read its weights (and, for an optimizer-only step, its gradients
+    and whose rule the reference follows) as host arrays."""
+    try:
+        step.weights, step.grads, step.rule = weights, grads, rule
+    except AttributeError:      # a bound method (torch's opt.step) takes no attributes
+        bound = step
+
+        def step():
+            return bound()
+        step.weights, step.grads, step.rule = weights, grads, rule
+    return step
+
+
+def _torch_arrays(tensors):
+    return [t.detach().cpu().numpy().copy() for t in tensors]
+
+
+def reference_step(name, params, weights, grads, rule):
+    """One step of the textbook rule from fresh states, in float64: SGD with momentum (MXNet's
+    and PyTorch's first step are both ``w - lr*g``) or Adam (``w - lr*g/(|g| + eps')``, where
+    MXNet's eps' is eps/sqrt(1 - beta2), its rate folding the bias corrections, and PyTorch's is
+    eps)."""
+    import numpy as np
+    lr = params["learning_rate"]
+    out = []
+    for w, g in zip(weights, grads):
+        w, g = w.astype(np.float64), g.astype(np.float64)
+        if name == "sgd":
+            out.append(w - lr * g)
+        elif name == "adam":
+            beta1, beta2, eps = params.get("beta1", 0.9), params.get("beta2", 0.999), \
+                params.get("epsilon", 1e-8)
+            m, v = (1 - beta1) * g, (1 - beta2) * g * g
+            if rule == "torch":
+                out.append(w - lr * (m / (1 - beta1)) / (np.sqrt(v / (1 - beta2)) + eps))
+            else:
+                lr_t = lr * np.sqrt(1 - beta2) / (1 - beta1)
+                out.append(w - lr_t * m / (np.sqrt(v) + eps))
+        else:
+            raise ValueError("no reference rule for %r" % name)
+    return out
+
+
+def check_step(step, sync, optimizer=None):
+    """Run ``step`` once: the weights must change and stay finite; with ``optimizer`` (``(name,
+    params)``, an optimizer-only step from fresh states) they must equal ``reference_step``'s
+    within float32 rounding."""
+    import numpy as np
+    before = step.weights()
+    grads = step.grads() if optimizer is not None else None
+    step()
+    sync()
+    after = step.weights()
+    check = {"changes_weights": any(not np.array_equal(a, b) for a, b in zip(before, after)),
+             "finite": all(bool(np.isfinite(a).all()) for a in after)}
+    if optimizer is not None:
+        want = reference_step(optimizer[0], optimizer[1], before, grads, step.rule)
+        # Relative to the size of the operands (the weight and its step), which is what
+        # float32 rounding is relative to; a weight near zero makes no false alarm.
+        err = max(float(np.max(np.abs(a - w) / (np.abs(b) + np.abs(w - b) + 1e-30)))
+                  for a, w, b in zip(after, want, before))
+        check["reference_rule"] = "%s (%s)" % (optimizer[0], step.rule)
+        check["max_rel_error"] = err
+        check["matches_reference"] = err <= 1e-4     # float32 rounding, incl. MXNet's bias terms
+    failed = [k for k in ("changes_weights", "finite", "matches_reference")
+              if check.get(k) is False]
+    if failed:
+        raise CheckFailed("the step failed its check before timing (%s): %s"
+                          % (", ".join(failed), json.dumps(check)))
+    return check
 
 
 # ----------------------------------------------------------------------------- cases
@@ -328,12 +415,16 @@ OPT_CASES = {
 
 
 _built = {}
+_checks = {}
 
 
-def _build(case, make):
+def _build(case, make, sync, optimizer=None):
     # Built once per process: a served worker measures a case in several rounds on one model.
+    # The first build is checked (check_step) before anything is timed.
     if case not in _built:
-        _built[case] = make()
+        step = make()
+        _checks[case] = check_step(step, sync, optimizer)
+        _built[case] = step
     return _built[case]
 
 
@@ -342,20 +433,23 @@ CNN_CASES = {"lenet_b64": "lenet_step", "cifar_conv4_b32": "cifar_step"}
 
 def run_case(case, lib, timing):
     if case in CNN_CASES:
-        step = _build(case, getattr(lib, CNN_CASES[case]))
-        return dict(timing.rate(step, lib.sync, warmup=3 if timing.quick else 10), unit="steps/s")
+        step = _build(case, getattr(lib, CNN_CASES[case]), lib.sync)
+        return dict(timing.rate(step, lib.sync, warmup=3 if timing.quick else 10),
+                    unit="steps/s", check=_checks[case])
     if case == "perceptron":
-        step = _build(case, lib.perceptron_step)
-        return dict(timing.rate(step, lib.sync), unit="steps/s")
+        step = _build(case, lib.perceptron_step, lib.sync)
+        return dict(timing.rate(step, lib.sync), unit="steps/s", check=_checks[case])
     if case in MLP_CASES:
-        step = _build(case, lambda: lib.mlp_step(*MLP_CASES[case]))
-        return dict(timing.rate(step, lib.sync, warmup=5 if timing.quick else 20), unit="steps/s")
+        step = _build(case, lambda: lib.mlp_step(*MLP_CASES[case]), lib.sync)
+        return dict(timing.rate(step, lib.sync, warmup=5 if timing.quick else 20),
+                    unit="steps/s", check=_checks[case])
     if case in OPT_CASES:
         name, params = OPT_CASES[case]
-        fn = _build(case, lambda: lib.optimizer_step(name, params, N_PARAMS, N_TENSORS))
+        fn = _build(case, lambda: lib.optimizer_step(name, params, N_PARAMS, N_TENSORS),
+                    lib.sync, optimizer=(name, params))
         out = timing.seconds(fn, lib.sync)
         out = {"value": out["value"] * 1e3, "samples": [t * 1e3 for t in out["samples"]],
-               "cpu_value": out["cpu_value"] * 1e3}
+               "cpu_value": out["cpu_value"] * 1e3, "check": _checks[case]}
         if isinstance(lib, Gluon) and lib.impl == "ours":
             from trainer_cli.optimizer import kernels
             out["fused_kernels"] = kernels.enabled()
@@ -419,6 +513,7 @@ def memory(lib, steps=1000):
     """RSS at steps 100 and 1000 of the batch-64 SGD-momentum MLP; growth means per-step garbage
     that something keeps alive. trainer_cli also reports the transient bytes one step allocates."""
     step = lib.mlp_step(*MLP_CASES["mlp_sgd_b64"])
+    check = check_step(step, lib.sync)
     marks = {}
     for i in range(1, steps + 1):
         step()
@@ -429,7 +524,7 @@ def memory(lib, steps=1000):
     out = {"unit": "MiB", "rss_100_mib": rss100 / 1024 if rss100 else None,
            "rss_end_mib": rss_end / 1024 if rss_end else None,
            "peak_100_mib": peak100 / 1024, "peak_end_mib": peak_end / 1024,
-           "value": (peak_end - peak100) / 1024}
+           "value": (peak_end - peak100) / 1024, "check": check}
     if isinstance(lib, Gluon) and lib.impl == "ours":
         import tracemalloc
         # Parameters are what the Trainer was built on: the sum of their sizes in bytes.
@@ -457,12 +552,13 @@ def peak_rss(lib, make, steps):
     worker, the peak is that of the step (parameters, gradients, states, activations) on top."""
     before, _ = _rss_kib()
     step = make(lib)
-    for _ in range(steps):
+    check = check_step(step, lib.sync)
+    for _ in range(steps - 1):
         step()
     lib.sync()
     _, peak = _rss_kib()
     return {"unit": "MiB", "value": peak / 1024, "before_model_mib": before / 1024,
-            "step_mib": (peak - before) / 1024, "steps": steps}
+            "step_mib": (peak - before) / 1024, "steps": steps, "check": check}
 
 
 def main(argv=None):

@@ -336,6 +336,13 @@ def _value(worker_out, case):
     return None if result is None else result.get(_CLOCK, result.get("value"))
 
 
+def _check(worker_out, case):
+    """What the worker's check of the case's step found before timing it (_worker.check_step)."""
+    if not worker_out or "unavailable" in worker_out:
+        return None
+    return (worker_out.get("results", {}).get(case) or {}).get("check")
+
+
 def _ratio(ours, peer, higher_is_better):
     if ours is None or peer is None or ours <= 0 or peer <= 0:
         return None
@@ -373,6 +380,9 @@ def build_report(args, raw, single, torch_version, mxnet_python, notes):
             if absolute and ours is not None:
                 checks.append(ours <= absolute[1] if absolute[0] == "<=" else ours >= absolute[1])
             row["meets_target"] = all(checks) if checks else None
+            step_checks = {impl: _check(raw[impl].get(threads), name) for impl in ("ours",) + PEERS}
+            if any(step_checks.values()):
+                row["step_checks"] = step_checks
             if name == "op_overhead":
                 prefix = "cpu_" if _CLOCK == "cpu_value" else ""
                 for impl in ("ours",) + PEERS:
