@@ -103,3 +103,150 @@ def test_set_verbosity_logs_each_initialized_array(caplog):
     with caplog.at_level(logging.INFO):
         nn.Dense(2, in_units=3).initialize(trainer_cli.init.One())
     assert not [r for r in caplog.records if r.getMessage().startswith("Initialized")]
+
+
+# --------------------------------------------------------------------------------------------
+# The sweeps: each argument changed alone must change the result (or be refused)
+
+# The value each argument is changed to, and (where it shows only together with another
+# setting) the settings it is changed under; the result is compared with the same settings
+# without the change.
+_CHANGED = {
+    "rescale_grad": (0.3, {"clip_gradient": 1.0}), "wd": (0.1, {}), "clip_gradient": (0.5, {}),
+    "learning_rate": ("half", {}), "begin_num_update": (7, {"scheduled": True}),
+    "lr_scheduler": ("scheduled", {}),
+    # MXNet: with names given, wd applies only to *_weight and *_gamma (set_wd_mult).
+    "param_idx2name": ({0: "layer_bias"}, {"wd": 0.1}),
+    "momentum": (0.5, {}), "beta1": (0.5, {}), "beta2": (0.5, {}), "epsilon": (0.5, {}),
+    "eps": (0.5, {}), "rho": (0.5, {}), "gamma1": (0.5, {}), "gamma2": (0.5, {"centered": True}),
+    "centered": (True, {}), "clip_weights": (0.05, {}), "correct_bias": (False, {}),
+    "bias_correction": (False, {}), "lower_bound": (50.0, {}), "upper_bound": (1e-3, {}),
+    "eta": (0.5, {}), "momentum_correction": (False, {"momentum": 0.9, "scheduled": True}),
+    "lamda1": (0.5, {}), "beta": (5.0, {}), "lamda": (5.0, {"momentum": 0.9}),
+    "wd_lh": (0.1, {}), "schedule_decay": (0.5, {}),
+    # LBSGD steps every batch_scale calls, its rate scaled by the warm-up's multiplier then.
+    "batch_scale": (4, {}), "warmup_strategy": ("power2", {"batch_scale": 2}),
+    "warmup_epochs": (2, {"batch_scale": 2}), "updates_per_epoch": (1, {"batch_scale": 2}),
+    "begin_epoch": (3, {"batch_scale": 2}), "num_epochs": (2, {"batch_scale": 2}),
+}
+# Arguments MXNet 1.9.1 itself accepts and never reads (so do we: MXNet's numbers).
+_MXNET_IGNORES = {
+    ("adadelta", "learning_rate"): "MXNet's AdaDelta has no learning rate",
+    ("adadelta", "lr_scheduler"): "MXNet's AdaDelta has no learning rate",
+    ("adadelta", "begin_num_update"): "only a scheduler would read the count",
+    ("lbsgd", "num_epochs"): "MXNet's LBSGD stores num_epochs and never reads it",
+}
+# Arguments whose effect needs another kind of input than the dense float32 steps here, and
+# the tests that hold them to MXNet.
+_OTHER_REGIMES = {
+    "multi_precision": "float16 weights: test_golden_regimes (float16_multi_precision)",
+    "lazy_update": "row_sparse gradients: test_optim_sparse, test_sparse_golden_flows",
+    "param_dict": "gluon.Trainer's Parameters: test_golden_regimes (trainer_multipliers)",
+    "sym": "a Symbol's attributes: there are no Symbols in trainer_cli (refused when given)",
+}
+
+
+def _optimizer_arguments(cls):
+    names = []
+    for klass in cls.__mro__:
+        if klass is object or "__init__" not in vars(klass):
+            continue
+        for p in inspect.signature(klass.__init__).parameters.values():
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) \
+                    and p.name not in names:
+                names.append(p.name)
+    return names
+
+
+def _run_optimizer(name, kwargs):
+    from trainer_cli import lr_scheduler
+    kwargs = dict(kwargs)
+    if kwargs.pop("scheduled", False):
+        base = optimizer.create(name).learning_rate
+        kwargs["lr_scheduler"] = lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=base)
+    if kwargs.get("learning_rate") == "half":
+        kwargs["learning_rate"] = optimizer.create(name).learning_rate * 0.5
+    rng = np.random.RandomState(0)
+    w = nd.array(rng.randn(4, 3).astype(np.float32))
+    opt = optimizer.create(name, **kwargs)
+    updater = optimizer.get_updater(opt)
+    for _ in range(3):
+        updater(0, nd.array((3 * rng.randn(4, 3)).astype(np.float32)), w)
+    return w.asnumpy()
+
+
+_SWEPT = sorted(n for n in optimizer.Optimizer.opt_registry if n != "test")
+
+
+@pytest.mark.parametrize("name", _SWEPT)
+def test_every_optimizer_argument_changes_the_steps(name):
+    cls = optimizer.Optimizer.opt_registry[name]
+    ignored = []
+    for arg in _optimizer_arguments(cls):
+        if arg in _OTHER_REGIMES or (name, arg) in _MXNET_IGNORES:
+            continue
+        assert arg in _CHANGED, "%s(%s=...): no value to sweep it with (add it to _CHANGED)" \
+            % (name, arg)
+        value, context = _CHANGED[arg]
+        if arg == "lr_scheduler":
+            changed = dict(context, scheduled=True)
+        elif arg == "learning_rate":
+            changed = dict(context, learning_rate="half")
+        else:
+            changed = dict(context, **{arg: value})
+        try:
+            baseline = _run_optimizer(name, context)
+        except ValueError:      # the context itself is refused (GroupAdaGrad's weight decay)
+            continue
+        try:
+            got = _run_optimizer(name, changed)
+        except (TypeError, ValueError, RuntimeError):
+            continue        # refused: not ignored
+        if np.array_equal(got, baseline):
+            ignored.append(arg)
+    assert not ignored, "%s: changing %s alone changes nothing" % (name, ignored)
+
+
+def test_sym_is_refused_rather_than_ignored():
+    with pytest.raises(TypeError, match="no Symbols"):
+        optimizer.create("sgd", sym=object())
+
+
+# The random draws: each argument changed alone changes what is drawn (same seed), or the call
+# is refused. ``ctx`` is swept where a GPU exists (test_ndarray's ctx fixture covers it).
+_DRAW_CHANGES = {"low": -5.0, "high": 10.0, "loc": 3.0, "scale": 5.0, "lam": 7.0, "alpha": 4.0,
+                 "beta": 3.0, "k": 7, "p": 0.2, "mu": 5.0, "prob": 0.9, "shape": (3, 2),
+                 "dtype": "float64"}
+_DRAW_DEFAULTS = {"randint": {"low": 0, "high": 5}, "negative_binomial": {"p": 0.5}}
+
+
+@pytest.mark.parametrize("fn_name", ["uniform", "normal", "randint", "exponential", "poisson",
+                                     "gamma", "bernoulli", "negative_binomial",
+                                     "generalized_negative_binomial"])
+def test_every_random_argument_changes_the_draw(fn_name):
+    fn = getattr(nd.random, fn_name)
+    base = dict(_DRAW_DEFAULTS.get(fn_name, {}), shape=(4, 5))
+
+    def draw(**kw):
+        trainer_cli.random.seed(3)
+        return fn(**dict(base, **kw))
+    reference = draw()
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            with pytest.raises(TypeError):
+                draw(no_such_argument=1)
+            continue
+        if p.name == "ctx":
+            continue
+        if p.name == "out":
+            out = nd.zeros((4, 5), dtype=reference.dtype)
+            assert draw(out=out) is out
+            np.testing.assert_array_equal(out.asnumpy(), reference.asnumpy())
+            continue
+        if p.name == "dtype" and fn_name == "randint":
+            changed = draw(dtype="int64")
+        else:
+            changed = draw(**{p.name: _DRAW_CHANGES[p.name]})
+        same = changed.shape == reference.shape and changed.dtype == reference.dtype and \
+            np.array_equal(changed.asnumpy(), reference.asnumpy())
+        assert not same, "nd.random.%s(%s=...) changes nothing" % (fn_name, p.name)

@@ -26,7 +26,16 @@ def _finish(data, ctx, out):
     return _wrap(data, ctx)
 
 
+def _only_name(fn, kwargs):
+    """MXNet's operators take ``name`` (meaningless outside a Symbol) and refuse any other
+    argument they do not know; so do these."""
+    unknown = sorted(set(kwargs) - {"name"})
+    if unknown:
+        raise TypeError("%s() got an unexpected keyword argument %r" % (fn, unknown[0]))
+
+
 def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    _only_name("uniform", kwargs)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     gen = _random.generator(ctx)
     with ctx.device_scope():
@@ -39,6 +48,7 @@ def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs)
 
 
 def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    _only_name("normal", kwargs)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     gen = _random.generator(ctx)
     with ctx.device_scope():
@@ -84,7 +94,10 @@ def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None):
 
 
 def bernoulli(prob=0.5, shape=None, dtype=None, ctx=None, out=None):
-    return (uniform(0, 1, shape, dtype, ctx, out) < prob)
+    if out is not None:     # the draws land in ``out`` (not the uniform values behind them)
+        shape, dtype, ctx = out.shape, out.dtype, out.context
+    drawn = uniform(0, 1, shape, dtype, ctx) < prob
+    return drawn if out is None else _finish(drawn._data, ctx, out)
 
 
 def multinomial(data, shape=None, get_prob=False, dtype="int32"):
