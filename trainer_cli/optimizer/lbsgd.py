@@ -97,7 +97,7 @@ class LBSGD(Optimizer):
             lr *= self._get_lbmult(entry["num_cums"])
         momentum = self.momentum if self.momentum > 0 else 0.0
         sgd_rule(w, g, raw_state(state), lr=lr, wd=wd, momentum=momentum,
-                 rescale=self.rescale_grad, clip=self._clip)
+                 rescale=self.rescale_grad, clip=self._clip, single=True)
         entry["cum_grad"] = 0
 
     def _extra_state(self):

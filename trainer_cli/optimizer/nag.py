@@ -61,7 +61,7 @@ class NAG(Optimizer):
         momentum = self.momentum if self.momentum > 0 else 0.0
         if mom is None or momentum == 0.0:
             sgd_rule(w, g, None, lr=lr, wd=wd, momentum=0.0, rescale=self.rescale_grad,
-                     clip=self._clip)
+                     clip=self._clip, single=True)
         else:
             nag_rule(w, g, mom, lr=lr, wd=wd, momentum=momentum, rescale=self.rescale_grad,
                      clip=self._clip)

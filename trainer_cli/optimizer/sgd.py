@@ -226,8 +226,19 @@ def _scalars(dtype, lr, wd, momentum, rescale, clip):
 
 
 # ----------------------------------------------------------------------------- the rule
-def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
-    """MXNet's sgd(_mom)_update on raw arrays, in place (``mom`` None: no momentum state)."""
+def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip, single=False):
+    """MXNet's sgd(_mom)_update on raw arrays, in place (``mom`` None: no momentum state).
+
+    ``single``: MXNet's single-tensor ``sgd_update`` without momentum (what its NAG without
+    momentum and LBSGD call), whose zero results keep the sign ``w - step`` gives them, where the
+    multi-tensor kernel that SGD uses makes them +0.0; the same values otherwise."""
+    if single and mom is None:
+        t = w.dtype.type
+        step = _step_of(w, g, t(lr), rescale, clip)
+        if wd:
+            step += w * (t(lr) * t(wd))
+        w -= step
+        return
     arrays, kernel = ((w, g), SGD_KERNEL) if mom is None else ((w, g, mom), SGD_MOM_KERNEL)
     if kernel.declines(w) or not kernel.run(arrays, _scalars(w.dtype, lr, wd, momentum, rescale,
                                                              clip)):

@@ -150,7 +150,8 @@ def zero_rates(mx):
     w0 = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 0.0, -0.0], np.float32)
     g0 = np.array([1.0, 1.0, -1.0, -1.0, 0.0, -0.0, 0.0, -0.0], np.float32)
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"wd": 0.1}),
-                         ("sgd", {"momentum": 0.9, "wd": 0.1}), ("adam", {}), ("nag", {"momentum": 0.9})]:
+                         ("sgd", {"momentum": 0.9, "wd": 0.1}), ("adam", {}), ("nag", {"momentum": 0.9}),
+                         ("nag", {}), ("lbsgd", {})]:
         for lr in (0.0, -0.0):
             for calls in ("per_param", "grouped"):
                 opt = mx.optimizer.create(name, learning_rate=lr, **params)
