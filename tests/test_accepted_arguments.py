@@ -250,3 +250,54 @@ def test_every_random_argument_changes_the_draw(fn_name):
         same = changed.shape == reference.shape and changed.dtype == reference.dtype and \
             np.array_equal(changed.asnumpy(), reference.asnumpy())
         assert not same, "nd.random.%s(%s=...) changes nothing" % (fn_name, p.name)
+
+
+# The Trainer: each argument of its constructor and of step() changed alone changes the weights
+# (or is refused). kvstore and update_on_kvstore choose a path, not a result: each path is held
+# to MXNet's numbers by test_golden_regimes (trainer_multipliers) and test_golden_trainer.
+_TRAINER_PATHS = {"kvstore", "update_on_kvstore", "default_update_on_kvstore"}
+
+
+def _trainer_run(ctxs=1, stale=False, step_kw=None, **trainer_kw):
+    contexts = [trainer_cli.cpu(i) for i in range(ctxs)]
+    rng = np.random.RandomState(5)
+    params = []
+    for name in ("sweep_a", "sweep_b"):
+        p = gluon.Parameter(name, shape=(3, 4))
+        p.initialize(ctx=contexts)
+        p.set_data(nd.array(rng.randn(3, 4).astype(np.float32)))
+        params.append(p)
+    kw = dict(dict(optimizer="sgd", optimizer_params={"learning_rate": 0.1}), **trainer_kw)
+    trainer = gluon.Trainer(params, kw.pop("optimizer"), kw.pop("optimizer_params"), **kw)
+    for step in range(2):
+        for k, ctx in enumerate(contexts):
+            coef = nd.array(rng.randn(3, 4).astype(np.float32), ctx=ctx)
+            with autograd.record():
+                loss = (params[0].data(ctx) * coef).sum()
+                if not (stale and step == 1):
+                    loss = loss + (params[1].data(ctx) * coef * 2).sum()
+            loss.backward()
+        trainer.step(**dict({"batch_size": 2}, **(step_kw or {})))
+    return np.concatenate([p.data(contexts[0]).asnumpy().ravel() for p in params])
+
+
+def test_every_trainer_argument_changes_the_weights():
+    changes = {
+        "optimizer": dict(optimizer="adam"),
+        "optimizer_params": dict(optimizer_params={"learning_rate": 0.2}),
+        "compression_params": dict(ctxs=2, kvstore="device",
+                                   compression_params={"type": "2bit", "threshold": 0.5}),
+    }
+    baselines = {"compression_params": dict(ctxs=2, kvstore="device")}
+    args = [p.name for p in inspect.signature(gluon.Trainer.__init__).parameters.values()
+            if p.name not in ("self", "params") and p.name not in _TRAINER_PATHS]
+    assert sorted(args) == sorted(changes), "a Trainer argument without a sweep value"
+    for arg, kw in changes.items():
+        base = _trainer_run(**baselines.get(arg, {}))
+        assert not np.array_equal(_trainer_run(**kw), base), "Trainer(%s=...) changes nothing" % arg
+    assert not np.array_equal(_trainer_run(step_kw={"batch_size": 4}), _trainer_run())
+    # ignore_stale_grad: a Parameter whose gradient is stale raises, or is left alone.
+    with pytest.raises(UserWarning, match="sweep_b"):
+        _trainer_run(stale=True)
+    kept = _trainer_run(stale=True, step_kw={"ignore_stale_grad": True})
+    assert not np.array_equal(kept, _trainer_run())
