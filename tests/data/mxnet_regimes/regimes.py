@@ -62,13 +62,13 @@ def small_gradients(mx):
 def small_gradients_row_sparse(mx):
     """AdaGrad with row_sparse gradients (MXNet's sparse adagrad_update: the rows present)."""
     cases = {}
-    for eps in (1e-7, 1e-5):
+    for eps, clip in ((1e-7, None), (1e-5, None), (1e-7, 1e-3)):
         rng = np.random.RandomState(2)
         w0 = rng.randn(6, 5).astype(np.float32)
         steps = []
         for rows in ([0, 2, 5], [1, 2], [0, 3, 4, 5]):
             steps.append((rows, _mixed_magnitudes(rng, (len(rows), 5))))
-        opt = mx.optimizer.create("adagrad", learning_rate=0.05, eps=eps)
+        opt = mx.optimizer.create("adagrad", learning_rate=0.05, eps=eps, clip_gradient=clip)
         updater = mx.optimizer.get_updater(opt)
         w = mx.nd.array(w0)
         weights = []
@@ -77,7 +77,7 @@ def small_gradients_row_sparse(mx):
                                               shape=w0.shape)
             updater(0, g, w)
             weights.append(_tolist(w.asnumpy()))
-        cases["adagrad_eps=%g" % eps] = {
+        cases["adagrad_eps=%g%s" % (eps, "" if clip is None else "_clip=%g" % clip)] = {
             "inputs": [_tolist(w0)] + [[rows, _tolist(v)] for rows, v in steps],
             "weights": weights}
     return cases
