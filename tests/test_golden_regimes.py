@@ -94,3 +94,11 @@ def test_zero_rates_give_mxnet_values_and_signs_of_zero(body, replayed):
             np.testing.assert_array_equal(g, w, err_msg="%s step %d (%s)" % (key, step + 1, body))
             np.testing.assert_array_equal(np.signbit(g), np.signbit(w),
                                           err_msg="%s step %d (%s): signs of zero" % (key, step + 1, body))
+
+
+def test_lr_scheduler_defaults_and_edges_match_mxnet(replayed):
+    got, want = replayed("lr_scheduler_edges"), RECORDED["lr_scheduler_edges"]
+    assert sorted(got) == sorted(want)
+    for key, case in want.items():
+        _close(got[key]["lr"], case["lr"], key, atol=0)
+

@@ -192,10 +192,36 @@ def float16_multi_precision(mx):
     return cases
 
 
+# Schedulers on their default arguments and at the edges of their ranges (the other golden
+# cases pass every argument explicitly).
+SCHEDULERS = [
+    ("FactorScheduler", {"step": 2}), ("FactorScheduler", {"step": 1, "factor": 0.0}),
+    ("PolyScheduler", {"max_update": 10}),
+    ("MultiFactorScheduler", {"step": [1, 4], "warmup_steps": 3, "warmup_mode": "constant",
+                              "warmup_begin_lr": 0.001}),
+    ("PolyScheduler", {"max_update": 6, "warmup_steps": 4, "warmup_mode": "constant",
+                       "warmup_begin_lr": 0.001}),
+    ("CosineScheduler", {"max_update": 5, "warmup_steps": 4, "final_lr": 0.1}),
+    ("CosineScheduler", {"max_update": 1}),
+    ("FactorScheduler", {"step": 3, "warmup_steps": 2, "warmup_begin_lr": 0.01,
+                         "base_lr": 0.01}),
+]
+
+
+def lr_scheduler_edges(mx):
+    cases = {}
+    for name, params in SCHEDULERS:
+        sched = getattr(mx.lr_scheduler, name)(**params)
+        key = name + "".join("_%s=%s" % kv for kv in sorted(params.items()))
+        cases[key] = {"lr": [float(sched(n)) for n in range(12)]}
+    return cases
+
+
 REGIMES = {"small_gradients": small_gradients,
            "small_gradients_row_sparse": small_gradients_row_sparse,
            "trainer_multipliers": trainer_multipliers, "clip_global_norm": clip_global_norm,
-           "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision}
+           "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision,
+           "lr_scheduler_edges": lr_scheduler_edges}
 
 
 def run_all(mx):
