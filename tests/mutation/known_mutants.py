@@ -27,6 +27,13 @@ MUTANTS = [
   "        xp.subtract(t(0), step, out=step)\n        if wd:\n"
   "            step -= w * (t(lr) * t(wd))\n        w += step\n",
   "        if wd:\n            step += w * (t(lr) * t(wd))\n        w -= step\n"),
+ ("adagrad clip_gradient ignored on row_sparse steps", "trainer_cli/optimizer/adagrad.py",
+  "wd=0.0, eps=self.float_stable_eps,\n                          rescale=self.rescale_grad, clip=self._clip)",
+  "wd=0.0, eps=self.float_stable_eps,\n                          rescale=self.rescale_grad, clip=None)"),
+ ("nag without momentum on SGD's multi-tensor form", "trainer_cli/optimizer/nag.py",
+  "clip=self._clip, single=True)", "clip=self._clip)"),
+ ("PolyScheduler's default power 3", "trainer_cli/lr_scheduler.py",
+  "pwr=2, final_lr=0", "pwr=3, final_lr=0"),
 ]
 tests = sys.argv[1:] or ["tests/test_golden_regimes.py", "tests/test_optimizer.py"]
 survivors = 0
