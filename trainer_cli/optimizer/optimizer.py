@@ -188,11 +188,11 @@ class Optimizer:
             raise ValueError("param_idx2name should be a dict of param indexes to names.")
         self.idx2name = param_idx2name.copy()
         if sym is not None:
-            # MXNet reads a Symbol's __lr_mult__/__wd_mult__ attributes from it; there are no
-            # Symbols here, and ignoring one would drop the multipliers it carries.
-            raise TypeError("sym=%r: trainer_cli has no Symbols; give the multipliers with "
-                            "set_lr_mult/set_wd_mult or the Parameters' lr_mult/wd_mult"
-                            % (type(sym).__name__,))
+            # MXNet reads the __lr_mult__/__wd_mult__ attributes of a Symbol's variables from
+            # it; ignoring it would silently drop those multipliers.
+            raise TypeError("Optimizer(sym=...) is not supported: the multipliers a Symbol's "
+                            "variables carry are not read here; give them with set_lr_mult/"
+                            "set_wd_mult or the Parameters' lr_mult/wd_mult")
         self.sym_info = ()
         self.param_dict = param_dict if param_dict else {}
         self.allow_np_array = False
