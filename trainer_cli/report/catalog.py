@@ -12,7 +12,7 @@ from ..config.schema.files import factory_params
 from ..config.schema.model import MODEL_FACTORY
 from ..config.schema.optim import COMPRESSION_TYPES, KVSTORE_TYPES
 
-__all__ = ["catalog", "optimizers", "schedulers", "models", "datasets"]
+__all__ = ["catalog", "optimizers", "schedulers", "models", "zoo_models", "datasets"]
 
 
 def optimizers() -> list[dict]:
@@ -64,6 +64,12 @@ def models(models_dir=None) -> list[dict]:
     return [_model_entry(name, path) for name, path in sorted(found.items())]
 
 
+def zoo_models() -> list[str]:
+    """The model-zoo networks a config names as ``zoo:NAME``."""
+    from ..config.schema.zoo import ZOO_PREFIX, zoo_names
+    return [ZOO_PREFIX + name for name in zoo_names()]
+
+
 def datasets() -> dict:
     installed = importlib.util.find_spec("sklearn") is not None
     return {"types": list(DATASET_TYPES),
@@ -76,6 +82,7 @@ def catalog(models_dir=None) -> dict:
         "optimizers": optimizers(),
         "schedulers": schedulers(),
         "models": models(models_dir),
+        "zoo_models": zoo_models(),
         "losses": names.loss_names(),
         "metrics": names.metric_names(),
         "datasets": datasets(),

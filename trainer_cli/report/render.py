@@ -305,6 +305,7 @@ def render_list(out: Console, cat: dict) -> None:
     ds = cat["datasets"]
     sk = ", ".join(ds["sklearn"]) if ds["sklearn_installed"] else "(scikit-learn not installed)"
     grid = _grid()
+    grid.add_row("model zoo", ", ".join(cat["zoo_models"]))
     grid.add_row("losses", ", ".join(cat["losses"]))
     grid.add_row("metrics", ", ".join(cat["metrics"]))
     grid.add_row("datasets", ", ".join(ds["types"]))

@@ -20,6 +20,7 @@ from ..config import names as _config_names
 from ..config.schema.model import MODEL_FACTORY
 from ..gluon.parameter import allocation_check
 from .user_code import explain, user_frame
+from ..config.schema.zoo import ZOO_PREFIX, is_zoo
 
 __all__ = ["ModelError", "ModelCodeError", "ModelFileError", "model_source", "load_factory",
            "build_network", "parameter_bytes", "names", "create"]
@@ -45,6 +46,9 @@ def model_source(model_section, config_dir=None, forbid=None) -> tuple[Path, str
     """``(file, factory name)`` for a ModelSection; never a file inside the folder ``forbid``
     (a run directory being resumed: its files are data, not code)."""
     name = model_section.name
+    if is_zoo(name):
+        # The package's own code: model.json records it as built in, like builtin_models/.
+        return zoo_file(), name
     if ":" in name:
         file, _, factory = name.rpartition(":")
         file = Path(file)
@@ -72,8 +76,19 @@ def _inside(path, folder) -> bool:
     return True
 
 
+def zoo_file() -> Path:
+    """The file standing for every model-zoo network (``zoo:NAME``)."""
+    from ..gluon.model_zoo import vision
+    return Path(vision.__file__).resolve()
+
+
 def load_factory(file: Path, factory: str):
-    """The callable ``factory`` of the Python file ``file``."""
+    """The callable ``factory`` of the Python file ``file`` (``zoo:NAME``: the zoo's
+    ``get_model`` for that network)."""
+    if is_zoo(factory):
+        import functools
+        from ..gluon.model_zoo import vision
+        return functools.partial(vision.get_model, factory[len(ZOO_PREFIX):])
     file = Path(file).resolve()
     # A private module name: the same file loaded twice gets two independent module objects.
     digest = hashlib.sha256(str(file).encode()).hexdigest()[:12]
@@ -100,12 +115,14 @@ def load_factory(file: Path, factory: str):
 
 def names(config_dir=None) -> list[str]:
     """The model names a config may use: the ``models/*.py`` files of the model folders (see
-    :func:`trainer_cli.config.names.model_dirs`; ``file.py:factory`` names work too)."""
+    :func:`trainer_cli.config.names.model_dirs`; ``file.py:factory`` and ``zoo:NAME`` names
+    work too)."""
     return sorted(_config_names.model_files(config_dir))
 
 
 def create(name, config_dir=None, **args):
-    """The network that model ``name`` (a ``models/`` file's name or ``file.py:factory``) builds
+    """The network that model ``name`` (a ``models/`` file's name, ``file.py:factory`` or
+    ``zoo:NAME``) builds
     from ``args``, not yet initialized."""
     file, factory = model_source(SimpleNamespace(name=name), config_dir)
     return load_factory(file, factory)(**args)

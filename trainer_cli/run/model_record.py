@@ -37,11 +37,19 @@ def _sha256(path) -> str:
 
 
 def _builtin(path: Path) -> bool:
-    try:
-        Path(path).resolve().relative_to(BUILTIN_MODELS)
-    except ValueError:
-        return False
-    return True
+    """Whether ``path`` is the package's own model code: builtin_models/ or the model zoo."""
+    path = Path(path).resolve()
+    for folder in (BUILTIN_MODELS, _ZOO):
+        try:
+            path.relative_to(folder)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
+# The model zoo's folder (``zoo:NAME`` models), found without importing it.
+_ZOO = Path(__file__).resolve().parent.parent / "gluon" / "model_zoo"
 
 
 def record_for(name: str, file) -> dict:

@@ -16,6 +16,7 @@ from .component import NamedComponent
 from .files import (checking_files, factory_arg_kinds, factory_params, resolve_input,
                     resolve_source, top_level_names)
 from .hyperparams import INITIALIZER
+from .zoo import check_zoo_name, is_zoo, zoo_arg_details
 
 __all__ = ["ModelSection", "InitSection"]
 
@@ -43,7 +44,8 @@ class ModelSection(Section):
 
     expect_text: ClassVar[str] = "a model name or a mapping with name, args, init and dtype"
 
-    name: str = Field(description="a model in models/ by file name (mlp), or path/to/file.py:factory")
+    name: str = Field(description="a model in models/ by file name (mlp), path/to/file.py:factory, "
+                                  "or a model-zoo network, zoo:resnet18_v1 (see trainer list)")
     args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the factory")
     init: Annotated[InitSection, Shorthand()] = Field(
         default_factory=lambda: InitSection(name="uniform"),
@@ -77,6 +79,8 @@ class ModelSection(Section):
     @field_validator("name")
     @classmethod
     def _find(cls, value: str, info: ValidationInfo):
+        if is_zoo(value):
+            return check_zoo_name(value)
         if ":" in value:
             return _factory_in_file(value, info)
         if not _IDENT.match(value):
@@ -122,6 +126,11 @@ class ModelSection(Section):
     @model_validator(mode="after")
     def _args_match_factory(self, info: ValidationInfo):
         if not checking_files(info) or not self.args:
+            return self
+        if is_zoo(self.name):
+            details = zoo_arg_details(self.name, self.args)
+            if details:
+                fail("ModelSection", details)
             return self
         if ":" in self.name:
             file, _, factory = self.name.rpartition(":")
