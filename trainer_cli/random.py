@@ -66,3 +66,32 @@ def set_state(state: dict) -> None:
     _generators.clear()
     gen = generator(None)
     gen.bit_generator.state = state["cpu"]
+
+
+class cpu_stream:
+    """``with cpu_stream(key):`` the CPU generator (and Python's ``random``, which some image
+    transforms draw from as MXNet's do) is a fresh stream of ``key`` (an int or a sequence of
+    ints, as NumPy's ``SeedSequence`` takes), and both are restored after: a draw inside depends
+    on ``key`` alone, and the run's own stream is left where it was."""
+
+    def __init__(self, key):
+        self._seq = numpy.random.SeedSequence(key)
+
+    def __enter__(self):
+        import random as _py_random
+
+        self._saved = (_generators.get("cpu"), _py_random.getstate())
+        _generators["cpu"] = numpy.random.Generator(numpy.random.PCG64(self._seq))
+        _py_random.seed(int(self._seq.generate_state(1, numpy.uint64)[0]))
+        return self
+
+    def __exit__(self, *exc):
+        import random as _py_random
+
+        gen, py_state = self._saved
+        if gen is None:
+            _generators.pop("cpu", None)
+        else:
+            _generators["cpu"] = gen
+        _py_random.setstate(py_state)
+        return False

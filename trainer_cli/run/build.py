@@ -199,6 +199,30 @@ def _scaled(config, config_file, train, val, run_dir):
             _scaling.scale_arrays(val, scaling) if val is not None else None, scaling)
 
 
+def _with_vocabulary(section, train, model_dir, config_file):
+    """Text data: the model section with ``vocab_size`` (the training text's vocabulary) added
+    to its args when its factory takes one and the config does not set it; a smaller one set
+    is an error."""
+    vocab = train.vocabulary
+    if vocab is None:
+        return section
+    given = section.args.get("vocab_size")
+    if given is not None:
+        if isinstance(given, int) and given < len(vocab):
+            raise _issue(config_file, "model.args.vocab_size", "vocab_size %d is smaller than "
+                         "the %d tokens of the training text's vocabulary (<unk> included); "
+                         "leave it out to have it set" % (given, len(vocab)))
+        return section
+    from ..config.schema.files import factory_params
+    from .model import model_source
+
+    file, factory = model_source(section, model_dir)
+    accepted = factory_params(str(file), factory)
+    if accepted is None or "vocab_size" not in accepted:
+        return section
+    return section.model_copy(update={"args": {**section.args, "vocab_size": len(vocab)}})
+
+
 def build(config, config_file=None, model_dir=None, run_dir=None, warm_start=True) -> Parts:
     """Build a run's parts; the global random state must already be seeded. ``run_dir`` (on
     resume) is where no model file may come from. ``warm_start``: load ``model.init_from``'s
@@ -209,7 +233,7 @@ def build(config, config_file=None, model_dir=None, run_dir=None, warm_start=Tru
     _check_devices(config, config_file)
     contexts = config.contexts()
     classes = _class_count(config)
-    files = _data.load_files(config.data, classes)
+    files = _data.load_files(config.data, classes, seed=config.seed)
     train, val = _data.split_files(config.data, *(arrays for _, arrays in files))
     _check_feature_width(config, train, val)
     scaling = None
@@ -222,8 +246,14 @@ def build(config, config_file=None, model_dir=None, run_dir=None, warm_start=Tru
                      "training samples and last_batch is discard: an epoch would have no batches"
                      % (config.data.batch_size, len(train)))
     sample_output: list = []
-    net, model_file = build_network(config.model, contexts, train.features(slice(0, 1)),
-                                    model_dir, run_dir, sample_output)
+    net, model_file = build_network(_with_vocabulary(config.model, train, model_dir, config_file),
+                                    contexts, train.features(slice(0, 1)), model_dir, run_dir,
+                                    sample_output)
+    if train.sequential and not callable(getattr(net, "begin_state", None)):
+        raise _issue(config_file, "model.name", "text data trains a language model that carries "
+                     "its recurrent state from batch to batch: the model needs begin_state("
+                     "batch_size, ctx=...) and forward(x, state) returning (output, state), as "
+                     "the built-in rnn_lm has")
     if classes is not None and sample_output:
         _check_labels_fit(config, files, sample_output[0])
     del files  # the sets as read: a split made copies

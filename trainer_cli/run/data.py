@@ -52,6 +52,9 @@ class Arrays:
     # them (checking them at load would read the whole file); "" when x was checked at load.
     checked_as_read: str = ""
     scaling: object = None   # a run.scaling.FeatureScaling applied as rows are read (mapped x)
+    # Text windows read in order, a recurrent state carried from batch to batch (run/text.py).
+    sequential: bool = False
+    vocabulary: object = None      # text: the training text's run.text.Vocabulary
 
     def __len__(self):
         return len(self.y)
@@ -70,6 +73,8 @@ class Arrays:
         return out if self.scaling is None else self.scaling.apply(out)
 
     def take(self, index) -> "Arrays":
+        if getattr(self.x, "lazy_rows", False):   # images: transformed when a batch reads them
+            return Arrays(self.x.take(index), self.y[index])
         if is_mapped(self.x):  # the mapped rows stay on disk until a batch reads them
             rows = numpy.arange(len(self.x))[index] if self.x_rows is None else self.x_rows[index]
             return Arrays(self.x, self.y[index], rows, self.checked_as_read, self.scaling)
@@ -132,22 +137,50 @@ def is_mapped(array) -> bool:
     return False
 
 
-def load_data(section, classes: int | None = None) -> tuple[Arrays, Arrays | None]:
+def load_data(section, classes: int | None = None, seed: int = 0) -> tuple[Arrays, Arrays | None]:
     """``(train, val)`` for a DataSection; ``val`` is None without data.val or data.split.
 
     ``classes`` (for a loss taking class indices): every label must then be a whole number in
     ``[0, classes)``, or at least ``>= 0`` when ``classes`` is 0 (not known from the config).
+    ``seed`` (the run's) keys the random transforms of image data.
     """
-    return split_files(section, *(arrays for _, arrays in load_files(section, classes)))
+    return split_files(section, *(arrays for _, arrays in load_files(section, classes, seed)))
 
 
-def load_files(section, classes: int | None = None) -> list:
+def load_files(section, classes: int | None = None, seed: int = 0) -> list:
     """``[(spec, arrays)]`` of the training set and the validation set when one is given, as
-    read (before any split: rows are numbered as in the files)."""
-    files = [(section.train, load_dataset(section.train, classes))]
+    read (before any split: rows are numbered as in the files). Text: its windows, a split
+    already made (the held-out end of the text)."""
+    if section.train.type == "text":
+        train, val = _load_text(section)
+        return [(section.train, train)] + ([(section.val or section.train, val)] if val else [])
+    workers = section.num_workers
+    files = [(section.train, load_dataset(section.train, classes, seed, workers, "data.train"))]
     if section.val is not None:
-        files.append((section.val, load_dataset(section.val, classes)))
+        files.append((section.val, load_dataset(section.val, classes, seed, workers, "data.val")))
     return files
+
+
+def _load_text(section) -> tuple[Arrays, Arrays | None]:
+    """Text windows; a validation text shares the training text's vocabulary, and a split holds
+    out the end of the text."""
+    from .text import load_text, tokens_of, windows
+
+    bs, spec = section.batch_size, section.train
+    train, vocab = load_text(spec, bs)
+    train.vocabulary = vocab
+    if section.val is not None:
+        val = load_text(section.val, bs, vocab)[0]
+        val.vocabulary = vocab
+        return train, val
+    if section.split is None:
+        return train, None
+    ids = vocab.encode(tokens_of(spec))
+    cut = len(ids) - max(1, int(round(len(ids) * section.split.val_fraction)))
+    head = windows(ids[:cut + 1], bs, spec.bptt, spec.path)
+    tail = windows(ids[cut:], bs, spec.bptt, spec.path + " (its held-out end, data.split)")
+    head.vocabulary = tail.vocabulary = vocab
+    return head, tail
 
 
 def split_files(section, train: Arrays, val: Arrays | None = None):
@@ -192,7 +225,17 @@ def split_validation(data: Arrays, split) -> tuple[Arrays, Arrays]:
     return data.take(train_idx), data.take(val_idx)
 
 
-def load_dataset(spec, classes: int | None = None) -> Arrays:
+def load_dataset(spec, classes: int | None = None, seed: int = 0, num_workers: int = 0,
+                 section_name: str = "data") -> Arrays:
+    if spec.type == "text":
+        from .text import load_text
+        return load_text(spec, 1)[0]   # one stream (evaluate/predict of a single text)
+    if spec.type in _IMAGE_TYPES:
+        from .images import load_images
+        arrays = load_images(spec, seed, num_workers, section_name)
+        if classes is not None:
+            check_class_labels(arrays.y, classes, labels_where(spec))
+        return arrays
     loader = _LOADERS[spec.type]
     arrays = _checked(loader(spec), spec)
     if classes is not None:
@@ -459,6 +502,7 @@ def _ratings(spec) -> Arrays:
     return Arrays(numpy.stack([u, i], axis=1).astype(numpy.float32), y.astype(numpy.float32))
 
 
+_IMAGE_TYPES = ("image_folder", "mnist", "fashion_mnist", "cifar10", "cifar100")
 _LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "csr": _csr, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
 
 

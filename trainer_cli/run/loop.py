@@ -37,6 +37,7 @@ from . import grads
 from .data import as_batch, is_mapped
 from .finite import StepUndo, broken_part, update_was_finite
 from .prefetch import Prefetcher
+from .recurrent import CarriedState
 from .state import Accumulator, BestTracker, EarlyStopping, LoopState
 
 __all__ = ["TrainingLoop", "NonFiniteError", "evaluate_arrays", "validation_pass"]
@@ -117,8 +118,16 @@ class TrainingLoop:
         self.scaler = _amp.loss_scaler(parts.trainer)
         if self.scaler is not None and state.amp:
             self.scaler.set_state(state.amp)
-        # Memory-mapped features: the next batch is read from the disk while a step computes.
-        self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) else None
+        # Memory-mapped features: the next batch is read from the disk while a step computes
+        # (images made by worker processes too: the thread only waits for them).
+        self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) or \
+            getattr(parts.train.x, "num_workers", 0) else None
+        # Image data: random transforms are keyed by the epoch (see run/images.py).
+        self._set_epoch = getattr(parts.train.x, "set_epoch", None)
+        # Text for a language model: the recurrent state runs on from batch to batch.
+        self._carry = CarriedState(parts.net) if parts.train.sequential else None
+        if self._carry is not None:
+            self._carry.set_state(state.carried)
         self._finite_grads = grads.FiniteGrads()
         self._global_norm = grads.GlobalNorm()
         # Under nan_policy stop nothing needs undoing, so the gradients are looked at after the
@@ -175,6 +184,10 @@ class TrainingLoop:
             self._end_epoch()
             return False
         window = batches[st.batch_in_epoch:st.batch_in_epoch + k]
+        if self._set_epoch is not None:
+            self._set_epoch(st.epoch)
+        if self._carry is not None and st.batch_in_epoch == 0:
+            self._carry.reset()          # every epoch reads the streams from their start
         if self._prefetch is not None and st.batch_in_epoch + k < len(batches):
             self._prefetch.ahead(batches[st.batch_in_epoch + k])
         self._step(window)
@@ -269,7 +282,7 @@ class TrainingLoop:
         pieces = _bounds(len(mine), len(parts.contexts))
         heads, pairs = [], []
         with autograd.record():
-            for ctx, (a, b) in zip(parts.contexts, pieces):
+            for device, (ctx, (a, b)) in enumerate(zip(parts.contexts, pieces)):
                 if b > a:
                     label = labels = y[mine[a:b]]
                     x = features[a:b]
@@ -278,7 +291,10 @@ class TrainingLoop:
                     # reduction would add its stale one: run one sample with a zero head gradient.
                     label, labels = None, y[idx[:1]]
                     x = train.features(idx[:1])
-                out = parts.net(as_batch(x, ctx, self.dtype))
+                if self._carry is not None and label is not None:
+                    out = self._carry.forward(device, as_batch(x, ctx, self.dtype), ctx)
+                else:
+                    out = parts.net(as_batch(x, ctx, self.dtype))
                 loss = parts.loss(out, _array(labels, ctx=ctx, dtype=self.dtype))
                 scaled = loss
                 if self.scaler is not None and label is not None:
@@ -472,6 +488,8 @@ class TrainingLoop:
         if self.scaler is not None:
             st.amp = dict(st.amp, **self.scaler.get_state())
         st.elapsed_s = self.elapsed()
+        if self._carry is not None:
+            st.carried = self._carry.get_state()
         # Never a checkpoint with NaN/Inf in it: it would become `latest` and prune good ones.
         # (Under MPI only what every rank holds alike, so that all ranks decide the same.)
         broken = broken_part(self.params, self.parts.trainer,
@@ -515,11 +533,16 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
     passes of :func:`validation_pass` samples: ``{prefix + "loss": ..., prefix + name: ...}``.
     ``progress(done, total)`` is called after each pass."""
     acc = Accumulator(metrics)
-    bs = validation_pass(batch_size, data.x)
+    # Text windows go through a batch (one window of every stream) at a time, the state carried.
+    carry = CarriedState(net) if getattr(data, "sequential", False) else None
+    bs = batch_size if carry is not None else validation_pass(batch_size, data.x)
     for start in range(0, len(data), bs):
         x = data.features(slice(start, start + bs))
         y = data.y[start:start + bs]
-        out = net(as_batch(x, ctx, dtype))
+        if carry is not None:
+            out = carry.forward(0, as_batch(x, ctx, dtype), ctx)
+        else:
+            out = net(as_batch(x, ctx, dtype))
         loss = loss_fn(out, _array(y, ctx=ctx, dtype=dtype))
         acc.add_loss(_loss_sum(loss), loss.shape[0])
         acc.add_outputs([(y, out)])

@@ -279,6 +279,10 @@ def data_fingerprint(parts, sampled: bool | None = None) -> str:
     they are memory-mapped (``sampled``; None: whenever they are), so that neither a start nor a
     resume reads a data set of several GB whole."""
     train = parts.train
+    if callable(getattr(train.x, "fingerprint", None)):    # images: their files' bytes
+        digest = hashlib.sha256(train.x.fingerprint())
+        digest.update(memoryview(numpy.ascontiguousarray(train.y)).cast("B"))
+        return digest.hexdigest()
     if isinstance(train.x, CSRRows):
         digest = hashlib.sha256()
         x = train.features(slice(None))

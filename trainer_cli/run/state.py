@@ -44,6 +44,9 @@ class LoopState:
     # The best evaluation so far (early_stopping or keep_best): metric, mode, step, value and
     # the evaluation's values; its checkpoint is the one ``checkpoints/best`` names.
     best: dict = field(default_factory=dict)
+    # Text for a language model: the recurrent state carried into the next batch, per device
+    # (run/recurrent.py's encoding); empty at an epoch's start and for other data.
+    carried: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {f.name: _copied(getattr(self, f.name)) for f in fields(self)}
@@ -134,7 +137,13 @@ STOP_REASONS = ("epochs", "steps", "early_stopping")
 _CHECKS = {"step": _count, "epoch": _count, "batch_in_epoch": _count, "samples": _count,
            "skipped": _count, "finished": _flag, "stop_reason": _reason,
            "last_val_step": _opt_count, "elapsed_s": _seconds, "latest": _values,
-           "train": _mapping, "early_stopping": _mapping, "best": _best}
+           "train": _mapping, "early_stopping": _mapping, "best": _best,
+           "carried": lambda value: _carried(value)}
+
+
+def _carried(value):
+    from .recurrent import check_encoded
+    return check_encoded(value)
 
 
 def _shown(value) -> str:

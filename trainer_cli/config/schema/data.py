@@ -26,6 +26,8 @@ from ..describe import Expect
 from ..suggest import choice_list, did_you_mean, excerpt
 from .base import Seed, Section, detail, fail, problem
 from .files import checking_files, csv_header, npy_shape, npz_names, resolve_input
+from .images import IMAGE_TYPES, ImageFolderData, VisionData
+from .text import TextData
 
 __all__ = ["DataSection", "SyntheticData", "RatingsData", "CsrData", "NpzData", "NpyData", "CsvData", "SklearnData",
            "SplitSection", "Dataset", "DATASET_TYPES", "SKLEARN_SETS"]
@@ -225,8 +227,9 @@ class SklearnData(Section):
         return value
 
 
-DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsrData, CsvData, SklearnData)
-DATASET_TYPES = tuple(cls.model_fields["type"].annotation.__args__[0] for cls in DATASET_CLASSES)
+DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsrData, CsvData, SklearnData,
+                   ImageFolderData, VisionData, TextData)
+DATASET_TYPES = tuple(t for cls in DATASET_CLASSES for t in cls.model_fields["type"].annotation.__args__)
 Dataset = Annotated[Union[DATASET_CLASSES], Field(discriminator="type"),
                     Expect("a data file or a mapping with type (" + ", ".join(DATASET_TYPES) + ")")]
 _DATASET_KEYS = {k for cls in DATASET_CLASSES for k in cls.model_fields}
@@ -311,12 +314,43 @@ class DataSection(_DataShorthand):
                             "with the run (feature_scaling.npz) and applied to validation data "
                             "and to what evaluate and predict feed the model (dense features "
                             "only)")
+    num_workers: Annotated[int, at.Ge(0), at.Le(64)] = Field(
+        0, description="worker processes decoding and transforming images (image data only); "
+                       "the batches are the same bits with any number")
 
     @model_validator(mode="after")
     def _one_val_source(self):
         if self.val is not None and self.split is not None:
             fail("DataSection", [detail(("split",), "give either data.val or data.split, not both",
                                         None, "key")])
+        return self
+
+    @model_validator(mode="after")
+    def _kinds_agree(self):
+        details = []
+        text = self.train.type == "text"
+        if self.val is not None and (self.val.type == "text") != text:
+            details.append(detail(("val", "type"), "train and val must both be text, or neither "
+                                  f"(train is {self.train.type})", self.val.type))
+        if text and self.shuffle and "shuffle" in self.model_fields_set:
+            details.append(detail(("shuffle",), "a language model reads its text in order (its "
+                                  "state carries from batch to batch): shuffle must be false",
+                                  self.shuffle))
+        if text and self.split is not None and self.split.shuffle \
+                and "shuffle" in self.split.model_fields_set:
+            details.append(detail(("split", "shuffle"), "text is split at its end: shuffle must "
+                                  "be false", self.split.shuffle))
+        if self.num_workers and self.train.type not in IMAGE_TYPES:
+            details.append(detail(("num_workers",), "applies only to image data "
+                                  f"({', '.join(IMAGE_TYPES)})", self.num_workers))
+        if self.normalize != "none" and (text or self.train.type in IMAGE_TYPES):
+            details.append(detail(("normalize",), "applies to feature arrays; image data is "
+                                  "scaled by its transforms (normalize), text has token ids",
+                                  self.normalize))
+        if details:
+            fail("DataSection", details)
+        if text:
+            self.shuffle = False
         return self
 
     @property
