@@ -25,6 +25,8 @@ __all__ = ["ImageRows", "load_images"]
 # A worker's batch share that has not come back in this many seconds ends the run (a stuck
 # decoder must not hang it).
 WORKER_TIMEOUT_S = 300
+# Decoded images kept in memory per process (an image folder's; in-memory sets are arrays).
+DECODED_BYTES = 512 << 20
 # Bytes of an image folder's files read for the data fingerprint (beyond it: names and sizes).
 FINGERPRINT_BYTES = 256 << 20
 
@@ -63,6 +65,8 @@ class _Source:
 
     def __init__(self, images=None, files=None, gray=False):
         self.images, self.files, self.gray = images, files, gray
+        self._decoded: dict = {}
+        self._kept = 0
 
     def __len__(self):
         return len(self.images) if self.images is not None else len(self.files)
@@ -70,12 +74,20 @@ class _Source:
     def image(self, position):
         if self.images is not None:
             return self.images[position]
+        kept = self._decoded.get(position)
+        if kept is not None:
+            return kept
         from ..gluon.data.vision.image_file import ImageFileError, imread
 
         try:
-            return imread(self.files[position], 0 if self.gray else 1)
+            image = imread(self.files[position], 0 if self.gray else 1)
         except (ImageFileError, ImportError) as exc:
             raise DataError(str(exc)) from None
+        # Decoded images are kept up to a budget: a small set is decoded once, not every epoch.
+        if self._kept + image.nbytes <= DECODED_BYTES:
+            self._decoded[position] = image
+            self._kept += image.nbytes
+        return image
 
 
 # A forked worker's source and transform, set when it starts.
