@@ -741,7 +741,8 @@ def _headline(parts, run_dir, resumed_from) -> str:
     config = parts.config
     where = str(run_dir) if run_dir is not None else "(rank %d: not writing)" % parts.rank
     verb = "resuming" if resumed_from is not None else "training"
-    model = Path(parts.model_file).name if ":" in config.model.name else config.model.name
+    model = Path(parts.model_file).name if ":" in config.model.name \
+        and not config.model.name.startswith("zoo:") else config.model.name
     workers = " x %d workers" % parts.num_workers if parts.num_workers > 1 else ""
     val = ", %d validation" % len(parts.val) if parts.val is not None else ""
     return "%s %s: model %s on %s%s, %d training samples%s -> %s" % (
