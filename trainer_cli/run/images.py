@@ -94,9 +94,20 @@ class _Source:
 _worker = None
 
 
-def _worker_init(source, transform):
+def _worker_init(source, transform, parent):
     global _worker
     _worker = (source, transform)
+    # A worker outlives a parent killed with SIGKILL (it waits on a queue whose other end it
+    # holds itself); it goes as soon as its parent does.
+    import threading
+    import time
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _worker_samples(task):
@@ -119,6 +130,10 @@ class ImageRows:
         self.epoch = 0
         self.num_workers = int(num_workers)
         self._pool = None
+        if self.num_workers:
+            # Forked now, while the run is being built: a worker must not inherit the run
+            # directory's lock (taken later), which it would hold after the run ends.
+            self._worker_pool()
         first = self._sample(0)
         self.shape = (len(self.positions),) + first.shape
         self.ndim = len(self.shape)
@@ -171,7 +186,8 @@ class ImageRows:
         if self._pool is None:
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
             self._pool = multiprocessing.get_context(method).Pool(
-                self.num_workers, initializer=_worker_init, initargs=(self._source, self._transform))
+                self.num_workers, initializer=_worker_init,
+                initargs=(self._source, self._transform, os.getpid()))
             weakref.finalize(self, _close_pool, self._pool)
         return self._pool
 
@@ -186,8 +202,7 @@ class ImageRows:
         rows.__dict__.update(self.__dict__)
         rows.positions = self.positions[index]
         rows.shape = (len(rows.positions),) + self.shape[1:]
-        rows._pool = None
-        return rows
+        return rows    # sharing the workers: they hold the same source and transforms
 
     def fingerprint(self) -> bytes:
         """What identifies the images (the bytes of the files, or of the arrays) for a resume's

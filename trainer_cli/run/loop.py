@@ -160,6 +160,9 @@ class TrainingLoop:
         finally:
             if self._prefetch is not None:
                 self._prefetch.close()
+            for data in (self.parts.train, self.parts.val):
+                if data is not None and getattr(data.x, "lazy_rows", False):
+                    data.x.close()     # image worker processes
 
     def _run(self, order, k) -> str:
         st = self.state

@@ -1,0 +1,213 @@
+"""The runner with image data (a folder of PNGs, transforms, worker processes), model-zoo
+networks and text for an LSTM language model: the shipped configs run as a user runs them,
+resumes are bitwise (random flips and the carried LSTM state included), and the new config
+keys fail with positions."""
+import json
+import shutil
+import sys
+import textwrap
+
+import numpy
+import pytest
+
+from run_helpers import (CONFIGS, REPO, StopAt, assert_bitwise_equal, final_arrays, metric_rows,
+                         no_fsync, only_run_dir, run_trainer)
+from trainer_cli.config import ConfigError, load_config
+from trainer_cli.run import layout, resume_run, start_run
+
+pytest.importorskip("PIL")   # the vision extra; the image tests need it, the text ones do not
+
+
+@pytest.fixture(scope="module")
+def shapes_project(tmp_path_factory):
+    """A folder as a user has it after ``python configs/data/make_shapes.py``: the configs next
+    to data/shapes/{train,val}."""
+    folder = tmp_path_factory.mktemp("shapes")
+    sys.path.insert(0, str(CONFIGS / "data"))
+    try:
+        import make_shapes
+    finally:
+        sys.path.pop(0)
+    make_shapes.main(folder / "data" / "shapes")
+    for name in ("image_folder.yaml", "zoo_shapes.yaml"):
+        shutil.copy(CONFIGS / name, folder / name)
+    return folder
+
+
+@pytest.fixture
+def _fast_disk(monkeypatch):
+    no_fsync(monkeypatch)
+
+
+def _run(config, tmp_path, *overrides):
+    args = ["run", config, "--run-dir", tmp_path, "--json"]
+    for o in overrides:
+        args += ["-o", o]
+    proc = run_trainer(*args, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_image_folder_config_runs_and_learns(shapes_project, tmp_path):
+    summary = _run(shapes_project / "image_folder.yaml", tmp_path)
+    assert summary["status"] == "finished"
+    assert summary["metrics"]["val_accuracy"] >= 0.9      # the config says 0.93
+
+
+def test_zoo_config_runs_a_model_zoo_network(shapes_project, tmp_path):
+    summary = _run(shapes_project / "zoo_shapes.yaml", tmp_path, "epochs=1")
+    assert summary["status"] == "finished" and summary["steps"] == 15
+    run_dir = only_run_dir(tmp_path)
+    params = final_arrays(run_dir)[0]
+    # MXNet's MobileNet parameter names, the classifier sized by args.classes.
+    assert params["output.weight"].shape == (3, 256)
+    record = json.loads((run_dir / "model.json").read_text())
+    assert record["name"] == "zoo:mobilenet0.25" and record["builtin"]
+
+
+def test_char_lm_config_runs_and_learns(tmp_path):
+    summary = _run("configs/char_lm.yaml", tmp_path)
+    metrics = summary["metrics"]
+    assert metrics["val_perplexity"] <= 5.0                # the config says 4.34
+    # Perplexity is exp of the mean per-token cross-entropy, which the loss is.
+    assert metrics["train_perplexity"] == pytest.approx(numpy.exp(metrics["train_loss"]), rel=1e-4)
+
+
+def _assert_resume_bitwise(config, tmp_path, stop, overrides=(), cut_overrides=()):
+    ref = start_run(config, list(overrides), run_root=tmp_path / "ref")
+    assert ref.status == "finished"
+    cut = start_run(config, list(overrides) + list(cut_overrides), run_root=tmp_path / "cut",
+                    reporter=StopAt(stop))
+    assert cut.status == "interrupted" and layout.read_latest(cut.summary["run_dir"]) == stop
+    run_dir = cut.summary["run_dir"]
+    done = resume_run(run_dir)
+    assert done.status == "finished"
+    for got, want in zip(final_arrays(run_dir), final_arrays(ref.summary["run_dir"])):
+        assert_bitwise_equal(got, want)
+    assert metric_rows(run_dir) == metric_rows(ref.summary["run_dir"])
+    return run_dir
+
+
+def test_image_folder_resume_is_bitwise_and_workers_change_nothing(shapes_project, tmp_path,
+                                                                   _fast_disk):
+    # Stopped mid-epoch 2; the interrupted part made by two worker processes, the reference
+    # and the resumed part in this process: the flips are keyed by (seed, epoch, sample).
+    _assert_resume_bitwise(shapes_project / "image_folder.yaml", tmp_path, 11,
+                           overrides=["epochs=2"], cut_overrides=["data.num_workers=2"])
+
+
+def test_char_lm_resume_carries_the_lstm_state_bitwise(tmp_path, _fast_disk):
+    # 13 batches an epoch: step 5 is mid-epoch, where the checkpoint must hold the LSTM state.
+    run_dir = _assert_resume_bitwise(CONFIGS / "char_lm.yaml", tmp_path, 5, overrides=["epochs=2"])
+    meta = json.loads((layout.checkpoint_dir(run_dir, 5) / layout.META_FILE).read_text())
+    carried = meta["loop"]["carried"]["0"]
+    assert [e["shape"] for e in carried] == [[1, 16, 64], [1, 16, 64]]   # h and c
+
+
+def test_a_checkpoint_with_a_damaged_carried_state_is_refused(tmp_path, _fast_disk):
+    cut = start_run(CONFIGS / "char_lm.yaml", ["epochs=1"], run_root=tmp_path, reporter=StopAt(4))
+    run_dir = cut.summary["run_dir"]
+    folder = layout.checkpoint_dir(run_dir, 4)
+    meta_path = folder / layout.META_FILE
+    meta = json.loads(meta_path.read_text())
+    meta["loop"]["carried"]["0"][0]["shape"] = [1, 16, 65]
+    meta_path.write_text(json.dumps(meta))
+    proc = run_trainer("resume", run_dir, "--from", "step-4")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "carried" in proc.stderr or "meta.json" in proc.stderr
+
+
+# ---------------------------------------------------------------------------- config errors
+
+def _problems(folder, text):
+    path = folder / "c.yaml"
+    path.write_text(textwrap.dedent(text))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    return "\n".join(str(issue) for issue in info.value.issues)
+
+
+def test_zoo_names_and_args_are_checked(tmp_path):
+    got = _problems(tmp_path, """\
+        model: {name: zoo:resnet18_v3, args: {classes: 3}}
+        data: {train: {type: synthetic}}
+        loss: softmax_cross_entropy
+        epochs: 1
+        """)
+    assert "c.yaml:1" in got and "model.name" in got and "resnet18_v1" in got   # did you mean
+    got = _problems(tmp_path, """\
+        model: {name: zoo:resnet18_v1, args: {clases: 3}}
+        data: {train: {type: synthetic}}
+        loss: softmax_cross_entropy
+        epochs: 1
+        """)
+    assert "model.args.clases" in got and "does not take" in got
+    got = _problems(tmp_path, """\
+        model: {name: zoo:resnet18_v1, args: {pretrained: true, root: %s}}
+        data: {train: {type: synthetic}}
+        loss: softmax_cross_entropy
+        """ % tmp_path)
+    assert "model.args.pretrained" in got and "resnet18_v1-a0666292.params" in got
+
+
+def test_image_and_text_keys_are_checked_with_positions(tmp_path):
+    (tmp_path / "images").mkdir()
+    (tmp_path / "t.txt").write_text("some text")
+    got = _problems(tmp_path, """\
+        model: mlp
+        data:
+          train:
+            type: image_folder
+            path: images
+            transforms: [to_tensr, {name: resize}, {name: normalize, mean: fast}, {name: cast, sizes: 3}]
+          val: {type: cifar10, fine_label: true, part: dev}
+          num_workers: -1
+        loss: softmax_cross_entropy
+        epochs: 1
+        """)
+    assert "c.yaml:6:18: data.train.transforms.0: unknown transform 'to_tensr'; did you mean " \
+           "'to_tensor'?" in got
+    assert "c.yaml:6:28: data.train.transforms.1: resize needs the parameter 'size'" in got
+    assert "c.yaml:6:68: data.train.transforms.2.mean: expected a number or a list" in got
+    assert "c.yaml:6:88: data.train.transforms.3.sizes: unknown transform parameter" in got
+    assert "c.yaml:7:48: data.val.part: unknown value 'dev'" in got
+    assert "c.yaml:8:16: data.num_workers: expected an integer >= 0" in got
+    got = _problems(tmp_path, """\
+        model: mlp
+        data: {train: {type: mnist, fine_label: true, root: images}}
+        loss: softmax_cross_entropy
+        epochs: 1
+        """)
+    assert "data.train.fine_label: applies only to type: cifar100" in got
+    got = _problems(tmp_path, """\
+        model: rnn_lm
+        data:
+          train: {type: text, path: t.txt, level: byte, bptt: 0}
+          val: {type: image_folder, path: nowhere}
+          shuffle: true
+          num_workers: 2
+        loss: softmax_cross_entropy
+        epochs: 1
+        """)
+    assert "data.train.level" in got and "data.train.bptt" in got
+    assert "data.val.path" in got and "not found" in got
+    got = _problems(tmp_path, """\
+        model: rnn_lm
+        data:
+          train: {type: text, path: t.txt}
+          shuffle: true
+          num_workers: 2
+        loss: softmax_cross_entropy
+        epochs: 1
+        """)
+    assert "data.shuffle" in got and "shuffle must be false" in got
+    assert "data.num_workers" in got and "image data" in got
+
+
+def test_text_shorter_than_one_window_is_a_clear_error(tmp_path):
+    (tmp_path / "t.txt").write_text("tiny")
+    (tmp_path / "c.yaml").write_text("model: rnn_lm\ndata: {train: {type: text, path: t.txt, "
+                                     "bptt: 5}, batch_size: 4}\nloss: softmax_cross_entropy\nepochs: 1\n")
+    proc = run_trainer("run", tmp_path / "c.yaml", "--run-dir", tmp_path / "runs")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "t.txt" in proc.stderr and "need at least 21 tokens" in proc.stderr
