@@ -70,10 +70,13 @@ def test_list_names_everything_a_config_can_use(tmp_path):
                               "args": ["units", "act"], "doc": "A tiny net."}]
     assert not (tmp_path / "RAN").exists() and not os.path.exists("RAN")
     assert "l2" in cat["losses"] and "accuracy" in cat["metrics"] and "xavier" in cat["initializers"]
-    assert cat["datasets"]["types"] == ["synthetic", "ratings", "npz", "npy", "csr", "csv", "sklearn"]
+    assert cat["datasets"]["types"] == ["synthetic", "ratings", "npz", "npy", "csr", "csv", "sklearn",
+                                          "image_folder", "mnist", "fashion_mnist", "cifar10",
+                                          "cifar100", "text"]
     assert cat["kvstore"] == ["local", "device", "dist_sync", "dist_device_sync", "dist_async",
                               "dist_device_async"]
     assert cat["compression"] == ["2bit", "1bit"]
+    assert "zoo:resnet18_v1" in cat["zoo_models"] and "zoo:mobilenetv2_0.25" in cat["zoo_models"]
     human = invoke("list").stdout
     for text in ("optimizers", "default lr", "cosine", "mlp", "dist_device_async", "2bit"):
         assert text in human

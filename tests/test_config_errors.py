@@ -248,10 +248,12 @@ def test_data_file_errors(project):
                    "shape (4,); or give label_path"]
     got = problems(project, OK.replace("data: synthetic", "data: {train: {path: d.dat}}"))
     assert got == ["mlp.yaml:2:8: data.train: missing required key 'type' "
-                   "(one of synthetic, ratings, npz, npy, csr, csv, sklearn)"]
+                   "(one of synthetic, ratings, npz, npy, csr, csv, sklearn, image_folder, mnist, "
+                   "fashion_mnist, cifar10, cifar100, text)"]
     got = problems(project, OK.replace("data: synthetic", "data: {train: {type: npzz, path: d.npz}}"))
     assert got == ["mlp.yaml:2:22: data.train.type: unknown type 'npzz'; did you mean 'npz'? "
-                   "(choices: synthetic, ratings, npz, npy, csr, csv, sklearn)"]
+                   "(choices: synthetic, ratings, npz, npy, csr, csv, sklearn, image_folder, mnist, "
+                   "fashion_mnist, cifar10, cifar100, text)"]
     got = problems(project, OK.replace("data: synthetic",
                                        "data: {train: synthetic, val: synthetic, split: 0.5}"))
     assert got == ["mlp.yaml:2:42: data.split: give either data.val or data.split, not both"]

@@ -76,6 +76,8 @@ def _tells_skip(count) -> bool:
 class TrainingLoop:
     scaler = None  # precision float16: the Trainer's AMP loss scaler
     _prefetch = None  # memory-mapped data: a Prefetcher of the next batch's features
+    _set_epoch = None  # image data: keys the random transforms by the epoch
+    _carry = None      # text data: the CarriedState of the language model
     _undo = None      # nan_policy skip: the StepUndo each update's copy goes into
     best_dir = None   # resumed with restore_best: the best checkpoint's folder
     best = None       # early_stopping / keep_best: the BestTracker choosing the best checkpoint

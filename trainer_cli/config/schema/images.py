@@ -23,7 +23,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .. import names
 from ..suggest import show
-from .base import Section, detail, fail, problem
+from .base import Section, Shorthand, detail, fail, problem
 from .component import NamedComponent
 from .files import _bases, checking_files
 
@@ -86,7 +86,7 @@ class TransformSection(NamedComponent):
         return self.name.startswith("random_")
 
 
-Transforms = Optional[list[TransformSection]]
+Transforms = Optional[list[Annotated[TransformSection, Shorthand()]]]
 _TRANSFORMS_DOC = ("transforms applied to each image in order; random ones are seeded from the "
                    "run's seed, the epoch and the sample, so a resumed run sees the same "
                    "augmentations (default: [to_tensor])")
