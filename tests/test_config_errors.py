@@ -62,7 +62,8 @@ def test_every_field_error_is_reported_at_once_with_positions(project):
         """)
     expected = [
         "mlp.yaml:2:3: model.nme: unknown key; did you mean 'name'? (the required key 'name' is "
-        "missing: a model in models/ by file name (mlp), or path/to/file.py:factory)",
+        "missing: a model in models/ by file name (mlp), path/to/file.py:factory, or a model-zoo "
+        "network, zoo:resnet18_v1 (see trainer list))",
         "mlp.yaml:3:16: model.init.name: unknown initializer 'xavir'; did you mean 'xavier'?",
         "mlp.yaml:5:28: data.train.num_sample: unknown key; did you mean 'num_samples'?",
         "mlp.yaml:6:15: data.batch_size: expected an integer >= 1, got -1",
