@@ -16,6 +16,7 @@ from trainer_cli.config import ConfigError, load_config
 from trainer_cli.run import layout, resume_run, start_run
 from trainer_cli.run.data import DataError
 from trainer_cli.run.layout import RunDirError
+from trainer_cli.run.trained import evaluate_run
 
 pytest.importorskip("PIL")   # the vision extra; the image tests need it, the text ones do not
 
@@ -105,6 +106,10 @@ def test_char_lm_resume_carries_the_lstm_state_bitwise(tmp_path, _fast_disk):
     # run whole, as shipped, is in test_run_subprocess.py.)
     metrics = done.summary["metrics"]
     assert metrics["val_perplexity"] == pytest.approx(numpy.exp(metrics["val_loss"]), rel=1e-5)
+    # trainer evaluate rebuilds the vocabulary and the streams, and carries the state as the
+    # run's validation did: the same numbers.
+    again = evaluate_run(done.summary["run_dir"])["metrics"]
+    assert (again["loss"], again["perplexity"]) == (metrics["val_loss"], metrics["val_perplexity"])
 
 
 def test_a_checkpoint_with_a_damaged_carried_state_is_refused(tmp_path, _fast_disk):

@@ -249,7 +249,7 @@ def build(config, config_file=None, model_dir=None, run_dir=None, warm_start=Tru
     net, model_file = build_network(_with_vocabulary(config.model, train, model_dir, config_file),
                                     contexts, train.features(slice(0, 1)), model_dir, run_dir,
                                     sample_output)
-    if train.sequential and not callable(getattr(net, "begin_state", None)):
+    if train.streams and not callable(getattr(net, "begin_state", None)):
         raise _issue(config_file, "model.name", "text data trains a language model that carries "
                      "its recurrent state from batch to batch: the model needs begin_state("
                      "batch_size, ctx=...) and forward(x, state) returning (output, state), as "

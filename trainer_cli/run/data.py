@@ -52,8 +52,9 @@ class Arrays:
     # them (checking them at load would read the whole file); "" when x was checked at load.
     checked_as_read: str = ""
     scaling: object = None   # a run.scaling.FeatureScaling applied as rows are read (mapped x)
-    # Text windows read in order, a recurrent state carried from batch to batch (run/text.py).
-    sequential: bool = False
+    # Text: the streams read side by side (a batch is one window of each), the recurrent state
+    # carried from batch to batch (run/text.py); 0 for other data.
+    streams: int = 0
     vocabulary: object = None      # text: the training text's run.text.Vocabulary
 
     def __len__(self):

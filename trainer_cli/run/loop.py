@@ -127,7 +127,7 @@ class TrainingLoop:
         # Image data: random transforms are keyed by the epoch (see run/images.py).
         self._set_epoch = getattr(parts.train.x, "set_epoch", None)
         # Text for a language model: the recurrent state runs on from batch to batch.
-        self._carry = CarriedState(parts.net) if parts.train.sequential else None
+        self._carry = CarriedState(parts.net) if parts.train.streams else None
         if self._carry is not None:
             self._carry.set_state(state.carried)
         self._finite_grads = grads.FiniteGrads()
@@ -539,8 +539,8 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
     ``progress(done, total)`` is called after each pass."""
     acc = Accumulator(metrics)
     # Text windows go through a batch (one window of every stream) at a time, the state carried.
-    carry = CarriedState(net) if getattr(data, "sequential", False) else None
-    bs = batch_size if carry is not None else validation_pass(batch_size, data.x)
+    carry = CarriedState(net) if data.streams else None
+    bs = data.streams if carry is not None else validation_pass(batch_size, data.x)
     for start in range(0, len(data), bs):
         x = data.features(slice(start, start + bs))
         y = data.y[start:start + bs]

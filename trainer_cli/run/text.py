@@ -66,7 +66,7 @@ def windows(ids: numpy.ndarray, batch_size: int, bptt: int, where: str) -> Array
     x = streams[:, :-1].reshape(batch_size, count, bptt).transpose(1, 0, 2).reshape(-1, bptt)
     y = streams[:, 1:].reshape(batch_size, count, bptt).transpose(1, 0, 2).reshape(-1, bptt)
     return Arrays(numpy.ascontiguousarray(x, dtype=numpy.float32),
-                  numpy.ascontiguousarray(y, dtype=numpy.float32), sequential=True)
+                  numpy.ascontiguousarray(y, dtype=numpy.float32), streams=batch_size)
 
 
 def load_text(spec, batch_size: int, vocab: Vocabulary | None = None):

@@ -86,6 +86,15 @@ def load_trained(run_dir, which=None, overrides=(), sample=None, trust_model_fil
         features = None
     _random.seed(config.seed)
     contexts = config.contexts()
+    section = config.model
+    if config.data.train.type == "text":
+        # The network's vocabulary is the training text's, as when the run built it.
+        from .build import _with_vocabulary
+        from .data import load_data
+
+        text = load_data(config.data)[0]
+        section = _with_vocabulary(section, text, None, None)
+        sample = text.features(slice(0, 1)) if sample is None else sample
     if sample is None:
         from .build import _class_count
         from .data import load_dataset
@@ -96,7 +105,7 @@ def load_trained(run_dir, which=None, overrides=(), sample=None, trust_model_fil
 
         raise DataError("%s: samples of shape %s, but the model was trained on samples of shape "
                         "%s" % (sample_from, list(sample.shape[1:]), features))
-    net, _ = build_network(config.model, contexts, sample, forbid=run_dir)
+    net, _ = build_network(section, contexts, sample, forbid=run_dir)
     params_path = folder / layout.PARAMS_FILE
     try:
         weights = load_arrays(params_path)
@@ -123,7 +132,12 @@ def evaluate_run(run_dir, which=None, overrides=(), on="val", trust_model_file=F
     config = _config(Path(run_dir), overrides)
     section = config.data
     classes = _class_count(config)
-    if on == "val" and section.val is not None:
+    if section.train.type == "text" and (on == "train" or section.has_validation):
+        from .data import load_data     # the streams and vocabulary of the run
+
+        train, val = load_data(section)
+        data, source = (val, "the validation text") if on == "val" else (train, "data.train")
+    elif on == "val" and section.val is not None:
         data = load_dataset(section.val, classes)
         source = "data.val"
     elif on == "val" and section.split is None:
