@@ -156,7 +156,9 @@ class ImageRows:
         rows = self.positions[index]
         rows = numpy.atleast_1d(rows)
         tasks = [(int(p), self._key(p)) for p in rows]
-        if self.num_workers and len(tasks) > 1:
+        if self.num_workers and tasks:
+            # Always in the workers: the loop may read ahead on a thread, where swapping the
+            # process's random stream (cpu_stream) would race with the training thread's draws.
             samples = self._from_workers(tasks)
         else:
             samples = [_transformed(self._transform, self._source.image(p), key) for p, key in tasks]
