@@ -217,3 +217,39 @@ def test_text_shorter_than_one_window_is_a_clear_error(tmp_path):
                                      "bptt: 5}, batch_size: 4}\nloss: softmax_cross_entropy\nepochs: 1\n")
     with pytest.raises(DataError, match=r"t.txt: 4 tokens make no window .*need at least 21 tokens"):
         start_run(tmp_path / "c.yaml", run_root=tmp_path / "runs")
+
+
+def _write_idx(path, array, magic):
+    import gzip
+    import struct
+
+    with gzip.open(path, "wb") as f:
+        f.write(struct.pack(">I", magic) + struct.pack(">" + "I" * array.ndim, *array.shape))
+        f.write(array.astype(numpy.uint8).tobytes())
+
+
+def test_mnist_files_train_through_the_runner(tmp_path, _fast_disk):
+    # MNIST's own file layout, 40 images of two kinds (dark, bright) in a folder given as root;
+    # the test part is the validation set.
+    rng = numpy.random.default_rng(0)
+    for prefix in ("train", "t10k"):
+        labels = numpy.arange(40) % 2
+        images = rng.integers(0, 30, size=(40, 28, 28)) + 200 * labels[:, None, None]
+        _write_idx(tmp_path / ("%s-images-idx3-ubyte.gz" % prefix), images, 0x803)
+        _write_idx(tmp_path / ("%s-labels-idx1-ubyte.gz" % prefix), labels, 0x801)
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        model: {name: mlp, args: {hidden: [8], classes: 2}, init: xavier}
+        data:
+          train: {type: mnist, root: .}
+          val: {type: mnist, root: ., part: test}
+          batch_size: 10
+        loss: softmax_cross_entropy
+        metrics: [accuracy]
+        optimizer: {name: adam, learning_rate: 0.01}
+        epochs: 6
+        """))
+    result = start_run(tmp_path / "c.yaml", run_root=tmp_path / "runs")
+    assert result.status == "finished" and result.summary["metrics"]["val_accuracy"] == 1.0
+    missing = _problems(tmp_path, "model: mlp\ndata: {train: {type: cifar10, root: nowhere}}\n"
+                                  "loss: l2\nepochs: 1\n")
+    assert "data.train.root" in missing and "not found" in missing
