@@ -77,6 +77,7 @@ def test_list_names_everything_a_config_can_use(tmp_path):
                               "dist_device_async"]
     assert cat["compression"] == ["2bit", "1bit"]
     assert "zoo:resnet18_v1" in cat["zoo_models"] and "zoo:mobilenetv2_0.25" in cat["zoo_models"]
+    assert "random_flip_left_right" in cat["transforms"] and "to_tensor" in cat["transforms"]
     human = invoke("list").stdout
     for text in ("optimizers", "default lr", "cosine", "mlp", "dist_device_async", "2bit"):
         assert text in human

@@ -70,6 +70,12 @@ def zoo_models() -> list[str]:
     return [ZOO_PREFIX + name for name in zoo_names()]
 
 
+def transforms() -> list[str]:
+    """The image transforms a data set's ``transforms`` list names."""
+    from ..config.schema.images import TRANSFORMS
+    return sorted(TRANSFORMS)
+
+
 def datasets() -> dict:
     installed = importlib.util.find_spec("sklearn") is not None
     return {"types": list(DATASET_TYPES),
@@ -83,6 +89,7 @@ def catalog(models_dir=None) -> dict:
         "schedulers": schedulers(),
         "models": models(models_dir),
         "zoo_models": zoo_models(),
+        "transforms": transforms(),
         "losses": names.loss_names(),
         "metrics": names.metric_names(),
         "datasets": datasets(),

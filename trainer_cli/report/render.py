@@ -309,6 +309,7 @@ def render_list(out: Console, cat: dict) -> None:
     grid.add_row("losses", ", ".join(cat["losses"]))
     grid.add_row("metrics", ", ".join(cat["metrics"]))
     grid.add_row("datasets", ", ".join(ds["types"]))
+    grid.add_row("transforms", ", ".join(cat["transforms"]))
     grid.add_row("sklearn sets", sk)
     grid.add_row("initializers", ", ".join(cat["initializers"]))
     grid.add_row("kvstore types", ", ".join(cat["kvstore"]))
