@@ -190,6 +190,7 @@ def describe(side, torch=None, nd=None, calibrate_numpy=True):
            "python": "%s %s (%s)" % (platform.python_implementation(), platform.python_version(),
                                      platform.python_compiler()),
            "numba": _dist_version("numba"), "env": tuning_env(), "loaded_of_ours": None,
+           "load_average": [round(v, 2) for v in os.getloadavg()],
            "calibration_us": {}}
     if "numpy" in sys.modules or calibrate_numpy:
         import numpy
@@ -212,12 +213,16 @@ def summary_lines(records):
         return []
     first = records[0]["cpu"]
     flags = " ".join("%s%s" % ("" if on else "no ", f) for f, on in first["flags"].items())
-    lines = ["machine: %s, %s logical CPUs (%s usable), %s; load average %s"
-             % (first["model"], first["logical_cpus"], first.get("usable_cpus"), flags,
-                " ".join("%.2f" % v for v in os.getloadavg()))]
+    lines = ["machine: %s, %s logical CPUs (%s usable), %s; load average %s when the first "
+             "side started" % (first["model"], first["logical_cpus"], first.get("usable_cpus"),
+                              flags, " ".join("%.2f" % v for v in records[0]["load_average"]))]
     for rec in records:
-        cal = ", ".join("%s add %.2f us (min; median %.2f)" % (k, v["min_us"], v["median_us"])
-                        for k, v in rec["calibration_us"].items())
+        cal = rec["calibration_us"]
+        numpy_us = (cal.get("numpy") or {}).get("min_us")
+        cal = ", ".join("%s add %.2f us (min; median %.2f%s)" % (
+            k, v["min_us"], v["median_us"], "" if k == "numpy" or not numpy_us
+            else "; %.1fx this process's NumPy add" % (v["min_us"] / numpy_us))
+            for k, v in cal.items())
         builds = [rec["python"].split(" (")[0]]
         if rec.get("numpy"):
             builds.append("numpy %s%s" % (rec["numpy"]["version"],

@@ -561,6 +561,17 @@ def peak_rss(lib, make, steps):
             "step_mib": (peak - before) / 1024, "steps": steps, "check": check}
 
 
+def describe_side(impl, lib):
+    """This worker's machine, builds, environment and one-op calibration (``_calibrate``), taken
+    once the implementation is loaded and its threads are set, before any case runs."""
+    import _calibrate
+    if isinstance(lib, Torch):
+        return _calibrate.describe(impl, torch=lib.torch)
+    record = _calibrate.describe(impl, nd=lib.nd)
+    record["extra"] = {impl: lib.version}
+    return record
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("impl", choices=["ours", "torch", "mxnet"])
@@ -581,6 +592,7 @@ def main(argv=None):
     try:
         lib = Torch(args.threads) if args.impl == "torch" else Gluon(args.impl)
         report["version"] = lib.version
+        report["side"] = describe_side(args.impl, lib)
     except Exception as exc:        # the peer is not installed or does not load
         report["unavailable"] = "%s: %s" % (type(exc).__name__, exc)
         print(json.dumps(report), flush=True)

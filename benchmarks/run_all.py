@@ -34,6 +34,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import _calibrate  # noqa: E402  (benchmarks/ is not a package)
+
 WORKER = os.path.join(HERE, "_worker.py")
 DEFAULT_MXNET_PYTHON = "/tmp/mxvenv/bin/python"
 
@@ -63,13 +66,16 @@ PEAK_CASES = {"peak_mlp": "peak RSS of a process running the MLP b64 SGD-momentu
 
 
 # ----------------------------------------------------------------------------- running workers
-def _env(threads, extra=None):
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-        env[var] = str(threads)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra or {})
+def _env(threads, extra=None, impl="ours"):
+    """A worker's environment: this one's less every thread/allocator/tuning variable
+    (``_calibrate.peer_env``), the thread variables set to ``threads`` for every side alike; ours
+    also gets NUMBA_NUM_THREADS and this checkout on PYTHONPATH, a peer neither."""
+    env = _calibrate.peer_env(threads, extra=extra)
+    if impl in ("ours", "ours_numpy"):
+        env["NUMBA_NUM_THREADS"] = str(threads)
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    else:
+        env.pop("PYTHONPATH", None)
     return env
 
 
@@ -78,7 +84,7 @@ def run_worker(python, impl, threads, cases, quick, extra_env=None, timeout=1800
     if quick:
         cmd.append("--quick")
     try:
-        proc = subprocess.run(cmd, env=_env(threads, extra_env), capture_output=True, text=True,
+        proc = subprocess.run(cmd, env=_env(threads, extra_env, impl), capture_output=True, text=True,
                               timeout=timeout, cwd=ROOT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"unavailable": "%s: %s" % (type(exc).__name__, exc)}
@@ -101,7 +107,7 @@ class Served:
             cmd.append("--quick")
         self.proc = None
         try:
-            self.proc = subprocess.Popen(cmd, env=_env(threads, extra_env), cwd=ROOT, text=True,
+            self.proc = subprocess.Popen(cmd, env=_env(threads, extra_env, impl), cwd=ROOT, text=True,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE)
             self.header = self._read() or {"unavailable": self._failure()}
@@ -248,6 +254,7 @@ def collect(args):
         single = {"compression": None, "memory": {}, "cli_help": {}}
         report = build_report(args, raw, single, torch_version, mxnet_python, list(notes))
         report["load_average"] = {"before": load_before, "after": _loadavg()}
+        report["sides"] = sides(raw)
         report["measured"] = {"raw": raw, "single": single, "torch_version": torch_version,
                               "mxnet_python": mxnet_python, "notes": notes}
         return report
@@ -271,6 +278,7 @@ def collect(args):
     single["cli_help"] = cli_help(args.quick, mxnet_python, torch_version)
     report = build_report(args, raw, single, torch_version, mxnet_python, list(notes))
     report["load_average"] = {"before": load_before, "after": _loadavg()}
+    report["sides"] = sides(raw)
     # What the rows were built from, so that --load can rebuild them on the other clock.
     report["measured"] = {"raw": raw, "single": single, "torch_version": torch_version,
                           "mxnet_python": mxnet_python, "notes": notes}
@@ -293,7 +301,24 @@ def rebuild(saved, args):
     report["machine"] = saved["machine"]
     report["load_average"] = saved.get("load_average")
     report["measured"] = measured
+    report["sides"] = saved.get("sides") or sides(raw)
     return report
+
+
+def sides(raw):
+    """Each worker's record (``_calibrate.describe``: machine, builds, environment, thread pools,
+    one-op calibration), by implementation and thread count."""
+    return {name: {threads: out["side"] for threads, out in by_threads.items()
+                   if out and out.get("side")}
+            for name, by_threads in raw.items() if by_threads}
+
+
+def calibration_lines(report):
+    """The machine and every side's builds and calibration, printed under the ratios."""
+    records = [dict(rec, side="%s, %s thread(s)" % (name, threads))
+               for name, by_threads in (report.get("sides") or {}).items()
+               for threads, rec in by_threads.items()]
+    return _calibrate.summary_lines(records)
 
 
 def _loadavg():
@@ -572,6 +597,8 @@ def print_report(report):
     print()
     print(markdown_table(report))
     print()
+    for line in calibration_lines(report):
+        print(line)
     for line in detail_lines(report):
         print(line)
     for note in report["notes"]:
@@ -597,6 +624,10 @@ def markdown_section(report):
         markdown_table(report),
         "",
     ]
+    calibration = calibration_lines(report)
+    if calibration:
+        lines += ["Calibration (each side in its own process; `a + b` on 1-element arrays):", "",
+                  "```"] + calibration + ["```", ""]
     lines += ["- " + line for line in detail_lines(report) + report["notes"]]
     return "\n".join(lines) + "\n"
 
