@@ -258,4 +258,7 @@ if __name__ == "__main__":     # python benchmarks/_calibrate.py [side]: this pr
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from trainer_cli import nd as _nd
         kwargs["nd"] = _nd
+    elif side == "mxnet":
+        from mxnet import nd as _nd
+        kwargs["nd"] = _nd
     print(json.dumps(describe(side, **kwargs)))

@@ -50,6 +50,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CONFIG = os.path.join(ROOT, "configs", "mlp_synthetic.yaml")
+PEER = os.path.join(HERE, "_lightning_peer.py")
+sys.path.insert(0, HERE)
+import _calibrate  # noqa: E402  (benchmarks/ is not a package)
 
 
 # The runner as configured, and with checkpoints, metrics, logging and validation off (no
@@ -136,6 +139,112 @@ def bare(steps, base=()):
         return steps / (time.perf_counter() - start)
     finally:
         restore_threads()
+
+
+# ----------------------------------------------------------------------------- PyTorch peers
+def peers_available():
+    """Whether PyTorch and PyTorch Lightning are installed (looked up, not imported: this process
+    has loaded trainer_cli, and the peers run in processes of their own)."""
+    import importlib.util
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "pytorch_lightning"))
+
+
+def write_peer_data(path, base=()):
+    """The runner's own training and validation arrays, for the PyTorch side (an .npz without
+    pickled objects), so both sides train on the same samples."""
+    import numpy
+
+    from trainer_cli.config import load_config
+    from trainer_cli.run.build import build
+
+    config = load_config(CONFIG, list(base))
+    parts = build(config, CONFIG)
+    val = parts.val if parts.val is not None else parts.train
+    numpy.savez(path, x_train=parts.train.x, y_train=parts.train.y, x_val=val.x, y_val=val.y)
+
+
+def torch_peer(mode, steps, threads, data, workdir, timeout=1800):
+    """One run of ``_lightning_peer.py MODE`` in a clean process (``_calibrate.peer_env``: none of
+    this process's thread or tuning variables, trainer_cli's OPENBLAS_THREAD_TIMEOUT included;
+    the thread variables set to the benchmark's count, as for ours); its JSON answer."""
+    os.makedirs(workdir, exist_ok=True)
+    count = int(threads) if str(threads).isdigit() else None
+    proc = subprocess.run([sys.executable, PEER, mode, data, str(steps), str(count or 0), workdir],
+                          env=_calibrate.peer_env(count), capture_output=True, text=True,
+                          cwd=workdir, timeout=timeout)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit("PyTorch peer (%s) failed: %s" % (mode, proc.stderr.strip()[-500:]))
+    return json.loads(lines[-1])
+
+
+def ours_checkpoint_cost(base=(), repeats=15):
+    """What one of the runner's checkpoints of this model costs written synchronously here
+    (``save_checkpoint``: files, meta.json, rename, ``latest``), median ms, with its fsyncs and
+    with them skipped (os.fsync made a no-op for the measurement), and how many fsyncs it makes."""
+    from trainer_cli import autograd, nd
+    from trainer_cli import random as _random
+    from trainer_cli.config import load_config
+    from trainer_cli.run.build import build
+    from trainer_cli.run.checkpoint import save_checkpoint
+    from trainer_cli.run.rundir import create_run_dir
+
+    config = load_config(CONFIG, list(base))
+    _random.seed(config.seed)
+    parts = build(config, CONFIG)
+    batch = config.data.batch_size
+    with autograd.record():
+        l = parts.loss(parts.net(nd.array(parts.train.x[:batch])), nd.array(parts.train.y[:batch]))
+    l.backward()
+    parts.trainer.step(batch)
+    real_fsync, calls = os.fsync, [0]
+
+    def counted(fd):
+        calls[0] += 1
+        return real_fsync(fd)
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = create_run_dir(tmp, config.name, config.resolved_yaml())
+        step = 0
+        for name, fsync in (("ours_ms", counted), ("ours_no_fsync_ms", lambda fd: None)):
+            times = []
+            os.fsync = fsync
+            try:
+                for _ in range(repeats):
+                    step += 1
+                    calls[0] = 0
+                    start = time.perf_counter()
+                    save_checkpoint(run_dir, step, parts.net, parts.trainer, {}, {})
+                    times.append((time.perf_counter() - start) * 1e3)
+                    if fsync is counted:
+                        out["ours_fsyncs"] = calls[0]
+            finally:
+                os.fsync = real_fsync
+            out[name] = statistics.median(times)
+    return out
+
+
+def checkpoint_costs(threads, base=()):
+    """Ours and Lightning's (torch.save) checkpoint of this model, each with and without fsync."""
+    out = ours_checkpoint_cost(base)
+    if peers_available():
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "data.npz")
+            write_peer_data(data, base)
+            out.update(torch_peer("fsync", 0, threads, data, os.path.join(tmp, "fsync")))
+    return out
+
+
+def print_checkpoint_costs(c):
+    print("one checkpoint of this model, written synchronously, median ms: ours %.2f (%d fsyncs; "
+          "%.2f with fsync skipped)%s" % (
+              c["ours_ms"], c["ours_fsyncs"], c["ours_no_fsync_ms"],
+              "" if "torch_save_ms" not in c else
+              "; Lightning's torch.save %.2f (no fsync, as Lightning writes it; %.2f with one "
+              "fsync), %d bytes" % (c["torch_save_ms"], c["torch_save_fsync_ms"], c["bytes"])))
+    for line in _calibrate.summary_lines([r for r in [c.get("side")] if r]):
+        print(line)
 
 
 # The runner's parts, switched on in this order by --breakdown (each variant has those before it).
@@ -289,6 +398,55 @@ def after_checkpoint(steps, pin=None, base=()):
             "cpu_share": {int(c): float((cpus == c).mean()) for c in numpy.unique(cpus)}}
 
 
+def _nd():
+    from trainer_cli import nd
+    return nd
+
+
+def peer_rate(runs, mode, steps, threads, data, workdir):
+    """steps/s of one PyTorch peer run (its whole answer kept in ``runs``)."""
+    runs.append(torch_peer(mode, steps, threads, data, workdir))
+    return runs[-1]["steps_per_s"]
+
+
+def _paired(rates, a, b):
+    return statistics.median(x / y for x, y in zip(rates[a], rates[b]))
+
+
+# The targets against the runner users would pick instead, on configs/mlp_synthetic.yaml.
+TARGET_OF_BARE, TARGET_OF_LIGHTNING = 0.80, 8.0
+
+
+def peer_report(rates, peer_runs, runner_over_bare):
+    """The runner against Lightning and the bare PyTorch loop, each ratio the median over rounds
+    of the ratio of figures measured in the same round."""
+    over_lightning = _paired(rates, "as configured", "lightning")
+    return {"torch_bare_steps_per_s": statistics.median(rates["torch bare"]),
+            "lightning_steps_per_s": statistics.median(rates["lightning"]),
+            "runner_over_lightning": over_lightning,
+            "lightning_over_torch_bare": _paired(rates, "lightning", "torch bare"),
+            "bare_over_torch_bare": _paired(rates, "bare", "torch bare"),
+            "peer_cpu_steps_per_s": {name: statistics.median(r["cpu_steps_per_s"] for r in runs)
+                                     for name, runs in peer_runs.items()},
+            "lightning_checkpoints_kept": peer_runs["lightning"][-1].get("checkpoints_kept"),
+            "met_against_peers": (runner_over_bare >= TARGET_OF_BARE
+                                  and over_lightning >= TARGET_OF_LIGHTNING)}
+
+
+def print_peers(report):
+    if "lightning_steps_per_s" in report:
+        print("trainer run as configured: %.0f%% of our bare loop (target >= %.0f%%) and %.2fx "
+              "Lightning's steps/s (target >= %gx): %s; Lightning's Trainer.fit %.0f steps/s, "
+              "%.0f%% of the bare PyTorch loop's %.0f; our bare loop %.2fx the bare PyTorch loop"
+              % (100 * report["runner_over_bare"], 100 * TARGET_OF_BARE,
+                 report["runner_over_lightning"], TARGET_OF_LIGHTNING,
+                 "met" if report["met_against_peers"] else "NOT met",
+                 report["lightning_steps_per_s"], 100 * report["lightning_over_torch_bare"],
+                 report["torch_bare_steps_per_s"], report["bare_over_torch_bare"]))
+    for line in _calibrate.summary_lines(report["sides"]):
+        print(line)
+
+
 def print_breakdown(us):
     print("us per step, medians (in-process, steady state):")
     print("  %-16s %7.1f" % ("bare step", us["bare"]))
@@ -316,12 +474,17 @@ def main(argv=None):
                         help="steps per turn of --breakdown (default 400)")
     parser.add_argument("--after-checkpoint", action="store_true",
                         help="what a checkpoint costs the steps around it, in this process")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="without the PyTorch peers (the bare PyTorch loop and Lightning)")
     parser.add_argument("--pin", type=int, default=None, metavar="CPU",
                         help="with --after-checkpoint: the training thread on CPU, the writer "
                              "process on the others")
     args = parser.parse_args(argv)
     args.overrides = ["threads=%s" % args.threads] + args.overrides
     sys.path.insert(0, ROOT)
+    # Before NumPy, as the runner's own process imports it (it sets OPENBLAS_THREAD_TIMEOUT
+    # then): the bare loop here runs with the runner's settings. The peers get none of it.
+    import trainer_cli  # noqa: F401
     if args.after_checkpoint:
         found = after_checkpoint(args.steps * 4, args.pin, args.overrides)
         if args.json:
@@ -337,21 +500,35 @@ def main(argv=None):
         return 0
     if args.breakdown:
         us = breakdown(max(args.rounds, 1), args.turn, args.overrides)
+        costs = checkpoint_costs(args.threads, args.overrides)
         if args.json:
             json.dump({"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
-                       "us_per_step": us}, sys.stdout, indent=2)
+                       "us_per_step": us, "checkpoint_ms": costs}, sys.stdout, indent=2)
             print()
         else:
             print_breakdown(us)
+            print_checkpoint_costs(costs)
         return 0
     load_before = os.getloadavg()
+    with_peers = not args.no_peers and peers_available()
     rates = {"bare": [], **{name: [] for name in VARIANTS}}
+    peer_runs = {"torch bare": [], "lightning": []}
+    if with_peers:
+        rates.update({name: [] for name in peer_runs})
     with tempfile.TemporaryDirectory() as tmp:
+        if with_peers:
+            data = os.path.join(tmp, "data.npz")
+            write_peer_data(data, args.overrides)
         for r in range(args.rounds):
             jobs = [("bare", lambda: bare(args.steps, args.overrides))]
             jobs += [(name, lambda name=name: runner(
                 args.steps, os.path.join(tmp, "%d-%d" % (r, list(VARIANTS).index(name))),
                 VARIANTS[name], args.overrides, live=name == LIVE)) for name in VARIANTS]
+            if with_peers:
+                jobs += [(name, lambda name=name, mode=mode: peer_rate(
+                    peer_runs[name], mode, args.steps, args.threads, data,
+                    os.path.join(tmp, "%s-%d" % (mode, r))))
+                    for name, mode in (("torch bare", "bare"), ("lightning", "lightning"))]
             for name, job in (jobs if r % 2 == 0 else jobs[::-1]):
                 rates[name].append(job())
                 print("round %d: %s done" % (r + 1, name), file=sys.stderr, flush=True)
@@ -373,6 +550,11 @@ def main(argv=None):
               "live_display_runner_over_bare": paired[LIVE],
               "ratio_of_medians": {name: median[name] / bare_rate for name in VARIANTS},
               "met": paired["as configured"] >= 0.95, "rounds": rates}
+    if with_peers:
+        report.update(peer_report(rates, peer_runs, paired["as configured"]))
+    report["sides"] = [_calibrate.describe("ours (this process: bare loop; trainer run: same "
+                                           "builds and environment)", nd=_nd())]
+    report["sides"] += [runs[-1]["side"] for runs in peer_runs.values() if runs]
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         print()
@@ -388,6 +570,7 @@ def main(argv=None):
                  median["plain"], 100 * paired["plain"], median[LIVE], 100 * paired[LIVE],
                  " / ".join("%.0f%%" % (100 * v) for v in report["ratio_of_medians"].values()),
                  load_before[0]))
+        print_peers(report)
     return 0
 
 

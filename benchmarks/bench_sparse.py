@@ -32,6 +32,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DIM, ROWS = 64, 1000
+sys.path.insert(0, HERE)
+import _calibrate  # noqa: E402  (benchmarks/ is not a package)
 
 WORKER = r'''
 import json, sys, time
@@ -93,12 +95,25 @@ print(json.dumps({"wall": sorted(wall)[2], "cpu": sorted(cpu)[2]}))
 
 
 def measure(python, framework, optimizer, vocab, steps, device="cpu"):
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = _calibrate.peer_env(1)      # nothing inherited: one thread everywhere, for every side
     proc = subprocess.run([python, "-c", WORKER, framework, optimizer, str(vocab), str(steps),
                            str(DIM), str(ROWS), device], capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         return None, proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
     return json.loads(proc.stdout.strip().splitlines()[-1]), None
+
+
+def describe_sides(sides):
+    """Each side's record (``_calibrate``: machine, builds, environment, one-op calibration), taken
+    in a process started as ``measure`` starts that side's; ``sides`` maps a side to its Python."""
+    records = []
+    for side, python in sides.items():
+        proc = subprocess.run([python, os.path.join(HERE, "_calibrate.py"), side],
+                              env=_calibrate.peer_env(1), capture_output=True, text=True,
+                              cwd=ROOT, timeout=300)
+        if proc.returncode == 0 and proc.stdout.strip():
+            records.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return records
 
 
 def _paired(ours, peer):
@@ -163,6 +178,8 @@ def main(argv=None):
                 report["%s_vs_%s_of_medians" % (optimizer, peer)] = ours / other
     if big and rows.get(("ours", "sgd")):
         report["step_10M_over_1M"] = rows[("ours", "sgd")] / big
+    if not args.gpu:
+        report["sides"] = describe_sides({f: p for f, _, _, p in cases})
     if args.json:
         print(json.dumps(report, indent=1))
         return
@@ -185,6 +202,8 @@ def main(argv=None):
         r = report["step_10M_over_1M"]
         print("  10M-row table (SGD): step time %.2fx the 1M-row step (target <= 1.2x: %s)"
               % (r, "met" if r <= 1.2 else "NOT met"))
+    for line in _calibrate.summary_lines(report.get("sides")):
+        print("  " + line)
     for note in notes:
         print("  note: " + note)
 
