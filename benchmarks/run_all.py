@@ -13,8 +13,12 @@ needs NumPy < 1.24: ``--mxnet-python``, else ``$MXNET_PYTHON``, else ``/tmp/mxve
 it exists (``python -m venv /tmp/mxvenv && /tmp/mxvenv/bin/pip install mxnet==1.9.1 'numpy<1.24'``).
 A peer that is missing gets a note instead of its columns.
 
-Each implementation runs in its own process per thread count, with OMP/MKL/OPENBLAS/NUMBA thread
-variables set before NumPy loads (and ``torch.set_num_threads``, and threadpoolctl when installed).
+Each implementation runs in its own process per thread count, started from this environment less
+every thread, allocator and tuning variable (``_calibrate.peer_env``: nothing of the shell's or of
+ours reaches a peer), with the OMP/MKL/OPENBLAS thread variables (ours: and NUMBA's) set to that
+count before NumPy loads (and ``torch.set_num_threads``, and threadpoolctl when installed). Each
+records its machine, builds, environment and a one-op calibration (``_calibrate``), printed under
+the table and kept in the JSON, so that a peer running slow shows.
 The processes stay up for the run and take turns case by case (``--rounds`` times, in rotating
 order), so that load from elsewhere on the machine falls on every implementation alike. Figures are
 medians; ratios are ours over the peer's where higher is better (steps/s) and the peer's over ours
