@@ -247,6 +247,20 @@ def summary_lines(records):
     return lines
 
 
+def main_with_record(main, side="ours"):
+    """Run a benchmark's ``main()``, then print this process's record (ours: trainer_cli's ``nd``
+    calibrated) under its figures: on stdout, or on stderr when ``--json`` keeps stdout for the
+    JSON; under MPI on rank 0 only. Returns ``main()``'s exit status."""
+    status = main()
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))
+    if rank == "0":
+        from trainer_cli import nd
+        out = sys.stderr if "--json" in sys.argv else sys.stdout
+        for line in summary_lines([describe(side, nd=nd)]):
+            print(line, file=out)
+    return status
+
+
 if __name__ == "__main__":     # python benchmarks/_calibrate.py [side]: this process's record
     import json
     side = sys.argv[1] if len(sys.argv) > 1 else "numpy"

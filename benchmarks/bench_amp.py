@@ -70,4 +70,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import _calibrate   # the machine, builds and a one-op calibration, under the figures
+    raise SystemExit(_calibrate.main_with_record(main))

@@ -225,4 +225,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    import _calibrate   # the machine, builds and a one-op calibration, under the figures
+    raise SystemExit(_calibrate.main_with_record(main))
