@@ -87,3 +87,34 @@ def test_calibration_and_record_of_a_clean_process():
     assert rec["calibration_us"]["numpy"]["min_us"] > 0
     lines = cal.summary_lines([rec])
     assert lines[0].startswith("machine: ") and "loaded of ours: nothing" in lines[1]
+
+
+def test_summary_of_a_torch_side_and_the_runner_against_its_peers():
+    rec = {"side": "torch bare", "pid": 1, "cpu": {"model": "X", "flags": {"avx2": True,
+           "avx512f": False, "fma": True}, "logical_cpus": 2, "usable_cpus": 2},
+           "python": "CPython 3.11.7 (GCC)", "numba": None, "env": {"OMP_NUM_THREADS": "1"},
+           "load_average": [1.0, 1.0, 1.0], "loaded_of_ours": [], "threadpools": None,
+           "numpy": {"version": "2.4.6"},
+           "calibration_us": {"numpy": {"min_us": 0.5, "median_us": 0.6},
+                              "torch": {"min_us": 2.0, "median_us": 2.5}},
+           "torch": {"version": "2.13.0+cpu", "threads": 1, "interop_threads": 2,
+                     "cpu_capability": "AVX2", "blas_info": "mkl", "openmp": "OpenMP 201511"}}
+    machine, side = cal.summary_lines([rec])
+    assert "avx2 no avx512f fma" in machine and "load average 1.00 1.00 1.00" in machine
+    assert "torch add 2.00 us" in side and "4.0x this process's NumPy add" in side
+    assert "capability AVX2, 1/2 threads" in side and "loaded of ours: nothing" in side
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_runner", os.path.join(ROOT, "benchmarks", "bench_runner.py"))
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    rates = {"as configured": [900.0, 1000.0, 800.0], "lightning": [100.0, 100.0, 200.0],
+             "bare": [1000.0, 1200.0, 1000.0], "torch bare": [500.0, 400.0, 500.0]}
+    runs = {"torch bare": [{"cpu_steps_per_s": 600.0}],
+            "lightning": [{"cpu_steps_per_s": 120.0, "checkpoints_kept": ["a", "b"]}]}
+    got = runner.peer_report(rates, runs, 0.85)
+    assert got["runner_over_lightning"] == 9.0          # median of 9, 10, 4 (paired by round)
+    assert got["lightning_over_torch_bare"] == 0.25     # median of 0.2, 0.25, 0.4
+    assert got["bare_over_torch_bare"] == 2.0           # median of 2, 3, 2
+    assert got["met_against_peers"] is True
+    assert runner.peer_report(rates, runs, 0.79)["met_against_peers"] is False
