@@ -120,7 +120,9 @@ def main(argv=None):
     for r in range(args.rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
             got[name].append(run_variant(name))
-            print("round %d: %s" % (r + 1, name), file=sys.stderr, flush=True)
+            print("round %d: %s: %s" % (r + 1, name, json.dumps(
+                {k: v for k, v in got[name][-1].items() if k != "env"})), file=sys.stderr,
+                flush=True)
     summary = {}
     for name, runs in got.items():
         ok = [x for x in runs if "error" not in x]
