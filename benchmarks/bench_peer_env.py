@@ -13,7 +13,9 @@ the kernels' CPU capability (``ATEN_CPU_CAPABILITY``). Figures are the best of `
 (a loaded machine only ever adds time) of the median over a few batches of steps, in us per step
 on the process's CPU clock and the wall clock; rounds take turns over the variants, so load from
 elsewhere falls on all of them alike. A variant that moves the step by more than the rounds'
-spread is a candidate for a peer that runs slow elsewhere.
+spread is a candidate for a peer that runs slow elsewhere. The clean variant's step is also split
+into its parts (forward and loss; with ``zero_grad`` and ``backward``; with ``SGD.step``), to
+compare between machines.
 """
 from __future__ import annotations
 
@@ -81,8 +83,22 @@ for _ in range(7):
         step()
     wall.append((time.perf_counter() - w) / 400 * 1e6)
     cpu.append((time.process_time() - c) / 400 * 1e6)
+def part(fn, n=400):      # the step's parts on the CPU clock: best of 5 loops
+    best = float("inf")
+    for _ in range(5):
+        c = time.process_time()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.process_time() - c) / n * 1e6)
+    return best
+def forward():
+    mse(net(X), y)
+def backward():
+    opt.zero_grad()
+    mse(net(X), y).backward()
+parts = {"forward_us": part(forward), "forward_backward_us": part(backward), "step_us": part(step)}
 rec = _calibrate.describe("torch", torch=torch)
-print(json.dumps({"wall_us": statistics.median(wall), "cpu_us": statistics.median(cpu),
+print(json.dumps({"wall_us": statistics.median(wall), "cpu_us": statistics.median(cpu), "parts": parts,
                   "add_us": rec["calibration_us"]["torch"]["min_us"],
                   "numpy_add_us": rec["calibration_us"]["numpy"]["min_us"],
                   "threads": rec["torch"]["threads"], "capability": rec["torch"].get("cpu_capability"),
@@ -134,6 +150,7 @@ def main(argv=None):
                          "wall_us": min(x["wall_us"] for x in ok),
                          "add_us": min(x["add_us"] for x in ok),
                          "numpy_add_us": min(x["numpy_add_us"] for x in ok),
+                         "parts_us": {k: min(x["parts"][k] for x in ok) for k in ok[0]["parts"]},
                          "threads": ok[0]["threads"], "capability": ok[0]["capability"],
                          "loaded_of_ours": ok[0]["loaded_of_ours"], "env": ok[0]["env"]}
     report = {"command": " ".join(["python", "benchmarks/bench_peer_env.py"] + sys.argv[1:]),
@@ -156,6 +173,11 @@ def main(argv=None):
         print("%-60s %9.1f %9.1f %7.2f %8.1f %9.2f %4s %s" % (
             name[:60], s["cpu_us"], s["cpu_us_spread"], s["cpu_us"] / base, s["wall_us"],
             s["add_us"], s["threads"], s["capability"]))
+    p = summary[names[0]].get("parts_us")
+    if p:
+        print("clean, 1 thread, the step's parts (CPU clock, best loop): forward + loss %.1f us, "
+              "+ zero_grad and backward %.1f us, + SGD step %.1f us"
+              % (p["forward_us"], p["forward_backward_us"], p["step_us"]))
     return 0
 
 
