@@ -234,7 +234,7 @@ def summary_lines(records):
                 t["version"], "BLAS=" + str(t.get("blas_info")), t.get("openmp", "no OpenMP"),
                 t.get("mkldnn", "no oneDNN"), t.get("cpu_capability"), t["threads"],
                 t["interop_threads"]))
-        if "nd" in rec["calibration_us"] or "trainer_cli" in rec["loaded_of_ours"]:
+        if "trainer_cli" in rec["loaded_of_ours"]:
             builds.append("numba %s" % rec["numba"])
         if rec.get("extra"):
             builds.extend("%s %s" % kv for kv in sorted(rec["extra"].items()))
