@@ -163,3 +163,71 @@ def test_predict_reads_csr_samples(tmp_path):
     batch = nd.sparse.csr_matrix((data[:end], indices[:end], indptr[:51]), shape=(50, shape[1]))
     np.testing.assert_allclose(out[rows], net(batch).asnumpy(), rtol=1e-5, atol=1e-6)
     assert len(out) == shape[0] and np.array_equal(cls, out.argmax(axis=1))
+
+
+def test_predict_refuses_hostile_inputs_without_hanging_or_guessing(run_dir, tmp_path, monkeypatch):
+    import signal
+
+    def expired(signum, frame):
+        raise AssertionError("predict still reading after 10 s")
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(10)
+    try:
+        # A FIFO or a device named .csv is refused, not read until memory runs out.
+        os.mkfifo(tmp_path / "fifo.csv")
+        os.symlink("/dev/zero", tmp_path / "zero.csv")
+        for name, kind in (("fifo.csv", "FIFO"), ("zero.csv", "character device")):
+            with pytest.raises(DataError, match="%s: cannot read .*%s" % (name, kind)):
+                predict_file(run_dir, tmp_path / name, tmp_path / "o.npz")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    # A float64 beyond float32's range would reach the network as Inf: refused by its row.
+    x = _val_split(run_dir).x[:4].astype(np.float64)
+    x[2, 1] = 1e39
+    np.save(tmp_path / "wide.npy", x)
+    with pytest.raises(DataError, match=r"wide.npy: sample 2 .*beyond float32's range"):
+        predict_file(run_dir, tmp_path / "wide.npy", tmp_path / "o.npz")
+    # One endless CSV line is refused by its number before it is split into cells.
+    monkeypatch.setattr("trainer_cli.run.predict.CSV_LINE_LIMIT", 64)
+    (tmp_path / "long.csv").write_text("1,2,3,4,5,6\n" + "1," * 40 + "1\n")
+    with pytest.raises(DataError, match=r"long.csv:2: a line longer than"):
+        predict_file(run_dir, tmp_path / "long.csv", tmp_path / "o.npz")
+    assert not (tmp_path / "o.npz").exists()
+
+
+def test_predict_csv_is_read_in_blocks_with_its_header(run_dir, tmp_path, monkeypatch):
+    x = _val_split(run_dir).x[:7]
+    monkeypatch.setattr("trainer_cli.run.predict._CSV_BLOCK", 10)   # several blocks
+    with open(tmp_path / "x.csv", "w", encoding="utf-8-sig") as f:
+        f.write("a,b,c,d,e,f\n\n" + "\n".join(",".join(repr(float(v)) for v in row) for row in x))
+    predict_file(run_dir, tmp_path / "x.csv", tmp_path / "o.npy")
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"),
+                               _forward(run_dir, layout.read_latest(run_dir), x),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_predict_and_export_say_when_the_output_cannot_be_written(run_dir, tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    from trainer_cli.run.export import export_weights
+
+    np.save(tmp_path / "x.npy", _val_split(run_dir).x[:4])
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    # A full disk: said of the output (not a SIGBUS from a memory-mapped write), nothing left.
+    monkeypatch.setattr(os, "posix_fallocate", full, raising=False)
+    with pytest.raises(OSError, match=r"cannot write .*o.npz: No space left"):
+        predict_file(run_dir, tmp_path / "x.npy", tmp_path / "o.npz")
+    assert sorted(os.listdir(tmp_path)) == ["x.npy"]
+    # A folder that cannot take the file: a refused output (the CLI exits 2), not a traceback.
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    monkeypatch.setattr(tempfile, "mkdtemp", denied)
+    with pytest.raises(OutputRefused, match=r"o.npz: predict output: cannot write there"):
+        predict_file(run_dir, tmp_path / "x.npy", tmp_path / "o.npz")
+    monkeypatch.setattr("trainer_cli.gluon.param_file.atomic_write", denied)
+    with pytest.raises(OutputRefused, match=r"w.params: export: cannot write there"):
+        export_weights(run_dir, tmp_path / "w")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._outpath import check_output_path
+from .._outpath import check_output_path, write_failure
 from . import layout
 from .checkpoint import chosen_checkpoint
 
@@ -42,7 +42,10 @@ def export_weights(run_dir, prefix, fmt: str = "mxnet", which=None) -> dict:
     except ParamFileError as exc:
         raise layout.RunDirError(str(exc)) from None
     path = check_output_path(export_path(prefix, fmt), "export")
-    save_arrays(path, weights, format=fmt)
+    try:
+        save_arrays(path, weights, format=fmt)
+    except OSError as exc:   # its folder read-only, the disk full: said of the output
+        raise write_failure(path, exc, "export") from None
     return {"path": str(path), "format": fmt, "checkpoint": str(folder), "step": step,
             "parameters": [{"name": name, "shape": list(array.shape), "dtype": array.dtype.name}
                            for name, array in weights.items()]}
