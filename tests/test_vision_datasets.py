@@ -80,6 +80,27 @@ def test_damaged_idx_files_are_refused(tmp_path):
         vision.MNIST(root=str(tmp_path))
 
 
+def test_an_idx_header_of_the_wrong_shape_is_refused_before_inflating(tmp_path, monkeypatch):
+    from trainer_cli.gluon.data.vision import datasets
+
+    _mnist_files(str(tmp_path), "train", 4)
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    # A header of 1000 images of 1000 x 1000 (under the size bound) before a gzip bomb's body.
+    with gzip.open(path, "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, 1000, 1000, 1000) + bytes(4096))
+    reads = []
+    real = datasets._read_bounded
+
+    def spy(where, limit, opener=None, head_only=False):
+        reads.append((os.path.basename(where), limit, head_only))
+        return real(where, limit, opener, head_only)
+    monkeypatch.setattr(datasets, "_read_bounded", spy)
+    with pytest.raises(vision.DatasetFileError, match=r"shape \(1000, 1000, 1000\); expected "
+                                                      r"\(4, 28, 28\)"):
+        vision.MNIST(root=str(tmp_path))
+    assert [r for r in reads if r[0] == path.name] == [(path.name, 16, True)]
+
+
 def _cifar_records(n, label_bytes):
     labels = RNG.randint(0, 100, size=(n, label_bytes)).astype(numpy.uint8)
     pixels = RNG.randint(0, 256, size=(n, 3, 32, 32)).astype(numpy.uint8)
