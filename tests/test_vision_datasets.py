@@ -2,7 +2,9 @@
 DataLoader's worker processes and threads."""
 import gzip
 import os
+import signal
 import struct
+import time
 
 import numpy
 import pytest
@@ -191,6 +193,31 @@ def test_worker_errors_reach_the_caller_and_workers_stop():
     pool = loader._pool
     loader.close()
     assert pool is not None and all(not p.is_alive() for p in pool._pool)
+
+
+class _KilledAt:
+    """Samples 0..n-1; reading ``at`` in a worker process kills that worker (SIGKILL, as the
+    out-of-memory killer would)."""
+
+    def __init__(self, n, at):
+        self.n, self.at, self.parent = n, at, os.getpid()
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.at and os.getpid() != self.parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return numpy.float32(i)
+
+
+def test_a_killed_worker_ends_the_wait_at_once_with_a_clear_error():
+    loader = gluon.data.DataLoader(_KilledAt(24, 10), 4, num_workers=2, timeout=30)
+    started = time.monotonic()
+    with pytest.raises(gluon.data.dataloader.DataLoaderWorkerDied, match="killed by signal 9"):
+        list(loader)
+    assert time.monotonic() - started < 20   # not the 30 s timeout
+    loader.close()
 
 
 def test_batchify_fn_runs_in_the_workers():
