@@ -75,11 +75,16 @@ def _read_rows(path, width, dtype):
                                    % (name, lineno, dtype.name, low, high))
                 values.extend(row)
                 if len(values) >= _BLOCK:
-                    blocks.append(numpy.array(values, dtype=dtype))
+                    blocks.append(_packed(values, dtype))
                     values = []
-    blocks.append(numpy.array(values, dtype=dtype))
+    blocks.append(_packed(values, dtype))
     data = numpy.concatenate(blocks)
     return data.reshape(len(data) // width if width else 0, width)
+
+
+def _packed(values, dtype):
+    with numpy.errstate(over="ignore"):   # a number beyond float16/32 is Inf, as in MXNet
+        return numpy.array(values, dtype=dtype)
 
 
 class CSVIter(DataIter):
