@@ -231,3 +231,37 @@ def test_predict_and_export_say_when_the_output_cannot_be_written(run_dir, tmp_p
     monkeypatch.setattr("trainer_cli.gluon.param_file.atomic_write", denied)
     with pytest.raises(OutputRefused, match=r"w.params: export: cannot write there"):
         export_weights(run_dir, tmp_path / "w")
+
+
+def test_predict_and_export_while_the_run_removes_the_checkpoint_they_chose(run_dir, tmp_path,
+                                                                            monkeypatch):
+    import shutil
+
+    import trainer_cli.gluon.param_file as param_file
+    from trainer_cli.run.export import export_weights
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    np.save(tmp_path / "x.npy", _val_split(run_dir).x[:3])
+    real = param_file.load_arrays
+    newer = [layout.read_latest(copy) + 100]
+
+    def racing(path):
+        # The training lands a newer checkpoint and keep_last removes the one being read.
+        folder = Path(path).parent
+        if folder.name != layout.checkpoint_name(newer[0]):
+            newer[0] += 1
+            shutil.copytree(folder, layout.checkpoint_dir(copy, newer[0]))
+            (copy / layout.CHECKPOINTS / layout.LATEST).write_text(
+                layout.checkpoint_name(newer[0]) + "\n")
+            shutil.rmtree(folder)
+        return real(path)
+    monkeypatch.setattr(param_file, "load_arrays", racing)
+    done = predict_file(copy, tmp_path / "x.npy", tmp_path / "o.npy")
+    assert done["step"] == newer[0] and len(np.load(tmp_path / "o.npy")) == 3
+    assert export_weights(copy, tmp_path / "w")["step"] == newer[0]
+    # A step named by the user is that step or an error, never another.
+    step = newer[0]
+    newer[0] += 1000       # what racing() reads next is removed
+    with pytest.raises(layout.RunDirError, match="step-%d" % step):
+        export_weights(copy, tmp_path / "w2", which=step)
