@@ -98,7 +98,8 @@ def test_pretrained_refuses_what_is_not_a_published_file(tmp_path, monkeypatch):
     import signal
 
     path = tmp_path / "alexnet-44335d1f.params"
-    old = signal.signal(signal.SIGALRM, lambda *a: pytest.fail("still reading the store after 10 s"))
+    old = signal.signal(signal.SIGALRM,
+                        lambda *a: pytest.fail("still reading the store after 10 s"))
     signal.alarm(10)
     try:
         # A FIFO or a device in the store is refused, not read forever.

@@ -43,7 +43,9 @@ def _read_rows(path, width, dtype):
     """The rows of the CSV file(s) at ``path`` as an ``(n, width)`` array of ``dtype``."""
     dtype = numpy.dtype(dtype)
     parse = float if dtype.kind == "f" else int
-    low, high = (numpy.iinfo(dtype).min, numpy.iinfo(dtype).max) if dtype.kind in "iu" else (None, None)
+    low = high = None
+    if dtype.kind in "iu":
+        low, high = numpy.iinfo(dtype).min, numpy.iinfo(dtype).max
     line_limit = _VALUE_CHARS * width + 2
     blocks, values = [], []
     for name in _files(path):
