@@ -79,7 +79,7 @@ def json_safe(value):
 LATEST_LIMIT = 4096
 META_LIMIT = 16 * MiB
 
-_STEP_DIR = re.compile(r"^step-(\d+)$")
+_STEP_DIR = re.compile(r"^step-(\d+)$", re.ASCII)  # "step-١٨" is not step 18
 
 
 class RunDirError(ValueError):
