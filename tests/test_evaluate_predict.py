@@ -265,3 +265,16 @@ def test_predict_and_export_while_the_run_removes_the_checkpoint_they_chose(run_
     newer[0] += 1000       # what racing() reads next is removed
     with pytest.raises(layout.RunDirError, match="step-%d" % step):
         export_weights(copy, tmp_path / "w2", which=step)
+
+
+def test_predict_refuses_samples_that_scaling_makes_infinite(run_dir, tmp_path, monkeypatch):
+    from trainer_cli.run import scaling
+
+    x = _val_split(run_dir).x[:5].copy()
+    x[3, 0] = 1e30                      # finite, but over a std of 1e-10: beyond float32
+    np.save(tmp_path / "x.npy", x)
+    tiny = scaling.FeatureScaling(np.zeros(6), np.full(6, 1e-10))
+    monkeypatch.setattr(scaling, "run_scaling", lambda *args: tiny)
+    with pytest.raises(DataError, match=r"x.npy \(scaled as the run's feature_scaling.npz\): "
+                                        r"sample 3 .*NaN or Inf"):
+        predict_file(run_dir, tmp_path / "x.npy", tmp_path / "o.npz")

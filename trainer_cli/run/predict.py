@@ -184,7 +184,7 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     after each batch."""
     from .loop import validation_pass
     from .data import as_batch
-    from .scaling import run_scaling
+    from .scaling import SCALING_FILE, run_scaling
     from .trained import load_trained
 
     output_path = Path(output_path)
@@ -210,7 +210,11 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
                 rows = _rows(x, start, start + bs)
                 _check_finite(rows, start, input_path)
                 if scaling is not None:       # the inputs as the model was trained on them
-                    rows = scaling.apply(rows)
+                    with numpy.errstate(over="ignore"):
+                        rows = scaling.apply(rows)
+                    # A value far from a feature's mean, over a tiny std: Inf in float32.
+                    _check_finite(rows, start, "%s (scaled as the run's %s)"
+                                  % (input_path, SCALING_FILE))
                 out = trained.net(as_batch(rows if isinstance(rows, CSRRows)
                                            else rows.astype(numpy.float32, copy=False), ctx, dtype))
                 out = numpy.asarray(out.asnumpy(), dtype=numpy.float32)
