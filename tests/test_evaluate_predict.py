@@ -278,3 +278,25 @@ def test_predict_refuses_samples_that_scaling_makes_infinite(run_dir, tmp_path, 
     with pytest.raises(DataError, match=r"x.npy \(scaled as the run's feature_scaling.npz\): "
                                         r"sample 3 .*NaN or Inf"):
         predict_file(run_dir, tmp_path / "x.npy", tmp_path / "o.npz")
+
+
+def test_outputs_never_replace_the_files_of_the_run_they_read(run_dir, tmp_path):
+    import shutil
+
+    from trainer_cli.run.export import export_weights
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    folder = layout.checkpoint_dir(copy, layout.read_latest(copy))
+    before = (folder / layout.PARAMS_FILE).read_bytes()
+    np.save(tmp_path / "x.npy", _val_split(run_dir).x[:3])
+    for out in (folder / layout.PARAMS_FILE, copy / layout.METRICS_CSV,
+                copy / layout.CHECKPOINTS / "new.npy"):
+        with pytest.raises(OutputRefused, match="a file of the run directory"):
+            predict_file(copy, tmp_path / "x.npy", out)
+    with pytest.raises(OutputRefused, match="a file of the run directory"):
+        export_weights(copy, folder / "params", fmt="npz")
+    assert (folder / layout.PARAMS_FILE).read_bytes() == before
+    # Beside the run's own files, a new name is the user's to write.
+    predict_file(copy, tmp_path / "x.npy", copy / "predictions.npy")
+    assert len(np.load(copy / "predictions.npy")) == 3

@@ -43,6 +43,7 @@ def export_weights(run_dir, prefix, fmt: str = "mxnet", which=None) -> dict:
             raise layout.RunDirError(str(exc)) from None
     step, folder, weights = using_checkpoint(run_dir, which, read)
     path = check_output_path(export_path(prefix, fmt), "export")
+    layout.check_not_run_file(run_dir, path, "export")
     try:
         save_arrays(path, weights, format=fmt)
     except OSError as exc:   # its folder read-only, the disk full: said of the output

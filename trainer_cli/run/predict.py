@@ -33,6 +33,7 @@ from numpy.lib import format as _npy_format
 
 from .._atomic import atomic_write, fsync_dir
 from .._outpath import check_output_path, write_failure
+from . import layout
 from .data import CSRRows, DataError, is_csr_npz, load_npy, read_csr
 
 __all__ = ["INPUT_SUFFIXES", "OUTPUT_SUFFIXES", "read_input", "predict_file"]
@@ -192,6 +193,7 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
         raise DataError("%s: the output's suffix says its format: .npz, .npy or .csv"
                         % output_path)
     check_output_path(output_path, "predict output")
+    layout.check_not_run_file(run_dir, output_path, "predict output")
     x = read_input(input_path, key)
     if not isinstance(x, CSRRows) and x.ndim == 1:
         x = x.reshape(-1, 1)
