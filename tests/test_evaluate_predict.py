@@ -300,3 +300,21 @@ def test_outputs_never_replace_the_files_of_the_run_they_read(run_dir, tmp_path)
     # Beside the run's own files, a new name is the user's to write.
     predict_file(copy, tmp_path / "x.npy", copy / "predictions.npy")
     assert len(np.load(copy / "predictions.npy")) == 3
+
+
+def test_resume_names_a_folder_in_place_of_the_best_pointer(run_dir, tmp_path):
+    import shutil
+
+    from trainer_cli.run import resume_run
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    pointer = copy / layout.CHECKPOINTS / layout.BEST
+    pointer.unlink()
+    (pointer / "x").mkdir(parents=True)
+    with pytest.raises(layout.RunDirError) as info:
+        resume_run(copy, overrides=["epochs=4"], handle_signals=False)
+    message = str(info.value)
+    # The pointer, not the temporary file renamed onto it; and the cure that applies.
+    assert message.startswith("cannot write %s: Is a directory" % pointer), message
+    assert "Remove the folder in its place" in message and ".tmp-" not in message
