@@ -120,3 +120,21 @@ def test_from_best_without_a_best_checkpoint_says_why(tmp_path):
     assert layout.read_best(run_dir) is None
     with pytest.raises(layout.RunDirError, match="no best checkpoint: a run selects one only"):
         resume_run(run_dir, "best", handle_signals=False)
+
+
+def test_checkpoint_names_are_ascii_digits_only(tmp_path):
+    from click.testing import CliRunner
+
+    from trainer_cli.cli import main
+
+    # "step-١٨" (Arabic-Indic digits) is not step 18: int() would read it as one, and the
+    # folder's real name would then differ from the one every reader builds from the step.
+    folder = tmp_path / layout.CHECKPOINTS
+    (folder / "step-\u0661\u0668").mkdir(parents=True)
+    (folder / "step-7").mkdir()
+    assert [step for step, _ in layout.list_checkpoints(tmp_path)] == [7]
+    (folder / layout.BEST).write_text("step-\u0661\u0668\n", encoding="utf-8")
+    with pytest.raises(layout.RunDirError, match="expected a checkpoint name like 'step-100'"):
+        layout.read_best(tmp_path)
+    done = CliRunner().invoke(main, ["evaluate", str(tmp_path), "--from", "step-\u0663"])
+    assert done.exit_code == 2 and "expected best, latest or a checkpoint name" in done.output

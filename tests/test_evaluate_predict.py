@@ -163,3 +163,158 @@ def test_predict_reads_csr_samples(tmp_path):
     batch = nd.sparse.csr_matrix((data[:end], indices[:end], indptr[:51]), shape=(50, shape[1]))
     np.testing.assert_allclose(out[rows], net(batch).asnumpy(), rtol=1e-5, atol=1e-6)
     assert len(out) == shape[0] and np.array_equal(cls, out.argmax(axis=1))
+
+
+def test_predict_refuses_hostile_inputs_without_hanging_or_guessing(run_dir, tmp_path, monkeypatch):
+    import signal
+
+    def expired(signum, frame):
+        raise AssertionError("predict still reading after 10 s")
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(10)
+    try:
+        # A FIFO or a device named .csv is refused, not read until memory runs out.
+        os.mkfifo(tmp_path / "fifo.csv")
+        os.symlink("/dev/zero", tmp_path / "zero.csv")
+        for name, kind in (("fifo.csv", "FIFO"), ("zero.csv", "character device")):
+            with pytest.raises(DataError, match="%s: cannot read .*%s" % (name, kind)):
+                predict_file(run_dir, tmp_path / name, tmp_path / "o.npz")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    # A float64 beyond float32's range would reach the network as Inf: refused by its row.
+    x = _val_split(run_dir).x[:4].astype(np.float64)
+    x[2, 1] = 1e39
+    np.save(tmp_path / "wide.npy", x)
+    with pytest.raises(DataError, match=r"wide.npy: sample 2 .*beyond float32's range"):
+        predict_file(run_dir, tmp_path / "wide.npy", tmp_path / "o.npz")
+    # One endless CSV line is refused by its number before it is split into cells.
+    monkeypatch.setattr("trainer_cli.run.predict.CSV_LINE_LIMIT", 64)
+    (tmp_path / "long.csv").write_text("1,2,3,4,5,6\n" + "1," * 40 + "1\n")
+    with pytest.raises(DataError, match=r"long.csv:2: a line longer than"):
+        predict_file(run_dir, tmp_path / "long.csv", tmp_path / "o.npz")
+    assert not (tmp_path / "o.npz").exists()
+
+
+def test_predict_csv_is_read_in_blocks_with_its_header(run_dir, tmp_path, monkeypatch):
+    x = _val_split(run_dir).x[:7]
+    monkeypatch.setattr("trainer_cli.run.predict._CSV_BLOCK", 10)   # several blocks
+    with open(tmp_path / "x.csv", "w", encoding="utf-8-sig") as f:
+        f.write("a,b,c,d,e,f\n\n" + "\n".join(",".join(repr(float(v)) for v in row) for row in x))
+    predict_file(run_dir, tmp_path / "x.csv", tmp_path / "o.npy")
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"),
+                               _forward(run_dir, layout.read_latest(run_dir), x),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_predict_and_export_say_when_the_output_cannot_be_written(run_dir, tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    from trainer_cli.run.export import export_weights
+
+    np.save(tmp_path / "x.npy", _val_split(run_dir).x[:4])
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    # A full disk: said of the output (not a SIGBUS from a memory-mapped write), nothing left.
+    monkeypatch.setattr(os, "posix_fallocate", full, raising=False)
+    with pytest.raises(OSError, match=r"cannot write .*o.npz: No space left"):
+        predict_file(run_dir, tmp_path / "x.npy", tmp_path / "o.npz")
+    assert sorted(os.listdir(tmp_path)) == ["x.npy"]
+    # A folder that cannot take the file: a refused output (the CLI exits 2), not a traceback.
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    monkeypatch.setattr(tempfile, "mkdtemp", denied)
+    with pytest.raises(OutputRefused, match=r"o.npz: predict output: cannot write there"):
+        predict_file(run_dir, tmp_path / "x.npy", tmp_path / "o.npz")
+    monkeypatch.setattr("trainer_cli.gluon.param_file.atomic_write", denied)
+    with pytest.raises(OutputRefused, match=r"w.params: export: cannot write there"):
+        export_weights(run_dir, tmp_path / "w")
+
+
+def test_predict_and_export_while_the_run_removes_the_checkpoint_they_chose(run_dir, tmp_path,
+                                                                            monkeypatch):
+    import shutil
+
+    import trainer_cli.gluon.param_file as param_file
+    from trainer_cli.run.export import export_weights
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    np.save(tmp_path / "x.npy", _val_split(run_dir).x[:3])
+    real = param_file.load_arrays
+    newer = [layout.read_latest(copy) + 100]
+
+    def racing(path):
+        # The training lands a newer checkpoint and keep_last removes the one being read.
+        folder = Path(path).parent
+        if folder.name != layout.checkpoint_name(newer[0]):
+            newer[0] += 1
+            shutil.copytree(folder, layout.checkpoint_dir(copy, newer[0]))
+            (copy / layout.CHECKPOINTS / layout.LATEST).write_text(
+                layout.checkpoint_name(newer[0]) + "\n")
+            shutil.rmtree(folder)
+        return real(path)
+    monkeypatch.setattr(param_file, "load_arrays", racing)
+    done = predict_file(copy, tmp_path / "x.npy", tmp_path / "o.npy")
+    assert done["step"] == newer[0] and len(np.load(tmp_path / "o.npy")) == 3
+    assert export_weights(copy, tmp_path / "w")["step"] == newer[0]
+    # A step named by the user is that step or an error, never another.
+    step = newer[0]
+    newer[0] += 1000       # what racing() reads next is removed
+    with pytest.raises(layout.RunDirError, match="step-%d" % step):
+        export_weights(copy, tmp_path / "w2", which=step)
+
+
+def test_predict_refuses_samples_that_scaling_makes_infinite(run_dir, tmp_path, monkeypatch):
+    from trainer_cli.run import scaling
+
+    x = _val_split(run_dir).x[:5].copy()
+    x[3, 0] = 1e30                      # finite, but over a std of 1e-10: beyond float32
+    np.save(tmp_path / "x.npy", x)
+    tiny = scaling.FeatureScaling(np.zeros(6), np.full(6, 1e-10))
+    monkeypatch.setattr(scaling, "run_scaling", lambda *args: tiny)
+    with pytest.raises(DataError, match=r"x.npy \(scaled as the run's feature_scaling.npz\): "
+                                        r"sample 3 .*NaN or Inf"):
+        predict_file(run_dir, tmp_path / "x.npy", tmp_path / "o.npz")
+
+
+def test_outputs_never_replace_the_files_of_the_run_they_read(run_dir, tmp_path):
+    import shutil
+
+    from trainer_cli.run.export import export_weights
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    folder = layout.checkpoint_dir(copy, layout.read_latest(copy))
+    before = (folder / layout.PARAMS_FILE).read_bytes()
+    np.save(tmp_path / "x.npy", _val_split(run_dir).x[:3])
+    for out in (folder / layout.PARAMS_FILE, copy / layout.METRICS_CSV,
+                copy / layout.CHECKPOINTS / "new.npy"):
+        with pytest.raises(OutputRefused, match="a file of the run directory"):
+            predict_file(copy, tmp_path / "x.npy", out)
+    with pytest.raises(OutputRefused, match="a file of the run directory"):
+        export_weights(copy, folder / "params", fmt="npz")
+    assert (folder / layout.PARAMS_FILE).read_bytes() == before
+    # Beside the run's own files, a new name is the user's to write.
+    predict_file(copy, tmp_path / "x.npy", copy / "predictions.npy")
+    assert len(np.load(copy / "predictions.npy")) == 3
+
+
+def test_resume_names_a_folder_in_place_of_the_best_pointer(run_dir, tmp_path):
+    import shutil
+
+    from trainer_cli.run import resume_run
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    pointer = copy / layout.CHECKPOINTS / layout.BEST
+    pointer.unlink()
+    (pointer / "x").mkdir(parents=True)
+    with pytest.raises(layout.RunDirError) as info:
+        resume_run(copy, overrides=["epochs=4"], handle_signals=False)
+    message = str(info.value)
+    # The pointer, not the temporary file renamed onto it; and the cure that applies.
+    assert message.startswith("cannot write %s: Is a directory" % pointer), message
+    assert "Remove the folder in its place" in message and ".tmp-" not in message

@@ -264,3 +264,138 @@ def test_fuzzed_metrics_rows_never_break_the_readers(finished_run, tmp_path):
 
         _designated_or_success(read_all, case)
         shutil.rmtree(run_dir)
+
+
+# ------------------------------------------- what predict reads, the best pointer, env.json
+
+def _damaged_inputs(rng, folder):
+    """``(name, bytes)`` of predict inputs: a valid .npy, .npz or .csv damaged at random."""
+    import numpy as np
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    buf = io.BytesIO()
+    np.save(buf, x)
+    npy = buf.getvalue()
+    buf = io.BytesIO()
+    np.savez(buf, x=x)
+    npz = buf.getvalue()
+    text = b"a,b,c\n" + b"\n".join(b",".join(b"%g" % v for v in row) for row in x) + b"\n"
+    for n in range(CASES):
+        suffix, good = [(".npy", npy), (".npz", npz), (".csv", text)][n % 3]
+        if suffix == ".npz" and n % 2:
+            data = _damage_bytes(rng, good)   # a member's header rewritten, bits, truncation
+        else:
+            data = bytearray(good[:rng.randrange(1, len(good) + 1)] if rng.random() < 0.3 else good)
+            for _ in range(rng.randint(1, 6)):
+                data[rng.randrange(len(data))] = rng.choice(
+                    [0, 0xff, ord(","), ord("\n"), ord("("), ord("9"), rng.randrange(256)])
+        yield "in%d%s" % (n, suffix), bytes(data)
+
+
+def test_fuzzed_predict_inputs_are_read_or_refused_with_a_data_error(tmp_path):
+    from trainer_cli.run.predict import read_input
+
+    rng = random.Random(SEED + 3)
+    for name, data in _damaged_inputs(rng, tmp_path):
+        path = tmp_path / name
+        path.write_bytes(data)
+        _designated_or_success(lambda path=path: read_input(path), (name, data[:200]))
+        path.unlink()
+
+
+def test_fuzzed_best_pointers_and_env_records_are_refused_or_noted(finished_run, tmp_path):
+    from trainer_cli.run.checkpoint import resume_point
+    from trainer_cli.run.env_record import ENV_FILE, env_changes
+
+    rng = random.Random(SEED + 4)
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    pointer = run_dir / layout.CHECKPOINTS / layout.BEST
+    contents = [b"step-1", b"step-%d" % (2 ** 70), b"step--1", b"../../etc", b"latest",
+                b"step-0\x00", b"\xff\xfe", b"step-1\n" * 2000, b"", b" step-1 \n"]
+    for n in range(CASES // 2):
+        if os.path.lexists(pointer):
+            (os.rmdir if pointer.is_dir() and not pointer.is_symlink() else os.unlink)(pointer)
+        how = n % 5
+        if how == 0:
+            os.mkfifo(pointer)
+        elif how == 1:
+            os.symlink(rng.choice(["/dev/zero", "/etc/passwd", "latest", "nowhere"]), pointer)
+        elif how == 2:
+            os.mkdir(pointer)
+        else:
+            pointer.write_bytes(rng.choice(contents))
+        _designated_or_success(lambda: resume_point(run_dir, "best"), ("best", how, n))
+        # env.json: damage is a note on resume, never an error.
+        (run_dir / ENV_FILE).write_text(_damage_json(rng, json.dumps(
+            {"format": 1, "salt": "00ff", "variables": {"TOKEN": {"set": True, "sha256": "ab"}}})))
+        with deadline(20, ("env", n)):
+            notes = env_changes(run_dir, {"TOKEN": "x", "OTHER": None})
+        assert all(isinstance(note, str) for note in notes)
+
+
+# ------------------------------------------------- library readers: CSVIter, SymbolBlock
+
+def test_fuzzed_csv_and_symbol_files_are_read_or_refused_with_their_errors(tmp_path):
+    from trainer_cli import gluon, io as mxio, nd
+    from trainer_cli.io.csv_iter import CSVError
+    from trainer_cli.gluon.parameter import DeferredInitializationError
+    from trainer_cli.symbol.symbol import MXNetSymbolError
+
+    rng = random.Random(SEED + 5)
+    graph = {"nodes": [{"op": "null", "name": "data", "inputs": []},
+                       {"op": "null", "name": "w", "inputs": []},
+                       {"op": "FullyConnected", "name": "fc", "inputs": [[0, 0, 0], [1, 0, 0]],
+                        "attrs": {"num_hidden": "2", "no_bias": "True"}},
+                       {"op": "Reshape", "name": "r", "inputs": [[2, 0, 0]],
+                        "attrs": {"shape": "(-1, 2)"}}],
+             "arg_nodes": [0, 1], "heads": [[3, 0, 0]], "attrs": {"mxnet_version": ["int", 10901]}}
+    hostile_attrs = ["(" * 3000 + ")" * 3000, "1" * 5000, "1e99999", "(2, -7)", "[None, x]",
+                     "nan", "-0", "(,)", "((1, 2), (3,))", "\x00", "9" * 41]
+    csv_text = "1,2,3\n4,5,6\n"
+    params = tmp_path / "s-0000.params"
+    nd.save(str(params), {"arg:w": nd.ones((2, 3))})
+    for n in range(CASES // 2):
+        data = json.loads(json.dumps(graph))
+        if n % 2:
+            _set(data, rng.choice(list(_leaves(data))), rng.choice(HOSTILE_VALUES))
+        else:
+            node = rng.choice(data["nodes"][2:])
+            node["attrs"][rng.choice(sorted(node["attrs"]))] = rng.choice(hostile_attrs)
+        path = tmp_path / "s-symbol.json"
+        path.write_text(json.dumps(data))
+        case = ("symbol", data)
+
+        def imported(path=path):
+            block = gluon.SymbolBlock.imports(str(path), ["data"], str(params),
+                                              allow_missing=True, ignore_extra=True)
+            return block(nd.ones((1, 3)))
+        with deadline(20, case[0]):
+            try:
+                imported()
+            except RecursionError as exc:
+                raise AssertionError("case %s raised RecursionError" % repr(case)[:600]) from exc
+            except (MXNetSymbolError, ValueError, TypeError, KeyError, RuntimeError,
+                    DeferredInitializationError):
+                pass    # errors that name the node, the parameter or the file, as MXNet's do
+            except Exception as exc:  # noqa: BLE001 - the harness reports what escaped
+                raise AssertionError("case %s raised %s: %s"
+                                     % (repr(case)[:600], type(exc).__name__, str(exc)[:300]))
+
+        raw = bytearray(csv_text.encode())
+        for _ in range(rng.randint(1, 4)):
+            raw[rng.randrange(len(raw))] = rng.choice([0, 0xff, ord(","), ord("\n"), ord("9"),
+                                                       ord("-"), ord("e")])
+        raw += rng.choice([b"", b"9" * 30 + b",1,1\n", b"1," * 2000 + b"1\n"])
+        path = tmp_path / "c.csv"
+        path.write_bytes(bytes(raw))
+        dtype = rng.choice(["float32", "int32", "uint8", "float16"])
+        case = ("csv", dtype, bytes(raw)[:200])
+        with deadline(20, case[:2]):
+            try:
+                mxio.CSVIter(data_csv=str(path), data_shape=(3,), batch_size=1, dtype=dtype)
+            except CSVError:
+                pass
+            except Exception as exc:  # noqa: BLE001 - the harness reports what escaped
+                raise AssertionError("case %r raised %s: %s"
+                                     % (case, type(exc).__name__, str(exc)[:300]))

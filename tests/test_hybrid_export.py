@@ -226,6 +226,20 @@ def test_unknown_operators_are_named_and_attributes_never_run(tmp_path):
         block(nd.ones((1,)))
 
 
+def test_attributes_nested_deep_are_text_not_a_recursion(tmp_path):
+    path = tmp_path / "deep-symbol.json"
+    deep = "(" * 50000 + ")" * 50000
+    path.write_text(_graph([DATA, {"op": "Reshape", "name": "r0", "attrs": {"shape": deep},
+                                   "inputs": [[0, 0, 0]]}]))
+    block = gluon.SymbolBlock.imports(str(path), ["data"])   # was a RecursionError
+    with pytest.raises((TypeError, ValueError), match="r0"):
+        block(nd.ones((2, 4)))
+    # Flat tuples and scalars still read as MXNet wrote them.
+    from trainer_cli.gluon.symbol_block import parse_attr
+    assert parse_attr("(2, -1)") == (2, -1) and parse_attr("[1.5, None]") == (1.5, None)
+    assert parse_attr("((1, 2), (3, 4))") == "((1, 2), (3, 4))" and parse_attr("True") is True
+
+
 def test_sym_is_no_longer_an_absent_name():
     assert mx.sym is mx.symbol
     assert gluon.SymbolBlock.__module__ == "trainer_cli.gluon.symbol_block"

@@ -103,6 +103,27 @@ def test_csv_iter_names_the_bad_line(tmp_path):
         mx.io.CSVIter(data_csv=str(tmp_path / "fifo.csv"), data_shape=(3,), batch_size=1)
 
 
+def test_csv_iter_refuses_hostile_lines_by_their_number(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.csv"
+    # One line far longer than its values could be is refused before it is split into cells.
+    bad.write_text("1,2\n" + "1," * 400 + "1\n")
+    with pytest.raises(ValueError, match=r"bad\.csv, line 2: longer than 2 values"):
+        mx.io.CSVIter(data_csv=str(bad), data_shape=(2,), batch_size=1)
+    # An integer beyond the dtype: the line, not an OverflowError.
+    bad.write_text("1,2\n99999999999999999999,3\n")
+    for dtype in ("int32", "int64", "uint8"):
+        with pytest.raises(ValueError, match=r"bad\.csv, line 2: a value outside %s" % dtype):
+            mx.io.CSVIter(data_csv=str(bad), data_shape=(2,), batch_size=1, dtype=dtype)
+    bad.write_text("1,-1\n")
+    with pytest.raises(ValueError, match=r"line 1: a value outside uint8's range \[0, 255\]"):
+        mx.io.CSVIter(data_csv=str(bad), data_shape=(2,), batch_size=1, dtype="uint8")
+    # Rows gathered a block at a time come back whole and in order.
+    monkeypatch.setattr("trainer_cli.io.csv_iter._BLOCK", 4)
+    bad.write_text("".join("%d,%d\n" % (2 * i, 2 * i + 1) for i in range(5)))
+    it = mx.io.CSVIter(data_csv=str(bad), data_shape=(2,), batch_size=5, dtype="int32")
+    assert next(iter(it)).data[0].asnumpy().tolist() == [[2 * i, 2 * i + 1] for i in range(5)]
+
+
 def test_ndarray_iter_feeds_a_gluon_loop():
     # The way the GAN/VAE tutorials consume it: batch.data[0], batch.label[0], reset per epoch.
     x = numpy.random.RandomState(0).rand(7, 2).astype(numpy.float32)

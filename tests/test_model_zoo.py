@@ -2,6 +2,7 @@
 architecture's parameter names and shapes, and one forward on the same weights for a dozen."""
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +92,42 @@ def test_default_root_is_mxnet_home(tmp_path, monkeypatch):
     monkeypatch.setenv("MXNET_HOME", str(tmp_path))
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "models" / "squeezenet1.1-33ba0f93")):
         vision.get_model("squeezenet1.1", pretrained=True)
+
+
+def test_pretrained_refuses_what_is_not_a_published_file(tmp_path, monkeypatch):
+    import signal
+
+    path = tmp_path / "alexnet-44335d1f.params"
+    old = signal.signal(signal.SIGALRM,
+                        lambda *a: pytest.fail("still reading the store after 10 s"))
+    signal.alarm(10)
+    try:
+        # A FIFO or a device in the store is refused, not read forever.
+        os.mkfifo(path)
+        with pytest.raises(FileNotFoundError, match="cannot read .*FIFO"):
+            vision.alexnet(pretrained=True, root=str(tmp_path))
+        path.unlink()
+        os.symlink("/dev/zero", path)
+        with pytest.raises(FileNotFoundError, match="cannot read .*character device"):
+            vision.alexnet(pretrained=True, root=str(tmp_path))
+        path.unlink()
+        # A file larger than any published one is not hashed (a sparse one: no disk used).
+        monkeypatch.setattr(model_store, "MAX_MODEL_FILE_BYTES", 1 << 20)
+        with open(path, "wb") as f:
+            f.truncate((1 << 20) + 1)
+        with pytest.raises(FileNotFoundError, match="SHA-1 differs"):
+            vision.alexnet(pretrained=True, root=str(tmp_path))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_pretrained_file_of_another_model_is_refused_by_its_names(tmp_path, monkeypatch):
+    # The right SHA-1 for the name, but the weights of another network: a clear error.
+    params = tmp_path / "weights.params"
+    mx.nd.save(str(params), {"features.0.weight": mx.nd.ones((2, 3)), "dense0.bias": mx.nd.ones(4)})
+    digest = hashlib.sha1(params.read_bytes()).hexdigest()
+    monkeypatch.setitem(model_store._SHA1, "mobilenet0.25", digest)
+    params.rename(tmp_path / ("mobilenet0.25-%s.params" % digest[:8]))
+    with pytest.raises(ValueError, match="mobilenet0.25-%s.params" % digest[:8]):
+        vision.get_model("mobilenet0.25", classes=4, pretrained=True, root=str(tmp_path))

@@ -198,3 +198,24 @@ def test_starting_the_writeback_leaves_the_file_as_it_was(tmp_path):
         f.flush()
         _atomic.start_writeback(f.fileno())
     assert path.read_bytes() == zipfile_bytes(MIXED)
+
+
+@pytest.mark.parametrize("header", [
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3, }",   # NumPy: a TokenError
+    "{'descr': '<f4', 'fortran_order': False, 'sh\x00pe': (4, 3), '",
+    "(" * 3000,
+])
+def test_an_npy_header_numpy_cannot_tokenize_is_a_clear_error(tmp_path, header):
+    from trainer_cli.run.data import DataError, load_npy
+
+    header = header.ljust(117) + "\n"
+    npy = (b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1")
+           + bytes(48))
+    (tmp_path / "x.npy").write_bytes(npy)
+    with pytest.raises(DataError, match=r"x.npy: cannot read as a .npy array"):
+        load_npy(tmp_path / "x.npy")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("x.npy", npy)
+    with pytest.raises(_npz.NpzError, match=r"member 'x.npy' has an unreadable .npy header"):
+        read_npz(io.BytesIO(buf.getvalue()))

@@ -2,7 +2,9 @@
 DataLoader's worker processes and threads."""
 import gzip
 import os
+import signal
 import struct
+import time
 
 import numpy
 import pytest
@@ -78,6 +80,27 @@ def test_damaged_idx_files_are_refused(tmp_path):
         f.write(struct.pack(">IIII", 0x803, 4000000, 2800, 2800))
     with pytest.raises(vision.DatasetFileError, match="more than this reader takes"):
         vision.MNIST(root=str(tmp_path))
+
+
+def test_an_idx_header_of_the_wrong_shape_is_refused_before_inflating(tmp_path, monkeypatch):
+    from trainer_cli.gluon.data.vision import datasets
+
+    _mnist_files(str(tmp_path), "train", 4)
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    # A header of 1000 images of 1000 x 1000 (under the size bound) before a gzip bomb's body.
+    with gzip.open(path, "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, 1000, 1000, 1000) + bytes(4096))
+    reads = []
+    real = datasets._read_bounded
+
+    def spy(where, limit, opener=None, head_only=False):
+        reads.append((os.path.basename(where), limit, head_only))
+        return real(where, limit, opener, head_only)
+    monkeypatch.setattr(datasets, "_read_bounded", spy)
+    with pytest.raises(vision.DatasetFileError, match=r"shape \(1000, 1000, 1000\); expected "
+                                                      r"\(4, 28, 28\)"):
+        vision.MNIST(root=str(tmp_path))
+    assert [r for r in reads if r[0] == path.name] == [(path.name, 16, True)]
 
 
 def _cifar_records(n, label_bytes):
@@ -170,6 +193,31 @@ def test_worker_errors_reach_the_caller_and_workers_stop():
     pool = loader._pool
     loader.close()
     assert pool is not None and all(not p.is_alive() for p in pool._pool)
+
+
+class _KilledAt:
+    """Samples 0..n-1; reading ``at`` in a worker process kills that worker (SIGKILL, as the
+    out-of-memory killer would)."""
+
+    def __init__(self, n, at):
+        self.n, self.at, self.parent = n, at, os.getpid()
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.at and os.getpid() != self.parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return numpy.float32(i)
+
+
+def test_a_killed_worker_ends_the_wait_at_once_with_a_clear_error():
+    loader = gluon.data.DataLoader(_KilledAt(24, 10), 4, num_workers=2, timeout=30)
+    started = time.monotonic()
+    with pytest.raises(gluon.data.dataloader.DataLoaderWorkerDied, match="killed by signal 9"):
+        list(loader)
+    assert time.monotonic() - started < 20   # not the 30 s timeout
+    loader.close()
 
 
 def test_batchify_fn_runs_in_the_workers():

@@ -23,8 +23,8 @@ from numpy.lib import format as _npy_format
 from ._atomic import reserve
 from ._stepwise import run_to_end
 
-__all__ = ["write_npz", "write_npz_deferred", "DeferredNpz", "read_npz", "NpzError",
-           "check_declared_sizes", "MAX_INFLATED_BYTES"]
+__all__ = ["write_npz", "write_npz_deferred", "DeferredNpz", "read_npz", "read_npy_header",
+           "NpzError", "check_declared_sizes", "MAX_INFLATED_BYTES"]
 
 # Deflate cannot expand data more than about 1032-fold: a member claiming more is lying.
 _MAX_DEFLATE_RATIO = 1100
@@ -318,6 +318,20 @@ def check_declared_sizes(infos, stored_only: bool = False) -> None:
                        "the %d GiB an archive may inflate to" % (declared, MAX_INFLATED_BYTES >> 30))
 
 
+def read_npy_header(f, version):
+    """``(shape, fortran_order, dtype)`` of the .npy header at ``f`` (format ``version``); any
+    damage a ValueError. NumPy's parser lets a hostile header's text escape as a tokenizer or
+    syntax error (``tokenize.TokenError`` for an unclosed bracket)."""
+    import tokenize
+
+    read = (_npy_format.read_array_header_1_0 if version == (1, 0)
+            else _npy_format.read_array_header_2_0)
+    try:
+        return read(f)
+    except (SyntaxError, tokenize.TokenError, RecursionError, MemoryError) as exc:
+        raise ValueError("cannot parse the header (%s)" % type(exc).__name__) from None
+
+
 def _read_member(zf, info):
     label = info.filename[:80]
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
@@ -328,10 +342,8 @@ def _read_member(zf, info):
     with zf.open(info) as member:
         try:
             version = _npy_format.read_magic(member)
-            if version == (1, 0):
-                shape, fortran, dtype = _npy_format.read_array_header_1_0(member)
-            elif version == (2, 0):
-                shape, fortran, dtype = _npy_format.read_array_header_2_0(member)
+            if version in ((1, 0), (2, 0)):
+                shape, fortran, dtype = read_npy_header(member, version)
             else:
                 raise NpzError("member %r has .npy format version %s, which is not read"
                                % (label, version))

@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["OutputRefused", "check_output_path", "write_output_text", "STDOUT"]
+__all__ = ["OutputRefused", "check_output_path", "write_output_text", "write_failure", "STDOUT"]
 
 
 class OutputRefused(ValueError):
@@ -44,7 +44,6 @@ STDOUT = "-"
 def write_output_text(path, text: str, what="output") -> None:
     """Write ``text`` atomically to ``path`` (checked by :func:`check_output_path` first), or to
     stdout for ``-``. A folder that cannot be written is an OutputRefused naming it."""
-    import errno
     import sys
 
     from ._atomic import write_bytes_atomic
@@ -57,7 +56,16 @@ def write_output_text(path, text: str, what="output") -> None:
     try:
         write_bytes_atomic(path, text.encode("utf-8"))
     except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR):
-            raise OutputRefused("%s: %s: cannot write there (%s)"
-                                % (path, what, exc.strerror)) from None
-        raise OSError(exc.errno, "cannot write %s: %s" % (path, exc.strerror)) from None
+        raise write_failure(path, exc, what) from None
+
+
+def write_failure(path, exc: OSError, what="output") -> OSError:
+    """What to raise for ``exc``, an OSError writing the output ``path``: an OutputRefused when
+    the folder cannot take the file (read-only, not ours, gone), else an OSError naming
+    ``path`` (a full disk, say) rather than a temporary file's name."""
+    import errno
+
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EISDIR):
+        return OutputRefused("%s: %s: cannot write there (%s)"
+                             % (path, what, exc.strerror or exc))
+    return OSError(exc.errno, "cannot write %s: %s" % (path, exc.strerror or exc))

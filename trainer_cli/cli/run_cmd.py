@@ -14,7 +14,7 @@ from .override_hint import OverrideHintCommand
 
 __all__ = ["run", "resume"]
 
-_STEP = re.compile(r"^(?:step-)?(\d+)$")
+_STEP = re.compile(r"^(?:step-)?(\d+)$", re.ASCII)
 # run and resume report through the same _finish, so they take the same output options.
 _json_summary_option = click.option("--json", "as_json", is_flag=True,
                                     help="Print only a JSON summary on stdout.")

@@ -26,7 +26,25 @@ _FLOAT = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-?(inf|nan)$")
 
 
 def parse_attr(text):
-    """An attribute string as MXNet wrote it (``str()`` of a Python value) back as that value."""
+    """An attribute string as MXNet wrote it (``str()`` of a Python value) back as that value:
+    a scalar, or a flat tuple of numbers (MXNet's shapes, kernels, axes)."""
+    if len(text) >= 2 and text[0] + text[-1] in ("()", "[]"):
+        inner = text[1:-1].strip()
+        if not inner:
+            return ()
+        items = [item.strip() for item in inner.split(",")]
+        if items[-1] == "":
+            items.pop()
+        # Items are scalars only: a nested tuple never parses as one (its commas split it), and
+        # a hostile "((((...))))" would otherwise recurse once per parenthesis.
+        values = [_parse_scalar(item) for item in items]
+        if all(v is None or isinstance(v, (int, float)) for v in values):
+            return tuple(values)
+        return text
+    return _parse_scalar(text)
+
+
+def _parse_scalar(text):
     if text in ("True", "False"):
         return text == "True"
     if text == "None":
@@ -35,16 +53,6 @@ def parse_attr(text):
         return int(text)
     if _FLOAT.match(text):
         return float(text)
-    if len(text) >= 2 and text[0] + text[-1] in ("()", "[]"):
-        inner = text[1:-1].strip()
-        if not inner:
-            return ()
-        items = [item.strip() for item in inner.split(",")]
-        if items[-1] == "":
-            items.pop()
-        values = [parse_attr(item) for item in items]
-        if all(v is None or isinstance(v, (int, float)) for v in values):
-            return tuple(values)
     return text
 
 

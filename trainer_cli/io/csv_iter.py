@@ -8,6 +8,7 @@ previous batch had there (MXNet reuses its batch buffer), and ``pad`` says how m
 """
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy
@@ -32,30 +33,60 @@ def _files(path):
     return [path]
 
 
+# The most characters one value of a line may take: a line longer than its values allow is
+# refused before it is split (one line of a gigabyte would be millions of strings first).
+_VALUE_CHARS = 256
+_BLOCK = 1 << 20   # values parsed before they are packed into an array block
+
+
 def _read_rows(path, width, dtype):
     """The rows of the CSV file(s) at ``path`` as an ``(n, width)`` array of ``dtype``."""
-    rows = []
-    parse = float if numpy.dtype(dtype).kind == "f" else int
+    dtype = numpy.dtype(dtype)
+    parse = float if dtype.kind == "f" else int
+    low = high = None
+    if dtype.kind in "iu":
+        low, high = numpy.iinfo(dtype).min, numpy.iinfo(dtype).max
+    line_limit = _VALUE_CHARS * width + 2
+    blocks, values = [], []
     for name in _files(path):
         try:
             handle = open_regular(name, "rb")
         except OSError as exc:
             raise CSVError("%s: cannot read the CSV file (%s)" % (name, exc.strerror or exc)) from None
         with handle:
-            for lineno, raw in enumerate(handle, 1):
+            for lineno in itertools.count(1):
+                raw = handle.readline(line_limit + 1)
+                if not raw:
+                    break
+                if len(raw) > line_limit:
+                    raise CSVError("%s, line %d: longer than %d values of a number each could be "
+                                   "(the shape's size is %d)" % (name, lineno, width, width))
                 line = raw.strip()
                 if not line:
                     continue
                 try:
-                    values = [parse(v) for v in line.decode("ascii").split(",")]
+                    row = [parse(v) for v in line.decode("ascii").split(",")]
                 except (UnicodeDecodeError, ValueError):
                     raise CSVError("%s, line %d: expected %d comma-separated numbers, got %r"
                                    % (name, lineno, width, line[:80].decode("ascii", "replace"))) from None
-                if len(values) != width:
+                if len(row) != width:
                     raise CSVError("%s, line %d: expected %d values (the size of the shape), got %d"
-                                   % (name, lineno, width, len(values)))
-                rows.append(values)
-    return numpy.array(rows, dtype=dtype).reshape(len(rows), width)
+                                   % (name, lineno, width, len(row)))
+                if low is not None and not all(low <= v <= high for v in row):
+                    raise CSVError("%s, line %d: a value outside %s's range [%d, %d]"
+                                   % (name, lineno, dtype.name, low, high))
+                values.extend(row)
+                if len(values) >= _BLOCK:
+                    blocks.append(_packed(values, dtype))
+                    values = []
+    blocks.append(_packed(values, dtype))
+    data = numpy.concatenate(blocks)
+    return data.reshape(len(data) // width if width else 0, width)
+
+
+def _packed(values, dtype):
+    with numpy.errstate(over="ignore"):   # a number beyond float16/32 is Inf, as in MXNet
+        return numpy.array(values, dtype=dtype)
 
 
 class CSVIter(DataIter):

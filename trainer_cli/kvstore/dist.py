@@ -151,7 +151,7 @@ def _gc_from_code(code, bits):
 # --------------------------------------------------------------------------------------------
 # What both stores share
 
-_WIRE = re.compile(r"^r(\d+)_w(\d+)$")
+_WIRE = re.compile(r"^r(\d+)_w(\d+)$", re.ASCII)
 
 
 def wire_entries(state: dict) -> dict:

@@ -25,7 +25,7 @@ from .base import KVStoreBase
 
 __all__ = ["KVStoreLocal", "group_key_values"]
 
-_RESIDUAL = re.compile(r"^r(\d+)_(\d+)$")
+_RESIDUAL = re.compile(r"^r(\d+)_(\d+)$", re.ASCII)
 
 
 def _host_copy(arr):

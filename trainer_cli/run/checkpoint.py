@@ -29,7 +29,7 @@ from .layout import RunDirError
 
 __all__ = ["save_checkpoint", "snapshot", "file_writers", "begin_checkpoint", "PendingCheckpoint",
            "write_checkpoint", "load_checkpoint", "prune", "clean_leftovers", "set_aside_after",
-           "resume_point", "chosen_checkpoint", "point_best", "BEST_CHOICE"]
+           "resume_point", "chosen_checkpoint", "using_checkpoint", "point_best", "BEST_CHOICE"]
 
 # What ``--from best`` passes for the checkpoint the ``best`` pointer names.
 BEST_CHOICE = "best"
@@ -260,6 +260,22 @@ def chosen_checkpoint(run_dir, which=None):
     if point is None:
         raise RunDirError("%s: no checkpoint yet (is it a run directory?)" % run_dir)
     return point
+
+
+def using_checkpoint(run_dir, which, use):
+    """``use(step, folder)`` for the checkpoint ``which`` (see :func:`chosen_checkpoint`). A run
+    that trains meanwhile removes old checkpoints (``keep_last``): when ``use`` fails because
+    the latest or best one it was given is gone, it is given the one chosen now (a few times)."""
+    for attempt in range(_CHOOSE_AGAIN + 1):
+        step, folder = chosen_checkpoint(run_dir, which)
+        try:
+            return use(step, folder)
+        except Exception:  # noqa: BLE001 - whatever reading a removed file raised; else re-raised
+            if isinstance(which, int) or folder.is_dir() or attempt == _CHOOSE_AGAIN:
+                raise
+
+
+_CHOOSE_AGAIN = 3
 
 
 def best_step(run_dir) -> int:

@@ -19,7 +19,7 @@ import numpy
 from numpy.lib import format as _npy_format
 
 from .._bounded import open_regular
-from .._npz import NpzError, read_npz
+from .._npz import NpzError, read_npy_header, read_npz
 from ..config.suggest import excerpt
 from .layout import RunDirError
 from .memory import check_fits
@@ -363,9 +363,7 @@ def load_npy(path) -> numpy.ndarray:
             version = _read_npy_magic(f)
             if version not in ((1, 0), (2, 0), (3, 0)):
                 raise ValueError("unknown .npy format version %s" % (version,))
-            read_header = (_npy_format.read_array_header_1_0 if version == (1, 0)
-                           else _npy_format.read_array_header_2_0)
-            shape, fortran, dtype = read_header(f)
+            shape, fortran, dtype = read_npy_header(f, version)
             if dtype.hasobject:
                 raise ValueError("it holds Python objects (pickled data), which are never loaded")
             offset, size = f.tell(), os.fstat(f.fileno()).st_size

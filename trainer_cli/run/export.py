@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._outpath import check_output_path
+from .._outpath import check_output_path, write_failure
 from . import layout
-from .checkpoint import chosen_checkpoint
+from .checkpoint import using_checkpoint
 
 __all__ = ["EXPORT_FORMATS", "export_path", "export_weights"]
 
@@ -36,13 +36,18 @@ def export_weights(run_dir, prefix, fmt: str = "mxnet", which=None) -> dict:
 
     if fmt not in EXPORT_FORMATS:
         raise ValueError("format must be one of %s, not %r" % (", ".join(EXPORT_FORMATS), fmt))
-    step, folder = chosen_checkpoint(run_dir, which)
-    try:
-        weights = load_arrays(folder / layout.PARAMS_FILE)
-    except ParamFileError as exc:
-        raise layout.RunDirError(str(exc)) from None
+    def read(step, folder):
+        try:
+            return step, folder, load_arrays(folder / layout.PARAMS_FILE)
+        except ParamFileError as exc:
+            raise layout.RunDirError(str(exc)) from None
+    step, folder, weights = using_checkpoint(run_dir, which, read)
     path = check_output_path(export_path(prefix, fmt), "export")
-    save_arrays(path, weights, format=fmt)
+    layout.check_not_run_file(run_dir, path, "export")
+    try:
+        save_arrays(path, weights, format=fmt)
+    except OSError as exc:   # its folder read-only, the disk full: said of the output
+        raise write_failure(path, exc, "export") from None
     return {"path": str(path), "format": fmt, "checkpoint": str(folder), "step": step,
             "parameters": [{"name": name, "shape": list(array.shape), "dtype": array.dtype.name}
                            for name, array in weights.items()]}

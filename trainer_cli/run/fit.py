@@ -112,7 +112,7 @@ def _text(layout) -> str:
     return "%s %s" % (list(layout[0]), layout[1])
 
 
-_NAME = re.compile(r"^r(\d+)_(w?)(\d+)$")
+_NAME = re.compile(r"^r(\d+)_(w?)(\d+)$", re.ASCII)
 
 
 def check_residuals(path, arrays: dict, kv, trainer, contexts) -> None:

@@ -45,7 +45,7 @@ __all__ = [
     "CONFIG_FILE", "METRICS_FILE", "METRICS_CSV", "LOG_FILE", "CHECKPOINTS", "LATEST", "BEST",
     "PARAMS_FILE", "STATES_FILE", "KVSTORE_FILE", "META_FILE", "META_FORMAT", "RunDirError",
     "checkpoint_name", "checkpoint_dir", "list_checkpoints", "read_latest", "read_best", "read_meta",
-    "check_not_linked",
+    "check_not_linked", "check_not_run_file",
     "verify_checkpoint", "newest_intact", "file_digest", "json_safe", "LATEST_LIMIT", "META_LIMIT",
 ]
 
@@ -79,7 +79,7 @@ def json_safe(value):
 LATEST_LIMIT = 4096
 META_LIMIT = 16 * MiB
 
-_STEP_DIR = re.compile(r"^step-(\d+)$")
+_STEP_DIR = re.compile(r"^step-(\d+)$", re.ASCII)  # "step-١٨" is not step 18
 
 
 class RunDirError(ValueError):
@@ -153,6 +153,25 @@ def file_digest(path, limit: int | None = None) -> str:
 
 def _why(exc) -> str:
     return (getattr(exc, "strerror", None) or str(exc)) if isinstance(exc, OSError) else str(exc)
+
+
+# Files of the run directory itself that an output of the same suffix could replace.
+_RUN_FILES = (CONFIG_FILE, METRICS_FILE, METRICS_CSV, LOG_FILE, "env.json", "model.json",
+              "feature_scaling.npz", "report.html")
+
+
+def check_not_run_file(run_dir, path, what="output") -> None:
+    """An output (predict's, export's) may not replace a file of the run it reads: a
+    checkpoint's ``params.npz`` or ``metrics.csv`` overwritten by a typo is lost data."""
+    from .._outpath import OutputRefused
+
+    run_dir = os.path.realpath(run_dir)
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    checkpoints = os.path.join(run_dir, CHECKPOINTS)
+    inside = folder == checkpoints or folder.startswith(checkpoints + os.sep)
+    if inside or (folder == run_dir and os.path.basename(path) in _RUN_FILES):
+        raise OutputRefused("%s: %s: a file of the run directory %s it reads (its checkpoints and "
+                            "records are never replaced); write elsewhere" % (path, what, run_dir))
 
 
 def check_not_linked(ckpt_dir) -> None:

@@ -18,6 +18,9 @@ Output (by suffix), written batch by batch into a temporary file renamed at the 
 from __future__ import annotations
 
 import csv
+import errno
+import io
+import itertools
 import math
 import os
 import shutil
@@ -29,7 +32,8 @@ import numpy
 from numpy.lib import format as _npy_format
 
 from .._atomic import atomic_write, fsync_dir
-from .._outpath import check_output_path
+from .._outpath import check_output_path, write_failure
+from . import layout
 from .data import CSRRows, DataError, is_csr_npz, load_npy, read_csr
 
 __all__ = ["INPUT_SUFFIXES", "OUTPUT_SUFFIXES", "read_input", "predict_file"]
@@ -38,6 +42,8 @@ INPUT_SUFFIXES = (".npy", ".npz", ".csv")
 OUTPUT_SUFFIXES = (".npz", ".npy", ".csv")
 # A .csv input larger than this is refused (it is parsed in memory): a .npy is read in batches.
 CSV_LIMIT = 1 << 30
+CSV_LINE_LIMIT = 8 << 20
+_CSV_BLOCK = 1 << 20   # values parsed before they are packed into a float32 block
 
 
 def read_input(path, key=None):
@@ -82,29 +88,61 @@ def _read_npz_input(path, key):
 
 
 def _read_csv_input(path):
+    from .._bounded import open_regular
+
     try:
-        if os.stat(path).st_size > CSV_LIMIT:
-            raise DataError("%s: more than %d GiB of CSV; convert it to .npy, which is read in "
-                            "batches" % (path, CSV_LIMIT >> 30))
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            rows = [(n, row) for n, row in enumerate(csv.reader(f), start=1) if row]
+        # open_regular: a FIFO or a device in its place (``-i /dev/zero``) is refused, not read
+        # forever.
+        with open_regular(path) as raw:
+            if os.fstat(raw.fileno()).st_size > CSV_LIMIT:
+                raise DataError("%s: more than %d GiB of CSV; convert it to .npy, which is read "
+                                "in batches" % (path, CSV_LIMIT >> 30))
+            text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+            return _parse_csv(path, csv.reader(_bounded_lines(path, text)))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise DataError("%s: cannot read (%s)" % (path, exc)) from None
-    if rows and not _numeric(rows[0][1]):
-        rows = rows[1:]   # a header
-    if not rows:
-        raise DataError("%s: no data rows" % path)
-    width = len(rows[0][1])
-    x = numpy.empty((len(rows), width), dtype=numpy.float32)
-    for r, (line, row) in enumerate(rows):
+
+
+def _bounded_lines(path, text):
+    """The lines of ``text``, each at most CSV_LINE_LIMIT characters: one line of a gigabyte
+    would otherwise become a list of millions of strings before its width is checked."""
+    for line_no in itertools.count(1):
+        line = text.readline(CSV_LINE_LIMIT + 1)
+        if not line:
+            return
+        if len(line) > CSV_LINE_LIMIT:
+            raise DataError("%s:%d: a line longer than %d MiB; convert the samples to .npy"
+                            % (path, line_no, CSV_LINE_LIMIT >> 20))
+        yield line
+
+
+def _parse_csv(path, reader):
+    """The rows of ``reader`` as float32, gathered a block at a time (a flat list of Python
+    floats costs some 30 bytes a value: only a block of them is held)."""
+    blocks, values, width, line, seen = [], [], None, 0, 0
+    for row in reader:
+        line = reader.line_num
+        if not row:
+            continue
+        seen += 1
+        if seen == 1 and not _numeric(row):
+            continue   # a header
+        if width is None:
+            width = len(row)
         if len(row) != width:
             raise DataError("%s:%d: expected %d columns, got %d" % (path, line, width, len(row)))
         try:
-            x[r] = [float(cell) for cell in row]
+            values.extend(float(cell) for cell in row)
         except ValueError:
             bad = next(c for c in row if not _numeric([c]))
             raise DataError("%s:%d: expected a number, got %r" % (path, line, bad[:40])) from None
-    return x
+        if len(values) >= _CSV_BLOCK:
+            blocks.append(numpy.array(values, dtype=numpy.float32))
+            values = []
+    if width is None:
+        raise DataError("%s: no data rows" % path)
+    blocks.append(numpy.array(values, dtype=numpy.float32))
+    return numpy.concatenate(blocks).reshape(-1, width)
 
 
 def _numeric(cells) -> bool:
@@ -147,7 +185,7 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     after each batch."""
     from .loop import validation_pass
     from .data import as_batch
-    from .scaling import run_scaling
+    from .scaling import SCALING_FILE, run_scaling
     from .trained import load_trained
 
     output_path = Path(output_path)
@@ -155,9 +193,11 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
         raise DataError("%s: the output's suffix says its format: .npz, .npy or .csv"
                         % output_path)
     check_output_path(output_path, "predict output")
+    layout.check_not_run_file(run_dir, output_path, "predict output")
     x = read_input(input_path, key)
     if not isinstance(x, CSRRows) and x.ndim == 1:
         x = x.reshape(-1, 1)
+    _check_finite(_rows(x, 0, 1), 0, input_path)   # before shape inference runs on it
     trained = load_trained(run_dir, which, overrides, sample=_rows(x, 0, 1).astype(numpy.float32),
                            trust_model_file=trust_model_file, command="predict",
                            sample_from=input_path)
@@ -166,18 +206,25 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     bs = batch_size or validation_pass(trained.config.data.batch_size, x)
     n = len(x)
     ctx, dtype = trained.contexts[0], trained.dtype
-    with _Writer(output_path, n, how is not None) as writer:
-        for start in range(0, n, bs):
-            rows = _rows(x, start, start + bs)
-            _check_finite(rows, start, input_path)
-            if scaling is not None:       # the inputs as the model was trained on them
-                rows = scaling.apply(rows)
-            out = trained.net(as_batch(rows if isinstance(rows, CSRRows)
-                                       else rows.astype(numpy.float32, copy=False), ctx, dtype))
-            out = numpy.asarray(out.asnumpy(), dtype=numpy.float32)
-            writer.add(out, _classes(out, how) if how is not None else None)
-            if progress is not None:
-                progress(min(start + bs, n), n)
+    try:
+        with _Writer(output_path, n, how is not None) as writer:
+            for start in range(0, n, bs):
+                rows = _rows(x, start, start + bs)
+                _check_finite(rows, start, input_path)
+                if scaling is not None:       # the inputs as the model was trained on them
+                    with numpy.errstate(over="ignore"):
+                        rows = scaling.apply(rows)
+                    # A value far from a feature's mean, over a tiny std: Inf in float32.
+                    _check_finite(rows, start, "%s (scaled as the run's %s)"
+                                  % (input_path, SCALING_FILE))
+                out = trained.net(as_batch(rows if isinstance(rows, CSRRows)
+                                           else rows.astype(numpy.float32, copy=False), ctx, dtype))
+                out = numpy.asarray(out.asnumpy(), dtype=numpy.float32)
+                writer.add(out, _classes(out, how) if how is not None else None)
+                if progress is not None:
+                    progress(min(start + bs, n), n)
+    except OSError as exc:   # its folder read-only, the disk full: said of the output
+        raise write_failure(output_path, exc, "predict output") from None
     return {"run_dir": str(run_dir), "checkpoint": str(trained.checkpoint), "step": trained.step,
             "input": str(input_path), "output": str(output_path), "samples": n,
             "output_shape": writer.shape, "classifier": how is not None,
@@ -192,13 +239,16 @@ def _check_finite(rows, start, where):
     values = rows.data if isinstance(rows, CSRRows) else rows
     if values.dtype.kind == "f":
         finite = numpy.isfinite(values)
+        if values.dtype.itemsize > 4:
+            # The network reads float32: a larger float64 would become Inf there, unseen.
+            finite &= numpy.abs(values) <= numpy.finfo(numpy.float32).max
         if not finite.all():
             if isinstance(rows, CSRRows):
                 bad = int(numpy.searchsorted(rows.indptr, int(numpy.argmin(finite)), side="right")) - 1
             else:
                 bad = int(numpy.argmin(finite.reshape(len(rows), -1).all(axis=1)))
-            raise DataError("%s: sample %d (counting from 0) holds NaN or Inf"
-                            % (where, start + bad))
+            raise DataError("%s: sample %d (counting from 0) holds NaN or Inf (or a number "
+                            "beyond float32's range)" % (where, start + bad))
 
 
 class _Writer:
@@ -249,8 +299,9 @@ class _Writer:
             members["class"] = (numpy.int64, (self.n,) + classes[0].shape[1:])
             members["probability"] = (numpy.float32, (self.n,) + classes[1].shape[1:])
         for name, (dtype, shape) in members.items():
-            self._arrays[name] = _npy_format.open_memmap(
-                os.path.join(self._tmp, name + ".npy"), mode="w+", dtype=dtype, shape=shape)
+            path = os.path.join(self._tmp, name + ".npy")
+            self._arrays[name] = _npy_format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+            _reserve(path)
 
     def __exit__(self, kind, exc, tb):
         try:
@@ -284,3 +335,17 @@ class _Writer:
             os.fsync(f.fileno())
         os.replace(src, self.path)
         fsync_dir(self.path.parent if str(self.path.parent) else ".")
+
+
+def _reserve(path):
+    """Allocate the disk blocks of the sparse file ``path`` now: a memory-mapped write that
+    finds the disk full is a SIGBUS that kills the process; here it is an ENOSPC OSError."""
+    if not hasattr(os, "posix_fallocate"):
+        return
+    with open(path, "r+b") as f:
+        try:
+            os.posix_fallocate(f.fileno(), 0, os.fstat(f.fileno()).st_size)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                return   # a file system that cannot reserve: written as before
+            raise

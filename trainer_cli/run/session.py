@@ -14,6 +14,7 @@ same files.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import sys
 import time
@@ -196,9 +197,12 @@ def _disk_errors(run_dir, point):
     except OSError as exc:
         kept = ("the checkpoint %s is kept and intact" % point[1].name if point is not None
                 else "nothing was changed")
-        raise RunDirError("cannot write %s: %s; %s. Free some space (or make it writable) and "
-                          "resume again" % (exc.filename or run_dir, exc.strerror or exc, kept)
-                          ) from None
+        # A rename names its temporary source first: the file meant is its destination.
+        where = getattr(exc, "filename2", None) or exc.filename or run_dir
+        cure = ("Remove the folder in its place" if exc.errno == errno.EISDIR
+                else "Free some space (or make it writable)")
+        raise RunDirError("cannot write %s: %s; %s. %s and resume again"
+                          % (where, exc.strerror or exc, kept, cure)) from None
 
 
 def read_run_config(run_dir, overrides=()):

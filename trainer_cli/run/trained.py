@@ -17,7 +17,7 @@ from .. import random as _random
 from ..config import ConfigError, ConfigIssue
 from . import layout
 from . import model_record as _model_record
-from .checkpoint import chosen_checkpoint
+from .checkpoint import using_checkpoint
 from .layout import RunDirError
 
 __all__ = ["Trained", "load_trained", "evaluate_run", "check_use_overrides"]
@@ -70,16 +70,22 @@ def load_trained(run_dir, which=None, overrides=(), sample=None, trust_model_fil
     latest, ``"best"``, or a step). ``sample``: a few input rows for shape inference (None:
     the config's training data is read for them), checked against the samples the run trained
     on and, if they differ, blamed on ``sample_from``."""
-    from .fit import check_params
-    from .model import build_network, model_source
-    from ..gluon.param_file import ParamFileError, load_arrays
+    from .model import model_source
 
     run_dir = Path(run_dir)
     check_use_overrides(overrides, command)
     config = _config(run_dir, overrides)
     model_file, _ = model_source(config.model, forbid=run_dir)
     trusted = _model_record.check_record(run_dir, config.model.name, model_file, trust_model_file)
-    step, folder = chosen_checkpoint(run_dir, which)
+    return using_checkpoint(run_dir, which, lambda step, folder: _load_from(
+        run_dir, step, folder, config, trusted, sample, sample_from))
+
+
+def _load_from(run_dir, step, folder, config, trusted, sample, sample_from) -> Trained:
+    from .fit import check_params
+    from .model import build_network
+    from ..gluon.param_file import ParamFileError, load_arrays
+
     meta = layout.read_meta(folder)
     features = (meta.get("data") or {}).get("features")
     if not (isinstance(features, list) and all(isinstance(d, int) and d > 0 for d in features)):

@@ -26,7 +26,7 @@ __all__ = ["source_params_file", "load_init_from", "apply_freeze_and_lr_mult",
 # Pointer files of a run's checkpoints/ folder that init_from may name (``best`` is kept by runs
 # that keep their best checkpoint).
 POINTERS = (layout.BEST, layout.LATEST)
-_STEP_TEXT = re.compile(r"^step-(\d+)$")
+_STEP_TEXT = re.compile(r"^step-(\d+)$", re.ASCII)
 
 
 def _issue(config_file, key, message):

@@ -6,6 +6,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import random as _py_random
+import time
 
 import numpy
 
@@ -14,11 +15,20 @@ from ...ndarray import NDArray
 from ...ndarray import creation, ops
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
-__all__ = ["DataLoader", "default_batchify_fn", "DataLoaderTimeout"]
+__all__ = ["DataLoader", "default_batchify_fn", "DataLoaderTimeout", "DataLoaderWorkerDied"]
 
 
 class DataLoaderTimeout(TimeoutError):
     """A worker did not deliver a batch within the DataLoader's ``timeout``."""
+
+
+class DataLoaderWorkerDied(RuntimeError):
+    """A worker process ended while batches were awaited (killed by a signal, the out-of-memory
+    killer say): the batch it held is lost, so the wait ends at once rather than at ``timeout``."""
+
+
+# How often a wait for a batch looks whether a worker process has died.
+_WORKER_CHECK_S = 0.5
 
 
 def default_batchify_fn(data):
@@ -110,6 +120,7 @@ class DataLoader:
         self._thread_pool = bool(thread_pool)
         self._timeout = timeout
         self._pool = None
+        self._workers = []   # the worker processes the pool started (none for threads)
 
     def _worker_pool(self):
         if self._pool is None:
@@ -122,7 +133,31 @@ class DataLoader:
                 self._pool = multiprocessing.get_context(method).Pool(
                     self._num_workers, initializer=_worker_init,
                     initargs=(self._dataset, batchify, seed))
+                # The pool replaces a dead worker silently and the batch it held never comes:
+                # its first processes are kept to see that one ended.
+                self._workers = list(getattr(self._pool, "_pool", ()))
         return self._pool
+
+    def _wait(self, result):
+        """The batch of ``result``; an error when a worker died or ``timeout`` passed."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                return result.get(max(0.0, min(_WORKER_CHECK_S, deadline - time.monotonic())))
+            except multiprocessing.TimeoutError:
+                pass
+            for worker in self._workers:
+                code = worker.exitcode
+                if code is not None:
+                    how = ("was killed by signal %d" % -code if code < 0
+                           else "exited with status %d" % code)
+                    raise DataLoaderWorkerDied(
+                        "a DataLoader worker process (pid %d) %s while batches were awaited (out "
+                        "of memory?); its batch is lost" % (worker.pid, how))
+            if time.monotonic() >= deadline:
+                raise DataLoaderTimeout(
+                    "a DataLoader worker gave no batch within timeout=%s seconds (a slow "
+                    "transform: raise timeout)" % (self._timeout,))
 
     def __iter__(self):
         if self._num_workers == 0:
@@ -159,13 +194,7 @@ class DataLoader:
                 break
         while pending:
             result = pending.pop(0)
-            try:
-                batch = result.get(self._timeout)
-            except multiprocessing.TimeoutError:
-                raise DataLoaderTimeout(
-                    "a DataLoader worker gave no batch within timeout=%s seconds (a slow "
-                    "transform: raise timeout; a worker that died: see its error above)"
-                    % (self._timeout,)) from None
+            batch = self._wait(result)
             for indices in batches:
                 pending.append(submit(indices))
                 break

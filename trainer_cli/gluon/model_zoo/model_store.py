@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 
+from ..._bounded import open_regular
 from ...base import data_dir
 
 __all__ = ["ModelStoreError", "data_dir", "get_model_file", "short_hash", "load_pretrained"]
@@ -65,11 +66,24 @@ def short_hash(name: str) -> str:
     return _SHA1[name][:8]
 
 
+# More than any file MXNet publishes holds (vgg19_bn, the largest, about 550 MB): a larger file
+# is not the published one, and is refused without being hashed.
+MAX_MODEL_FILE_BYTES = 1 << 30
+
+
 def _sha1(path: str) -> str:
+    """The SHA-1 of the regular file ``path`` (a FIFO or a device in the store is refused, not
+    read forever); None when it is larger than any published file."""
     digest = hashlib.sha1()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > MAX_MODEL_FILE_BYTES:
+            return None
+        left = MAX_MODEL_FILE_BYTES + 1
+        for block in iter(lambda: f.read(min(1 << 20, left)), b""):
             digest.update(block)
+            left -= len(block)
+            if not left:
+                return None
     return digest.hexdigest()
 
 
@@ -82,10 +96,15 @@ def get_model_file(name: str, root: str | None = None) -> str:
     where = ("MXNet publishes it as %s (unzip it there), or run MXNet 1.9.1's "
              "gluon.model_zoo.vision.get_model(%r, pretrained=True) once, which stores it there"
              % (_URL % file_name, name))
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise ModelStoreError("pretrained weights for %s: no file %s (nothing is downloaded here). %s."
                               % (name, path, where))
-    if _sha1(path) != _SHA1[name]:
+    try:
+        found = _sha1(path)
+    except OSError as exc:
+        raise ModelStoreError("pretrained weights for %s: cannot read %s (%s). %s."
+                              % (name, path, exc.strerror or exc, where)) from None
+    if found != _SHA1[name]:
         raise ModelStoreError("pretrained weights for %s: %s is not the file MXNet publishes (its "
                               "SHA-1 differs from %s). %s." % (name, path, _SHA1[name], where))
     return path

@@ -77,9 +77,10 @@ def _read_bounded(path, limit, opener=None, head_only=False):
     return data
 
 
-def _read_idx(path, magic, dims):
+def _read_idx(path, magic, dims, expected=None):
     """An idx file (gzip-compressed when named ``.gz``): big-endian magic, ``dims`` sizes, then
-    uint8 values."""
+    uint8 values. ``expected``: the shape the header must give (checked before the data is
+    inflated: a small gzip bomb behind a header of the wrong shape is not read)."""
     header = 4 + 4 * dims
     opener = "gzip" if path.endswith(".gz") else None
     head = _read_bounded(path, header, opener, head_only=True)
@@ -94,6 +95,9 @@ def _read_idx(path, magic, dims):
     if header + count > MAX_FILE_BYTES:
         raise DatasetFileError("%s: header claims %s values, more than this reader takes"
                                % (path, shape))
+    if expected is not None and shape != tuple(expected):
+        raise DatasetFileError("%s: its header gives shape %s; expected %s"
+                               % (path, shape, tuple(expected)))
     data = _read_bounded(path, header + count, opener)
     if len(data) != header + count:
         raise DatasetFileError("%s: truncated: %d data bytes where the header says %d"
@@ -143,10 +147,7 @@ class MNIST(_DownloadedDataset):
         data_path, label_path = _locate(self._root, [data_name, label_name],
                                         type(self).__name__, plain_too=True)
         label = _read_idx(label_path, 0x801, 1).astype(numpy.int32)
-        data = _read_idx(data_path, 0x803, 3)
-        if data.shape[0] != len(label) or data.shape[1:] != (28, 28):
-            raise DatasetFileError("%s holds images of shape %s for %d labels; expected (%d, 28, 28)"
-                                   % (data_path, data.shape, len(label), len(label)))
+        data = _read_idx(data_path, 0x803, 3, expected=(len(label), 28, 28))
         data = data.reshape(len(label), 28, 28, 1)
         self._data = creation.array(data, dtype=data.dtype)
         self._label = label
