@@ -402,6 +402,21 @@ def check_step(step, sync, optimizer=None):
     return check
 
 
+def check_loop(name, step, weights, sync=lambda: None):
+    """``check_step`` for a standalone script's own loop: ``step()`` runs one training step and
+    ``weights()`` returns the weights as host arrays. The outcome is printed (stderr, beside the
+    script's progress) and returned for the script's report; a failed check raises CheckFailed,
+    so the script stops before timing a step that does nothing."""
+    check = check_step(_with_weights(step, weights), sync)
+    print("check %s: %s" % (name, json.dumps(check)), file=sys.stderr, flush=True)
+    return check
+
+
+def gluon_weights(block):
+    """A Gluon block's weights as host arrays (ours or MXNet's), for ``check_step``."""
+    return lambda: [p.data().asnumpy() for p in block.collect_params().values()]
+
+
 # ----------------------------------------------------------------------------- cases
 N_PARAMS, N_TENSORS = 10_000_000, 200
 MLP_CASES = {

@@ -76,6 +76,16 @@ else:
             y = (emb(ids[i % 8]) * c).sum()
         y.backward()
         trainer.step(1)
+# Checked before timing (benchmarks/_worker.py): one step must change the rows it touches and
+# keep them finite (the rows only: a copy of the whole 10M-row table would dwarf the step).
+sys.path.insert(0, sys.argv[8])
+import _worker
+if framework == "torch":
+    touched = lambda: [emb.weight.detach()[ids[0]].cpu().numpy()]
+else:
+    touched = lambda: [nd.take(emb.weight.data(), ids[0]).asnumpy()]
+check = _worker.check_loop("%s %s %d rows" % (framework, optimizer, vocab), lambda: step(0),
+                           touched, sync)
 for i in range(20):
     step(i)
 sync()
@@ -90,14 +100,14 @@ for _ in range(5):
     sync()
     wall.append(per / (time.perf_counter() - start))
     cpu.append(per / max(1e-9, time.process_time() - start_cpu))
-print(json.dumps({"wall": sorted(wall)[2], "cpu": sorted(cpu)[2]}))
+print(json.dumps({"wall": sorted(wall)[2], "cpu": sorted(cpu)[2], "check": check}))
 '''
 
 
 def measure(python, framework, optimizer, vocab, steps, device="cpu"):
     env = _calibrate.peer_env(1)      # nothing inherited: one thread everywhere, for every side
     proc = subprocess.run([python, "-c", WORKER, framework, optimizer, str(vocab), str(steps),
-                           str(DIM), str(ROWS), device], capture_output=True, text=True, env=env, cwd=ROOT)
+                           str(DIM), str(ROWS), device, HERE], capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         return None, proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
     return json.loads(proc.stdout.strip().splitlines()[-1]), None
@@ -150,7 +160,7 @@ def main(argv=None):
                 continue
             cases.append((framework, optimizer, 1_000_000, python))
     cases.append(("ours", "sgd", 10_000_000, sys.executable))
-    rates, by_round = {}, {}
+    rates, by_round, checks = {}, {}, {}
     for r in range(args.rounds):
         for framework, optimizer, vocab, python in (cases if r % 2 == 0 else cases[::-1]):
             got, why = measure(python, framework, optimizer, vocab, args.steps, device)
@@ -158,6 +168,7 @@ def main(argv=None):
                 notes.append("%s %s %d rows: %s" % (framework, optimizer, vocab, why))
             else:
                 rates.setdefault((framework, optimizer, vocab), []).append(got[clock])
+                checks["%s/%s/%d" % (framework, optimizer, vocab)] = got["check"]
                 by_round.setdefault((framework, optimizer, vocab), {})[r] = got[clock]
     median = {k: statistics.median(v) for k, v in rates.items()}
     rows = {(f, o): v for (f, o, vocab), v in median.items() if vocab == 1_000_000}
@@ -166,7 +177,7 @@ def main(argv=None):
               "steps": args.steps, "table": [1_000_000, DIM], "rows_per_batch": ROWS,
               "steps_per_s": {"%s/%s" % k: v for k, v in rows.items()},
               "all_rounds": {"%s/%s/%d" % k: v for k, v in rates.items()},
-              "ours_sgd_10M_steps_per_s": big, "notes": notes}
+              "ours_sgd_10M_steps_per_s": big, "checks": checks, "notes": notes}
     for optimizer in ("sgd", "adam"):
         ours = rows.get(("ours", optimizer))
         for peer in ("torch", "mxnet"):
@@ -204,6 +215,9 @@ def main(argv=None):
               % (r, "met" if r <= 1.2 else "NOT met"))
     for line in _calibrate.summary_lines(report.get("sides")):
         print("  " + line)
+    print("  checked before timing (one step changes the rows it touches, keeps them finite): "
+          + ", ".join("%s %s" % (k, "passed" if c["changes_weights"] and c["finite"] else "FAILED")
+                      for k, c in sorted(checks.items())))
     for note in notes:
         print("  note: " + note)
 
