@@ -215,9 +215,9 @@ def main(argv=None):
               % (r, "met" if r <= 1.2 else "NOT met"))
     for line in _calibrate.summary_lines(report.get("sides")):
         print("  " + line)
+    # A case whose check failed stopped before timing and is in the notes instead.
     print("  checked before timing (one step changes the rows it touches, keeps them finite): "
-          + ", ".join("%s %s" % (k, "passed" if c["changes_weights"] and c["finite"] else "FAILED")
-                      for k, c in sorted(checks.items())))
+          "%s passed" % ", ".join(sorted(checks)))
     for note in notes:
         print("  note: " + note)
 
