@@ -103,6 +103,15 @@ def runner(steps, run_root, overrides=(), base=(), live=False):
     return steps / summary["elapsed_s"]
 
 
+# What the bare loop's check before timing found (check_loop in _worker.py), for the report.
+BARE_CHECK = {}
+
+
+def _check_bare(step, net):
+    from _worker import check_loop, gluon_weights
+    BARE_CHECK.update(check_loop("bare loop", step, gluon_weights(net)))
+
+
 def bare(steps, base=()):
     import numpy
 
@@ -140,6 +149,7 @@ def bare(steps, base=()):
         trainer.step(batch)
 
     try:
+        _check_bare(step, net)
         for _ in range(20):
             step()
         start = time.perf_counter()
@@ -335,6 +345,7 @@ def _turns(loop, recorder, parts, config, rounds, turn):
 
     names = ("bare",) + PARTS
     times = {name: [] for name in names}
+    _check_bare(lambda: bare_steps(1), net)
     for name in names:                      # warm-up: every path's kernels and first calls
         switch(name)
         (bare_steps if name == "bare" else runner_steps)(max(50, turn // 4))
@@ -512,7 +523,8 @@ def main(argv=None):
         costs = checkpoint_costs(args.threads, args.overrides)
         if args.json:
             json.dump({"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
-                       "us_per_step": us, "checkpoint_ms": costs}, sys.stdout, indent=2)
+                       "us_per_step": us, "checkpoint_ms": costs, "bare_check": BARE_CHECK},
+                      sys.stdout, indent=2)
             print()
         else:
             print_breakdown(us)
@@ -564,6 +576,7 @@ def main(argv=None):
     report["sides"] = [_calibrate.describe("ours (this process: bare loop; trainer run: same "
                                            "builds and environment)", nd=_nd())]
     report["sides"] += [runs[-1]["side"] for runs in peer_runs.values() if runs]
+    report["bare_check"] = BARE_CHECK
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         print()
@@ -580,6 +593,8 @@ def main(argv=None):
                  " / ".join("%.0f%%" % (100 * v) for v in report["ratio_of_medians"].values()),
                  load_before[0]))
         print_peers(report)
+        print("bare loop checked before timing (a step changes the weights, keeps them "
+              "finite): %s" % json.dumps(BARE_CHECK))
     return 0
 
 
