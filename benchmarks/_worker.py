@@ -402,14 +402,19 @@ def check_step(step, sync, optimizer=None):
     return check
 
 
-def check_loop(name, step, weights, sync=lambda: None):
-    """``check_step`` for a standalone script's own loop: ``step()`` runs one training step and
-    ``weights()`` returns the weights as host arrays. The outcome is printed (stderr, beside the
+def report_check(name, step, sync=lambda: None, optimizer=None):
+    """``check_step`` for a standalone script: the outcome is printed (stderr, beside the
     script's progress) and returned for the script's report; a failed check raises CheckFailed,
     so the script stops before timing a step that does nothing."""
-    check = check_step(_with_weights(step, weights), sync)
+    check = check_step(step, sync, optimizer)
     print("check %s: %s" % (name, json.dumps(check)), file=sys.stderr, flush=True)
     return check
+
+
+def check_loop(name, step, weights, sync=lambda: None):
+    """``report_check`` for a script's own loop: ``step()`` runs one training step and
+    ``weights()`` returns the weights as host arrays."""
+    return report_check(name, _with_weights(step, weights), sync)
 
 
 def gluon_weights(block):

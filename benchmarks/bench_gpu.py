@@ -16,6 +16,8 @@ import statistics
 import sys
 import time
 
+from _worker import _torch_arrays, _with_weights, report_check
+
 N_PARAMS, N_TENSORS = 100_000_000, 200
 ADAM_BYTES_PER_PARAM = 28       # reads w, g, m, v and writes w, m, v: seven float32 arrays
 
@@ -48,7 +50,9 @@ def ours_adam(ctx):
     grads = [nd.random.normal(shape=(size,), ctx=ctx) for _ in range(N_TENSORS)]
     updater = optimizer.get_updater(optimizer.create("adam", learning_rate=1e-3))
     indices = list(range(N_TENSORS))
-    return lambda: updater(indices, grads, weights)
+    return _with_weights(lambda: updater(indices, grads, weights),
+                         lambda: [w.asnumpy() for w in weights],
+                         lambda: [g.asnumpy() for g in grads], rule="mxnet")
 
 
 def torch_adam():
@@ -57,7 +61,12 @@ def torch_adam():
     ps = [torch.nn.Parameter(torch.randn(size, device="cuda")) for _ in range(N_TENSORS)]
     for p in ps:
         p.grad = torch.randn(size, device="cuda")
-    return torch.optim.Adam(ps, lr=1e-3, fused=True).step
+    return _with_weights(torch.optim.Adam(ps, lr=1e-3, fused=True).step,
+                         lambda: _torch_arrays(ps), lambda: _torch_arrays(p.grad for p in ps),
+                         rule="torch")
+
+
+ADAM = ("adam", {"learning_rate": 1e-3})
 
 
 def copy_bandwidth(cupy, sync):
@@ -93,19 +102,32 @@ def main(argv=None):
     ours_lib, torch_lib = Gluon("trainer_cli"), Torch() if has_torch else None
     for case in ("mlp_sgd_b64", "mlp_adam_b512"):
         batch, name, params = MLP_CASES[case]
-        ours = _rate(ours_lib.mlp_step(batch, name, params, ctx=ctx), sync_ours, seconds)
-        peer = (_rate(torch_lib.mlp_step(batch, name, params, device="cuda"), sync_torch, seconds)
-                if has_torch else None)
+        checks = {}
+        step = ours_lib.mlp_step(batch, name, params, ctx=ctx)
+        checks["ours"] = report_check("ours " + case, step, sync_ours)
+        ours = _rate(step, sync_ours, seconds)
+        peer = None
+        if has_torch:
+            step = torch_lib.mlp_step(batch, name, params, device="cuda")
+            checks["torch"] = report_check("torch " + case, step, sync_torch)
+            peer = _rate(step, sync_torch, seconds)
         rows.append({"case": "MLP 784-256-256-10, batch %d, %s" % (batch, name), "unit": "steps/s",
                      "ours": ours, "torch": peer,
-                     "ratio": None if peer is None else ours / peer})
-    ours = _median_seconds(ours_adam(ctx), sync_ours, 10)
-    peer = _median_seconds(torch_adam(), sync_torch, 10) if has_torch else None
+                     "ratio": None if peer is None else ours / peer, "check": checks})
+    step = ours_adam(ctx)
+    checks = {"ours": report_check("ours adam 100M", step, sync_ours, ADAM)}
+    ours = _median_seconds(step, sync_ours, 10)
+    peer = None
+    if has_torch:
+        step = torch_adam()
+        checks["torch"] = report_check("torch adam 100M", step, sync_torch, ADAM)
+        peer = _median_seconds(step, sync_torch, 10)
     bandwidth = copy_bandwidth(cupy, sync_ours)
     rows.append({"case": "Adam step, 100M float32 in 200 tensors", "unit": "ms",
                  "ours": ours * 1e3, "torch": None if peer is None else peer * 1e3,
                  "ratio": None if peer is None else peer / ours,
-                 "copy_bandwidth_fraction": ADAM_BYTES_PER_PARAM * N_PARAMS / ours / bandwidth})
+                 "copy_bandwidth_fraction": ADAM_BYTES_PER_PARAM * N_PARAMS / ours / bandwidth,
+                 "check": checks})
     report = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
               "copy_bandwidth_GBps": bandwidth / 1e9, "cases": rows}
     if args.json:
@@ -121,6 +143,10 @@ def main(argv=None):
             r["case"], r["unit"], r["ours"], "-" if r["torch"] is None else "%.2f" % r["torch"],
             "-" if r["ratio"] is None else "%.2fx" % r["ratio"],
             "-" if fraction is None else "%.0f%%" % (100 * fraction)))
+    # report_check raised on a failed check, so every row printed passed it.
+    print("Every step was checked before timing (it changes the weights and keeps them finite; "
+          "an Adam row equals the reference rule's step): %s"
+          % "; ".join("%s: %s" % (r["case"], ", ".join(r["check"])) for r in rows))
     return 0
 
 
