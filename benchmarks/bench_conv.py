@@ -117,14 +117,15 @@ def main(argv=None):
             print("  %5d %4d %4d %4d %3d %10.2f %7.2f %8.2fx" % (n, c, f, hw, pad, ms_w, ms_i,
                                                                  ms_i / ms_w))
         return 0
-    from _worker import Gluon
+    from _worker import Gluon, report_check
     from trainer_cli import _jit, _malloc
 
     lib = Gluon("ours")
-    steps = {}
+    steps, checks = {}, {}
     for mode in ("kernels", "numpy"):
         _jit._numba = None if mode == "kernels" else False
         steps[mode] = getattr(lib, args.case)()
+        checks[mode] = report_check("%s (%s)" % (args.case, mode), steps[mode], lib.sync)
         for _ in range(3):
             steps[mode]()
     times = {mode: [] for mode in steps}
@@ -150,6 +151,9 @@ def main(argv=None):
         print("  %-8s %.2f / %.2f   system %.2f ms, %d faults"
               % (mode, values[0], values[len(values) // 2], usage[mode][0] / total * 1e3,
                  usage[mode][1] // total))
+    # report_check raised on a failed check, so both passed.
+    print("checked before timing (a step changes the weights, keeps them finite): %s passed"
+          % ", ".join(checks))
     print("GEMMs alone, process CPU ms (forward, weight gradient, column gradient):")
     for name, ms in gemms(args.case, 3 if args.case == "cifar_step" else 10).items():
         print("  %s: %.2f, %.2f, %.2f" % ((name,) + tuple(ms)))
