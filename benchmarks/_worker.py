@@ -417,6 +417,31 @@ def check_loop(name, step, weights, sync=lambda: None):
     return report_check(name, _with_weights(step, weights), sync)
 
 
+def _host(array):
+    import numpy as np
+    return np.asarray(array.get() if hasattr(array, "get") else array)   # cupy's .get()
+
+
+def check_round_trip(quantize, dequantize, grad, threshold, levels):
+    """A gradient codec's check before timing: from a zero residual, the decoded values must be
+    ``levels`` only and not all zero, and decoded plus the residual left must give the gradient
+    back (error feedback loses nothing) within float32 rounding."""
+    import numpy as np
+    residual = grad * 0
+    packed = quantize(grad, residual, threshold)
+    decoded = _host(dequantize(packed, grad.size, threshold))
+    g, r = _host(grad).astype(np.float64), _host(residual).astype(np.float64)
+    err = float(np.max(np.abs(decoded + r - g) / (np.abs(g) + abs(threshold) + 1)))
+    check = {"levels_only": bool(np.isin(decoded, np.float32(levels)).all()),
+             "sends_something": bool(np.any(decoded != 0)),
+             "max_rel_error": err, "round_trip": err <= 1e-6}
+    failed = [k for k in ("levels_only", "sends_something", "round_trip") if not check[k]]
+    if failed:
+        raise CheckFailed("the codec failed its check before timing (%s): %s"
+                          % (", ".join(failed), json.dumps(check)))
+    return check
+
+
 def gluon_weights(block):
     """A Gluon block's weights as host arrays (ours or MXNet's), for ``check_step``."""
     return lambda: [p.data().asnumpy() for p in block.collect_params().values()]
@@ -510,7 +535,8 @@ def compression(timing):
     n = 2_000_000 if timing.quick else 10_000_000
     results = bench_compression.run(n, 5 if timing.quick else 9, 0.5, False, 0)
     return {row["name"]: {"value": row["m_values_per_s"], "unit": "M values/s",
-                          "median_ms": row["median_ms"]} for row in results}
+                          "median_ms": row["median_ms"], "check": row["check"]}
+            for row in results}
 
 
 def _rss_kib():

@@ -32,6 +32,8 @@ from trainer_cli.kvstore.compression import (  # noqa: E402
     quantize_2bit,
 )
 
+from _worker import check_round_trip  # noqa: E402
+
 TARGET_M_PER_S = 500.0
 
 
@@ -76,6 +78,11 @@ def run(n: int, repeats: int, threshold: float, use_gpu: bool, seed: int):
     grad = xp.asarray(grad_host)
     residual = xp.zeros(n, dtype=xp.float32)
     decoded = xp.empty(n, dtype=xp.float32)
+    # Each codec's round trip is checked before anything is timed.
+    checks = {"2bit": check_round_trip(quantize_2bit, dequantize_2bit, grad, threshold,
+                                       (-threshold, 0.0, threshold)),
+              "1bit": check_round_trip(quantize_1bit, dequantize_1bit, grad, threshold,
+                                       (-1.0, 1.0))}
     packed2 = quantize_2bit(grad, residual, threshold)
     packed1 = quantize_1bit(grad, residual, threshold)
     clock = _timer(xp)
@@ -108,6 +115,7 @@ def run(n: int, repeats: int, threshold: float, use_gpu: bool, seed: int):
             "wire_bytes": int(wire_bytes),
             "wire_fraction_of_float32": wire_bytes / (4 * n),
             "meets_target": rate >= TARGET_M_PER_S,
+            "check": checks[name.split()[0]],
         })
     return results
 
@@ -148,6 +156,11 @@ def main(argv=None):
         mark = "" if row["meets_target"] else f"  (< {TARGET_M_PER_S:.0f} target)"
         print(f"{row['name']:<20} {row['m_values_per_s']:>11.0f} {row['median_ms']:>10.2f} "
               f"{wire:>12}{mark}")
+    # check_round_trip raised on a failed check, so both codecs passed.
+    print("checked before timing: each codec's decoded values plus its residual give the "
+          "gradient back (max relative error %s)"
+          % ", ".join("%s %.1e" % (row["name"].split()[0], row["check"]["max_rel_error"])
+                      for row in results[::2]))
     return 0
 
 
