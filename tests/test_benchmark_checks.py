@@ -62,3 +62,44 @@ def test_the_perceptron_step_passes_its_check():
     lib = _worker.Gluon("ours")
     check = _worker.check_step(lib.perceptron_step(), lib.sync)
     assert check == {"changes_weights": True, "finite": True}
+
+
+def test_a_script_loop_that_does_nothing_is_refused():
+    w = np.ones(3, np.float32)
+    with pytest.raises(_worker.CheckFailed, match="changes_weights"):
+        _worker.check_loop("no-op", lambda: None, lambda: [w.copy()])
+
+    def step():
+        w[:] -= 0.5
+    assert _worker.check_loop("halving", step, lambda: [w.copy()]) == {
+        "changes_weights": True, "finite": True}
+
+
+def test_a_codec_is_checked_by_its_round_trip():
+    from trainer_cli.kvstore.compression import dequantize_2bit, quantize_2bit
+    grad = np.linspace(-1.5, 1.5, 101, dtype=np.float32)
+    levels = (-0.5, 0.0, 0.5)
+    check = _worker.check_round_trip(quantize_2bit, dequantize_2bit, grad, 0.5, levels)
+    assert check["round_trip"] and check["levels_only"] and check["sends_something"]
+
+    def keeps_no_residual(g, residual, threshold):
+        packed = quantize_2bit(g, residual, threshold)
+        residual[:] = 0
+        return packed
+    with pytest.raises(_worker.CheckFailed, match="round_trip"):
+        _worker.check_round_trip(keeps_no_residual, dequantize_2bit, grad, 0.5, levels)
+    with pytest.raises(_worker.CheckFailed, match="sends_something"):
+        _worker.check_round_trip(quantize_2bit, lambda p, n, t: np.zeros(n, np.float32), grad,
+                                 0.5, levels)
+
+
+def test_the_compression_rows_carry_their_check():
+    import bench_compression
+    rows = bench_compression.run(4096, 1, 0.5, False, 0)
+    assert [row["check"]["round_trip"] for row in rows] == [True] * 4
+
+
+def test_the_sparse_benchmark_checks_its_step_in_the_worker_process():
+    import bench_sparse
+    got, why = bench_sparse.measure(sys.executable, "ours", "sgd", 5000, 5)
+    assert why is None and got["check"] == {"changes_weights": True, "finite": True}
