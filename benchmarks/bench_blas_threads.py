@@ -12,6 +12,7 @@ threads' time over one thread's: below 1 the second thread pays).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -53,6 +54,8 @@ def main(argv=None):
         out.backward()
         trainer.step(batch)
 
+    from _worker import check_loop, gluon_weights
+    check = check_loop("training step", step, gluon_weights(net))
     for _ in range(50):
         step()
     times = {1: [], 2: []}
@@ -74,6 +77,8 @@ def main(argv=None):
           "2; 2 over 1: %.2f; load average %.1f"
           % (work, threads.SMALL_LAYER_WORK, statistics.median(times[1]),
              statistics.median(times[2]), ratio, os.getloadavg()[0]))
+    print("checked before timing (a step changes the weights, keeps them finite): %s"
+          % json.dumps(check))
     return 0
 
 

@@ -65,9 +65,11 @@ def build(million_params):
         trainer.step(1)
         loss.asnumpy()
 
-    step()     # creates the Adam states
+    from _worker import check_loop, gluon_weights
+    # The first step creates the Adam states; it is also the check before timing.
+    check = check_loop("training step", step, gluon_weights(net))
     count = sum(p.data().size for p in net.collect_params().values())
-    return net, trainer, count, step
+    return net, trainer, count, step, check
 
 
 def checkpoint_files(net, trainer):
@@ -147,7 +149,7 @@ def main(argv=None):
     ap.add_argument("--dir", default=None, help="where to write (default: a temp folder here)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    net, trainer, count, train_step = build(args.params)
+    net, trainer, count, train_step, step_check = build(args.params)
     from trainer_cli.ndarray.interop import raw
 
     arrays = [raw(p.data()) for p in net.collect_params().values()]
@@ -203,12 +205,14 @@ def main(argv=None):
               "ratio_in_steps_vs_numpy_save": cost / med["numpy.save"],
               "ratio_one_thread_vs_numpy_save_fsync": med["one thread"] / med["numpy.save+fsync"],
               "ratio_one_thread_vs_numpy_save": med["one thread"] / med["numpy.save"],
-              "load_average": os.getloadavg()[0]}
+              "load_average": os.getloadavg()[0], "step_check": step_check}
     if args.json:
         print(json.dumps(result, indent=1))
         return
     print("%d parameters + Adam states: %.2f GB%s" % (count, nbytes / 1e9,
                                                       " (cold memory)" if args.cold else ""))
+    print("  the training step was checked before timing (it changes the weights, keeps them "
+          "finite): %s" % json.dumps(step_check))
     for k in ("pause", "one thread", "numpy.save", "numpy.save+fsync"):
         print("  %-18s %6.2f s  (%.2f GB/s)" % (k, med[k], nbytes / med[k] / 1e9))
     print("  %-18s %6.2f s  (%d steps: %.2f s alone, %.2f s after the pause with the wait; "
