@@ -444,7 +444,8 @@ def build_report(args, raw, single, torch_version, mxnet_python, notes):
                      "label": op + " (1 thread)", "unit": "M values/s", "threads": 1,
                      "higher_is_better": True, "ours": value, "torch": None, "mxnet": None,
                      "ratio_torch": None, "ratio_mxnet": None, "target": ">= 500 M values/s",
-                     "meets_target": None if value is None else value >= 500})
+                     "meets_target": None if value is None else value >= 500,
+                     "step_checks": {"ours": comp_results.get(op, {}).get("check")}})
     mem = {impl: (out or {}).get("results", {}).get("memory")
            for impl, out in single["memory"].items()}
     ours_mem = mem.get("ours") or {}
