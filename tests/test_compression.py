@@ -504,3 +504,23 @@ def test_store_residuals_round_trip_through_the_public_accessors():
     fresh.pushpull(3, grads, out=out_b)
     np.testing.assert_array_equal(out_a.asnumpy(), out_b.asnumpy())
     np.testing.assert_allclose(out_a.asnumpy(), [1.0, -1.0, 0.0, -1.0])     # 0.5 per device
+
+
+def test_equality_hash_bytes_and_out_buffers_through_the_object():
+    # Gaps mutation testing found: __eq__ read as "type or threshold", the object's out= dropped,
+    # bytes parameters (as MXNet's C API hands them over), dequantize_2bit's threshold check.
+    half = GradientCompression({"type": "2bit", "threshold": 0.5})
+    same = GradientCompression({"type": b"2bit", "threshold": b"0.5"})
+    assert half == same and hash(half) == hash(same)
+    assert half != GradientCompression({"type": "2bit", "threshold": 0.25})
+    assert half != GradientCompression({"type": "1bit", "threshold": 0.5})
+    grad = np.random.default_rng(5).uniform(-1, 1, 50).astype(np.float32)
+    for kind in ("2bit", "1bit"):
+        gc = GradientCompression({"type": kind, "threshold": 0.5})
+        packed = np.empty(gc.compressed_size(50), np.float32)
+        assert gc.quantize(grad, np.zeros(50, np.float32), out=packed) is packed
+        decoded = np.empty(50, np.float32)
+        assert gc.dequantize(packed, 50, out=decoded) is decoded
+        assert_bits_equal(decoded, gc.dequantize(packed, 50))
+    with pytest.raises(ValueError, match="greater than 0"):
+        dequantize_2bit(packed, 50, 0.0)
