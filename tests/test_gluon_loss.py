@@ -224,3 +224,23 @@ def test_sigmoid_bce_pos_weight_gradient():
     pos_weight = rng.rand(1, 4) + 0.5
     fn = gloss.SigmoidBCELoss()
     check_grad(lambda p, y, pw: fn(p, y, None, pw), pred, label, pos_weight, wrt=[0, 2])
+
+
+def test_softmax_ce_with_the_class_axis_before_the_batch_axis():
+    # MXNet picks with keepdims=True, so the batch axis stays where it is when the class axis
+    # comes first (a mutant picking without keepdims averaged over the wrong axis).
+    from trainer_cli import autograd
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4, 3)).astype(np.float32)
+    y = rng.integers(0, 5, (4, 3))
+    logp = x - np.log(np.exp(x).sum(axis=0, keepdims=True))
+    want = -np.take_along_axis(logp, y[None], axis=0)[0].mean(axis=1)
+    pred = nd.array(x)
+    pred.attach_grad()
+    with autograd.record():
+        loss = gloss.SoftmaxCrossEntropyLoss(axis=0, batch_axis=1)(pred, nd.array(y))
+    loss.backward()
+    np.testing.assert_allclose(loss.asnumpy(), want, rtol=1e-5)
+    onehot = (np.arange(5)[:, None, None] == y[None]).astype(np.float32)
+    np.testing.assert_allclose(pred.grad.asnumpy(), (np.exp(logp) - onehot) / 3, rtol=1e-5,
+                               atol=1e-7)
