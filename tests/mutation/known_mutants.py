@@ -34,17 +34,31 @@ MUTANTS = [
   "clip=self._clip, single=True)", "clip=self._clip)"),
  ("PolyScheduler's default power 3", "trainer_cli/lr_scheduler.py",
   "pwr=2, final_lr=0", "pwr=3, final_lr=0"),
+ # From here on each mutant names the tests that kill it (they are not in the default list).
+ ("GradientCompression == on type or threshold", "trainer_cli/kvstore/compression.py",
+  "self._type == other._type and self._thr32", "self._type == other._type or self._thr32",
+  ["tests/test_compression.py"]),
+ ("GradientCompression.quantize drops out=", "trainer_cli/kvstore/compression.py",
+  "return quantize_2bit(grad, residual, self._thr32, out=out)",
+  "return quantize_2bit(grad, residual, self._thr32)", ["tests/test_compression.py"]),
+ ("dequantize_2bit takes a threshold <= 0", "trainer_cli/kvstore/compression.py",
+  "    thr = _float32_threshold(threshold, positive=True)\n    return _decode(",
+  "    thr = _float32_threshold(threshold, positive=False)\n    return _decode(",
+  ["tests/test_compression.py"]),
+ ("softmax CE picks without keepdims", "trainer_cli/ndarray/losses.py",
+  '_pick_raw(logp, label, axis, True, "clip")', '_pick_raw(logp, label, axis, False, "clip")',
+  ["tests/test_gluon_loss.py"]),
 ]
 tests = sys.argv[1:] or ["tests/test_golden_regimes.py", "tests/test_optimizer.py"]
 survivors = 0
-for what, path, old, new in MUTANTS:
+for what, path, old, new, *own_tests in MUTANTS:
     full = os.path.join(ROOT, path)
     src = open(full).read()
     assert src.count(old) == 1, "%s: the text to replace is no longer in %s" % (what, path)
     open(full, "w").write(src.replace(old, new))
     try:
         r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly",
-                            "-p", "no:cacheprovider"] + tests,
+                            "-p", "no:cacheprovider"] + (own_tests[0] if own_tests else tests),
                            cwd=ROOT, capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=ROOT))
     finally:
