@@ -30,6 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _calibrate  # noqa: E402
+from _worker import _torch_arrays, check_loop  # noqa: E402
 
 HIDDEN, CLASSES, BATCH, LR = (128, 64), 4, 32, 0.001
 
@@ -81,13 +82,15 @@ def bare(torch, data, steps):
         criterion(net(xb), yb).backward()
         opt.step()
 
+    # Checked before timing, as every benchmark's step is (_worker.check_step).
+    check = check_loop("torch bare loop", step, lambda: _torch_arrays(net.parameters()))
     for _ in range(20):
         step()
     start, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
         step()
     return {"steps_per_s": steps / (time.perf_counter() - start),
-            "cpu_steps_per_s": steps / max(time.process_time() - cpu, 1e-9)}
+            "cpu_steps_per_s": steps / max(time.process_time() - cpu, 1e-9), "check": check}
 
 
 def lightning(torch, data, steps, workdir):

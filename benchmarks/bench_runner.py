@@ -577,6 +577,8 @@ def main(argv=None):
                                            "builds and environment)", nd=_nd())]
     report["sides"] += [runs[-1]["side"] for runs in peer_runs.values() if runs]
     report["bare_check"] = BARE_CHECK
+    if peer_runs["torch bare"]:     # checked in its own process (_lightning_peer.bare)
+        report["torch_bare_check"] = peer_runs["torch bare"][-1].get("check")
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         print()
@@ -594,7 +596,9 @@ def main(argv=None):
                  load_before[0]))
         print_peers(report)
         print("bare loop checked before timing (a step changes the weights, keeps them "
-              "finite): %s" % json.dumps(BARE_CHECK))
+              "finite): %s%s" % (json.dumps(BARE_CHECK), "; PyTorch's bare loop: %s"
+                                 % json.dumps(report["torch_bare_check"])
+                                 if "torch_bare_check" in report else ""))
     return 0
 
 
