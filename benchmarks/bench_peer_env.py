@@ -74,6 +74,8 @@ def step():
     opt.zero_grad()
     mse(net(X), y).backward()
     opt.step()
+import _worker
+check = _worker.check_loop("torch perceptron", step, lambda: _worker._torch_arrays(net.parameters()))
 for _ in range(300):
     step()
 wall, cpu = [], []
@@ -102,7 +104,7 @@ print(json.dumps({"wall_us": statistics.median(wall), "cpu_us": statistics.media
                   "add_us": rec["calibration_us"]["torch"]["min_us"],
                   "numpy_add_us": rec["calibration_us"]["numpy"]["min_us"],
                   "threads": rec["torch"]["threads"], "capability": rec["torch"].get("cpu_capability"),
-                  "loaded_of_ours": rec["loaded_of_ours"], "env": rec["env"]}))
+                  "loaded_of_ours": rec["loaded_of_ours"], "env": rec["env"], "check": check}))
 ''' % {"here": HERE}
 
 
