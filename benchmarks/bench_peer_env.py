@@ -75,7 +75,8 @@ def step():
     mse(net(X), y).backward()
     opt.step()
 import _worker
-check = _worker.check_loop("torch perceptron", step, lambda: _worker._torch_arrays(net.parameters()))
+check = _worker.check_loop("torch perceptron", step,
+                           lambda: _worker._torch_arrays(net.parameters()))
 for _ in range(300):
     step()
 wall, cpu = [], []

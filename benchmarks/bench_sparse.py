@@ -107,7 +107,8 @@ print(json.dumps({"wall": sorted(wall)[2], "cpu": sorted(cpu)[2], "check": check
 def measure(python, framework, optimizer, vocab, steps, device="cpu"):
     env = _calibrate.peer_env(1)      # nothing inherited: one thread everywhere, for every side
     proc = subprocess.run([python, "-c", WORKER, framework, optimizer, str(vocab), str(steps),
-                           str(DIM), str(ROWS), device, HERE], capture_output=True, text=True, env=env, cwd=ROOT)
+                           str(DIM), str(ROWS), device, HERE],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         return None, proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
     return json.loads(proc.stdout.strip().splitlines()[-1]), None
