@@ -14,6 +14,7 @@ import pytest
 import trainer_cli as mx
 from trainer_cli import autograd, gluon, nd
 from trainer_cli import symbol as sym
+from trainer_cli.symbol.naming import NameManager
 from trainer_cli.gluon import nn
 
 from export_cases import CASES, ZOO, build, build_zoo, set_weights
@@ -106,6 +107,12 @@ def test_loaded_symbol_writes_back_the_same_text():
 
 
 def test_symbol_namespace_records_mxnets_names_and_attributes():
+    # Automatic names count per process, as MXNet's do: a fresh manager is a fresh process.
+    with NameManager():
+        _symbol_names_and_attributes()
+
+
+def _symbol_names_and_attributes():
     data = sym.var("data")
     weight = sym.Variable("w", shape=(3, 0), dtype="float32", init="zeros")
     fc = sym.FullyConnected(data, weight, num_hidden=3, no_bias=True, name="fc")

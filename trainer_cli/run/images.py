@@ -254,8 +254,9 @@ def load_images(spec, seed=0, num_workers=0, where="data") -> Arrays:
                    "cifar10": datasets.CIFAR10, "cifar100": datasets.CIFAR100}[spec.type]
             kwargs = {"fine_label": spec.fine_label} if spec.type == "cifar100" else {}
             found = cls(root=spec.root, train=spec.part == "train", **kwargs)
-            source = _Source(images=found._data.asnumpy())
-            labels = numpy.asarray(found._label, dtype=numpy.float32)
+            images, labels = found.as_numpy()
+            source = _Source(images=images)
+            labels = labels.astype(numpy.float32)
     except (datasets.DatasetFileError, OSError) as exc:
         raise DataError("%s: %s" % (where, exc)) from None
     transforms = spec.transforms

@@ -123,6 +123,10 @@ class _DownloadedDataset(Dataset):
     def __len__(self):
         return len(self._label)
 
+    def as_numpy(self):
+        """``(images, labels)``: every image (N, H, W, C) and label, untransformed, as NumPy."""
+        return self._data.asnumpy(), numpy.asarray(self._label)
+
     def _get_data(self):
         raise NotImplementedError
 
