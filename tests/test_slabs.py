@@ -131,3 +131,15 @@ def test_loaded_states_are_packed_too(tmp_path):
     state = trainer._updaters[0].states[index]
     assert state._data.base is not None and state._data.base is optimizer.optimizer.STATE_SLABS._buffer
     assert not numpy.array_equal(state.asnumpy(), before)
+
+
+def test_a_gradient_starts_a_stagger_after_its_weight_when_the_slabs_have_diverged():
+    # Weights without gradients (BatchNorm's running statistics, frozen layers) take room in the
+    # weights' slab only; the gradients that follow must still not alias their weights.
+    for rows in (BIG // 8 + 3, BIG // 8 + 77):
+        frozen = gluon.Parameter("frozen%d" % rows, shape=(rows, 8), grad_req="null")
+        frozen.initialize()
+        net = gluon.nn.Dense(BIG // 8, in_units=8)
+        net.initialize()
+        data, grad = net.weight.data()._data, net.weight.grad()._data
+        assert (_address(grad) - _address(data)) % 4096 == 1024

@@ -240,8 +240,8 @@ class Parameter:
                 _attach_grad_buffer(arr, _sparse.zeros("row_sparse", arr.shape, arr.context,
                                                        arr.dtype), self._grad_req)
             else:
-                _attach_grad_buffer(arr, _GRAD_SLABS.zeros(arr.shape, arr.dtype, arr.context),
-                                    self._grad_req)
+                _attach_grad_buffer(arr, _GRAD_SLABS.zeros(arr.shape, arr.dtype, arr.context,
+                                                           apart_from=arr), self._grad_req)
 
     def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
         """Initialize (or overwrite) from a loaded array, checking shape, dtype and contexts."""
