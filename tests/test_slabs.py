@@ -87,7 +87,22 @@ def test_threads_never_get_overlapping_arrays():
     assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
 
 
-def test_parameters_gradients_and_states_live_in_their_own_buffers():
+@pytest.fixture
+def fresh_slabs(monkeypatch):
+    """Empty slabs of each kind, as in a new process: which arrays share a buffer depends on
+    what earlier tests left in the process-wide ones (a buffer can fill between two states)."""
+    from trainer_cli.gluon import parameter
+    from trainer_cli.optimizer import updater
+    for module, name in ((parameter, "_DATA_SLABS"), (parameter, "_GRAD_SLABS"),
+                         (optimizer.optimizer, "STATE_SLABS"), (updater, "STATE_SLABS")):
+        old = getattr(module, name)
+        if name == "STATE_SLABS" and module is updater:
+            monkeypatch.setattr(module, name, optimizer.optimizer.STATE_SLABS)
+        else:
+            monkeypatch.setattr(module, name, Slabs(stagger=old._stagger))
+
+
+def test_parameters_gradients_and_states_live_in_their_own_buffers(fresh_slabs):
     net = gluon.nn.Dense(BIG // 8, in_units=8)
     net.initialize()
     w = net.weight
