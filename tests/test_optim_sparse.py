@@ -593,3 +593,23 @@ def test_adagrad_row_kernel_is_bitwise_the_rule_on_the_gathered_rows(params, mon
     assert _bits(fused_state.asnumpy()) == _bits(plain_state.asnumpy())
     absent = numpy.setdiff1d(numpy.arange(shape[0]), numpy.concatenate([r for r, _ in steps]))
     assert _bits(fused[absent]) == _bits(w0[absent])
+
+
+def test_row_kernel_scalars_kept_only_for_the_same_rates():
+    # A training loop's lazy SGD steps reuse one row of scalars; a rate that differs, if only
+    # in the sign of a zero, gets its own row (its bits differ).
+    import numpy as _np
+    from trainer_cli.optimizer.sgd import SGD_MOM_ROWS_KERNEL, _scalars, _zero_signs
+    dtype = _np.dtype(_np.float32)
+
+    def row(lr, wd):
+        key = (dtype, lr, wd, 0.9, 1.0, None, _zero_signs(lr, wd, 0.9, 1.0, None))
+        return SGD_MOM_ROWS_KERNEL.kept_row(key, dtype, lambda: _scalars(dtype, lr, wd, 0.9, 1.0, None))
+
+    first = row(0.1, 0.0)
+    assert row(0.1, 0.0) is first
+    negative = row(0.1, -0.0)
+    assert negative is not first
+    assert _np.signbit(negative[1]) and not _np.signbit(first[1])
+    assert row(0.2, 0.0)[0] == _np.float32(0.2)
+    assert not first.flags.writeable

@@ -180,10 +180,11 @@ class RowKernel:
     ``(len(rows), row_length)``. ``arrays`` counts weight, gradient and states as in ``Kernel``.
     No CUDA element yet: on CuPy the rule's NumPy body runs (gather, dense body, scatter)."""
 
-    __slots__ = ("name", "scalars", "cpu")
+    __slots__ = ("name", "scalars", "cpu", "_last_row")
 
     def __init__(self, name, *, scalars, arrays, one):
         self.name, self.scalars = name, tuple(scalars)
+        self._last_row = (None, None)
         self.cpu = _jit.Kernel(_ROW_DRIVERS[arrays],
                                {"one": _jit.Kernel(one, {"_clip": _clip_kernel}, inline=True),
                                 "in_range": _in_range_kernel},
@@ -198,11 +199,30 @@ class RowKernel:
                 or not handles_rows(w, rows, values, states) or not _jit.ready():
             return False
         width = w.size // w.shape[0] if w.shape[0] else 0
-        s = numpy.array([scalars[name] for name in self.scalars], dtype=w.dtype)
+        s = scalars if type(scalars) is _np_ndarray else self.row(w.dtype, scalars)
         if not self.cpu(w.reshape(-1, width), rows, values.reshape(-1, width),
                         *[a.reshape(-1, width) for a in states], s):
             raise row_ids_error(w.shape[0])
         return True
+
+
+    def row(self, dtype, scalars):
+        """The kernel's row of ``scalars`` (a mapping of the values ``scalars`` names) in
+        ``dtype``."""
+        return numpy.array([scalars[name] for name in self.scalars], dtype=dtype)
+
+    def kept_row(self, key, dtype, build):
+        """``self.row(dtype, build())``, or the row made for the previous call when ``key`` is
+        equal: a training loop's every step passes the same rates. ``key`` must hold every value
+        the row depends on, with each zero's sign (equal numbers make equal bits, except -0.0
+        and 0.0)."""
+        last_key, last_row = self._last_row
+        if last_key == key and last_row is not None:
+            return last_row
+        row = self.row(dtype, build())
+        row.flags.writeable = False
+        self._last_row = (key, row)
+        return row
 
 
 def row_ids_error(count) -> ValueError:
@@ -226,7 +246,12 @@ def handles_rows(w, rows, values, states) -> bool:
         if type(a) is not _np_ndarray or a.dtype is not dtype or a.shape != w.shape \
                 or not a.flags.c_contiguous:
             return False
-    return _disjoint((w, values) + tuple(states), numpy.may_share_memory)
+    arrays = (w, values) + tuple(states)
+    # Arrays owning their memory are distinct allocations unless they are the same object
+    # (as in ``handles``); views are checked.
+    if w.base is None and values.base is None and w is not values and not states:
+        return True
+    return _disjoint(arrays, numpy.may_share_memory)
 
 
 # The row_sparse drivers: ``one`` (the rule's loop) over each present row. The row ids are

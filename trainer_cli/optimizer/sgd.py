@@ -260,9 +260,21 @@ def sgd_sparse_rule(w, grad, mom, *, lr, wd, momentum, rescale, clip, lazy):
     w2, g2 = w.reshape(w.shape[0], width), grad.values.reshape(len(rows), width)
     mom2 = None if mom is None else mom.reshape(w2.shape)
     kernel, states = (SGD_ROWS_KERNEL, ()) if mom is None else (SGD_MOM_ROWS_KERNEL, (mom2,))
-    if not kernel.run(w2, rows, g2, states, _scalars(w.dtype, lr, wd, momentum, rescale, clip)):
+    dtype = w.dtype
+    key = (dtype, lr, wd, momentum, rescale, clip, _zero_signs(lr, wd, momentum, rescale, clip))
+    row = kernel.kept_row(key, dtype, lambda: _scalars(dtype, lr, wd, momentum, rescale, clip))
+    if not kernel.run(w2, rows, g2, states, row):
         grad.checked_for(w)
         _sgd_rows_numpy(w2, rows, g2, mom2, lr, wd, momentum, rescale, clip)
+
+
+def _zero_signs(lr, wd, momentum, rescale, clip):
+    """The sign of each value that is zero (None for the others): what tells the rows of
+    scalars for -0.0 and 0.0 apart in a key of values that compare equal."""
+    return (_copysign(1.0, lr) if lr == 0 else None, _copysign(1.0, wd) if wd == 0 else None,
+            _copysign(1.0, momentum) if momentum == 0 else None,
+            _copysign(1.0, rescale) if rescale == 0 else None,
+            _copysign(1.0, clip) if clip is not None and clip == 0 else None)
 
 
 def sgd_steps(step, plans, rescale, clip, lazy=True):
