@@ -179,6 +179,9 @@ class Augmenter:
     """The base of the image augmenters: ``aug(src)`` returns the augmented image."""
 
     def __init__(self, **kwargs):
+        # Each argument is also an attribute of its name, as the augmenters read them.
+        for key, value in kwargs.items():
+            setattr(self, key, value)
         self._kwargs = kwargs
         for key, value in self._kwargs.items():
             if isinstance(value, NDArray):
@@ -215,8 +218,6 @@ class ResizeAug(Augmenter):
 
     def __init__(self, size, interp=2):
         super().__init__(size=size, interp=interp)
-        self.size = size
-        self.interp = interp
 
     def __call__(self, src):
         return resize_short(src, self.size, self.interp)
@@ -227,8 +228,6 @@ class ForceResizeAug(Augmenter):
 
     def __init__(self, size, interp=2):
         super().__init__(size=size, interp=interp)
-        self.size = size
-        self.interp = interp
 
     def __call__(self, src):
         sizes = (src.shape[0], src.shape[1], self.size[1], self.size[0])
@@ -240,8 +239,6 @@ class RandomCropAug(Augmenter):
 
     def __init__(self, size, interp=2):
         super().__init__(size=size, interp=interp)
-        self.size = size
-        self.interp = interp
 
     def __call__(self, src):
         return random_crop(src, self.size, self.interp)[0]
@@ -252,10 +249,6 @@ class RandomSizedCropAug(Augmenter):
 
     def __init__(self, size, area, ratio, interp=2):
         super().__init__(size=size, area=area, ratio=ratio, interp=interp)
-        self.size = size
-        self.area = area
-        self.ratio = ratio
-        self.interp = interp
 
     def __call__(self, src):
         return random_size_crop(src, self.size, self.area, self.ratio, self.interp)[0]
@@ -266,8 +259,6 @@ class CenterCropAug(Augmenter):
 
     def __init__(self, size, interp=2):
         super().__init__(size=size, interp=interp)
-        self.size = size
-        self.interp = interp
 
     def __call__(self, src):
         return center_crop(src, self.size, self.interp)[0]
@@ -295,7 +286,6 @@ class BrightnessJitterAug(Augmenter):
 
     def __init__(self, brightness):
         super().__init__(brightness=brightness)
-        self.brightness = brightness
 
     def __call__(self, src):
         alpha = 1.0 + random.uniform(-self.brightness, self.brightness)
@@ -311,7 +301,6 @@ class ContrastJitterAug(Augmenter):
 
     def __init__(self, contrast):
         super().__init__(contrast=contrast)
-        self.contrast = contrast
         self.coef = nd.array(_GRAY_COEF)
 
     def __call__(self, src):
@@ -328,7 +317,6 @@ class SaturationJitterAug(Augmenter):
 
     def __init__(self, saturation):
         super().__init__(saturation=saturation)
-        self.saturation = saturation
         self.coef = nd.array(_GRAY_COEF)
 
     def __call__(self, src):
@@ -346,7 +334,6 @@ class HueJitterAug(Augmenter):
 
     def __init__(self, hue):
         super().__init__(hue=hue)
-        self.hue = hue
         self.tyiq = numpy.array([[0.299, 0.587, 0.114],
                                  [0.596, -0.274, -0.321],
                                  [0.211, -0.523, 0.311]])
@@ -382,9 +369,6 @@ class LightingAug(Augmenter):
 
     def __init__(self, alphastd, eigval, eigvec):
         super().__init__(alphastd=alphastd, eigval=eigval, eigvec=eigvec)
-        self.alphastd = alphastd
-        self.eigval = eigval
-        self.eigvec = eigvec
 
     def __call__(self, src):
         alpha = numpy.random.normal(0, self.alphastd, size=(3,))
@@ -410,7 +394,6 @@ class RandomGrayAug(Augmenter):
 
     def __init__(self, p):
         super().__init__(p=p)
-        self.p = p
         self.mat = nd.array([[0.21, 0.21, 0.21], [0.72, 0.72, 0.72], [0.07, 0.07, 0.07]])
 
     def __call__(self, src):
@@ -424,7 +407,6 @@ class HorizontalFlipAug(Augmenter):
 
     def __init__(self, p):
         super().__init__(p=p)
-        self.p = p
 
     def __call__(self, src):
         if random.random() < self.p:
