@@ -111,6 +111,23 @@ def only_run_dir(root) -> Path:
     return found[0]
 
 
+def one_epoch_run(root) -> Path:
+    """The run directory of a finished one-epoch run of SMALL under ``root/runs``, made in this
+    process without fsyncs: a real run for the tests that tamper with one."""
+    from click.testing import CliRunner
+
+    from trainer_cli.cli import main
+    mp = pytest.MonkeyPatch()
+    no_fsync(mp)
+    try:
+        result = CliRunner().invoke(main, ["run", str(write_config(root)), "--run-dir",
+                                           str(Path(root) / "runs"), "-q", "-o", "epochs=1"])
+    finally:
+        mp.undo()
+    assert result.exit_code == 0, result.output
+    return only_run_dir(Path(root) / "runs")
+
+
 def trainer_cmd(*args) -> list:
     return [sys.executable, "-m", "trainer_cli.cli", *map(str, args)]
 

@@ -8,14 +8,13 @@ import io
 import json
 import shutil
 import struct
-import time
 import zipfile
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from run_helpers import latest_dir, no_fsync, only_run_dir, write_config
+from run_helpers import latest_dir, one_epoch_run
 from trainer_cli._npz import MAX_INFLATED_BYTES, NpzError, read_npz
 from trainer_cli.cli import main
 from trainer_cli.gluon.param_file import ParamFileError, load_arrays
@@ -28,16 +27,7 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bombs")
-    mp = pytest.MonkeyPatch()
-    no_fsync(mp)
-    try:
-        result = invoke("run", write_config(root), "--run-dir", root / "runs", "-q",
-                        "-o", "epochs=1")
-    finally:
-        mp.undo()
-    assert result.exit_code == 0, result.output
-    return only_run_dir(root / "runs")
+    return one_epoch_run(tmp_path_factory.mktemp("bombs"))
 
 
 def _rehash(folder):
@@ -88,8 +78,7 @@ def _claiming(total_bytes):
 
 def test_compressed_members_claiming_too_much_are_refused_at_once(tmp_path):
     bomb = _claiming(MAX_INFLATED_BYTES + 1)
-    started = time.monotonic()
-    with pytest.raises(NpzError, match="claim"):
+    with pytest.raises(NpzError, match="claim"):    # refused from the directory, nothing inflated
         read_npz(io.BytesIO(bomb))
     path = tmp_path / "bomb.params"
     path.write_bytes(bomb)
@@ -100,7 +89,6 @@ def test_compressed_members_claiming_too_much_are_refused_at_once(tmp_path):
 
     with pytest.raises(MXNetFileError, match="claim"):
         nd.load(str(path))
-    assert time.monotonic() - started < 5  # refused from the directory, nothing inflated
     # a compressed archive within the bound still loads (a user's np.savez_compressed)
     buf = io.BytesIO()
     np.savez_compressed(buf, w=np.arange(6, dtype=np.float32))

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import pytest
 from click.testing import CliRunner
 
-from run_helpers import latest_dir, no_fsync, only_run_dir, write_config
+from run_helpers import latest_dir, no_fsync, one_epoch_run
 from trainer_cli.cli import main
 from trainer_cli.report.history import load_history
 from trainer_cli.report.runs_list import newest_run
@@ -32,16 +32,7 @@ def _fast_disk(monkeypatch):
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("reads")
-    mp = pytest.MonkeyPatch()
-    no_fsync(mp)
-    try:
-        result = invoke("run", write_config(root), "--run-dir", root / "runs", "-q",
-                        "-o", "epochs=1")
-    finally:
-        mp.undo()
-    assert result.exit_code == 0, result.output
-    return only_run_dir(root / "runs")
+    return one_epoch_run(tmp_path_factory.mktemp("reads"))
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from run_helpers import no_fsync, only_run_dir, write_config
+from run_helpers import one_epoch_run
 from trainer_cli._outpath import OutputRefused, check_output_path, write_output_text
 from trainer_cli.cli import main
 
@@ -22,16 +22,7 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("outputs")
-    mp = pytest.MonkeyPatch()
-    no_fsync(mp)
-    try:
-        result = invoke("run", write_config(root), "--run-dir", root / "runs", "-q",
-                        "-o", "epochs=1")
-    finally:
-        mp.undo()
-    assert result.exit_code == 0, result.output
-    return only_run_dir(root / "runs")
+    return one_epoch_run(tmp_path_factory.mktemp("outputs"))
 
 
 def _make(kind, path, tmp_path):
