@@ -137,3 +137,20 @@ def test_bad_inputs_say_what_is_wrong():
         image.center_crop(nd.zeros((4, 6)), (2, 2))
     with pytest.raises(mx.MXNetError, match="ImageIter.*docs/porting.md"):
         image.ImageIter
+
+
+def test_random_size_crop_draws_the_box_of_the_transform_of_the_same_name():
+    # mx.image.random_size_crop and transforms.random_size_crop share one draw of the box: under
+    # the same seed they crop the same box and pixels, and fall back to the centre alike.
+    from trainer_cli.gluon.data.vision import transforms as T
+    src = nd.array(G["img"], dtype="uint8")
+    for area, ratio in ((0.3, (0.75, 1.33)), ((0.05, 0.2), (0.5, 2.0)), (50.0, (100.0, 200.0))):
+        for seed in range(5):
+            random.seed(seed)
+            got, box = image.random_size_crop(src, (12, 10), area, ratio, interp=1)
+            random.seed(seed)
+            want, want_box = T.random_size_crop(src.asnumpy(), (12, 10), area, ratio, 1)
+            assert box == want_box
+            numpy.testing.assert_array_equal(got.asnumpy(), want)
+    # The last case (50 times the image's area) never fits: the centre crop.
+    assert box == image.center_crop(src, (12, 10), interp=1)[1]

@@ -18,7 +18,7 @@ import numpy
 
 from .gluon.data.vision import image_file as _image_file
 from .gluon.data.vision._resize import resize as _resize
-from .gluon.data.vision.transforms import _scale_down
+from .gluon.data.vision.transforms import _scale_down, random_size_box as _random_size_box
 from .ndarray import NDArray, creation
 from . import ndarray as nd
 
@@ -158,20 +158,10 @@ def random_size_crop(src, size, area, ratio, interp=2):
     """A crop of random area (``area``: the smallest fraction, or a (min, max) pair) and
     aspect ``ratio`` (min, max), resized to ``size``; the centre crop after 10 misses."""
     h, w, _ = _hwc(src, "random_size_crop").shape
-    src_area = h * w
-    if isinstance(area, numbers.Number):
-        area = (area, 1.0)
-    for _ in range(10):
-        target_area = random.uniform(area[0], area[1]) * src_area
-        log_ratio = (numpy.log(ratio[0]), numpy.log(ratio[1]))
-        new_ratio = numpy.exp(random.uniform(*log_ratio))
-        new_w = int(round(numpy.sqrt(target_area * new_ratio)))
-        new_h = int(round(numpy.sqrt(target_area / new_ratio)))
-        if new_w <= w and new_h <= h:
-            x0 = random.randint(0, w - new_w)
-            y0 = random.randint(0, h - new_h)
-            return fixed_crop(src, x0, y0, new_w, new_h, size, interp), (x0, y0, new_w, new_h)
-    return center_crop(src, size, interp)
+    box = _random_size_box(h, w, area, ratio)
+    if box is None:
+        return center_crop(src, size, interp)
+    return fixed_crop(src, *box, size, interp), box
 
 
 # ------------------------------------------------------------------------------- augmenters

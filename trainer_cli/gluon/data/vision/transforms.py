@@ -182,9 +182,11 @@ def center_crop(img, size, interpolation=1):
     return _fixed_crop(img, x0, y0, new_w, new_h, size, interpolation), (x0, y0, new_w, new_h)
 
 
-def random_size_crop(img, size, area, ratio, interpolation=1):
-    """MXNet's ``image.random_size_crop``, drawing from Python's ``random`` as MXNet does."""
-    h, w = _image(img, "RandomResizedCrop", (3,)).shape[:2]
+def random_size_box(h, w, area, ratio):
+    """MXNet's draw of ``image.random_size_crop``'s box (x, y, width, height) in an image of
+    ``h`` x ``w``, from Python's ``random`` as MXNet draws it: ``area`` the smallest fraction of
+    the image or a (min, max) pair, ``ratio`` the (min, max) aspect; None after 10 misses (the
+    caller then takes the centre crop). ``mx.image.random_size_crop`` shares it."""
     src_area = h * w
     if isinstance(area, numbers.Number):
         area = (area, 1.0)
@@ -197,9 +199,17 @@ def random_size_crop(img, size, area, ratio, interpolation=1):
         if new_w <= w and new_h <= h:
             x0 = _py_random.randint(0, w - new_w)
             y0 = _py_random.randint(0, h - new_h)
-            return (_fixed_crop(img, x0, y0, new_w, new_h, size, interpolation),
-                    (x0, y0, new_w, new_h))
-    return center_crop(img, size, interpolation)
+            return x0, y0, new_w, new_h
+    return None
+
+
+def random_size_crop(img, size, area, ratio, interpolation=1):
+    """MXNet's ``image.random_size_crop``, drawing from Python's ``random`` as MXNet does."""
+    h, w = _image(img, "RandomResizedCrop", (3,)).shape[:2]
+    box = random_size_box(h, w, area, ratio)
+    if box is None:
+        return center_crop(img, size, interpolation)
+    return _fixed_crop(img, *box, size, interpolation), box
 
 
 def _pair(size):
