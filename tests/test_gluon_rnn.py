@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from trainer_cli import autograd, gluon, nd
+from trainer_cli import autograd, gluon, initializer, nd
 from trainer_cli import random as tc_random
 from trainer_cli.gluon import rnn
 from trainer_cli.gluon.param_file import load_arrays
@@ -341,3 +341,40 @@ def test_lstm_bias_initializer_and_mxnet_names():
                  "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",
                  "ZoneoutCell", "ResidualCell", "BidirectionalCell", "RNN", "LSTM", "GRU"]:
         assert hasattr(gluon.rnn, name), name
+
+
+class _BeginStateInside(gluon.HybridBlock):
+    """MXNet's idiom: begin states of batch size 0 made inside hybrid_forward."""
+
+    def __init__(self, kind, func_name="zeros"):
+        super().__init__()
+        self.kind, self.func_name = kind, func_name
+        with self.name_scope():
+            self.rnn = (gluon.rnn.LSTMCell(5, input_size=4) if kind == "cell"
+                        else gluon.rnn.GRU(5, num_layers=2, input_size=4))
+
+    def hybrid_forward(self, F, x, batch_size=0):
+        states = self.rnn.begin_state(batch_size=batch_size, func=getattr(F, self.func_name))
+        if self.kind == "cell":
+            return self.rnn.unroll(3, x, states, layout="NTC", merge_outputs=True)[0]
+        return self.rnn(x, states)[0]
+
+
+@pytest.mark.parametrize("kind", ["cell", "layer"])
+@pytest.mark.parametrize("func_name", ["zeros", "ones"])
+def test_batch_size_0_begin_states_inside_a_hybridized_block(kind, func_name):
+    # Hybridized, MXNet's graph infers the batch of such states from the inputs: the same numbers
+    # as states made for the batch explicitly. Not hybridized, MXNet refuses them, and so do we.
+    net = _BeginStateInside(kind, func_name)
+    net.initialize(initializer.Uniform(0.5))
+    x = nd.array(np.random.RandomState(0).rand(2, 3, 4) if kind == "cell"
+                 else np.random.RandomState(0).rand(3, 2, 4))
+    want = net(x, 2).asnumpy()
+    with pytest.raises(Exception, match="shape"):
+        net(x)
+    net.hybridize()
+    with autograd.record():
+        got = net(x)
+    got.backward()
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    np.testing.assert_array_equal(net(x).asnumpy(), want)

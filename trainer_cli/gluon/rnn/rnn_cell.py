@@ -19,6 +19,7 @@ from ...ndarray import NDArray
 from ...symbol import Symbol
 from ..block import Block, HybridBlock
 from ..nn import LeakyReLU
+from . import _deferred_states as _deferred
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",
@@ -151,8 +152,9 @@ class RecurrentCell(Block):
                 info.update(kwargs)
             else:
                 info = kwargs
-            states.append(func(name="%sbegin_state_%d" % (self._prefix, self._init_counter),
-                               **info))
+            info = dict(info, name="%sbegin_state_%d" % (self._prefix, self._init_counter))
+            state = func(**info)
+            states.append(_deferred.remember(state, func, info) if batch_size == 0 else state)
         return states
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
@@ -196,6 +198,8 @@ class RecurrentCell(Block):
     def forward(self, inputs, states):
         """One time step: ``(output, new_states)``."""
         self._counter += 1
+        if isinstance(inputs, NDArray):
+            states = _deferred.resolve(self, states, inputs.shape[0])
         return super().forward(inputs, states)
 
 

@@ -17,6 +17,7 @@ from ...ndarray.rnn import RNN as _fused_rnn
 from ... import symbol as _sym
 from ...symbol import Symbol
 from ..block import HybridBlock
+from . import _deferred_states as _deferred
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -126,7 +127,9 @@ class _RNNLayer(HybridBlock):
                 info.update(kwargs)
             else:
                 info = kwargs
-            states.append(func(name="%sh0_%d" % (self.prefix, i), **info))
+            info = dict(info, name="%sh0_%d" % (self.prefix, i))
+            state = func(**info)
+            states.append(_deferred.remember(state, func, info) if batch_size == 0 else state)
         return states
 
     def infer_shape(self, inputs, *args):
@@ -146,6 +149,8 @@ class _RNNLayer(HybridBlock):
                 states = self.begin_state(batch_size, ctx=inputs.context, dtype=inputs.dtype)
         if isinstance(states, (NDArray, Symbol)):
             states = [states]
+        if isinstance(inputs, NDArray):
+            states = _deferred.resolve(self, states, inputs.shape[self._layout.find("N")])
         if self._use_sequence_length:
             return super().__call__(inputs, states, sequence_length)
         return super().__call__(inputs, states)
