@@ -106,12 +106,29 @@ def test_an_unreadable_folder_under_the_root_is_listed_not_fatal(run_dir, tmp_pa
     shutil.copytree(run_dir, locked)
     with unreadable(locked, monkeypatch):
         result = invoke("runs", root, "--json")
-        assert newest_run(root) == run_dir
     assert result.exit_code == 0, (result.output, result.exception)
     by_name = {r["name"]: r for r in json.loads(result.output)}
     assert by_name[locked.name]["status"] == "unreadable"
     assert "Permission denied" in by_name[locked.name]["error"]
     assert by_name[run_dir.name]["status"] == "finished"
+
+
+def test_resume_last_refuses_an_unreadable_newest_run_instead_of_an_older_one(run_dir,
+                                                                           monkeypatch):
+    # Stepping over it would extend an older run than the user meant, without a word.
+    root = run_dir.parent
+    locked = root / "locked-20991231-235959"  # the newest by name
+    shutil.copytree(run_dir, locked)
+    step = load_history(run_dir).step
+    with unreadable(locked, monkeypatch):
+        with pytest.raises(layout.RunDirError, match="Permission denied"):
+            newest_run(root)
+        result = invoke("resume", "--last", "--run-dir", root, "-o", "epochs=2", "-q")
+    _refused(result, str(locked))
+    assert "Permission denied" in result.output
+    assert "trainer resume %s" % run_dir in result.output     # what to give instead
+    assert load_history(run_dir).step == step                 # the older run is untouched
+    assert newest_run(root) == locked                         # readable again: it is the one
 
 
 @pytest.mark.parametrize("command", ["plot", "report", "inspect", "resume"])

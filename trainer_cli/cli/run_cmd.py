@@ -72,7 +72,9 @@ def run(config, overrides, name, run_root, as_json, quiet, workers):
 @click.command(cls=OverrideHintCommand)
 @click.argument("run_dir", required=False, type=click.Path(file_okay=True),
                 shell_complete=complete_run_dir)
-@click.option("--last", is_flag=True, help="Resume the newest run under --run-dir (default runs/).")
+@click.option("--last", is_flag=True,
+              help="Resume the newest run under --run-dir (default runs/); refused, not skipped, "
+                   "when that run cannot be read.")
 @click.option("--run-dir", "run_root", metavar="ROOT", default="runs", show_default=True,
               help="Where --last looks for runs.")
 @click.option("--from", "from_checkpoint", metavar="step-N|best",

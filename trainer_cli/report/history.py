@@ -377,10 +377,14 @@ def _is_run_dir(path: Path) -> bool:
     return True
 
 
-def is_run_dir(path) -> bool:
+def is_run_dir(path, strict: bool = False) -> bool:
+    """Whether ``path`` is a run directory; one that cannot be looked into is not, or with
+    ``strict`` raises the OSError that says why."""
     try:
         return _is_run_dir(Path(path))
     except OSError:
+        if strict:
+            raise
         return False
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..run import layout
-from .history import STATUS_NAMES, find_runs, load_history
+from .history import STATUS_NAMES, find_runs, is_run_dir, load_history
 
 __all__ = ["list_runs", "run_summary", "newest_run"]
 
@@ -51,9 +51,30 @@ def list_runs(root) -> list[dict]:
 
 
 def newest_run(root) -> Path:
-    """The run directory under ``root`` that started last (by the UTC time in its name)."""
-    runs = find_runs(root)
+    """The run directory under ``root`` that started last (by the UTC time in its name).
+
+    A newest folder that cannot be looked into is refused, not stepped over: resuming an older
+    run in its place would extend the wrong run without a word. The error names it, why, and
+    the newest readable run to give by path instead."""
+    runs = find_runs(root, unreadable=True)
     if not runs:
         raise layout.RunDirError("%s: no run directories here (a run directory holds %s and %s/)"
                                  % (root, layout.CONFIG_FILE, layout.CHECKPOINTS))
-    return runs[-1]
+    why = _unreadable(runs[-1])
+    if why is None:
+        return runs[-1]
+    older = [path for path in runs[:-1] if _unreadable(path) is None]
+    raise layout.RunDirError(
+        "%s: the newest run there cannot be read (%s), so --last does not pick it, nor an older "
+        "run in its place. Make it readable, or name the run to resume%s"
+        % (runs[-1], why, ", e.g. the newest readable one: trainer resume %s" % older[-1]
+           if older else ""))
+
+
+def _unreadable(path):
+    """Why ``path`` cannot be looked into, or None when it can."""
+    try:
+        is_run_dir(path, strict=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
