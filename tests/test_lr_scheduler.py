@@ -271,3 +271,18 @@ def test_attributes_readable_and_settable():
     assert sched.max_steps == 16
     sched.warmup_final_lr = 2.0
     assert sched(1) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name,extra", [("PolyScheduler", {"pwr": 2}), ("CosineScheduler", {})])
+@pytest.mark.parametrize("mode", ["linear", "constant"])
+def test_decay_of_no_length_after_warmup_holds_final_lr(name, extra, mode):
+    # max_update == warmup_steps: MXNet 1.9.1 divides 0 by 0 at n == max_update (ZeroDivisionError,
+    # checked on MXNet); here the warmup is MXNet's and the rate is final_lr from there on
+    # (docs/compat.md).
+    kw = dict(max_update=5, base_lr=1.0, final_lr=0.1, warmup_steps=5, warmup_begin_lr=0.02,
+              warmup_mode=mode, **extra)
+    ours, theirs = getattr(L, name)(**kw), MX[name](**kw)
+    assert [ours(n) for n in range(5)] == [theirs(n) for n in range(5)]
+    with pytest.raises(ZeroDivisionError):
+        theirs(5)
+    assert [ours(n) for n in (5, 6, 50)] == [0.1, 0.1, 0.1]
