@@ -102,3 +102,15 @@ def test_lr_scheduler_defaults_and_edges_match_mxnet(replayed):
     for key, case in want.items():
         _close(got[key]["lr"], case["lr"], key, atol=0)
 
+
+
+@pytest.mark.parametrize("body", ["numpy", "kernels"])
+def test_sgd_after_an_infinite_gradient_matches_mxnet(body, replayed):
+    """Infinities and NaNs where MXNet has them (assert_array_equal holds NaN equal to NaN):
+    the decay term at wd=0 makes an infinite weight NaN at its next step."""
+    got, want = replayed("nonfinite_sgd", body), RECORDED["nonfinite_sgd"]
+    assert sorted(got) == sorted(want)
+    for key, case in want.items():
+        for step, (g, w) in enumerate(zip(got[key]["weights"], case["weights"])):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w),
+                                          err_msg="%s step %d (%s)" % (key, step + 1, body))

@@ -24,9 +24,12 @@ MUTANTS = [
  ("sgd cache keyed on value only", "trainer_cli/optimizer/sgd.py",
   "key = (t, lr, rescale, _copysign(1.0, lr), _copysign(1.0, rescale))", "key = (t, lr, rescale)"),
  ("sgd no-momentum zero signs (NumPy body)", "trainer_cli/optimizer/sgd.py",
-  "        xp.subtract(t(0), step, out=step)\n        if wd:\n"
-  "            step -= w * (t(lr) * t(wd))\n        w += step\n",
-  "        if wd:\n            step += w * (t(lr) * t(wd))\n        w -= step\n"),
+  "        xp.subtract(t(0), step, out=step)\n"
+  "        step -= w * (t(lr) * t(wd))\n        w += step\n",
+  "        step += w * (t(lr) * t(wd))\n        w -= step\n"),
+ ("sgd decay term skipped at wd=0 (NumPy body)", "trainer_cli/optimizer/sgd.py",
+  "        step -= w * (t(lr) * t(wd))\n        w += step\n",
+  "        if wd:\n            step -= w * (t(lr) * t(wd))\n        w += step\n"),
  ("adagrad clip_gradient ignored on row_sparse steps", "trainer_cli/optimizer/adagrad.py",
   "wd=0.0, eps=self.float_stable_eps,\n                          rescale=self.rescale_grad, clip=self._clip)",
   "wd=0.0, eps=self.float_stable_eps,\n                          rescale=self.rescale_grad, clip=None)"),

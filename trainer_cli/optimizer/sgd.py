@@ -41,18 +41,18 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
         step = numpy.multiply(g, _scale(t, lr, rescale), dtype=t)   # _step_of's, without its call
     else:
         step = _step_of(w, g, t(lr), rescale, clip)
+    # The decay term even when wd is 0, as MXNet's kernels compute it: 0 * inf is NaN, so an
+    # infinite weight turns NaN at its next step there, and here too.
     if mom is None:
         # MXNet's multi_sgd_update: w += (0 - lr*wd*w) - step. The value of w - (step +
         # lr*wd*w), but a zero result is +0.0 wherever w was -0.0 (MXNet's never is -0.0).
         xp = numpy if type(w) is _np_ndarray else array_module_of(w)
         xp.subtract(t(0), step, out=step)
-        if wd:
-            step -= w * (t(lr) * t(wd))
+        step -= w * (t(lr) * t(wd))
         w += step
         return
     mom *= t(momentum)
-    if wd:
-        mom -= w * (t(lr) * t(wd))
+    mom -= w * (t(lr) * t(wd))
     mom -= step
     w += mom
 
@@ -134,11 +134,11 @@ def _sgd_std_numpy(w, grad, mom, lr, wd, momentum, rescale, clip):
 
 # ----------------------------------------------------------------------------- the kernels
 # The NumPy body one element at a time: the CPU loop (numba) and the CUDA element, side by side.
-_SCALARS = ("lr", "wd", "rescale", "lo", "hi", "momentum", "clipping", "decay")
+_SCALARS = ("lr", "wd", "rescale", "lo", "hi", "momentum", "clipping")
 
 
 def _sgd_cpu(w, g, s):
-    lr, wd, rescale, lo, hi, clipping, decay = s[0], s[1], s[2], s[3], s[4], s[6], s[7]
+    lr, wd, rescale, lo, hi, clipping = s[0], s[1], s[2], s[3], s[4], s[6]
     scale = rescale if clipping else lr * rescale
     lr_wd = lr * wd
     zero = clipping - clipping      # +0.0 in the scalars' dtype (a literal would be float64)
@@ -146,56 +146,47 @@ def _sgd_cpu(w, g, s):
         step = g[i] * scale
         if clipping:
             step = _clip(step, lo, hi) * lr
-        m = zero - step
-        if decay:
-            m = m - w[i] * lr_wd
+        m = zero - step - w[i] * lr_wd
         w[i] = w[i] + m
 
 
-_SGD_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping, T decay", "T w", """
+_SGD_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping", "T w", """
     T x = g * (clipping != 0 ? rescale : lr * rescale);
     if (clipping != 0) {""" + CUDA_CLIP + """
         x = x * lr;
     }
-    T m = T(0) - x;
-    if (decay != 0) m = m - w * (lr * wd);
+    T m = T(0) - x - w * (lr * wd);
     w = w + m;
 """)
 
 
 def _sgd_mom_cpu(w, g, mom, s):
-    lr, wd, rescale, lo, hi, momentum, clipping, decay = s[0], s[1], s[2], s[3], s[4], s[5], \
-        s[6], s[7]
+    lr, wd, rescale, lo, hi, momentum, clipping = s[0], s[1], s[2], s[3], s[4], s[5], s[6]
     scale = rescale if clipping else lr * rescale
     lr_wd = lr * wd
     for i in range(w.shape[0]):
         step = g[i] * scale
         if clipping:
             step = _clip(step, lo, hi) * lr
-        m = mom[i] * momentum
-        if decay:
-            m = m - w[i] * lr_wd
-        m = m - step
+        m = mom[i] * momentum - w[i] * lr_wd - step
         mom[i] = m
         w[i] = w[i] + m
 
 
-_SGD_MOM_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping, T decay",
+_SGD_MOM_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping",
                  "T w, T mom", """
     T x = g * (clipping != 0 ? rescale : lr * rescale);
     if (clipping != 0) {""" + CUDA_CLIP + """
         x = x * lr;
     }
-    T m = mom * momentum;
-    if (decay != 0) m = m - w * (lr * wd);
-    m = m - x;
+    T m = mom * momentum - w * (lr * wd) - x;
     mom = m;
     w = w + m;
 """)
 
 def _sgd_lazy_cpu(w, g, s):
     # The row_sparse kernel without momentum: ``keep`` is 1 - lr*wd (the NumPy body's _keep).
-    lr, rescale, lo, hi, clipping, keep = s[0], s[2], s[3], s[4], s[6], s[8]
+    lr, rescale, lo, hi, clipping, keep = s[0], s[2], s[3], s[4], s[6], s[7]
     scale = rescale if clipping else lr * rescale
     for i in range(w.shape[0]):
         step = g[i] * scale
@@ -221,7 +212,6 @@ def _scalars(dtype, lr, wd, momentum, rescale, clip):
     clipping = clip is not None
     return dict(lr=lr, wd=wd, rescale=rescale, lo=-clip if clipping else 0,
                 hi=clip if clipping else 0, momentum=momentum, clipping=clipping,
-                decay=dtype.type(wd) != 0,        # the NumPy body's ``if wd`` on t(wd)
                 keep=_keep(dtype, lr, wd))
 
 
@@ -296,14 +286,13 @@ def sgd_steps(step, plans, rescale, clip, lazy=True):
 
         def build():
             lrs = [p.lr for p in chosen]
-            rows = kernel.rows(dtype, len(chosen), _scalars(dtype, 0, 0, 0, rescale, clip), {
+            return kernel.rows(dtype, len(chosen), _scalars(dtype, 0, 0, 0, rescale, clip), {
                 "lr": lrs, "wd": [p.wd for p in chosen], "momentum": [p.momentum for p in chosen]})
-            rows[:, _SCALARS.index("decay")] = rows[:, _SCALARS.index("wd")] != 0
-            return rows
-        # Equal keys mean equal bits, except for zeros (-0.0 == 0.0). A zero weight decay or
-        # momentum never reaches the arithmetic; a zero rate or rescale would.
+        # Equal keys mean equal bits, except for zeros (-0.0 == 0.0). A zero momentum never
+        # reaches the arithmetic; a zero rate or rescale would, and a weight decay of -0.0.
         return step.rows((kernel.name, positions[0]), key, build,
-                         reusable=bool(rescale) and all([p.lr for p in chosen]))
+                         reusable=bool(rescale) and all([p.lr for p in chosen])
+                         and all([p.wd or _copysign(1.0, p.wd) > 0 for p in chosen]))
 
     rest = range(len(weights)) if kernel is None else \
         kernel.run_groups(step.split(kernel, lambda: columns), rows_of)

@@ -15,7 +15,9 @@ The regimes:
 * ``clip_global_norm`` on arrays whose norm is small enough for its epsilon (1e-8) to show;
 * a learning rate of +0.0 and -0.0 on weights of both signed zeros (the signs of the results);
 * float16 weights with ``multi_precision``: steps below float16's resolution that only the
-  float32 master copy keeps.
+  float32 master copy keeps;
+* SGD after an infinite gradient: the weights it makes infinite turn NaN at the next step, the
+  decay term computed at wd=0 too.
 
 Inputs come from ``numpy.random.RandomState`` (whose streams NumPy keeps fixed across versions)
 and are recorded beside the results, so that a drift of the inputs shows as such.
@@ -172,6 +174,34 @@ def zero_rates(mx):
     return cases
 
 
+def nonfinite_sgd(mx):
+    """An infinite gradient, then finite ones: MXNet's SGD computes its decay term ``lr*wd*w``
+    also at wd=0, so an infinite weight turns NaN at its next step (0 * inf)."""
+    cases = {}
+    w0 = np.array([1.0, -2.0, 0.0, 3.0, -0.0, 5.0], np.float32)
+    first = np.array([np.inf, -np.inf, np.inf, 0.5, -np.inf, np.nan], np.float32)
+    later = np.array([0.5, 0.5, -np.inf, 0.5, 0.5, 0.5], np.float32)
+    for params in ({}, {"momentum": 0.9}, {"wd": 0.01}, {"momentum": 0.9, "wd": 0.01},
+                   {"clip_gradient": 1.0}):
+        for calls in ("per_param", "grouped"):
+            opt = mx.optimizer.create("sgd", learning_rate=0.1, rescale_grad=0.5, **params)
+            updater = mx.optimizer.get_updater(opt)
+            ws = [mx.nd.array(w0), mx.nd.array(w0[::-1].copy())]
+            weights = []
+            for step in range(3):
+                g = first if step == 0 else later
+                gs = [mx.nd.array(g), mx.nd.array(g[::-1].copy())]
+                if calls == "grouped":
+                    updater([0, 1], gs, ws)
+                else:
+                    for i, (gi, w) in enumerate(zip(gs, ws)):
+                        updater(i, gi, w)
+                weights.append([_tolist(w.asnumpy()) for w in ws])
+            key = "sgd%s_%s" % ("".join("_%s=%g" % kv for kv in sorted(params.items())), calls)
+            cases[key] = {"weights": weights}
+    return cases
+
+
 def float16_multi_precision(mx):
     cases = {}
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
@@ -221,7 +251,7 @@ REGIMES = {"small_gradients": small_gradients,
            "small_gradients_row_sparse": small_gradients_row_sparse,
            "trainer_multipliers": trainer_multipliers, "clip_global_norm": clip_global_norm,
            "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision,
-           "lr_scheduler_edges": lr_scheduler_edges}
+           "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd}
 
 
 def run_all(mx):
