@@ -220,13 +220,15 @@ def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip, single=False):
     """MXNet's sgd(_mom)_update on raw arrays, in place (``mom`` None: no momentum state).
 
     ``single``: MXNet's single-tensor ``sgd_update`` without momentum (what its NAG without
-    momentum and LBSGD call), whose zero results keep the sign ``w - step`` gives them, where the
-    multi-tensor kernel that SGD uses makes them +0.0; the same values otherwise."""
+    momentum and LBSGD call): ``w = (1 - lr*wd)*w - step``, whose zero results keep the sign
+    ``w - step`` gives them, where the multi-tensor kernel that SGD uses makes them +0.0, and
+    whose decay rounds as a factor (and keeps an infinite weight infinite)."""
     if single and mom is None:
         t = w.dtype.type
         step = _step_of(w, g, t(lr), rescale, clip)
-        if wd:
-            step += w * (t(lr) * t(wd))
+        keep = _keep(w.dtype, lr, wd)
+        if keep != 1:       # 1*w is w, infinities, NaNs and zero signs included
+            w *= keep
         w -= step
         return
     arrays, kernel = ((w, g), SGD_KERNEL) if mom is None else ((w, g, mom), SGD_MOM_KERNEL)

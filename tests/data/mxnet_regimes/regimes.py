@@ -17,7 +17,8 @@ The regimes:
 * float16 weights with ``multi_precision``: steps below float16's resolution that only the
   float32 master copy keeps;
 * SGD after an infinite gradient: the weights it makes infinite turn NaN at the next step, the
-  decay term computed at wd=0 too.
+  decay term computed at wd=0 too; NAG without momentum and LBSGD, whose single-tensor update
+  scales the weight by ``1 - lr*wd`` instead (other roundings, infinities kept).
 
 Inputs come from ``numpy.random.RandomState`` (whose streams NumPy keeps fixed across versions)
 and are recorded beside the results, so that a drift of the inputs shows as such.
@@ -202,6 +203,29 @@ def nonfinite_sgd(mx):
     return cases
 
 
+def single_tensor_sgd(mx):
+    """NAG without momentum and LBSGD run MXNet's single-tensor ``sgd_update``, whose weight decay
+    is a factor, ``(1 - lr*wd)*w - lr*g``: rounded otherwise than SGD's ``w - lr*wd*w - lr*g``,
+    and an infinite weight stays infinite."""
+    rng = np.random.RandomState(3)
+    w0 = rng.randn(40).astype(np.float32)
+    g0 = rng.randn(40).astype(np.float32)
+    g0[:3] = [np.inf, -np.inf, np.nan]
+    cases = {}
+    for name in ("nag", "lbsgd"):
+        for params in ({"wd": 0.013}, {"wd": 0.013, "clip_gradient": 0.5}, {}):
+            opt = mx.optimizer.create(name, learning_rate=0.37, rescale_grad=0.7, **params)
+            updater = mx.optimizer.get_updater(opt)
+            w = mx.nd.array(w0)
+            weights = []
+            for step in range(2):
+                updater(0, mx.nd.array(g0 if step == 0 else g0[::-1].copy()), w)
+                weights.append(_tolist(w.asnumpy()))
+            cases[name + "".join("_%s=%g" % kv for kv in sorted(params.items()))] = {
+                "weights": weights}
+    return cases
+
+
 def float16_multi_precision(mx):
     cases = {}
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
@@ -251,7 +275,8 @@ REGIMES = {"small_gradients": small_gradients,
            "small_gradients_row_sparse": small_gradients_row_sparse,
            "trainer_multipliers": trainer_multipliers, "clip_global_norm": clip_global_norm,
            "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision,
-           "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd}
+           "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd,
+           "single_tensor_sgd": single_tensor_sgd}
 
 
 def run_all(mx):
