@@ -105,14 +105,19 @@ def test_lr_scheduler_defaults_and_edges_match_mxnet(replayed):
 
 
 @pytest.mark.parametrize("body", ["numpy", "kernels"])
-@pytest.mark.parametrize("regime", ["nonfinite_sgd", "single_tensor_sgd"])
+@pytest.mark.parametrize("regime", ["nonfinite_sgd", "single_tensor_sgd", "signum_signs"])
 def test_sgd_forms_after_an_infinite_gradient_match_mxnet_bitwise(regime, body, replayed):
     """Bitwise, infinities and NaNs where MXNet has them (assert_array_equal holds NaN equal to
     NaN): SGD's decay term at wd=0 makes an infinite weight NaN at its next step; NAG without
-    momentum and LBSGD scale by 1 - lr*wd, which rounds otherwise and keeps it infinite."""
+    momentum and LBSGD scale by 1 - lr*wd, which rounds otherwise and keeps it infinite; Signum's
+    sign of NaN is 0. Zero signs are compared too."""
     got, want = replayed(regime, body), RECORDED[regime]
     assert sorted(got) == sorted(want)
     for key, case in want.items():
         for step, (g, w) in enumerate(zip(got[key]["weights"], case["weights"])):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w),
                                           err_msg="%s step %d (%s)" % (key, step + 1, body))
+            g, w = np.asarray(g), np.asarray(w)
+            number = ~np.isnan(w)       # a NaN's sign bit means nothing
+            np.testing.assert_array_equal(np.signbit(g[number]), np.signbit(w[number]),
+                                          err_msg="%s step %d (%s): signs" % (key, step + 1, body))

@@ -7,6 +7,12 @@ from .optimizer import Optimizer, register, scaled_grad, zeros_like
 __all__ = ["Signum", "signum_rule"]
 
 
+def _sign(xp, x, t, out=None):
+    """MXNet's sign: -1, 1, or +0.0 for zeros of either sign and for NaN (NumPy's gives -0.0
+    and NaN there)."""
+    return xp.subtract(x > 0, x < 0, dtype=t, out=out)
+
+
 def signum_rule(w, g, mom, *, lr, wd, momentum, wd_lh, rescale, clip):
     """MXNet's signum_update (with a state) and signsgd_update (without).
 
@@ -19,7 +25,7 @@ def signum_rule(w, g, mom, *, lr, wd, momentum, wd_lh, rescale, clip):
     if mom is None:
         # signsgd_update ignores rescale_grad and clip; only rescale's sign can matter, so the
         # sign of rescale*g is taken (equal to MXNet for every rescale_grad > 0).
-        step = xp.sign(xp.multiply(g, t(rescale), dtype=t))
+        step = _sign(xp, xp.multiply(g, t(rescale), dtype=t), t)
         step *= lr
         w *= t(1) - lr * wd - lr * wd_lh
         w -= step
@@ -31,7 +37,7 @@ def signum_rule(w, g, mom, *, lr, wd, momentum, wd_lh, rescale, clip):
     if wd:
         mom -= w * ((t(1) - momentum) * wd)
     mom -= G
-    xp.sign(mom, out=G)
+    _sign(xp, mom, t, out=G)
     G *= lr
     w *= t(1) - lr * wd_lh
     w += G

@@ -18,7 +18,8 @@ The regimes:
   float32 master copy keeps;
 * SGD after an infinite gradient: the weights it makes infinite turn NaN at the next step, the
   decay term computed at wd=0 too; NAG without momentum and LBSGD, whose single-tensor update
-  scales the weight by ``1 - lr*wd`` instead (other roundings, infinities kept).
+  scales the weight by ``1 - lr*wd`` instead (other roundings, infinities kept); Signum, whose
+  sign of NaN and of -0.0 is +0.0.
 
 Inputs come from ``numpy.random.RandomState`` (whose streams NumPy keeps fixed across versions)
 and are recorded beside the results, so that a drift of the inputs shows as such.
@@ -226,6 +227,26 @@ def single_tensor_sgd(mx):
     return cases
 
 
+def signum_signs(mx):
+    """Signum and signSGD where the sign is taken of zeros, infinities and NaN: MXNet's sign is
+    +0.0 for a zero of either sign and for NaN, so a NaN momentum leaves the weight where it is."""
+    w0 = np.array([1.0, -2.0, 0.0, -0.0, 0.0, -0.0, 5.0, 0.25], np.float32)
+    first = np.array([np.inf, -np.inf, np.inf, 0.0, -0.0, 0.5, np.nan, -0.0], np.float32)
+    later = np.array([0.5, 0.5, -np.inf, 0.0, -0.0, -0.0, 0.5, 0.0], np.float32)
+    cases = {}
+    for params in ({}, {"momentum": 0.0}, {"wd": 0.01, "wd_lh": 0.02}):
+        opt = mx.optimizer.create("signum", learning_rate=0.1, rescale_grad=0.5, **params)
+        updater = mx.optimizer.get_updater(opt)
+        w = mx.nd.array(w0)
+        weights = []
+        for step in range(3):
+            updater(0, mx.nd.array(first if step == 0 else later), w)
+            weights.append(_tolist(w.asnumpy()))
+        cases["signum" + "".join("_%s=%g" % kv for kv in sorted(params.items()))] = {
+            "weights": weights}
+    return cases
+
+
 def float16_multi_precision(mx):
     cases = {}
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
@@ -276,7 +297,7 @@ REGIMES = {"small_gradients": small_gradients,
            "trainer_multipliers": trainer_multipliers, "clip_global_norm": clip_global_norm,
            "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision,
            "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd,
-           "single_tensor_sgd": single_tensor_sgd}
+           "single_tensor_sgd": single_tensor_sgd, "signum_signs": signum_signs}
 
 
 def run_all(mx):
