@@ -1,138 +1,18 @@
-"""``nd.random``: arrays drawn from the seedable per-device generators of ``trainer_cli.random``."""
+"""``nd.random``: arrays drawn from the seedable per-device generators of ``trainer_cli.random``
+(the draws in ``_draws``; the negative binomials and the ``*_like`` forms with the ``sample_*``
+ops in ``sampling``)."""
 from __future__ import annotations
 
-import numpy
-
-from .. import random as _random
-from ..context import Context, current_context
-from .ndarray import NDArray, _wrap
+# MXNet's nd.random module has these two names too (its own imports).
+from ..context import current_context  # noqa: F401
+from .ndarray import NDArray  # noqa: F401
+from ._draws import (uniform, normal, randn, randint, shuffle, exponential, poisson, gamma,
+                     multinomial, bernoulli)
+from .sampling import (negative_binomial, generalized_negative_binomial, uniform_like,
+                       normal_like, exponential_like, gamma_like, poisson_like,
+                       negative_binomial_like, generalized_negative_binomial_like)
 
 __all__ = ["uniform", "normal", "randn", "randint", "shuffle", "exponential", "poisson", "gamma",
            "multinomial", "bernoulli", "negative_binomial", "generalized_negative_binomial",
            "uniform_like", "normal_like", "exponential_like", "gamma_like", "poisson_like",
            "negative_binomial_like", "generalized_negative_binomial_like"]
-
-
-def _setup(shape, ctx, dtype):
-    ctx = current_context() if ctx is None else Context(ctx)
-    shape = () if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    return ctx, shape or (1,), numpy.dtype(numpy.float32 if dtype is None else dtype)
-
-
-def _finish(data, ctx, out):
-    if out is not None:
-        out._data[...] = data
-        return out
-    return _wrap(data, ctx)
-
-
-def _only_name(fn, kwargs):
-    """MXNet's operators take ``name`` (meaningless outside a Symbol) and refuse any other
-    argument they do not know; so do these."""
-    unknown = sorted(set(kwargs) - {"name"})
-    if unknown:
-        raise TypeError("%s() got an unexpected keyword argument %r" % (fn, unknown[0]))
-
-
-def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    _only_name("uniform", kwargs)
-    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
-    gen = _random.generator(ctx)
-    with ctx.device_scope():
-        if ctx.is_gpu:
-            u = gen.random_sample(shape, dtype=dtype if dtype in (numpy.float32, numpy.float64) else numpy.float64)
-        else:
-            u = gen.random(shape, dtype=dtype if dtype in (numpy.float32, numpy.float64) else numpy.float64)
-        data = (low + (high - low) * u).astype(dtype, copy=False)
-    return _finish(data, ctx, out)
-
-
-def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    _only_name("normal", kwargs)
-    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
-    gen = _random.generator(ctx)
-    with ctx.device_scope():
-        draw = gen.standard_normal(shape, dtype=dtype if dtype in (numpy.float32, numpy.float64) else numpy.float64)
-        data = (loc + scale * draw).astype(dtype, copy=False)
-    return _finish(data, ctx, out)
-
-
-def randn(*shape, loc=0, scale=1, dtype=None, ctx=None):
-    return normal(loc, scale, shape, dtype, ctx)
-
-
-def randint(low, high, shape=None, dtype="int32", ctx=None, out=None):
-    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
-    gen = _random.generator(ctx)
-    with ctx.device_scope():
-        if ctx.is_gpu:
-            data = gen.randint(low, high, size=shape).astype(dtype)
-        else:
-            data = gen.integers(low, high, size=shape, dtype=dtype)
-    return _finish(data, ctx, out)
-
-
-def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None):
-    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
-    with ctx.device_scope():
-        data = _random.generator(ctx).exponential(scale, size=shape).astype(dtype)
-    return _finish(data, ctx, out)
-
-
-def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None):
-    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
-    with ctx.device_scope():
-        data = _random.generator(ctx).poisson(lam, size=shape).astype(dtype)
-    return _finish(data, ctx, out)
-
-
-def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None):
-    ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
-    with ctx.device_scope():
-        data = _random.generator(ctx).gamma(alpha, beta, size=shape).astype(dtype)
-    return _finish(data, ctx, out)
-
-
-def bernoulli(prob=0.5, shape=None, dtype=None, ctx=None, out=None):
-    if out is not None:     # the draws land in ``out`` (not the uniform values behind them)
-        shape, dtype, ctx = out.shape, out.dtype, out.context
-    drawn = uniform(0, 1, shape, dtype, ctx) < prob
-    return drawn if out is None else _finish(drawn._data, ctx, out)
-
-
-def multinomial(data, shape=None, get_prob=False, dtype="int32"):
-    """Draw category indices from the probability rows of ``data`` (CPU generator).
-
-    ``get_prob=True`` returns ``[samples, log_likelihoods]`` as MXNet does: the second array,
-    of ``samples``' shape and ``data``'s dtype, holds ``log(data[..., sample])`` (the data as
-    given, not renormalized), recorded under ``autograd.record()`` so that a reward passed as
-    its head gradient reaches ``data`` (``reward / data`` at each drawn category)."""
-    probs = data.asnumpy()
-    flat = probs.reshape(-1, probs.shape[-1])
-    n = 1 if shape is None else int(numpy.prod(shape))
-    gen = _random.generator(None)
-    draws = numpy.stack([gen.choice(flat.shape[1], size=n, p=row / row.sum()) for row in flat])
-    out_shape = probs.shape[:-1] + (() if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape)))
-    from .creation import array
-    samples = array(draws.reshape(out_shape or (1,)), ctx=data.context, dtype=dtype)
-    if not get_prob:
-        return samples
-    from . import ops
-    rows, k = flat.shape
-    spread = ops.broadcast_to(data.reshape((rows, 1, k)), (rows, n, k))
-    picked = ops.pick(spread, array(draws, ctx=data.context, dtype="int64"), axis=-1)
-    return [samples, ops.log(picked).reshape(samples.shape)]
-
-
-def shuffle(data, **kwargs):
-    """A copy of ``data`` with its first axis randomly permuted."""
-    ctx = data.context
-    perm = _random.generator(None).permutation(data.shape[0])
-    return data[perm.tolist()] if ctx.is_gpu else _wrap(data._data[perm], ctx)
-
-
-# The negative binomials and the ``*_like`` forms live with the ``sample_*`` ops; imported last
-# because that module builds on the functions above.
-from .sampling import (negative_binomial, generalized_negative_binomial, uniform_like,  # noqa: E402
-                       normal_like, exponential_like, gamma_like, poisson_like,
-                       negative_binomial_like, generalized_negative_binomial_like)

@@ -1,6 +1,6 @@
-"""MXNet's other random entry points over ``nd.random``'s generators: the ``sample_*`` ops (one
-set of draws per element of array-valued parameters), the ``*_like`` forms, the negative
-binomials, and the top-level ``nd.random_*`` / ``nd.uniform`` / ``nd.normal`` aliases.
+"""MXNet's other random entry points over ``nd.random``'s draws (``_draws``): the ``sample_*``
+ops (one set of draws per element of array-valued parameters), the ``*_like`` forms, the
+negative binomials, and the top-level ``nd.random_*`` / ``nd.uniform`` / ``nd.normal`` aliases.
 
 As everywhere in ``nd.random``, the draws come from trainer_cli's generators, not MXNet's
 streams (docs/compat.md): shapes, dtypes and distributions are MXNet's, the values are not.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy
 
 from .. import random as _random
-from . import random as _rnd
+from . import _draws as _rnd
 from .ndarray import _wrap
 
 __all__ = [
