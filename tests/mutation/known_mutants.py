@@ -25,11 +25,14 @@ MUTANTS = [
   "key = (t, lr, rescale, _copysign(1.0, lr), _copysign(1.0, rescale))", "key = (t, lr, rescale)"),
  ("sgd no-momentum zero signs (NumPy body)", "trainer_cli/optimizer/sgd.py",
   "        xp.subtract(t(0), step, out=step)\n"
-  "        step -= w * (t(lr) * t(wd))\n        w += step\n",
-  "        step += w * (t(lr) * t(wd))\n        w -= step\n"),
+  "        step -= w * lr_wd\n        w += step\n",
+  "        step += w * lr_wd\n        w -= step\n"),
+ ("sgd no-momentum rewrite taken for a negative lr*wd", "trainer_cli/optimizer/sgd.py",
+  "        if _copysign(1.0, lr_wd) > 0:\n", "        if True:\n"),
  ("sgd decay term skipped at wd=0 (NumPy body)", "trainer_cli/optimizer/sgd.py",
-  "        step -= w * (t(lr) * t(wd))\n        w += step\n",
-  "        if wd:\n            step -= w * (t(lr) * t(wd))\n        w += step\n"),
+  "            decayed = w * -lr_wd\n",
+  "            if not wd:\n                w -= step\n                return\n"
+  "            decayed = w * -lr_wd\n"),
  ("adagrad clip_gradient ignored on row_sparse steps", "trainer_cli/optimizer/adagrad.py",
   "wd=0.0, eps=self.float_stable_eps,\n                          rescale=self.rescale_grad, clip=self._clip)",
   "wd=0.0, eps=self.float_stable_eps,\n                          rescale=self.rescale_grad, clip=None)"),

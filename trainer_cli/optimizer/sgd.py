@@ -46,9 +46,18 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
     if mom is None:
         # MXNet's multi_sgd_update: w += (0 - lr*wd*w) - step. The value of w - (step +
         # lr*wd*w), but a zero result is +0.0 wherever w was -0.0 (MXNet's never is -0.0).
+        lr_wd = t(lr) * t(wd)
+        if _copysign(1.0, lr_wd) > 0:
+            # One operation fewer: w*(-lr_wd) is 0 - lr*wd*w except where lr*wd*w is +0.0 (it
+            # gives -0.0 there). With lr_wd's sign bit clear that is only where w >= +0, and
+            # there w + (-0.0 - step) is w + (+0.0 - step), whatever step is.
+            decayed = w * -lr_wd
+            decayed -= step
+            w += decayed
+            return
         xp = numpy if type(w) is _np_ndarray else array_module_of(w)
         xp.subtract(t(0), step, out=step)
-        step -= w * (t(lr) * t(wd))
+        step -= w * lr_wd
         w += step
         return
     mom *= t(momentum)
