@@ -24,8 +24,8 @@ MUTANTS = [
  ("sgd cache keyed on value only", "trainer_cli/optimizer/sgd.py",
   "key = (t, lr, rescale, _copysign(1.0, lr), _copysign(1.0, rescale))", "key = (t, lr, rescale)"),
  ("sgd no-momentum zero signs (NumPy body)", "trainer_cli/optimizer/sgd.py",
-  "        xp.subtract(t(0), step, out=step)\n"
-  "        step -= w * lr_wd\n        w += step\n",
+  "        decayed = w * lr_wd\n        xp.subtract(t(0), decayed, out=decayed)\n"
+  "        decayed -= step\n        w += decayed\n",
   "        step += w * lr_wd\n        w -= step\n"),
  ("sgd no-momentum rewrite taken for a negative lr*wd", "trainer_cli/optimizer/sgd.py",
   "        if _copysign(1.0, lr_wd) > 0:\n", "        if True:\n"),

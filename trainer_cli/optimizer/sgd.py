@@ -44,8 +44,9 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
     # The decay term even when wd is 0, as MXNet's kernels compute it: 0 * inf is NaN, so an
     # infinite weight turns NaN at its next step there, and here too.
     if mom is None:
-        # MXNet's multi_sgd_update: w += (0 - lr*wd*w) - step. The value of w - (step +
-        # lr*wd*w), but a zero result is +0.0 wherever w was -0.0 (MXNet's never is -0.0).
+        # MXNet's multi_sgd_update: w += (0 - lr*wd*w) - step, in that order. The value of
+        # w - (step + lr*wd*w), but a zero result is +0.0 wherever w was -0.0 (MXNet's never is
+        # -0.0), and of two NaNs the weight's decay term's is the one kept.
         lr_wd = t(lr) * t(wd)
         if _copysign(1.0, lr_wd) > 0:
             # One operation fewer: w*(-lr_wd) is 0 - lr*wd*w except where lr*wd*w is +0.0 (it
@@ -56,9 +57,10 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
             w += decayed
             return
         xp = numpy if type(w) is _np_ndarray else array_module_of(w)
-        xp.subtract(t(0), step, out=step)
-        step -= w * lr_wd
-        w += step
+        decayed = w * lr_wd
+        xp.subtract(t(0), decayed, out=decayed)
+        decayed -= step
+        w += decayed
         return
     mom *= t(momentum)
     mom -= w * (t(lr) * t(wd))
@@ -155,7 +157,7 @@ def _sgd_cpu(w, g, s):
         step = g[i] * scale
         if clipping:
             step = _clip(step, lo, hi) * lr
-        m = zero - step - w[i] * lr_wd
+        m = (zero - w[i] * lr_wd) - step
         w[i] = w[i] + m
 
 
@@ -164,7 +166,7 @@ _SGD_CUDA = ("T g, T lr, T wd, T rescale, T lo, T hi, T momentum, T clipping", "
     if (clipping != 0) {""" + CUDA_CLIP + """
         x = x * lr;
     }
-    T m = T(0) - x - w * (lr * wd);
+    T m = (T(0) - w * (lr * wd)) - x;
     w = w + m;
 """)
 
