@@ -807,6 +807,22 @@ def _fully_connected(data, weight, bias, flatten, relu):
     """FullyConnected, followed by ReLU when ``relu`` (one node: Dense(activation='relu'))."""
     x, w = data._data, weight._data
     b = None if bias is None else bias._data
+    out, x2 = fc_forward(x, w, b, flatten, relu)
+    if _state.recording and (data._node is not None or data._grad is not None
+                             or weight._node is not None or weight._grad is not None
+                             or (bias is not None and (bias._node is not None
+                                                       or bias._grad is not None))):
+        def vjp(g, needs):
+            return fc_backward(g, needs[0], needs[1], bias is not None and needs[2], x.shape, x2,
+                               w, out, relu, weight, bias)
+        return _recorded(out, data._ctx, (data, weight, bias) if bias is not None else (data, weight), vjp)
+    return _wrap(out, data._ctx)
+
+
+def fc_forward(x, w, b, flatten, relu):
+    """FullyConnected's (and ReLU's when ``relu``) output on raw arrays, and the 2-D view of
+    ``x`` its gradient needs: the one computation the eager op and a hybridized block's cached
+    plan share, so that both give the same bits."""
     x2 = x if x.ndim == 2 else (x.reshape(x.shape[0], -1) if flatten
                                  else x.reshape(-1, x.shape[-1]))
     if x2.shape[1] != w.shape[-1] or w.ndim != 2 or (b is not None and b.shape != w.shape[:1]):
@@ -834,48 +850,48 @@ def _fully_connected(data, weight, bias, flatten, relu):
                 _xp_of(out).maximum(out, 0, out=out)
     if not flatten:
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
-    if _state.recording and (data._node is not None or data._grad is not None
-                             or weight._node is not None or weight._grad is not None
-                             or (bias is not None and (bias._node is not None
-                                                       or bias._grad is not None))):
-        def vjp(g, needs):
-            bias_grad = bias is not None and needs[2]
-            # Like the weight's below, the bias's gradient may go straight into its buffer.
-            gb_buf = _ag.direct_grad_buffer(bias) if bias_grad else None
-            fused = _fc_grad(g, out, relu, bias_grad, gb_buf) if relu or bias_grad else None
-            if fused is not None:
-                g2, gb = fused
-                if gb is not None and gb is gb_buf:
-                    gb = _ag.WRITTEN
-            else:
-                if relu:
-                    g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
-                g2 = g.reshape(-1, w.shape[0])
-                gb = None
-                if gb_buf is not None and type(gb_buf) is type(g2) and gb_buf.dtype == g2.dtype:
-                    g2.sum(axis=0, out=gb_buf)
-                    gb = _ag.WRITTEN
-                elif bias_grad:
-                    gb = g2.sum(axis=0)
-            gx = None
-            if needs[0]:
-                # In x's layout (F-order after a transposed forward): the ReLU mask of the
-                # layer below then multiplies arrays of one layout, three times faster.
-                gx = ((w.T @ g2.T).T if x2.flags.f_contiguous and not x2.flags.c_contiguous
-                      else g2 @ w).reshape(x.shape)
-            gw = None
-            if needs[1]:
-                buf = _ag.direct_grad_buffer(weight)
-                if buf is not None and type(buf) is type(g2) and buf.dtype == g2.dtype:
-                    _xp_of(buf).matmul(g2.T, x2, out=buf)
-                    gw = _ag.WRITTEN
-                else:
-                    gw = g2.T @ x2
-            if bias is not None:
-                return gx, gw, gb
-            return gx, gw
-        return _recorded(out, data._ctx, (data, weight, bias) if bias is not None else (data, weight), vjp)
-    return _wrap(out, data._ctx)
+    return out, x2
+
+
+def fc_backward(g, need_x, need_w, bias_grad, x_shape, x2, w, out, relu, weight, bias):
+    """``(gx, gw, gb)`` of ``fc_forward`` for the output gradient ``g`` (None where not needed;
+    ``autograd.WRITTEN`` where it went straight into the parameter's gradient buffer, see
+    ``autograd.direct_grad_buffer``); ``weight``/``bias`` are the NDArrays whose buffers those
+    are, ``bias`` None without one."""
+    # Like the weight's below, the bias's gradient may go straight into its buffer.
+    gb_buf = _ag.direct_grad_buffer(bias) if bias_grad else None
+    fused = _fc_grad(g, out, relu, bias_grad, gb_buf) if relu or bias_grad else None
+    if fused is not None:
+        g2, gb = fused
+        if gb is not None and gb is gb_buf:
+            gb = _ag.WRITTEN
+    else:
+        if relu:
+            g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
+        g2 = g.reshape(-1, w.shape[0])
+        gb = None
+        if gb_buf is not None and type(gb_buf) is type(g2) and gb_buf.dtype == g2.dtype:
+            g2.sum(axis=0, out=gb_buf)
+            gb = _ag.WRITTEN
+        elif bias_grad:
+            gb = g2.sum(axis=0)
+    gx = None
+    if need_x:
+        # In x's layout (F-order after a transposed forward): the ReLU mask of the
+        # layer below then multiplies arrays of one layout, three times faster.
+        gx = ((w.T @ g2.T).T if x2.flags.f_contiguous and not x2.flags.c_contiguous
+              else g2 @ w).reshape(x_shape)
+    gw = None
+    if need_w:
+        buf = _ag.direct_grad_buffer(weight)
+        if buf is not None and type(buf) is type(g2) and buf.dtype == g2.dtype:
+            _xp_of(buf).matmul(g2.T, x2, out=buf)
+            gw = _ag.WRITTEN
+        else:
+            gw = g2.T @ x2
+    if bias is not None:
+        return gx, gw, gb
+    return gx, gw
 
 
 def _fc_grad(g, out, relu, bias_grad, sums=None):
