@@ -22,6 +22,7 @@ from ..symbol import naming as _naming
 from ..context import current_context
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw
+from . import cached_plan as _plans
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterError,
                         _assign_loaded)
 
@@ -146,6 +147,7 @@ class Block:
         if isinstance(value, Block):
             self.register_child(value, name)
         elif isinstance(value, Parameter):
+            _plans.bump_epoch()
             if self._reg_params.get(name, value) is not value:
                 raise ParameterError(
                     "Overriding Parameter attribute %s is not allowed. If you want to share "
@@ -219,15 +221,18 @@ class Block:
         if name is None:
             name = str(len(self._children))
         self._children[name] = block
+        _plans.bump_epoch()
 
     def register_forward_pre_hook(self, hook):
         key = object()
         self._forward_pre_hooks[key] = hook
+        _plans.bump_epoch()      # a hybridized block with hooks runs imperatively
         return _HookHandle(self._forward_pre_hooks, key)
 
     def register_forward_hook(self, hook):
         key = object()
         self._forward_hooks[key] = hook
+        _plans.bump_epoch()
         return _HookHandle(self._forward_hooks, key)
 
     def apply(self, fn):
@@ -343,6 +348,7 @@ class _HookHandle:
 
     def detach(self):
         self._hooks.pop(self._key, None)
+        _plans.bump_epoch()
 
     def __enter__(self):
         return self
@@ -359,37 +365,66 @@ class HybridBlock(Block):
     or the ``symbol`` module when called with Symbols (which records its graph for ``export``).
 
     Parameters whose shape depends on the input are resolved at the first call through
-    ``infer_shape``, which such layers implement. ``hybridize()`` changes no number: ops run
-    eagerly as before; the first call afterwards also records the block's graph, as MXNet
-    builds its cached graph then, so that ``export`` writes what MXNet would.
+    ``infer_shape``, which such layers implement. The first call after ``hybridize()`` runs
+    imperatively and records the block's graph, as MXNet builds its cached graph then, so that
+    ``export`` writes what MXNet would; later calls run from a cached plan (``cached_plan``),
+    which gives the same bits as the imperative path, or imperatively where the block is one a
+    plan cannot hold.
     """
+
+    # How a cached plan holds this class's layers (see ``cached_plan``); None: it cannot.
+    _plan_step = None
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
         object.__setattr__(self, "_cached_graph", None)
+        object.__setattr__(self, "_plan", None)
+        object.__setattr__(self, "_plan_epoch", -1)
 
     def hybridize(self, active=True, **kwargs):
-        """Accepted with MXNet's flags (``static_alloc``, ``static_shape``, ...): the results do
-        not change; the graph ``export`` writes is recorded again at the next call."""
+        """Run later calls from a cached plan (``active=False``: imperatively again). MXNet's
+        flags (``static_alloc``, ``static_shape``, ...) are accepted; the results do not depend
+        on them. The graph ``export`` writes is recorded again at the next call."""
         object.__setattr__(self, "_cached_graph", None)
+        object.__setattr__(self, "_plan", None)
+        _plans.bump_epoch()
         super().hybridize(active, **kwargs)
 
     def __call__(self, x, *args):
         if isinstance(x, Symbol):
             # Recording a graph: hooks see only the eager calls, whose numbers they may count.
             return self.forward(x, *args)
-        if self._active and getattr(self, "_cached_graph", None) is None \
-                and not getattr(_tracing, "inside", False) \
-                and not isinstance(x, Symbol):
-            # The outermost hybridized block records its graph once; the blocks it calls are
-            # part of it.
-            self._record_graph((x,) + args)
-            _tracing.inside = True
-            try:
-                return super().__call__(x, *args)
-            finally:
-                _tracing.inside = False
+        if self._active and not getattr(_tracing, "inside", False):
+            if getattr(self, "_cached_graph", None) is None:
+                # The outermost hybridized block records its graph once; the blocks it calls
+                # are part of it. This call runs imperatively (deferred shapes are found here).
+                self._record_graph((x,) + args)
+                _tracing.inside = True
+                try:
+                    return super().__call__(x, *args)
+                finally:
+                    _tracing.inside = False
+            if not args and type(x) is NDArray:
+                plan = self._plan if self._plan_epoch == _plans.epoch.value else self._replan()
+                if plan is not None:
+                    # The blocks a step calls (a layer's activation) run plainly inside it.
+                    _tracing.inside = True
+                    try:
+                        return plan.run(x)
+                    finally:
+                        _tracing.inside = False
         return super().__call__(x, *args)
+
+    def _replan(self):
+        """The cached plan of this block for the current epoch, or None where it has none."""
+        now = _plans.epoch.value
+        try:
+            plan = _plans.build(self)
+        except _plans.Unplannable:
+            plan = None
+        object.__setattr__(self, "_plan", plan)
+        object.__setattr__(self, "_plan_epoch", now)
+        return plan
 
     def _record_graph(self, args):
         try:
@@ -559,6 +594,8 @@ class Sequential(_SequentialMixin, Block):
 
 class HybridSequential(_SequentialMixin, HybridBlock):
     """Hybrid blocks applied one after another."""
+
+    _plan_step = "sequence"
 
     def __init__(self, prefix=None, params=None):
         HybridBlock.__init__(self, prefix=prefix, params=params)

@@ -24,6 +24,7 @@ from ..ndarray import sparse as _sparse
 from ..ndarray.interop import (attach_grad_buffer as _attach_grad_buffer, grad_buffer as _grad_buffer,
                                raw as _raw)
 from ..ndarray.slabs import Slabs
+from . import cached_plan as _plans
 
 # Every parameter's data in one set of buffers and every gradient in another (see ``slabs``).
 _DATA_SLABS, _GRAD_SLABS = Slabs(stagger=0), Slabs(stagger=1024)
@@ -156,6 +157,7 @@ class Parameter:
         if self._grad_req == req:
             return
         self._grad_req = req
+        _plans.bump_epoch()     # a cached plan knows which parameters take gradients
         if self._data is not None:
             self._init_grad()
 
@@ -223,6 +225,7 @@ class Parameter:
             self._init_impl(data, ctx)
 
     def _init_impl(self, data, ctx_list):
+        _plans.bump_epoch()     # new arrays, maybe of a new shape: plans are made again
         self._ctx_list = list(ctx_list)
         self._ctx_index = {c: i for i, c in enumerate(self._ctx_list)}
         if self._stype == "row_sparse":
@@ -468,6 +471,7 @@ class Parameter:
         return _sparse.all_rows(out)
 
     def cast(self, dtype):
+        _plans.bump_epoch()
         self._dtype = numpy.dtype(dtype).type
         if self._data is None:
             return

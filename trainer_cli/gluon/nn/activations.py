@@ -10,6 +10,8 @@ __all__ = ["LeakyReLU", "PReLU", "ELU", "SELU", "GELU", "Swish"]
 class LeakyReLU(HybridBlock):
     """``x`` for ``x > 0``, ``alpha * x`` otherwise."""
 
+    _plan_step = "op"
+
     def __init__(self, alpha, **kwargs):
         if alpha < 0:
             raise ValueError("Slope coefficient for LeakyReLU must be no less than 0.")
@@ -26,6 +28,8 @@ class LeakyReLU(HybridBlock):
 class PReLU(HybridBlock):
     """Leaky ReLU with a learned slope ``alpha`` per channel (axis 1), or one shared slope."""
 
+    _plan_step = "op"
+
     def __init__(self, alpha_initializer=_init.Constant(0.25), in_channels=1, **kwargs):
         super().__init__(**kwargs)
         with self.name_scope():
@@ -38,6 +42,8 @@ class PReLU(HybridBlock):
 class ELU(HybridBlock):
     """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise."""
 
+    _plan_step = "op"
+
     def __init__(self, alpha=1.0, **kwargs):
         super().__init__(**kwargs)
         self._alpha = alpha
@@ -49,6 +55,8 @@ class ELU(HybridBlock):
 class SELU(HybridBlock):
     """Scaled ELU with the self-normalizing constants."""
 
+    _plan_step = "op"
+
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="selu", name="fwd")
 
@@ -56,12 +64,16 @@ class SELU(HybridBlock):
 class GELU(HybridBlock):
     """``x * Phi(x)`` with the exact normal CDF (erf), as MXNet."""
 
+    _plan_step = "op"
+
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="gelu", name="fwd")
 
 
 class Swish(HybridBlock):
     """``x * sigmoid(beta * x)``."""
+
+    _plan_step = "op"
 
     def __init__(self, beta=1.0, **kwargs):
         super().__init__(**kwargs)

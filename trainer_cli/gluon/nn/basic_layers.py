@@ -15,6 +15,8 @@ __all__ = ["Dense", "Activation", "Flatten", "Identity", "Lambda", "HybridLambda
 class Activation(HybridBlock):
     """An elementwise activation: relu, sigmoid, tanh, softrelu or softsign."""
 
+    _plan_step = "op"
+
     def __init__(self, activation, **kwargs):
         # Set first: the automatic prefix (relu0_) is taken from it during Block.__init__.
         self._act_type = activation
@@ -32,6 +34,8 @@ class Activation(HybridBlock):
 
 class Dense(HybridBlock):
     """``activation(dot(x, weight.T) + bias)``; ``in_units=0`` infers the input size at first call."""
+
+    _plan_step = "dense"
 
     def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
                  weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
@@ -91,6 +95,8 @@ class Dense(HybridBlock):
 class Flatten(HybridBlock):
     """Reshape to (batch, -1)."""
 
+    _plan_step = "op"
+
     def hybrid_forward(self, F, x):
         return F.flatten(x)
 
@@ -99,6 +105,8 @@ class Flatten(HybridBlock):
 
 
 class Identity(HybridBlock):
+    _plan_step = "op"
+
     def hybrid_forward(self, F, x):
         return x
 

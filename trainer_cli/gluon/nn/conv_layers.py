@@ -50,6 +50,8 @@ def _to_last(F, x):
 class _Conv(HybridBlock):
     """N-D convolution over ``nd.Convolution``, optionally followed by an activation."""
 
+    _plan_step = "op"
+
     _op_name = "Convolution"
 
     def __init__(self, channels, kernel_size, strides, padding, dilation, groups, layout,
@@ -218,6 +220,8 @@ class Conv3DTranspose(_ConvTranspose):
 class _Pooling(HybridBlock):
     """Pooling over ``nd.Pooling``; ``strides=None`` means the pool size, as in MXNet."""
 
+    _plan_step = "op"
+
     def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type, layout,
                  count_include_pad=None, **kwargs):
         super().__init__(**kwargs)
@@ -302,6 +306,8 @@ GlobalAvgPool3D = _named(_global_pool(3, "NCDHW", "avg"), "GlobalAvgPool3D",
 class ReflectionPad2D(HybridBlock):
     """Pad the two spatial axes of ``(N, C, H, W)`` by reflection: ``padding`` an int, or MXNet's
     8-tuple ``pad_width``."""
+
+    _plan_step = "op"
 
     def __init__(self, padding=0, **kwargs):
         super().__init__(**kwargs)

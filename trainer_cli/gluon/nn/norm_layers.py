@@ -26,6 +26,8 @@ class Dropout(HybridBlock):
     """Zero each element with probability ``rate`` in training mode and scale the rest by
     ``1/(1-rate)``; ``axes`` share one mask value along those axes. Identity in predict mode."""
 
+    _plan_step = "op"
+
     def __init__(self, rate, axes=(), **kwargs):
         super().__init__(**kwargs)
         self._rate = rate
@@ -46,6 +48,8 @@ class BatchNorm(HybridBlock):
 
     ``scale=False`` fixes gamma at 1 (MXNet's ``fix_gamma``); ``center=False`` freezes beta at 0.
     """
+
+    _plan_step = "op"
 
     def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
                  use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
@@ -96,6 +100,8 @@ class BatchNorm(HybridBlock):
 
 class LayerNorm(HybridBlock):
     """Layer normalization over ``axis`` (the last by default) with learned gamma and beta."""
+
+    _plan_step = "op"
 
     def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, prefix=None, params=None):
@@ -158,6 +164,8 @@ class InstanceNorm(HybridBlock):
     from training; their values still apply.
     """
 
+    _plan_step = "op"
+
     def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
@@ -187,6 +195,8 @@ class InstanceNorm(HybridBlock):
 class GroupNorm(HybridBlock):
     """Normalize ``(N, C, ...)`` in ``num_groups`` groups of channels; as MXNet 1.9.1's,
     ``gamma`` and ``beta`` have one value per group (shape ``(num_groups,)``)."""
+
+    _plan_step = "op"
 
     def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", prefix=None, params=None):
