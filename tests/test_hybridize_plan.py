@@ -1,0 +1,248 @@
+"""hybridize(): a hybridized block runs from a cached plan with the same bits as the imperative
+path (forward, every parameter's gradient, several Trainer steps), and runs imperatively where a
+plan cannot hold it."""
+import numpy as np
+import pytest
+
+import trainer_cli
+from trainer_cli import autograd, gluon, nd
+from trainer_cli.gluon import nn
+from trainer_cli.gluon.block import reset_name_counters
+
+
+def _data(shape, seed=0):
+    return nd.array(np.random.RandomState(seed).uniform(-1, 1, size=shape).astype(np.float32))
+
+
+def _mlp():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(16, activation="relu", in_units=6), nn.Dropout(0.3),
+            nn.Dense(8, activation="tanh", in_units=16), nn.BatchNorm(in_channels=8),
+            nn.Activation("sigmoid"), nn.Dense(3, in_units=8))
+    return net
+
+
+def _cnn():
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3, padding=1, activation="relu", in_channels=2),
+            nn.BatchNorm(in_channels=4), nn.Activation("relu"), nn.MaxPool2D(2),
+            nn.Conv2D(3, 3, in_channels=4), nn.Dropout(0.25), nn.Flatten(),
+            nn.Dense(5, activation="relu"), nn.Dense(2))
+    return net
+
+
+def _train(make, x, hybridize, steps=3, train_mode=True, with_input_grad=False):
+    """Forward outputs, input and parameter gradients and parameter values over ``steps``
+    Trainer steps of a fresh ``make()`` net (same names, initial weights and random stream)."""
+    reset_name_counters()
+    trainer_cli.random.seed(7)
+    net = make()
+    net.initialize()
+    # A first call settles deferred shapes (and, hybridized, records the graph imperatively).
+    with autograd.predict_mode():
+        net(x)
+    if hybridize:
+        net.hybridize(static_alloc=True)
+        net(x)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    seen = []
+    for _ in range(steps):
+        xi = x.copy()
+        if with_input_grad:
+            xi.attach_grad()
+        with autograd.record(train_mode=train_mode):
+            out = net(xi)
+            loss = (out * out).sum()
+        loss.backward()
+        trainer.step(x.shape[0])
+        seen.append(out.asnumpy())
+        if with_input_grad:
+            seen.append(xi.grad.asnumpy())
+        for p in net.collect_params().values():
+            if p.grad_req != "null":
+                seen.append(p.grad().asnumpy())
+            seen.append(p.data().asnumpy())
+    with autograd.predict_mode():
+        seen.append(net(x).asnumpy())
+    return net, seen
+
+
+def _assert_bitwise(a, b):
+    assert len(a) == len(b)
+    for i, (u, v) in enumerate(zip(a, b)):
+        assert u.dtype == v.dtype and np.array_equal(u, v), "array %d differs" % i
+
+
+@pytest.mark.parametrize("make, shape", [(_mlp, (5, 6)), (_cnn, (3, 2, 6, 6))])
+@pytest.mark.parametrize("train_mode", [True, False])
+def test_plan_is_bitwise_the_imperative_path(make, shape, train_mode):
+    x = _data(shape)
+    _, eager = _train(make, x, False, train_mode=train_mode, with_input_grad=True)
+    net, hybrid = _train(make, x, True, train_mode=train_mode, with_input_grad=True)
+    assert net._plan is not None        # the calls above ran from a plan
+    _assert_bitwise(eager, hybrid)
+
+
+def test_plan_records_one_node_for_the_whole_block():
+    net = _mlp()
+    net.initialize()
+    x = _data((4, 6))
+    net.hybridize()
+    net(x)
+    with autograd.record():
+        out = net(x)
+    params = [p.data() for p in net.collect_params().values() if p.grad_req != "null"]
+    node = out._node
+    # The block's input and its trained parameters, nothing recorded per layer on the tape.
+    assert node.inputs[0] is x and {id(p) for p in node.inputs[1:]} == {id(p) for p in params}
+
+
+def test_a_new_batch_size_and_inference_run_from_the_plan():
+    x, x2 = _data((5, 6)), _data((2, 6), seed=1)
+    _, eager = _train(_mlp, x, False)
+    net, hybrid = _train(_mlp, x, True)
+    _assert_bitwise(eager, hybrid)
+    reset_name_counters()
+    trainer_cli.random.seed(7)
+    twin = _mlp()
+    twin.initialize()
+    for p, q in zip(twin.collect_params().values(), net.collect_params().values()):
+        p.set_data(q.data())
+    outs = []
+    for block in (net, twin):
+        trainer_cli.random.seed(11)         # the same Dropout masks on both
+        with autograd.record():
+            outs.append(block(x2).asnumpy())
+        with autograd.predict_mode():
+            outs.append(block(x2).asnumpy())
+    assert net._plan is not None and twin._plan is None
+    _assert_bitwise(outs[:2], outs[2:])
+
+
+class _Branchy(gluon.HybridBlock):
+    """A user's block with a Python branch on the data: a plan cannot hold it."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.dense = nn.Dense(4, in_units=3)
+
+    def hybrid_forward(self, F, x):
+        y = self.dense(x)
+        if float(x.sum().asscalar()) > 0:
+            return F.relu(y)
+        return y * 2
+
+
+def test_a_block_the_plan_cannot_hold_runs_imperatively_and_right():
+    net = _Branchy()
+    net.initialize()
+    net.hybridize()
+    for sign in (1.0, -1.0, 1.0):
+        x = _data((2, 3)) * 0 + sign
+        with autograd.record():
+            out = net(x)
+        out.backward()
+        w, b = net.dense.weight.data().asnumpy(), net.dense.bias.data().asnumpy()
+        want = x.asnumpy() @ w.T + b
+        want = np.maximum(want, 0) if sign > 0 else want * 2
+        np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+    assert net._plan is None
+    # Its Dense child, hybridized with it, runs from a plan of its own inside.
+    assert net.dense._plan is not None
+
+
+def test_hooks_make_the_block_run_imperatively_until_detached():
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    x = _data((4, 6))
+    net(x)
+    net(x)
+    assert net._plan is not None
+    calls = []
+    handle = net[2].register_forward_hook(lambda block, args, out: calls.append(out.shape))
+    with autograd.predict_mode():
+        net(x)
+    assert calls == [(4, 8)] and net._plan is None
+    handle.detach()
+    with autograd.predict_mode():
+        net(x)
+    assert calls == [(4, 8)] and net._plan is not None
+
+
+def test_grad_req_add_falls_back_and_accumulates():
+    results = []
+    for hybridize in (False, True):
+        reset_name_counters()
+        trainer_cli.random.seed(3)
+        net = nn.HybridSequential()
+        net.add(nn.Dense(4, activation="relu", in_units=3), nn.Dense(2, in_units=4))
+        net.initialize()
+        if hybridize:
+            net.hybridize()
+            net(_data((2, 3)))
+        net.collect_params().setattr("grad_req", "add")
+        for seed in (0, 1):
+            with autograd.record():
+                out = net(_data((2, 3), seed))
+            out.backward()
+        if hybridize:
+            assert net._plan is None
+        results.append([p.grad().asnumpy() for p in net.collect_params().values()])
+    _assert_bitwise(*results)
+
+
+def test_plan_reads_live_parameters_set_data_and_cast():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3, in_units=2))
+    net.initialize()
+    net.hybridize()
+    x = _data((2, 2))
+    net(x)
+    net(x)
+    net[0].weight.set_data(nd.ones((3, 2)))
+    net[0].bias.set_data(nd.zeros((3,)))
+    want = x.asnumpy().sum(axis=1, keepdims=True) * np.ones((1, 3), np.float32)
+    np.testing.assert_array_equal(net(x).asnumpy(), want)
+    net.cast("float64")
+    out = net(x.astype("float64"))
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+
+
+def test_retain_graph_backward_twice_matches_imperative():
+    grads = []
+    for hybridize in (False, True):
+        reset_name_counters()
+        trainer_cli.random.seed(5)
+        net = _mlp()
+        net.initialize()
+        x = _data((4, 6))
+        if hybridize:
+            net.hybridize()
+            net(x)
+        with autograd.record():
+            out = net(x)
+        out.backward(retain_graph=True)
+        first = [p.grad().asnumpy() for p in net.collect_params().values() if p.grad_req != "null"]
+        out.backward()
+        grads.append(first + [p.grad().asnumpy() for p in net.collect_params().values()
+                              if p.grad_req != "null"])
+    _assert_bitwise(*grads)
+
+
+def test_hybridize_false_runs_imperatively_again():
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    x = _data((3, 6))
+    net(x)
+    with autograd.record():
+        planned = net(x)
+    assert len(planned._node.inputs) > 2
+    net.hybridize(False)
+    with autograd.record():
+        eager = net(x)
+    # The imperative tape's last node is the last Dense's own: (data, weight, bias).
+    assert len(eager._node.inputs) == 3
