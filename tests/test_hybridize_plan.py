@@ -125,10 +125,11 @@ class _Branchy(gluon.HybridBlock):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         with self.name_scope():
-            self.dense = nn.Dense(4, in_units=3)
+            self.body = nn.HybridSequential()
+            self.body.add(nn.Dense(4, in_units=3), nn.Activation("tanh"))
 
     def hybrid_forward(self, F, x):
-        y = self.dense(x)
+        y = self.body(x)
         if float(x.sum().asscalar()) > 0:
             return F.relu(y)
         return y * 2
@@ -143,13 +144,14 @@ def test_a_block_the_plan_cannot_hold_runs_imperatively_and_right():
         with autograd.record():
             out = net(x)
         out.backward()
-        w, b = net.dense.weight.data().asnumpy(), net.dense.bias.data().asnumpy()
-        want = x.asnumpy() @ w.T + b
+        dense = net.body[0]
+        w, b = dense.weight.data().asnumpy(), dense.bias.data().asnumpy()
+        want = np.tanh(x.asnumpy() @ w.T + b)
         want = np.maximum(want, 0) if sign > 0 else want * 2
         np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
     assert net._plan is None
-    # Its Dense child, hybridized with it, runs from a plan of its own inside.
-    assert net.dense._plan is not None
+    # Its child, hybridized with it, runs from a plan of its own inside.
+    assert net.body._plan is not None
 
 
 def test_hooks_make_the_block_run_imperatively_until_detached():

@@ -131,6 +131,10 @@ def build(block):
     _add_steps(block, steps)
     if not steps:
         raise Unplannable("%s has no layers" % block.name)
+    if len(steps) == 1 and steps[0].block is block and type(steps[0]) is _DenseStep:
+        # A lone Dense is one op and one tape node already: its own forward is the plan, and
+        # the cheaper call.
+        raise Unplannable("%s is a single op" % block.name)
     return _Plan(block, steps)
 
 
@@ -226,47 +230,44 @@ class _Plan:
     def run(self, x):
         ctx = x._ctx
         raw = x._data
-        steps = self.steps
-        recording = _state.recording
-        if not recording:
-            for step in steps:
+        if not _state.recording:
+            for step in self.steps:
                 raw = step.forward(raw, ctx, step.params(ctx), False)[0]
             return _wrap(raw, ctx)
-        x_needs = x._node is not None or x._grad is not None
         # Whether each step's input carries a gradient: the block's input does, or a parameter
         # of an earlier step does.
-        input_needs, all_params, saved = [], [], []
-        needs = x_needs
-        for step in steps:
+        needs = x._node is not None or x._grad is not None
+        records = []
+        for step in self.steps:
             params = step.params(ctx)
-            input_needs.append(needs)
-            raw, state = step.forward(raw, ctx, params, True)
-            saved.append(state)
-            all_params.append(params)
-            if not needs:
-                for p in params:
-                    if p._grad is not None:
-                        needs = True
-                        break
+            raw, saved = step.forward(raw, ctx, params, True)
+            trained = [p._grad is not None for p in params]
+            records.append((step, params, saved, needs, trained, all(trained)))
+            if not needs and any(trained):
+                needs = True
         if not needs:
             return _wrap(raw, ctx)
-        # The parameters' slots in the reverse of the steps' order: a parameter shared by
-        # several steps then sums its gradients in the order the eager tape would.
-        slots = []
-        for params in reversed(all_params):
-            slots.extend(p for p in params if p._grad is not None)
+        # Backward runs the steps last to first, and the parameters' slots on the node are in
+        # that order: a parameter shared by several steps then sums its gradients in the order
+        # the imperative tape would.
+        records.reverse()
+        slots = [x]
+        for _, params, _, _, trained, _ in records:
+            slots.extend([p for p, t in zip(params, trained) if t])
 
         def vjp(g, needs_in):
-            step_grads = []
-            for i in range(len(steps) - 1, -1, -1):
-                params = all_params[i]
+            grads_out = [None]
+            for step, params, saved, input_needs, trained, all_trained in records:
+                g, grads = step.backward(g, saved, params, input_needs)
+                if all_trained:
+                    grads_out.extend(grads)
+                else:
+                    grads_out.extend([gp for gp, t in zip(grads, trained) if t])
                 if g is None:
                     break
-                g, grads = steps[i].backward(g, saved[i], params, input_needs[i])
-                step_grads.append((params, grads))
-            out = [g if needs_in[0] else None]
-            for params, grads in step_grads:
-                out.extend(gp for p, gp in zip(params, grads) if p._grad is not None)
-            out.extend([None] * (len(slots) + 1 - len(out)))
-            return out
-        return _recorded(raw, ctx, (x,) + tuple(slots), vjp)
+            if needs_in[0]:
+                grads_out[0] = g
+            if len(grads_out) < len(slots):
+                grads_out.extend([None] * (len(slots) - len(grads_out)))
+            return grads_out
+        return _recorded(raw, ctx, tuple(slots), vjp)
