@@ -248,3 +248,22 @@ def test_hybridize_false_runs_imperatively_again():
         eager = net(x)
     # The imperative tape's last node is the last Dense's own: (data, weight, bias).
     assert len(eager._node.inputs) == 3
+
+
+def test_differentiating_a_plan_twice_is_refused_with_a_clear_error():
+    net = nn.HybridSequential(prefix="twice_")
+    net.add(nn.Dense(3, activation="tanh", in_units=2), nn.Dense(1, in_units=3))
+    net.initialize()
+    net.hybridize()
+    x = nd.ones((2, 2))
+    net(x)
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+        with pytest.raises(NotImplementedError, match="'twice'.*hybridize\\(False\\)"):
+            autograd.grad(y, [x], create_graph=True)
+    net.hybridize(False)
+    with autograd.record():
+        y = net(x)
+        gx = autograd.grad(y, [x], create_graph=True)[0]
+    assert gx.shape == (2, 2)

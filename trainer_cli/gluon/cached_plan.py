@@ -270,4 +270,5 @@ class _Plan:
             if len(grads_out) < len(slots):
                 grads_out.extend([None] * (len(slots) - len(grads_out)))
             return grads_out
+        vjp.cached_plan_of = self.block.name      # what autograd.grad(create_graph) names
         return _recorded(raw, ctx, tuple(slots), vjp)

@@ -275,6 +275,11 @@ def _node_grads(node, g):
                            "pass retain_graph=True to differentiate through it twice")
     handler = _tables().get(vjp.__code__)
     result = None if handler is None else handler(node, _closure(vjp), g)
+    if result is None and getattr(vjp, "cached_plan_of", None) is not None:
+        raise NotImplementedError(
+            "autograd.grad(create_graph=True): %r ran from its cached plan (hybridize()), whose "
+            "gradient is not differentiable again, as MXNet's CachedOp's is not; call "
+            "hybridize(False) on it to record its ops one by one" % vjp.cached_plan_of)
     if result is None:
         raise NotImplementedError(
             "autograd.grad(create_graph=True): the gradient of the op recorded by %s is not "
