@@ -118,6 +118,7 @@ class Gluon:
         loss = gluon.loss.L2Loss()
         net = gluon.nn.Dense(1, in_units=4)    # its weights exist before a step (check_step)
         net.initialize()
+        net.hybridize()         # as an MXNet user would: MXNet then runs a CachedOp
         batch_size = 8
         X = nd.random.uniform(shape=(batch_size, 4))
         y = nd.random.uniform(shape=(batch_size,))
@@ -135,11 +136,12 @@ class Gluon:
         """The MLP's training step, on ``ctx`` (default: the current context)."""
         import numpy as np
         gluon, nd = self.gluon, self.nd
-        net = gluon.nn.Sequential()
+        net = gluon.nn.HybridSequential()
         net.add(gluon.nn.Dense(256, activation="relu", in_units=784),
                 gluon.nn.Dense(256, activation="relu", in_units=256),
                 gluon.nn.Dense(10, in_units=256))
         net.initialize(ctx=ctx)
+        net.hybridize()         # a cached plan here, a CachedOp in MXNet
         rng = np.random.RandomState(0)
         X = nd.array(rng.uniform(size=(batch_size, 784)).astype(np.float32), ctx=ctx)
         y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32), ctx=ctx)

@@ -131,10 +131,10 @@ def build(block):
     _add_steps(block, steps)
     if not steps:
         raise Unplannable("%s has no layers" % block.name)
-    if len(steps) == 1 and steps[0].block is block and type(steps[0]) is _DenseStep:
-        # A lone Dense is one op and one tape node already: its own forward is the plan, and
-        # the cheaper call.
-        raise Unplannable("%s is a single op" % block.name)
+    if len(steps) == 1 and steps[0].block is block:
+        # A lone layer is its own op already (a Dense one tape node): its own forward is the
+        # plan, and the cheaper call.
+        raise Unplannable("%s is a single layer" % block.name)
     return _Plan(block, steps)
 
 

@@ -271,6 +271,8 @@ def build(config, config_file=None, model_dir=None, run_dir=None, warm_start=Tru
         for param in net.collect_params().values():
             if param.grad_req != "null":
                 param.grad_req = "add"
+    if config.model.hybridize and callable(getattr(net, "hybridize", None)):
+        net.hybridize()
     trainer = Trainer(warm.trained_params(net, frozen), build_optimizer(config, config_file),
                       kvstore=config.kvstore_type, compression_params=config.compression_params,
                       update_on_kvstore=config.kvstore.update_on_kvstore,

@@ -68,6 +68,10 @@ class ModelSection(Section):
         default_factory=list, description="parameters that are not trained, by glob pattern "
                                           "over their structural names, e.g. ['features.*']: "
                                           "grad_req null, left out of the optimizer")
+    hybridize: bool = Field(
+        True, description="run the network from a cached plan after its first step, as "
+                          "HybridBlock.hybridize() does (the same numbers; networks or layers a "
+                          "plan cannot hold run as written); false: always layer by layer")
     lr_mult: dict[str, Annotated[float, at.Gt(0)]] = Field(
         default_factory=dict, description="learning-rate multipliers by glob pattern over "
                                           "parameter names, e.g. {'output.*': 10}")
