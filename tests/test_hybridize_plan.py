@@ -267,3 +267,30 @@ def test_differentiating_a_plan_twice_is_refused_with_a_clear_error():
         y = net(x)
         gx = autograd.grad(y, [x], create_graph=True)[0]
     assert gx.shape == (2, 2)
+
+
+def test_the_runner_hybridizes_by_default_with_the_same_bits(tmp_path, monkeypatch):
+    from run_helpers import SMALL, final_arrays, metric_rows, no_fsync, write_config, \
+        assert_bitwise_equal
+    from trainer_cli.gluon import cached_plan
+    from trainer_cli.run import start_run
+    no_fsync(monkeypatch)
+    planned = []
+    run = cached_plan._Plan.run
+    monkeypatch.setattr(cached_plan._Plan, "run",
+                        lambda self, x: planned.append(1) or run(self, x))
+    text = SMALL.replace("args: {hidden: [16], classes: 3}",
+                         "args: {hidden: [16, 8], classes: 3, dropout: 0.2}")
+    dirs = {}
+    for hybridize in ("true", "false"):
+        del planned[:]
+        done = start_run(write_config(tmp_path, text, name="h%s.yaml" % hybridize),
+                         ["epochs=2", "model.hybridize=%s" % hybridize],
+                         run_root=tmp_path / hybridize)
+        dirs[hybridize] = done.summary["run_dir"]
+        assert bool(planned) == (hybridize == "true")
+    params, states = final_arrays(dirs["true"])
+    params_eager, states_eager = final_arrays(dirs["false"])
+    assert_bitwise_equal(params, params_eager)
+    assert_bitwise_equal(states, states_eager)
+    assert metric_rows(dirs["true"]) == metric_rows(dirs["false"])
