@@ -150,7 +150,7 @@ class _DenseStep:
         weight = block.weight.data(ctx)
         return (weight,) if block.bias is None else (weight, block.bias.data(ctx))
 
-    def forward(self, x, ctx, params, record):
+    def forward(self, x, ctx, params, record, input_needs=False):
         weight = params[0]
         bias = params[1] if len(params) == 2 else None
         out, x2 = _ops.fc_forward(x, weight._data, None if bias is None else bias._data,
@@ -168,13 +168,14 @@ class _DenseStep:
 
 
 def _sink():
-    """A node standing for a step's input: it keeps the gradient that reaches it."""
-    box = [None]
+    """A node standing for a step's input, and ``([gradient that reached it], itself)``."""
+    got = [None]
 
     def vjp(g, needs):
-        box[0] = g
+        got[0] = g
         return ()
-    return _ag.Node((), vjp), box
+    node = _ag.Node((), vjp)
+    return node, (got, node)
 
 
 class _OpStep:
@@ -187,11 +188,13 @@ class _OpStep:
     def params(self, ctx):
         return tuple([p.data(ctx) for p in self.block._reg_params.values()])
 
-    def forward(self, x, ctx, params, record):
+    def forward(self, x, ctx, params, record, input_needs=False):
         block = self.block
         xw = _wrap(x, ctx)
         box = None
-        if record:
+        if input_needs:
+            # The input's gradient is wanted: the op records a node for it (which it would not
+            # for an input that needs none: the first layer's gradient is never computed).
             xw._node, box = _sink()
         try:
             out = block.hybrid_forward(_nd, xw, **dict(zip(self.names, params)))
@@ -210,6 +213,19 @@ class _OpStep:
         node = out._node
         if node is None:
             return None, (None,) * len(params)
+        inputs = node.inputs
+        sink = box[1] if box is not None else None
+        if len(set(map(id, inputs))) == len(inputs) and all(
+                x._node is None or x._node is sink for x in inputs):
+            # One recorded op on the step's input and parameters (each once), the usual layer:
+            # its vjp called as the tape walk below would call it, without the walk.
+            grads = node.vjp(g, tuple([x._node is not None or x._grad is not None
+                                       for x in inputs]))
+            by_input = {id(x): gx for x, gx in zip(inputs, grads)}
+            gx = None
+            if sink is not None:
+                gx = next((gx for x, gx in zip(inputs, grads) if x._node is sink), None)
+            return gx, [by_input.get(id(arr)) for arr in params]
         var_grads = {}
         # Retained: the outer node frees this step with itself (or keeps it, with retain_graph).
         _ag._propagate(_ag._topological_nodes([out]), {node: g}, var_grads, True)
@@ -217,7 +233,7 @@ class _OpStep:
         for arr in params:
             entry = var_grads.get(id(arr))
             grads.append(None if entry is None else entry[1])
-        return (box[0] if need_x else None), grads
+        return (box[0][0] if box is not None else None), grads
 
 
 class _Plan:
@@ -240,7 +256,7 @@ class _Plan:
         records = []
         for step in self.steps:
             params = step.params(ctx)
-            raw, saved = step.forward(raw, ctx, params, True)
+            raw, saved = step.forward(raw, ctx, params, True, needs)
             trained = [p._grad is not None for p in params]
             records.append((step, params, saved, needs, trained, all(trained)))
             if not needs and any(trained):
