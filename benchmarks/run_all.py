@@ -49,7 +49,7 @@ CASES = [
     ("perceptron", "perceptron full step (Dense(1), 8x4, L2, sgd)", "steps/s", True,
      {"torch": 4.0, "mxnet": 10.0}, None),
     ("mlp_sgd_b64", "MLP 784-256-256-10, batch 64, SGD momentum", "steps/s", True,
-     {"torch": 1.3}, None),
+     {"torch": 1.5}, None),
     ("mlp_adam_b512", "MLP 784-256-256-10, batch 512, Adam", "steps/s", True,
      {"torch": 1.1}, None),
     ("opt_adam_10m", "Adam step, 10M float32 in 200 tensors", "ms", False,
