@@ -294,3 +294,15 @@ def test_the_runner_hybridizes_by_default_with_the_same_bits(tmp_path, monkeypat
     assert_bitwise_equal(params, params_eager)
     assert_bitwise_equal(states, states_eager)
     assert metric_rows(dirs["true"]) == metric_rows(dirs["false"])
+
+
+def test_an_error_inside_a_plan_names_the_layer():
+    net = nn.HybridSequential(prefix="named_")
+    with net.name_scope():
+        net.add(nn.Dense(4, activation="relu", in_units=3), nn.Dense(2, in_units=4))
+    net.initialize()
+    net.hybridize()
+    net(_data((2, 3)))
+    with pytest.raises(Exception) as info:
+        net(_data((2, 5)))
+    assert "named_dense0" in info.value.failed_block and "(2, 5)" in info.value.failed_block

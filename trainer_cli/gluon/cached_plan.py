@@ -149,6 +149,23 @@ class _DenseStep(_steps.FCStep):
         weight = block.weight.data(ctx)
         return (weight,) if block.bias is None else (weight, block.bias.data(ctx))
 
+    def forward(self, x, ctx, params, record, input_needs):
+        try:
+            return super().forward(x, ctx, params, record, input_needs)
+        except Exception as exc:
+            _name_block(exc, self.block, x)
+            raise
+
+
+def _name_block(exc, block, x):
+    """The failing layer named on the error, as ``Block.__call__`` names it."""
+    if getattr(exc, "failed_block", None) is None:
+        from .block import _block_call_text
+        try:
+            exc.failed_block = _block_call_text(block, (x,))
+        except Exception:  # noqa: BLE001 - the error itself is what matters
+            pass
+
 
 class _OpStep(_steps.OpStep):
     __slots__ = ("block", "names", "param_objects")
@@ -166,9 +183,7 @@ class _OpStep(_steps.OpStep):
         try:
             return block.hybrid_forward(_nd, x, **dict(zip(self.names, params)))
         except Exception as exc:
-            if getattr(exc, "failed_block", None) is None:
-                from .block import _block_call_text
-                exc.failed_block = _block_call_text(block, (x,))
+            _name_block(exc, block, x)
             raise
 
 
