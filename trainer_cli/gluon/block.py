@@ -245,7 +245,8 @@ class Block:
         self.collect_params().initialize(init, ctx, verbose, force_reinit)
 
     def hybridize(self, active=True, **kwargs):
-        """Accepted for compatibility: ops already run eagerly, so results do not change."""
+        """Hybridize the HybridBlocks inside (see ``HybridBlock.hybridize``); a plain Block's
+        own ``forward`` runs as written."""
         object.__setattr__(self, "_active", active)
         for child in self._children.values():
             child.hybridize(active, **kwargs)

@@ -50,7 +50,6 @@ class Unplannable(Exception):
     """The block (or one inside it) cannot run from a plan; it runs imperatively."""
 
 
-
 def _owner(cls, name):
     """The class in ``cls``'s MRO that defines ``name``."""
     for klass in cls.__mro__:
@@ -92,6 +91,11 @@ def _check_params(block):
             raise Unplannable("parameter %s is not initialized yet" % param.name)
 
 
+def _check_no_params(block):
+    if block._reg_params:
+        raise Unplannable("%s has parameters inside a layer" % block.name)
+
+
 def _check_hooks(block):
     if block._forward_hooks or block._forward_pre_hooks:
         raise Unplannable("%s has forward hooks" % block.name)
@@ -106,8 +110,11 @@ def _add_steps(block, steps):
         return
     _check_params(block)
     # What the layer calls itself (a Dense's or a convolution's activation) runs inside its
-    # step: hooks there would be skipped by the plan, so they make it unplannable.
+    # step: hooks there would be skipped by the plan, and the step hands on the gradients of
+    # the layer's own parameters only.
     block.apply(_check_hooks)
+    for child in block._children.values():
+        child.apply(_check_no_params)
     if kind == "dense":
         act = block.act
         if act is None or (type(act) is _relu_class() and act._act_type == "relu"):
