@@ -6,6 +6,7 @@ import pytest
 
 import trainer_cli
 from trainer_cli import autograd, gluon, nd
+from trainer_cli import initializer as mx_init
 from trainer_cli.gluon import nn
 from trainer_cli.gluon.block import reset_name_counters
 
@@ -211,6 +212,8 @@ def test_plan_reads_live_parameters_set_data_and_cast():
     out = net(x.astype("float64"))
     assert out.dtype == np.float64
     np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+    net.initialize(mx_init.Constant(0.5), force_reinit=True)
+    np.testing.assert_allclose(net(x.astype("float64")).asnumpy(), want * 0.5, rtol=1e-6)  # bias keeps its own init, zeros
 
 
 def test_retain_graph_backward_twice_matches_imperative():
