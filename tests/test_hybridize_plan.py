@@ -288,7 +288,7 @@ def test_the_runner_hybridizes_by_default_with_the_same_bits(tmp_path, monkeypat
     for hybridize in ("true", "false"):
         del planned[:]
         done = start_run(write_config(tmp_path, text, name="h%s.yaml" % hybridize),
-                         ["epochs=2", "model.hybridize=%s" % hybridize],
+                         ["epochs=1", "model.hybridize=%s" % hybridize],
                          run_root=tmp_path / hybridize)
         dirs[hybridize] = done.summary["run_dir"]
         assert bool(planned) == (hybridize == "true")
