@@ -309,3 +309,19 @@ def test_an_error_inside_a_plan_names_the_layer():
     with pytest.raises(Exception) as info:
         net(_data((2, 5)))
     assert "named_dense0" in info.value.failed_block and "(2, 5)" in info.value.failed_block
+
+
+def _shared():
+    shared = nn.Dense(4, activation="relu", in_units=4)
+    net = nn.HybridSequential()
+    net.add(shared, nn.Activation("tanh"), shared, nn.BatchNorm(in_channels=4), shared,
+            nn.Dense(2, in_units=4))
+    return net
+
+
+def test_a_layer_used_three_times_sums_its_gradients_as_imperatively():
+    x = _data((3, 4))
+    _, eager = _train(_shared, x, False, with_input_grad=True)
+    net, hybrid = _train(_shared, x, True, with_input_grad=True)
+    assert net._plan is not None
+    _assert_bitwise(eager, hybrid)
