@@ -27,7 +27,8 @@ def _cnn():
     net = nn.HybridSequential()
     net.add(nn.Conv2D(4, 3, padding=1, activation="relu", in_channels=2),
             nn.BatchNorm(in_channels=4), nn.Activation("relu"), nn.MaxPool2D(2),
-            nn.Conv2D(3, 3, in_channels=4), nn.Dropout(0.25), nn.Flatten(),
+            nn.Conv2D(3, 3, in_channels=4, activation="tanh"),   # two ops in one step
+            nn.Dropout(0.25), nn.Flatten(),
             nn.Dense(5, activation="relu"), nn.Dense(2))
     return net
 
