@@ -4,6 +4,7 @@ gradient penalty through a small network."""
 import numpy as np
 import pytest
 
+import trainer_cli.random
 from trainer_cli import autograd, nd
 from trainer_cli.gluon import nn
 from gradcheck import check_grad, to_nd
@@ -115,11 +116,16 @@ def test_fully_connected_second_derivatives(act):
 
 def test_gradient_penalty_matches_finite_differences():
     """WGAN-GP's penalty: ((|d critic / d x| - 1)^2).mean() back-propagated to the weights."""
+    # Its own seeds: drawn from the shared streams, the weights depended on the tests run before
+    # it, and some draws leave every ReLU unit dead (a zero input gradient, whose norm's sqrt has
+    # no derivative).
+    trainer_cli.random.seed(5)
+    local = np.random.RandomState(5)
     net = nn.HybridSequential()
     net.add(nn.Dense(5, activation="tanh"), nn.Dense(4, activation="relu"), nn.Dense(1))
     net.initialize()
     net.cast("float64")
-    x = rng.randn(3, 4)
+    x = local.randn(3, 4)
     net(to_nd(x))
 
     def penalty(xs):
