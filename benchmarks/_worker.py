@@ -44,22 +44,23 @@ class Timing:
     # Every figure is taken on two clocks: wall time (what a user waits) and this process's CPU
     # time, which a machine shared with other work disturbs far less (for one thread it is what
     # the wall time would be on an idle machine; for several it adds the threads up).
-    def rate(self, step, sync=lambda: None, warmup=None):
-        """Median steps/s of ``step`` over ``repeats`` batches sized to ``batch_seconds``."""
+    def rate(self, step, sync=lambda: None, warmup=None, min_batch=3, repeats=None):
+        """Median steps/s of ``step`` over ``repeats`` batches sized to ``batch_seconds`` (at
+        least ``min_batch`` steps each: 1 for steps of a second, so a round stays short)."""
         for _ in range(warmup if warmup is not None else (20 if self.quick else 100)):
             step()
         sync()
         # Calibrate the batch size on a short run, so slow and fast implementations are timed
         # over comparable wall time.
         n, start = 0, time.perf_counter()
-        while time.perf_counter() - start < self.batch_seconds / 5 or n < 3:
+        while time.perf_counter() - start < self.batch_seconds / 5 or n < min_batch:
             step()
             n += 1
         sync()
         per_step = (time.perf_counter() - start) / n
-        batch = max(3, int(self.batch_seconds / per_step))
+        batch = max(min_batch, int(self.batch_seconds / per_step))
         rates, cpu_rates = [], []
-        for _ in range(self.repeats):
+        for _ in range(repeats or self.repeats):
             wall, cpu = _clocked(step, batch, sync)
             rates.append(batch / wall)
             cpu_rates.append(batch / max(cpu, 1e-9))
@@ -192,6 +193,43 @@ class Gluon:
         y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32))
         return self._train_step(net, X, y, batch_size, {"learning_rate": 0.01, "momentum": 0.9})
 
+    def resnet18_cifar_step(self, batch_size=32):
+        """ResNet-18, CIFAR variant (3x3 stem convolution with BatchNorm and ReLU, no max pooling),
+        built from the model zoo's BasicBlockV1 as a Gluon user would: four stages of two blocks
+        (64, 128, 256, 512 channels; stride 2 and a 1x1 downsampling shortcut where a stage
+        starts smaller), global average pooling, Dense(10); 3x32x32 images, SGD with momentum."""
+        import numpy as np
+        nn, nd = self.gluon.nn, self.nd
+        block = self.gluon.model_zoo.vision.BasicBlockV1
+        net = nn.HybridSequential()
+        net.add(nn.Conv2D(64, 3, padding=1, use_bias=False, in_channels=3),
+                nn.BatchNorm(in_channels=64), nn.Activation("relu"))
+        cin = 64
+        for channels, stride in RESNET18_STAGES:
+            net.add(block(channels, stride, downsample=stride != 1 or cin != channels,
+                          in_channels=cin),
+                    block(channels, 1, in_channels=channels))
+            cin = channels
+        net.add(nn.GlobalAvgPool2D(), nn.Dense(10, in_units=cin))
+        net.initialize()
+        rng = np.random.RandomState(0)
+        X = nd.array(rng.uniform(size=(batch_size, 3, 32, 32)).astype(np.float32))
+        y = nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32))
+        net(X)      # the blocks' BatchNorms learn their channel counts on the first call
+        return self._train_step(net, X, y, batch_size, {"learning_rate": 0.01, "momentum": 0.9})
+
+    def resnet18_predict(self, batch_size):
+        """The model zoo's ``resnet18_v1`` (ImageNet: 7x7 stride-2 stem, max pooling, 1000
+        classes) on ``batch_size`` 3x224x224 images, outside ``autograd.record()`` (predict
+        mode, no tape)."""
+        import numpy as np
+        nd = self.nd
+        net = self.gluon.model_zoo.vision.resnet18_v1()
+        net.initialize()
+        rng = np.random.RandomState(0)
+        X = nd.array(rng.uniform(size=(batch_size, 3, 224, 224)).astype(np.float32))
+        return _predictor(lambda: net(X).asnumpy())
+
     def optimizer_step(self, name, params, n_params, n_tensors):
         """The optimizer alone, as gluon.Trainer runs it: its updater on the Parameters' data and
         gradient arrays, all indices in one call (which is also what lets MXNet aggregate)."""
@@ -301,6 +339,24 @@ class Torch:
         return self._train_step(net, torch.rand(batch_size, 3, 32, 32),
                                 torch.randint(0, 10, (batch_size,)))
 
+    def resnet18_cifar_step(self, batch_size=32):
+        torch = self.torch
+        torch.manual_seed(0)
+        return self._train_step(_torch_resnet18(torch.nn, stem="cifar", classes=10),
+                                torch.rand(batch_size, 3, 32, 32),
+                                torch.randint(0, 10, (batch_size,)))
+
+    def resnet18_predict(self, batch_size):
+        torch = self.torch
+        torch.manual_seed(0)
+        net = _torch_resnet18(torch.nn, stem="imagenet", classes=1000).eval()
+        X = torch.rand(batch_size, 3, 224, 224)
+
+        def predict():
+            with torch.no_grad():
+                return net(X).numpy()
+        return _predictor(predict)
+
     def optimizer_step(self, name, params, n_params, n_tensors):
         torch = self.torch
         gen = torch.Generator().manual_seed(0)
@@ -320,6 +376,46 @@ class Torch:
         a = self.torch.ones(8, 4, requires_grad=True)
         b = self.torch.ones(8, 4)
         return a, b, None
+
+
+RESNET18_STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))     # (channels, first stride)
+
+
+def _torch_resnet18(nn, stem, classes):
+    """ResNet-18 as torchvision writes it, in plain torch.nn: ``stem`` "imagenet" (7x7 stride-2
+    convolution, BatchNorm, ReLU, 3x3 stride-2 max pooling) or "cifar" (3x3 convolution,
+    BatchNorm, ReLU)."""
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                                nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            return self.relu(out + identity)
+
+    if stem == "cifar":
+        layers = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True)]
+    else:
+        layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                  nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for channels, stride in RESNET18_STAGES:
+        layers += [BasicBlock(cin, channels, stride), BasicBlock(channels, channels, 1)]
+        cin = channels
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
+    return nn.Sequential(*layers)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -343,6 +439,31 @@ def _with_weights(step, weights, grads=None, rule=None):
             return bound()
         step.weights, step.grads, step.rule = weights, grads, rule
     return step
+
+
+def _predictor(predict):
+    """An inference step: ``predict()`` returns the outputs as a host array (which also waits for
+    MXNet's asynchronous engine); ``step.check()`` is its check before timing."""
+    def step():
+        predict()
+    step.check = lambda: check_predict(predict)
+    return step
+
+
+def check_predict(predict):
+    """An inference step's check: its outputs are finite, differ between images (they depend on
+    the input), and a second call gives the same numbers (predict mode: no batch statistics, no
+    running averages updated)."""
+    import numpy as np
+    first, second = predict(), predict()
+    check = {"finite": bool(np.isfinite(first).all()),
+             "depends_on_input": bool(len(first) == 1 or np.ptp(first, axis=0).max() > 0),
+             "repeatable": bool(np.array_equal(first, second))}
+    failed = [k for k, ok in check.items() if not ok]
+    if failed:
+        raise CheckFailed("the inference step failed its check before timing (%s): %s"
+                          % (", ".join(failed), json.dumps(check)))
+    return check
 
 
 def _torch_arrays(tensors):
@@ -467,18 +588,30 @@ _checks = {}
 
 def _build(case, make, sync, optimizer=None):
     # Built once per process: a served worker measures a case in several rounds on one model.
-    # The first build is checked (check_step) before anything is timed.
+    # The first build is checked (check_step, or an inference step's own check) before anything
+    # is timed.
     if case not in _built:
         step = make()
-        _checks[case] = check_step(step, sync, optimizer)
+        _checks[case] = step.check() if hasattr(step, "check") else \
+            check_step(step, sync, optimizer)
         _built[case] = step
     return _built[case]
 
 
 CNN_CASES = {"lenet_b64": "lenet_step", "cifar_conv4_b32": "cifar_step"}
+# Steps of a tenth of a second to seconds: one warm-up step and batches of one step, so that a
+# round of three implementations stays within a minute or so.
+HEAVY_CASES = {"resnet18_cifar_b32": lambda lib: lib.resnet18_cifar_step(32),
+               "resnet18_224_predict_b1": lambda lib: lib.resnet18_predict(1),
+               "resnet18_224_predict_b16": lambda lib: lib.resnet18_predict(16)}
 
 
 def run_case(case, lib, timing):
+    if case in HEAVY_CASES:
+        step = _build(case, lambda: HEAVY_CASES[case](lib), lib.sync)
+        return dict(timing.rate(step, lib.sync, warmup=1, min_batch=1,
+                                repeats=2 if timing.quick else 3),
+                    unit="steps/s", check=_checks[case])
     if case in CNN_CASES:
         step = _build(case, getattr(lib, CNN_CASES[case]), lib.sync)
         return dict(timing.rate(step, lib.sync, warmup=3 if timing.quick else 10),

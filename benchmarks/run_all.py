@@ -62,6 +62,12 @@ CASES = [
      "steps/s", True, {"torch": 1.2, "mxnet": 1.0}, None),
     ("cifar_conv4_b32", "4x (Conv64 3x3 + BatchNorm + ReLU) + global pool, batch 32 of 3x32x32, "
      "SGD momentum", "steps/s", True, {"torch": 1.0}, None),
+    ("resnet18_cifar_b32", "ResNet-18 CIFAR variant (model zoo BasicBlockV1), batch 32 of 3x32x32, "
+     "SGD momentum", "steps/s", True, {"torch": 1.0, "mxnet": 1.0}, None),
+    ("resnet18_224_predict_b1", "resnet18_v1 inference, batch 1 of 3x224x224", "steps/s", True,
+     {"torch": 1.0}, None),
+    ("resnet18_224_predict_b16", "resnet18_v1 inference, batch 16 of 3x224x224", "steps/s", True,
+     {"torch": 1.0}, None),
 ]
 PEERS = ("torch", "mxnet")
 ONE_THREAD_CASES = ("compression", "memory", "cli_help")
