@@ -58,6 +58,14 @@ KEEP_ELEMENTS = 1 << 21
 # (``host_threads``).
 PIECE_ELEMENTS = 1 << 18
 
+# ... but where the transformed filter ``U`` (16 F C values) is larger than that, a piece takes
+# as many values as ``U`` has (up to WEIGHT_PIECE_ELEMENTS): each piece's GEMMs stream all of
+# ``U``, and with few tiles an image (ResNet's last stages: 512 channels at 4x4) thin GEMMs read
+# it many times over for little work, and the pieces' weight gradients, ``U``'s size each, are
+# summed once a piece. A CIFAR ResNet-18's 256- and 512-channel layers' forward and backward:
+# 70-76 -> 57-60 ms and 92 -> 62-78 ms on one thread (benchmarks/bench_conv.py --layers).
+WEIGHT_PIECE_ELEMENTS = 1 << 22
+
 
 def applies(x, w, kernel, stride, dilate, groups, out_sp) -> bool:
     """Whether a convolution of ``x`` by ``w`` into ``out_sp`` goes through here."""
@@ -79,7 +87,8 @@ def convolution(data, weight, bias, pad, relu):
     out_sp = (h + 2 * pad[0] - 2, wd + 2 * pad[1] - 2)
     th, tw = tiles(out_sp)
     per_image = th * tw
-    pieces = _host_threads.pieces(n, 16 * max(c, f) * per_image, PIECE_ELEMENTS)
+    budget = max(PIECE_ELEMENTS, min(16 * f * c, WEIGHT_PIECE_ELEMENTS))
+    pieces = _host_threads.pieces(n, 16 * max(c, f) * per_image, budget)
     u = filter_transform(w)
     b = None if bias is None else bias._data
     out = numpy.empty((n, f) + out_sp, x.dtype)
@@ -128,7 +137,10 @@ def convolution(data, weight, bias, pad, relu):
             if needs[0]:
                 input_grad(numpy.matmul(ut, zg), pad, gx[a:z])
             if needs[1]:
-                vt = kept[i] if kept is not None else _transposed(transformed(a, z))
+                # Made again here, the transform is multiplied as a transposed view: its copy
+                # costs more than OpenBLAS saves on it (a 64-channel 32x32 image's piece:
+                # 0.46 ms + 0.27 ms copy against 0.59 ms; the same or better at 128 to 512).
+                vt = kept[i] if kept is not None else transformed(a, z).transpose(0, 2, 1)
                 return numpy.matmul(zg, vt)
             return None
 
