@@ -105,7 +105,8 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     plane = math.prod(out_sp)
     rows = (c // groups) * ksize        # of the column matrix, per group
     host = type(x) is numpy.ndarray
-    pieces = _host_threads.pieces(n, c * ksize * plane, PIECE_ELEMENTS) if host else [(0, n)]
+    budget = max(PIECE_ELEMENTS, min(w.size, _winograd.WEIGHT_PIECE_ELEMENTS))
+    pieces = _host_threads.pieces(n, c * ksize * plane, budget) if host else [(0, n)]
     wm = w.reshape(groups, f // groups, rows)
     b = None if bias is None else bias._data
 
@@ -231,6 +232,9 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
 # pieces instead of two, the whole LeNet step 17.4 -> 17.0 ms on one thread and 13.7 -> 12.8 ms
 # on two (in-process A/B, medians of 16); the CIFAR-sized step unchanged.
 PIECE_ELEMENTS = 1 << 17
+# A layer whose weights outnumber PIECE_ELEMENTS takes pieces as large as its weights (up to
+# ``winograd.WEIGHT_PIECE_ELEMENTS``), for the reason given there: ResNet's stride-2 3x3 layer
+# of 256 -> 512 channels at 8x8, batch 32, forward and backward on one thread 88 -> 48 ms.
 # Convolutions whose column matrix has at most this many rows (input channels x kernel size) and
 # more filters than that multiply image by image straight into the output (see ``forward``).
 PER_IMAGE_ROWS = 16
