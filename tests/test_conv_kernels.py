@@ -274,6 +274,39 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
     _same_bits(grads[0], ref_grads[0])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(POOLS)))
+@pytest.mark.parametrize("ties", [False, True])
+def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
+    """Predict mode: the maxima alone (no index kept), the bits of NumPy's path and of the
+    recorded pooling's output, in pieces of a few planes on three threads too."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    shape, kw = POOLS[case]
+    x = _data(shape, dtype, 13)
+    if ties:
+        x = np.round(x / 1e3).astype(dtype)
+        x[..., ::3] = -0.0
+        x[..., 1::3] = 0.0
+        x[0, 0, :2, :2] = -np.inf
+    calls = []
+    monkeypatch.setattr(K, "_max_pool_values",
+                        _counting(K._max_pool_values, "_max_pool_values", calls))
+
+    def predict(kernels, pieces=K.POOL_PIECE_ELEMENTS):
+        monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+        monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", pieces)
+        return nd.Pooling(nd.array(x, dtype=dtype), pool_type="max", **kw).asnumpy()
+
+    got = predict(True)
+    assert calls == ["_max_pool_values"]
+    _same_bits(got, predict(False))
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
+    _same_bits(predict(True, pieces=150), got)
+    recorded, _, _ = _run(lambda x: nd.Pooling(x, pool_type="max", **kw), [x], 12, True,
+                          monkeypatch)
+    _same_bits(recorded, got)
+
+
 def test_kernels_decline_what_they_do_not_take(monkeypatch):
     monkeypatch.setattr(_jit, "_numba", None)
     x = np.ones((1, 1, 4, 4), np.float32)

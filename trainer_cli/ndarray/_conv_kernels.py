@@ -173,9 +173,12 @@ def _square(kernel, stride, pad, small, large) -> bool:
 
 def max_pool(x, kernel, stride, pad, out, index) -> bool:
     """``out`` ``(N, C, oh, ow)``: each window's maximum (padding counts as the dtype's lowest
-    finite value); ``index``: the offset of the window's first element equal to it, -1 if none."""
-    if len(kernel) != 2 or not _usable(x, out) or type(index) is not _np_ndarray \
-            or not index.flags.c_contiguous:
+    finite value); ``index``: the offset of the window's first element equal to it, -1 if none;
+    None where no gradient is wanted (predict mode): the maxima alone, in a loop of selects over
+    whole rows of windows that LLVM vectorizes (ResNet's 3x3 stride-2 pooling of a batch of 16
+    at 112x112: 104 -> 23 ms on one thread)."""
+    if len(kernel) != 2 or not _usable(x, out) or (index is not None and (
+            type(index) is not _np_ndarray or not index.flags.c_contiguous)):
         return False
     n, c, h, w = x.shape
     oh, ow = out.shape[2:]
@@ -185,6 +188,11 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
 
     def piece(i):
         a, z = planes[i]
+        if index is None:
+            _max_pool_values(x.reshape(-1)[a * h * w:z * h * w], z - a, h, w, kernel[0],
+                             kernel[1], stride[0], stride[1], pad[0], pad[1], lowest,
+                             out.reshape(-1)[a * oh * ow:z * oh * ow], oh, ow)
+            return
         xs = x.reshape(-1)[a * h * w:z * h * w]
         outs = out.reshape(-1)[a * oh * ow:z * oh * ow]
         ix = index.reshape(-1)[a * oh * ow:z * oh * ow]
@@ -514,6 +522,36 @@ def _max_pool_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, o
                 index[_U(dst + a * ow + b)] = k
 
 
+def _max_pool_values_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow):
+    # ``_max_pool_loop``'s maxima without the index: each window's m is NumPy's maximum(m, v)
+    # over its elements in the same order (m if m is NaN, else v if v is NaN, else m if m > v,
+    # else v), padding reading as ``lowest``; but offset by offset over a whole row of windows,
+    # the row kept in ``out``, so that each pass is a vectorizable select.
+    for pl in range(planes):
+        src, dst = pl * h_ * w_, pl * oh * ow
+        for a in range(oh):
+            at = dst + a * ow
+            for i in range(kh):
+                h = a * sh + i - ph
+                inside = 0 <= h < h_
+                row = src + h * w_
+                for j in range(kw):
+                    b_lo, b_hi = _span(w_, j, sw, pw, ow)
+                    if not inside:
+                        b_lo, b_hi = 0, 0
+                    first = i == 0 and j == 0
+                    for b in range(b_lo):
+                        m = out[_U(at + b)]
+                        out[_U(at + b)] = lowest if first or not (m != m or m > lowest) else m
+                    for b in range(b_lo, b_hi):
+                        v = x[_U(row + b * sw + j - pw)]
+                        m = out[_U(at + b)]
+                        out[_U(at + b)] = v if first or not (m != m or m > v) else m
+                    for b in range(max(b_lo, b_hi), ow):
+                        m = out[_U(at + b)]
+                        out[_U(at + b)] = lowest if first or not (m != m or m > lowest) else m
+
+
 def _max_pool_grad_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx, h_, w_):
     # Window offset by window offset, as NumPy's per-offset strided adds.
     for pl in range(planes):
@@ -545,6 +583,7 @@ _totals = _jit.Kernel(_totals_loop)
 _grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _bk.pairwise})
 _col2im = _jit.Kernel(_col2im_loop, {"_span": span})
 _max_pool = _jit.Kernel(_max_pool_loop)
+_max_pool_values = _jit.Kernel(_max_pool_values_loop, {"_span": span})
 _max_pool_grad = _jit.Kernel(_max_pool_grad_loop, {"_span": span})
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)

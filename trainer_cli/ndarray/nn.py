@@ -375,17 +375,21 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
     is_max = pool_type == "max"
     lead = (slice(None), slice(None))
     ones = (1,) * nsp
-    index = None
+    index = out = None
     if is_max and type(x) is numpy.ndarray:
         # The window maximum with the offset of its first occurrence (numba), which is all the
         # gradient needs; int8 holds the offset of any window up to 127 elements.
+        # Outside ``autograd.record()`` no gradient comes: the maxima alone.
         out = numpy.empty(x.shape[:2] + out_sp, x.dtype)
-        index = numpy.empty(out.shape, numpy.int8 if math.prod(kernel) <= 127 else numpy.int32)
+        recording = _recording_for(data)
+        index = numpy.empty(out.shape, numpy.int8 if math.prod(kernel) <= 127 else numpy.int32) \
+            if recording else None
         if not _ck.max_pool(x, kernel, stride, pad, out, index):
-            index = None
-    if index is None:
+            out = index = None
+        elif not recording:
+            return _wrap(out, data._ctx)
+    if out is None:
         xpad = _pool_padded(x, pad, hi, is_max)
-        out = None
         for offset in _offsets(kernel):
             win = xpad[lead + _window_slices(offset, ones, stride, out_sp)]
             if out is None:
