@@ -34,6 +34,7 @@ def every_conv(monkeypatch):
     """Winograd for every channel count and shape, the kernels for every size."""
     monkeypatch.setattr(W, "MIN_CHANNELS", 1)
     monkeypatch.setattr(W, "WASTE", float("inf"))
+    monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))
     monkeypatch.setattr(K, "MIN_SIZE", 16)
 
 
@@ -216,6 +217,11 @@ def test_filter_transforms_over_several_runs_are_numpys(every_conv, monkeypatch,
     ((8, 64, 3, 3), 64, {}, False),                    # 1x1: one tile, 4 outputs for 1
     ((8, 64, 16, 16), 64, {"stride": (2, 2), "pad": (1, 1)}, False),
     ((8, 64, 16, 16), 64, {"dilate": (2, 2), "pad": (2, 2)}, False),
+    # resnet18_v1's last stages: few tiles in the batch for many filters
+    ((1, 512, 7, 7), 512, {"pad": (1, 1)}, False),     # 16 tiles
+    ((4, 512, 7, 7), 512, {"pad": (1, 1)}, False),     # 64
+    ((16, 512, 7, 7), 512, {"pad": (1, 1)}, True),     # 256
+    ((1, 256, 14, 14), 256, {"pad": (1, 1)}, True),    # 49
 ])
 def test_which_convolutions_take_winograd(monkeypatch, shape, filters, kw, expect):
     taken = []

@@ -45,6 +45,13 @@ __all__ = ["applies", "convolution", "tiles", "filter_transform", "filter_grad",
 # faster, at 7x7 (1.31 times) 1.2-1.4x with 16 to 64 channels.
 MIN_CHANNELS = 8
 WASTE = 1.5
+# With few tiles in the whole batch the 16 GEMMs are thin, and reading ``U`` (16 F C values,
+# against im2col's 9 F C weights) and making it each call dominate: more than
+# MAX_FILTERS_PER_TILE filters per tile of the batch goes to im2col. One image through
+# resnet18_v1's 512-channel 7x7 layers (16 tiles): Winograd 7.2 ms, im2col 3.7 ms; 4 images
+# (64 tiles) 12.1 against 11.1; 256 channels at 14x14 (49 tiles) 2.6 against 2.9; a CIFAR
+# batch of 32 at 4x4 (128 tiles), forward and backward, 71 against 102.
+MAX_FILTERS_PER_TILE = 6
 
 # A transformed input of at most KEEP_ELEMENTS values (4 times the input, or more where tiles stick
 # out) is kept from the forward pass for the weight gradient; a larger one is made again in the
@@ -75,7 +82,8 @@ def applies(x, w, kernel, stride, dilate, groups, out_sp) -> bool:
         return False
     th, tw = tiles(out_sp)
     return (min(x.shape[1], w.shape[0]) >= MIN_CHANNELS
-            and 4 * th * tw <= WASTE * out_sp[0] * out_sp[1])
+            and 4 * th * tw <= WASTE * out_sp[0] * out_sp[1]
+            and w.shape[0] <= MAX_FILTERS_PER_TILE * x.shape[0] * th * tw)
 
 
 def convolution(data, weight, bias, pad, relu):
