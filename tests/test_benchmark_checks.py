@@ -103,3 +103,21 @@ def test_the_sparse_benchmark_checks_its_step_in_the_worker_process():
     import bench_sparse
     got, why = bench_sparse.measure(sys.executable, "ours", "sgd", 5000, 5)
     assert why is None and got["check"] == {"changes_weights": True, "finite": True}
+
+
+def test_an_inference_step_is_checked_for_finite_input_dependent_repeatable_outputs():
+    outputs = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert _worker.check_predict(lambda: outputs.copy()) == {
+        "finite": True, "depends_on_input": True, "repeatable": True}
+    with pytest.raises(_worker.CheckFailed, match="depends_on_input"):
+        _worker.check_predict(lambda: np.ones((2, 3), np.float32))
+    with pytest.raises(_worker.CheckFailed, match="finite"):
+        _worker.check_predict(lambda: np.where(outputs > 2, np.float32(np.inf), outputs))
+    calls = []
+
+    def drifting():     # a "prediction" that updates state each call, as training mode would
+        calls.append(1)
+        return outputs * len(calls)
+    with pytest.raises(_worker.CheckFailed, match="repeatable"):
+        _worker.check_predict(drifting)
+

@@ -1,0 +1,136 @@
+"""Where the time of a ResNet-18 case of ``run_all.py`` goes, layer kind by layer kind: this
+process's CPU time of each op call of ours (convolutions by kernel, stride and input shape,
+BatchNorm, ReLU, pooling, the residual add, the dense layer), forward and, for the training
+step, backward (each op's vector-Jacobian function timed when autograd runs it), summed over
+the step and averaged over ``--steps`` steps, beside the step's own CPU time (the rest: the dense
+layer, the loss, the optimizer's update, the tape, Python).
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
+        python benchmarks/profile_resnet.py --case resnet18_cifar_b32 [--steps 3]
+
+Cases: ``resnet18_cifar_b32`` (the training step), ``resnet18_224_predict_b1`` and
+``resnet18_224_predict_b16`` (inference). Run it with one thread for figures that add up: with
+several, a convolution's pieces run on the other threads too, and their CPU time lands in the
+op's row.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import _worker  # noqa: E402  (benchmarks/ is not a package)
+
+OPS = ("Convolution", "BatchNorm", "Activation", "Pooling", "FullyConnected")
+
+
+def _label(name, args, kwargs):
+    x = args[0] if args else kwargs.get("data")
+    shape = "x".join(str(d) for d in x.shape[1:])
+    if name == "Convolution":
+        kernel = "x".join(str(k) for k in kwargs.get("kernel", ()))
+        stride = "x".join(str(s) for s in (kwargs.get("stride") or (1, 1)))
+        return "Convolution %s stride %s of %s" % (kernel, stride, shape)
+    if name == "Pooling":
+        return "Pooling %s%s of %s" % (kwargs.get("pool_type", "max"),
+                                       " global" if kwargs.get("global_pool") else "", shape)
+    return "%s of %s" % (name, shape)
+
+
+def instrument(nd, ndarray_module, autograd_node):
+    """Time ``nd``'s ops of OPS and the residual add, forward, and the vector-Jacobian function
+    each records, backward; returns the dict of CPU seconds by label."""
+    spent = collections.defaultdict(float)
+    current = [None]
+
+    def timed(name, fn):
+        def call(*args, **kwargs):
+            label = _label(name, args, kwargs)
+            outer, current[0] = current[0], label
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label + ", forward"] += time.process_time() - start
+                current[0] = outer
+        return call
+
+    for name in OPS:
+        setattr(nd, name, timed(name, getattr(nd, name)))
+    add = ndarray_module.NDArray.__add__
+
+    def residual_add(a, b):
+        outer, current[0] = current[0], "add (residual) of %s" % "x".join(
+            str(d) for d in a.shape[1:])
+        start = time.process_time()
+        try:
+            return add(a, b)
+        finally:
+            spent[current[0] + ", forward"] += time.process_time() - start
+            current[0] = outer
+    ndarray_module.NDArray.__add__ = residual_add
+
+    def node(inputs, vjp):
+        label = current[0]
+        if label is None:
+            return autograd_node(inputs, vjp)
+
+        def timed_vjp(*args):
+            start = time.process_time()
+            try:
+                return vjp(*args)
+            finally:
+                spent[label + ", backward"] += time.process_time() - start
+        return autograd_node(inputs, timed_vjp)
+    ndarray_module._Node = node
+    return spent
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", default="resnet18_cifar_b32", choices=sorted(_worker.HEAVY_CASES))
+    parser.add_argument("--steps", type=int, default=3)
+    args = parser.parse_args(argv)
+    from trainer_cli import autograd, nd
+    from trainer_cli.ndarray import ndarray as ndarray_module
+
+    lib = _worker.Gluon("ours")
+    step = _worker.HEAVY_CASES[args.case](lib)
+    check = step.check() if hasattr(step, "check") else _worker.check_step(step, lib.sync)
+    print("checked before timing: %s" % check)
+    step()
+    spent = instrument(nd, ndarray_module, autograd.Node)
+    step()                  # the wrappers' first calls
+    spent.clear()
+    start = time.process_time()
+    for _ in range(args.steps):
+        step()
+    total = (time.process_time() - start) / args.steps * 1e3
+    by_kind = collections.defaultdict(float)
+    for label, seconds in spent.items():
+        by_kind[label.split(" of ")[0].split(" ")[0] + ", " + label.rsplit(", ", 1)[1]] += seconds
+    print("%s: %.1f ms of process CPU time a step (mean of %d steps; load average %s)"
+          % (args.case, total, args.steps, " ".join("%.2f" % v for v in os.getloadavg())))
+    print("by layer (ms a step, and share of the step):")
+    for label, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        ms = seconds / args.steps * 1e3
+        print("  %-62s %8.2f  %5.1f%%" % (label, ms, 100 * ms / total))
+    print("by kind:")
+    for label, seconds in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        ms = seconds / args.steps * 1e3
+        print("  %-30s %8.2f  %5.1f%%" % (label, ms, 100 * ms / total))
+    rest = total - sum(spent.values()) / args.steps * 1e3
+    print("  %-30s %8.2f  %5.1f%%  (the dense layer, loss, optimizer, tape, Python)"
+          % ("the rest", rest, 100 * rest / total))
+    return 0
+
+
+if __name__ == "__main__":
+    import _calibrate   # the machine, builds and a one-op calibration, under the figures
+    raise SystemExit(_calibrate.main_with_record(main))
