@@ -119,7 +119,8 @@ def _ce_step(scores, labels, head, kernels):
 
 
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
-@pytest.mark.parametrize("shape", [(8, 10), (64, 10), (33, 128), (100, 3), (9, 2), (12, 129)])
+@pytest.mark.parametrize("shape", [(8, 10), (64, 10), (33, 128), (100, 3), (9, 2), (12, 129),
+                                   (11, 1000), (10, 4099), (10, 10000)])
 def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape):
     pytest.importorskip("numba")
     rng = numpy.random.RandomState(3)
