@@ -55,13 +55,17 @@ def log_softmax_parts(scores):
     signs, NumPy and the kernel may pick a different one as the max, which can only change the
     sign of a zero in ``shifted``. Nothing after it sees that sign: such a row's exponentials
     sum to 2 or more, so ``shifted - log_sum`` rounds the same either way."""
+    wide = _wide(scores)
     if not scores.flags.c_contiguous:
         shifted = scores - scores.max(axis=1, keepdims=True)
         return shifted, numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
-    shifted = numpy.empty_like(scores)
-    _shift(scores, shifted)
+    if wide:        # NumPy's SIMD max and subtraction outrun the scalar loop on long rows
+        shifted = scores - scores.max(axis=1, keepdims=True)
+    else:
+        shifted = numpy.empty_like(scores)
+        _shift(scores, shifted)
     sums = numpy.empty((scores.shape[0], 1), scores.dtype)
-    if _wide(scores):
+    if wide:
         # The exponentials a few rows at a time into one small buffer: never a whole array of
         # them (NumPy's exp is element-wise, so the bits do not depend on the blocks).
         tasks, values, _row = _bn_kernels.workspace(scores.dtype, 0)
@@ -88,8 +92,17 @@ def forward(shifted, log_sum, label):
     logp = shifted if _wide(shifted) else numpy.empty_like(shifted)
     loss = numpy.empty(shifted.shape[0], shifted.dtype)
     idx = numpy.empty(shifted.shape[0], numpy.int64)
-    _forward(shifted, log_sum, label.reshape(-1), logp, loss, idx)
+    if _by_columns(shifted):
+        _forward_cols(shifted.T, log_sum, label.reshape(-1), logp.T, loss, idx)
+    else:
+        _forward(shifted, log_sum, label.reshape(-1), logp, loss, idx)
     return loss, logp, idx
+
+
+def _by_columns(a):
+    """Wide rows stored by columns (Dense's transposed product): the loops then run down the
+    columns of ``a.T``, C-contiguous, instead of striding across rows."""
+    return _wide(a) and a.flags.f_contiguous and not a.flags.c_contiguous
 
 
 def backward(head, logp, idx):
@@ -101,7 +114,12 @@ def backward(head, logp, idx):
     if _wide(logp):
         dtype = logp.dtype
         tasks, values, row = _bn_kernels.workspace(dtype, logp.shape[1])
-        _backward_wide(head.reshape(-1), e, idx, e, row, dtype.type(0), tasks, values)
+        if _by_columns(e):
+            totals = numpy.empty(logp.shape[0], dtype)
+            _backward_cols(head.reshape(-1), e.T, idx, e.T, row, totals, dtype.type(0), tasks,
+                           values)
+        else:
+            _backward_wide(head.reshape(-1), e, idx, e, row, dtype.type(0), tasks, values)
         return e
     grad = numpy.empty_like(logp)
     _backward(head.reshape(-1), e, idx, grad)
@@ -152,6 +170,39 @@ def _backward_wide_loop(head, e, idx, grad, row, zero, tasks, values):
             grad[i, j] = row[j] - e[i, j] * total
 
 
+def _backward_cols_loop(head, e_t, idx, grad_t, row, totals, zero, tasks, values):
+    # _backward_wide_loop on the transposes: each row's sum first, then column by column.
+    classes, batch = e_t.shape
+    for i in range(batch):
+        neg = -head[i]
+        for j in range(classes):
+            row[j] = (1 if j == idx[i] else 0) * neg
+        totals[i] = zero + _pairwise(row, 0, classes, zero, tasks, values)
+    for j in range(classes):
+        for i in range(batch):
+            neg = -head[i]
+            hot = neg if j == idx[i] else neg * zero       # (1 or 0) * neg, as in the row
+            grad_t[j, i] = hot - e_t[j, i] * totals[i]
+
+
+def _forward_cols_loop(shifted_t, log_sum, labels, logp_t, loss, idx):
+    # _forward_loop on the transposes.
+    classes, batch = shifted_t.shape
+    for j in range(classes):
+        for i in range(batch):
+            logp_t[j, i] = shifted_t[j, i] - log_sum[i, 0]
+    for i in range(batch):
+        lab = labels[i]
+        if lab != lab or not (-9.223372036854775808e18 <= lab < 9.223372036854775808e18):
+            k = _INT64_MIN
+        else:
+            k = numpy.int64(lab)
+        k = min(max(k, 0), classes - 1)
+        idx[i] = k
+        v = -logp_t[k, i]
+        loss[i] = abs(v) if v == 0 else v
+
+
 def _row_sums_wide_loop(e, sums, zero, tasks, values):
     for i in range(e.shape[0]):
         sums[i, 0] = zero + _pairwise(e[i], 0, e.shape[1], zero, tasks, values)
@@ -185,3 +236,5 @@ _row_sums = _jit.Kernel(_row_sums_loop, {"_pairwise_block": _fc_kernels.pairwise
 _pairwise = _bn_kernels.pairwise_loop
 _backward_wide = _jit.Kernel(_backward_wide_loop, {"_pairwise": _bn_kernels.pairwise})
 _row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
+_backward_cols = _jit.Kernel(_backward_cols_loop, {"_pairwise": _bn_kernels.pairwise})
+_forward_cols = _jit.Kernel(_forward_cols_loop)
