@@ -369,13 +369,15 @@ def _weight_gradients(x2, steps, batch, w, h0, y, extra, dgx, dgh_all, dr_all, r
         h_prev_all[0] = h0
     dgh2 = dgh_all.reshape(steps * batch, -1)
     gw[1] += dgh2.T @ h_prev_all.reshape(steps * batch, -1)
-    gb[1] += dgh2.sum(axis=0)
+    bias_sum = dgh2.sum(axis=0)
+    gb[1] += bias_sum
     if wr is not None:
         # The projection's weights likewise, against every step's unprojected output.
         gw[2] += dr_all.reshape(steps * batch, -1).T @ extra.reshape(steps * batch, -1)
     dgx2 = dgx.reshape(steps * batch, -1)
     gw[0] += dgx2.T @ x2                         # every step's input weights at once
-    gb[0] += dgx2.sum(axis=0)
+    # The gates' gradients are the recurrent product's too, but for the GRU's new gate.
+    gb[0] += bias_sum if dgh_all is dgx else dgx2.sum(axis=0)
     return dgx2 @ wx if need_dx else None
 
 
