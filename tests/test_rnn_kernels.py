@@ -106,3 +106,17 @@ def test_fused_op_with_kernels_gives_the_reference_bits(case, monkeypatch):
     for got, want in zip(with_kernels, reference):
         assert np.isfinite(want).all() and np.any(want != 0)
         assert got.dtype == want.dtype == np.float32 and got.tobytes() == want.tobytes()
+
+
+def test_the_step_loop_runs_on_one_blas_thread_and_restores_the_count():
+    from threadpoolctl import threadpool_limits
+    from trainer_cli.ndarray import host_threads
+    with threadpool_limits(2, user_api="blas"):
+        if host_threads.blas_threads() != 2:
+            pytest.skip("the BLAS here cannot run 2 threads")
+        with host_threads.one_blas_thread():
+            assert host_threads.blas_threads() == 1
+            with host_threads.one_blas_thread():        # nested: changes nothing
+                assert host_threads.blas_threads() == 1
+            assert host_threads.blas_threads() == 1
+        assert host_threads.blas_threads() == 2

@@ -22,6 +22,7 @@ import numpy
 from .. import autograd as _ag
 from .. import random as _random
 from . import _rnn_kernels
+from .host_threads import one_blas_thread
 from .ndarray import _recorded, _recording_for, _wrap, _xp_of
 from .ops import _sigmoid_raw
 
@@ -171,21 +172,22 @@ def _run_direction_f32(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
         extra = numpy.empty((steps if keep else 1, batch, hidden), dtype=f32)
     c = numpy.ascontiguousarray(c0) if lstm else None
     relu = mode == "rnn_relu"
-    for k, t in enumerate(range(steps - 1, -1, -1) if reverse else range(steps)):
-        numpy.dot(h, wh.T, out=gh)
-        if lstm:
-            c_out = cells[t if keep else k % 2]
-            m = y[t] if wr is None else extra[t if keep else 0]
-            _rnn_kernels.lstm_forward(gx[t], gh, bh, c, acts[t if keep else 0], c_out, m)
-            c = c_out
-            if wr is not None:
-                numpy.dot(m, wr.T, out=y[t])
-        elif mode == "gru":
-            _rnn_kernels.gru_forward(gx[t], gh, bh, h, acts[t if keep else 0],
-                                     extra[t if keep else 0], y[t])
-        else:
-            _rnn_kernels.rnn_forward(gx[t], gh, bh, y[t], relu)
-        h = y[t]
+    with one_blas_thread():
+        for k, t in enumerate(range(steps - 1, -1, -1) if reverse else range(steps)):
+            numpy.dot(h, wh.T, out=gh)
+            if lstm:
+                c_out = cells[t if keep else k % 2]
+                m = y[t] if wr is None else extra[t if keep else 0]
+                _rnn_kernels.lstm_forward(gx[t], gh, bh, c, acts[t if keep else 0], c_out, m)
+                c = c_out
+                if wr is not None:
+                    numpy.dot(m, wr.T, out=y[t])
+            elif mode == "gru":
+                _rnn_kernels.gru_forward(gx[t], gh, bh, h, acts[t if keep else 0],
+                                         extra[t if keep else 0], y[t])
+            else:
+                _rnn_kernels.rnn_forward(gx[t], gh, bh, y[t], relu)
+            h = y[t]
     saved = (acts, cells, extra) if keep else None
     return y, h, c, saved
 
@@ -330,24 +332,26 @@ def _back_direction_f32(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc,
     relu = mode == "rnn_relu"
     order = range(steps) if reverse else range(steps - 1, -1, -1)
     first = steps - 1 if reverse else 0        # the step that read h0
-    for t in order:
-        before = t + 1 if reverse else t - 1   # the step that ran before t, in its direction
-        numpy.add(dy[t], carry, out=dh)
-        if lstm:
-            if wr is not None:
-                dr_all[t] = dh
-                numpy.dot(dh, wr, out=dm)
-            c_prev = c0 if t == first else cells[before]
-            _rnn_kernels.lstm_backward(dm, acts[t], cells[t], c_prev, dc, dgx[t], dc)
-            numpy.dot(dgx[t], wh, out=carry)
-        elif mode == "gru":
-            h_prev = h0 if t == first else y[before]
-            _rnn_kernels.gru_backward(dh, acts[t], extra[t], h_prev, dgx[t], dgh_all[t], dhz)
-            numpy.dot(dgh_all[t], wh, out=rec)
-            numpy.add(dhz, rec, out=carry)
-        else:
-            _rnn_kernels.rnn_backward(dh, y[t], dgx[t], relu)
-            numpy.dot(dgx[t], wh, out=carry)
+    with one_blas_thread():
+        for t in order:
+            before = t + 1 if reverse else t - 1   # the step that ran before t
+            numpy.add(dy[t], carry, out=dh)
+            if lstm:
+                if wr is not None:
+                    dr_all[t] = dh
+                    numpy.dot(dh, wr, out=dm)
+                c_prev = c0 if t == first else cells[before]
+                _rnn_kernels.lstm_backward(dm, acts[t], cells[t], c_prev, dc, dgx[t], dc)
+                numpy.dot(dgx[t], wh, out=carry)
+            elif mode == "gru":
+                h_prev = h0 if t == first else y[before]
+                _rnn_kernels.gru_backward(dh, acts[t], extra[t], h_prev, dgx[t], dgh_all[t],
+                                          dhz)
+                numpy.dot(dgh_all[t], wh, out=rec)
+                numpy.add(dhz, rec, out=carry)
+            else:
+                _rnn_kernels.rnn_backward(dh, y[t], dgx[t], relu)
+                numpy.dot(dgx[t], wh, out=carry)
     dx2 = _weight_gradients(x2, steps, batch, w, h0, y, extra, dgx, dgh_all, dr_all, reverse,
                             gw, gb, need_dx)
     return dx2, carry, (dc if lstm else None)
