@@ -10,7 +10,9 @@ GRU, whose new gate applies the reset gate after the recurrent product:
 
 One recorded node covers the whole stack. The forward projects the inputs of every time step in
 one GEMM per layer and direction, then runs one recurrent GEMM per step with the gate math
-vectorised over the batch; the backward goes through time the same way and forms the weight
+vectorised over the batch (for float32 NumPy arrays: the GEMM into one buffer, on one BLAS
+thread, and the gate math in one numba loop of ``_rnn_kernels``, which gives its NumPy body's
+bits); the backward goes through time the same way and forms the weight
 gradients of the input projection with one GEMM per layer and direction. The three outputs
 (sequence, final hidden state, final cell state) are views into one buffer whose gradient the
 node receives whole.
@@ -96,7 +98,7 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
     """One direction of one layer over the sequence. ``x2``: the inputs of every step,
     ``(T*N, input)``. Returns ``(y (T, N, state), h_T, c_T, saved)``; ``saved`` holds what the
     backward needs when ``keep``."""
-    if _rnn_kernels.usable(x2, *w, *b):
+    if _rnn_kernels.usable(x2, *w, *b, h0, *([] if c0 is None else [c0])):
         return _run_direction_f32(mode, x2, steps, batch, w, b, h0, c0, reverse, keep)
     xp = _xp_of(x2)
     wx, wh = w[0], w[1]
@@ -241,7 +243,7 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
                     gw, gb, need_dx=True):
     """Back through time for one direction: adds the weight and bias gradients into ``gw``
     and ``gb`` (views of the flat gradient), returns ``(dx2, dh0, dc0)``."""
-    if _rnn_kernels.usable(x2, *w, y):
+    if _rnn_kernels.usable(x2, *w, y, h0, dy, dh, *([] if c0 is None else [c0, dc])):
         return _back_direction_f32(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc,
                                    reverse, gw, gb, need_dx)
     xp = _xp_of(x2)
