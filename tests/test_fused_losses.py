@@ -102,9 +102,12 @@ def test_l2_loss_with_a_recorded_label_takes_the_general_path():
 
 # ----------------------------------------------------------------------------- numba kernels
 def _ce_step(scores, labels, head, kernels):
-    """SoftmaxCrossEntropyLoss forward and backward on raw arrays; kernels on or off."""
+    """SoftmaxCrossEntropyLoss forward and backward on raw arrays (in their layout); kernels on
+    or off."""
+    from trainer_cli import cpu
     from trainer_cli.ndarray import _loss_kernels
-    pred = nd.array(scores, dtype=scores.dtype)
+    from trainer_cli.ndarray.interop import wrap
+    pred = wrap(scores.copy(order="K"), cpu())
     pred.attach_grad()
     saved = _loss_kernels.MIN_SIZE
     _loss_kernels.MIN_SIZE = 16 if kernels else 1 << 60
@@ -119,8 +122,10 @@ def _ce_step(scores, labels, head, kernels):
 
 
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
-@pytest.mark.parametrize("shape", [(8, 10), (64, 10), (33, 128), (100, 3), (9, 2), (12, 129)])
-def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape):
+@pytest.mark.parametrize("shape", [(8, 10), (64, 10), (33, 128), (100, 3), (9, 2), (12, 129),
+                                   (11, 1000), (10, 4099), (10, 10000)])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape, order):
     pytest.importorskip("numba")
     rng = numpy.random.RandomState(3)
     batch, classes = shape
@@ -138,6 +143,7 @@ def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape):
     labels[4:8] = [numpy.nan, numpy.inf, 1.9, -0.5]   # cast and clipped as pick does
     head = rng.standard_normal(batch).astype(dtype)
     head[5] = -0.0
+    scores = numpy.asarray(scores, order=order)     # F: a Dense layer's transposed product
     with numpy.errstate(all="ignore"):
         reference = _ce_step(scores, labels, head, kernels=False)
         fused = _ce_step(scores, labels, head, kernels=True)

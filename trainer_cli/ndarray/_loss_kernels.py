@@ -9,8 +9,14 @@ entry picked (labels cast to int64 and clipped, as ``pick`` does) and negated, s
 over the one value per sample. Backward, from ``exp(logp)``: the picked one-hot times the negated
 head gradient, its row sums (NumPy's pairwise sum) and ``g - exp(logp) * sum``.
 
-``applies`` says where they do not (no numba, other layouts or dtypes, more than ``_BLOCK``
-classes, fewer than ``MIN_SIZE`` scores), and ``backward`` returns None for a head gradient of
+Rows of more than ``_fc_kernels._BLOCK`` classes (a language model's softmax over its
+vocabulary) sum as NumPy does through ``_bn_kernels``' general pairwise summation, and their
+passes write in place where NumPy allocates: ``logp`` over ``shifted``, the gradient over
+``exp(logp)`` (on 10,000 classes each such array is tens of megabytes, which glibc maps afresh
+and the kernel zeroes page by page at every step).
+
+``applies`` says where they do not (no numba, other layouts or dtypes, fewer than ``MIN_SIZE``
+scores), and ``backward`` returns None for a head gradient of
 another dtype; the caller then runs the NumPy operations. ``tests/test_fused_losses.py`` compares the bits of both.
 """
 from __future__ import annotations
@@ -18,11 +24,12 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from . import _fc_kernels
+from . import _bn_kernels, _fc_kernels
 
 __all__ = ["applies", "log_softmax_parts", "forward", "backward", "MIN_SIZE"]
 
 MIN_SIZE = 512
+_EXP_BLOCK = 1 << 16        # values of exp(shifted) at a time on wide rows (256 KiB of float32)
 _FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 _INT64_MIN = numpy.iinfo(numpy.int64).min
 _np_ndarray = numpy.ndarray
@@ -31,7 +38,7 @@ _np_ndarray = numpy.ndarray
 def applies(scores, label) -> bool:
     """Whether ``forward`` takes these raw scores (batch, classes) and labels."""
     return (type(scores) is _np_ndarray and scores.ndim == 2 and scores.size >= MIN_SIZE
-            and scores.dtype in _FLOATS and scores.shape[1] <= _fc_kernels._BLOCK
+            and scores.dtype in _FLOATS and scores.shape[1] >= 1
             and type(label) is _np_ndarray and label.size == scores.shape[0]
             and label.dtype.kind in "fi"
             and _jit._numba is not False and (_jit._numba is not None or _jit.enabled()))
@@ -48,25 +55,54 @@ def log_softmax_parts(scores):
     signs, NumPy and the kernel may pick a different one as the max, which can only change the
     sign of a zero in ``shifted``. Nothing after it sees that sign: such a row's exponentials
     sum to 2 or more, so ``shifted - log_sum`` rounds the same either way."""
+    wide = _wide(scores)
     if not scores.flags.c_contiguous:
         shifted = scores - scores.max(axis=1, keepdims=True)
         return shifted, numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
-    shifted = numpy.empty_like(scores)
-    _shift(scores, shifted)
+    if wide:        # NumPy's SIMD max and subtraction outrun the scalar loop on long rows
+        shifted = scores - scores.max(axis=1, keepdims=True)
+    else:
+        shifted = numpy.empty_like(scores)
+        _shift(scores, shifted)
     sums = numpy.empty((scores.shape[0], 1), scores.dtype)
-    _row_sums(numpy.exp(shifted), sums)
+    if wide:
+        # The exponentials a few rows at a time into one small buffer: never a whole array of
+        # them (NumPy's exp is element-wise, so the bits do not depend on the blocks).
+        tasks, values, _row = _bn_kernels.workspace(scores.dtype, 0)
+        rows = max(1, _EXP_BLOCK // scores.shape[1])
+        block = numpy.empty((min(rows, scores.shape[0]), scores.shape[1]), scores.dtype)
+        zero = scores.dtype.type(0)
+        for r in range(0, scores.shape[0], rows):
+            part = block[:min(rows, scores.shape[0] - r)]
+            numpy.exp(shifted[r:r + rows], out=part)
+            _row_sums_wide(part, sums[r:r + rows], zero, tasks, values)
+    else:
+        _row_sums(numpy.exp(shifted), sums)
     return shifted, numpy.log(sums)
+
+
+def _wide(scores):
+    return scores.shape[1] > _fc_kernels._BLOCK
 
 
 def forward(shifted, log_sum, label):
     """``(loss per sample, logp, label indices)`` from the row-wise ``shifted`` scores (C order)
     and ``log_sum`` (``log(sum(exp(shifted)))``, shape (batch, 1)), for scores that
-    ``applies`` took."""
-    logp = numpy.empty_like(shifted)
+    ``applies`` took. Wide rows' ``logp`` overwrites ``shifted``."""
+    logp = shifted if _wide(shifted) else numpy.empty_like(shifted)
     loss = numpy.empty(shifted.shape[0], shifted.dtype)
     idx = numpy.empty(shifted.shape[0], numpy.int64)
-    _forward(shifted, log_sum, label.reshape(-1), logp, loss, idx)
+    if _by_columns(shifted):
+        _forward_cols(shifted.T, log_sum, label.reshape(-1), logp.T, loss, idx)
+    else:
+        _forward(shifted, log_sum, label.reshape(-1), logp, loss, idx)
     return loss, logp, idx
+
+
+def _by_columns(a):
+    """Wide rows stored by columns (Dense's transposed product): the loops then run down the
+    columns of ``a.T``, C-contiguous, instead of striding across rows."""
+    return _wide(a) and a.flags.f_contiguous and not a.flags.c_contiguous
 
 
 def backward(head, logp, idx):
@@ -75,6 +111,16 @@ def backward(head, logp, idx):
     if type(head) is not _np_ndarray or head.dtype != logp.dtype or head.size != logp.shape[0]:
         return None
     e = numpy.exp(logp)
+    if _wide(logp):
+        dtype = logp.dtype
+        tasks, values, row = _bn_kernels.workspace(dtype, logp.shape[1])
+        if _by_columns(e):
+            totals = numpy.empty(logp.shape[0], dtype)
+            _backward_cols(head.reshape(-1), e.T, idx, e.T, row, totals, dtype.type(0), tasks,
+                           values)
+        else:
+            _backward_wide(head.reshape(-1), e, idx, e, row, dtype.type(0), tasks, values)
+        return e
     grad = numpy.empty_like(logp)
     _backward(head.reshape(-1), e, idx, grad)
     return grad
@@ -112,6 +158,56 @@ def _backward_loop(head, e, idx, grad):
             row[j] = row[j] - e[i, j] * total
 
 
+def _backward_wide_loop(head, e, idx, grad, row, zero, tasks, values):
+    # As _backward_loop, the one-hot row built in ``row`` first: ``grad`` may be ``e``.
+    classes = e.shape[1]
+    for i in range(e.shape[0]):
+        neg = -head[i]
+        for j in range(classes):
+            row[j] = (1 if j == idx[i] else 0) * neg
+        total = zero + _pairwise(row, 0, classes, zero, tasks, values)
+        for j in range(classes):
+            grad[i, j] = row[j] - e[i, j] * total
+
+
+def _backward_cols_loop(head, e_t, idx, grad_t, row, totals, zero, tasks, values):
+    # _backward_wide_loop on the transposes: each row's sum first, then column by column.
+    classes, batch = e_t.shape
+    for i in range(batch):
+        neg = -head[i]
+        for j in range(classes):
+            row[j] = (1 if j == idx[i] else 0) * neg
+        totals[i] = zero + _pairwise(row, 0, classes, zero, tasks, values)
+    for j in range(classes):
+        for i in range(batch):
+            neg = -head[i]
+            hot = neg if j == idx[i] else neg * zero       # (1 or 0) * neg, as in the row
+            grad_t[j, i] = hot - e_t[j, i] * totals[i]
+
+
+def _forward_cols_loop(shifted_t, log_sum, labels, logp_t, loss, idx):
+    # _forward_loop on the transposes.
+    classes, batch = shifted_t.shape
+    for j in range(classes):
+        for i in range(batch):
+            logp_t[j, i] = shifted_t[j, i] - log_sum[i, 0]
+    for i in range(batch):
+        lab = labels[i]
+        if lab != lab or not (-9.223372036854775808e18 <= lab < 9.223372036854775808e18):
+            k = _INT64_MIN
+        else:
+            k = numpy.int64(lab)
+        k = min(max(k, 0), classes - 1)
+        idx[i] = k
+        v = -logp_t[k, i]
+        loss[i] = abs(v) if v == 0 else v
+
+
+def _row_sums_wide_loop(e, sums, zero, tasks, values):
+    for i in range(e.shape[0]):
+        sums[i, 0] = zero + _pairwise(e[i], 0, e.shape[1], zero, tasks, values)
+
+
 def _shift_loop(scores, shifted):
     for i in range(scores.shape[0]):
         row = scores[i]
@@ -136,3 +232,9 @@ _forward = _jit.Kernel(_forward_loop)
 _backward = _jit.Kernel(_backward_loop, {"_pairwise_block": _fc_kernels.pairwise_block})
 _shift = _jit.Kernel(_shift_loop)
 _row_sums = _jit.Kernel(_row_sums_loop, {"_pairwise_block": _fc_kernels.pairwise_block})
+# Rows of any length: NumPy's pairwise summation with its halving above 128 values.
+_pairwise = _bn_kernels.pairwise_loop
+_backward_wide = _jit.Kernel(_backward_wide_loop, {"_pairwise": _bn_kernels.pairwise})
+_row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
+_backward_cols = _jit.Kernel(_backward_cols_loop, {"_pairwise": _bn_kernels.pairwise})
+_forward_cols = _jit.Kernel(_forward_cols_loop)

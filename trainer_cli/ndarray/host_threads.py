@@ -19,7 +19,7 @@ import itertools
 import os
 import threading
 
-__all__ = ["run", "run_summed", "blas_threads", "even_pieces", "pieces"]
+__all__ = ["run", "run_summed", "blas_threads", "even_pieces", "pieces", "one_blas_thread"]
 
 _controllers = None     # threadpoolctl's controllers of the loaded BLAS libraries, found once
 _busy = threading.Lock()   # one parallel run at a time; a concurrent caller runs its pieces alone
@@ -40,6 +40,31 @@ def _blas():
 def blas_threads() -> int:
     """The largest thread count of the loaded BLAS libraries (1 where none is known)."""
     return max([lib.num_threads for lib in _blas()], default=1)
+
+
+class one_blas_thread:
+    """A ``with`` block whose GEMMs run on one BLAS thread: for a loop of GEMMs too small to
+    split (a recurrent layer's step), where every call would make the BLAS's threads meet, and
+    wait on a busy machine for a core each time. OpenBLAS splits the rows and columns of the
+    product, never the sum, so the bits do not change. Nested in ``run`` or another such block
+    (or with one thread already), it changes nothing."""
+
+    __slots__ = ("_libs",)
+
+    def __enter__(self):
+        self._libs = []
+        if blas_threads() > 1 and _busy.acquire(blocking=False):
+            self._libs = [(lib, lib.num_threads) for lib in _blas()]
+            for lib, _ in self._libs:
+                lib.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        if self._libs:
+            for lib, n in self._libs:
+                lib.set_num_threads(n)
+            _busy.release()
+        return False
 
 
 def even_pieces(n: int, parts: int) -> list:

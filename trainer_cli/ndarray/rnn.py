@@ -10,7 +10,9 @@ GRU, whose new gate applies the reset gate after the recurrent product:
 
 One recorded node covers the whole stack. The forward projects the inputs of every time step in
 one GEMM per layer and direction, then runs one recurrent GEMM per step with the gate math
-vectorised over the batch; the backward goes through time the same way and forms the weight
+vectorised over the batch (for float32 NumPy arrays: the GEMM into one buffer, on one BLAS
+thread, and the gate math in one numba loop of ``_rnn_kernels``, which gives its NumPy body's
+bits); the backward goes through time the same way and forms the weight
 gradients of the input projection with one GEMM per layer and direction. The three outputs
 (sequence, final hidden state, final cell state) are views into one buffer whose gradient the
 node receives whole.
@@ -21,6 +23,8 @@ import numpy
 
 from .. import autograd as _ag
 from .. import random as _random
+from . import _rnn_kernels
+from .host_threads import one_blas_thread
 from .ndarray import _recorded, _recording_for, _wrap, _xp_of
 from .ops import _sigmoid_raw
 
@@ -72,11 +76,21 @@ def _view(flat, entry):
     return flat[offset:offset + n].reshape(shape)
 
 
+def _sigmoid(a):
+    """The gates' sigmoid: for float32 the one ``_rnn_kernels`` computes (on any array module),
+    so that every path gives its bits."""
+    return _rnn_kernels.np_sigmoid(a) if a.dtype == numpy.float32 else _sigmoid_raw(a)
+
+
+def _tanh(a):
+    return _rnn_kernels.np_tanh(a) if a.dtype == numpy.float32 else _xp_of(a).tanh(a)
+
+
 def _activation(mode, a):
     xp = _xp_of(a)
     if mode == "rnn_relu":
-        return xp.maximum(a, 0)
-    return xp.tanh(a)
+        return xp.where(a < 0, a.dtype.type(0), a)
+    return _tanh(a)
 
 
 # ----------------------------------------------------------------------------- forward
@@ -84,6 +98,8 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
     """One direction of one layer over the sequence. ``x2``: the inputs of every step,
     ``(T*N, input)``. Returns ``(y (T, N, state), h_T, c_T, saved)``; ``saved`` holds what the
     backward needs when ``keep``."""
+    if _rnn_kernels.usable(x2, *w, *b, h0, *([] if c0 is None else [c0])):
+        return _run_direction_f32(mode, x2, steps, batch, w, b, h0, c0, reverse, keep)
     xp = _xp_of(x2)
     wx, wh = w[0], w[1]
     wr = w[2] if len(w) > 2 else None
@@ -106,11 +122,11 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
         act = acts[t if keep else 0] if gated else None
         if mode == "lstm":
             gh += gx[t]
-            act[...] = _sigmoid_raw(gh)
-            act[:, 2 * hidden:3 * hidden] = xp.tanh(gh[:, 2 * hidden:3 * hidden])
+            act[...] = _sigmoid(gh)
+            act[:, 2 * hidden:3 * hidden] = _tanh(gh[:, 2 * hidden:3 * hidden])
             i, f, g, o = (act[:, k * hidden:(k + 1) * hidden] for k in range(4))
             c = f * c + i * g
-            m = o * xp.tanh(c)
+            m = o * _tanh(c)
             if keep:
                 cells[t] = c
                 if wr is not None:
@@ -118,10 +134,10 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
             h = m if wr is None else m @ wr.T
         elif mode == "gru":
             ghn = gh[:, 2 * hidden:]
-            act[:, :2 * hidden] = _sigmoid_raw(gx[t, :, :2 * hidden] + gh[:, :2 * hidden])
+            act[:, :2 * hidden] = _sigmoid(gx[t, :, :2 * hidden] + gh[:, :2 * hidden])
             r, z = act[:, :hidden], act[:, hidden:2 * hidden]
             n = act[:, 2 * hidden:]
-            n[...] = xp.tanh(gx[t, :, 2 * hidden:] + r * ghn)
+            n[...] = _tanh(gx[t, :, 2 * hidden:] + r * ghn)
             h = (1 - z) * n + z * h
             if keep:
                 extra[t] = ghn
@@ -129,6 +145,51 @@ def _run_direction(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
             gh += gx[t]
             h = _activation(mode, gh)
         y[t] = h
+    saved = (acts, cells, extra) if keep else None
+    return y, h, c, saved
+
+
+def _run_direction_f32(mode, x2, steps, batch, w, b, h0, c0, reverse, keep):
+    """``_run_direction`` for float32 NumPy arrays: each step's recurrent GEMM into one buffer
+    and its gate math in one call of ``_rnn_kernels`` (numba, or its NumPy body: the same
+    bits), writing straight into the output and the arrays the backward keeps."""
+    wx, wh = w[0], w[1]
+    wr = w[2] if len(w) > 2 else None
+    bx, bh = b[0], numpy.ascontiguousarray(b[1])
+    hidden = wh.shape[0] // _GATES[mode]
+    f32 = numpy.float32
+    gx = numpy.dot(x2, wx.T).reshape(steps, batch, -1)     # every step's input projection
+    gx += bx
+    y = numpy.empty((steps, batch, h0.shape[1]), dtype=f32)
+    gh = numpy.empty((batch, wh.shape[0]), dtype=f32)
+    h = numpy.ascontiguousarray(h0)
+    gated = mode in ("lstm", "gru")
+    acts = numpy.empty((steps if keep else 1, batch, wh.shape[0]), dtype=f32) if gated else None
+    lstm = mode == "lstm"
+    # The cell states: every step's when the backward needs them, else two that take turns.
+    cells = numpy.empty((steps if keep else 2, batch, hidden), dtype=f32) if lstm else None
+    # The GRU's recurrent new-gate product, or the LSTM's output before its projection.
+    extra = None
+    if mode == "gru" or wr is not None:
+        extra = numpy.empty((steps if keep else 1, batch, hidden), dtype=f32)
+    c = numpy.ascontiguousarray(c0) if lstm else None
+    relu = mode == "rnn_relu"
+    with one_blas_thread():
+        for k, t in enumerate(range(steps - 1, -1, -1) if reverse else range(steps)):
+            numpy.dot(h, wh.T, out=gh)
+            if lstm:
+                c_out = cells[t if keep else k % 2]
+                m = y[t] if wr is None else extra[t if keep else 0]
+                _rnn_kernels.lstm_forward(gx[t], gh, bh, c, acts[t if keep else 0], c_out, m)
+                c = c_out
+                if wr is not None:
+                    numpy.dot(m, wr.T, out=y[t])
+            elif mode == "gru":
+                _rnn_kernels.gru_forward(gx[t], gh, bh, h, acts[t if keep else 0],
+                                         extra[t if keep else 0], y[t])
+            else:
+                _rnn_kernels.rnn_forward(gx[t], gh, bh, y[t], relu)
+            h = y[t]
     saved = (acts, cells, extra) if keep else None
     return y, h, c, saved
 
@@ -182,6 +243,9 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
                     gw, gb, need_dx=True):
     """Back through time for one direction: adds the weight and bias gradients into ``gw``
     and ``gb`` (views of the flat gradient), returns ``(dx2, dh0, dc0)``."""
+    if _rnn_kernels.usable(x2, *w, y, h0, dy, dh, *([] if c0 is None else [c0, dc])):
+        return _back_direction_f32(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc,
+                                   reverse, gw, gb, need_dx)
     xp = _xp_of(x2)
     wx, wh = w[0], w[1]
     wr = w[2] if len(w) > 2 else None
@@ -207,7 +271,7 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
                 dm = dh @ wr
             else:
                 dm = dh
-            tc = xp.tanh(c)
+            tc = _tanh(c)
             dc = dc + dm * o * (1 - tc * tc)
             da = dgx[t]
             da[:, :hidden] = dc * g * i * (1 - i)
@@ -240,6 +304,67 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
             dgh = da
         dh_rec = dgh @ wh
         dh = dh_rec if mode != "gru" else dh + dh_rec
+    dx2 = _weight_gradients(x2, steps, batch, w, h0, y, extra, dgx, dgh_all, dr_all, reverse,
+                            gw, gb, need_dx)
+    return dx2, dh, (dc if mode == "lstm" else None)
+
+
+def _back_direction_f32(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, reverse,
+                        gw, gb, need_dx):
+    """``_back_direction`` for float32 NumPy arrays: per step one call of ``_rnn_kernels``
+    for the gate math and one recurrent GEMM into a buffer."""
+    wh = w[1]
+    wr = w[2] if len(w) > 2 else None
+    acts, cells, extra = saved
+    f32 = numpy.float32
+    dgx = numpy.empty((steps, batch, wh.shape[0]), dtype=f32)
+    dgh_all = numpy.empty_like(dgx) if mode == "gru" else dgx
+    dr_all = numpy.empty(y.shape, dtype=f32) if wr is not None else None
+    carry = numpy.array(dh, dtype=f32)            # the gradient reaching h from later steps
+    dh = numpy.empty_like(carry)
+    lstm = mode == "lstm"
+    if lstm:
+        dc = numpy.array(dc, dtype=f32)           # updated in place, step by step
+        dm = numpy.empty((batch, cells.shape[2]), dtype=f32) if wr is not None else dh
+        c0 = numpy.ascontiguousarray(c0)
+    if mode == "gru":
+        dhz = numpy.empty_like(carry)
+        rec = numpy.empty_like(carry)
+        h0 = numpy.ascontiguousarray(h0)
+    relu = mode == "rnn_relu"
+    order = range(steps) if reverse else range(steps - 1, -1, -1)
+    first = steps - 1 if reverse else 0        # the step that read h0
+    with one_blas_thread():
+        for t in order:
+            before = t + 1 if reverse else t - 1   # the step that ran before t
+            numpy.add(dy[t], carry, out=dh)
+            if lstm:
+                if wr is not None:
+                    dr_all[t] = dh
+                    numpy.dot(dh, wr, out=dm)
+                c_prev = c0 if t == first else cells[before]
+                _rnn_kernels.lstm_backward(dm, acts[t], cells[t], c_prev, dc, dgx[t], dc)
+                numpy.dot(dgx[t], wh, out=carry)
+            elif mode == "gru":
+                h_prev = h0 if t == first else y[before]
+                _rnn_kernels.gru_backward(dh, acts[t], extra[t], h_prev, dgx[t], dgh_all[t],
+                                          dhz)
+                numpy.dot(dgh_all[t], wh, out=rec)
+                numpy.add(dhz, rec, out=carry)
+            else:
+                _rnn_kernels.rnn_backward(dh, y[t], dgx[t], relu)
+                numpy.dot(dgx[t], wh, out=carry)
+    dx2 = _weight_gradients(x2, steps, batch, w, h0, y, extra, dgx, dgh_all, dr_all, reverse,
+                            gw, gb, need_dx)
+    return dx2, carry, (dc if lstm else None)
+
+
+def _weight_gradients(x2, steps, batch, w, h0, y, extra, dgx, dgh_all, dr_all, reverse, gw, gb,
+                      need_dx):
+    """Every step's weight and bias gradients at once (one GEMM each) from the gates' gradients
+    of every step; returns the input's gradient ``(T*N, input)`` when ``need_dx``."""
+    xp = _xp_of(x2)
+    wx, wr = w[0], (w[2] if len(w) > 2 else None)
     # Every step's recurrent weights at once, against the state each step read.
     h_prev_all = xp.empty(y.shape, dtype=y.dtype)
     if reverse:
@@ -250,15 +375,16 @@ def _back_direction(mode, x2, steps, batch, w, h0, c0, y, saved, dy, dh, dc, rev
         h_prev_all[0] = h0
     dgh2 = dgh_all.reshape(steps * batch, -1)
     gw[1] += dgh2.T @ h_prev_all.reshape(steps * batch, -1)
-    gb[1] += dgh2.sum(axis=0)
+    bias_sum = dgh2.sum(axis=0)
+    gb[1] += bias_sum
     if wr is not None:
         # The projection's weights likewise, against every step's unprojected output.
         gw[2] += dr_all.reshape(steps * batch, -1).T @ extra.reshape(steps * batch, -1)
     dgx2 = dgx.reshape(steps * batch, -1)
     gw[0] += dgx2.T @ x2                         # every step's input weights at once
-    gb[0] += dgx2.sum(axis=0)
-    dx2 = dgx2 @ wx if need_dx else None
-    return dx2, dh, (dc if mode == "lstm" else None)
+    # The gates' gradients are the recurrent product's too, but for the GRU's new gate.
+    gb[0] += bias_sum if dgh_all is dgx else dgx2.sum(axis=0)
+    return dgx2 @ wx if need_dx else None
 
 
 def _backward(mode, x, flat, hx, cx, shapes, tape, dy, dhy, dcy, need_x):
