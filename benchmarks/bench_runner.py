@@ -80,26 +80,49 @@ import json, sys
 from trainer_cli.run.progress import RichReporter
 from trainer_cli.run.session import start_run
 overrides, run_root = json.loads(sys.argv[1]), sys.argv[2]
-result = start_run(%r, overrides, run_root=run_root,
+config_path, overrides, run_root = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+result = start_run(config_path, overrides, run_root=run_root,
                    reporter=RichReporter(sys.stderr, force_terminal=True))
 print(json.dumps(result.summary))
-""" % CONFIG
+"""
 
 
-def runner(steps, run_root, overrides=(), base=(), live=False):
-    """steps/s of a fresh ``trainer run`` process (its summary's training time)."""
+# The CPU time of the training loop (TrainingLoop.run: the steps, validations, checkpoints and
+# the final one, as elapsed_s counts them) of the process, all its threads; a checkpoint writer
+# process's own time is not in it. Printed to stderr for runner() to read.
+_CPU_CLOCK = """\
+import atexit, sys, time
+from trainer_cli.run import loop as _loop
+_run, _cpu = _loop.TrainingLoop.run, []
+def run(self):
+    start = time.process_time()
+    try:
+        return _run(self)
+    finally:
+        _cpu.append(time.process_time() - start)
+_loop.TrainingLoop.run = run
+atexit.register(lambda: sys.stderr.write("\\nloop cpu s: %r\\n" % sum(_cpu)))
+"""
+
+
+def runner(steps, run_root, overrides=(), base=(), live=False, config_path=CONFIG, clock="wall"):
+    """steps/s of a fresh ``trainer run`` process: over its summary's training time (``wall``)
+    or over the CPU time of its training loop (``cpu``)."""
     items = ["steps=%d" % steps, "epochs=1000"] + list(base) + list(overrides)
+    timed = _CPU_CLOCK if clock == "cpu" else ""
     if live:    # the library call the CLI makes, given the reporter a terminal gets
-        cmd = [sys.executable, "-c", _LIVE_RUN, json.dumps(items), run_root]
+        cmd = [sys.executable, "-c", timed + _LIVE_RUN, config_path, json.dumps(items), run_root]
     else:
-        cmd = [sys.executable, "-c", "from trainer_cli.cli import main; main()", "run", CONFIG,
-               "--run-dir", run_root, "--json"]
+        cmd = [sys.executable, "-c", timed + "from trainer_cli.cli import main; main()", "run",
+               config_path, "--run-dir", run_root, "--json"]
         for item in items:
             cmd += ["-o", item]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit("trainer run failed: %s" % proc.stderr.strip()[-500:])
     summary = json.loads(proc.stdout)
+    if clock == "cpu":
+        return steps / float(proc.stderr.rsplit("loop cpu s: ", 1)[1].split()[0])
     return steps / summary["elapsed_s"]
 
 
@@ -112,50 +135,65 @@ def _check_bare(step, net):
     BARE_CHECK.update(check_loop("bare loop", step, gluon_weights(net)))
 
 
-def bare(steps, base=()):
-    import numpy
-
+def bare(steps, base=(), config_path=CONFIG, clock="wall"):
+    """steps/s of the bare loop of ``config_path`` (see the module's docstring)."""
     from trainer_cli import autograd, nd
     from trainer_cli import random as _random
     from trainer_cli.config import load_config
+    from trainer_cli.gluon.utils import clip_global_norm
     from trainer_cli.run import threads
     from trainer_cli.run.build import build
+    from trainer_cli.run.recurrent import CarriedState
 
-    config = load_config(CONFIG, list(base))
+    config = load_config(config_path, list(base))
     _random.seed(config.seed)
-    parts = build(config, CONFIG)
-    net, loss, trainer = parts.net, parts.loss, parts.trainer
-    x, y = parts.train.x, parts.train.y
-    batch = config.data.batch_size
+    parts = build(config, config_path)
+    net, loss, trainer, train = parts.net, parts.loss, parts.trainer, parts.train
+    ctx, dtype, clip = parts.contexts[0], config.model.dtype, config.grad_clip
+    params = [p for p in net.collect_params().values() if p.grad_req != "null"]
     restore_threads = threads.apply(threads.plan(   # as the runner does
-        config.threads, layer_work=threads.layer_work(net.collect_params().values(), batch)))
-    rng = numpy.random.RandomState(config.seed)
-    per_epoch = len(x) // batch
+        config.threads, layer_work=threads.layer_work(net.collect_params().values(),
+                                                      config.data.batch_size)))
+    # A language model carries its recurrent state from batch to batch (detached), afresh each
+    # epoch, as a user's truncated-BPTT loop does.
+    carry = CarriedState(net) if train.streams else None
 
     def batches():
+        # The runner's batches of each epoch (a shuffled pass, or the text's windows in order).
+        epoch = 0
         while True:
-            perm = rng.permutation(len(x))
-            for b in range(per_epoch):
-                idx = perm[b * batch:(b + 1) * batch]
-                yield nd.array(x[idx]), nd.array(y[idx])
+            if carry is not None:
+                carry.reset()
+            for idx in parts.order.batches(epoch):
+                yield (nd.array(train.features(idx), ctx=ctx, dtype=dtype),
+                       nd.array(train.y[idx], ctx=ctx, dtype=dtype))
+            epoch += 1
 
     feed = batches()
 
     def step():
         xb, yb = next(feed)
         with autograd.record():
-            l = loss(net(xb), yb)
+            out = carry.forward(0, xb, ctx) if carry is not None else net(xb)
+            l = loss(out, yb)
         l.backward()
-        trainer.step(batch)
+        n = xb.shape[0]
+        if clip is None:
+            trainer.step(n)
+        else:   # the mean gradient's norm at most grad_clip, as a user's loop clips it
+            trainer.allreduce_grads()
+            clip_global_norm([p.grad(ctx) for p in params], clip * n)
+            trainer.update(n)
 
     try:
         _check_bare(step, net)
         for _ in range(20):
             step()
-        start = time.perf_counter()
+        timer = time.process_time if clock == "cpu" else time.perf_counter
+        start = timer()
         for _ in range(steps):
             step()
-        return steps / (time.perf_counter() - start)
+        return steps / (timer() - start)
     finally:
         restore_threads()
 
@@ -244,10 +282,10 @@ def ours_checkpoint_cost(base=(), repeats=15):
     return out
 
 
-def checkpoint_costs(threads, base=()):
+def checkpoint_costs(threads, base=(), with_peers=True):
     """Ours and Lightning's (torch.save) checkpoint of this model, each with and without fsync."""
     out = ours_checkpoint_cost(base)
-    if peers_available():
+    if with_peers and peers_available():
         with tempfile.TemporaryDirectory() as tmp:
             data = os.path.join(tmp, "data.npz")
             write_peer_data(data, base)
@@ -423,10 +461,11 @@ def _nd():
     return nd
 
 
-def peer_rate(runs, mode, steps, threads, data, workdir):
-    """steps/s of one PyTorch peer run (its whole answer kept in ``runs``)."""
+def peer_rate(runs, mode, steps, threads, data, workdir, clock="wall"):
+    """steps/s of one PyTorch peer run (its whole answer kept in ``runs``), by the wall clock
+    or its process's CPU time."""
     runs.append(torch_peer(mode, steps, threads, data, workdir))
-    return runs[-1]["steps_per_s"]
+    return runs[-1]["cpu_steps_per_s" if clock == "cpu" else "steps_per_s"]
 
 
 def _paired(rates, a, b):
@@ -467,6 +506,56 @@ def print_peers(report):
         print(line)
 
 
+# Steps of 1 ms or more (--configs): trainer run as configured against the bare loop.
+TARGET_OF_BARE_LONG_STEPS = 0.95
+
+
+def config_path_of(name):
+    """configs/NAME.yaml of this checkout, or NAME itself when it is a file."""
+    path = name if os.path.isfile(name) else os.path.join(ROOT, "configs", name + ".yaml")
+    if not os.path.isfile(path):
+        raise SystemExit("--configs: no config %r (a name in configs/ or a file)" % name)
+    return path
+
+
+def compare_configs(names, steps, rounds, overrides, clock="wall"):
+    """Per config, the bare loop's and ``trainer run``'s (as configured) steps/s in each round,
+    side by side (the order reversed every other round), and the median of the paired ratios."""
+    paths = {name: config_path_of(name) for name in names}
+    rates = {name: {"bare": [], "runner": []} for name in names}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                jobs = [("bare", lambda: bare(steps, overrides, paths[name], clock)),
+                        ("runner", lambda: runner(steps, os.path.join(tmp, "%s-%d" % (name, r)),
+                                                  (), overrides, config_path=paths[name],
+                                                  clock=clock))]
+                for side, job in (jobs if r % 2 == 0 else jobs[::-1]):
+                    rates[name][side].append(job())
+                    print("round %d: %s %s done" % (r + 1, name, side), file=sys.stderr,
+                          flush=True)
+    out = {}
+    for name, got in rates.items():
+        ratio = statistics.median(x / b for x, b in zip(got["runner"], got["bare"]))
+        bare_rate = statistics.median(got["bare"])
+        out[name] = {"config": os.path.relpath(paths[name], ROOT),
+                     "bare_steps_per_s": bare_rate, "bare_step_ms": 1e3 / bare_rate,
+                     "runner_steps_per_s": statistics.median(got["runner"]),
+                     "runner_over_bare": ratio, "met": ratio >= TARGET_OF_BARE_LONG_STEPS,
+                     "rounds": got}
+    return out
+
+
+def print_configs(found, load_before):
+    for name, f in found.items():
+        print("%-14s bare loop %6.0f steps/s (%.2f ms a step); trainer run as configured %6.0f "
+              "steps/s: %.1f%% (target >= %.0f%%: %s)"
+              % (name, f["bare_steps_per_s"], f["bare_step_ms"], f["runner_steps_per_s"],
+                 100 * f["runner_over_bare"], 100 * TARGET_OF_BARE_LONG_STEPS,
+                 "met" if f["met"] else "NOT met"))
+    print("(median ratios of paired rounds; load average before %.1f)" % load_before[0])
+
+
 def print_breakdown(us):
     print("us per step, medians (in-process, steady state):")
     print("  %-16s %7.1f" % ("bare step", us["bare"]))
@@ -496,6 +585,14 @@ def main(argv=None):
                         help="what a checkpoint costs the steps around it, in this process")
     parser.add_argument("--no-peers", action="store_true",
                         help="without the PyTorch peers (the bare PyTorch loop and Lightning)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="steps/s by the wall clock (default) or by the CPU time of each "
+                             "side's process (steadier on a busy machine; a checkpoint writer "
+                             "process's own time not counted)")
+    parser.add_argument("--configs", nargs="+", metavar="NAME",
+                        help="instead: the bare loop against trainer run as configured on each "
+                             "of configs/NAME.yaml (or a config file), target >= 95%% (steps of "
+                             "1 ms or more)")
     parser.add_argument("--pin", type=int, default=None, metavar="CPU",
                         help="with --after-checkpoint: the training thread on CPU, the writer "
                              "process on the others")
@@ -518,9 +615,24 @@ def main(argv=None):
                      found["23_after_us"], ", ".join("%d: %.0f%%" % (c, 100 * v)
                                                     for c, v in found["cpu_share"].items())))
         return 0
+    if args.configs:
+        load_before = os.getloadavg()
+        found = compare_configs(args.configs, args.steps, max(args.rounds, 1), args.overrides,
+                                args.clock)
+        if args.json:
+            json.dump({"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
+                       "load_average_before": [round(v, 2) for v in load_before],
+                       "configs": found, "bare_check": BARE_CHECK,
+                       "sides": [_calibrate.describe("ours", nd=_nd())]}, sys.stdout, indent=2)
+            print()
+        else:
+            print_configs(found, load_before)
+            for line in _calibrate.summary_lines([_calibrate.describe("ours", nd=_nd())]):
+                print(line)
+        return 0
     if args.breakdown:
         us = breakdown(max(args.rounds, 1), args.turn, args.overrides)
-        costs = checkpoint_costs(args.threads, args.overrides)
+        costs = checkpoint_costs(args.threads, args.overrides, not args.no_peers)
         if args.json:
             json.dump({"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
                        "us_per_step": us, "checkpoint_ms": costs, "bare_check": BARE_CHECK},
@@ -541,14 +653,15 @@ def main(argv=None):
             data = os.path.join(tmp, "data.npz")
             write_peer_data(data, args.overrides)
         for r in range(args.rounds):
-            jobs = [("bare", lambda: bare(args.steps, args.overrides))]
+            jobs = [("bare", lambda: bare(args.steps, args.overrides, clock=args.clock))]
             jobs += [(name, lambda name=name: runner(
                 args.steps, os.path.join(tmp, "%d-%d" % (r, list(VARIANTS).index(name))),
-                VARIANTS[name], args.overrides, live=name == LIVE)) for name in VARIANTS]
+                VARIANTS[name], args.overrides, live=name == LIVE, clock=args.clock))
+                for name in VARIANTS]
             if with_peers:
                 jobs += [(name, lambda name=name, mode=mode: peer_rate(
                     peer_runs[name], mode, args.steps, args.threads, data,
-                    os.path.join(tmp, "%s-%d" % (mode, r))))
+                    os.path.join(tmp, "%s-%d" % (mode, r)), args.clock))
                     for name, mode in (("torch bare", "bare"), ("lightning", "lightning"))]
             for name, job in (jobs if r % 2 == 0 else jobs[::-1]):
                 rates[name].append(job())
@@ -560,7 +673,7 @@ def main(argv=None):
               for name in VARIANTS}
     bare_rate, run_rate = median["bare"], median["as configured"]
     report = {"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
-              "steps": args.steps, "overrides": args.overrides,
+              "steps": args.steps, "clock": args.clock, "overrides": args.overrides,
               "load_average_before": [round(v, 2) for v in load_before],
               "bare_steps_per_s": bare_rate, "runner_steps_per_s": run_rate,
               "plain_runner_steps_per_s": median["plain"],
