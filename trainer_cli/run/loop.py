@@ -79,6 +79,7 @@ class TrainingLoop:
     _set_epoch = None  # image data: keys the random transforms by the epoch
     _carry = None      # text data: the CarriedState of the language model
     _undo = None      # nan_policy skip: the StepUndo each update's copy goes into
+    _one_piece = False  # a batch is never split (see __init__)
     best_dir = None   # resumed with restore_best: the best checkpoint's folder
     best = None       # early_stopping / keep_best: the BestTracker choosing the best checkpoint
     _best_due = False        # a new best evaluation, not yet in a checkpoint
@@ -137,6 +138,10 @@ class TrainingLoop:
         # a NaN gradient still stops the run at its step, and no checkpoint is made after it.
         self._grads_after = (config.nan_policy == "stop" and config.grad_clip is None
                              and self.scaler is None and parts.num_workers == 1)
+        # One worker, one device, no loss scaling: a batch is one piece on one device, which
+        # _forward_backward runs without splitting it (the same arrays and calls, less Python).
+        self._one_piece = (parts.num_workers == 1 and len(parts.contexts) == 1
+                           and self.scaler is None)
         self._saved_check = KeptCheck()   # the weights and states at each checkpoint
         self._saved_step = None
         self._broken = None
@@ -279,6 +284,8 @@ class TrainingLoop:
     def _forward_backward(self, idx):
         """Forward and backward of one batch on this worker's devices; returns the loss sum, the
         sample count and (label, output) pairs for the metrics."""
+        if self._one_piece:
+            return self._forward_backward_one(idx)
         parts = self.parts
         train, y = parts.train, parts.train.y
         lo, hi = _bounds(len(idx), parts.num_workers)[parts.rank]
@@ -317,6 +324,19 @@ class TrainingLoop:
                 loss_sum += _loss_sum(loss)
                 count += loss.shape[0]
         return loss_sum, count, pairs
+
+    def _forward_backward_one(self, idx):
+        """``_forward_backward`` of a batch that is one piece (see ``_one_piece``)."""
+        parts = self.parts
+        train, ctx, dtype = parts.train, parts.contexts[0], self.dtype
+        features = self._prefetch.get(idx) if self._prefetch is not None else train.features(idx)
+        labels = train.y[idx]
+        with autograd.record():
+            x = as_batch(features, ctx, dtype)
+            out = self._carry.forward(0, x, ctx) if self._carry is not None else parts.net(x)
+            loss = parts.loss(out, _array(labels, ctx=ctx, dtype=dtype))
+        loss.backward()
+        return _loss_sum(loss), loss.shape[0], [(labels, out)]
 
     def _worker_features(self, idx):
         """The features of this worker's share of batch ``idx``."""
