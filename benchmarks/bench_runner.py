@@ -135,31 +135,23 @@ def _check_bare(step, net):
     BARE_CHECK.update(check_loop("bare loop", step, gluon_weights(net)))
 
 
-def bare(steps, base=(), config_path=CONFIG, clock="wall"):
-    """steps/s of the bare loop of ``config_path`` (see the module's docstring)."""
+def bare_step(parts):
+    """One step of the bare loop on the runner's parts: the next batch of the runner's order (a
+    shuffled pass, or a text's windows in order), ``autograd.record()`` / ``backward()`` /
+    ``trainer.step()``; a language model carries its recurrent state from batch to batch
+    (detached, afresh each epoch) and gradients are clipped where the config says, as a user's
+    loop does it."""
     from trainer_cli import autograd, nd
-    from trainer_cli import random as _random
-    from trainer_cli.config import load_config
     from trainer_cli.gluon.utils import clip_global_norm
-    from trainer_cli.run import threads
-    from trainer_cli.run.build import build
     from trainer_cli.run.recurrent import CarriedState
 
-    config = load_config(config_path, list(base))
-    _random.seed(config.seed)
-    parts = build(config, config_path)
+    config = parts.config
     net, loss, trainer, train = parts.net, parts.loss, parts.trainer, parts.train
     ctx, dtype, clip = parts.contexts[0], config.model.dtype, config.grad_clip
     params = [p for p in net.collect_params().values() if p.grad_req != "null"]
-    restore_threads = threads.apply(threads.plan(   # as the runner does
-        config.threads, layer_work=threads.layer_work(net.collect_params().values(),
-                                                      config.data.batch_size)))
-    # A language model carries its recurrent state from batch to batch (detached), afresh each
-    # epoch, as a user's truncated-BPTT loop does.
     carry = CarriedState(net) if train.streams else None
 
     def batches():
-        # The runner's batches of each epoch (a shuffled pass, or the text's windows in order).
         epoch = 0
         while True:
             if carry is not None:
@@ -180,11 +172,29 @@ def bare(steps, base=(), config_path=CONFIG, clock="wall"):
         n = xb.shape[0]
         if clip is None:
             trainer.step(n)
-        else:   # the mean gradient's norm at most grad_clip, as a user's loop clips it
+        else:   # the mean gradient's norm at most grad_clip
             trainer.allreduce_grads()
             clip_global_norm([p.grad(ctx) for p in params], clip * n)
             trainer.update(n)
 
+    return step
+
+
+def bare(steps, base=(), config_path=CONFIG, clock="wall"):
+    """steps/s of the bare loop of ``config_path`` (see the module's docstring)."""
+    from trainer_cli import random as _random
+    from trainer_cli.config import load_config
+    from trainer_cli.run import threads
+    from trainer_cli.run.build import build
+
+    config = load_config(config_path, list(base))
+    _random.seed(config.seed)
+    parts = build(config, config_path)
+    net = parts.net
+    restore_threads = threads.apply(threads.plan(   # as the runner does
+        config.threads, layer_work=threads.layer_work(net.collect_params().values(),
+                                                      config.data.batch_size)))
+    step = bare_step(parts)
     try:
         _check_bare(step, net)
         for _ in range(20):
@@ -235,25 +245,20 @@ def torch_peer(mode, steps, threads, data, workdir, timeout=1800):
     return json.loads(lines[-1])
 
 
-def ours_checkpoint_cost(base=(), repeats=15):
+def ours_checkpoint_cost(base=(), repeats=15, config_path=CONFIG):
     """What one of the runner's checkpoints of this model costs written synchronously here
     (``save_checkpoint``: files, meta.json, rename, ``latest``), median ms, with its fsyncs and
     with them skipped (os.fsync made a no-op for the measurement), and how many fsyncs it makes."""
-    from trainer_cli import autograd, nd
     from trainer_cli import random as _random
     from trainer_cli.config import load_config
     from trainer_cli.run.build import build
     from trainer_cli.run.checkpoint import save_checkpoint
     from trainer_cli.run.rundir import create_run_dir
 
-    config = load_config(CONFIG, list(base))
+    config = load_config(config_path, list(base))
     _random.seed(config.seed)
-    parts = build(config, CONFIG)
-    batch = config.data.batch_size
-    with autograd.record():
-        l = parts.loss(parts.net(nd.array(parts.train.x[:batch])), nd.array(parts.train.y[:batch]))
-    l.backward()
-    parts.trainer.step(batch)
+    parts = build(config, config_path)
+    bare_step(parts)()      # the optimizer's states exist
     real_fsync, calls = os.fsync, [0]
 
     def counted(fd):
@@ -282,10 +287,11 @@ def ours_checkpoint_cost(base=(), repeats=15):
     return out
 
 
-def checkpoint_costs(threads, base=(), with_peers=True):
-    """Ours and Lightning's (torch.save) checkpoint of this model, each with and without fsync."""
-    out = ours_checkpoint_cost(base)
-    if with_peers and peers_available():
+def checkpoint_costs(threads, base=(), with_peers=True, config_path=CONFIG):
+    """Ours and Lightning's (torch.save; on configs/mlp_synthetic.yaml only) checkpoint of this
+    model, each with and without fsync."""
+    out = ours_checkpoint_cost(base, config_path=config_path)
+    if with_peers and config_path == CONFIG and peers_available():
         with tempfile.TemporaryDirectory() as tmp:
             data = os.path.join(tmp, "data.npz")
             write_peer_data(data, base)
@@ -308,7 +314,7 @@ def print_checkpoint_costs(c):
 PARTS = ("plain", "+ metrics", "+ rows", "+ checkpoints", "+ validation")
 
 
-def breakdown(rounds, turn, base=()):
+def breakdown(rounds, turn, base=(), config_path=CONFIG, clock="wall"):
     """Median us per step of the bare step and of each of PARTS, measured in turns (see the
     module's docstring)."""
     from trainer_cli import _jit
@@ -322,9 +328,9 @@ def breakdown(rounds, turn, base=()):
     from trainer_cli.run.session import _Recorder
     from trainer_cli.run.state import LoopState
 
-    config = load_config(CONFIG, ["epochs=1000000"] + list(base))
+    config = load_config(config_path, ["epochs=1000000"] + list(base))
     _random.seed(config.seed)
-    parts = build(config, CONFIG)
+    parts = build(config, config_path)
     _jit.warm_up()
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = create_run_dir(tmp, config.name, config.resolved_yaml())
@@ -334,19 +340,16 @@ def breakdown(rounds, turn, base=()):
         restore_threads = threads.apply(threads.plan(
             config.threads, layer_work=threads.layer_work(loop.params, config.data.batch_size)))
         try:
-            return _turns(loop, recorder, parts, config, rounds, turn)
+            return _turns(loop, recorder, parts, config, rounds, turn, clock)
         finally:
             restore_threads()
             recorder.close()
 
 
-def _turns(loop, recorder, parts, config, rounds, turn):
-    import numpy
-
-    from trainer_cli import autograd, nd
-
+def _turns(loop, recorder, parts, config, rounds, turn, clock="wall"):
     order = parts.order
     every_steps, log_every, val = config.checkpoint.every_steps, config.log_every, parts.val
+    every_epoch, saves_best = config.checkpoint.every_epoch, loop._saves_best
     metrics = dict(loop.train_acc.metrics)
 
     def switch(name):
@@ -354,36 +357,28 @@ def _turns(loop, recorder, parts, config, rounds, turn):
         loop.train_acc.metrics = metrics if on >= 1 else {}
         config.log_every = log_every if on >= 2 else 1 << 40
         object.__setattr__(config.checkpoint, "every_steps", every_steps if on >= 3 else None)
+        object.__setattr__(config.checkpoint, "every_epoch", every_epoch if on >= 3 else False)
+        loop._saves_best = saves_best if on >= 3 else False
         parts.val = val if on >= 4 else None
+
+    st = loop.state
 
     def runner_steps(n):   # TrainingLoop._run's body, without its end
         for _ in range(n):
             loop._advance(order, 1)
+            if loop._best_due and st.stop_reason is None:
+                loop._checkpoint()
 
-    x, y, batch = parts.train.x, parts.train.y, config.data.batch_size
-    rng = numpy.random.RandomState(config.seed)
-    net, loss, trainer = parts.net, parts.loss, parts.trainer
-
-    def shuffled():                         # bare()'s batches: a shuffled pass at a time
-        while True:
-            perm = rng.permutation(len(x))
-            for b in range(len(x) // batch):
-                idx = perm[b * batch:(b + 1) * batch]
-                yield nd.array(x[idx]), nd.array(y[idx])
-
-    feed = shuffled()
+    one_bare_step = bare_step(parts)
 
     def bare_steps(n):
         for _ in range(n):
-            xb, yb = next(feed)
-            with autograd.record():
-                l = loss(net(xb), yb)
-            l.backward()
-            trainer.step(batch)
+            one_bare_step()
 
     names = ("bare",) + PARTS
     times = {name: [] for name in names}
-    _check_bare(lambda: bare_steps(1), net)
+    _check_bare(one_bare_step, parts.net)
+    timer = time.process_time if clock == "cpu" else time.perf_counter
     for name in names:                      # warm-up: every path's kernels and first calls
         switch(name)
         (bare_steps if name == "bare" else runner_steps)(max(50, turn // 4))
@@ -391,10 +386,10 @@ def _turns(loop, recorder, parts, config, rounds, turn):
         for name in (names if r % 2 == 0 else names[::-1]):
             switch(name)
             recorder.flush()                # the save before must not land in this turn
-            start = time.perf_counter()
+            start = timer()
             (bare_steps if name == "bare" else runner_steps)(turn)
             recorder.flush()                # a turn pays for the saves it started
-            times[name].append((time.perf_counter() - start) / turn * 1e6)
+            times[name].append((timer() - start) / turn * 1e6)
     switch("+ validation")
     return {name: statistics.median(v) for name, v in times.items()}
 
@@ -615,6 +610,21 @@ def main(argv=None):
                      found["23_after_us"], ", ".join("%d: %.0f%%" % (c, 100 * v)
                                                     for c, v in found["cpu_share"].items())))
         return 0
+    if args.breakdown:
+        config_of_breakdown = config_path_of(args.configs[0]) if args.configs else CONFIG
+        us = breakdown(max(args.rounds, 1), args.turn, args.overrides, config_of_breakdown,
+                       args.clock)
+        costs = checkpoint_costs(args.threads, args.overrides, not args.no_peers,
+                                 config_of_breakdown)
+        if args.json:
+            json.dump({"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
+                       "us_per_step": us, "checkpoint_ms": costs, "bare_check": BARE_CHECK},
+                      sys.stdout, indent=2)
+            print()
+        else:
+            print_breakdown(us)
+            print_checkpoint_costs(costs)
+        return 0
     if args.configs:
         load_before = os.getloadavg()
         found = compare_configs(args.configs, args.steps, max(args.rounds, 1), args.overrides,
@@ -629,18 +639,6 @@ def main(argv=None):
             print_configs(found, load_before)
             for line in _calibrate.summary_lines([_calibrate.describe("ours", nd=_nd())]):
                 print(line)
-        return 0
-    if args.breakdown:
-        us = breakdown(max(args.rounds, 1), args.turn, args.overrides)
-        costs = checkpoint_costs(args.threads, args.overrides, not args.no_peers)
-        if args.json:
-            json.dump({"command": " ".join(["python", "benchmarks/bench_runner.py"] + sys.argv[1:]),
-                       "us_per_step": us, "checkpoint_ms": costs, "bare_check": BARE_CHECK},
-                      sys.stdout, indent=2)
-            print()
-        else:
-            print_breakdown(us)
-            print_checkpoint_costs(costs)
         return 0
     load_before = os.getloadavg()
     with_peers = not args.no_peers and peers_available()

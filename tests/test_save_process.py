@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 
 from run_helpers import checkpoint_files, latest_dir, only_run_dir, write_config
 from trainer_cli.run import layout, session, start_run
-from trainer_cli.run.save_process import SaveProcess, can_share
+from trainer_cli.run.save_process import SaveProcess, WriterGone, can_share
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="Linux only (memfd)")
 
@@ -47,6 +48,46 @@ def test_a_run_saving_often_writes_from_a_child_the_same_files(tmp_path, monkeyp
     log = (b / "train.log").read_text()
     assert all("checkpoint %s saved" % layout.checkpoint_name(s) in log for s in files_b)
     assert not any(p.name.startswith(".") for p in (b / layout.CHECKPOINTS).iterdir())
+
+
+def test_a_run_hands_over_a_save_while_the_one_before_is_in_flight(tmp_path, monkeypatch):
+    """The training thread does not wait for a save's fsyncs at the next checkpoint: with the
+    child held still through its first save, the second is handed over all the same; the run's
+    files are those of a run saving on a thread."""
+    config = write_config(tmp_path)
+    start_run(config, OVERRIDES, run_root=tmp_path / "thread")
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    busy_at_start, timers = [], []
+
+    def let_go(pid):
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+    class Held(SaveProcess):
+        def start(self, *args, **kwargs):
+            busy_at_start.append(self.busy)
+            super().start(*args, **kwargs)
+            if len(busy_at_start) == 1:
+                os.kill(self.pid, signal.SIGSTOP)
+                # Should the run wait for the held save after all, it is let go in the end
+                # (and the assertion below fails) rather than waiting forever.
+                timers.append(threading.Timer(20.0, let_go, (self.pid,)))
+                timers[-1].daemon = True
+                timers[-1].start()
+            elif len(busy_at_start) == 2:
+                os.kill(self.pid, signal.SIGCONT)
+
+    monkeypatch.setattr(session, "SaveProcess", Held)
+    try:
+        start_run(config, OVERRIDES, run_root=tmp_path / "child")
+    finally:
+        for timer in timers:
+            timer.cancel()
+    assert busy_at_start[:2] == [0, 1] and max(busy_at_start) <= 1
+    a, b = (only_run_dir(tmp_path / r) for r in ("thread", "child"))
+    assert checkpoint_files(a) == checkpoint_files(b)
 
 
 def test_a_writer_killed_mid_run_costs_no_checkpoint(tmp_path, monkeypatch):
@@ -94,6 +135,60 @@ def test_a_save_error_in_the_child_is_raised_by_wait(tmp_path):
                     assert z[member].dtype == a.dtype and np.array_equal(z[member], a)
     finally:
         writer.close()
+
+
+def _two_saves(step):
+    return {layout.PARAMS_FILE: {"w": np.arange(6, dtype=np.float32).reshape(2, 3) + step},
+            layout.STATES_FILE: {"0.mean": np.full(5, step, np.float64)}}
+
+
+def test_two_saves_in_flight_are_written_from_copies_of_their_own_in_order(tmp_path):
+    """A second save is handed over while the first is in flight: each from its own shared
+    copy (the first's arrays are not overwritten by the second's), answered in order, `latest`
+    on the second; a third must wait."""
+    run_dir = tmp_path / "run"
+    (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
+    writer = SaveProcess()
+    try:
+        writer.start(run_dir, 3, _two_saves(3), {"epoch": 0}, keep_last=5)
+        writer.start(run_dir, 4, _two_saves(4), {"epoch": 0}, keep_last=5)
+        assert writer.busy == 2 and writer.oldest_step == 3
+        with pytest.raises(AssertionError):
+            writer.start(run_dir, 5, _two_saves(5), {"epoch": 0}, keep_last=5)
+        paths = [writer.wait(), writer.wait()]
+        assert writer.wait() is None and writer.busy == 0
+    finally:
+        writer.close()
+    assert paths == [layout.checkpoint_dir(run_dir, s) for s in (3, 4)]
+    assert layout.read_latest(run_dir) == 4
+    for step, path in zip((3, 4), paths):
+        layout.verify_checkpoint(path)
+        for name, arrays in _two_saves(step).items():
+            with np.load(path / name, allow_pickle=False) as z:
+                for member, a in arrays.items():
+                    assert np.array_equal(z[member], a)
+
+
+def test_a_writer_lost_with_two_saves_in_flight_hands_both_back_in_order(tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
+    writer = SaveProcess()
+    os.kill(writer.pid, signal.SIGSTOP)     # it answers neither
+    try:
+        writer.start(run_dir, 3, _two_saves(3), {"epoch": 3}, keep_last=5)
+        writer.start(run_dir, 4, _two_saves(4), {"epoch": 4}, keep_last=5)
+        os.kill(writer.pid, signal.SIGKILL)
+        writer._proc.wait()
+        with pytest.raises(WriterGone) as info:
+            writer.wait()
+    finally:
+        writer.close()
+    assert [(step, meta) for step, _, meta in info.value.pending] == [(3, {"epoch": 3}),
+                                                                      (4, {"epoch": 4})]
+    for step, files, _ in info.value.pending:
+        for name, arrays in _two_saves(step).items():
+            assert all(np.array_equal(files[name][m], a) for m, a in arrays.items())
+    assert not (run_dir / layout.CHECKPOINTS / layout.checkpoint_name(3)).exists()
 
 
 def test_the_child_ignores_stop_signals_and_holds_the_run_lock(tmp_path):

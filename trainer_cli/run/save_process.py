@@ -7,8 +7,10 @@ its zip writing and its returns from each write and fsync take the GIL in turn w
 a shared memory file (``memfd``), writes the request (run folder, step, meta.json's fields, each
 array's place) at its head, and sends the file's descriptor over a socket. The child writes the
 checkpoint with :func:`.checkpoint.write_checkpoint` and prunes, exactly as the thread would, then
-answers ``ok`` or the error; :meth:`SaveProcess.wait` takes that answer, so at most one
-save is in flight and errors surface where a thread's would.
+answers ``ok`` or the error; :meth:`SaveProcess.wait` takes the answers in order, and errors
+surface where a thread's would. Up to ``DEPTH`` saves are in flight, each in a shared file of its
+own, which the child writes one after another: a save whose fsyncs outlast the steps to the next
+checkpoint holds up training only when the one before it is not done either.
 
 Safety: the child ignores the stop signals (SIGINT, SIGTERM, SIGHUP: the parent decides when a
 run stops, and says so by closing the socket) and sits in a session of its own, out of a
@@ -20,9 +22,11 @@ itself from the shared copy (:class:`WriterGone` carries it) and goes on without
 """
 from __future__ import annotations
 
+import collections
 import json
 import mmap
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -46,11 +50,14 @@ _REPLY_LIMIT = 1 << 16
 _ERROR_TEXT = 4096
 _OK = b"ok"
 _STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+# Saves handed over and not yet answered, at most.
+DEPTH = 2
 
 
 class WriterGone(RuntimeError):
-    """The child ended without answering; ``pending`` is the unanswered save's
-    ``(step, files, meta)`` (arrays still in this process's shared copy), None when idle."""
+    """The child ended without answering; ``pending`` lists the unanswered saves'
+    ``(step, files, meta)`` in order (arrays still in this process's shared copies), None when
+    idle."""
 
     def __init__(self, message, pending=None):
         super().__init__(message)
@@ -74,8 +81,31 @@ def _aligned(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
+class _Shared:
+    """A shared memory file and its mapping in this process."""
+
+    __slots__ = ("fd", "map", "size")
+
+    def __init__(self, size: int):
+        self.fd = os.memfd_create("trainer-checkpoint", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, size)
+            self.map = mmap.mmap(self.fd, size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.size = size
+
+    def close(self):
+        # The mapping stays while arrays made from it (a lost writer's saves) are alive.
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 class SaveProcess:
-    """The parent's end: :meth:`start` hands a save over, :meth:`wait` takes its answer."""
+    """The parent's end: :meth:`start` hands a save over, :meth:`wait` takes the oldest
+    answer."""
 
     def __init__(self, lock_fd=None):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -90,8 +120,8 @@ class SaveProcess:
         finally:
             theirs.close()
         self._sock = ours
-        self._memfd, self._map, self._size = -1, None, 0
-        self._pending = None
+        self._buffers = []      # _Shared files, at most DEPTH
+        self._pending = collections.deque()   # (step, copies, meta, folder, buffer), in order
         try:
             ours.settimeout(_START_TIMEOUT_S)
             ready = ours.recv(16)
@@ -106,10 +136,26 @@ class SaveProcess:
     def pid(self) -> int:
         return self._proc.pid
 
+    @property
+    def busy(self) -> int:
+        """How many saves are handed over and not yet answered."""
+        return len(self._pending)
+
+    @property
+    def oldest_step(self):
+        """The step of the oldest save in flight (None when there is none)."""
+        return self._pending[0][0] if self._pending else None
+
+    def answered(self) -> bool:
+        """Whether :meth:`wait` would return at once (an answer, or the child's end, is there)."""
+        if not self._pending:
+            return False
+        return bool(select.select([self._sock], [], [], 0)[0])
+
     def start(self, run_dir, step: int, files: dict, meta: dict, keep_last: int, keep_best=None):
         """Copy ``files`` (name -> {member: host array}) and hand the save of checkpoint ``step``
-        to the child; the previous save must have been waited for."""
-        assert self._pending is None, "wait() for the previous save first"
+        to the child; fewer than DEPTH saves may be in flight (wait() for one first)."""
+        assert len(self._pending) < DEPTH, "wait() for a save first"
         places, offset = [], 0
         for name, arrays in files.items():
             members = []
@@ -124,42 +170,41 @@ class SaveProcess:
                                                          "mode": keep_best.mode},
         }).encode("utf-8")
         head = _aligned(len(request))
-        self._reserve(head + offset)
-        self._map[:len(request)] = request
+        shared = self._reserve(head + offset)
+        shared.map[:len(request)] = request
         copies = {}
         for (name, members), arrays in zip(places, files.values()):
             copies[name] = {}
             for (member, at, _, shape), a in zip(members, arrays.values()):
-                view = numpy.ndarray(a.shape, a.dtype, buffer=self._map, offset=head + at)
+                view = numpy.ndarray(a.shape, a.dtype, buffer=shared.map, offset=head + at)
                 numpy.copyto(view, a, casting="no")
                 copies[name][member] = view
-        self._pending = (step, copies, meta)
-        self._folder = Path(run_dir) / layout.CHECKPOINTS / layout.checkpoint_name(step)
+        folder = Path(run_dir) / layout.CHECKPOINTS / layout.checkpoint_name(step)
+        self._pending.append((step, copies, meta, folder, shared))
         try:
-            socket.send_fds(self._sock, [b"%d" % len(request)], [self._memfd])
+            socket.send_fds(self._sock, [b"%d" % len(request)], [shared.fd])
         except OSError as exc:
             raise self._gone("could not be reached (%s)" % (exc.strerror or exc)) from None
 
-    def _reserve(self, size: int):
-        if size <= self._size:
-            return
+    def _reserve(self, size: int) -> _Shared:
+        """A shared file of at least ``size`` bytes that no save in flight uses."""
+        used = [entry[4] for entry in self._pending]
+        free = next((b for b in self._buffers if all(b is not u for u in used)), None)
+        if free is not None and size <= free.size:
+            return free
         # A new file rather than a larger one: the child may still map the old one.
-        size = max(size, 2 * self._size)
-        fd = os.memfd_create("trainer-checkpoint", os.MFD_CLOEXEC)
-        try:
-            os.ftruncate(fd, size)
-            mapped = mmap.mmap(fd, size)
-        except BaseException:
-            os.close(fd)
-            raise
-        if self._memfd >= 0:
-            os.close(self._memfd)
-        self._memfd, self._map, self._size = fd, mapped, size
+        made = _Shared(max(size, 2 * free.size if free is not None else 0))
+        if free is not None:
+            self._buffers.remove(free)
+            free.close()
+        self._buffers.append(made)
+        return made
 
     def wait(self):
-        """The folder of the save in flight (None when there is none); its OSError re-raised, any
-        other failure as RuntimeError, and WriterGone when the child ended without an answer."""
-        if self._pending is None:
+        """The folder of the oldest save in flight (None when there is none); its OSError
+        re-raised, any other failure as RuntimeError, and WriterGone when the child ended
+        without an answer."""
+        if not self._pending:
             return None
         try:
             reply = self._sock.recv(_REPLY_LIMIT)
@@ -167,9 +212,9 @@ class SaveProcess:
             reply = b""
         if not reply:
             raise self._gone("ended during a save")
-        self._pending = None
+        folder = self._pending.popleft()[3]
         if reply == _OK:
-            return self._folder
+            return folder
         answer = json.loads(reply)
         if "oserror" in answer:
             code, text, filename = answer["oserror"]
@@ -177,7 +222,8 @@ class SaveProcess:
         raise RuntimeError(answer["error"])
 
     def _gone(self, what) -> WriterGone:
-        pending, self._pending = self._pending, None
+        pending = [(step, copies, meta) for step, copies, meta, _, _ in self._pending] or None
+        self._pending.clear()
         self.close()
         return WriterGone("(pid %d) %s, exit code %s" % (self._proc.pid, what,
                                                          self._proc.returncode), pending)
@@ -192,9 +238,8 @@ class SaveProcess:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        if self._memfd >= 0:
-            os.close(self._memfd)
-            self._memfd = -1
+        for shared in self._buffers:
+            shared.close()
 
 
 # ---------------------------------------------------------------------------- the child

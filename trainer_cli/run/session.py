@@ -336,6 +336,10 @@ def _capture_warnings():
 # memory), and are finished on the background thread.
 BACKGROUND_SAVE_BYTES = 256 << 20
 
+# A checkpoint up to this size may be handed to the writer process while the one before it is
+# still being written (two shared copies of it then); a larger one waits for that save first.
+SECOND_SAVE_BYTES = 64 << 20
+
 # A run expected to save at least this many checkpoints in the background writes them from a
 # child process (run/save_process.py): starting one costs about 0.2 s of the other core's time,
 # and it saves the training thread several milliseconds a save. Dist jobs keep the thread
@@ -369,7 +373,6 @@ class _Recorder:
         self.last_checkpoint = None
         self._saving = BackgroundJob()
         self._writer = None          # a SaveProcess, when start_writer chose one
-        self._writing_step = None    # the step the writer is saving
         self._session_samples0 = None
         self._slow_due = 0.0         # when progress next works out its slow fields
         self._slow_fields = None
@@ -455,13 +458,20 @@ class _Recorder:
             "restored_best": loop.restored_best,
             "trainer_cli": __version__,
         }
-        self.flush()  # the previous save first: its error, its log line, and pruning in order
-        with self._log_errors():
-            self.files.flush()  # the rows of this step before its checkpoint (see logs.py)
-        writer = self._writer
         # The live arrays first: a save too large to copy is written from them, without a copy
         # that would double the model's memory.
         files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=False)
+        to_writer = (files is not None and not st.finished and self._writer is not None
+                     and _nbytes(files) <= BACKGROUND_SAVE_BYTES and can_share(files))
+        if to_writer:
+            # The writer saves in order: one save may still be going on while this one is
+            # handed over (see save_process.DEPTH), unless the copies would take much memory.
+            self._make_room(1 if _nbytes(files) <= SECOND_SAVE_BYTES else 0)
+        else:
+            self.flush()  # the saves before first: their errors, log lines and pruning in order
+        with self._log_errors():
+            self.files.flush()  # the rows of this step before its checkpoint (see logs.py)
+        writer = self._writer
         if files is None or st.finished:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
             self._finished_save(self._save(st.step, files, meta))
@@ -469,14 +479,17 @@ class _Recorder:
             # The arrays' bytes go to the files now, in numpy.save's time; the CRCs, digests,
             # fsyncs and `latest` follow from the files while training goes on.
             self._saving.start_steps(self._finish_steps(self._begin(st.step, files, meta)))
-        elif writer is not None and can_share(files):
-            self._writing_step = st.step
+        elif to_writer and writer is not None:
             try:
                 writer.start(self.run_dir, st.step, files, meta, config.checkpoint.keep_last,
                              config.checkpoint.keep_best)
-            except (WriterGone, OSError) as exc:   # gone, or no shared memory to be had
-                self._writing_step = None
-                self._drop_writer(exc)
+            except WriterGone as gone:
+                # Its unanswered saves, this one last, are in the shared copies: written here.
+                self._writer_lost(gone)
+            except OSError as exc:   # no shared memory to be had: nothing of it was handed over
+                self.flush()
+                if self._writer is not None:
+                    self._drop_writer(exc)
                 # ``files`` are the live arrays: saved here, before training goes on.
                 self._finished_save(self._save(st.step, files, meta))
         else:
@@ -515,29 +528,41 @@ class _Recorder:
         self.log.write("checkpoint %s saved" % path.name)
 
     def flush(self):
-        """Wait for the checkpoint being saved in the background; raise its error. (A run with a
-        writer process still finishes its large checkpoints on the thread.)"""
-        if self._writer is not None:
-            path = self._wait_writer()
-            if path is not None:
-                self._finished_save(path)
+        """Wait for the checkpoints being saved in the background; raise their errors. (A run
+        with a writer process still finishes its large checkpoints on the thread.)"""
+        while self._writer is not None and self._writer.busy:
+            self._take_answer()
         path = self._saving.wait()
         if path is not None:
             self._finished_save(path)
 
-    def _wait_writer(self):
-        step, self._writing_step = self._writing_step, None
+    def _make_room(self, keep: int):
+        """Wait until at most ``keep`` saves are in flight in the writer process; the answers
+        already there are taken too, so that errors and log lines come without delay."""
+        while self._writer is not None and (self._writer.busy > keep or self._writer.answered()):
+            self._take_answer()
+        path = self._saving.wait()
+        if path is not None:
+            self._finished_save(path)
+
+    def _take_answer(self):
+        """The writer's answer to its oldest save: its log line, or its error."""
+        step = self._writer.oldest_step
         try:
-            return self._writer.wait()
+            path = self._writer.wait()
         except OSError as exc:
             raise self._save_error(step, exc) from None
         except WriterGone as gone:
-            return self._writer_lost(gone)
+            self._writer_lost(gone)
+            return
+        self._finished_save(path)
 
     def _writer_lost(self, gone):
-        # Its save is still in the shared copy: written here, and so are those after it.
+        # Its saves are still in the shared copies: written here, in order, and so are those
+        # after them.
         self._drop_writer(gone)
-        return self._save(*gone.pending) if gone.pending is not None else None
+        for step, files, meta in gone.pending or ():
+            self._finished_save(self._save(step, files, meta))
 
     def _drop_writer(self, why):
         writer, self._writer = self._writer, None
