@@ -4,6 +4,7 @@ the bare forward/backward/step loop on the same model, data, loss and optimizer.
     python benchmarks/bench_runner.py              # 5000 steps, 2 interleaved rounds
     python benchmarks/bench_runner.py --steps 2000 --rounds 3 --json
     python benchmarks/bench_runner.py -o 'model.args.hidden=[512,512]' -o data.batch_size=256
+    python benchmarks/bench_runner.py --configs cnn_digits mlp_digits char_lm --steps 1000
 
 The runner is a fresh ``trainer run`` process (``-o steps=N -o epochs=1000``: checkpoints,
 metrics, logging, validation each epoch and the progress display as configured); its figure is
@@ -37,6 +38,16 @@ writer and the logs) with its parts switched on one after another (plain, + metr
 medians over ``--rounds`` turns, and each part's cost per step as the difference to the variant
 before it. Steady state only: the final checkpoint, which the whole-run figure includes, is
 not in it.
+
+``--configs NAME ...`` compares, instead, the bare loop with ``trainer run`` as configured
+(checkpoints, metrics, logging and validation included) on each of ``configs/NAME.yaml``, the
+configs of steps of 1 ms or more (``cnn_digits mlp_digits char_lm``; target: 95% of the bare
+loop); the bare loop does what a user's loop for that config does (a language model's state
+carried from batch to batch, detached, afresh each epoch; gradients clipped to ``grad_clip``).
+``--clock cpu`` times every side by its process's CPU time instead of the wall clock (the
+runner's: its training loop's, all its threads, the checkpoint writer process's own time not
+counted): steadier on a busy machine, but blind to waiting (for a save, for the disk).
+``--breakdown --configs NAME`` breaks that config down.
 
 ``--after-checkpoint`` says what a checkpoint costs the steps around it: the runner's loop as
 configured but without validation, in this process, each step timed with the CPU it ran on; it
