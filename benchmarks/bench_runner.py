@@ -516,6 +516,11 @@ def print_peers(report):
 TARGET_OF_BARE_LONG_STEPS = 0.95
 
 
+# The runner sides of --configs: as configured, and without the validations during training
+# (the same split and checkpoints; one validation at the end, as the runner always makes).
+CONFIG_VARIANTS = {"runner": [], "no epoch validation": ["validate_every=1000000000"]}
+
+
 def config_path_of(name):
     """configs/NAME.yaml of this checkout, or NAME itself when it is a file."""
     path = name if os.path.isfile(name) else os.path.join(ROOT, "configs", name + ".yaml")
@@ -528,37 +533,41 @@ def compare_configs(names, steps, rounds, overrides, clock="wall"):
     """Per config, the bare loop's and ``trainer run``'s (as configured) steps/s in each round,
     side by side (the order reversed every other round), and the median of the paired ratios."""
     paths = {name: config_path_of(name) for name in names}
-    rates = {name: {"bare": [], "runner": []} for name in names}
+    rates = {name: {"bare": [], **{side: [] for side in CONFIG_VARIANTS}} for name in names}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):
-                jobs = [("bare", lambda: bare(steps, overrides, paths[name], clock)),
-                        ("runner", lambda: runner(steps, os.path.join(tmp, "%s-%d" % (name, r)),
-                                                  (), overrides, config_path=paths[name],
-                                                  clock=clock))]
+                jobs = [("bare", lambda: bare(steps, overrides, paths[name], clock))]
+                jobs += [(side, lambda side=side: runner(
+                    steps, os.path.join(tmp, "%s-%d-%s" % (name, r, side)), CONFIG_VARIANTS[side],
+                    overrides, config_path=paths[name], clock=clock))
+                    for side in CONFIG_VARIANTS]
                 for side, job in (jobs if r % 2 == 0 else jobs[::-1]):
                     rates[name][side].append(job())
                     print("round %d: %s %s done" % (r + 1, name, side), file=sys.stderr,
                           flush=True)
     out = {}
     for name, got in rates.items():
-        ratio = statistics.median(x / b for x, b in zip(got["runner"], got["bare"]))
+        ratio = {side: statistics.median(x / b for x, b in zip(got[side], got["bare"]))
+                 for side in CONFIG_VARIANTS}
         bare_rate = statistics.median(got["bare"])
         out[name] = {"config": os.path.relpath(paths[name], ROOT),
                      "bare_steps_per_s": bare_rate, "bare_step_ms": 1e3 / bare_rate,
                      "runner_steps_per_s": statistics.median(got["runner"]),
-                     "runner_over_bare": ratio, "met": ratio >= TARGET_OF_BARE_LONG_STEPS,
-                     "rounds": got}
+                     "runner_over_bare": ratio["runner"],
+                     "no_epoch_validation_runner_over_bare": ratio["no epoch validation"],
+                     "met": ratio["runner"] >= TARGET_OF_BARE_LONG_STEPS, "rounds": got}
     return out
 
 
 def print_configs(found, load_before):
     for name, f in found.items():
         print("%-14s bare loop %6.0f steps/s (%.2f ms a step); trainer run as configured %6.0f "
-              "steps/s: %.1f%% (target >= %.0f%%: %s)"
-              % (name, f["bare_steps_per_s"], f["bare_step_ms"], f["runner_steps_per_s"],
-                 100 * f["runner_over_bare"], 100 * TARGET_OF_BARE_LONG_STEPS,
-                 "met" if f["met"] else "NOT met"))
+              "steps/s: %.1f%% (target >= %.0f%%: %s); without validation during training "
+              "%.1f%%" % (name, f["bare_steps_per_s"], f["bare_step_ms"],
+                          f["runner_steps_per_s"], 100 * f["runner_over_bare"],
+                          100 * TARGET_OF_BARE_LONG_STEPS, "met" if f["met"] else "NOT met",
+                          100 * f["no_epoch_validation_runner_over_bare"]))
     print("(median ratios of paired rounds; load average before %.1f)" % load_before[0])
 
 
