@@ -90,7 +90,6 @@ _LIVE_RUN = """\
 import json, sys
 from trainer_cli.run.progress import RichReporter
 from trainer_cli.run.session import start_run
-overrides, run_root = json.loads(sys.argv[1]), sys.argv[2]
 config_path, overrides, run_root = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 result = start_run(config_path, overrides, run_root=run_root,
                    reporter=RichReporter(sys.stderr, force_terminal=True))
