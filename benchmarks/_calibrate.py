@@ -142,6 +142,29 @@ def torch_build(torch):
     return out
 
 
+def import_torchvision():
+    """``(torchvision, note)``: torchvision imported for a peer. The package index here holds
+    only torchvision's CUDA build, whose C operators cannot load beside PyTorch's CPU build; its
+    import then fails in the modules that register those operators' meta and autograd rules, and
+    so does the import of Lightning and torchmetrics, which import torchvision when installed.
+    Those two modules are replaced by empty ones, and torchvision's transforms and datasets
+    (Python over Pillow and torch) load as with a CPU build; ``note`` says so, None otherwise.
+    Raises ImportError when torchvision is not installed."""
+    import types
+    try:
+        import torchvision
+        return torchvision, None
+    except RuntimeError:
+        pass
+    stubbed = ("torchvision._meta_registrations", "torchvision._autograd_registrations")
+    for name in stubbed:
+        sys.modules[name] = types.ModuleType(name)
+    for name in [m for m in sys.modules if m.startswith("torchvision") and m not in stubbed]:
+        del sys.modules[name]
+    import torchvision
+    return torchvision, "C operators not loaded (a CUDA build beside PyTorch's CPU build)"
+
+
 def per_call_us(fn, number=2000, repeats=7):
     """Microseconds per call of a very short ``fn``: the minimum over ``repeats`` loops (the
     steadiest figure on a loaded machine: load only ever adds) and the median."""

@@ -96,6 +96,10 @@ def bare(torch, data, steps):
 def lightning(torch, data, steps, workdir):
     import warnings
 
+    try:
+        _calibrate.import_torchvision()     # imported by Lightning when installed
+    except ImportError:
+        pass
     import pytorch_lightning as pl
     from pytorch_lightning.callbacks import Callback, ModelCheckpoint
     from pytorch_lightning.loggers import CSVLogger
