@@ -605,3 +605,31 @@ def test_sgd_rate_of_minus_zero_is_not_served_the_step_of_plus_zero():
                              - g * np.float32(lr))
             np.testing.assert_array_equal(np.signbit(w), np.signbit(expected),
                                           err_msg="lr=%r after lr=%r" % (lr, rates[0]))
+
+
+def test_sgd_decay_of_minus_zero_is_not_served_the_scalars_of_plus_zero():
+    """The step's scalars (lr*rescale, lr*wd) are kept per (dtype, rates, their signs): a weight
+    decay of -0.0 after one of 0.0 (and the reverse), with rates of either sign, with and
+    without momentum, gives the signs of MXNet's multi_sgd_update, w + ((0 - lr*wd*w) -
+    lr*rescale*g), and multi_sgd_mom_update (on a state of -0.0, where mom - lr*wd*w keeps
+    -0.0 for a decay term of +0.0 only), computed here in NumPy."""
+    from trainer_cli.optimizer.sgd import sgd_rule
+    w0 = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0], dtype=np.float32)
+    g = np.array([0.0, 0.0, -0.0, -0.0, 0.0, -0.0], dtype=np.float32)
+    mom0 = np.full(6, -0.0, dtype=np.float32)
+    f = np.float32
+    for momentum in (0.0, 0.9):
+        for lr in (0.5, -0.5, 0.0, -0.0):
+            for wds in ((0.0, -0.0), (-0.0, 0.0)):
+                for wd in wds:
+                    w, mom = w0.copy(), (mom0.copy() if momentum else None)
+                    sgd_rule(w, g, mom, lr=lr, wd=wd, momentum=momentum, rescale=0.25, clip=None)
+                    decay, step = w0 * (f(lr) * f(wd)), g * (f(lr) * f(0.25))
+                    if momentum:
+                        expected = w0 + (mom0 * f(momentum) - decay - step)
+                    else:
+                        expected = w0 + ((f(0) - decay) - step)
+                    np.testing.assert_array_equal(
+                        np.signbit(w), np.signbit(expected),
+                        err_msg="momentum=%r lr=%r wd=%r after wd=%r" % (momentum, lr, wd, wds[0]))
+                    np.testing.assert_array_equal(w, expected)

@@ -37,8 +37,9 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
     """``mom = momentum*mom - lr*wd*w - lr*clip(rescale*g); w += mom`` (no state: the same step
     applied directly). The state is the NEGATIVE velocity (MXNet's convention)."""
     t = w.dtype.type
+    scale, lr_wd, minus_lr_wd = _scalars_of(t, lr, wd, rescale)
     if clip is None and type(w) is _np_ndarray:
-        step = numpy.multiply(g, _scale(t, lr, rescale), dtype=t)   # _step_of's, without its call
+        step = numpy.multiply(g, scale, dtype=t)   # _step_of's, without its call
     else:
         step = _step_of(w, g, t(lr), rescale, clip)
     # The decay term even when wd is 0, as MXNet's kernels compute it: 0 * inf is NaN, so an
@@ -47,12 +48,11 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
         # MXNet's multi_sgd_update: w += (0 - lr*wd*w) - step, in that order. The value of
         # w - (step + lr*wd*w), but a zero result is +0.0 wherever w was -0.0 (MXNet's never is
         # -0.0), and of two NaNs the weight's decay term's is the one kept.
-        lr_wd = t(lr) * t(wd)
-        if _copysign(1.0, lr_wd) > 0:
+        if minus_lr_wd is not None:
             # One operation fewer: w*(-lr_wd) is 0 - lr*wd*w except where lr*wd*w is +0.0 (it
             # gives -0.0 there). With lr_wd's sign bit clear that is only where w >= +0, and
             # there w + (-0.0 - step) is w + (+0.0 - step), whatever step is.
-            decayed = w * -lr_wd
+            decayed = w * minus_lr_wd
             decayed -= step
             w += decayed
             return
@@ -63,26 +63,29 @@ def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
         w += decayed
         return
     mom *= t(momentum)
-    mom -= w * (t(lr) * t(wd))
+    mom -= w * lr_wd
     mom -= step
     w += mom
 
 
-# (dtype, lr, rescale and their signs) -> the scalar lr * rescale in that dtype: making the two
-# scalars and their product took a tiny model's step (the tutorial's perceptron) 0.75 us per
-# tensor. The signs are part of the key because -0.0 == 0.0 (and hashes alike), while a step of
-# -0.0 * g leaves zero weights with another sign than 0.0 * g.
-_SCALES = {}
+# (dtype, lr, wd, rescale and their signs) -> (lr * rescale, lr * wd, -(lr * wd) or None when
+# lr * wd has its sign bit set), each in that dtype: making these scalars from Python floats at
+# every step costs a tiny model's step (the tutorial's perceptron) as much as one of its array
+# operations per tensor. The signs are part of the key because -0.0 == 0.0 (and hashes alike),
+# while a step of -0.0 * g leaves zero weights with another sign than 0.0 * g.
+_STEP_SCALARS = {}
 
 
-def _scale(t, lr, rescale):
-    key = (t, lr, rescale, _copysign(1.0, lr), _copysign(1.0, rescale))
-    scale = _SCALES.get(key)
-    if scale is None:
-        if len(_SCALES) >= 256:     # a scheduler's rate is another key at every step
-            _SCALES.clear()
-        scale = _SCALES[key] = t(lr) * t(rescale)
-    return scale
+def _scalars_of(t, lr, wd, rescale):
+    key = (t, lr, wd, rescale, _copysign(1.0, lr), _copysign(1.0, wd), _copysign(1.0, rescale))
+    found = _STEP_SCALARS.get(key)
+    if found is None:
+        if len(_STEP_SCALARS) >= 256:    # a scheduler's rate is another key at every step
+            _STEP_SCALARS.clear()
+        lr_wd = t(lr) * t(wd)
+        found = _STEP_SCALARS[key] = (t(lr) * t(rescale), lr_wd,
+                                      -lr_wd if _copysign(1.0, lr_wd) > 0 else None)
+    return found
 
 
 def _step_of(w, g, lr, rescale, clip):
