@@ -57,25 +57,28 @@ class Updater:
     def update_lists(self, indices, grads, weights):
         """``self(indices, grads, weights)`` on non-empty lists of the caller's that this may
         change (the Trainer's, made for the call)."""
-        if any(type(w) is CSRNDArray for w in weights):
-            return self._update_csr_weights(indices, grads, weights)
         optimizer = self.optimizer
-        optimizer._set_current_context(weights[0].context.device_id)
-        states, synced = self.states, self.states_synced
+        states = self.states
         try:
             key = tuple(indices)
             prepared = self._prepared.get(key)
         except TypeError:           # an unhashable index: nothing is kept for it
             key = prepared = None
         if prepared is not None:
+            # (A prepared step holds dense weights only: no csr weight among the same ones.)
             if prepared.serves(optimizer, grads, weights, states):
                 # A training loop's every step: the same weights and states as last time.
+                optimizer._set_current_context(weights[0].context.device_id)
                 self._last = prepared
                 self._plan_and_step(prepared)
                 if prepared.grads_change:
                     prepared.forget_grads()
                 return
             del self._prepared[key]
+        if any(type(w) is CSRNDArray for w in weights):
+            return self._update_csr_weights(indices, grads, weights)
+        optimizer._set_current_context(weights[0].context.device_id)
+        synced = self.states_synced
         self._last = None
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
