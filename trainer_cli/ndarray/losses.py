@@ -52,6 +52,10 @@ def l2_loss_batch_mean(pred, label, half_weight, batch_axis):
 
     def vjp(g, needs):
         g = _batch_mean_grad(g, scaled, axes)
+        if g.shape == pshape:
+            # Every array here has pred's shape (the label was reshaped to it), so the
+            # unbroadcasts below are no-ops: the same operations, in the same order, inlined.
+            return (-(2 * (g * half_weight) * diff),)
         g = unbroadcast(_g_mul(g, sq, half_weight, scaled, True, False)[0], sq.shape)
         g = _square_grad(g, diff, sq)
         return (unbroadcast(_g_sub(g, lab, p, diff, False, True)[1], pshape),)
