@@ -257,6 +257,19 @@ class Optimizer:
         are computed. ``lr`` is the scheduler's at the current ``num_update``; with
         ``count_each`` every index is counted just before its rate is read (MXNet's order for a
         list of single updates, where a count can move ``num_update`` and the scheduler)."""
+        if not count_each:
+            params = self.param_dict
+            if params:
+                # _all_mults's hot path, the rates made in the same pass over the Parameters.
+                try:
+                    chosen = [params[index] for index in indices]
+                except KeyError:
+                    pass
+                else:
+                    wd = self.wd
+                    wds = [wd * p.wd_mult for p in chosen]
+                    lr = self._global_lr()
+                    return [lr * p.lr_mult for p in chosen], wds
         lr_mults, wd_mults = self._all_mults(indices)
         wd = self.wd
         wds = [wd * m for m in wd_mults]
