@@ -19,7 +19,9 @@ Row_sparse gradients (``SparseRows``), MXNet 1.9.1's ``SGDUpdateDnsRspImpl``,
 from __future__ import annotations
 
 import os
+from functools import partial
 from math import copysign as _copysign
+from operator import is_
 
 import numpy
 
@@ -30,6 +32,7 @@ from .optimizer import Optimizer, Plan, SparseRows, register, zeros_like
 __all__ = ["SGD", "ccSGD", "sgd_rule", "sgd_sparse_rule"]
 
 _np_ndarray = numpy.ndarray
+_is_none = partial(is_, None)
 
 
 # ----------------------------------------------------------------------------- the math
@@ -288,9 +291,9 @@ def sgd_steps(step, plans, rescale, clip, lazy=True):
     tensors a kernel takes in one call per dtype; ``sgd_sparse_rule`` for row_sparse
     gradients (``lazy``: MXNet's ``lazy_update``)."""
     weights, grads, moms = step.weights, step.grads, step.states
-    if all(m is None for m in moms):
+    if all(map(_is_none, moms)):
         kernel, columns = SGD_KERNEL, (weights, grads)
-    elif all(m is not None for m in moms):
+    elif not any(map(_is_none, moms)):
         kernel, columns = SGD_MOM_KERNEL, (weights, grads, moms)
     else:
         kernel, columns = None, None
