@@ -12,6 +12,8 @@ bilinear when enlarging.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy
 
 __all__ = ["resize", "INTERPOLATIONS"]
@@ -49,21 +51,49 @@ def _fixed(weights):
     return numpy.rint(weights.astype(numpy.float32) * numpy.float32(_COEF_SCALE)).astype(numpy.int64)
 
 
+@functools.lru_cache(maxsize=4096)
+def _fixed_linear_taps(src_size, dst_size, horizontal):
+    """``_linear_taps`` in fixed point, shaped to broadcast over a row (horizontal) or an image
+    (vertical): a random crop's resize meets the same few sizes again and again."""
+    first, second, w0, w1 = _linear_taps(src_size, dst_size, horizontal)
+    shape = (-1, 1) if horizontal else (-1, 1, 1)
+    out = (first, second, _fixed(w0).astype(numpy.int32).reshape(shape),
+           _fixed(w1).astype(numpy.int32).reshape(shape))
+    for array in out:
+        array.setflags(write=False)
+    return out
+
+
 def _bilinear_u8(src, dh, dw, taps=None):
     h, w = src.shape[:2]
     if taps is None:
-        taps = (_linear_taps(w, dw, True), _linear_taps(h, dh, False))
-    (x0, x1, ax0, ax1), (y0, y1, by0, by1) = taps
-    ax0, ax1, by0, by1 = _fixed(ax0), _fixed(ax1), _fixed(by0), _fixed(by1)
-    s = src.astype(numpy.int64)
+        (x0, x1, ax0, ax1), (y0, y1, by0, by1) = (_fixed_linear_taps(w, dw, True),
+                                                  _fixed_linear_taps(h, dh, False))
+    else:
+        (x0, x1, ax0, ax1), (y0, y1, by0, by1) = taps
+        ax0, ax1 = (_fixed(a).astype(numpy.int32)[:, None] for a in (ax0, ax1))
+        by0, by1 = (_fixed(b).astype(numpy.int32)[:, None, None] for b in (by0, by1))
+    # int32 holds every intermediate: a row sum is at most 255 * 2048 and (that >> 4) * 2048
+    # is under 2**27. Every term is non-negative, so only the top needs the clip to 255.
+    s = src.astype(numpy.int32)
     # horizontal pass: ints in units of 1/2048
-    rows = s[:, x0] * ax0[None, :, None] + s[:, x1] * ax1[None, :, None]
-    r0, r1 = rows[y0], rows[y1]
-    b0, b1 = by0[:, None, None], by1[:, None, None]
+    rows = numpy.take(s, x0, axis=1)
+    rows *= ax0
+    right = numpy.take(s, x1, axis=1)
+    right *= ax1
+    rows += right
     # OpenCV's vectorised vertical pass: ((r0 >> 4) * b0 >> 16) + ((r1 >> 4) * b1 >> 16), + 2 >> 2
-    out = (((r0 >> 4) * b0) >> 16) + (((r1 >> 4) * b1) >> 16)
-    out = (out + 2) >> 2
-    return numpy.clip(out, 0, 255).astype(numpy.uint8)
+    rows >>= 4
+    out = numpy.take(rows, y0, axis=0)
+    out *= by0
+    out >>= 16
+    low = numpy.take(rows, y1, axis=0)
+    low *= by1
+    low >>= 16
+    out += low
+    out += 2
+    out >>= 2
+    return numpy.minimum(out, 255, out=out).astype(numpy.uint8)
 
 
 def _bilinear_float(src, dh, dw, taps=None):
