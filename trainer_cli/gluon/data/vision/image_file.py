@@ -27,13 +27,19 @@ class ImageFileError(MXNetError, ValueError):
     """An image file that cannot be read or decoded (MXNet raises MXNetError there)."""
 
 
+_Image = None     # PIL.Image once imported (an import statement per image costs microseconds)
+
+
 def _pillow():
-    try:
-        from PIL import Image
-    except ImportError:
-        raise ImportError("decoding image files needs Pillow: pip install 'trainer-cli[vision]' "
-                          "(or pip install Pillow)") from None
-    return Image
+    global _Image
+    if _Image is None:
+        try:
+            from PIL import Image
+        except ImportError:
+            raise ImportError("decoding image files needs Pillow: pip install "
+                              "'trainer-cli[vision]' (or pip install Pillow)") from None
+        _Image = Image
+    return _Image
 
 
 def _to_array(image, flag, name):
@@ -54,7 +60,9 @@ def _to_array(image, flag, name):
     elif image.mode in ("L", "LA") and flag == 0:
         return numpy.asarray(image.convert("L"), dtype=numpy.uint8)[..., None]
     else:
-        rgb = numpy.asarray(image.convert("RGB"), dtype=numpy.uint8)
+        # convert() copies even an image that is RGB already.
+        rgb = numpy.asarray(image if image.mode == "RGB" else image.convert("RGB"),
+                            dtype=numpy.uint8)
     if flag != 0:
         return numpy.ascontiguousarray(rgb)
     wide = rgb.astype(numpy.uint32)
