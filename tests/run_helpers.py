@@ -100,7 +100,9 @@ def metric_rows(run_dir) -> list:
     rows = []
     for line in (Path(run_dir) / layout.METRICS_FILE).read_text().splitlines():
         row = json.loads(line)
-        row.pop("time")
+        # Wall-clock figures: a run's rows are otherwise the same bits every time.
+        for key in ("time", "data_wait_s", "step_s"):
+            row.pop(key, None)
         rows.append(row)
     return rows
 

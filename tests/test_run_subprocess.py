@@ -14,7 +14,8 @@ import pytest
 
 from conftest import HAS_GPU
 from run_helpers import (CONFIGS, REPO, assert_bitwise_equal, final_arrays, have_mpi, latest_dir,
-                         load_npz, logged_step, only_run_dir, run_trainer, trainer_cmd)
+                         load_npz, logged_step, metric_rows, only_run_dir, run_trainer,
+                         trainer_cmd)
 from trainer_cli.run import layout
 
 pytestmark = pytest.mark.slow
@@ -109,9 +110,7 @@ def _start(args):
 def _assert_same_as_reference(run_dir, ref_dir):
     for got, want in zip(final_arrays(run_dir), final_arrays(ref_dir)):
         assert_bitwise_equal(got, want)
-    rows = lambda d: [{k: v for k, v in json.loads(line).items() if k != "time"}  # noqa: E731
-                      for line in (d / layout.METRICS_FILE).read_text().splitlines()]
-    assert rows(run_dir) == rows(ref_dir)
+    assert metric_rows(run_dir) == metric_rows(ref_dir)
 
 
 def _assert_all_checkpoints_verify(run_dir):

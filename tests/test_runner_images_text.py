@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 import textwrap
+import time
 
 import numpy
 import pytest
@@ -253,3 +254,27 @@ def test_mnist_files_train_through_the_runner(tmp_path, _fast_disk):
     missing = _problems(tmp_path, "model: mlp\ndata: {train: {type: cifar10, root: nowhere}}\n"
                                   "loss: l2\nepochs: 1\n")
     assert "data.train.root" in missing and "not found" in missing
+
+
+def test_epoch_rows_and_summary_tell_the_wait_for_data(shapes_project, tmp_path, _fast_disk,
+                                                       monkeypatch):
+    # Every image read made 2 ms slower: with num_workers 0 the training thread reads the 120
+    # training images itself, so the epoch's steps wait at least 0.24 s for their data.
+    from trainer_cli.run import images
+
+    read = images._Source.image
+
+    def slow_read(self, position):
+        time.sleep(0.002)
+        return read(self, position)
+
+    monkeypatch.setattr(images._Source, "image", slow_read)
+    done = start_run(shapes_project / "image_folder.yaml", ["epochs=1"], run_root=tmp_path)
+    assert done.status == "finished"
+    rows = [json.loads(line) for line in
+            (only_run_dir(tmp_path) / layout.METRICS_FILE).read_text().splitlines()]
+    epoch = [r for r in rows if r["kind"] == "epoch"]
+    assert len(epoch) == 1
+    assert 0.002 * 120 <= epoch[0]["data_wait_s"] <= epoch[0]["step_s"]
+    assert 0.002 * 120 <= done.summary["data_wait_s"] <= done.summary["step_s"]
+    assert all("data_wait_s" not in r for r in rows if r["kind"] != "epoch")

@@ -190,6 +190,10 @@ def _human(summary) -> str:
         lines[0] += " (%.1f s in all, start-up included)" % summary["command_s"]
     if summary.get("skipped_steps"):
         lines[0] += ", %d steps skipped (NaN/Inf)" % summary["skipped_steps"]
+    if summary.get("step_s"):
+        lines.append("data wait:     %.2f s of %.2f s in steps (%.0f%%)" % (
+            summary["data_wait_s"], summary["step_s"],
+            100.0 * summary["data_wait_s"] / summary["step_s"]))
     lines.append("run directory: %s" % summary["run_dir"])
     lines.append("checkpoint:    %s" % summary["checkpoint"])
     if summary.get("best_checkpoint"):

@@ -87,6 +87,11 @@ class TrainingLoop:
     _restore_best = False
     _best_weights = None     # restore_best: host copies of the best weights, this session
     restored_best = None     # the step whose weights the run ended with (restore_best)
+    # Seconds the training thread spent in steps and, within them, waiting for a batch's
+    # features (read, decoded, transformed, or the read-ahead awaited): this session's, and
+    # the running epoch's (the epoch row's data_wait_s and step_s).
+    data_wait_s = step_s = 0.0
+    _epoch_wait = _epoch_steps = 0.0
 
     def __init__(self, parts, state: LoopState, recorder, stop_requested=lambda: False,
                  clock=None, checkpoint_due=None):
@@ -200,7 +205,11 @@ class TrainingLoop:
             self._carry.reset()          # every epoch reads the streams from their start
         if self._prefetch is not None and st.batch_in_epoch + k < len(batches):
             self._prefetch.ahead(batches[st.batch_in_epoch + k])
+        started = time.perf_counter()
         self._step(window)
+        took = time.perf_counter() - started
+        self.step_s += took
+        self._epoch_steps += took
         st.batch_in_epoch += len(window)
         self._after_step(epoch_end=st.batch_in_epoch >= len(batches))
         return True
@@ -290,7 +299,11 @@ class TrainingLoop:
         train, y = parts.train, parts.train.y
         lo, hi = _bounds(len(idx), parts.num_workers)[parts.rank]
         mine = idx[lo:hi]
+        started = time.perf_counter()
         features = self._prefetch.get(idx) if self._prefetch is not None else train.features(mine)
+        waited = time.perf_counter() - started
+        self.data_wait_s += waited
+        self._epoch_wait += waited
         pieces = _bounds(len(mine), len(parts.contexts))
         heads, pairs = [], []
         with autograd.record():
@@ -409,8 +422,10 @@ class TrainingLoop:
         st, config = self.state, self.config
         if self.train_acc.count:
             values = self.train_acc.values("train_")
-            self._row("epoch", values)
+            self._row("epoch", values, {"data_wait_s": round(self._epoch_wait, 4),
+                                        "step_s": round(self._epoch_steps, 4)})
             self._evaluated(values)
+        self._epoch_wait = self._epoch_steps = 0.0
         if config.validate_every == "epoch":
             self._validate()
         st.epoch += 1
@@ -493,13 +508,16 @@ class TrainingLoop:
         st = self.state
         return st.epoch + 1 if st.batch_in_epoch > 0 else max(st.epoch, 1)
 
-    def _row(self, kind, values):
+    def _row(self, kind, values, timings=None):
+        """A metrics row; ``timings`` (wall-clock figures, kept out of ``latest``) go beside the
+        values."""
         st = self.state
         st.latest.update(values)
         row = {"kind": kind, "step": st.step, "epoch": self._row_epoch()}
         if kind == "train":
             row["lr"] = float(self.parts.trainer.learning_rate)
         row.update(values)
+        row.update(timings or {})
         row["skipped"] = st.skipped
         row["time"] = round(time.time(), 3)
         self.recorder.row(row)

@@ -796,6 +796,8 @@ def _summary(loop, run_dir, recorder, status) -> dict:
         "restored_best": loop.restored_best,
         "metrics": {k: st.latest[k] for k in loop.config.metric_keys() if k in st.latest},
         "elapsed_s": round(loop.elapsed(), 3),
+        # This session's: the seconds of its steps, and of those the wait for data.
+        "step_s": round(loop.step_s, 3), "data_wait_s": round(loop.data_wait_s, 3),
     })
 
 
