@@ -278,3 +278,40 @@ def test_epoch_rows_and_summary_tell_the_wait_for_data(shapes_project, tmp_path,
     assert 0.002 * 120 <= epoch[0]["data_wait_s"] <= epoch[0]["step_s"]
     assert 0.002 * 120 <= done.summary["data_wait_s"] <= done.summary["step_s"]
     assert all("data_wait_s" not in r for r in rows if r["kind"] != "epoch")
+
+
+
+def test_image_workers_leave_stops_to_the_run():
+    # The workers are forked while the run is set up, under its stop handlers, which raise: a
+    # worker that kept them died with a traceback when the run's end terminated it. Ctrl-C is
+    # the run's to handle (ignored here); SIGTERM ends a worker quietly.
+    import multiprocessing
+    import os
+    import signal
+    import threading
+
+    from trainer_cli.run import images
+
+    def raising(signum, frame):
+        raise KeyboardInterrupt("the run's stop handler")
+
+    old = signal.signal(signal.SIGTERM, raising)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(
+            1, initializer=images._worker_init, initargs=(None, None, os.getpid()))
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    try:
+        worker = pool._pool[0]
+        assert pool.apply(os.getpid) == worker.pid
+        os.kill(worker.pid, signal.SIGINT)
+        assert pool.apply(os.getpid) == worker.pid          # still there, still working
+        os.kill(worker.pid, signal.SIGTERM)
+        worker.join(30)
+        assert worker.exitcode == 0
+    finally:
+        # A worker killed while holding the task queue's lock would hang terminate().
+        ender = threading.Thread(target=lambda: (pool.terminate(), pool.join()), daemon=True)
+        ender.start()
+        ender.join(30)
+        assert not ender.is_alive()
