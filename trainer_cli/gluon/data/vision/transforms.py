@@ -9,6 +9,7 @@ program seeding ``random`` gets MXNet's crops.
 """
 from __future__ import annotations
 
+import contextlib
 import numbers
 import random as _py_random
 
@@ -17,7 +18,7 @@ import numpy
 from .... import random as _random
 from ....base import NotInTrainerCLIError, absent_message
 from ....ndarray import NDArray, creation
-from ...block import Block, HybridBlock, HybridSequential, Sequential
+from ...block import Block, HybridBlock, HybridSequential, Sequential, _block_call_text
 from . import _color
 from ._resize import resize as _resize
 
@@ -52,7 +53,13 @@ def _uniform(low, high):
 
 # ------------------------------------------------------------------------------- composition
 class Compose(Sequential):
-    """Apply ``transforms`` in order (consecutive hybrid ones grouped, as MXNet does)."""
+    """Apply ``transforms`` in order (consecutive hybrid ones grouped, as MXNet does).
+
+    When every transform works on the NumPy image (``_OnHost``: the geometry, flips,
+    ``ToTensor`` and ``Normalize``), none has a hook and none is hybridized, an NDArray goes
+    through their NumPy functions in turn and one NDArray is made at the end: the same values
+    and random draws as calling each block, without a block call and an NDArray per transform.
+    """
 
     def __init__(self, transforms):
         super().__init__()
@@ -71,6 +78,41 @@ class Compose(Sequential):
             if t is not None:
                 self.add(t)
 
+    def forward(self, x, *args):
+        chain = _host_chain(self) if isinstance(x, NDArray) and not args else None
+        if chain is None:
+            return super().forward(x, *args)
+        img = x.asnumpy().view(numpy.ndarray)
+        for t in chain:
+            try:
+                img = t._on_host(img)
+            except Exception as exc:
+                # Named as a call of the block itself would name it (see Block.__call__).
+                if getattr(exc, "failed_block", None) is None:
+                    with contextlib.suppress(Exception):
+                        exc.failed_block = _block_call_text(t, (_back(img, x),))
+                raise
+        return _back(img, x)
+
+
+def _host_chain(block):
+    """The ``_OnHost`` transforms ``block`` (a Compose or a group of it) applies, in order; None
+    when one is not such a transform, or a block on the way has a hook or is hybridized."""
+    chain = []
+    for child in block._children.values():
+        if child._forward_pre_hooks or child._forward_hooks or getattr(child, "_active", False):
+            return None
+        if isinstance(child, _OnHost):
+            chain.append(child)
+        elif type(child) is HybridSequential:
+            inner = _host_chain(child)
+            if inner is None:
+                return None
+            chain.extend(inner)
+        else:
+            return None
+    return chain
+
 
 class Cast(HybridBlock):
     """Cast to ``dtype``."""
@@ -83,38 +125,58 @@ class Cast(HybridBlock):
         return x.astype(self._dtype)
 
 
-class ToTensor(HybridBlock):
+class _OnHost:
+    """A transform whose work is a NumPy function of the image, ``_on_host``: called on its own
+    it takes and gives NDArrays; a Compose of such transforms runs their functions one after
+    the other on the NumPy image and makes one NDArray at the end."""
+
+    def _on_host(self, img):
+        raise NotImplementedError
+
+
+class ToTensor(_OnHost, HybridBlock):
     """(H, W, C) or (N, H, W, C) in [0, 255] to float32 (C, H, W) or (N, C, H, W) in [0, 1]."""
 
     def hybrid_forward(self, F, x):
-        img = _image(_host(x), "ToTensor")
-        out = numpy.moveaxis(img.astype(numpy.float32), -1, -3) / numpy.float32(255)
-        return _back(numpy.ascontiguousarray(out, dtype=numpy.float32), x)
+        return _back(self._on_host(_host(x)), x)
+
+    def _on_host(self, img):
+        img = _image(img, "ToTensor")
+        moved = numpy.moveaxis(img, -1, -3)
+        # Each value converted to float32, then divided: the bits of astype(float32) / 255.
+        out = numpy.empty(moved.shape, dtype=numpy.float32)
+        numpy.divide(moved, numpy.float32(255), out=out, dtype=numpy.float32)
+        return out
 
 
-class Normalize(HybridBlock):
+class Normalize(_OnHost, HybridBlock):
     """``(x - mean[c]) / std[c]`` per channel of a (C, H, W) or (N, C, H, W) tensor."""
 
     def __init__(self, mean=0.0, std=1.0):
         super().__init__()
         self._mean = mean
         self._std = std
+        self._per_channel = None     # (mean, std) as float32 columns, made at the first call
 
     def hybrid_forward(self, F, x):
-        img = _host(x)
+        return _back(self._on_host(_host(x)), x)
+
+    def _on_host(self, img):
         if img.ndim not in (3, 4):
             raise ValueError("Normalize expects a tensor of shape (C, H, W) or (N, C, H, W), "
                              "got shape %s" % (img.shape,))
         channels = img.shape[-3]
-        mean = numpy.asarray(self._mean, dtype=numpy.float32).reshape(-1)
-        std = numpy.asarray(self._std, dtype=numpy.float32).reshape(-1)
+        if self._per_channel is None:
+            self._per_channel = tuple(numpy.asarray(v, dtype=numpy.float32).reshape(-1, 1, 1)
+                                      for v in (self._mean, self._std))
+        mean, std = self._per_channel
         for name, values in (("mean", mean), ("std", std)):
             if values.size not in (1, channels):
                 raise ValueError("Normalize: %s has %d values for an input of %d channels"
                                  % (name, values.size, channels))
-        shape = (-1, 1, 1)
-        out = (img.astype(numpy.float32) - mean.reshape(shape)) / std.reshape(shape)
-        return _back(out.astype(numpy.float32, copy=False), x)
+        out = img.astype(numpy.float32) - mean
+        out /= std
+        return out
 
 
 # ------------------------------------------------------------------------------- geometry
@@ -143,7 +205,7 @@ def resize(img, size, keep_ratio=False, interpolation=1):
     return _resize_any(img, width, height, interpolation)
 
 
-class Resize(HybridBlock):
+class Resize(_OnHost, HybridBlock):
     """Resize an (H, W, C) or (N, H, W, C) image to ``size`` (``(width, height)`` or one
     number), with OpenCV's interpolation as MXNet (bilinear by default)."""
 
@@ -154,7 +216,10 @@ class Resize(HybridBlock):
         self._interpolation = interpolation
 
     def hybrid_forward(self, F, x):
-        return _back(resize(_host(x), self._size, self._keep, self._interpolation), x)
+        return _back(self._on_host(_host(x)), x)
+
+    def _on_host(self, img):
+        return resize(img, self._size, self._keep, self._interpolation)
 
 
 def _scale_down(src_size, size):
@@ -216,7 +281,7 @@ def _pair(size):
     return (size, size) if isinstance(size, numbers.Number) else tuple(size)
 
 
-class CenterCrop(Block):
+class CenterCrop(_OnHost, Block):
     """Crop the centre ``size`` (``(width, height)`` or one number) of an (H, W, C) image,
     resizing when the image is smaller."""
 
@@ -226,10 +291,13 @@ class CenterCrop(Block):
         self._interpolation = interpolation
 
     def forward(self, x):
-        return _back(center_crop(_host(x), self._size, self._interpolation)[0], x)
+        return _back(self._on_host(_host(x)), x)
+
+    def _on_host(self, img):
+        return center_crop(img, self._size, self._interpolation)[0]
 
 
-class RandomResizedCrop(Block):
+class RandomResizedCrop(_OnHost, Block):
     """Crop a random area (``scale`` of the image) and aspect ``ratio``, resized to ``size``."""
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=1):
@@ -237,7 +305,10 @@ class RandomResizedCrop(Block):
         self._args = (_pair(size), scale, ratio, interpolation)
 
     def forward(self, x):
-        return _back(random_size_crop(_host(x), *self._args)[0], x)
+        return _back(self._on_host(_host(x)), x)
+
+    def _on_host(self, img):
+        return random_size_crop(img, *self._args)[0]
 
 
 class CropResize(HybridBlock):
@@ -277,15 +348,18 @@ class RandomApply(Sequential):
         return self.transforms(x)
 
 
-class _RandomFlip(HybridBlock):
+class _RandomFlip(_OnHost, HybridBlock):
     _axis = None
 
     def hybrid_forward(self, F, x):
-        img = _image(_host(x), type(self).__name__)
+        return _back(self._on_host(_host(x)), x)
+
+    def _on_host(self, img):
+        img = _image(img, type(self).__name__)
         # MXNet keeps the image when its Bernoulli(0.5) draw is true and flips it otherwise.
         if _random.generator(None).random() < 0.5:
-            return _back(img.copy(), x)
-        return _back(numpy.ascontiguousarray(numpy.flip(img, axis=self._axis)), x)
+            return img.copy()
+        return numpy.ascontiguousarray(numpy.flip(img, axis=self._axis))
 
 
 class RandomFlipLeftRight(_RandomFlip):
