@@ -5,6 +5,7 @@ against torchvision's ImageFolder and torch's DataLoader with the same transform
     python benchmarks/bench_pipeline.py                        # 10,000 32x32 PNGs, 2 workers
     python benchmarks/bench_pipeline.py --rounds 3 --images 10000 --workers 2 --size 32
     python benchmarks/bench_pipeline.py --dir /tmp/pngs        # keep the images for next time
+    python benchmarks/bench_pipeline.py --runner               # the runner's wait for data
 
 The images (``--images`` RGB PNGs of ``--size`` pixels square in 10 class folders, smooth
 gradients with noise, made with Pillow) are written once into a temporary folder (or ``--dir``,
@@ -36,6 +37,14 @@ the transforms are Python over Pillow and torch). With a CPU build of torchvisio
 operators, nothing is replaced.
 
 Target: ours >= 1.0x torchvision (both transform versions), warm and cold.
+
+``--runner`` measures instead how much of the runner's step time goes to waiting for data:
+``trainer run`` on ``configs/image_folder.yaml`` (its 120 training images of 16x16 made by
+``configs/data/make_shapes.py``, a small CNN, batches of 16) and on the benchmark's image folder
+(a CNN of 3x3 convolutions with 16 and 32 channels on 32x32, RandomResizedCrop + flip + ToTensor
++ Normalize, batches of 64, two epochs), each with ``data.num_workers`` 0 and ``--workers``. The
+figures are the run's own: every epoch row's ``data_wait_s`` (the seconds the training thread
+waited for its batches' features) against its ``step_s`` (the seconds of the epoch's steps).
 """
 from __future__ import annotations
 
@@ -236,6 +245,82 @@ def measure(side, root, workers, batch, size, threads):
     return json.loads(proc.stdout.strip().splitlines()[-1]), None
 
 
+PNG_CONFIG = """\
+model:
+  name: cnn
+  args: {classes: %(classes)d, channels: [16, 32], image_size: %(size)d, in_channels: 3}
+  init: xavier
+data:
+  train:
+    type: image_folder
+    path: %(root)s
+    transforms:
+      - {name: random_resized_crop, size: %(size)d}
+      - random_flip_left_right
+      - to_tensor
+      - {name: normalize, mean: %(mean)s, std: %(std)s}
+  batch_size: 64
+  num_workers: 0
+loss: softmax_cross_entropy
+metrics: [accuracy]
+optimizer: {name: adam, learning_rate: 0.001}
+seed: 7
+epochs: 2
+"""
+
+
+def runner_wait(config, workers, workdir, threads):
+    """A ``trainer run`` of ``config`` with ``workers`` image workers: its epoch rows' data
+    wait and step seconds, and its summary."""
+    runs = os.path.join(workdir, "runs-%d" % workers)
+    proc = subprocess.run([sys.executable, "-m", "trainer_cli.cli", "run", config, "--run-dir",
+                           runs, "--json", "-o", "data.num_workers=%d" % workers],
+                          capture_output=True, text=True, cwd=os.path.dirname(config),
+                          env=_calibrate.peer_env(threads, extra={"PYTHONPATH": ROOT}))
+    if proc.returncode != 0:
+        raise SystemExit("trainer run %s failed: %s" % (config, proc.stderr.strip()[-800:]))
+    summary = json.loads(proc.stdout)
+    with open(os.path.join(summary["run_dir"], "metrics.jsonl")) as f:
+        epochs = [row for row in map(json.loads, f) if row["kind"] == "epoch"]
+    return {"epochs": [{"data_wait_s": r["data_wait_s"], "step_s": r["step_s"]} for r in epochs],
+            "data_wait_s": summary["data_wait_s"], "step_s": summary["step_s"],
+            "elapsed_s": summary["elapsed_s"], "steps": summary["steps"],
+            "metrics": summary["metrics"]}
+
+
+def run_runner(args, root, workdir):
+    """``--runner``: the shipped image_folder config and the PNG folder's, 0 and N workers."""
+    shapes = os.path.join(workdir, "shapes")
+    os.makedirs(shapes)
+    sys.path.insert(0, os.path.join(ROOT, "configs", "data"))
+    import make_shapes
+    make_shapes.main(os.path.join(shapes, "data", "shapes"))
+    shutil.copy(os.path.join(ROOT, "configs", "image_folder.yaml"), shapes)
+    pngs = os.path.join(workdir, "pngs.yaml")
+    with open(pngs, "w") as f:
+        f.write(PNG_CONFIG % {"classes": CLASSES, "size": args.size, "root": root,
+                              "mean": list(MEAN), "std": list(STD)})
+    cases = {"configs/image_folder.yaml": os.path.join(shapes, "image_folder.yaml"),
+             "%d PNGs of %dx%d, batch 64" % (args.images, args.size, args.size): pngs}
+    report = {"load_average": os.getloadavg()[0], "cases": {}}
+    for name, config in cases.items():
+        for workers in (0, args.workers):
+            got = runner_wait(config, workers, os.path.dirname(config), args.threads)
+            report["cases"]["%s, %d workers" % (name, workers)] = got
+    return report
+
+
+def print_runner(report):
+    print("the runner's wait for data (trainer run, epoch rows' data_wait_s of step_s); "
+          "load %.1f" % report["load_average"])
+    for name, got in report["cases"].items():
+        per_epoch = ", ".join("%.0f%%" % (100 * e["data_wait_s"] / e["step_s"])
+                              for e in got["epochs"] if e["step_s"])
+        print("  %-45s %5.2f s of %5.2f s in steps waiting for data (%.0f%%); by epoch: %s"
+              % (name, got["data_wait_s"], got["step_s"],
+                 100 * got["data_wait_s"] / max(got["step_s"], 1e-9), per_epoch))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3,
@@ -250,6 +335,8 @@ def main(argv=None):
     ap.add_argument("--sides", default=",".join(SIDES))
     ap.add_argument("--dir", default=None, help="where the images are kept (default: a temporary "
                     "folder, removed at the end)")
+    ap.add_argument("--runner", action="store_true",
+                    help="measure the runner's wait for data instead (see the docstring)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     sides = [s for s in args.sides.split(",") if s]
@@ -261,14 +348,20 @@ def main(argv=None):
         root = args.dir
     try:
         images_at(root, args.images, args.size)
-        report = run(args, sides, root)
+        if args.runner:
+            with tempfile.TemporaryDirectory(prefix="bench_pipeline_runner_") as workdir:
+                report = run_runner(args, root, workdir)
+        else:
+            report = run(args, sides, root)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
         print(json.dumps(report, indent=1))
-        return
-    print_report(report, args)
+    elif args.runner:
+        print_runner(report)
+    else:
+        print_report(report, args)
 
 
 def run(args, sides, root):
