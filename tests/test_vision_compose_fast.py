@@ -44,8 +44,10 @@ def test_chain_gives_the_bits_and_draws_of_block_by_block(which):
         for run in (lambda x: compose(x), lambda x: _one_by_one(blocks, x)):
             random.seed(seed)
             tc_random.seed(seed)
-            outs.append([run(x) for x in _images()] + [random.random(),
-                                                       float(nd.random.uniform(0, 1, shape=(1,)).asscalar())])
+            made = [run(x) for x in _images()]
+            # Where each random stream was left: the next draws.
+            made += [random.random(), float(nd.random.uniform(0, 1, shape=(1,)).asscalar())]
+            outs.append(made)
         fast, slow = outs
         for a, b in zip(fast[:-2], slow[:-2]):
             assert a.dtype == b.dtype and a.shape == b.shape and a.context == b.context
