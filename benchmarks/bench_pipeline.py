@@ -215,20 +215,27 @@ def make_images(root, count, size, seed=0):
                + rng.normal(0, 12, (size, size, 3)).astype(np.float32))
         Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
             os.path.join(root, "class%02d" % c, "%05d.png" % i))
-    with open(os.path.join(root, "MADE"), "w") as f:
+    # Beside the folder, not in it: ImageFolderDataset warns about a file among its classes.
+    with open(_marker(root), "w") as f:
         f.write("%d %d\n" % (count, size))
+
+
+def _marker(root):
+    return os.path.normpath(root) + ".made"
 
 
 def images_at(root, count, size):
     """The image folder at ``root``, made when it does not hold ``count`` images of ``size``."""
     try:
-        with open(os.path.join(root, "MADE")) as f:
+        with open(_marker(root)) as f:
             if f.read().split() == [str(count), str(size)]:
                 return root
     except OSError:
         pass
-    if os.path.isdir(root):
-        shutil.rmtree(root)
+    if os.path.isdir(root) and os.listdir(root):
+        # Never a folder this benchmark did not make (or made with other --images / --size).
+        raise SystemExit("%s is not empty and holds no images of this benchmark of %d images of "
+                         "%dx%d: give a new or empty folder to --dir" % (root, count, size, size))
     make_images(root, count, size)
     return root
 
