@@ -219,6 +219,24 @@ def test_a_killed_worker_ends_the_wait_at_once_with_a_clear_error():
     loader.close()
 
 
+def test_workers_leave_ctrl_c_to_the_main_process():
+    # As MXNet's: a worker ignores SIGINT (a terminal's Ctrl-C reaches the whole process group),
+    # so it neither dies with a traceback nor loses its batch.
+    import os
+    import signal
+
+    loader = gluon.data.DataLoader(gluon.data.SimpleDataset(list(range(8))), 2, num_workers=1,
+                                   timeout=30)
+    try:
+        assert [b.asnumpy().tolist() for b in loader][0] == [0, 1]
+        worker = loader._workers[0]
+        os.kill(worker.pid, signal.SIGINT)
+        assert [b.asnumpy().tolist() for b in loader][-1] == [6, 7]
+        assert worker.exitcode is None
+    finally:
+        loader.close()
+
+
 def test_batchify_fn_runs_in_the_workers():
     def pad_batch(samples):
         longest = max(len(s) for s in samples)

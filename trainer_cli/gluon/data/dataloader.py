@@ -6,6 +6,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import random as _py_random
+import signal
 import time
 
 import numpy
@@ -73,6 +74,9 @@ _worker_state = None
 def _worker_init(dataset, batchify_fn, seed):
     global _worker_state
     _worker_state = (dataset, batchify_fn)
+    # Ctrl-C is the main process's (as MXNet's workers, which ignore it): a worker would print
+    # a KeyboardInterrupt traceback and leave its batch undone.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Forked workers would all continue the parent's random streams and draw the same
     # augmentations; each gets its own.
     worker_seed = (seed + os.getpid()) % (1 << 32)
