@@ -97,20 +97,6 @@ _worker = None
 def _worker_init(source, transform, parent):
     global _worker
     _worker = (source, transform)
-    # Forked while the run was being set up, a worker inherited the run's stop handlers, which
-    # raise and print a traceback per worker when the run's end terminates it. A stop is the
-    # run's to handle (it terminates the workers): a terminal's Ctrl-C or hang-up is ignored
-    # here, and SIGTERM exits quietly by SystemExit, which releases the task queue's lock on the
-    # way (a worker killed while holding it would hang the pool's terminate()).
-    import signal
-
-    def _quiet_exit(signum, frame):
-        raise SystemExit(0)
-
-    for name, action in (("SIGINT", signal.SIG_IGN), ("SIGHUP", signal.SIG_IGN),
-                         ("SIGTERM", _quiet_exit)):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), action)
     # A worker outlives a parent killed with SIGKILL (it waits on a queue whose other end it
     # holds itself); it goes as soon as its parent does.
     import threading
