@@ -30,9 +30,9 @@ ratios (ours over the peer measured next to it).
 
 torchvision: the wheel this machine's package index holds (0.28.0) is the CUDA build, whose C
 operators cannot load beside torch 2.13.0+cpu, and its import then fails while registering meta
-kernels for them (detection operators such as ``nms``). The peer's process puts empty modules in
-place of ``torchvision._meta_registrations`` and ``torchvision._autograd_registrations`` before
-the import: nothing the pipeline runs uses those operators (ImageFolder decodes with Pillow and
+kernels for them (detection operators such as ``nms``). The peer's process imports it through
+``_calibrate.import_torchvision``, which puts empty modules in place of the two that register
+them: nothing the pipeline runs uses those operators (ImageFolder decodes with Pillow and
 the transforms are Python over Pillow and torch). With a CPU build of torchvision that loads its
 operators, nothing is replaced.
 
@@ -113,18 +113,10 @@ if side == "ours":
     record = lambda: _calibrate.describe(side, nd=nd)
 else:
     import torch
-    try:
-        import torchvision
-    except RuntimeError:
-        # The CUDA build of torchvision beside torch+cpu (see the benchmark's docstring).
-        import types
-        for name in ("torchvision._meta_registrations", "torchvision._autograd_registrations"):
-            sys.modules[name] = types.ModuleType(name)
-        for name in [m for m in sys.modules if m.startswith("torchvision") and m not in (
-                "torchvision._meta_registrations", "torchvision._autograd_registrations")]:
-            del sys.modules[name]
-        import torchvision
-        extra["torchvision_ops"] = "not loaded (CUDA build beside torch+cpu)"
+    # The CUDA build of torchvision beside torch+cpu (see the benchmark's docstring).
+    torchvision, note = _calibrate.import_torchvision()
+    if note:
+        extra["torchvision_ops"] = note
     import PIL
     extra["torchvision"] = torchvision.__version__
     extra["Pillow"] = PIL.__version__
