@@ -299,11 +299,7 @@ class TrainingLoop:
         train, y = parts.train, parts.train.y
         lo, hi = _bounds(len(idx), parts.num_workers)[parts.rank]
         mine = idx[lo:hi]
-        started = time.perf_counter()
-        features = self._prefetch.get(idx) if self._prefetch is not None else train.features(mine)
-        waited = time.perf_counter() - started
-        self.data_wait_s += waited
-        self._epoch_wait += waited
+        features = self._features(idx, mine)
         pieces = _bounds(len(mine), len(parts.contexts))
         heads, pairs = [], []
         with autograd.record():
@@ -338,11 +334,22 @@ class TrainingLoop:
                 count += loss.shape[0]
         return loss_sum, count, pairs
 
+    def _features(self, idx, mine):
+        """The features of this worker's rows ``mine`` of batch ``idx`` (read ahead, or now),
+        the wait counted in ``data_wait_s``."""
+        started = time.perf_counter()
+        features = (self._prefetch.get(idx) if self._prefetch is not None
+                    else self.parts.train.features(mine))
+        waited = time.perf_counter() - started
+        self.data_wait_s += waited
+        self._epoch_wait += waited
+        return features
+
     def _forward_backward_one(self, idx):
         """``_forward_backward`` of a batch that is one piece (see ``_one_piece``)."""
         parts = self.parts
         train, ctx, dtype = parts.train, parts.contexts[0], self.dtype
-        features = self._prefetch.get(idx) if self._prefetch is not None else train.features(idx)
+        features = self._features(idx, idx)
         labels = train.y[idx]
         with autograd.record():
             x = as_batch(features, ctx, dtype)
