@@ -213,7 +213,8 @@ def main(argv=None):
     ap.add_argument("--clock", choices=("cpu", "wall"), default=None,
                     help="process CPU time (default with one thread) or wall time")
     ap.add_argument("--peers", default="torch,mxnet")
-    ap.add_argument("--mxnet-python", default="/work/mxvenv/bin/python")
+    ap.add_argument("--mxnet-python",
+                    default=os.environ.get("MXNET_PYTHON", "/tmp/mxvenv/bin/python"))
     ap.add_argument("--where", action="store_true",
                     help="also time the parts of our step (recurrent layers, Dense + loss)")
     ap.add_argument("--json", action="store_true")
