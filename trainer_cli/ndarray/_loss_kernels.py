@@ -127,20 +127,23 @@ def backward(head, logp, idx):
 
 
 # ----------------------------------------------------------------------------- the loops
+def _label_index_loop(lab, classes):
+    # astype(int64): truncation; NaN and values out of range give INT64_MIN (x86), which
+    # the clip then takes to 0.
+    if lab != lab or not (-9.223372036854775808e18 <= lab < 9.223372036854775808e18):
+        k = _INT64_MIN
+    else:
+        k = numpy.int64(lab)
+    return min(max(k, 0), classes - 1)
+
+
 def _forward_loop(shifted, log_sum, labels, logp, loss, idx):
     classes = shifted.shape[1]
     for i in range(shifted.shape[0]):
         ls = log_sum[i, 0]
         for j in range(classes):
             logp[i, j] = shifted[i, j] - ls
-        lab = labels[i]
-        # astype(int64): truncation; NaN and values out of range give INT64_MIN (x86), which
-        # the clip then takes to 0.
-        if lab != lab or not (-9.223372036854775808e18 <= lab < 9.223372036854775808e18):
-            k = _INT64_MIN
-        else:
-            k = numpy.int64(lab)
-        k = min(max(k, 0), classes - 1)
+        k = _label_index(labels[i], classes)
         idx[i] = k
         v = -logp[i, k]
         loss[i] = abs(v) if v == 0 else v        # +0.0 + v: add.reduce over one value
@@ -192,12 +195,7 @@ def _forward_cols_loop(shifted_t, log_sum, labels, logp_t, loss, idx):
         for i in range(batch):
             logp_t[j, i] = shifted_t[j, i] - log_sum[i, 0]
     for i in range(batch):
-        lab = labels[i]
-        if lab != lab or not (-9.223372036854775808e18 <= lab < 9.223372036854775808e18):
-            k = _INT64_MIN
-        else:
-            k = numpy.int64(lab)
-        k = min(max(k, 0), classes - 1)
+        k = _label_index(labels[i], classes)
         idx[i] = k
         v = -logp_t[k, i]
         loss[i] = abs(v) if v == 0 else v
@@ -228,7 +226,9 @@ def _row_sums_loop(e, sums):
 # The loops call it by this name; compiled, they call it compiled (``_jit.Kernel``'s helpers).
 _pairwise_block = _fc_kernels._pairwise_block_loop
 
-_forward = _jit.Kernel(_forward_loop)
+_label_index = _label_index_loop
+label_index = _jit.Kernel(_label_index_loop)
+_forward = _jit.Kernel(_forward_loop, {"_label_index": label_index})
 _backward = _jit.Kernel(_backward_loop, {"_pairwise_block": _fc_kernels.pairwise_block})
 _shift = _jit.Kernel(_shift_loop)
 _row_sums = _jit.Kernel(_row_sums_loop, {"_pairwise_block": _fc_kernels.pairwise_block})
@@ -237,4 +237,4 @@ _pairwise = _bn_kernels.pairwise_loop
 _backward_wide = _jit.Kernel(_backward_wide_loop, {"_pairwise": _bn_kernels.pairwise})
 _row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
 _backward_cols = _jit.Kernel(_backward_cols_loop, {"_pairwise": _bn_kernels.pairwise})
-_forward_cols = _jit.Kernel(_forward_cols_loop)
+_forward_cols = _jit.Kernel(_forward_cols_loop, {"_label_index": label_index})

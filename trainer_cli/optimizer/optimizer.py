@@ -258,18 +258,13 @@ class Optimizer:
         ``count_each`` every index is counted just before its rate is read (MXNet's order for a
         list of single updates, where a count can move ``num_update`` and the scheduler)."""
         if not count_each:
-            params = self.param_dict
-            if params:
+            chosen = self._params_of(indices)
+            if chosen is not None:
                 # _all_mults's hot path, the rates made in the same pass over the Parameters.
-                try:
-                    chosen = [params[index] for index in indices]
-                except KeyError:
-                    pass
-                else:
-                    wd = self.wd
-                    wds = [wd * p.wd_mult for p in chosen]
-                    lr = self._global_lr()
-                    return [lr * p.lr_mult for p in chosen], wds
+                wd = self.wd
+                wds = [wd * p.wd_mult for p in chosen]
+                lr = self._global_lr()
+                return [lr * p.lr_mult for p in chosen], wds
         lr_mults, wd_mults = self._all_mults(indices)
         wd = self.wd
         wds = [wd * m for m in wd_mults]
@@ -292,17 +287,22 @@ class Optimizer:
         """The learning rate before multipliers: the scheduler's at ``num_update``, or ``lr``."""
         return self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
 
-    def _all_mults(self, indices):
-        """Each index's ``(lr_mult, wd_mult)`` lists, in one pass over the Parameters when every
-        index has its Parameter (the hot path under a Trainer)."""
+    def _params_of(self, indices):
+        """Each index's Parameter, or None unless every index has one (a Trainer's updates)."""
         params = self.param_dict
         if params:
             try:
-                chosen = [params[index] for index in indices]
+                return [params[index] for index in indices]
             except KeyError:
                 pass
-            else:
-                return [p.lr_mult for p in chosen], [p.wd_mult for p in chosen]
+        return None
+
+    def _all_mults(self, indices):
+        """Each index's ``(lr_mult, wd_mult)`` lists, in one pass over the Parameters when every
+        index has its Parameter (the hot path under a Trainer)."""
+        chosen = self._params_of(indices)
+        if chosen is not None:
+            return [p.lr_mult for p in chosen], [p.wd_mult for p in chosen]
         return (self._mults(indices, "lr_mult", self.lr_mult),
                 self._mults(indices, "wd_mult", self.wd_mult))
 
