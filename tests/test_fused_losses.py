@@ -176,9 +176,13 @@ def test_softmax_ce_kernels_run_on_a_classifier_batch(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
-def test_log_softmax_parts_are_numpys_up_to_the_sign_of_a_zero(dtype):
+def test_log_softmax_parts_are_numpys_up_to_the_sign_of_a_zero(dtype, monkeypatch):
     pytest.importorskip("numba")
+    from trainer_cli import _jit
     from trainer_cli.ndarray import _loss_kernels
+    # The kernel itself is under test, also in a run that turns numba off for everything else.
+    monkeypatch.setattr(_jit, "_numba", None)
+    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
     rng = numpy.random.RandomState(5)
     for trial in range(300):
         batch, classes = rng.randint(1, 20), rng.randint(1, _loss_kernels._fc_kernels._BLOCK + 1)
