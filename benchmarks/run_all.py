@@ -229,7 +229,8 @@ def collect(args):
         jobs.append(("torch", sys.executable, None))
     if mxnet_python:
         jobs.append(("mxnet", mxnet_python, None))
-    jobs.append(("ours_numpy", sys.executable, {"TRAINER_NO_NUMBA": "1"}))
+    if any(case in NUMPY_FALLBACK_CASES for case in step_cases):
+        jobs.append(("ours_numpy", sys.executable, {"TRAINER_NO_NUMBA": "1"}))
     load_before = _loadavg()
     results = {}        # name -> threads -> case -> [result per round]
     headers = {}        # name -> threads -> the worker's first line (version or unavailable)
