@@ -1,0 +1,97 @@
+"""Closing a ``multiprocessing`` pool in bounded time, whatever its workers did.
+
+``Pool.terminate()`` can block forever: it first takes the task queue's read lock, which an idle
+worker holds while it waits for a task, so a worker killed there (the out-of-memory killer,
+SIGKILL) leaves the lock taken for good; a worker killed while writing a result does the same to
+the result queue's write lock. :func:`close_pool` kills the workers itself (a pool being closed
+has no work anyone wants), gives the parent private locks in place of those the dead workers
+shared, then runs ``terminate()``/``join()`` on a daemon thread that it waits for at most
+``timeout`` seconds. It reaches into the pool's private fields (``_pool``, ``_inqueue``,
+``_outqueue``, ``_terminate``), each with a fallback, because the standard library offers no
+bounded way to end a pool.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+__all__ = ["close_pool", "CLOSE_TIMEOUT_S"]
+
+# A pool whose processes are all killed ends in milliseconds; this bounds the rare rest.
+CLOSE_TIMEOUT_S = 5.0
+# How often the wait kills a worker the pool started in place of a killed one.
+_KILL_EVERY_S = 0.05
+
+
+def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
+    """End ``pool`` (a process or thread pool) within about ``timeout`` seconds: its worker
+    processes are killed with SIGKILL, its threads ended. True when ``terminate()`` and
+    ``join()`` finished; False when they were left blocked on a daemon thread (the processes are
+    killed all the same, and interpreter exit does not wait for that pool)."""
+    deadline = time.monotonic() + timeout
+    processes = _kill(pool)
+    if processes and _all_ended(processes, deadline):
+        _unshare_locks(pool)
+    ender = threading.Thread(target=_terminate_and_join, args=(pool,), daemon=True,
+                             name="close_pool")
+    ender.start()
+    while ender.is_alive():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ender.join(min(_KILL_EVERY_S, left))
+        _kill(pool)      # the pool may have started workers in place of the killed ones
+    if not ender.is_alive():
+        return True
+    _kill(pool)
+    # terminate() has run the pool's exit finalizer already; cancelled in any case so that
+    # interpreter exit never runs it again and blocks where the thread is blocked.
+    finalizer = getattr(pool, "_terminate", None)
+    if finalizer is not None and hasattr(finalizer, "cancel"):
+        finalizer.cancel()
+    return False
+
+
+def _kill(pool) -> list:
+    """SIGKILL to the pool's live worker processes (a thread pool has none); returns them."""
+    processes = [p for p in list(getattr(pool, "_pool", None) or ())
+                 if hasattr(p, "kill") and getattr(p, "pid", None)]
+    for process in processes:
+        try:
+            process.kill()     # sends nothing to a process already reaped (its pid is reused)
+        except (OSError, ValueError):
+            pass
+    return processes
+
+
+def _all_ended(processes, deadline) -> bool:
+    """Whether every one of ``processes`` ended by ``deadline``. The pool's own thread reaps
+    its dead workers too, and a ``join()`` that loses that race returns with no exit code yet:
+    an exit code is what shows that a process is gone."""
+    for process in processes:
+        while process.exitcode is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            process.join(min(_KILL_EVERY_S, left))
+            if process.exitcode is None:
+                time.sleep(0.001)
+    return True
+
+
+def _unshare_locks(pool):
+    # Every process that shared these locks is dead, possibly holding one; from now only this
+    # process's threads use them (terminate() drains the task queue, sends the result queue its
+    # sentinel), so a lock of its own serves, and one a worker died holding no longer blocks.
+    for queue, name in ((getattr(pool, "_inqueue", None), "_rlock"),
+                        (getattr(pool, "_outqueue", None), "_wlock")):
+        if getattr(queue, name, None) is not None:
+            setattr(queue, name, threading.Lock())
+
+
+def _terminate_and_join(pool):
+    try:
+        pool.terminate()
+        pool.join()
+    except Exception:   # a pool already broken: the processes are killed, nothing to report
+        pass
