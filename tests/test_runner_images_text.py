@@ -278,3 +278,38 @@ def test_epoch_rows_and_summary_tell_the_wait_for_data(shapes_project, tmp_path,
     assert 0.002 * 120 <= epoch[0]["data_wait_s"] <= epoch[0]["step_s"]
     assert 0.002 * 120 <= done.summary["data_wait_s"] <= done.summary["step_s"]
     assert all("data_wait_s" not in r for r in rows if r["kind"] != "epoch")
+
+
+def test_image_workers_leave_stops_to_the_run():
+    # The workers are forked while the run is set up, under its stop handlers, which raise: a
+    # worker that kept them died with a traceback when the run ended. Ctrl-C is the run's to
+    # handle (ignored here); SIGTERM ends a worker by its default action, silently.
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    from trainer_cli._pools import close_pool
+    from trainer_cli.run import images
+
+    def raising(signum, frame):
+        raise KeyboardInterrupt("the run's stop handler")
+
+    old = signal.signal(signal.SIGTERM, raising)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(
+            1, initializer=images._worker_init, initargs=(None, None, os.getpid()))
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    try:
+        worker = pool._pool[0]
+        assert pool.apply(os.getpid) == worker.pid
+        os.kill(worker.pid, signal.SIGINT)
+        assert pool.apply(os.getpid) == worker.pid          # still there, still working
+        os.kill(worker.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while worker.exitcode is None and time.monotonic() < deadline:
+            worker.join(0.05)   # the pool's own thread may reap it first
+        assert worker.exitcode == -signal.SIGTERM           # not the raising handler's exit 1
+    finally:
+        assert close_pool(pool, timeout=10)

@@ -18,6 +18,7 @@ import weakref
 
 import numpy
 
+from .._pools import close_pool
 from .data import Arrays, DataError
 
 __all__ = ["ImageRows", "load_images"]
@@ -97,6 +98,17 @@ _worker = None
 def _worker_init(source, transform, parent):
     global _worker
     _worker = (source, transform)
+    # Forked while the run is set up, a worker inherits the run's stop handlers, which raise
+    # and printed a traceback per worker. A stop is the run's to handle (it kills the workers
+    # when it ends): a terminal's Ctrl-C or hang-up, sent to the whole process group, is ignored
+    # here, so is SIGUSR1 (a relayed Ctrl-C under ``trainer run --workers``), and SIGTERM ends a
+    # worker silently.
+    import signal
+
+    for name, action in (("SIGINT", signal.SIG_IGN), ("SIGHUP", signal.SIG_IGN),
+                         ("SIGTERM", signal.SIG_DFL), ("SIGUSR1", signal.SIG_IGN)):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), action)
     # A worker outlives a parent killed with SIGKILL (it waits on a queue whose other end it
     # holds itself); it goes as soon as its parent does.
     import threading
@@ -190,13 +202,13 @@ class ImageRows:
             self._pool = multiprocessing.get_context(method).Pool(
                 self.num_workers, initializer=_worker_init,
                 initargs=(self._source, self._transform, os.getpid()))
-            weakref.finalize(self, _close_pool, self._pool)
+            weakref.finalize(self, close_pool, self._pool)
         return self._pool
 
     def close(self):
         pool, self._pool = self._pool, None
         if pool is not None:
-            _close_pool(pool)
+            close_pool(pool)
 
     def take(self, index) -> "ImageRows":
         """The samples ``index`` of this set, still unread (a validation split)."""
@@ -229,11 +241,6 @@ class ImageRows:
             except OSError as exc:
                 raise DataError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
         return digest.digest()
-
-
-def _close_pool(pool):
-    pool.terminate()
-    pool.join()
 
 
 def load_images(spec, seed=0, num_workers=0, where="data") -> Arrays:

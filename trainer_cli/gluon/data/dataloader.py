@@ -12,6 +12,7 @@ import time
 import numpy
 
 from ... import random as _random
+from ..._pools import close_pool
 from ...ndarray import NDArray
 from ...ndarray import creation, ops
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -211,8 +212,7 @@ class DataLoader:
         """Stop the worker processes or threads (also done when the DataLoader is collected)."""
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.terminate()
-            pool.join()
+            close_pool(pool)
 
     def __del__(self):
         try:
