@@ -18,7 +18,7 @@ import numpy
 
 from .gluon.data.vision import image_file as _image_file
 from .gluon.data.vision._resize import resize as _resize
-from .gluon.data.vision.transforms import _scale_down, random_size_box as _random_size_box
+from .gluon.data.vision.transforms import _host, _scale_down, random_size_box as _random_size_box
 from .ndarray import NDArray, creation
 from . import ndarray as nd
 
@@ -29,12 +29,6 @@ __all__ = ["imread", "imdecode", "imresize", "resize_short", "fixed_crop", "rand
            "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug", "ColorJitterAug",
            "LightingAug", "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug",
            "CreateAugmenter"]
-
-
-def _host(src):
-    if isinstance(src, NDArray):
-        return src.asnumpy().view(numpy.ndarray)
-    return numpy.asarray(src)
 
 
 def _back(values, like=None, out=None):

@@ -82,7 +82,7 @@ class Compose(Sequential):
         chain = _host_chain(self) if isinstance(x, NDArray) and not args else None
         if chain is None:
             return super().forward(x, *args)
-        img = x.asnumpy().view(numpy.ndarray)
+        img = _host(x)
         for t in chain:
             try:
                 img = t._on_host(img)
