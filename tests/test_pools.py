@@ -63,6 +63,28 @@ def test_pool_whose_worker_died_holding_the_task_lock_closes():
     assert out.split() == ["closed"]
 
 
+def test_pool_closes_while_its_dead_worker_is_not_yet_replaced():
+    # The pool's own thread removes a dead worker from its list before it starts the one in its
+    # place: a close in that window sees no worker at all, and the task lock is still held by
+    # the dead one. (The window is held open here by a pool that starts no replacement.)
+    out = _run("""
+        import time
+        import multiprocessing.pool
+        pool = multiprocessing.get_context("fork").Pool(1)
+        multiprocessing.pool.Pool._repopulate_pool_static = staticmethod(lambda *a: None)
+        worker = pool._pool[0]
+        pool.apply_async(die_holding_task_lock)
+        wait_ended(worker)
+        deadline = time.monotonic() + 10
+        while pool._pool and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pool._pool == [] and not pool._inqueue._rlock.acquire(False)
+        assert close_pool(pool, timeout=10) is True
+        print("closed")
+    """)
+    assert out.split() == ["closed"]
+
+
 def test_busy_and_idle_workers_are_killed_and_the_pool_closes():
     out = _run("""
         import time

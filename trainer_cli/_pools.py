@@ -29,8 +29,10 @@ def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
     ``join()`` finished; False when they were left blocked on a daemon thread (the processes are
     killed all the same, and interpreter exit does not wait for that pool)."""
     deadline = time.monotonic() + timeout
-    processes = _kill(pool)
-    if processes and _all_ended(processes, deadline):
+    # Unshared also when no worker is listed: the pool's own thread may be starting one in
+    # place of a dead worker right now, which would take the shared task-queue lock and be
+    # killed holding it. A thread pool's queues have no such locks.
+    if _all_ended(_kill(pool), deadline):
         _unshare_locks(pool)
     ender = threading.Thread(target=_terminate_and_join, args=(pool,), daemon=True,
                              name="close_pool")
