@@ -121,3 +121,16 @@ def test_sgd_forms_after_an_infinite_gradient_match_mxnet_bitwise(regime, body, 
             number = ~np.isnan(w)       # a NaN's sign bit means nothing
             np.testing.assert_array_equal(np.signbit(g[number]), np.signbit(w[number]),
                                           err_msg="%s step %d (%s): signs" % (key, step + 1, body))
+
+
+def test_signum_momentum_state_rounds_as_mxnet_bitwise(replayed):
+    """The momentum state, not only the weights: its rounding shows in the weights only once a
+    sign flips, many steps later."""
+    got, want = replayed("signum_momentum_rounding"), RECORDED["signum_momentum_rounding"]
+    assert sorted(got) == sorted(want)
+    for key, case in want.items():
+        assert got[key]["inputs"] == case["inputs"], key
+        for what in ("weights", "states"):
+            for step, (g, w) in enumerate(zip(got[key][what], case[what])):
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(w),
+                                              err_msg="%s %s step %d" % (key, what, step + 1))

@@ -31,11 +31,16 @@ def signum_rule(w, g, mom, *, lr, wd, momentum, wd_lh, rescale, clip):
         w -= step
         return
     momentum = t(momentum)
-    G = scaled_grad(g, rescale, clip, dtype=w.dtype)
-    G *= t(1) - momentum
+    kept = t(1) - momentum
+    if clip is None:
+        # MXNet's order, (1-momentum)*rescale_grad first: the other rounds otherwise
+        G = xp.multiply(g, kept * t(rescale), dtype=t)
+    else:
+        G = scaled_grad(g, rescale, clip, dtype=w.dtype)
+        G *= kept
     mom *= momentum
-    if wd:
-        mom -= w * ((t(1) - momentum) * wd)
+    # at wd=0 too, as MXNet: an infinite weight makes its momentum NaN
+    mom -= w * (kept * wd)
     mom -= G
     _sign(xp, mom, t, out=G)
     G *= lr

@@ -19,7 +19,8 @@ The regimes:
 * SGD after an infinite gradient: the weights it makes infinite turn NaN at the next step, the
   decay term computed at wd=0 too; NAG without momentum and LBSGD, whose single-tensor update
   scales the weight by ``1 - lr*wd`` instead (other roundings, infinities kept); Signum, whose
-  sign of NaN and of -0.0 is +0.0.
+  sign of NaN and of -0.0 is +0.0, and whose momentum state rounds as MXNet's product
+  ``(1-momentum)*rescale_grad*g`` does.
 
 Inputs come from ``numpy.random.RandomState`` (whose streams NumPy keeps fixed across versions)
 and are recorded beside the results, so that a drift of the inputs shows as such.
@@ -247,6 +248,31 @@ def signum_signs(mx):
     return cases
 
 
+def signum_momentum_rounding(mx):
+    """Signum's momentum state, where only its sign reaches the weight at first: MXNet forms
+    (1-momentum)*rescale_grad before it multiplies the gradient (without clipping), and computes
+    the decay term at wd=0 too (an infinite weight then makes its momentum NaN)."""
+    cases = {}
+    for params in ({}, {"clip_gradient": 0.5}, {"wd": 0.01}, {"wd": 0.01, "clip_gradient": 0.5}):
+        rng = np.random.RandomState(11)
+        w0 = rng.randn(6, 5).astype(np.float32)
+        w0[0, :2] = [np.inf, -np.inf]
+        grads = [(3 * rng.randn(6, 5)).astype(np.float32) for _ in range(STEPS)]
+        opt = mx.optimizer.create("signum", learning_rate=0.01, momentum=0.9, wd_lh=0.001,
+                                  rescale_grad=0.3, **params)
+        updater = mx.optimizer.get_updater(opt)
+        w = mx.nd.array(w0)
+        weights, states = [], []
+        for g in grads:
+            updater(0, mx.nd.array(g), w)
+            weights.append(_tolist(w.asnumpy()))
+            states.append(_tolist(updater.states[0].asnumpy()))
+        key = "signum" + "".join("_%s=%g" % kv for kv in sorted(params.items()))
+        cases[key] = {"inputs": [_tolist(w0)] + [_tolist(g) for g in grads],
+                      "weights": weights, "states": states}
+    return cases
+
+
 def float16_multi_precision(mx):
     cases = {}
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
@@ -297,7 +323,8 @@ REGIMES = {"small_gradients": small_gradients,
            "trainer_multipliers": trainer_multipliers, "clip_global_norm": clip_global_norm,
            "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision,
            "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd,
-           "single_tensor_sgd": single_tensor_sgd, "signum_signs": signum_signs}
+           "single_tensor_sgd": single_tensor_sgd, "signum_signs": signum_signs,
+           "signum_momentum_rounding": signum_momentum_rounding}
 
 
 def run_all(mx):
