@@ -20,7 +20,10 @@ The regimes:
   decay term computed at wd=0 too; NAG without momentum and LBSGD, whose single-tensor update
   scales the weight by ``1 - lr*wd`` instead (other roundings, infinities kept); Signum, whose
   sign of NaN and of -0.0 is +0.0, and whose momentum state rounds as MXNet's product
-  ``(1-momentum)*rescale_grad*g`` does.
+  ``(1-momentum)*rescale_grad*g`` does;
+* every deterministic optimizer's weights and states with a rescale_grad that rounds (0.3), with
+  and without clipping and decay: a product formed in another order than MXNet's shows in the
+  state before it reaches the weight.
 
 Inputs come from ``numpy.random.RandomState`` (whose streams NumPy keeps fixed across versions)
 and are recorded beside the results, so that a drift of the inputs shows as such.
@@ -273,6 +276,48 @@ def signum_momentum_rounding(mx):
     return cases
 
 
+# Every deterministic optimizer with its state kinds (SGLD draws noise; DCASGD with momentum
+# fails in MXNet 1.9.1, see docs/compat.md).
+STATE_SWEEP = [("sgd", {}), ("sgd", {"momentum": 0.9}), ("nag", {}), ("nag", {"momentum": 0.9}),
+               ("adam", {}), ("adagrad", {}), ("adadelta", {}), ("adamax", {}), ("nadam", {}),
+               ("ftml", {}), ("ftrl", {}), ("rmsprop", {}), ("rmsprop", {"centered": True}),
+               ("signum", {}), ("signum", {"momentum": 0.0}), ("dcasgd", {}), ("lamb", {}),
+               ("lars", {}), ("lars", {"momentum": 0.9}), ("lbsgd", {}),
+               ("lbsgd", {"momentum": 0.9})]
+
+
+def _flat_states(state):
+    if state is None:
+        return []
+    if isinstance(state, (tuple, list)):
+        return [x for part in state for x in _flat_states(part)]
+    return [_tolist(state.asnumpy())]
+
+
+def states_rescaled(mx):
+    """Every optimizer's weights and states, step by step, with a rescale_grad that rounds
+    (0.3): where a product's order differs from MXNet's, the state shows it before the weight."""
+    cases = {}
+    for name, base in STATE_SWEEP:
+        for extra in ({}, {"clip_gradient": 0.5}, {"wd": 0.01}):
+            params = dict(base, **extra)
+            rng = np.random.RandomState(3)
+            w0 = rng.randn(3, 4).astype(np.float32)
+            grads = [(3 * rng.randn(3, 4)).astype(np.float32) for _ in range(STEPS)]
+            opt = mx.optimizer.create(name, learning_rate=0.01, rescale_grad=0.3, **params)
+            updater = mx.optimizer.get_updater(opt)
+            w = mx.nd.array(w0)
+            weights, states = [], []
+            for g in grads:
+                updater(0, mx.nd.array(g), w)
+                weights.append(_tolist(w.asnumpy()))
+                states.append(_flat_states(updater.states[0]))
+            key = name + "".join("_%s=%s" % kv for kv in sorted(params.items()))
+            cases[key] = {"inputs": [_tolist(w0)] + [_tolist(g) for g in grads],
+                          "weights": weights, "states": states}
+    return cases
+
+
 def float16_multi_precision(mx):
     cases = {}
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
@@ -324,7 +369,8 @@ REGIMES = {"small_gradients": small_gradients,
            "zero_rates": zero_rates, "float16_multi_precision": float16_multi_precision,
            "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd,
            "single_tensor_sgd": single_tensor_sgd, "signum_signs": signum_signs,
-           "signum_momentum_rounding": signum_momentum_rounding}
+           "signum_momentum_rounding": signum_momentum_rounding,
+           "states_rescaled": states_rescaled}
 
 
 def run_all(mx):
