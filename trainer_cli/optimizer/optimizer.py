@@ -44,7 +44,8 @@ from .. import lr_scheduler as _lr_scheduler
 from .kernels import row_ids_error
 
 __all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "on_rows", "register", "create",
-           "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified"]
+           "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified",
+           "float32_of_float16"]
 
 _MISSING = object()
 
@@ -632,6 +633,15 @@ def zeros_like(weight, dtype=None, stype="default"):
     if stype == "row_sparse":
         return _sparse_zeros("row_sparse", weight.shape, ctx=weight.context, dtype=dtype)
     return STATE_SLABS.zeros(weight.shape, dtype, weight.context)
+
+
+def float32_of_float16(w):
+    """A float32 copy of a float16 weight array, else ``w`` itself. For the rules whose states
+    are float32 beside a float16 weight without multi_precision (Ftrl, RMSProp): MXNet 1.9.1
+    fails in their update operators there; here the rule computes in float32 and the caller
+    rounds the result into the weight once, which is multi_precision's first step
+    (docs/compat.md)."""
+    return w.astype(numpy.float32) if w.dtype == numpy.float16 else w
 
 
 def scaled_grad(g, rescale, clip, w=None, wd=0.0, dtype=None):

@@ -23,7 +23,8 @@ The regimes:
   ``(1-momentum)*rescale_grad*g`` does;
 * every deterministic optimizer's weights and states with a rescale_grad that rounds (0.3), with
   and without clipping and decay: a product formed in another order than MXNet's shows in the
-  state before it reaches the weight.
+  state before it reaches the weight; and on float16 weights with and without
+  multi_precision, the states' dtypes included.
 
 Inputs come from ``numpy.random.RandomState`` (whose streams NumPy keeps fixed across versions)
 and are recorded beside the results, so that a drift of the inputs shows as such.
@@ -318,6 +319,43 @@ def states_rescaled(mx):
     return cases
 
 
+def states_float16(mx):
+    """Every optimizer on float16 weights, with and without multi_precision: weights, states and
+    the states' dtypes. MXNet 1.9.1 fails in its update operator for some optimizers without
+    multi_precision (states made float32 beside a float16 weight): recorded as that error."""
+    cases = {}
+    for name, base in STATE_SWEEP:
+        for mp in (False, True):
+            params = dict(base, multi_precision=mp)
+            rng = np.random.RandomState(3)
+            w0 = rng.randn(3, 4).astype(np.float16)
+            grads = [(3 * rng.randn(3, 4)).astype(np.float16) for _ in range(STEPS)]
+            key = name + "".join("_%s=%s" % kv for kv in sorted(params.items()))
+            opt = mx.optimizer.create(name, learning_rate=0.01, rescale_grad=0.3, **params)
+            updater = mx.optimizer.get_updater(opt)
+            w = mx.nd.array(w0, dtype="float16")
+            weights, states = [], []
+            try:
+                for g in grads:
+                    updater(0, mx.nd.array(g, dtype="float16"), w)
+                    weights.append(_tolist(w.asnumpy()))
+                    states.append(_flat_states(updater.states[0]))
+                dtypes = [np.dtype(x.dtype).name for x in _state_arrays(updater.states[0])]
+            except Exception as exc:    # noqa: BLE001 - what MXNet raised is the record
+                cases[key] = {"error": type(exc).__name__}
+                continue
+            cases[key] = {"weights": weights, "states": states, "state_dtypes": dtypes}
+    return cases
+
+
+def _state_arrays(state):
+    if state is None:
+        return []
+    if isinstance(state, (tuple, list)):
+        return [x for part in state for x in _state_arrays(part)]
+    return [state]
+
+
 def float16_multi_precision(mx):
     cases = {}
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
@@ -370,7 +408,7 @@ REGIMES = {"small_gradients": small_gradients,
            "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd,
            "single_tensor_sgd": single_tensor_sgd, "signum_signs": signum_signs,
            "signum_momentum_rounding": signum_momentum_rounding,
-           "states_rescaled": states_rescaled}
+           "states_rescaled": states_rescaled, "states_float16": states_float16}
 
 
 def run_all(mx):
