@@ -326,3 +326,99 @@ def test_a_layer_used_three_times_sums_its_gradients_as_imperatively():
     net, hybrid = _train(_shared, x, True, with_input_grad=True)
     assert net._plan is not None
     _assert_bitwise(eager, hybrid)
+
+
+# Every layer the plan holds, each in a block of its own with a second step after it, so that
+# a layer whose forward reads something the plan does not pass on shows here, not in a model.
+_EVERY_LAYER = {
+    "Dense": (lambda: nn.Dense(4, activation="relu"), (3, 5)),
+    "Activation": (lambda: nn.Activation("softrelu"), (3, 5)),
+    "ELU": (lambda: nn.ELU(0.7), (3, 5)),
+    "GELU": (lambda: nn.GELU(), (3, 5)),
+    "LeakyReLU": (lambda: nn.LeakyReLU(0.1), (3, 5)),
+    "PReLU": (lambda: nn.PReLU(), (3, 5)),
+    "SELU": (lambda: nn.SELU(), (3, 5)),
+    "Swish": (lambda: nn.Swish(1.5), (3, 5)),
+    "Flatten": (lambda: nn.Flatten(), (3, 2, 2)),
+    "Identity": (lambda: nn.Identity(), (3, 5)),
+    "Dropout": (lambda: nn.Dropout(0.4), (3, 5)),
+    "Dropout(0)": (lambda: nn.Dropout(0.0), (3, 5)),
+    "BatchNorm": (lambda: nn.BatchNorm(), (4, 3, 2)),
+    "GroupNorm": (lambda: nn.GroupNorm(num_groups=2), (2, 4, 3)),
+    "InstanceNorm": (lambda: nn.InstanceNorm(), (2, 3, 4)),
+    "LayerNorm": (lambda: nn.LayerNorm(), (3, 5)),
+    "Conv1D": (lambda: nn.Conv1D(3, 2, strides=2, padding=1), (2, 2, 7)),
+    "Conv2D": (lambda: nn.Conv2D(3, 3, padding=1, groups=1, activation="relu"), (2, 2, 5, 5)),
+    "Conv3D": (lambda: nn.Conv3D(2, 2), (1, 2, 3, 4, 4)),
+    "Conv1DTranspose": (lambda: nn.Conv1DTranspose(2, 3, strides=2), (2, 3, 4)),
+    "Conv2DTranspose": (lambda: nn.Conv2DTranspose(2, 3, strides=2, output_padding=1),
+                        (2, 3, 3, 3)),
+    "Conv3DTranspose": (lambda: nn.Conv3DTranspose(2, 2), (1, 2, 2, 3, 3)),
+    "MaxPool1D": (lambda: nn.MaxPool1D(2), (2, 3, 6)),
+    "MaxPool2D": (lambda: nn.MaxPool2D(3, 2, padding=1), (2, 3, 5, 5)),
+    "MaxPool3D": (lambda: nn.MaxPool3D(2, ceil_mode=True), (1, 2, 3, 5, 4)),
+    "AvgPool1D": (lambda: nn.AvgPool1D(3, 1, padding=1), (2, 3, 6)),
+    "AvgPool2D": (lambda: nn.AvgPool2D(2, count_include_pad=False, padding=1), (2, 3, 4, 5)),
+    "AvgPool3D": (lambda: nn.AvgPool3D(2), (1, 2, 4, 4, 4)),
+    "GlobalMaxPool1D": (lambda: nn.GlobalMaxPool1D(), (2, 3, 5)),
+    "GlobalMaxPool2D": (lambda: nn.GlobalMaxPool2D(), (2, 3, 4, 5)),
+    "GlobalMaxPool3D": (lambda: nn.GlobalMaxPool3D(), (1, 2, 3, 4, 2)),
+    "GlobalAvgPool1D": (lambda: nn.GlobalAvgPool1D(), (2, 3, 5)),
+    "GlobalAvgPool2D": (lambda: nn.GlobalAvgPool2D(), (2, 3, 4, 5)),
+    "GlobalAvgPool3D": (lambda: nn.GlobalAvgPool3D(), (1, 2, 3, 4, 2)),
+    "ReflectionPad2D": (lambda: nn.ReflectionPad2D(1), (2, 2, 3, 4)),
+}
+
+
+def _planned_layer_classes():
+    """The names of the layer classes a plan holds as steps of their own."""
+    from trainer_cli.gluon import cached_plan
+    from trainer_cli.gluon.block import HybridBlock
+    found, todo = set(), [HybridBlock]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    names = set()
+    for cls in found:
+        if cls.__name__.startswith("_") or not cls.__module__.startswith("trainer_cli.gluon.nn"):
+            continue
+        declared = (cached_plan._owner(cls, "hybrid_forward").__dict__.get("_plan_step"),
+                    cached_plan._owner(cls, "forward").__dict__.get("_plan_step"))
+        if "op" in declared or "dense" in declared:
+            names.add(cls.__name__)
+    return names
+
+
+def test_the_sweep_covers_every_layer_the_plan_holds():
+    assert _planned_layer_classes() == {name.split("(")[0] for name in _EVERY_LAYER}
+
+
+@pytest.mark.parametrize("train_mode", [True, False])
+@pytest.mark.parametrize("name", sorted(_EVERY_LAYER))
+def test_every_layer_the_plan_holds_runs_it_bitwise(name, train_mode):
+    factory, shape = _EVERY_LAYER[name]
+
+    def make():
+        net = nn.HybridSequential()
+        net.add(factory(), nn.Activation("tanh"))
+        return net
+    x = _data(shape)
+    _, eager = _train(make, x, False, train_mode=train_mode, with_input_grad=True)
+    net, hybrid = _train(make, x, True, train_mode=train_mode, with_input_grad=True)
+    assert net._plan is not None, name
+    _assert_bitwise(eager, hybrid)
+
+
+@pytest.mark.parametrize("passing_on", [nn.Identity, lambda: nn.Dropout(0.0)])
+def test_a_layer_that_hands_its_input_on_passes_the_gradient_to_the_layers_before(passing_on):
+    def make():
+        net = nn.HybridSequential()
+        net.add(nn.Dense(4, in_units=3), passing_on(), nn.Dense(2, in_units=4))
+        return net
+    x = _data((5, 3))
+    _, eager = _train(make, x, False, with_input_grad=True)
+    net, hybrid = _train(make, x, True, with_input_grad=True)
+    assert net._plan is not None
+    _assert_bitwise(eager, hybrid)

@@ -135,6 +135,10 @@ class OpStep:
         node = out._node
         if node is None:
             return None, (None,) * len(params)
+        if box is not None and node is box[1]:
+            # The layer handed its input on as it is (Identity, Dropout at rate 0): the
+            # gradient passes through to the steps before it.
+            return g, (None,) * len(params)
         inputs = node.inputs
         sink = box[1] if box is not None else None
         if len(set(map(id, inputs))) == len(inputs) and all(
