@@ -198,3 +198,32 @@ def test_a_hybrid_block_without_an_array_input_is_a_value_error():
 
     np.testing.assert_array_equal(TwoInputs()(None, nd.ones(2)).asnumpy(), [2, 2])
     np.testing.assert_array_equal(TwoInputs()([1, nd.ones(1)], nd.ones(1)).asnumpy(), [2])
+
+
+@pytest.mark.parametrize("mode", ["train", "predict"])
+def test_batchnorm_on_float16_data_gives_float16_as_mxnet(mode):
+    """cast('float16') keeps BatchNorm's parameters float32: the output and the input's gradient
+    are float16 (within float16's rounding of MXNet's, whose CPU kernel rounds its mean's running
+    sum to float16), the parameters' gradients and running statistics float32."""
+    want = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                "mxnet_layers", "float16_bn.npz"))
+    bn = nn.BatchNorm(in_channels=3)
+    bn.initialize()
+    bn.cast("float16")
+    bn.gamma.set_data(nd.array(want["gamma"]))
+    bn.beta.set_data(nd.array(want["beta"]))
+    x = nd.array(want["x"], dtype="float16")
+    x.attach_grad()
+    with autograd.record(train_mode=mode == "train"):
+        y = bn(x)
+        loss = (y * nd.array(want["head"], dtype="float16")).sum()
+    loss.backward()
+    got = {"y": y, "dx": x.grad, "g:gamma": bn.gamma.grad(), "g:beta": bn.beta.grad(),
+           "running_mean": bn.running_mean.data(), "running_var": bn.running_var.data()}
+    for name, value in got.items():
+        expected = want[mode + "/" + name]
+        value = value.asnumpy()
+        assert value.dtype == expected.dtype, (name, value.dtype, expected.dtype)
+        tol = 4e-3 if value.dtype == np.float16 else 2e-3
+        np.testing.assert_allclose(value.astype(np.float64), expected.astype(np.float64),
+                                   rtol=tol, atol=tol * np.abs(expected).max(), err_msg=name)

@@ -33,13 +33,16 @@ def _cnn():
     return net
 
 
-def _train(make, x, hybridize, steps=3, train_mode=True, with_input_grad=False):
+def _train(make, x, hybridize, steps=3, train_mode=True, with_input_grad=False, dtype=None):
     """Forward outputs, input and parameter gradients and parameter values over ``steps``
-    Trainer steps of a fresh ``make()`` net (same names, initial weights and random stream)."""
+    Trainer steps of a fresh ``make()`` net (same names, initial weights and random stream),
+    cast to ``dtype`` when given."""
     reset_name_counters()
     trainer_cli.random.seed(7)
     net = make()
     net.initialize()
+    if dtype is not None:
+        net.cast(dtype)
     # A first call settles deferred shapes (and, hybridized, records the graph imperatively).
     with autograd.predict_mode():
         net(x)
@@ -395,20 +398,23 @@ def test_the_sweep_covers_every_layer_the_plan_holds():
     assert _planned_layer_classes() == {name.split("(")[0] for name in _EVERY_LAYER}
 
 
+@pytest.mark.filterwarnings("ignore:Accumulating with float16")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("train_mode", [True, False])
 @pytest.mark.parametrize("name", sorted(_EVERY_LAYER))
-def test_every_layer_the_plan_holds_runs_it_bitwise(name, train_mode):
+def test_every_layer_the_plan_holds_runs_it_bitwise(name, train_mode, dtype):
     factory, shape = _EVERY_LAYER[name]
 
     def make():
         net = nn.HybridSequential()
         net.add(factory(), nn.Activation("tanh"))
         return net
-    x = _data(shape)
-    _, eager = _train(make, x, False, train_mode=train_mode, with_input_grad=True)
-    net, hybrid = _train(make, x, True, train_mode=train_mode, with_input_grad=True)
+    x = _data(shape).astype(dtype)
+    _, eager = _train(make, x, False, train_mode=train_mode, with_input_grad=True, dtype=dtype)
+    net, hybrid = _train(make, x, True, train_mode=train_mode, with_input_grad=True, dtype=dtype)
     assert net._plan is not None, name
     _assert_bitwise(eager, hybrid)
+    assert eager[0].dtype == dtype and eager[1].dtype == dtype     # output, input gradient
 
 
 @pytest.mark.parametrize("passing_on", [nn.Identity, lambda: nn.Dropout(0.0)])

@@ -505,6 +505,11 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     """
     x = data._data
     xp = _xp_of(x)
+    # float16 data beside float32 parameters (net.cast keeps BatchNorm's in float32, as MXNet):
+    # computed in float32, the output and the input's gradient float16 as MXNet gives them.
+    half = x.dtype == numpy.float16 and gamma._data.dtype != numpy.float16
+    if half:
+        x = x.astype(gamma._data.dtype)
     ax = axis % x.ndim
     red = tuple(i for i in range(x.ndim) if i != ax)
     bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
@@ -546,21 +551,36 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     else:
         fast = False
         out = (x - mean) * scale + beta_b
-    result = _finish_bn(data, gamma, beta, out, (mean, invstd), scale, red, training, fix_gamma,
-                        count, fast)
+    result = _finish_bn(data, x, gamma, beta, out, (mean, invstd), scale, red, training,
+                        fix_gamma, count, fast, half)
     if output_mean_var:
         # MXNet's second and third outputs are the batch mean and inverse standard deviation.
         return [result, _wrap(mean.reshape(-1), data._ctx), _wrap(invstd.reshape(-1), data._ctx)]
     return result
 
 
-def _finish_bn(data, gamma, beta, out, stats, scale, red, training, fix_gamma, count, fast):
+def _finish_bn(data, x, gamma, beta, out, stats, scale, red, training, fix_gamma, count, fast,
+               half):
     """The node of BatchNorm: ``stats`` (mean, invstd) give ``xhat = (x - mean) * invstd``,
-    recomputed in the backward pass rather than kept from the forward one."""
+    recomputed in the backward pass rather than kept from the forward one. ``half``: ``data``
+    is float16, ``x`` its float32 copy, and the output and input gradient are float16."""
+    if half:
+        out = out.astype(numpy.float16)
     if not _recording_for(data, gamma, beta):
         return _wrap(out, data._ctx)
-    xp = _xp_of(out)
-    x = data._data
+    vjp = _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast)
+    if half:
+        vjp32 = vjp
+
+        def vjp(g, needs):
+            gx, ggamma, gbeta = vjp32(g.astype(x.dtype), needs)
+            return (None if gx is None else gx.astype(numpy.float16)), ggamma, gbeta
+    return _result(out, data._ctx, (data, gamma, beta), vjp)
+
+
+def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast):
+    """BatchNorm's vjp on ``x`` (the array the forward normalized)."""
+    xp = _xp_of(x)
     mean, invstd = stats
 
     def vjp(g, needs):
@@ -582,7 +602,7 @@ def _finish_bn(data, gamma, beta, out, stats, scale, red, training, fix_gamma, c
         if needs[2]:
             gbeta = g.sum(axis=red).reshape(beta._data.shape)
         return gx, ggamma, gbeta
-    return _result(out, data._ctx, (data, gamma, beta), vjp)
+    return vjp
 
 
 def _bn_grad_kernels(g, x, mean, invstd, scale, needs, training, fix_gamma, count, gamma, beta):
