@@ -10,7 +10,7 @@ computes ``(embedding(ids) * coef).sum()`` and updates the table: ours is
 ``gluon.nn.Embedding(V, 64, sparse_grad=True)`` with ``gluon.Trainer`` (SGD, and Adam; both lazy,
 MXNet's default); PyTorch's is what its users write: ``nn.Embedding(V, 64, sparse=True)`` with
 ``optim.SGD`` / ``optim.SparseAdam``; MXNet 1.9.1 runs the same Gluon code as ours (in
-``/tmp/mxvenv``, or ``--mxnet-python``). Each framework runs in a process of its own, one thread
+``--mxnet-python``, else ``$MXNET_PYTHON``, else ``/tmp/mxvenv``). Each framework runs in a process of its own, one thread
 of BLAS. A second table of 10M rows (SGD, ours) checks that the step does not grow with the table.
 Every case is measured ``--rounds`` times, the order alternating from round to round, and each
 figure is the median; on the CPU a rate counts the process's CPU time (a machine shared with
@@ -142,7 +142,8 @@ def main(argv=None):
                     help="measurements of each case, in an order that alternates round to round")
     ap.add_argument("--clock", choices=("cpu", "wall"), default=None,
                     help="rate by process CPU time (default on the CPU) or wall time (GPU)")
-    ap.add_argument("--mxnet-python", default="/tmp/mxvenv/bin/python")
+    ap.add_argument("--mxnet-python",
+                    default=os.environ.get("MXNET_PYTHON", "/tmp/mxvenv/bin/python"))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--gpu", action="store_true",
                     help="ours on gpu(0) (CuPy) against PyTorch on CUDA; MXNet 1.9.1 is CPU-only here")
