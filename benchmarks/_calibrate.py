@@ -23,6 +23,7 @@ import os
 import platform
 import statistics
 import sys
+import sysconfig
 import time
 
 # Variables that change how a numerical library runs (its threads, how long idle threads spin,
@@ -206,12 +207,26 @@ def loaded_of_ours(modules=None):
     return sorted({name.split(".")[0] for name in modules} & set(OURS))
 
 
+def python_build(config_args=None, shared=None):
+    """How this interpreter was compiled: ``"PGO, LTO, static"`` and the like. A build without
+    profile-guided optimization (pyenv's default) runs Python-heavy steps, ours and a peer's,
+    markedly slower than a distribution's."""
+    if config_args is None:
+        config_args = sysconfig.get_config_var("CONFIG_ARGS") or ""
+    if shared is None:
+        shared = bool(sysconfig.get_config_var("Py_ENABLE_SHARED"))
+    return ", ".join(["PGO" if "--enable-optimizations" in config_args else "no PGO",
+                      "LTO" if "--with-lto" in config_args else "no LTO",
+                      "shared libpython" if shared else "static libpython"])
+
+
 def describe(side, torch=None, nd=None, calibrate_numpy=True):
     """This process's record for ``side``: machine, builds, environment, thread pools and the
     calibration of NumPy and, when given, of ``nd`` and ``torch``."""
     out = {"side": side, "pid": os.getpid(), "cpu": cpu(),
            "python": "%s %s (%s)" % (platform.python_implementation(), platform.python_version(),
                                      platform.python_compiler()),
+           "python_build": python_build(),
            "numba": _dist_version("numba"), "env": tuning_env(), "loaded_of_ours": None,
            "load_average": [round(v, 2) for v in os.getloadavg()],
            "calibration_us": {}}
@@ -246,7 +261,8 @@ def summary_lines(records):
             k, v["min_us"], v["median_us"], "" if k == "numpy" or not numpy_us
             else "; %.1fx this process's NumPy add" % (v["min_us"] / numpy_us))
             for k, v in cal.items())
-        builds = [rec["python"].split(" (")[0]]
+        builds = [rec["python"].split(" (")[0]
+                  + (" [%s]" % rec["python_build"] if rec.get("python_build") else "")]
         if rec.get("numpy"):
             builds.append("numpy %s%s" % (rec["numpy"]["version"],
                                           " [%s]" % rec["numpy"]["blas"]

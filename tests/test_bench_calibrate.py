@@ -92,7 +92,8 @@ def test_calibration_and_record_of_a_clean_process():
 def test_summary_of_a_torch_side_and_the_runner_against_its_peers():
     rec = {"side": "torch bare", "pid": 1, "cpu": {"model": "X", "flags": {"avx2": True,
            "avx512f": False, "fma": True}, "logical_cpus": 2, "usable_cpus": 2},
-           "python": "CPython 3.11.7 (GCC)", "numba": None, "env": {"OMP_NUM_THREADS": "1"},
+           "python": "CPython 3.11.7 (GCC)", "python_build": "no PGO, no LTO, shared libpython",
+           "numba": None, "env": {"OMP_NUM_THREADS": "1"},
            "load_average": [1.0, 1.0, 1.0], "loaded_of_ours": [], "threadpools": None,
            "numpy": {"version": "2.4.6"},
            "calibration_us": {"numpy": {"min_us": 0.5, "median_us": 0.6},
@@ -103,6 +104,14 @@ def test_summary_of_a_torch_side_and_the_runner_against_its_peers():
     assert "avx2 no avx512f fma" in machine and "load average 1.00 1.00 1.00" in machine
     assert "torch add 2.00 us" in side and "4.0x this process's NumPy add" in side
     assert "capability AVX2, 1/2 threads" in side and "loaded of ours: nothing" in side
+    assert "CPython 3.11.7 [no PGO, no LTO, shared libpython]" in side
+
+
+def test_python_build_reads_the_interpreters_configure_arguments():
+    assert cal.python_build("'--prefix=/x' '--enable-shared'", True) == \
+        "no PGO, no LTO, shared libpython"
+    assert cal.python_build("'--enable-optimizations' '--with-lto'", False) == \
+        "PGO, LTO, static libpython"
 
     spec = importlib.util.spec_from_file_location(
         "bench_runner", os.path.join(ROOT, "benchmarks", "bench_runner.py"))
