@@ -101,6 +101,33 @@ def _adam_cpu(w, g, mean, var, s):
         w[i] = w[i] - (m * lr) / (numpy.sqrt(v) + epsilon)
 
 
+def _adam_cpu_checked(w, g, mean, var, s):
+    # _adam_cpu's arithmetic, unchanged, and whether it read and wrote only finite values (see
+    # ``Kernel``'s ``checked``): x - x is 0 for every finite x, NaN for NaN and inf.
+    rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
+    beta1, beta2, epsilon, lr, one = s[4], s[5], s[6], s[7], s[8]
+    clipping, decay = s[9], s[10]
+    one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
+    finite = True
+    for i in range(w.shape[0]):
+        gi = g[i]
+        G = gi * rescale
+        if decay:
+            G = G + w[i] * wd
+        if clipping:
+            G = _clip(G, lo, hi)
+        m = mean[i] * beta1
+        m = m + G * one_minus_beta1
+        mean[i] = m
+        v = var[i] * beta2
+        v = v + (G * one_minus_beta2) * G
+        var[i] = v
+        wi = w[i] - (m * lr) / (numpy.sqrt(v) + epsilon)
+        w[i] = wi
+        finite &= ((gi - gi) + (m - m)) + ((v - v) + (wi - wi)) == 0
+    return finite
+
+
 _PARAMS = ("T g, T rescale, T wd, T lo, T hi, T beta1, T beta2, T epsilon, T lr, T one, "
            "T clipping, T decay")
 
@@ -142,6 +169,31 @@ def _adamw_cpu(w, g, mean, var, s):
         w[i] = wi - (m / (numpy.sqrt(v) + epsilon) + wi * wd) * eta
 
 
+def _adamw_cpu_checked(w, g, mean, var, s):
+    # _adamw_cpu's arithmetic, unchanged, and whether it read and wrote only finite values.
+    rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
+    beta1, beta2, epsilon, eta, one = s[4], s[5], s[6], s[7], s[8]
+    clipping = s[9]
+    one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
+    finite = True
+    for i in range(w.shape[0]):
+        gi = g[i]
+        G = gi * rescale
+        if clipping:
+            G = _clip(G, lo, hi)
+        m = mean[i] * beta1
+        m = m + G * one_minus_beta1
+        mean[i] = m
+        v = var[i] * beta2
+        v = v + (G * one_minus_beta2) * G
+        var[i] = v
+        wi = w[i]
+        wi = wi - (m / (numpy.sqrt(v) + epsilon) + wi * wd) * eta
+        w[i] = wi
+        finite &= ((gi - gi) + (m - m)) + ((v - v) + (wi - wi)) == 0
+    return finite
+
+
 _ADAMW_CUDA = (_PARAMS, "T w, T mean, T var", """
     T x = g * rescale;
     if (clipping != 0) {""" + CUDA_CLIP + """
@@ -150,8 +202,10 @@ _ADAMW_CUDA = (_PARAMS, "T w, T mean, T var", """
     w = wi - (m / (sqrt(v) + epsilon) + wi * wd) * lr;
 """)
 
-ADAM_KERNEL = Kernel("adam", scalars=_SCALARS, arrays=4, cpu=_adam_cpu, cuda=_ADAM_CUDA)
-ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA)
+ADAM_KERNEL = Kernel("adam", scalars=_SCALARS, arrays=4, cpu=_adam_cpu, cuda=_ADAM_CUDA,
+                     checked=_adam_cpu_checked)
+ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA,
+                      checked=_adamw_cpu_checked)
 ADAM_ROWS_KERNEL = RowKernel("adam", scalars=_SCALARS, arrays=4, one=_adam_cpu)
 
 
@@ -224,7 +278,7 @@ def _adam_steps(rule, kernel, step, plans, *, beta1, beta2, epsilon, rescale, cl
                            {"lr": [p.lr for p in chosen], "wd": [p.wd for p in chosen],
                             "decay": [p.wd != 0 for p in chosen]})
 
-    for p in kernel.run_groups(step.split(kernel, columns), rows_of):
+    for p in kernel.run_groups(step.split(kernel, columns), rows_of, step):
         mean, var = states[p]
         rule(weights[p], grads[p], mean, var, plans[p].lr, plans[p].wd, beta1=beta1,
              beta2=beta2, epsilon=epsilon, rescale=rescale, clip=clip)

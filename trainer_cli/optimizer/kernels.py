@@ -80,17 +80,24 @@ class Kernel:
     """A rule's fused kernels: ``cpu``, a loop ``cpu(*arrays, s)`` over flat arrays (``s`` the
     row of scalars named by ``scalars``), and ``cuda``, ``(in_params, out_params, body)`` of a
     CuPy ElementwiseKernel whose scalar parameters are ``scalars`` in the same order. ``arrays``
-    is how many arrays the kernel takes (weight, gradient, states)."""
+    is how many arrays the kernel takes (weight, gradient, states). ``checked``, where a rule
+    has one: ``cpu`` computing exactly the same, returning whether every gradient element it
+    read and every value it wrote is finite (``(x - x) == 0`` is false only for NaN and inf; the
+    test costs a few instructions on values in registers, where a check after the update reads
+    every array again)."""
 
-    __slots__ = ("name", "scalars", "arrays", "cpu", "cuda", "_multi", "_cuda_kernel",
-                 "_cuda_multis")
+    __slots__ = ("name", "scalars", "arrays", "cpu", "cuda", "_multi", "_checked",
+                 "_cuda_kernel", "_cuda_multis")
 
-    def __init__(self, name, *, scalars, arrays, cpu, cuda):
+    def __init__(self, name, *, scalars, arrays, cpu, cuda, checked=None):
         self.name, self.scalars, self.arrays = name, tuple(scalars), arrays
         self.cpu = _jit.Kernel(cpu, {"_clip": _clip_kernel})
         self.cuda = cuda
         self._multi = _jit.Kernel(_DRIVERS[arrays], {"one": self.cpu, "column": _column_kernel},
                                   qualname="multi_" + name)
+        self._checked = None if checked is None else _jit.Kernel(
+            _CHECKED_DRIVERS[arrays], {"one": _jit.Kernel(checked, {"_clip": _clip_kernel}),
+                                       "column": _column_kernel}, qualname="checked_" + name)
         self._cuda_kernel = None
         self._cuda_multis = {}
 
@@ -149,16 +156,25 @@ class Kernel:
                 in_params, out_params, body, "trainer_cli_" + self.name, options=CUDA_OPTIONS)
         return self._cuda_kernel
 
-    def run_groups(self, split, rows_of):
+    def run_groups(self, split, rows_of, step=None):
         """The kernel over each group of ``split`` (from ``groups``): ``rows_of(positions,
-        )`` gives a group's rows of scalars. Returns the positions left to the NumPy body."""
+        )`` gives a group's rows of scalars. Returns the positions left to the NumPy body.
+
+        ``step``: the ``PreparedStep`` the split is of. When it ``watches`` and the rule has a
+        checking loop, the CPU groups run that loop, and ``step.saw`` hears which positions it
+        covered and in how many spans it met a NaN/Inf."""
         found, rest = split
+        checked = self._checked if step is not None and step.watch else None
         for group in found:
             if type(group) is _CudaGroup:
                 group.run(self, rows_of(group.positions))
             else:
                 positions, table, spans = group
-                _run_spans(self._multi, table, rows_of(positions), spans)
+                if checked is not None:
+                    step.saw(self, positions, sum(_run_spans(checked, table, rows_of(positions),
+                                                             spans)))
+                else:
+                    _run_spans(self._multi, table, rows_of(positions), spans)
         return rest
 
     def _cuda_multi(self, dtype):
@@ -319,20 +335,35 @@ def _multi4(table, rows, spans):
 _DRIVERS = {2: _multi2, 3: _multi3, 4: _multi4}
 
 
+# The checking driver: the same over a rule's checking loop (``Kernel``'s ``checked``), which
+# computes exactly as its plain loop and returns whether every gradient it read and every value
+# it wrote was finite; it returns how many spans were not.
+def _checked4(table, rows, spans):
+    n = 0
+    for j in range(spans.shape[0]):
+        k, a, b = spans[j, 0], spans[j, 1], spans[j, 2]
+        n += not one(column(table, k, 1, rows)[a:b], column(table, k, 2, rows)[a:b],  # noqa: F821
+                     column(table, k, 3, rows)[a:b], column(table, k, 4, rows)[a:b],  # noqa: F821
+                     rows[k])
+    return n
+
+
+_CHECKED_DRIVERS = {4: _checked4}     # the rules with a checking loop: Adam, AdamW
+
+
 # A tensor's array inside a driver: column ``c`` of row ``k`` of a ``groups`` table.
 _column_kernel = _jit.column
 
 
 def _run_spans(multi, table, rows, spans):
     """``multi(table, rows, spans[i])`` for each thread's spans, the first on this thread (the
-    kernels release the GIL, so the threads run at once)."""
+    kernels release the GIL, so the threads run at once); their results in a list."""
     if len(spans) == 1:
-        return multi(table, rows, spans[0])
+        return [multi(table, rows, spans[0])]
     pool = _thread_pool(len(spans) - 1)
     others = [pool.submit(multi, table, rows, part) for part in spans[1:]]
-    multi(table, rows, spans[0])
-    for future in others:
-        future.result()
+    first = multi(table, rows, spans[0])
+    return [first] + [future.result() for future in others]
 
 
 # ----------------------------------------------------------------------------- layouts

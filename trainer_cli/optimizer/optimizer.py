@@ -67,13 +67,21 @@ class PreparedStep:
     keeps one per index list across the steps of a training loop (``updater.Updater``); a
     direct ``Optimizer.update`` call makes one for the call."""
 
-    __slots__ = ("weights", "grads", "states", "rsp_weights", "_splits", "_rows")
+    __slots__ = ("weights", "grads", "states", "rsp_weights", "_splits", "_rows", "watch",
+                 "seen", "_covers")
 
     def __init__(self, weights, grads, states, rsp_weights=()):
         self.weights, self.grads, self.states = weights, grads, states
         # Which weights are RowSparseNDArrays (empty: none is): Ftrl and AdaGrad are lazy there.
         self.rsp_weights = rsp_weights
         self._splits, self._rows = {}, {}
+        # ``watch``: the kernels count the NaN/Inf of what they read and write (a training loop
+        # that asks after every update sets it); ``seen``: what they counted in the step being
+        # run (see ``saw``), None until a kernel reports. ``_covers``: per kernel, the positions
+        # whose weight, gradient and every state array are among the kernel's arrays.
+        self.watch = False
+        self.seen = None
+        self._covers = {}
 
     @classmethod
     def of(cls, weights, grads, states):
@@ -91,8 +99,28 @@ class PreparedStep:
                 # Only row_sparse gradients (an embedding model): no group; nothing to keep.
                 return (), range(len(self.grads))
             from .kernels import groups
-            found = self._splits[kernel.name] = groups(columns())
+            arrays = columns()
+            found = self._splits[kernel.name] = groups(arrays)
+            self._covers[kernel.name] = self._covered(arrays)
         return found
+
+    def _covered(self, columns):
+        """The positions whose weight, gradient and state arrays all are among ``columns``."""
+        covered = set()
+        for p in range(len(self.weights)):
+            have = {id(column[p]) for column in columns}
+            if all(id(a) in have for a in [self.weights[p], self.grads[p]]
+                   + _state_leaves(self.states[p])):
+                covered.add(p)
+        return covered
+
+    def saw(self, kernel, positions, nonfinite):
+        """What a watching kernel reports after running on ``positions``: ``nonfinite`` NaN/Inf
+        among their arrays. ``seen`` gathers, for the step, the count and the positions whose
+        every array was looked at."""
+        covers = self._covers.get(kernel.name, ())
+        count, looked = self.seen if self.seen is not None else (0, set())
+        self.seen = (count + nonfinite, looked | {p for p in positions if p in covers})
 
     def rows(self, slot, key, build, reusable):
         """``build()``, or the rows built for ``slot`` by the previous step when its ``key``
@@ -112,6 +140,14 @@ class PreparedStep:
         every push): the groups, which hold the gradients' addresses, are worked out again."""
         self.grads = grads
         self._splits.clear()
+        self._covers.clear()
+
+
+def _state_leaves(state) -> list:
+    """The arrays of one raw state (None, an array, tuples and lists of them)."""
+    if isinstance(state, (tuple, list)):
+        return [leaf for item in state for leaf in _state_leaves(item)]
+    return [] if state is None else [state]
 
 
 _OWN_PARAMS: dict = {}     # optimizer class -> its own constructor arguments (_own_params)

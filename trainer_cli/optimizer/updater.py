@@ -140,6 +140,7 @@ class Updater:
         # Every chunk is planned first, then all tensors step in one call.
         optimizer = self.optimizer
         indices, weights, grads = prepared.indices, prepared.weights, prepared.grads
+        prepared.step.seen = None       # what a watching kernel counts is of this step only
         size = optimizer.aggregate_num if self.aggregate_updates else 1
         if optimizer.counts_each_index:
             size = len(indices)       # planning a list counts index by index anyway
@@ -233,7 +234,7 @@ class _Prepared:
     hold the last gradient of every key)."""
 
     __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "order",
-                 "runs", "kept", "step", "grads_change", "sparse_grads", "_finite")
+                 "runs", "kept", "step", "grads_change", "sparse_grads", "_finite", "_rest")
 
     def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept):
         self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
@@ -248,6 +249,7 @@ class _Prepared:
         # every call, even when the same object comes back.
         self.sparse_grads = any(type(g) is RowSparseNDArray for g in grads)
         self._finite = [None, None]   # the check without, and with, the gradients
+        self._rest = {}     # (with_grads, positions the kernels looked at) -> check of the others
 
     def serves(self, optimizer, grads, weights, states) -> bool:
         given_grads, given_weights = self.given
@@ -268,12 +270,33 @@ class _Prepared:
             self.step.new_grads([raw(g) for g in self.grads])
             self.grads_change = True
             self._finite[True] = None
+            self._rest.clear()
         return True
 
     def updated_finite(self, with_grads=False):
-        """``Updater.updated_finite`` for this step's weights and states (and gradients)."""
+        """``Updater.updated_finite`` for this step's weights and states (and gradients).
+
+        Asked once, it has the kernels count NaN/Inf as they write from the next step on
+        (``PreparedStep.watch``): then only the tensors no kernel looked at are read again,
+        and the whole check runs only when a kernel counted one (to tell a gradient, which
+        counts too, from what the update wrote)."""
         if self.sparse_grads or (with_grads and self.grads_change):
             return None
+        step = self.step
+        seen, step.watch = step.seen, True
+        if seen is not None and not seen[0]:
+            key = (with_grads, frozenset(seen[1]))
+            rest = self._rest.get(key)
+            if rest is None:
+                if len(self._rest) > 4:
+                    self._rest.clear()
+                others = [p for p in range(len(step.weights)) if p not in seen[1]]
+                arrays = [step.weights[p] for p in others] + _leaves(
+                    [step.states[p] for p in others])
+                if with_grads:
+                    arrays += [step.grads[p] for p in others]
+                rest = self._rest[key] = FiniteCheck(arrays)
+            return rest()
         check = self._finite[with_grads]
         if check is None:
             arrays = list(self.step.weights) + _leaves(self.step.states)
