@@ -70,3 +70,40 @@ def test_the_bare_loop_of_a_language_model_carries_its_state_and_clips():
     assert all(near)
     assert not all(a.tobytes() == b.tobytes()
                    for a, b in zip(_weights(bare), _weights(unclipped)))
+
+
+def test_the_bare_loops_validation_finds_what_the_runners_does():
+    """The bare loop validating as configured computes the runner's validation: the same loss
+    and metrics on the same weights (in other batches, so to float rounding)."""
+    from trainer_cli.run.loop import evaluate_arrays
+    for name in ("mlp_synthetic", "char_lm"):
+        parts = _parts(name)
+        step = bench.bare_step(parts, validate=True)
+        for _ in range(3):
+            step()
+        ours = bench.bare_validation(parts)()
+        theirs = evaluate_arrays(parts.net, parts.loss, parts.val_metrics, parts.val,
+                                 parts.config.data.batch_size, parts.contexts[0],
+                                 parts.config.model.dtype, "")
+        assert set(ours) == set(theirs) and "loss" in ours and len(ours) >= 2
+        for key, value in theirs.items():
+            assert np.isclose(ours[key], value, rtol=1e-6), (name, key)
+
+
+def test_the_bare_loop_validates_each_epoch_when_asked():
+    parts = _parts("mlp_synthetic")
+    calls = []
+    validation = bench.bare_validation
+
+    def counted(p):
+        run = validation(p)
+        return lambda: calls.append(run())
+    bench.bare_validation = counted
+    try:
+        per_epoch = len(parts.order.batches(0))
+        step = bench.bare_step(parts, validate=True)
+        for _ in range(2 * per_epoch + 1):      # the first batch of the third epoch
+            step()
+    finally:
+        bench.bare_validation = validation
+    assert len(calls) == 2 and all(np.isfinite(v["loss"]) for v in calls)
