@@ -157,4 +157,4 @@ def test_a_state_outside_the_kernels_arrays_is_not_counted_as_looked_at(fused_on
     step = PreparedStep([w], [g], [m])
     step.split(sgd.SGD_KERNEL, lambda: ([w], [g]))        # a kernel that leaves the state out
     step.saw(sgd.SGD_KERNEL, [0], 0)
-    assert step.seen == (0, set())
+    assert step.seen == (0, frozenset())

@@ -78,7 +78,8 @@ class PreparedStep:
         # ``watch``: the kernels count the NaN/Inf of what they read and write (a training loop
         # that asks after every update sets it); ``seen``: what they counted in the step being
         # run (see ``saw``), None until a kernel reports. ``_covers``: per kernel, the positions
-        # whose weight, gradient and every state array are among the kernel's arrays.
+        # whose weight, gradient and every state array are among the kernel's arrays (and per
+        # group of its split, those of the group), kept with the splits.
         self.watch = False
         self.seen = None
         self._covers = {}
@@ -115,12 +116,18 @@ class PreparedStep:
         return covered
 
     def saw(self, kernel, positions, nonfinite):
-        """What a watching kernel reports after running on ``positions``: ``nonfinite`` NaN/Inf
-        among their arrays. ``seen`` gathers, for the step, the count and the positions whose
-        every array was looked at."""
-        covers = self._covers.get(kernel.name, ())
-        count, looked = self.seen if self.seen is not None else (0, set())
-        self.seen = (count + nonfinite, looked | {p for p in positions if p in covers})
+        """What a watching kernel reports after running on the group ``positions`` (a list its
+        split keeps): ``nonfinite``, how many of its spans met a NaN/Inf. ``seen`` gathers, for
+        the step, the count and the frozenset of positions whose every array was looked at."""
+        key = (kernel.name, id(positions))
+        looked = self._covers.get(key)
+        if looked is None:
+            covers = self._covers.get(kernel.name, ())
+            looked = self._covers[key] = frozenset(p for p in positions if p in covers)
+        if self.seen is None:
+            self.seen = (nonfinite, looked)
+        else:
+            self.seen = (self.seen[0] + nonfinite, self.seen[1] | looked)
 
     def rows(self, slot, key, build, reusable):
         """``build()``, or the rows built for ``slot`` by the previous step when its ``key``

@@ -285,7 +285,7 @@ class _Prepared:
         step = self.step
         seen, step.watch = step.seen, True
         if seen is not None and not seen[0]:
-            key = (with_grads, frozenset(seen[1]))
+            key = (with_grads, seen[1])
             rest = self._rest.get(key)
             if rest is None:
                 if len(self._rest) > 4:
