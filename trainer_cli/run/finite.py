@@ -39,7 +39,8 @@ def state_updaters(trainer) -> list:
 def update_was_finite(trainer, with_grads=False) -> bool:
     """Whether the weights and states the Trainer's last local update wrote hold no NaN/Inf, by
     each Updater's check of the arrays it wrote (grouped once, so a step pays only for the
-    looking); False when an Updater cannot tell (updates on the kvstore, a step it did not
+    looking; from the second step on, Adam's kernels tell it from the values they write, and
+    only the other tensors are read again); False when an Updater cannot tell (updates on the kvstore, a step it did not
     prepare, row_sparse gradients): then :func:`broken_part` decides. Weights and states the
     update did not write are as the previous check found them. ``with_grads``: the gradients
     the update read as well, in the same call (False also when those cannot be told)."""
