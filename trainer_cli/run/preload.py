@@ -6,7 +6,7 @@ loaded at its first call inside training: on ``configs/mlp_synthetic.yaml`` (0.3
 first step took 26 ms and the first validation 16 ms more than the others, in the training time
 and in the first speed and ETA the progress line shows.
 
-:func:`preload_kernels` runs one training step and one validation pass of the run's shapes on a
+:func:`preload_kernels` runs two training steps and one validation pass of the run's shapes on a
 twin of the model (a network built again from the config, holding copies of the weights, with a
 Trainer of its own and no kvstore) and throws the twin away. The run's own weights, optimizer
 states, data order and random state are not touched: the random state is put back as it was, and
@@ -31,7 +31,7 @@ PRELOAD_BYTES = 4 << 20
 
 
 def preload_kernels(parts) -> str | None:
-    """Load the kernels one training step and one validation pass of ``parts`` call; returns a
+    """Load the kernels two training steps and one validation pass of ``parts`` call; returns a
     note when that failed (None when done, or when it does not apply)."""
     from .. import _jit
     from .. import random as _random
@@ -100,15 +100,18 @@ def _twin_step(parts):
     trainer = Trainer(twin.collect_params(), build_optimizer(config), kvstore=None)
     x = as_batch(train.features(rows), ctx, dtype)
     y = _array(train.y[rows], ctx=ctx, dtype=dtype)
-    with autograd.record():
-        loss = parts.loss(twin(x), y)
-    loss.backward()
-    _loss_sum(loss)
-    grads.FiniteGrads()(mine)
-    if config.grad_clip is not None:
-        grads.GlobalNorm()(mine)
-    trainer.update(len(rows))
-    update_was_finite(trainer, True)
+    # Two steps: asked after the first, the Updater has its kernels check what they write from
+    # the next update on (Adam's checking loop), which is another kernel.
+    for _ in range(2):
+        with autograd.record():
+            loss = parts.loss(twin(x), y)
+        loss.backward()
+        _loss_sum(loss)
+        grads.FiniteGrads()(mine)
+        if config.grad_clip is not None:
+            grads.GlobalNorm()(mine)
+        trainer.update(len(rows))
+        update_was_finite(trainer, True)
     val = parts.val
     if val is not None and len(val):
         n = min(validation_pass(config.data.batch_size, val.x), len(val))
