@@ -22,6 +22,8 @@ logging as configured), with checkpoints, metrics, logging and validation all of
 configured with the live progress line a terminal shows (``--json`` turns it off: that variant
 calls ``start_run``, as the CLI does, with the terminal's reporter drawing into a pipe).
 ``-o KEY=VALUE`` changes the config for both sides (a larger model, another batch size).
+Beside the target's ratio, ``trainer run`` as configured is also given as a fraction of the bare
+loop validating each epoch as the config asks (``bare_validation``, as ``--configs`` judges).
 
 The runner users would pick instead runs beside it each round (``--no-peers`` leaves it out;
 it needs ``pip install torch==2.13.0 pytorch-lightning``): ``_lightning_peer.py``'s bare PyTorch
@@ -720,7 +722,7 @@ def main(argv=None):
         return 0
     load_before = os.getloadavg()
     with_peers = not args.no_peers and peers_available()
-    rates = {"bare": [], **{name: [] for name in VARIANTS}}
+    rates = {"bare": [], "bare, validating": [], **{name: [] for name in VARIANTS}}
     peer_runs = {"torch bare": [], "lightning": []}
     if with_peers:
         rates.update({name: [] for name in peer_runs})
@@ -729,7 +731,9 @@ def main(argv=None):
             data = os.path.join(tmp, "data.npz")
             write_peer_data(data, args.overrides)
         for r in range(args.rounds):
-            jobs = [("bare", lambda: bare(args.steps, args.overrides, clock=args.clock))]
+            jobs = [("bare", lambda: bare(args.steps, args.overrides, clock=args.clock)),
+                    ("bare, validating", lambda: bare(args.steps, args.overrides,
+                                                      clock=args.clock, validate=True))]
             jobs += [(name, lambda name=name: runner(
                 args.steps, os.path.join(tmp, "%d-%d" % (r, list(VARIANTS).index(name))),
                 VARIANTS[name], args.overrides, live=name == LIVE, clock=args.clock))
@@ -758,6 +762,9 @@ def main(argv=None):
               "no_validation_runner_over_bare": paired["no validation"],
               "plain_runner_over_bare": paired["plain"],
               "live_display_runner_over_bare": paired[LIVE],
+              "validating_bare_steps_per_s": median["bare, validating"],
+              "runner_over_validating_bare": statistics.median(
+                  r / b for r, b in zip(rates["as configured"], rates["bare, validating"])),
               "ratio_of_medians": {name: median[name] / bare_rate for name in VARIANTS},
               "met": paired["as configured"] >= TARGET_OF_BARE, "rounds": rates}
     if with_peers:
@@ -783,6 +790,9 @@ def main(argv=None):
                  median["plain"], 100 * paired["plain"], median[LIVE], 100 * paired[LIVE],
                  " / ".join("%.0f%%" % (100 * v) for v in report["ratio_of_medians"].values()),
                  load_before[0]))
+        print("against the bare loop validating each epoch as the config asks (%.0f steps/s): "
+              "trainer run as configured %.0f%%" % (report["validating_bare_steps_per_s"],
+                                                    100 * report["runner_over_validating_bare"]))
         print_peers(report)
         print("bare loop checked before timing (a step changes the weights, keeps them "
               "finite): %s%s" % (json.dumps(BARE_CHECK), "; PyTorch's bare loop: %s"
