@@ -61,6 +61,9 @@ _OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "Deconvolu
 # f(0) = 0 on the stored values, or MXNet's dense fallback) and takes MXNet's ``out=``. The
 # library's own code calls the modules directly and skips the wrapper.
 _DISPATCHED = _OP_NAMES + ["array"]
+for _name in _OP_NAMES:
+    if _name in _ops.VIEW_OPS:
+        globals()[_name] = _ops.owning(globals()[_name])
 for _name in _DISPATCHED:
     globals()[_name] = _storage.exported(_name, globals()[_name])
 del _name

@@ -480,7 +480,10 @@ class NDArray:
         data = self._data[key]
         if data.ndim == 0:
             data = data.reshape(1)
-        elif type(data) is _np_ndarray and not data.flags.writeable:
+        elif not data.flags.c_contiguous or (type(data) is _np_ndarray
+                                             and not data.flags.writeable):
+            # MXNet's indexing shares memory only where the part is one contiguous block of
+            # the array (``x[2]``, ``x[1:3]``); ``x[:, 1]`` or ``x[::2]`` is a new array.
             data = data.copy()
         if _recording_for(self):
             shape, dtype = self._data.shape, self._data.dtype

@@ -1190,6 +1190,43 @@ def full_like(data, fill_value, dtype=None):
     return _wrap(data._xp.full(data._data.shape, fill_value, dtype=dtype or data._data.dtype), data._ctx)
 
 
+# ----------------------------------------------------------------------------- fresh outputs
+# The operators that NumPy answers with a view of their input. MXNet's operators always write
+# a new array, so a user who writes into the result (``y = nd.transpose(w); y[:] = 0``), or
+# into the input afterwards (an optimizer step), changes only that one; here too. (MXNet's
+# ``NDArray.reshape`` method and first-axis slices do share memory, and stay views.) The
+# library's own code calls the module's functions, which may return views.
+VIEW_OPS = ("reshape", "Reshape", "reshape_like", "flatten", "Flatten", "expand_dims", "squeeze",
+            "transpose", "swapaxes", "SwapAxis", "flip", "reverse", "moveaxis", "slice",
+            "crop", "slice_axis", "slice_like", "split", "SliceChannel", "split_v2")
+
+
+def _own(result, source):
+    if type(result) is NDArray:
+        data = result._data
+        if _xp_of(data).may_share_memory(data, source):
+            result._data = data.copy()      # C-ordered: the next op reads it in order
+    elif type(result) in (list, tuple):
+        for part in result:
+            _own(part, source)
+
+
+def owning(fn):
+    """``fn`` whose NDArray outputs share no memory with its first argument (a copy where NumPy
+    gave a view)."""
+    import functools
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        source = args[0] if args else kwargs.get("data", kwargs.get("ary",
+                                                                    kwargs.get("tensor")))
+        if type(source) is NDArray:
+            _own(result, source._data)
+        return result
+    return op
+
+
 # ----------------------------------------------------------------------------- NDArray methods
 _METHODS = {
     "exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "sqrt": sqrt, "rsqrt": rsqrt,
@@ -1219,7 +1256,7 @@ def _reshape_method(self, *shape, **kwargs):
 
 def _install_methods():
     for name, fn in _METHODS.items():
-        setattr(NDArray, name, fn)
+        setattr(NDArray, name, owning(fn) if name in VIEW_OPS else fn)
     NDArray.reshape = _reshape_method
 
 
