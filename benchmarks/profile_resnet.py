@@ -11,7 +11,9 @@ layer, the loss, the optimizer's update, the tape, Python).
 Cases: ``resnet18_cifar_b32`` (the training step), ``resnet18_224_predict_b1`` and
 ``resnet18_224_predict_b16`` (inference). Run it with one thread for figures that add up: with
 several, a convolution's pieces run on the other threads too, and their CPU time lands in the
-op's row.
+op's row. ``--clock wall --threads 2`` times each op on the wall clock with the BLAS (and so
+the pieces) on two threads instead: beside a ``--clock wall --threads 1`` run, which layers
+the second thread speeds up (on a loaded machine, wall times carry the load).
 """
 from __future__ import annotations
 
@@ -43,9 +45,9 @@ def _label(name, args, kwargs):
     return "%s of %s" % (name, shape)
 
 
-def instrument(nd, ndarray_module, autograd_node):
+def instrument(nd, ndarray_module, autograd_node, clock=time.process_time):
     """Time ``nd``'s ops of OPS and the residual add, forward, and the vector-Jacobian function
-    each records, backward; returns the dict of CPU seconds by label."""
+    each records, backward, on ``clock``; returns the dict of seconds by label."""
     spent = collections.defaultdict(float)
     current = [None]
 
@@ -53,11 +55,11 @@ def instrument(nd, ndarray_module, autograd_node):
         def call(*args, **kwargs):
             label = _label(name, args, kwargs)
             outer, current[0] = current[0], label
-            start = time.process_time()
+            start = clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                spent[label + ", forward"] += time.process_time() - start
+                spent[label + ", forward"] += clock() - start
                 current[0] = outer
         return call
 
@@ -68,11 +70,11 @@ def instrument(nd, ndarray_module, autograd_node):
     def residual_add(a, b):
         outer, current[0] = current[0], "add (residual) of %s" % "x".join(
             str(d) for d in a.shape[1:])
-        start = time.process_time()
+        start = clock()
         try:
             return add(a, b)
         finally:
-            spent[current[0] + ", forward"] += time.process_time() - start
+            spent[current[0] + ", forward"] += clock() - start
             current[0] = outer
     ndarray_module.NDArray.__add__ = residual_add
 
@@ -82,11 +84,11 @@ def instrument(nd, ndarray_module, autograd_node):
             return autograd_node(inputs, vjp)
 
         def timed_vjp(*args):
-            start = time.process_time()
+            start = clock()
             try:
                 return vjp(*args)
             finally:
-                spent[label + ", backward"] += time.process_time() - start
+                spent[label + ", backward"] += clock() - start
         return autograd_node(inputs, timed_vjp)
     ndarray_module._Node = node
     return spent
@@ -96,7 +98,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", default="resnet18_cifar_b32", choices=sorted(_worker.HEAVY_CASES))
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="this process's CPU time (default) or the wall clock")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the BLAS's thread count (threadpoolctl), which the pieces follow")
     args = parser.parse_args(argv)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.threads is not None:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(args.threads, user_api="blas")
     from trainer_cli import autograd, nd
     from trainer_cli.ndarray import ndarray as ndarray_module
 
@@ -105,18 +115,19 @@ def main(argv=None):
     check = step.check() if hasattr(step, "check") else _worker.check_step(step, lib.sync)
     print("checked before timing: %s" % check)
     step()
-    spent = instrument(nd, ndarray_module, autograd.Node)
+    spent = instrument(nd, ndarray_module, autograd.Node, clock)
     step()                  # the wrappers' first calls
     spent.clear()
-    start = time.process_time()
+    start = clock()
     for _ in range(args.steps):
         step()
-    total = (time.process_time() - start) / args.steps * 1e3
+    total = (clock() - start) / args.steps * 1e3
     by_kind = collections.defaultdict(float)
     for label, seconds in spent.items():
         by_kind[label.split(" of ")[0].split(" ")[0] + ", " + label.rsplit(", ", 1)[1]] += seconds
-    print("%s: %.1f ms of process CPU time a step (mean of %d steps; load average %s)"
-          % (args.case, total, args.steps, " ".join("%.2f" % v for v in os.getloadavg())))
+    print("%s: %.1f ms of %s a step (mean of %d steps; load average %s)"
+          % (args.case, total, "process CPU time" if args.clock == "cpu" else "wall time",
+             args.steps, " ".join("%.2f" % v for v in os.getloadavg())))
     print("by layer (ms a step, and share of the step):")
     for label, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
         ms = seconds / args.steps * 1e3

@@ -40,7 +40,7 @@ from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
-__all__ = ["im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out", "conv_grad_out_t",
+__all__ = ["im2col", "takes_im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out", "conv_grad_out_t",
            "mask_rows", "bias_totals", "takes_grad_rows", "col2im", "max_pool", "max_pool_grad",
            "MIN_SIZE"]
 
@@ -64,13 +64,21 @@ def _usable(first, *others) -> bool:
     return _jit._numba is not False and (_jit._numba is not None or _jit.enabled())
 
 
-def im2col(x, kernel, stride, dilate, pad, out_sp, cols) -> bool:
-    """Fill ``cols`` ``(C*kh*kw, N*oh*ow)`` with the windows of ``x`` ``(N, C, H, W)``."""
+def takes_im2col(x, cols) -> bool:
+    """Whether ``im2col`` runs here for these arrays (else NumPy must)."""
+    return _usable(x, cols)
+
+
+def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None) -> bool:
+    """Fill ``cols`` ``(C*kh*kw, N*oh*ow)`` with the windows of ``x`` ``(N, C, H, W)``;
+    ``rows``: ``(start, stop)``, only the rows of those (channel, kernel row) pairs, counted
+    ``c * kh + i`` (all by default)."""
     if len(kernel) != 2 or not _usable(x, cols):
         return False
     n, c, h, w = x.shape
+    lo, hi = (0, c * kernel[0]) if rows is None else rows
     _im2col(x.reshape(-1), n, c, h, w, kernel[0], kernel[1], stride[0], stride[1], dilate[0],
-            dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], cols.reshape(-1))
+            dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], lo, hi, cols.reshape(-1))
     return True
 
 
@@ -271,36 +279,37 @@ def _span_loop(size, k_off, step, pad, count):
     return lo, hi
 
 
-def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, cols):
+def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi, cols):
+    # lo, hi: the (channel, kernel row) pairs c * kh + i to fill, a stretch of cols's rows
     plane = oh * ow
     length = n_ * plane
-    for c in range(c_):
-        for i in range(kh):
-            a_lo, a_hi = _span(h_, i * dh, sh, ph, oh)
-            for j in range(kw):
-                b_lo, b_hi = _span(w_, j * dw, sw, pw, ow)
-                row = ((c * kh + i) * kw + j) * length
-                w_off = j * dw - pw
-                for n in range(n_):
-                    src = (n * c_ + c) * h_ * w_
-                    base = row + n * plane
-                    for q in range(base, base + a_lo * ow):
-                        cols[_U(q)] = 0
-                    for a in range(a_lo, a_hi):
-                        at = base + a * ow
-                        s0 = src + (a * sh + i * dh - ph) * w_ + w_off
-                        for b in range(b_lo):
-                            cols[_U(at + b)] = 0
-                        if sw == 1:
-                            for b in range(b_lo, b_hi):
-                                cols[_U(at + b)] = x[_U(s0 + b)]
-                        else:
-                            for b in range(b_lo, b_hi):
-                                cols[_U(at + b)] = x[_U(s0 + b * sw)]
-                        for b in range(b_hi, ow):
-                            cols[_U(at + b)] = 0
-                    for q in range(base + a_hi * ow, base + plane):
-                        cols[_U(q)] = 0
+    for ci in range(lo, hi):
+        c, i = ci // kh, ci % kh
+        a_lo, a_hi = _span(h_, i * dh, sh, ph, oh)
+        for j in range(kw):
+            b_lo, b_hi = _span(w_, j * dw, sw, pw, ow)
+            row = ((c * kh + i) * kw + j) * length
+            w_off = j * dw - pw
+            for n in range(n_):
+                src = (n * c_ + c) * h_ * w_
+                base = row + n * plane
+                for q in range(base, base + a_lo * ow):
+                    cols[_U(q)] = 0
+                for a in range(a_lo, a_hi):
+                    at = base + a * ow
+                    s0 = src + (a * sh + i * dh - ph) * w_ + w_off
+                    for b in range(b_lo):
+                        cols[_U(at + b)] = 0
+                    if sw == 1:
+                        for b in range(b_lo, b_hi):
+                            cols[_U(at + b)] = x[_U(s0 + b)]
+                    else:
+                        for b in range(b_lo, b_hi):
+                            cols[_U(at + b)] = x[_U(s0 + b * sw)]
+                    for b in range(b_hi, ow):
+                        cols[_U(at + b)] = 0
+                for q in range(base + a_hi * ow, base + plane):
+                    cols[_U(q)] = 0
 
 
 def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out, from_fnp):

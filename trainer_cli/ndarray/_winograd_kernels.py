@@ -22,7 +22,7 @@ import numpy
 from .. import _jit
 from . import _conv_kernels as _ck
 
-__all__ = ["tiles", "filter_transform", "filter_grad", "input_transform", "output_transform",
+__all__ = ["tiles", "takes", "filter_transform", "filter_grad", "input_transform", "output_transform",
            "grad_transform", "input_grad"]
 
 _U = numpy.uint64
@@ -37,12 +37,21 @@ def tiles(out_sp):
     return (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
 
 
-def filter_transform(w, u) -> bool:
+def takes(*arrays) -> bool:
+    """Whether every kernel takes ``arrays`` (None skipped): each C-contiguous and of the first
+    one's dtype, the first one large enough, numba there."""
+    return _usable(*arrays)
+
+
+def filter_transform(w, u, pairs=None) -> bool:
+    """``pairs``: ``(start, stop)``, the run of (filter, channel) pairs to transform (all by
+    default); each pair's arithmetic does not depend on the run it falls in."""
     if not _usable(w, u):
         return False
     f, c = w.shape[:2]
-    _filter(w.reshape(-1), f * c, w.dtype.type(0.5), numpy.empty(16 * FILTER_BLOCK, w.dtype),
-            u.reshape(-1))
+    lo, hi = (0, f * c) if pairs is None else pairs
+    _filter(w.reshape(-1), f * c, lo, hi, w.dtype.type(0.5),
+            numpy.empty(16 * FILTER_BLOCK, w.dtype), u.reshape(-1))
     return True
 
 
@@ -60,23 +69,28 @@ def filter_grad(du, out) -> bool:
 FILTER_BLOCK = 384
 
 
-def input_transform(x, pad, out) -> bool:
+def input_transform(x, pad, out, channels=None) -> bool:
+    """``channels``: ``(start, stop)``, the channels to transform (all by default)."""
     if not _usable(x, out):
         return False
     n, c, h, w = x.shape
+    c0, c1 = (0, c) if channels is None else channels
     th, tw = tiles((h + 2 * pad[0] - 2, w + 2 * pad[1] - 2))
-    _input(x.reshape(-1), n, c, h, w, pad[0], pad[1], th, tw, x.dtype.type(0),
+    _input(x.reshape(-1), n, c, h, w, pad[0], pad[1], th, tw, c0, c1, x.dtype.type(0),
            numpy.empty(2 * tw + 2, x.dtype), numpy.empty(16 * n * th * tw, x.dtype),
            out.reshape(-1))
     return True
 
 
-def output_transform(m, bias, relu, out) -> bool:
+def output_transform(m, bias, relu, out, filters=None) -> bool:
+    """``filters``: ``(start, stop)``, the filters whose outputs to make (all by default)."""
     if not _usable(m, out, bias):
         return False
     n, f, oh, ow = out.shape
+    f0, f1 = (0, f) if filters is None else filters
     th, tw = tiles((oh, ow))
-    _output(m.reshape(-1), n, f, oh, ow, th, tw, m.reshape(-1)[:f] if bias is None else bias,
+    _output(m.reshape(-1), n, f, oh, ow, th, tw, f0, f1,
+            m.reshape(-1)[:f] if bias is None else bias,
             bias is not None, relu, numpy.empty(8 * n * th * tw, m.dtype),
             numpy.empty(4 * n * th * tw, m.dtype), out.reshape(-1))
     return True
@@ -108,14 +122,14 @@ def input_grad(dv, pad, gx) -> bool:
 
 
 # ----------------------------------------------------------------------------- the loops
-def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, zero, row, r, out):
+def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, c0, c1, zero, row, r, out):
     # row: an input row, padded; r: d B along every row of one channel's tiles
     # (winograd._bt_rows), 16 x T, [4 u + k][tile] for the block's row u.
     t_ = n_ * th * tw
     step = c_ * t_              # from one block position's GEMM operand to the next
     width = 2 * tw + 2
     lo, hi = min(width, pw), min(width, pw + w_)
-    for c in range(c_):
+    for c in range(c0, c1):
         for n in range(n_):
             src = (n * c_ + c) * h_ * w_
             for i in range(th):
@@ -155,7 +169,7 @@ def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, zero, row, r, out):
                 out[_U(o3 + t)] = r[_U(r1 + t)] - r[_U(r3 + t)]
 
 
-def _output_loop(m, n_, f_, oh, ow, th, tw, bias, with_bias, relu, a, y, out):
+def _output_loop(m, n_, f_, oh, ow, th, tw, f0, f1, bias, with_bias, relu, a, y, out):
     # a: A^T m down each column of one filter's tiles (winograd._at_rows), 8 x T, [4 r + b][tile]
     # for the output row r; y: then A along them, 2 x T x 2 (a tile's two outputs of row r side
     # by side: every tile row's row r, 2tw wide), in one loop over the piece's tiles each, as
@@ -163,7 +177,7 @@ def _output_loop(m, n_, f_, oh, ow, th, tw, bias, with_bias, relu, a, y, out):
     t_ = n_ * th * tw
     step = f_ * t_
     width = 2 * tw
-    for f in range(f_):
+    for f in range(f0, f1):
         k = f * t_
         for b in range(4):
             m0, m1, m2, m3 = k + b * step, k + (4 + b) * step, k + (8 + b) * step, \
@@ -331,15 +345,15 @@ def _input_grad_loop(dv, n_, c_, h_, w_, ph, pw, th, tw, zero, dd, first, across
                     gx[_U(at + q)] = v
 
 
-def _filter_loop(w, m_, half, block, u):
+def _filter_loop(w, m_, lo, hi, half, block, u):
     # For each filter and channel k, G w G^T of its 3x3 block (winograd._g_rows down each of
     # the block's columns, then along each row), into u (16, K). A run of ``block`` values of k
     # at a time goes to ``block`` (16 rows) first, then to u row by row: u's 16 rows are K values
     # apart, often a power of two, and 16 streams stored that far apart at once thrash the
     # cache's sets.
     size = block.shape[0] // 16
-    for k0 in range(0, m_, size):
-        n = min(size, m_ - k0)
+    for k0 in range(lo, hi, size):
+        n = min(size, hi - k0)
         for j in range(n):
             at = 9 * (k0 + j)
             a00, a10, a20, a30 = _g4(w[_U(at)], w[_U(at + 3)], w[_U(at + 6)], half)

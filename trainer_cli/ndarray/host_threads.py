@@ -155,8 +155,14 @@ class _Ordered:
             self.cond.notify_all()
 
     def give(self, index, value):
-        """Combine piece ``index``'s result on its turn; the piece stops counting as running."""
+        """Combine piece ``index``'s result on its turn; the piece stops counting as running.
+        Without ``combine`` there is no turn to wait for: a thread that finished a piece takes
+        the next one at once, not after the pieces before it finished on other threads."""
         with self.cond:
+            if self.combine is None:
+                self.running -= 1
+                self.cond.notify_all()
+                return
             try:
                 while self.turn != index and self.error is None:
                     self.cond.wait()

@@ -152,6 +152,10 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
                 if relu:
                     numpy.maximum(blocks, 0, out=blocks)
             return
+        if host and z - a == 1:
+            # One image: the GEMM's (F, P) result is the output's layout; it is written there.
+            _one_image(wm, columns(a, z), b, relu, target)
+            return
         res = xp.matmul(wm, columns(a, z)).reshape(f, z - a, plane)
         if not _ck.conv_epilogue(res, b, relu, target.reshape(z - a, f, plane)):
             moved = xp.moveaxis(res.reshape((f, z - a) + out_sp), 0, 1)
@@ -162,7 +166,10 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
             if relu:
                 xp.maximum(target, 0, out=target)
 
-    _host_threads.run(len(pieces), forward)
+    threads = _host_threads.blas_threads() if host and n == 1 and not per_image else 1
+    if threads <= 1 or not _split_image(x, wm, b, relu, out, (kernel, stride, dilate, pad, out_sp),
+                                        threads):
+        _host_threads.run(len(pieces), forward)
     inputs = (data, weight, bias) if bias is not None else (data, weight)
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
@@ -238,6 +245,43 @@ PIECE_ELEMENTS = 1 << 17
 # Convolutions whose column matrix has at most this many rows (input channels x kernel size) and
 # more filters than that multiply image by image straight into the output (see ``forward``).
 PER_IMAGE_ROWS = 16
+
+
+def _one_image(wm, cols, bias, relu, target):
+    """``target`` ``(1, F, ...)`` = ``wm`` ``(G, F/G, rows)`` times ``cols`` ``(G, rows, P)``,
+    plus ``bias``, then ReLU when ``relu``: the epilogue's element rule, in place."""
+    groups, fg = wm.shape[:2]
+    numpy.matmul(wm, cols, out=target.reshape(groups, fg, -1))
+    blocks = target.reshape(1, groups * fg, -1)
+    if not _ck.bias_relu_rows(blocks, bias, relu):
+        if bias is not None:
+            blocks += bias.reshape(-1, 1)
+        if relu:
+            numpy.maximum(blocks, 0, out=blocks)
+
+
+# A column matrix of one image of at least SPLIT_ELEMENTS values is filled on several threads,
+# in about SPLIT_PARTS runs of rows a thread (each element is copied as on one thread), and
+# multiplied by one GEMM on the BLAS's own threads, which split its rows and columns, never its
+# sums: the same bits as on one thread. Smaller ones would pay the hand-over for little.
+SPLIT_ELEMENTS = 1 << 16
+SPLIT_PARTS = 2
+
+
+def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
+    """The forward pass of one image ``x`` into ``out`` with its columns made on ``threads``
+    threads; False where the kernels do not take these arrays (nothing done)."""
+    kernel, stride, dilate, pad, out_sp = geometry
+    c = x.shape[1]
+    groups, _, rows = wm.shape
+    cols = numpy.empty((c * math.prod(kernel), math.prod(out_sp)), x.dtype)
+    if len(kernel) != 2 or cols.size < SPLIT_ELEMENTS or not _ck.takes_im2col(x, cols):
+        return False
+    units = _host_threads.even_pieces(c * kernel[0], min(c * kernel[0], SPLIT_PARTS * threads))
+    _host_threads.run(len(units), lambda i: _ck.im2col(x, kernel, stride, dilate, pad, out_sp,
+                                                       cols, units[i]))
+    _one_image(wm, cols.reshape(groups, rows, -1), bias, relu, out)
+    return True
 
 
 def _per_image_vjp(g, out, mask, x, wm, columns, pieces, needs, with_bias, geometry):
