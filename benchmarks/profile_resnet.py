@@ -104,11 +104,11 @@ def main(argv=None):
                         help="the BLAS's thread count (threadpoolctl), which the pieces follow")
     args = parser.parse_args(argv)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    if args.threads is not None:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(args.threads, user_api="blas")
     from trainer_cli import autograd, nd
     from trainer_cli.ndarray import ndarray as ndarray_module
+    if args.threads is not None:    # once NumPy has loaded the BLAS
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(args.threads, user_api="blas")
 
     lib = _worker.Gluon("ours")
     step = _worker.HEAVY_CASES[args.case](lib)

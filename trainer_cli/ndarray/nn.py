@@ -166,10 +166,15 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
             if relu:
                 xp.maximum(target, 0, out=target)
 
-    threads = _host_threads.blas_threads() if host and n == 1 and not per_image else 1
-    if threads <= 1 or not _split_image(x, wm, b, relu, out, (kernel, stride, dilate, pad, out_sp),
-                                        threads):
+    threads = _host_threads.blas_threads() if host and n == 1 else 1
+    if threads <= 1:
         _host_threads.run(len(pieces), forward)
+    elif per_image or not _split_image(x, wm, b, relu, out, (kernel, stride, dilate, pad, out_sp),
+                                       threads):
+        # One image too small to split: its GEMM on one BLAS thread, whose others would meet
+        # for little work, then spin on a core where the next op's pieces want to run.
+        with _host_threads.one_blas_thread():
+            forward(0)
     inputs = (data, weight, bias) if bias is not None else (data, weight)
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
@@ -247,12 +252,19 @@ PIECE_ELEMENTS = 1 << 17
 PER_IMAGE_ROWS = 16
 
 
-def _one_image(wm, cols, bias, relu, target):
+def _one_image(wm, cols, bias, relu, target, filters=None):
     """``target`` ``(1, F, ...)`` = ``wm`` ``(G, F/G, rows)`` times ``cols`` ``(G, rows, P)``,
-    plus ``bias``, then ReLU when ``relu``: the epilogue's element rule, in place."""
+    plus ``bias``, then ReLU when ``relu`` (the epilogue's element rule, in place); ``filters``:
+    ``(start, stop)``, those filters' outputs alone (one group)."""
     groups, fg = wm.shape[:2]
-    numpy.matmul(wm, cols, out=target.reshape(groups, fg, -1))
-    blocks = target.reshape(1, groups * fg, -1)
+    if filters is None:
+        f0, f1 = 0, groups * fg
+        numpy.matmul(wm, cols, out=target.reshape(groups, fg, -1))
+    else:
+        f0, f1 = filters
+        numpy.matmul(wm[0, f0:f1], cols[0], out=target[0, f0:f1].reshape(f1 - f0, -1))
+    blocks = target[:, f0:f1].reshape(1, f1 - f0, -1)
+    bias = None if bias is None else bias[f0:f1]
     if not _ck.bias_relu_rows(blocks, bias, relu):
         if bias is not None:
             blocks += bias.reshape(-1, 1)
@@ -260,27 +272,53 @@ def _one_image(wm, cols, bias, relu, target):
             numpy.maximum(blocks, 0, out=blocks)
 
 
-# A column matrix of one image of at least SPLIT_ELEMENTS values is filled on several threads,
-# in about SPLIT_PARTS runs of rows a thread (each element is copied as on one thread), and
-# multiplied by one GEMM on the BLAS's own threads, which split its rows and columns, never its
-# sums: the same bits as on one thread. Smaller ones would pay the hand-over for little.
+# One image on several threads (where its column matrix has SPLIT_ELEMENTS values or more;
+# smaller ones would pay the hand-over for little): its column matrix is filled in about
+# SPLIT_PARTS runs of rows a thread, each element copied as on one thread; then the GEMM is cut
+# into blocks of filters, each its own GEMM on one BLAS thread, written into its rows of the
+# output. A block's rows start at a multiple of FILTER_ALIGN (the row count of OpenBLAS's
+# micro-kernel tiles here), and it has MIN_BLOCK_WORK multiply-adds at least (OpenBLAS takes
+# another kernel for small products): each output element is then summed as by the GEMM of
+# all filters, the same bits as on one thread (tests/test_batch_one_threads.py checks each
+# resnet18_v1 shape). Not the BLAS's own threads for the one GEMM: those spin on a core after
+# each call, where the next op's pieces want to run.
 SPLIT_ELEMENTS = 1 << 16
 SPLIT_PARTS = 2
+FILTER_ALIGN = 16
+MIN_BLOCK_WORK = 1 << 21
+
+
+def _filter_blocks(f, work_per_filter, threads):
+    """Ranges of filters for the GEMM blocks of ``_split_image``: up to ``SPLIT_PARTS`` a
+    thread, aligned and large enough (see there); one range where they cannot be."""
+    units = f // FILTER_ALIGN
+    count = min(SPLIT_PARTS * threads, units,
+                work_per_filter * FILTER_ALIGN * units // MIN_BLOCK_WORK)
+    if count <= 1:
+        return [(0, f)]
+    bounds = [(a * FILTER_ALIGN, z * FILTER_ALIGN)
+              for a, z in _host_threads.even_pieces(units, count)]
+    return bounds[:-1] + [(bounds[-1][0], f)]
 
 
 def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
-    """The forward pass of one image ``x`` into ``out`` with its columns made on ``threads``
-    threads; False where the kernels do not take these arrays (nothing done)."""
+    """The forward pass of one image ``x`` into ``out`` on ``threads`` threads, in parts; False
+    where the kernels do not take these arrays (nothing done)."""
     kernel, stride, dilate, pad, out_sp = geometry
     c = x.shape[1]
-    groups, _, rows = wm.shape
-    cols = numpy.empty((c * math.prod(kernel), math.prod(out_sp)), x.dtype)
-    if len(kernel) != 2 or cols.size < SPLIT_ELEMENTS or not _ck.takes_im2col(x, cols):
+    groups, f, rows = wm.shape
+    plane = math.prod(out_sp)
+    if groups != 1 or len(kernel) != 2 or c * math.prod(kernel) * plane < SPLIT_ELEMENTS:
+        return False
+    cols = numpy.empty((c * math.prod(kernel), plane), x.dtype)
+    if not _ck.takes_im2col(x, cols):
         return False
     units = _host_threads.even_pieces(c * kernel[0], min(c * kernel[0], SPLIT_PARTS * threads))
     _host_threads.run(len(units), lambda i: _ck.im2col(x, kernel, stride, dilate, pad, out_sp,
                                                        cols, units[i]))
-    _one_image(wm, cols.reshape(groups, rows, -1), bias, relu, out)
+    cols = cols.reshape(1, rows, plane)
+    blocks = _filter_blocks(f, rows * plane, threads)
+    _host_threads.run(len(blocks), lambda i: _one_image(wm, cols, bias, relu, out, blocks[i]))
     return True
 
 
