@@ -96,6 +96,24 @@ def test_a_concurrent_caller_runs_its_pieces_alone(three_threads):
     assert results == {"a": list(range(30)), "b": list(range(30))}
 
 
+def test_without_combine_a_slow_piece_holds_no_other_thread_back(three_threads):
+    """Piece 0 waits until every other piece is done: the other threads take them all meanwhile
+    (none waits for piece 0's turn after its first piece). The wait ends in any case."""
+    others_done = threading.Event()
+    done, seen_by_piece_0 = [], []
+
+    def piece(i):
+        if i == 0:
+            seen_by_piece_0.append(others_done.wait(timeout=10))
+            return
+        done.append(i)
+        if len(done) == 29:
+            others_done.set()
+
+    host_threads.run(30, piece)
+    assert seen_by_piece_0 == [True] and sorted(done) == list(range(1, 30))
+
+
 def test_run_summed_adds_in_index_order_on_any_thread_count(monkeypatch):
     """The results other than None, added in index order (float32 sums that depend on it): the
     same bits on 1, 2, 3 and 8 threads, the bits of a sequential sum."""

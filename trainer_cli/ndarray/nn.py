@@ -292,8 +292,8 @@ def _filter_blocks(f, work_per_filter, threads):
     """Ranges of filters for the GEMM blocks of ``_split_image``: up to ``SPLIT_PARTS`` a
     thread, aligned and large enough (see there); one range where they cannot be."""
     units = f // FILTER_ALIGN
-    count = min(SPLIT_PARTS * threads, units,
-                work_per_filter * FILTER_ALIGN * units // MIN_BLOCK_WORK)
+    least = -(-MIN_BLOCK_WORK // (work_per_filter * FILTER_ALIGN))     # units a block
+    count = min(SPLIT_PARTS * threads, units // least)
     if count <= 1:
         return [(0, f)]
     bounds = [(a * FILTER_ALIGN, z * FILTER_ALIGN)

@@ -194,10 +194,12 @@ def _split_forward(x, w, pad, bias, relu, out, threads):
     u = numpy.empty((16, f, c), x.dtype)
     v = numpy.empty((16, c, count), x.dtype)
     m = numpy.empty((16, f, count), x.dtype)
-    if not _wk.takes(x, w, u, v, m, out, bias):
+    if not (_wk.takes(x, v) and _wk.takes(m, out, bias)):
         return None
     parts = SPLIT_PARTS * threads
     pairs = _host_threads.pieces(f * c, 1, max(FILTER_SPLIT, -(-f * c // parts)))
+    if not _wk.takes(w, u):        # too few weights for the kernel: NumPy's, before the parts
+        u, pairs = filter_transform(w), []
     channels = _host_threads.even_pieces(c, min(c, parts))
 
     def transform(i):

@@ -1,0 +1,153 @@
+"""One image on several threads (``nn._split_image``, ``winograd._split_forward``): each
+convolution of ``resnet18_v1`` is worked in parts on the piece threads, and gives the bits it
+gives on one thread (which runs the whole image as one piece, as before the parts existed):
+
+- the whole network at batch 1 and 16 (3x64x64 images), on 1, 2 and 3 threads;
+- each of its convolutions' shapes at 224x224, batch 1 (random data, the real GEMM shapes:
+  the filter blocks' bits do not depend on OpenBLAS's kernel choice for them);
+- the parts' plumbing (ranges of channels, kernel rows, filters, bias, ReLU) on small arrays of
+  small integers, whose sums are exact in any order, against the NumPy path.
+"""
+import numpy as np
+import pytest
+
+from trainer_cli import _jit, autograd, gluon, nd
+from trainer_cli.ndarray import _conv_kernels as K
+from trainer_cli.ndarray import host_threads
+from trainer_cli.ndarray import nn as NN
+from trainer_cli.ndarray import winograd as W
+
+pytest.importorskip("numba")
+
+
+def _threads(monkeypatch, count):
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: count)
+
+
+def _spy(monkeypatch, module, name):
+    """Calls of ``module.name`` that did the work in parts (returned a true value)."""
+    done = []
+    real = getattr(module, name)
+
+    def spy(*args):
+        result = real(*args)
+        done.append(result is not None and result is not False)
+        return result
+    monkeypatch.setattr(module, name, spy)
+    return done
+
+
+def _bits(a):
+    return np.ascontiguousarray(a).view(np.uint32)
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatch, batch):
+    net = gluon.model_zoo.vision.resnet18_v1(classes=10)
+    net.initialize()
+    x = nd.array(np.random.RandomState(0).uniform(size=(batch, 3, 64, 64)).astype(np.float32))
+    split = _spy(monkeypatch, NN, "_split_image")
+    winograd = _spy(monkeypatch, W, "_split_forward")
+    outputs = []
+    for count in (1, 2, 3):
+        _threads(monkeypatch, count)
+        outputs.append(net(x).asnumpy())
+    for other in outputs[1:]:
+        np.testing.assert_array_equal(_bits(other), _bits(outputs[0]))
+    # At batch 1 the stem's columns and the 16x16 and 8x8 Winograd layers were split.
+    assert (any(split) and any(winograd)) == (batch == 1)
+    assert np.ptp(outputs[0], axis=0).max() > 0 if batch > 1 else np.isfinite(outputs[0]).all()
+
+
+# resnet18_v1's convolutions at 224x224: input channels, filters, input size, kernel, stride,
+# and whether one image is worked in parts on two threads.
+RESNET18_224 = [
+    (3, 64, 224, 7, 2, True), (64, 64, 56, 3, 1, True), (64, 128, 56, 3, 2, True),
+    (64, 128, 56, 1, 2, False), (128, 128, 28, 3, 1, True), (128, 256, 28, 3, 2, True),
+    (128, 256, 28, 1, 2, False), (256, 256, 14, 3, 1, True), (256, 512, 14, 3, 2, True),
+    (256, 512, 14, 1, 2, False), (512, 512, 7, 3, 1, True),
+]
+
+
+@pytest.mark.parametrize("c, f, size, k, s, parts", RESNET18_224)
+def test_resnet18_v1_convolutions_at_224_give_the_same_bits_in_parts(monkeypatch, c, f, size, k,
+                                                                      s, parts):
+    rng = np.random.default_rng(size + c)
+    x = nd.array(rng.standard_normal((1, c, size, size)).astype(np.float32))
+    w = nd.array((rng.standard_normal((f, c, k, k)) / (c * k)).astype(np.float32))
+    spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward")]
+    outputs = []
+    for count in (1, 2, 3):
+        _threads(monkeypatch, count)
+        outputs.append(nd.Convolution(x, w, kernel=(k, k), stride=(s, s), pad=(k // 2, k // 2),
+                                      num_filter=f, no_bias=True).asnumpy())
+    assert any(any(calls) for calls in spies) == parts
+    for other in outputs[1:]:
+        np.testing.assert_array_equal(_bits(other), _bits(outputs[0]))
+
+
+def _integers(shape, seed, dtype=np.float64):
+    return np.random.default_rng(seed).integers(-4, 5, shape).astype(dtype)
+
+
+def _convolve(arrays, kernel, stride, pad, relu, kernels, monkeypatch):
+    monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+    x, w, b = (nd.array(a, dtype=a.dtype) for a in arrays)
+    return nd.nn._convolution(x, w, b, kernel, stride, None, pad, w.shape[0], 1, None,
+                              relu).asnumpy()
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("xshape, f, kernel, stride, pad", [
+    ((1, 3, 21, 19), 40, (7, 7), (2, 2), (3, 3)),      # im2col: kernel rows across channels
+    ((1, 5, 12, 13), 37, (3, 3), (2, 1), (1, 0)),      # im2col: a filter count not aligned
+    ((1, 9, 11, 10), 13, (3, 3), (1, 1), (1, 2)),      # Winograd: odd output, a spare tile
+    ((2, 7, 8, 9), 11, (3, 3), (1, 1), (1, 1)),        # Winograd: one piece of two images
+])
+def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, pad):
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(W, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))
+    monkeypatch.setattr(W, "FILTER_SPLIT", 7)           # the filter transform in parts too
+    monkeypatch.setattr(NN, "SPLIT_ELEMENTS", 16)
+    monkeypatch.setattr(NN, "FILTER_ALIGN", 4)
+    monkeypatch.setattr(NN, "MIN_BLOCK_WORK", 64)
+    arrays = [_integers(xshape, 1), _integers((f, xshape[1]) + kernel, 2), _integers((f,), 3)]
+    _threads(monkeypatch, 3)
+    spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward")]
+    got = _convolve(arrays, kernel, stride, pad, relu, True, monkeypatch)
+    assert any(any(calls) for calls in spies)
+    _threads(monkeypatch, 1)
+    expect = _convolve(arrays, kernel, stride, pad, relu, False, monkeypatch)
+    np.testing.assert_array_equal(got.view(np.uint64), expect.view(np.uint64))
+
+
+def test_filter_blocks_are_aligned_large_and_cover_the_filters(monkeypatch):
+    for f, work, threads in [(64, 147 * 12544, 2), (512, 4608 * 49, 2), (37, 10 ** 6, 3),
+                             (512, 256 * 49, 2), (16, 10 ** 8, 2), (8, 10 ** 8, 2)]:
+        blocks = NN._filter_blocks(f, work, threads)
+        assert blocks[0][0] == 0 and blocks[-1][1] == f
+        assert all(z == a2 for (_, z), (a2, _) in zip(blocks, blocks[1:]))
+        assert all(a % NN.FILTER_ALIGN == 0 for a, _ in blocks)
+        assert len(blocks) == 1 or all((z - a) * work >= NN.MIN_BLOCK_WORK for a, z in blocks)
+        assert len(blocks) <= NN.SPLIT_PARTS * threads
+
+
+def test_a_recorded_batch_of_one_keeps_its_gradients(monkeypatch):
+    """The parts' forward pass under ``autograd.record()``: the same output and gradients as on
+    one thread (the transformed input kept for the weight gradient comes from the parts). Its
+    weights are too few for the filter transform's kernel: NumPy's transform, before the parts."""
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((1, 16, 20, 20), (24, 16, 3, 3))]
+    results = []
+    for count in (1, 2):
+        _threads(monkeypatch, count)
+        x, w = (nd.array(a) for a in arrays)
+        x.attach_grad()
+        w.attach_grad()
+        with autograd.record():
+            out = nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=24, no_bias=True)
+        out.backward(nd.array(np.cos(np.arange(out.size, dtype=np.float32)).reshape(out.shape)))
+        results.append([out.asnumpy(), x.grad.asnumpy(), w.grad.asnumpy()])
+    for got, expect in zip(results[1], results[0]):
+        np.testing.assert_array_equal(_bits(got), _bits(expect))
