@@ -277,15 +277,16 @@ def _one_image(wm, cols, bias, relu, target, filters=None):
 # SPLIT_PARTS runs of rows a thread, each element copied as on one thread; then the GEMM is cut
 # into blocks of filters, each its own GEMM on one BLAS thread, written into its rows of the
 # output. A block's rows start at a multiple of FILTER_ALIGN (the row count of OpenBLAS's
-# micro-kernel tiles here), and it has MIN_BLOCK_WORK multiply-adds at least (OpenBLAS takes
-# another kernel for small products): each output element is then summed as by the GEMM of
-# all filters, the same bits as on one thread (tests/test_batch_one_threads.py checks each
-# resnet18_v1 shape). Not the BLAS's own threads for the one GEMM: those spin on a core after
-# each call, where the next op's pieces want to run.
+# micro-kernel tiles here), and it has MIN_BLOCK_WORK multiply-adds at least: on one thread
+# OpenBLAS may take other kernels for smaller products (its small-matrix kernel below 1M, its
+# SkylakeX "direct" sgemm below 7.3M), whose sums need not be the blocked GEMM's. Each output
+# element is then summed as by the GEMM of all filters, the same bits as on one thread (tests/test_batch_one_threads.py checks each resnet18_v1 shape). Not the
+# BLAS's own threads for the one GEMM: those spin on a core after each call, where the next
+# op's pieces want to run.
 SPLIT_ELEMENTS = 1 << 16
 SPLIT_PARTS = 2
 FILTER_ALIGN = 16
-MIN_BLOCK_WORK = 1 << 21
+MIN_BLOCK_WORK = 1 << 23
 
 
 def _filter_blocks(f, work_per_filter, threads):
