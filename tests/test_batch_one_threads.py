@@ -99,8 +99,9 @@ def _convolve(arrays, kernel, stride, pad, relu, kernels, monkeypatch):
 
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("xshape, f, kernel, stride, pad", [
-    ((1, 3, 21, 19), 40, (7, 7), (2, 2), (3, 3)),      # im2col: kernel rows across channels
-    ((1, 5, 12, 13), 37, (3, 3), (2, 1), (1, 0)),      # im2col: a filter count not aligned
+    ((1, 3, 21, 19), 40, (7, 7), (2, 2), (3, 3)),      # im2col by output rows, the last longer
+    ((1, 5, 12, 13), 37, (3, 3), (2, 1), (1, 0)),      # im2col by output rows
+    ((1, 6, 9, 9), 70, (3, 3), (2, 2), (1, 1)),        # im2col by filters, the last longer
     ((1, 9, 11, 10), 13, (3, 3), (1, 1), (1, 2)),      # Winograd: odd output, a spare tile
     ((2, 7, 8, 9), 11, (3, 3), (1, 1), (1, 1)),        # Winograd: one piece of two images
 ])
@@ -110,7 +111,7 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
     monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))
     monkeypatch.setattr(W, "FILTER_SPLIT", 7)           # the filter transform in parts too
     monkeypatch.setattr(NN, "SPLIT_ELEMENTS", 16)
-    monkeypatch.setattr(NN, "FILTER_ALIGN", 4)
+    monkeypatch.setattr(NN, "ALIGN", 4)
     monkeypatch.setattr(NN, "MIN_BLOCK_WORK", 64)
     arrays = [_integers(xshape, 1), _integers((f, xshape[1]) + kernel, 2), _integers((f,), 3)]
     _threads(monkeypatch, 3)
@@ -122,13 +123,15 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
     np.testing.assert_array_equal(got.view(np.uint64), expect.view(np.uint64))
 
 
-def test_filter_blocks_are_aligned_large_and_cover_the_filters(monkeypatch):
-    for f, work, threads in [(64, 147 * 12544, 2), (512, 4608 * 49, 2), (37, 10 ** 6, 3),
-                             (512, 256 * 49, 2), (16, 10 ** 8, 2), (8, 10 ** 8, 2)]:
-        blocks = NN._filter_blocks(f, work, threads)
-        assert blocks[0][0] == 0 and blocks[-1][1] == f
+def test_blocks_are_aligned_large_and_cover_every_item():
+    for count, unit, work, threads in [(64, 16, 147 * 12544, 2), (512, 16, 4608 * 49, 2),
+                                       (37, 16, 10 ** 6, 3), (512, 16, 256 * 49, 2),
+                                       (16, 16, 10 ** 8, 2), (8, 16, 10 ** 8, 2),
+                                       (112, 1, 64 * 147 * 112, 2), (28, 4, 128 * 576 * 28, 3)]:
+        blocks = NN._blocks(count, unit, work, threads)
+        assert blocks[0][0] == 0 and blocks[-1][1] == count
         assert all(z == a2 for (_, z), (a2, _) in zip(blocks, blocks[1:]))
-        assert all(a % NN.FILTER_ALIGN == 0 for a, _ in blocks)
+        assert all(a % unit == 0 for a, _ in blocks)
         assert len(blocks) == 1 or all((z - a) * work >= NN.MIN_BLOCK_WORK for a, z in blocks)
         assert len(blocks) <= NN.SPLIT_PARTS * threads
 

@@ -69,16 +69,18 @@ def takes_im2col(x, cols) -> bool:
     return _usable(x, cols)
 
 
-def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None) -> bool:
+def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=None) -> bool:
     """Fill ``cols`` ``(C*kh*kw, N*oh*ow)`` with the windows of ``x`` ``(N, C, H, W)``;
     ``rows``: ``(start, stop)``, only the rows of those (channel, kernel row) pairs, counted
-    ``c * kh + i`` (all by default)."""
+    ``c * kh + i`` (all by default); ``out_rows``: ``(start, stop)``, only the windows of
+    those output rows, ``cols`` then ``(C*kh*kw, N*(stop - start)*ow)``."""
     if len(kernel) != 2 or not _usable(x, cols):
         return False
     n, c, h, w = x.shape
     lo, hi = (0, c * kernel[0]) if rows is None else rows
+    r0, r1 = (0, out_sp[0]) if out_rows is None else out_rows
     _im2col(x.reshape(-1), n, c, h, w, kernel[0], kernel[1], stride[0], stride[1], dilate[0],
-            dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], lo, hi, cols.reshape(-1))
+            dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], lo, hi, r0, r1, cols.reshape(-1))
     return True
 
 
@@ -279,13 +281,17 @@ def _span_loop(size, k_off, step, pad, count):
     return lo, hi
 
 
-def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi, cols):
-    # lo, hi: the (channel, kernel row) pairs c * kh + i to fill, a stretch of cols's rows
-    plane = oh * ow
+def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi, r0, r1,
+                 cols):
+    # lo, hi: the (channel, kernel row) pairs c * kh + i to fill, a stretch of cols's rows;
+    # r0, r1: the output rows whose windows cols holds (an image's plane of (r1 - r0) * ow)
+    plane = (r1 - r0) * ow
     length = n_ * plane
     for ci in range(lo, hi):
         c, i = ci // kh, ci % kh
         a_lo, a_hi = _span(h_, i * dh, sh, ph, oh)
+        a_lo = min(max(a_lo, r0), r1)
+        a_hi = min(max(a_hi, a_lo), r1)
         for j in range(kw):
             b_lo, b_hi = _span(w_, j * dw, sw, pw, ow)
             row = ((c * kh + i) * kw + j) * length
@@ -293,10 +299,10 @@ def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, 
             for n in range(n_):
                 src = (n * c_ + c) * h_ * w_
                 base = row + n * plane
-                for q in range(base, base + a_lo * ow):
+                for q in range(base, base + (a_lo - r0) * ow):
                     cols[_U(q)] = 0
                 for a in range(a_lo, a_hi):
-                    at = base + a * ow
+                    at = base + (a - r0) * ow
                     s0 = src + (a * sh + i * dh - ph) * w_ + w_off
                     for b in range(b_lo):
                         cols[_U(at + b)] = 0
@@ -308,7 +314,7 @@ def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, 
                             cols[_U(at + b)] = x[_U(s0 + b * sw)]
                     for b in range(b_hi, ow):
                         cols[_U(at + b)] = 0
-                for q in range(base + a_hi * ow, base + plane):
+                for q in range(base + (a_hi - r0) * ow, base + plane):
                     cols[_U(q)] = 0
 
 

@@ -273,33 +273,38 @@ def _one_image(wm, cols, bias, relu, target, filters=None):
 
 
 # One image on several threads (where its column matrix has SPLIT_ELEMENTS values or more;
-# smaller ones would pay the hand-over for little): its column matrix is filled in about
-# SPLIT_PARTS runs of rows a thread, each element copied as on one thread; then the GEMM is cut
-# into blocks of filters, each its own GEMM on one BLAS thread, written into its rows of the
-# output. A block's rows start at a multiple of FILTER_ALIGN (the row count of OpenBLAS's
-# micro-kernel tiles here), and it has MIN_BLOCK_WORK multiply-adds at least: on one thread
-# OpenBLAS may take other kernels for smaller products (its small-matrix kernel below 1M, its
-# SkylakeX "direct" sgemm below 7.3M), whose sums need not be the blocked GEMM's. Each output
-# element is then summed as by the GEMM of all filters, the same bits as on one thread (tests/test_batch_one_threads.py checks each resnet18_v1 shape). Not the
-# BLAS's own threads for the one GEMM: those spin on a core after each call, where the next
-# op's pieces want to run.
+# smaller ones would pay the hand-over for little), in parts, each a GEMM of its own on one
+# BLAS thread (not the BLAS's threads for one GEMM: those spin on a core after each call,
+# where the next op's pieces want to run). Where the column matrix outweighs the weights (the
+# stem, early layers), a part is a block of output rows: it makes those windows' columns alone
+# and multiplies them into its columns of the output, in cache, with no wait between. Else
+# the columns are made first, in about SPLIT_PARTS runs of rows a thread, then a part is a
+# block of filters, reading its rows of the weights once.
+#
+# A block of filters or output positions starts at a multiple of ALIGN (a multiple of the
+# rows and columns of OpenBLAS's micro-kernel tiles here) and has MIN_BLOCK_WORK
+# multiply-adds at least: on one thread OpenBLAS may take other kernels for smaller products
+# (its small-matrix kernel below 1M, its SkylakeX "direct" sgemm below 7.3M), whose sums need
+# not be the blocked GEMM's. Each output element is then summed as by the one GEMM of the
+# whole image, the same bits as on one thread (tests/test_batch_one_threads.py checks each
+# resnet18_v1 shape).
 SPLIT_ELEMENTS = 1 << 16
 SPLIT_PARTS = 2
-FILTER_ALIGN = 16
+ALIGN = 16
 MIN_BLOCK_WORK = 1 << 23
 
 
-def _filter_blocks(f, work_per_filter, threads):
-    """Ranges of filters for the GEMM blocks of ``_split_image``: up to ``SPLIT_PARTS`` a
-    thread, aligned and large enough (see there); one range where they cannot be."""
-    units = f // FILTER_ALIGN
-    least = -(-MIN_BLOCK_WORK // (work_per_filter * FILTER_ALIGN))     # units a block
-    count = min(SPLIT_PARTS * threads, units // least)
-    if count <= 1:
-        return [(0, f)]
-    bounds = [(a * FILTER_ALIGN, z * FILTER_ALIGN)
-              for a, z in _host_threads.even_pieces(units, count)]
-    return bounds[:-1] + [(bounds[-1][0], f)]
+def _blocks(count, unit, work_per_item, threads):
+    """Ranges of ``count`` items (filters, or output rows of ``unit`` items' alignment) in
+    blocks that start at multiples of ``unit`` and hold MIN_BLOCK_WORK at least, up to
+    SPLIT_PARTS a thread; one range where they cannot be."""
+    units = count // unit
+    least = -(-MIN_BLOCK_WORK // (work_per_item * unit))    # units a block
+    parts = min(SPLIT_PARTS * threads, units // least)
+    if parts <= 1:
+        return [(0, count)]
+    bounds = [(a * unit, z * unit) for a, z in _host_threads.even_pieces(units, parts)]
+    return bounds[:-1] + [(bounds[-1][0], count)]
 
 
 def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
@@ -309,16 +314,33 @@ def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
     c = x.shape[1]
     groups, f, rows = wm.shape
     plane = math.prod(out_sp)
-    if groups != 1 or len(kernel) != 2 or c * math.prod(kernel) * plane < SPLIT_ELEMENTS:
+    # (``out``: of the columns' dtype and contiguous, as the kernel wants them)
+    if groups != 1 or len(kernel) != 2 or rows * plane < SPLIT_ELEMENTS \
+            or not _ck.takes_im2col(x, out):
         return False
-    cols = numpy.empty((c * math.prod(kernel), plane), x.dtype)
-    if not _ck.takes_im2col(x, cols):
-        return False
+    if rows * plane > f * rows:
+        width = out_sp[1]
+        spans = _blocks(out_sp[0], ALIGN // math.gcd(width, ALIGN), f * rows * width, threads)
+        flat = out.reshape(f, plane)
+
+        def part(i):
+            r0, r1 = spans[i]
+            cols = numpy.empty((rows, (r1 - r0) * width), x.dtype)
+            _ck.im2col(x, kernel, stride, dilate, pad, out_sp, cols, None, spans[i])
+            block = flat[:, r0 * width:r1 * width]
+            numpy.matmul(wm[0], cols, out=block)
+            if bias is not None:        # NumPy's, the epilogue kernel's rule, on a strided block
+                block += bias.reshape(f, 1)
+            if relu:
+                numpy.maximum(block, 0, out=block)
+        _host_threads.run(len(spans), part)
+        return True
+    cols = numpy.empty((rows, plane), x.dtype)
     units = _host_threads.even_pieces(c * kernel[0], min(c * kernel[0], SPLIT_PARTS * threads))
     _host_threads.run(len(units), lambda i: _ck.im2col(x, kernel, stride, dilate, pad, out_sp,
                                                        cols, units[i]))
     cols = cols.reshape(1, rows, plane)
-    blocks = _filter_blocks(f, rows * plane, threads)
+    blocks = _blocks(f, ALIGN, rows * plane, threads)
     _host_threads.run(len(blocks), lambda i: _one_image(wm, cols, bias, relu, out, blocks[i]))
     return True
 
