@@ -2,7 +2,7 @@
 convolution of ``resnet18_v1`` is worked in parts on the piece threads, and gives the bits it
 gives on one thread (which runs the whole image as one piece, as before the parts existed):
 
-- the whole network at batch 1 and 16 (3x64x64 images), on 1, 2 and 3 threads;
+- the whole network at batch 1 (3x112x112) and 16 (3x64x64), on 1, 2 and 3 threads;
 - each of its convolutions' shapes at 224x224, batch 1 (random data, the real GEMM shapes:
   the filter blocks' bits do not depend on OpenBLAS's kernel choice for them);
 - the parts' plumbing (ranges of channels, kernel rows, filters, bias, ReLU) on small arrays of
@@ -41,11 +41,11 @@ def _bits(a):
     return np.ascontiguousarray(a).view(np.uint32)
 
 
-@pytest.mark.parametrize("batch", [1, 16])
-def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatch, batch):
+@pytest.mark.parametrize("batch, size", [(1, 112), (16, 64)])
+def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatch, batch, size):
     net = gluon.model_zoo.vision.resnet18_v1(classes=10)
     net.initialize()
-    x = nd.array(np.random.RandomState(0).uniform(size=(batch, 3, 64, 64)).astype(np.float32))
+    x = nd.array(np.random.RandomState(0).uniform(size=(batch, 3, size, size)).astype(np.float32))
     split = _spy(monkeypatch, NN, "_split_image")
     winograd = _spy(monkeypatch, W, "_split_forward")
     outputs = []
@@ -54,7 +54,8 @@ def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatc
         outputs.append(net(x).asnumpy())
     for other in outputs[1:]:
         np.testing.assert_array_equal(_bits(other), _bits(outputs[0]))
-    # At batch 1 the stem's columns and the 16x16 and 8x8 Winograd layers were split.
+    # At batch 1 the stem (by output rows), the 256-channel 7x7 layers (by filters) and the
+    # 28x28 and 14x14 Winograd layers were worked in parts.
     assert (any(split) and any(winograd)) == (batch == 1)
     assert np.ptp(outputs[0], axis=0).max() > 0 if batch > 1 else np.isfinite(outputs[0]).all()
 

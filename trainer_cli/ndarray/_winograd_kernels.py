@@ -22,8 +22,8 @@ import numpy
 from .. import _jit
 from . import _conv_kernels as _ck
 
-__all__ = ["tiles", "takes", "filter_transform", "filter_grad", "input_transform", "output_transform",
-           "grad_transform", "input_grad"]
+__all__ = ["tiles", "takes", "filter_transform", "filter_grad", "input_transform",
+           "output_transform", "grad_transform", "input_grad"]
 
 _U = numpy.uint64
 

@@ -309,7 +309,7 @@ def _blocks(count, unit, work_per_item, threads):
 
 def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
     """The forward pass of one image ``x`` into ``out`` on ``threads`` threads, in parts; False
-    where the kernels do not take these arrays (nothing done)."""
+    where the kernels do not take these arrays or the work makes one part (nothing done)."""
     kernel, stride, dilate, pad, out_sp = geometry
     c = x.shape[1]
     groups, f, rows = wm.shape
@@ -318,9 +318,9 @@ def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
     if groups != 1 or len(kernel) != 2 or rows * plane < SPLIT_ELEMENTS \
             or not _ck.takes_im2col(x, out):
         return False
-    if rows * plane > f * rows:
-        width = out_sp[1]
-        spans = _blocks(out_sp[0], ALIGN // math.gcd(width, ALIGN), f * rows * width, threads)
+    width = out_sp[1]
+    spans = _blocks(out_sp[0], ALIGN // math.gcd(width, ALIGN), f * rows * width, threads)
+    if plane > f and len(spans) > 1:        # the columns outweigh the weights
         flat = out.reshape(f, plane)
 
         def part(i):
@@ -335,12 +335,14 @@ def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
                 numpy.maximum(block, 0, out=block)
         _host_threads.run(len(spans), part)
         return True
+    blocks = _blocks(f, ALIGN, rows * plane, threads)
+    if len(blocks) == 1:        # too little work for two GEMMs: the caller's one GEMM
+        return False
     cols = numpy.empty((rows, plane), x.dtype)
     units = _host_threads.even_pieces(c * kernel[0], min(c * kernel[0], SPLIT_PARTS * threads))
     _host_threads.run(len(units), lambda i: _ck.im2col(x, kernel, stride, dilate, pad, out_sp,
                                                        cols, units[i]))
     cols = cols.reshape(1, rows, plane)
-    blocks = _blocks(f, ALIGN, rows * plane, threads)
     _host_threads.run(len(blocks), lambda i: _one_image(wm, cols, bias, relu, out, blocks[i]))
     return True
 
