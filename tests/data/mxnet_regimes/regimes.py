@@ -252,6 +252,32 @@ def signum_signs(mx):
     return cases
 
 
+def _trajectory(mx, name, params, w0, grads):
+    """The weights and the flattened states after each update of ``w0`` by ``grads`` through
+    MXNet's single-tensor updater, and the states' dtypes."""
+    opt = mx.optimizer.create(name, learning_rate=0.01, rescale_grad=0.3, **params)
+    updater = mx.optimizer.get_updater(opt)
+    w = mx.nd.array(w0, dtype=w0.dtype)
+    weights, states = [], []
+    for g in grads:
+        updater(0, mx.nd.array(g, dtype=g.dtype), w)
+        weights.append(_tolist(w.asnumpy()))
+        states.append([_tolist(x.asnumpy()) for x in _state_arrays(updater.states[0])])
+    return weights, states, [np.dtype(x.dtype).name for x in _state_arrays(updater.states[0])]
+
+
+def _state_arrays(state):
+    if state is None:
+        return []
+    if isinstance(state, (tuple, list)):
+        return [x for part in state for x in _state_arrays(part)]
+    return [state]
+
+
+def _key(name, params):
+    return name + "".join("_%s=%s" % kv for kv in sorted(params.items()))
+
+
 def signum_momentum_rounding(mx):
     """Signum's momentum state, where only its sign reaches the weight at first: MXNet forms
     (1-momentum)*rescale_grad before it multiplies the gradient (without clipping), and computes
@@ -262,18 +288,11 @@ def signum_momentum_rounding(mx):
         w0 = rng.randn(6, 5).astype(np.float32)
         w0[0, :2] = [np.inf, -np.inf]
         grads = [(3 * rng.randn(6, 5)).astype(np.float32) for _ in range(STEPS)]
-        opt = mx.optimizer.create("signum", learning_rate=0.01, momentum=0.9, wd_lh=0.001,
-                                  rescale_grad=0.3, **params)
-        updater = mx.optimizer.get_updater(opt)
-        w = mx.nd.array(w0)
-        weights, states = [], []
-        for g in grads:
-            updater(0, mx.nd.array(g), w)
-            weights.append(_tolist(w.asnumpy()))
-            states.append(_tolist(updater.states[0].asnumpy()))
+        weights, states, _ = _trajectory(mx, "signum", dict(params, momentum=0.9, wd_lh=0.001),
+                                         w0, grads)
         key = "signum" + "".join("_%s=%g" % kv for kv in sorted(params.items()))
         cases[key] = {"inputs": [_tolist(w0)] + [_tolist(g) for g in grads],
-                      "weights": weights, "states": states}
+                      "weights": weights, "states": [s[0] for s in states]}
     return cases
 
 
@@ -287,12 +306,10 @@ STATE_SWEEP = [("sgd", {}), ("sgd", {"momentum": 0.9}), ("nag", {}), ("nag", {"m
                ("lbsgd", {"momentum": 0.9})]
 
 
-def _flat_states(state):
-    if state is None:
-        return []
-    if isinstance(state, (tuple, list)):
-        return [x for part in state for x in _flat_states(part)]
-    return [_tolist(state.asnumpy())]
+def _sweep_inputs(dtype):
+    rng = np.random.RandomState(3)
+    w0 = rng.randn(3, 4).astype(dtype)
+    return w0, [(3 * rng.randn(3, 4)).astype(dtype) for _ in range(STEPS)]
 
 
 def states_rescaled(mx):
@@ -302,20 +319,10 @@ def states_rescaled(mx):
     for name, base in STATE_SWEEP:
         for extra in ({}, {"clip_gradient": 0.5}, {"wd": 0.01}):
             params = dict(base, **extra)
-            rng = np.random.RandomState(3)
-            w0 = rng.randn(3, 4).astype(np.float32)
-            grads = [(3 * rng.randn(3, 4)).astype(np.float32) for _ in range(STEPS)]
-            opt = mx.optimizer.create(name, learning_rate=0.01, rescale_grad=0.3, **params)
-            updater = mx.optimizer.get_updater(opt)
-            w = mx.nd.array(w0)
-            weights, states = [], []
-            for g in grads:
-                updater(0, mx.nd.array(g), w)
-                weights.append(_tolist(w.asnumpy()))
-                states.append(_flat_states(updater.states[0]))
-            key = name + "".join("_%s=%s" % kv for kv in sorted(params.items()))
-            cases[key] = {"inputs": [_tolist(w0)] + [_tolist(g) for g in grads],
-                          "weights": weights, "states": states}
+            w0, grads = _sweep_inputs(np.float32)
+            weights, states, _ = _trajectory(mx, name, params, w0, grads)
+            cases[_key(name, params)] = {"inputs": [_tolist(w0)] + [_tolist(g) for g in grads],
+                                         "weights": weights, "states": states}
     return cases
 
 
@@ -327,33 +334,15 @@ def states_float16(mx):
     for name, base in STATE_SWEEP:
         for mp in (False, True):
             params = dict(base, multi_precision=mp)
-            rng = np.random.RandomState(3)
-            w0 = rng.randn(3, 4).astype(np.float16)
-            grads = [(3 * rng.randn(3, 4)).astype(np.float16) for _ in range(STEPS)]
-            key = name + "".join("_%s=%s" % kv for kv in sorted(params.items()))
-            opt = mx.optimizer.create(name, learning_rate=0.01, rescale_grad=0.3, **params)
-            updater = mx.optimizer.get_updater(opt)
-            w = mx.nd.array(w0, dtype="float16")
-            weights, states = [], []
+            w0, grads = _sweep_inputs(np.float16)
             try:
-                for g in grads:
-                    updater(0, mx.nd.array(g, dtype="float16"), w)
-                    weights.append(_tolist(w.asnumpy()))
-                    states.append(_flat_states(updater.states[0]))
-                dtypes = [np.dtype(x.dtype).name for x in _state_arrays(updater.states[0])]
+                weights, states, dtypes = _trajectory(mx, name, params, w0, grads)
             except Exception as exc:    # noqa: BLE001 - what MXNet raised is the record
-                cases[key] = {"error": type(exc).__name__}
+                cases[_key(name, params)] = {"error": type(exc).__name__}
                 continue
-            cases[key] = {"weights": weights, "states": states, "state_dtypes": dtypes}
+            cases[_key(name, params)] = {"weights": weights, "states": states,
+                                         "state_dtypes": dtypes}
     return cases
-
-
-def _state_arrays(state):
-    if state is None:
-        return []
-    if isinstance(state, (tuple, list)):
-        return [x for part in state for x in _state_arrays(part)]
-    return [state]
 
 
 def float16_multi_precision(mx):
