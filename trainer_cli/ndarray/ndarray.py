@@ -14,6 +14,7 @@ import numpy
 from .. import autograd as _ag
 from ..base import ShapeError
 from ..context import Context, array_module_of, current_context
+from . import integers as _integers
 from .one_element import one_element as _one_element
 
 __all__ = ["NDArray", "unbroadcast"]
@@ -212,9 +213,41 @@ def _check_broadcast(ashape, bshape, exc):
                          % (tuple(ashape), tuple(bshape), exc)) from None
 
 
+def _int_binary(a, b, fwd):
+    """``fwd`` on an integer array and a scalar or an array of its dtype, as MXNet computes it
+    (``integers``); None where MXNet's integer rules do not apply (other dtypes: NumPy's)."""
+    ad = a._data
+    dtype = ad.dtype
+    if isinstance(b, NDArray):
+        bd = b._data
+        if bd.dtype != dtype:
+            return None
+    elif isinstance(b, numbers.Number):
+        bd = _integers.scalar(b, dtype)
+    else:
+        return None
+    if fwd is operator.truediv:
+        out = _integers.divide(ad, bd)
+    elif fwd is _rdiv:
+        out = _integers.divide(_xp_of(ad).asarray(bd, dtype=dtype), ad)
+    elif fwd is operator.pow or fwd is _rpow:
+        # a floating function in MXNet: computed in float32, converted back
+        out = _integers.c_cast(fwd(ad.astype(numpy.float32), numpy.float32(bd) if
+                                   numpy.ndim(bd) == 0 else bd.astype(numpy.float32)), dtype)
+    else:
+        out = fwd(ad, bd)
+        if out.dtype != dtype:
+            out = out.astype(dtype)
+    return _wrap(out, a._ctx)
+
+
 def _binary(a, b, fwd, grads):
     ad = a._data
     tb = type(b)
+    if ad.dtype.kind in "iu":
+        out = _int_binary(a, b, fwd)
+        if out is not None:
+            return out
     if tb is NDArray or (tb is not float and tb is not int and isinstance(b, NDArray)):
         bd = b._data
         try:
@@ -590,6 +623,10 @@ class NDArray:
             _check_not_in_graph(self)
             result = fallback(_wrap(self._data, self._ctx), other)
             self._data, self._node = result._data, result._node
+            return self
+        if self._data.dtype.kind in "iu":
+            result = fallback(_wrap(self._data, self._ctx), other)    # MXNet's integer rules
+            self._data[...] = result._data
             return self
         op(self._data, other._data if isinstance(other, NDArray) else _scalar(other),
            out=self._data, casting="unsafe")

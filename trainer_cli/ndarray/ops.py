@@ -17,6 +17,7 @@ from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_f
 from .. import autograd as _ag
 from ..base import ShapeError
 from . import _fc_kernels
+from . import integers as _integers
 
 _state = _ag._state
 _np_ndarray = numpy.ndarray
@@ -40,9 +41,22 @@ __all__ = [
 ]
 
 
+def _float_like(out, d):
+    """``out`` in ``d``'s floating dtype; floating for an integer ``d`` (``_unary`` converts
+    it back as MXNet does)."""
+    return out.astype(d.dtype, copy=False) if d.dtype.kind == "f" else out
+
+
 def _unary(x, fwd, grad):
     """``grad(g, x_raw, out_raw)`` gives the input gradient; ``None`` marks a constant op."""
     xd = x._data
+    if xd.dtype.kind in "iu":
+        # MXNet computes a floating function of integers in float32 and converts back
+        with numpy.errstate(all="ignore"):
+            out = fwd(xd)
+            if out.dtype.kind == "f":
+                out = _integers.c_cast(fwd(xd.astype(numpy.float32)), xd.dtype)
+        return _wrap(out, x._ctx)
     out = fwd(xd)
     if grad is not None and _state.recording and (x._node is not None or x._grad is not None):
         return _recorded(out, x._ctx, (x,), lambda g, needs: (grad(g, xd, out),))
@@ -117,7 +131,7 @@ def _sigmoid_raw(d):
     xp = _xp_of(d)
     # Split by sign so that exp never overflows, for float32 and float64 alike.
     e = xp.exp(-xp.abs(d))
-    return xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+    return _float_like(xp.where(d >= 0, 1 / (1 + e), e / (1 + e)), d)
 
 
 def sigmoid(x):
@@ -139,7 +153,7 @@ def relu(x):
 
 
 def softrelu(x):
-    return _unary(x, lambda d: _xp_of(d).logaddexp(d, 0).astype(d.dtype, copy=False),
+    return _unary(x, lambda d: _float_like(_xp_of(d).logaddexp(d, 0), d),
                   lambda g, d, o: g * _sigmoid_raw(d))
 
 
@@ -310,7 +324,8 @@ def _erf_raw(d):
     xp = _xp_of(d)
     if xp is numpy:
         # NumPy has no erf; math.erf is exact to the last bit, elementwise.
-        return numpy.frompyfunc(math.erf, 1, 1)(d).astype(d.dtype)
+        return numpy.frompyfunc(math.erf, 1, 1)(d).astype(d.dtype if d.dtype.kind == "f"
+                                                          else numpy.float32)
     import cupyx.scipy.special
     return cupyx.scipy.special.erf(d)
 
@@ -337,7 +352,7 @@ def smooth_l1(data, scalar=1.0):
     def fwd(d):
         xp = _xp_of(d)
         a = xp.abs(d)
-        return xp.where(a < 1 / s2, 0.5 * s2 * d * d, a - 0.5 / s2).astype(d.dtype, copy=False)
+        return _float_like(xp.where(a < 1 / s2, 0.5 * s2 * d * d, a - 0.5 / s2), d)
     return _unary(data, fwd, lambda g, d, o: g * _xp_of(d).where(_xp_of(d).abs(d) < 1 / s2, s2 * d,
                                                                    _xp_of(d).sign(d)))
 
@@ -442,6 +457,8 @@ def _fix_scalar(out):
 def _reduce(x, axis, keepdims, exclude, fwd, grad):
     d = x._data
     axes = _axes(d.ndim, axis, exclude)
+    if d.dtype.kind in "iu" and fwd in _INT_REDUCTIONS:
+        return _wrap(_fix_scalar(_INT_REDUCTIONS[fwd](d, axes, keepdims)), x._ctx)
     out = _fix_scalar(fwd(d, axes, keepdims))
     if grad is not None and _state.recording and (x._node is not None or x._grad is not None):
         kshape = _keep_shape(d.shape, axes)
@@ -523,9 +540,26 @@ def min(data, axis=None, keepdims=False, exclude=False):
     return _reduce(data, axis, keepdims, exclude, lambda d, a, k: d.min(axis=a, keepdims=k), _extreme_grad)
 
 
+def _prod_raw(d, a, k):
+    return d.prod(axis=a, keepdims=k)
+
+
 def prod(data, axis=None, keepdims=False, exclude=False):
-    return _reduce(data, axis, keepdims, exclude, lambda d, a, k: d.prod(axis=a, keepdims=k),
-                   lambda g, d, o, a: g * o / d)
+    return _reduce(data, axis, keepdims, exclude, _prod_raw, lambda g, d, o, a: g * o / d)
+
+
+def _int_mean(d, a, k):
+    count = 1
+    for i in a:
+        count *= d.shape[i]
+    total = d.sum(axis=a, keepdims=k, dtype=d.dtype)
+    return _integers.divide(total, total.dtype.type(count)) if count else total
+
+
+# MXNet's reductions of integers: in the array's dtype (sums wrap), means truncated
+_INT_REDUCTIONS = {_sum_raw: lambda d, a, k: d.sum(axis=a, keepdims=k, dtype=d.dtype),
+                   _mean_raw: _int_mean,
+                   _prod_raw: lambda d, a, k: d.prod(axis=a, keepdims=k, dtype=d.dtype)}
 
 
 def norm(data, ord=2, axis=None, keepdims=False):
