@@ -220,5 +220,6 @@ def test_base_sits_below_the_array_layer():
 
 def test_other_value_errors_of_binary_ops_are_not_called_shape_errors():
     with pytest.raises(ValueError, match="negative integer powers") as info:
-        nd.array([2], dtype="int32") ** nd.array([-1], dtype="int32")
+        # arrays of two integer dtypes compute with NumPy's promotion, which refuses this
+        nd.array([2], dtype="int32") ** nd.array([-1], dtype="int64")
     assert not isinstance(info.value, mx.base.ShapeError)
