@@ -55,6 +55,7 @@ from ..ndarray import sparse as _sparse
 from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh
 from ..ndarray.interop import is_sparse as _is_sparse, mark_stale as _mark_stale
 from ..optimizer import state_file
+from . import cached_plan as _plans
 from .parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer", "StaleGradientError", "LOCAL", "REDUCE", "STORE"]
@@ -154,6 +155,7 @@ class Trainer:
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
         self._amp_loss_scaler = None  # set by contrib.amp.init_trainer
+        self._kept_step = None        # see _KeptStep
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore,
                                 "default": default_update_on_kvstore}
         self._reset_kvstore()
@@ -329,6 +331,9 @@ class Trainer:
 
     def step(self, batch_size, ignore_stale_grad=False):
         """One update with gradients normalized by ``1/batch_size``: reduce, then update."""
+        kept = self._kept_step
+        if kept is not None and kept.run(self, batch_size):
+            return
         self._check_and_rescale_grad(self._scale / batch_size)
         self._prepare()
         self._stepped = True
@@ -462,6 +467,7 @@ class Trainer:
         for updater, (indices, grads, weights) in zip(updaters, per_device):
             if indices:
                 updater.update_lists(indices, grads, weights)
+        self._kept_step = _KeptStep.after(self, per_device)
 
     # ----------------------------------------------------------------- states
     def save_states(self, fname):
@@ -503,3 +509,59 @@ class Trainer:
                 updater.set_states_dict(saved[pos] if pos < len(saved) else (saved[0] if saved else {}))
             self._optimizer = optimizer
         self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
+
+
+class _KeptStep:
+    """A Trainer's step kept for the next one with nothing changed: the usual training loop's.
+
+    Kept after a ``local`` step on one device that updated every trainable parameter, without
+    AMP, whose Updater kept its prepared step (``Updater.kept_step``). The next ``step`` runs
+    it when the parameters' arrays and ``grad_req`` are those of that step (the plans' epoch is
+    unchanged and each parameter holds the same list of arrays), the Trainer has the same
+    optimizer and mode, every gradient is fresh and the Updater says it still serves: then the
+    step is one freshness compare per parameter and the optimizer's counts, rates and
+    arithmetic (``Updater.update_again``), the same calls in the same order as the general
+    path, so the same bits. Anything else falls back to the general path (which raises for a
+    stale gradient, or skips it), and that step keeps a new one where it can."""
+
+    __slots__ = ("epoch", "optimizer", "params", "lists", "datas", "updater", "prepared")
+
+    @classmethod
+    def after(cls, trainer, per_device):
+        """The step to keep after ``trainer._update`` ran ``per_device`` (its lists), or None."""
+        if len(per_device) != 1 or trainer._mode != LOCAL or trainer._amp_loss_scaler is not None \
+                or trainer._params_to_init:
+            return None
+        indices, grads, weights = per_device[0]
+        trainable = [p for p in trainer._params if p._grad_req != "null"]
+        if not indices or len(indices) != len(trainable):
+            return None
+        updater = trainer._updaters[0]
+        prepared = updater.kept_step(grads, weights)
+        if prepared is None:
+            return None
+        kept = cls()
+        kept.epoch, kept.optimizer = _plans.epoch.value, trainer._optimizer
+        kept.params, kept.datas = trainable, weights
+        kept.lists = [p._data for p in trainable]
+        kept.updater, kept.prepared = updater, prepared
+        return kept
+
+    def run(self, trainer, batch_size) -> bool:
+        """The step, if nothing changed; False (and nothing done) otherwise."""
+        if _plans.epoch.value != self.epoch or trainer._optimizer is not self.optimizer \
+                or trainer._mode != LOCAL or trainer._amp_loss_scaler is not None \
+                or trainer._params_to_init or not trainer._kv_initialized:
+            return False
+        for param, data_list, data in zip(self.params, self.lists, self.datas):
+            if param._data is not data_list or not _is_fresh(data):
+                return False
+        updater, prepared = self.updater, self.prepared
+        if not updater.serves_again(prepared):
+            return False
+        self.optimizer.rescale_grad = trainer._scale / batch_size
+        trainer._stepped = True
+        for data in self.datas:
+            _mark_stale(data)
+        updater.update_again(prepared)
+        return True

@@ -68,13 +68,13 @@ class PreparedStep:
     direct ``Optimizer.update`` call makes one for the call."""
 
     __slots__ = ("weights", "grads", "states", "rsp_weights", "_splits", "_rows", "watch",
-                 "seen", "_covers")
+                 "seen", "_covers", "_worked")
 
     def __init__(self, weights, grads, states, rsp_weights=()):
         self.weights, self.grads, self.states = weights, grads, states
         # Which weights are RowSparseNDArrays (empty: none is): Ftrl and AdaGrad are lazy there.
         self.rsp_weights = rsp_weights
-        self._splits, self._rows = {}, {}
+        self._splits, self._rows, self._worked = {}, {}, {}
         # ``watch``: the kernels count the NaN/Inf of what they read and write (a training loop
         # that asks after every update sets it); ``seen``: what they counted in the step being
         # run (see ``saw``), None until a kernel reports. ``_covers``: per kernel, the positions
@@ -131,9 +131,10 @@ class PreparedStep:
 
     def rows(self, slot, key, build, reusable):
         """``build()``, or the rows built for ``slot`` by the previous step when its ``key``
-        was equal and ``reusable`` (equal values are equal bits: no zeros whose sign counts)."""
+        was equal and both are ``reusable`` (equal values are equal bits: no zeros whose sign
+        counts). A key that is not reusable is never compared: -0.0 == 0.0."""
         kept = self._rows.get(slot)
-        if kept is not None and kept[0] == key:
+        if reusable and kept is not None and kept[0] == key:
             return kept[1]
         rows = build()
         if reusable:
@@ -142,12 +143,22 @@ class PreparedStep:
             self._rows.pop(slot, None)
         return rows
 
+    def worked_out(self, name, build):
+        """``build()``, worked out once about these arrays (a rule's layout of them, with
+        scratch arrays of their shapes): kept until other gradients come (``new_grads``)."""
+        found = self._worked.get(name)
+        if found is None:
+            found = self._worked[name] = build()
+        return found
+
     def new_grads(self, grads):
         """The same weights and states with other gradient arrays (a kvstore hands a new sum at
-        every push): the groups, which hold the gradients' addresses, are worked out again."""
+        every push): the groups, which hold the gradients' addresses, and what else was worked
+        out about the arrays are worked out again."""
         self.grads = grads
         self._splits.clear()
         self._covers.clear()
+        self._worked.clear()
 
 
 def _state_leaves(state) -> list:
@@ -457,6 +468,13 @@ class Optimizer:
             self._update_count(indices)
             lrs, wds = self._rates(indices)
         return [Plan(index, lr, wd) for index, lr, wd in zip(indices, lrs, wds)]
+
+    def _steps_again(self, step, indices, chunks) -> bool:
+        """What the Updater runs for a step it kept (``Updater.update_again``): ``_plan`` on
+        each ``(start, stop)`` of ``chunks`` of ``indices``, then ``_steps``, where an optimizer
+        can do the same with what it kept about ``step`` (SGD on small tensors does). False:
+        nothing done, the Updater runs the two phases."""
+        return False
 
     def _steps(self, step, plans):
         """The arithmetic phase: ``_step`` for each tensor of ``step`` with its plan (a

@@ -26,6 +26,7 @@ from operator import is_
 import numpy
 
 from ..context import array_module_of
+from . import kernels as _kernels
 from .kernels import CUDA_CLIP, Kernel, RowKernel, clip as _clip
 from .optimizer import Optimizer, Plan, SparseRows, register, zeros_like
 
@@ -315,6 +316,8 @@ def sgd_steps(step, plans, rescale, clip, lazy=True):
 
     rest = range(len(weights)) if kernel is None else \
         kernel.run_groups(step.split(kernel, lambda: columns), rows_of)
+    if rest:
+        rest = _small_steps(step, plans, rest, kernel is None, rescale, clip)
     for p in rest:
         plan, w, g = plans[p], weights[p], grads[p]
         if type(g) is SparseRows:
@@ -325,6 +328,131 @@ def sgd_steps(step, plans, rescale, clip, lazy=True):
         else:
             sgd_rule(w, g, moms[p], lr=plan.lr, wd=plan.wd, momentum=plan.momentum,
                      rescale=rescale, clip=clip)
+
+
+# ----------------------------------------------------------------------------- small tensors
+# A tensor under the kernels' MIN_SIZE runs the NumPy body, where a tiny model's step is a few
+# NumPy calls per tensor on a handful of values: there, allocating the temporaries and working out
+# the scalars cost about as much as the arithmetic. A prepared step keeps each small tensor's
+# arrays with two scratch arrays of its shape, and the scalars of the last step while the plans
+# stay equal; the calls are those of ``_sgd_numpy``, in its order, on the same values.
+_mul, _sub, _add = numpy.multiply, numpy.subtract, numpy.add
+
+
+def _small_steps(step, plans, rest, mixed, rescale, clip):
+    """The NumPy body for the small dense tensors among positions ``rest`` of ``step``, with
+    the scratch arrays and scalars it keeps; returns the positions left to the caller."""
+    tensors, others = step.worked_out(("sgd_small", mixed), lambda: _small_tensors(step, rest))
+    if not tensors:
+        return others
+    chosen = plans if len(tensors) == len(plans) else [plans[t[0]] for t in tensors]
+    # Equal keys mean equal bits except for zeros (-0.0 == 0.0), whose sign every value here
+    # carries into the arithmetic: keys with a -0.0 are not kept.
+    scalars = step.rows(("sgd_small", mixed), (rescale, clip, chosen),
+                        lambda: _small_scalars(tensors, chosen, rescale, clip),
+                        reusable=_plus(rescale) and all([
+                            _plus(p.lr) and _plus(p.wd) and _plus(p.momentum) for p in chosen]))
+    _run_small(tensors, scalars, step.grads, clip is not None)
+    return others
+
+
+def _plus(x) -> bool:
+    """Whether ``x`` is not -0.0 (the one value equal to another of other bits)."""
+    return bool(x) or _copysign(1.0, x) > 0
+
+
+def _run_small(tensors, scalars, grads, clipping):
+    """``_sgd_numpy``'s calls, in its order, for each of ``tensors`` (from ``_small_tensors``)
+    with its ``scalars`` (from ``_small_scalars``), into the scratch arrays."""
+    for (p, w, mom, st, dec), (scale, lr_wd, minus_lr_wd, momentum, zero) in zip(tensors,
+                                                                                 scalars):
+        if clipping:
+            rescale_t, lo, hi, lr = scale
+            _mul(grads[p], rescale_t, st)
+            numpy.clip(st, lo, hi, out=st)
+            _mul(st, lr, st)
+        else:
+            _mul(grads[p], scale, st)
+        if mom is None:
+            if minus_lr_wd is not None:
+                _mul(w, minus_lr_wd, dec)
+            else:
+                _mul(w, lr_wd, dec)
+                _sub(zero, dec, dec)
+            _sub(dec, st, dec)
+            _add(w, dec, w)
+        else:
+            _mul(mom, momentum, mom)
+            _mul(w, lr_wd, dec)
+            _sub(mom, dec, mom)
+            _sub(mom, st, mom)
+            _add(w, mom, w)
+
+
+def _small_tensors(step, rest):
+    """``([(position, w, mom, step scratch, decay scratch)], other positions)``: the tensors of
+    ``rest`` that ``_small_steps`` runs (NumPy, under the kernels' MIN_SIZE, a dense gradient and
+    a state of the weight's dtype and shape), and the rest."""
+    weights, grads, moms = step.weights, step.grads, step.states
+    tensors, others, small = [], [], _kernels.MIN_SIZE
+    for p in rest:
+        w, g, mom = weights[p], grads[p], moms[p]
+        if type(w) is _np_ndarray and type(g) is _np_ndarray and w.size < small \
+                and g.dtype is w.dtype and g.shape == w.shape and w.dtype.kind == "f" and (
+                    mom is None or (type(mom) is _np_ndarray and mom.dtype is w.dtype
+                                    and mom.shape == w.shape)):
+            tensors.append((p, w, mom, numpy.empty_like(w), numpy.empty_like(w)))
+        else:
+            others.append(p)
+    return tensors, others
+
+
+def _small_scalars(tensors, plans, rescale, clip):
+    """Each tensor's scalars for ``_small_steps``, made as ``_sgd_numpy`` makes them."""
+    found = []
+    for (_, w, _, _, _), plan in zip(tensors, plans):
+        t = w.dtype.type
+        scale, lr_wd, minus_lr_wd = _scalars_of(t, plan.lr, plan.wd, rescale)
+        if clip is not None:
+            scale = (t(rescale), t(-clip), t(clip), t(plan.lr))
+        found.append((scale, lr_wd, minus_lr_wd, t(plan.momentum), t(0)))
+    return found
+
+
+class _Again:
+    """What ``SGD._steps_again`` keeps about a prepared step of small tensors only: the tensors
+    (``_small_tensors``), their Parameters, and the scalars of the last step with what they were
+    made from (identical objects, or equal values that are not -0.0)."""
+
+    __slots__ = ("tensors", "param_dict", "params", "lrs", "rescale", "fixed", "mults",
+                 "scalars")
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.param_dict = self.params = self.lrs = self.rescale = self.fixed = None
+        self.mults = self.scalars = None
+
+
+def _again_of(step):
+    """An ``_Again`` for ``step`` when ``sgd_steps`` would run every tensor of it through
+    ``_small_steps`` (no kernel group, every tensor small and dense); else False."""
+    moms = step.states
+    if all(map(_is_none, moms)):
+        kernel, columns = SGD_KERNEL, (step.weights, step.grads)
+    elif not any(map(_is_none, moms)):
+        kernel, columns = SGD_MOM_KERNEL, (step.weights, step.grads, moms)
+    else:
+        return False
+    found, rest = step.split(kernel, lambda: columns)
+    if found or len(rest) != len(step.weights):
+        return False
+    tensors, others = step.worked_out(("sgd_small", False), lambda: _small_tensors(step, rest))
+    return False if others or not tensors else _Again(tensors)
+
+
+def _same_rate(a, b) -> bool:
+    """Whether rates ``a`` and ``b`` have the same bits (for floats: equal, and no -0.0)."""
+    return a is b or (a == b and _plus(a) and _plus(b))
 
 
 # ----------------------------------------------------------------------------- the optimizer
@@ -373,6 +501,77 @@ class SGD(Optimizer):
 
     def _steps(self, step, plans):
         sgd_steps(step, plans, self.rescale_grad, self._clip, self.lazy_update)
+
+    def _steps_again(self, step, indices, chunks):
+        """``_plan`` for each of ``chunks`` then ``_steps``, for a prepared step of small
+        tensors only (see ``_small_steps``): the same counts, scheduler calls and arithmetic,
+        with the scalars of the last step kept while what they are made from stays the same."""
+        if not _plain_sgd(type(self)):
+            return False
+        again = step.worked_out(("sgd_again",), lambda: _again_of(step))
+        if again is False:
+            return False
+        param_dict = self.param_dict
+        if param_dict is not again.param_dict:
+            params = self._params_of(indices)
+            if params is None:
+                return False
+            again.param_dict, again.params = param_dict, params
+        params = again.params
+        if len(chunks) == 1:
+            self._update_count(indices)
+            lrs = [self._global_lr()]
+        else:
+            lrs = []
+            for start, stop in chunks:
+                self._update_count(indices[start:stop])
+                lrs.append(self._global_lr())
+        rescale, fixed = self.rescale_grad, (self.wd, self._momentum(), self._clip)
+        kept_lrs, mults = again.lrs, again.mults
+        same = (kept_lrs is not None and len(lrs) == len(kept_lrs)
+                and _same_rate(rescale, again.rescale)
+                and all(map(is_, fixed, again.fixed)) and all(map(_same_rate, lrs, kept_lrs)))
+        if same:
+            for param, (lr_mult, wd_mult) in zip(params, mults):
+                if param.lr_mult is not lr_mult or param.wd_mult is not wd_mult:
+                    same = False
+                    break
+        if not same:
+            again.scalars = self._again_scalars(again, params, chunks, lrs, rescale, fixed)
+        _run_small(again.tensors, again.scalars, step.grads, fixed[2] is not None)
+        return True
+
+    def _again_scalars(self, again, params, chunks, lrs, rescale, fixed):
+        """The scalars for ``_steps_again``, from the rates ``_plan`` would give (kept for the
+        next step with what they are made from, unless some of it is -0.0)."""
+        wd, momentum, clip = fixed
+        mults = [(p.lr_mult, p.wd_mult) for p in params]
+        plans = []
+        for (start, stop), lr in zip(chunks, lrs):
+            plans += [Plan(None, lr * lr_mult, wd * wd_mult, momentum)
+                      for lr_mult, wd_mult in mults[start:stop]]
+        scalars = _small_scalars(again.tensors, [plans[t[0]] for t in again.tensors], rescale,
+                                 clip)
+        if _plus(rescale) and all(map(_plus, lrs)) and all(
+                _plus(p.lr) and _plus(p.wd) and _plus(p.momentum) for p in plans):
+            again.lrs, again.rescale, again.fixed, again.mults = lrs, rescale, fixed, mults
+        else:
+            again.lrs = None
+        return scalars
+
+
+# Whether a class computes SGD's rates and steps as SGD does (LARS, for one, does not).
+_PLAIN_SGD = {}
+_PLAN_PARTS = ("_plan", "_lrs_wds", "_momentum", "_steps", "_rates", "_global_lr",
+               "_update_count", "_params_of", "_steps_again", "_again_scalars")
+
+
+def _plain_sgd(cls) -> bool:
+    found = _PLAIN_SGD.get(cls)
+    if found is None:
+        found = _PLAIN_SGD[cls] = all(getattr(cls, name) is getattr(SGD, name)
+                                      for name in _PLAN_PARTS)
+    return found
 
 
 @register

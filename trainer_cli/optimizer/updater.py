@@ -115,7 +115,7 @@ class Updater:
                                                  [states[i] for i in indices[start:stop]])
             return
         kept = [states[i] for i in indices]
-        prepared = _Prepared(optimizer, given, indices, weights, grads, order, runs, kept)
+        prepared = _Prepared(optimizer, given, indices, weights, grads, order, runs, kept, key)
         # Row_sparse weights change their arrays from step to step: a step with any of them is
         # prepared again at every call (row_sparse gradients are taken anew by ``serves``).
         if key is not None and all(map(_fixed_state, kept)) and _all_dense(weights) and all(
@@ -136,20 +136,65 @@ class Updater:
         prepared = self._last
         return None if prepared is None else prepared.updated_finite(with_grads)
 
+    def kept_step(self, grads, weights):
+        """The prepared step the last ``update_lists`` call ran and kept, when that call had
+        these very gradient and weight NDArrays (dense ones); else None. A caller that comes
+        back with the same arrays and nothing else changed runs it with ``update_again``."""
+        prepared = self._last
+        if prepared is None or prepared.sparse_grads or prepared.grads is None:
+            return None
+        given_grads, given_weights = prepared.given
+        if len(grads) != len(given_grads) or len(weights) != len(given_weights) or not (
+                all(map(is_, grads, given_grads)) and all(map(is_, weights, given_weights))):
+            return None
+        return prepared
+
+    def serves_again(self, prepared) -> bool:
+        """Whether ``update_again(prepared)`` does what ``update_lists`` would do with the
+        arrays ``prepared`` holds: the same optimizer (and ``multi_precision``), states neither
+        loaded nor replaced since, and its gradients kept."""
+        optimizer = self.optimizer
+        return (self._prepared.get(prepared.key) is prepared and prepared.grads is not None
+                and optimizer is prepared.optimizer
+                and optimizer.multi_precision == prepared.multi_precision
+                and all(map(is_, map(self.states.get, prepared.indices), prepared.kept)))
+
+    def update_again(self, prepared):
+        """``update_lists`` with the arrays ``prepared`` holds, once ``serves_again`` said yes:
+        the counts, rates and arithmetic of a step, none of its checks and regrouping."""
+        optimizer = self.optimizer
+        optimizer._set_current_context(prepared.device_id)
+        self._last = prepared
+        prepared.step.seen = None       # what a watching kernel counts is of this step only
+        if not optimizer._steps_again(prepared.step, prepared.indices, self._chunks(prepared)):
+            self._plan_and_step(prepared)
+
+    def _chunks(self, prepared):
+        """``(start, stop)`` of each chunk of ``prepared``'s items that one ``_plan`` call
+        counts and rates: runs of one dtype, cut at the optimizer's ``aggregate_num``."""
+        optimizer = self.optimizer
+        size = optimizer.aggregate_num if self.aggregate_updates else 1
+        if optimizer.counts_each_index:
+            size = len(prepared.indices)    # planning a list counts index by index anyway
+        kept = prepared.chunks
+        if kept is None or kept[0] != size:
+            runs, count = prepared.runs, len(prepared.indices)
+            chunks = [(0, count)] if len(runs) == 1 and count <= size \
+                else list(_chunks(runs, size))
+            kept = prepared.chunks = (size, chunks)
+        return kept[1]
+
     def _plan_and_step(self, prepared):
         # Every chunk is planned first, then all tensors step in one call.
         optimizer = self.optimizer
         indices, weights, grads = prepared.indices, prepared.weights, prepared.grads
         prepared.step.seen = None       # what a watching kernel counts is of this step only
-        size = optimizer.aggregate_num if self.aggregate_updates else 1
-        if optimizer.counts_each_index:
-            size = len(indices)       # planning a list counts index by index anyway
-        runs = prepared.runs
-        if len(runs) == 1 and len(indices) <= size:
+        chunks = self._chunks(prepared)
+        if len(chunks) == 1:
             plans = optimizer._plan(indices, weights, grads)      # one chunk: a small model's
         else:
             plans = []
-            for start, stop in _chunks(runs, size):
+            for start, stop in chunks:
                 plans += optimizer._plan(indices[start:stop], weights[start:stop],
                                          grads[start:stop])
         optimizer._steps(prepared.step, plans)
@@ -234,10 +279,13 @@ class _Prepared:
     hold the last gradient of every key)."""
 
     __slots__ = ("optimizer", "multi_precision", "given", "indices", "weights", "grads", "order",
-                 "runs", "kept", "step", "grads_change", "sparse_grads", "_finite", "_rest")
+                 "runs", "kept", "key", "device_id", "chunks", "step", "grads_change",
+                 "sparse_grads", "_finite", "_rest")
 
-    def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept):
+    def __init__(self, optimizer, given, indices, weights, grads, order, runs, kept, key):
         self.optimizer, self.multi_precision = optimizer, optimizer.multi_precision
+        self.key, self.device_id = key, weights[0].context.device_id
+        self.chunks = None          # (size, the chunks of that size): Updater._chunks
         given_grads, given_weights = given
         self.given = (tuple(given_grads), tuple(given_weights))
         # Copies: the caller's lists are its own once the call returns.
