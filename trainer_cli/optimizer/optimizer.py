@@ -143,12 +143,12 @@ class PreparedStep:
             self._rows.pop(slot, None)
         return rows
 
-    def worked_out(self, name, build):
-        """``build()``, worked out once about these arrays (a rule's layout of them, with
+    def worked_out(self, name, build, *args):
+        """``build(*args)``, worked out once about these arrays (a rule's layout of them, with
         scratch arrays of their shapes): kept until other gradients come (``new_grads``)."""
         found = self._worked.get(name)
         if found is None:
-            found = self._worked[name] = build()
+            found = self._worked[name] = build(*args)
         return found
 
     def new_grads(self, grads):

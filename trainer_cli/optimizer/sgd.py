@@ -342,7 +342,7 @@ _mul, _sub, _add = numpy.multiply, numpy.subtract, numpy.add
 def _small_steps(step, plans, rest, mixed, rescale, clip):
     """The NumPy body for the small dense tensors among positions ``rest`` of ``step``, with
     the scratch arrays and scalars it keeps; returns the positions left to the caller."""
-    tensors, others = step.worked_out(("sgd_small", mixed), lambda: _small_tensors(step, rest))
+    tensors, others = step.worked_out(("sgd_small", mixed), _small_tensors, step, rest)
     if not tensors:
         return others
     chosen = plans if len(tensors) == len(plans) else [plans[t[0]] for t in tensors]
@@ -424,18 +424,20 @@ class _Again:
     (``_small_tensors``), their Parameters, and the scalars of the last step with what they were
     made from (identical objects, or equal values that are not -0.0)."""
 
-    __slots__ = ("tensors", "param_dict", "params", "lrs", "rescale", "fixed", "mults",
-                 "scalars")
+    __slots__ = ("tensors", "param_dict", "params", "scalars", "lrs", "rescale", "mults", "wd",
+                 "momentum", "clip")
 
     def __init__(self, tensors):
         self.tensors = tensors
-        self.param_dict = self.params = self.lrs = self.rescale = self.fixed = None
-        self.mults = self.scalars = None
+        self.param_dict = self.params = self.scalars = self.lrs = None
 
 
-def _again_of(step):
-    """An ``_Again`` for ``step`` when ``sgd_steps`` would run every tensor of it through
-    ``_small_steps`` (no kernel group, every tensor small and dense); else False."""
+def _again_of(step, cls):
+    """An ``_Again`` for ``step`` when ``cls`` is plain SGD and ``sgd_steps`` would run every
+    tensor of it through ``_small_steps`` (no kernel group, every tensor small and dense); else
+    False."""
+    if not _plain_sgd(cls):
+        return False
     moms = step.states
     if all(map(_is_none, moms)):
         kernel, columns = SGD_KERNEL, (step.weights, step.grads)
@@ -446,13 +448,8 @@ def _again_of(step):
     found, rest = step.split(kernel, lambda: columns)
     if found or len(rest) != len(step.weights):
         return False
-    tensors, others = step.worked_out(("sgd_small", False), lambda: _small_tensors(step, rest))
+    tensors, others = step.worked_out(("sgd_small", False), _small_tensors, step, rest)
     return False if others or not tensors else _Again(tensors)
-
-
-def _same_rate(a, b) -> bool:
-    """Whether rates ``a`` and ``b`` have the same bits (for floats: equal, and no -0.0)."""
-    return a is b or (a == b and _plus(a) and _plus(b))
 
 
 # ----------------------------------------------------------------------------- the optimizer
@@ -505,10 +502,9 @@ class SGD(Optimizer):
     def _steps_again(self, step, indices, chunks):
         """``_plan`` for each of ``chunks`` then ``_steps``, for a prepared step of small
         tensors only (see ``_small_steps``): the same counts, scheduler calls and arithmetic,
-        with the scalars of the last step kept while what they are made from stays the same."""
-        if not _plain_sgd(type(self)):
-            return False
-        again = step.worked_out(("sgd_again",), lambda: _again_of(step))
+        with the scalars of the last step kept while what they are made from stays the same.
+        A tiny model's every step runs this, so the bookkeeping is inlined."""
+        again = step.worked_out("sgd_again", _again_of, step, type(self))
         if again is False:
             return False
         param_dict = self.param_dict
@@ -517,47 +513,65 @@ class SGD(Optimizer):
             if params is None:
                 return False
             again.param_dict, again.params = param_dict, params
-        params = again.params
         if len(chunks) == 1:
-            self._update_count(indices)
-            lrs = [self._global_lr()]
+            # _update_count, then _global_lr.
+            counts, begin, num_update = self._index_update_count, self.begin_num_update, \
+                self.num_update
+            for index in indices:
+                count = counts.get(index, begin) + 1
+                counts[index] = count
+                if not num_update > count:      # max(count, num_update), ties to count
+                    num_update = count
+            self.num_update = num_update
+            scheduler = self.lr_scheduler
+            lrs = [scheduler(num_update) if scheduler is not None else self.lr]
         else:
             lrs = []
             for start, stop in chunks:
                 self._update_count(indices[start:stop])
                 lrs.append(self._global_lr())
-        rescale, fixed = self.rescale_grad, (self.wd, self._momentum(), self._clip)
-        kept_lrs, mults = again.lrs, again.mults
-        same = (kept_lrs is not None and len(lrs) == len(kept_lrs)
-                and _same_rate(rescale, again.rescale)
-                and all(map(is_, fixed, again.fixed)) and all(map(_same_rate, lrs, kept_lrs)))
+        rescale, wd, momentum, clip = self.rescale_grad, self.wd, self.momentum, \
+            self.clip_gradient
+        if not momentum > 0:                    # _momentum
+            momentum = 0.0
+        if clip is not None and not clip > 0:   # _clip
+            clip = None
+        kept_lrs = again.lrs
+        # Kept scalars were made from values none of which is -0.0; a value is the same when it
+        # is the same object, or equal and not -0.0 itself.
+        same = kept_lrs is not None and wd is again.wd and momentum is again.momentum \
+            and clip is again.clip and len(lrs) == len(kept_lrs) and (
+                rescale is again.rescale or (rescale == again.rescale and _plus(rescale)))
         if same:
-            for param, (lr_mult, wd_mult) in zip(params, mults):
-                if param.lr_mult is not lr_mult or param.wd_mult is not wd_mult:
+            for lr, kept in zip(lrs, kept_lrs):
+                if lr is not kept and not (lr == kept and _plus(lr)):
                     same = False
                     break
+            else:
+                for param, (lr_mult, wd_mult) in zip(again.params, again.mults):
+                    if param.lr_mult is not lr_mult or param.wd_mult is not wd_mult:
+                        same = False
+                        break
         if not same:
-            again.scalars = self._again_scalars(again, params, chunks, lrs, rescale, fixed)
-        _run_small(again.tensors, again.scalars, step.grads, fixed[2] is not None)
+            self._again_scalars(again, chunks, lrs, rescale, wd, momentum, clip)
+        _run_small(again.tensors, again.scalars, step.grads, clip is not None)
         return True
 
-    def _again_scalars(self, again, params, chunks, lrs, rescale, fixed):
-        """The scalars for ``_steps_again``, from the rates ``_plan`` would give (kept for the
-        next step with what they are made from, unless some of it is -0.0)."""
-        wd, momentum, clip = fixed
-        mults = [(p.lr_mult, p.wd_mult) for p in params]
+    def _again_scalars(self, again, chunks, lrs, rescale, wd, momentum, clip):
+        """``again.scalars`` from the rates ``_plan`` would give, and what they were made from
+        (for the next step to compare) unless some of it is -0.0."""
+        mults = [(p.lr_mult, p.wd_mult) for p in again.params]
         plans = []
         for (start, stop), lr in zip(chunks, lrs):
             plans += [Plan(None, lr * lr_mult, wd * wd_mult, momentum)
                       for lr_mult, wd_mult in mults[start:stop]]
-        scalars = _small_scalars(again.tensors, [plans[t[0]] for t in again.tensors], rescale,
-                                 clip)
+        again.scalars = _small_scalars(again.tensors, [plans[t[0]] for t in again.tensors],
+                                       rescale, clip)
+        again.lrs = None
         if _plus(rescale) and all(map(_plus, lrs)) and all(
                 _plus(p.lr) and _plus(p.wd) and _plus(p.momentum) for p in plans):
-            again.lrs, again.rescale, again.fixed, again.mults = lrs, rescale, fixed, mults
-        else:
-            again.lrs = None
-        return scalars
+            again.lrs, again.rescale, again.mults = lrs, rescale, mults
+            again.wd, again.momentum, again.clip = wd, momentum, clip
 
 
 # Whether a class computes SGD's rates and steps as SGD does (LARS, for one, does not).
