@@ -354,6 +354,9 @@ class Trainer:
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Apply the optimizer to the (already reduced) gradients, normalized by ``1/batch_size``."""
+        kept = self._kept_step
+        if kept is not None and kept.run(self, batch_size):
+            return
         self._prepare()
         self._forbid_on_store("update")
         self._check_and_rescale_grad(self._scale / batch_size)
