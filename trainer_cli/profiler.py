@@ -7,7 +7,8 @@ to the configured ``filename`` in Chrome's trace format (``chrome://tracing``), 
 
 What is timed: every operator of ``nd`` (and of the modules the layers call), the NDArray
 arithmetic operators (``a + b``, ``a[i]``), the backward pass of each recorded operator
-(``_backward_<name>``) and each optimizer update (``<optimizer>_update``). An operator that
+(``_backward_<name>``) and each optimizer update (``<optimizer>_update``, the Updater's
+``update_lists`` or, for a Trainer's kept step, ``update_again``). An operator that
 calls others counts as one: only the outermost call is timed. On a GPU each timed call waits
 for the device, so the times are the work's, not the launch's.
 
@@ -211,6 +212,7 @@ def _targets():
         if method in vars(NDArray):
             found.append((NDArray, method, op_name))
     found.append((updater.Updater, "update_lists", None))
+    found.append((updater.Updater, "update_again", None))  # a Trainer's kept step
     return found
 
 
