@@ -4,7 +4,7 @@ between two steps; and it falls back to the general path whenever something did.
 import numpy as np
 import pytest
 
-from trainer_cli import autograd, gluon, lr_scheduler, nd
+from trainer_cli import _jit, autograd, gluon, lr_scheduler, nd
 from trainer_cli.gluon import trainer as trainer_module
 from trainer_cli.gluon.trainer import StaleGradientError
 from trainer_cli.optimizer import kernels, sgd
@@ -105,10 +105,17 @@ OPTIONS = [
 ]
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["numpy", "kernels"])
 @pytest.mark.parametrize("kind", ["perceptron", "mlp"])
 @pytest.mark.parametrize("options", OPTIONS)
-def test_kept_steps_give_the_general_paths_bits(monkeypatch, tmp_path, kind, options):
-    monkeypatch.setattr(kernels, "enabled", lambda: False)     # NumPy bodies, numba or not
+def test_kept_steps_give_the_general_paths_bits(monkeypatch, tmp_path, kind, options, fused):
+    if fused:
+        # numba loaded (as the runner loads it): the tiny tensors step in one kernel group.
+        monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+        monkeypatch.setattr(_jit, "_numba", None)
+        assert _jit.warm_up() and kernels.enabled()
+    else:
+        monkeypatch.setattr(kernels, "enabled", lambda: False)     # NumPy bodies
     ran_again = []
     steps_again = SGD._steps_again
 
@@ -117,6 +124,9 @@ def test_kept_steps_give_the_general_paths_bits(monkeypatch, tmp_path, kind, opt
         ran_again.append(done)
         return done
     monkeypatch.setattr(SGD, "_steps_again", counted)
+    small_runs = []
+    run_small = sgd._run_small
+    monkeypatch.setattr(sgd, "_run_small", lambda *a: small_runs.append(1) or run_small(*a))
     optimizer, options = options if isinstance(options, tuple) else ("sgd", options)
     with np.errstate(all="ignore"):
         fast = _train(kind, _fresh(options), tmp_path, optimizer)
@@ -137,6 +147,11 @@ def test_kept_steps_give_the_general_paths_bits(monkeypatch, tmp_path, kind, opt
     assert reference[2] == 0
     assert STEPS // 2 < fast[2] < STEPS - 8
     assert ran_again.count(True) == (fast[2] if optimizer == "sgd" else 0)
+    # Kernel groups took every tensor, or the NumPy bodies ran every step.
+    if fused:
+        assert not small_runs
+    elif optimizer == "sgd":
+        assert len(small_runs) >= fast[2]
 
 
 def _fresh(options):

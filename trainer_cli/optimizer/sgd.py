@@ -305,9 +305,7 @@ def sgd_steps(step, plans, rescale, clip, lazy=True):
         key = (rescale, clip, chosen)
 
         def build():
-            lrs = [p.lr for p in chosen]
-            return kernel.rows(dtype, len(chosen), _scalars(dtype, 0, 0, 0, rescale, clip), {
-                "lr": lrs, "wd": [p.wd for p in chosen], "momentum": [p.momentum for p in chosen]})
+            return _kernel_rows(kernel, dtype, chosen, rescale, clip)
         # Equal keys mean equal bits, except for zeros (-0.0 == 0.0). A zero momentum never
         # reaches the arithmetic; a zero rate or rescale would, and a weight decay of -0.0.
         return step.rows((kernel.name, positions[0]), key, build,
@@ -328,6 +326,13 @@ def sgd_steps(step, plans, rescale, clip, lazy=True):
         else:
             sgd_rule(w, g, moms[p], lr=plan.lr, wd=plan.wd, momentum=plan.momentum,
                      rescale=rescale, clip=clip)
+
+
+def _kernel_rows(kernel, dtype, plans, rescale, clip):
+    """A kernel group's rows of scalars, one per tensor of ``plans``."""
+    return kernel.rows(dtype, len(plans), _scalars(dtype, 0, 0, 0, rescale, clip), {
+        "lr": [p.lr for p in plans], "wd": [p.wd for p in plans],
+        "momentum": [p.momentum for p in plans]})
 
 
 # ----------------------------------------------------------------------------- small tensors
@@ -420,22 +425,35 @@ def _small_scalars(tensors, plans, rescale, clip):
 
 
 class _Again:
-    """What ``SGD._steps_again`` keeps about a prepared step of small tensors only: the tensors
-    (``_small_tensors``), their Parameters, and the scalars of the last step with what they were
-    made from (identical objects, or equal values that are not -0.0)."""
+    """What ``SGD._steps_again`` keeps about a prepared step whose every tensor one kernel's
+    groups take (``kernel``, ``split``) or ``_small_steps`` runs (``tensors``): their
+    Parameters, and the scalars of the last step (per tensor, or a group's rows by its first
+    position, made when the group asks) with what they were made from (identical objects, or
+    equal values that are not -0.0)."""
 
-    __slots__ = ("tensors", "param_dict", "params", "scalars", "lrs", "rescale", "mults", "wd",
-                 "momentum", "clip")
+    __slots__ = ("tensors", "kernel", "split", "weights", "param_dict", "params", "scalars",
+                 "plans", "made_with", "lrs", "rescale", "mults", "wd", "momentum", "clip")
 
-    def __init__(self, tensors):
-        self.tensors = tensors
+    def __init__(self, tensors=None, kernel=None, split=None, weights=None):
+        self.tensors, self.kernel, self.split, self.weights = tensors, kernel, split, weights
         self.param_dict = self.params = self.scalars = self.lrs = None
+
+    def rows_of(self, positions):
+        """A kernel group's rows (``Kernel.run_groups`` asks for each group)."""
+        rows = self.scalars.get(positions[0])
+        if rows is None:
+            rescale, clip = self.made_with
+            plans = self.plans
+            rows = self.scalars[positions[0]] = _kernel_rows(
+                self.kernel, self.weights[positions[0]].dtype, [plans[p] for p in positions],
+                rescale, clip)
+        return rows
 
 
 def _again_of(step, cls):
     """An ``_Again`` for ``step`` when ``cls`` is plain SGD and ``sgd_steps`` would run every
-    tensor of it through ``_small_steps`` (no kernel group, every tensor small and dense); else
-    False."""
+    tensor of it through one kernel's groups, or every one through ``_small_steps`` (every
+    tensor small and dense); else False."""
     if not _plain_sgd(cls):
         return False
     moms = step.states
@@ -445,8 +463,11 @@ def _again_of(step, cls):
         kernel, columns = SGD_MOM_KERNEL, (step.weights, step.grads, moms)
     else:
         return False
-    found, rest = step.split(kernel, lambda: columns)
-    if found or len(rest) != len(step.weights):
+    split = step.split(kernel, lambda: columns)
+    found, rest = split
+    if found:
+        return False if len(rest) else _Again(kernel=kernel, split=split, weights=step.weights)
+    if len(rest) != len(step.weights):
         return False
     tensors, others = step.worked_out(("sgd_small", False), _small_tensors, step, rest)
     return False if others or not tensors else _Again(tensors)
@@ -500,8 +521,9 @@ class SGD(Optimizer):
         sgd_steps(step, plans, self.rescale_grad, self._clip, self.lazy_update)
 
     def _steps_again(self, step, indices, chunks):
-        """``_plan`` for each of ``chunks`` then ``_steps``, for a prepared step of small
-        tensors only (see ``_small_steps``): the same counts, scheduler calls and arithmetic,
+        """``_plan`` for each of ``chunks`` then ``_steps``, for a prepared step whose tensors
+        one kernel's groups take, or all small (see ``_small_steps``): the same counts, scheduler
+        calls and arithmetic,
         with the scalars of the last step kept while what they are made from stays the same.
         A tiny model's every step runs this, so the bookkeeping is inlined."""
         again = step.worked_out("sgd_again", _again_of, step, type(self))
@@ -554,7 +576,10 @@ class SGD(Optimizer):
                         break
         if not same:
             self._again_scalars(again, chunks, lrs, rescale, wd, momentum, clip)
-        _run_small(again.tensors, again.scalars, step.grads, clip is not None)
+        if again.kernel is None:
+            _run_small(again.tensors, again.scalars, step.grads, clip is not None)
+        else:
+            again.kernel.run_groups(again.split, again.rows_of)
         return True
 
     def _again_scalars(self, again, chunks, lrs, rescale, wd, momentum, clip):
@@ -565,8 +590,11 @@ class SGD(Optimizer):
         for (start, stop), lr in zip(chunks, lrs):
             plans += [Plan(None, lr * lr_mult, wd * wd_mult, momentum)
                       for lr_mult, wd_mult in mults[start:stop]]
-        again.scalars = _small_scalars(again.tensors, [plans[t[0]] for t in again.tensors],
-                                       rescale, clip)
+        if again.kernel is None:
+            again.scalars = _small_scalars(again.tensors, [plans[t[0]] for t in again.tensors],
+                                           rescale, clip)
+        else:       # each group's rows, made when it asks (Kernel.run_groups)
+            again.scalars, again.plans, again.made_with = {}, plans, (rescale, clip)
         again.lrs = None
         if _plus(rescale) and all(map(_plus, lrs)) and all(
                 _plus(p.lr) and _plus(p.wd) and _plus(p.momentum) for p in plans):
