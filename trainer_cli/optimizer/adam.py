@@ -21,7 +21,7 @@ import numpy
 
 from ..context import array_module_of
 from .kernels import CUDA_CLIP, Kernel, RowKernel, clip as _clip
-from .optimizer import Optimizer, Plan, SparseRows, densified, register, scaled_grad, zeros_like
+from .optimizer import Optimizer, Plan, SparseRows, densified, register, scaled_grad, param_type, zeros_like
 
 __all__ = ["Adam", "AdamW", "adam_rule", "adamw_rule", "adam_sparse_rule"]
 
@@ -31,7 +31,7 @@ _np_ndarray = numpy.ndarray
 # ----------------------------------------------------------------------------- the math
 def _moments(xp, G, mean, var, beta1, beta2, scratch):
     """``mean = b1*mean + (1-b1)*G; var = b2*var + (1-b2)*G*G``, as the kernels round them."""
-    t = mean.dtype.type
+    t = param_type(mean.dtype)
     beta1, beta2 = t(beta1), t(beta2)
     mean *= beta1
     xp.multiply(G, t(1) - beta1, out=scratch)
@@ -45,9 +45,9 @@ def _moments(xp, G, mean, var, beta1, beta2, scratch):
 def _adam_numpy(w, g, mean, var, lr, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's adam_update: ``G = clip(rescale*g + wd*w)`` (decay is L2, inside the moments);
     ``w -= lr * mean / (sqrt(var) + epsilon)``. Bias correction is folded into ``lr``."""
-    t = w.dtype.type
+    t = param_type(w.dtype)
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
-    G = scaled_grad(g, rescale, clip, w, wd)
+    G = scaled_grad(g, rescale, clip, w, wd, params=t)
     scratch = xp.empty_like(G)
     _moments(xp, G, mean, var, beta1, beta2, scratch)
     xp.sqrt(var, out=G)
@@ -60,9 +60,9 @@ def _adam_numpy(w, g, mean, var, lr, wd, beta1, beta2, epsilon, rescale, clip):
 def _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip):
     """MXNet's contrib adamw_update with lr=1 (as MXNet 2.0's AdamW and GluonNLP call it):
     ``G = clip(rescale*g)``; ``w -= eta * (mean / (sqrt(var) + epsilon) + wd*w)``."""
-    t = w.dtype.type
+    t = param_type(w.dtype)
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
-    G = scaled_grad(g, rescale, clip, dtype=w.dtype)
+    G = scaled_grad(g, rescale, clip, dtype=w.dtype, params=t)
     scratch = xp.empty_like(G)
     _moments(xp, G, mean, var, beta1, beta2, scratch)
     xp.sqrt(var, out=G)
@@ -206,7 +206,7 @@ ADAM_KERNEL = Kernel("adam", scalars=_SCALARS, arrays=4, cpu=_adam_cpu, cuda=_AD
                      checked=_adam_cpu_checked)
 ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA,
                       checked=_adamw_cpu_checked)
-ADAM_ROWS_KERNEL = RowKernel("adam", scalars=_SCALARS, arrays=4, one=_adam_cpu)
+ADAM_ROWS_KERNEL = RowKernel("adam", scalars=_SCALARS, arrays=4, one=_adam_cpu, params=True)
 
 
 def _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip):

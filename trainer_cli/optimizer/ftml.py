@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..context import array_module_of
-from .optimizer import Optimizer, register, scaled_grad, zeros_like
+from .optimizer import Optimizer, register, scaled_grad, param_type, zeros_like
 
 __all__ = ["FTML", "ftml_rule"]
 
@@ -13,17 +13,17 @@ def ftml_rule(w, g, d, v, z, *, lr, wd, beta1, beta2, epsilon, t, rescale, clip)
     ``d_t = (1-b1^t)/lr * (sqrt(v/(1-b2^t)) + eps)``; ``z = b1*z + (1-b1)*G - (d_t - b1*d)*w``;
     ``d = d_t``; ``w = -z/d_t``."""
     xp = array_module_of(w)
-    ty = w.dtype.type
+    ty = param_type(w.dtype)
     lr, beta1, beta2, t = ty(lr), ty(beta1), ty(beta2), ty(t)
     one = ty(1)
-    G = scaled_grad(g, rescale, clip, w, wd)
+    G = scaled_grad(g, rescale, clip, w, wd, params=ty)
     tmp = xp.square(G)
     tmp *= one - beta2
     v *= beta2
     v += tmp
     d_t = v / (one - beta2 ** t)
     xp.sqrt(d_t, out=d_t)
-    d_t += ty(epsilon)
+    d_t += w.dtype.type(epsilon)     # a double parameter in MXNet, the others float
     d_t *= (one - beta1 ** t) / lr
     z *= beta1
     G *= one - beta1

@@ -5,7 +5,8 @@ import numpy
 
 from ..context import array_module_of
 from .kernels import RowKernel, clip as _clip
-from .optimizer import (Optimizer, float32_of_float16, on_rows, register, scaled_grad,
+from .optimizer import (Optimizer, float32_of_float16, on_rows, param_type, register,
+                        scaled_grad,
                         zeros_like)
 
 __all__ = ["Ftrl", "ftrl_rule", "ftrl_rows_rule"]
@@ -16,9 +17,9 @@ def ftrl_rule(w, g, z, n, *, lr, wd, lamda1, beta, rescale, clip):
     ``z += G - (sqrt(n + G^2) - sqrt(n)) * w / lr; n += G^2``;
     ``w = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd) * (|z| > lamda1)``."""
     xp = array_module_of(w)
-    t = w.dtype.type
+    t = param_type(w.dtype)
     lr, wd, lamda1, beta = t(lr), t(wd), t(lamda1), t(beta)
-    G = scaled_grad(g, rescale, clip, dtype=w.dtype)
+    G = scaled_grad(g, rescale, clip, dtype=w.dtype, params=t)
     G2 = xp.square(G)
     sigma = n + G2
     xp.sqrt(sigma, out=sigma)
@@ -65,7 +66,7 @@ def _ftrl_cpu(w, g, z, n, s):
         w[i] = (sign * lamda1 - zi) / den * (one if abs(zi) > lamda1 else zero)
 
 
-FTRL_ROWS_KERNEL = RowKernel("ftrl", scalars=_ROW_SCALARS, arrays=4, one=_ftrl_cpu)
+FTRL_ROWS_KERNEL = RowKernel("ftrl", scalars=_ROW_SCALARS, arrays=4, one=_ftrl_cpu, params=True)
 
 
 def ftrl_rows_rule(w, grad, z, n, *, lr, wd, lamda1, beta, rescale, clip):

@@ -75,6 +75,19 @@ CUDA_CLIP = """
 _clip_kernel = _jit.Kernel(clip)
 
 
+def params_array(values, dtype, exact=()):
+    """``values``, operator parameters, as an array of ``dtype``: through float32 for float64,
+    since MXNet's C++ rules hold them as float32 fields and widen them for float64 weights
+    (except at the positions ``exact``: values the rule computed in the weight's dtype)."""
+    out = numpy.array(values, dtype=dtype)
+    if dtype == numpy.float64:
+        rounded = numpy.array(values, dtype=numpy.float32).astype(numpy.float64)
+        if exact:
+            rounded[list(exact)] = out[list(exact)]
+        return rounded
+    return out
+
+
 # ----------------------------------------------------------------------------- one rule
 class Kernel:
     """A rule's fused kernels: ``cpu``, a loop ``cpu(*arrays, s)`` over flat arrays (``s`` the
@@ -102,8 +115,9 @@ class Kernel:
         self._cuda_multis = {}
 
     def row(self, dtype, **values):
-        """The scalars as one array of ``dtype`` (each rounds as ``dtype(x)``)."""
-        return numpy.array([values[name] for name in self.scalars], dtype=dtype)
+        """The scalars as one array of ``dtype`` (each rounds as ``dtype(x)``; for float64,
+        through float32, as MXNet's operators hold their parameters)."""
+        return params_array([values[name] for name in self.scalars], dtype)
 
     def rows(self, dtype, count, fixed, per_tensor):
         """``count`` rows: the ``fixed`` values in every row, the lists of ``per_tensor`` one
@@ -111,7 +125,7 @@ class Kernel:
         rows = numpy.empty((count, len(self.scalars)), dtype=dtype)
         rows[...] = self.row(dtype, **dict(fixed, **dict.fromkeys(per_tensor, 0)))
         for name, values in per_tensor.items():
-            rows[:, self.scalars.index(name)] = values
+            rows[:, self.scalars.index(name)] = params_array(values, dtype)
         return rows
 
     @staticmethod
@@ -143,8 +157,7 @@ class Kernel:
             return True
         if not cuda_handles(*arrays):
             return False
-        t = w.dtype.type
-        row = [t(scalars[name]) for name in self.scalars]
+        row = list(params_array([scalars[name] for name in self.scalars], w.dtype))
         self._cuda()(*arrays[1:2], *row, arrays[0], *arrays[2:])
         return True
 
@@ -196,11 +209,15 @@ class RowKernel:
     ``(len(rows), row_length)``. ``arrays`` counts weight, gradient and states as in ``Kernel``.
     No CUDA element yet: on CuPy the rule's NumPy body runs (gather, dense body, scatter)."""
 
-    __slots__ = ("name", "scalars", "cpu", "_last_row")
+    __slots__ = ("name", "scalars", "cpu", "_last_row", "_params", "_exact")
 
-    def __init__(self, name, *, scalars, arrays, one):
+    def __init__(self, name, *, scalars, arrays, one, params=False, computed=()):
         self.name, self.scalars = name, tuple(scalars)
         self._last_row = (None, None)
+        # ``params``: the scalars are a C++ rule's parameters (``params_array``), but for the
+        # ``computed`` ones
+        self._params = params
+        self._exact = tuple(self.scalars.index(n) for n in computed)
         self.cpu = _jit.Kernel(_ROW_DRIVERS[arrays],
                                {"one": _jit.Kernel(one, {"_clip": _clip_kernel}, inline=True),
                                 "in_range": _in_range_kernel},
@@ -225,7 +242,10 @@ class RowKernel:
     def row(self, dtype, scalars):
         """The kernel's row of ``scalars`` (a mapping of the values ``scalars`` names) in
         ``dtype``."""
-        return numpy.array([scalars[name] for name in self.scalars], dtype=dtype)
+        values = [scalars[name] for name in self.scalars]
+        if self._params:
+            return params_array(values, dtype, self._exact)
+        return numpy.array(values, dtype=dtype)
 
     def kept_row(self, key, dtype, build):
         """``self.row(dtype, build())``, or the row made for the previous call when ``key`` is

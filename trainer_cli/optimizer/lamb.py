@@ -5,7 +5,7 @@ import math
 import os
 
 from ..context import array_module_of
-from .optimizer import Optimizer, register, scaled_grad, zeros_like
+from .optimizer import Optimizer, register, scaled_grad, param_type, zeros_like
 
 __all__ = ["LAMB", "lamb_rule"]
 
@@ -16,9 +16,9 @@ def lamb_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, t, bias_correct
     ``upd = m_hat/(sqrt(v_hat) + eps) + wd*w``; ``r1 = ||w||`` clamped to the bounds given,
     ``r2 = ||upd||``; ``w -= lr * (r1/r2 if both > 0 else 1) * upd``."""
     xp = array_module_of(w)
-    ty = w.dtype.type
+    ty = param_type(w.dtype)
     beta1, beta2, one = ty(beta1), ty(beta2), ty(1)
-    G = scaled_grad(g, rescale, clip, dtype=w.dtype)
+    G = scaled_grad(g, rescale, clip, dtype=w.dtype, params=ty)
     mean *= beta1
     tmp = G * (one - beta1)
     mean += tmp
@@ -44,13 +44,15 @@ def lamb_rule(w, g, mean, var, *, lr, wd, beta1, beta2, epsilon, t, bias_correct
     if upper_bound:
         r1 = min(r1, upper_bound) if upper_bound > 0 else r1
     r2 = _norm(xp, G)
-    ratio = 1.0 if r1 == 0 or r2 == 0 else r1 / r2
-    G *= ty(lr * ratio)
+    t = w.dtype.type
+    # phase 2's lr * r1 / r2, in the weight's dtype
+    G *= ty(lr) if r1 == 0 or r2 == 0 else ty(lr) * t(r1) / t(r2)
     w -= G
 
 
 def _norm(xp, a):
-    flat = a.reshape(-1).astype("float32", copy=False)
+    # float32 as MXNet's float32 norms (float64 weights: float64 norms)
+    flat = a.reshape(-1) if a.dtype == "float64" else a.reshape(-1).astype("float32", copy=False)
     return math.sqrt(flat.dot(flat).item())      # on CuPy: the one transfer, explicit
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..context import array_module_of
-from .optimizer import Optimizer, register, scaled_grad, zeros_like
+from .optimizer import Optimizer, register, scaled_grad, param_type, zeros_like
 from .sgd import sgd_rule, sgd_sparse_rule
 
 __all__ = ["NAG", "nag_rule"]
@@ -15,9 +15,9 @@ def nag_rule(w, g, mom, *, lr, wd, momentum, rescale, clip):
     ``mom -= lr*(G + wd*w)`` with the UPDATED ``w`` (the kernel writes its output over the weight
     before reading it again), where ``G = clip(rescale*g)``."""
     xp = array_module_of(w)
-    t = w.dtype.type
+    t = param_type(w.dtype)
     lr, wd, momentum = t(lr), t(wd), t(momentum)
-    G = scaled_grad(g, rescale, clip, dtype=w.dtype)
+    G = scaled_grad(g, rescale, clip, dtype=w.dtype, params=t)
     mom *= momentum
     d = w * wd
     d += G

@@ -45,7 +45,7 @@ from .kernels import row_ids_error
 
 __all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "on_rows", "register", "create",
            "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified",
-           "float32_of_float16"]
+           "float32_of_float16", "param_type"]
 
 _MISSING = object()
 
@@ -705,17 +705,33 @@ def float32_of_float16(w):
     return w.astype(numpy.float32) if w.dtype == numpy.float16 else w
 
 
-def scaled_grad(g, rescale, clip, w=None, wd=0.0, dtype=None):
+class _Float64Param(numpy.float64):
+    """A float64 operator parameter as MXNet holds it: its parameter structs are float32
+    fields, widened for a float64 weight (lr=0.01 computes as 0.009999999776482582)."""
+
+    def __new__(cls, value):
+        return numpy.float64.__new__(cls, numpy.float32(value))
+
+
+def param_type(dtype):
+    """What an update rule converts its scalars with, for weights of ``dtype``: the dtype's
+    scalar type, through float32 for float64 (MXNet's C++ rules); it serves as ``dtype=`` too."""
+    return _Float64Param if dtype == numpy.float64 else dtype.type
+
+
+def scaled_grad(g, rescale, clip, w=None, wd=0.0, dtype=None, params=None):
     """A new array ``clip(rescale*g + wd*w)`` (``clip`` None: no clipping), never ``g`` itself.
 
-    Scalars take the weight's precision (MXNet's kernels cast their float parameters to it)."""
+    Scalars take the weight's precision (MXNet's kernels cast their float parameters to it),
+    converted by ``params`` where given (``param_type``: a C++ rule's)."""
     xp = array_module_of(g)
     t = (dtype or (w.dtype if w is not None else g.dtype)).type
-    out = xp.multiply(g, t(rescale), dtype=t)
+    p = params or t
+    out = xp.multiply(g, p(rescale), dtype=t)
     if wd:
-        out += w * t(wd)
+        out += w * p(wd)
     if clip is not None:
-        xp.clip(out, t(-clip), t(clip), out=out)
+        xp.clip(out, p(-clip), p(clip), out=out)
     return out
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 import numpy
 
 from ..context import array_module_of
-from .optimizer import Optimizer, float32_of_float16, register, scaled_grad, zeros_like
+from .optimizer import (Optimizer, float32_of_float16, param_type, register, scaled_grad,
+                        zeros_like)
 
 __all__ = ["RMSProp", "rmsprop_rule", "rmsprop_centered_rule"]
 
 
 def _update_n(xp, G, n, gamma1, scratch, square_first):
     """``n = (1-gamma1)*G^2 + gamma1*n`` (the two kernels associate the product differently)."""
-    t = n.dtype.type
+    t = param_type(n.dtype)
     if square_first:
         xp.multiply(G, G, out=scratch)
         scratch *= t(1) - gamma1
@@ -26,8 +27,8 @@ def rmsprop_rule(w, g, n, *, lr, wd, gamma1, epsilon, clip_weights, rescale, cli
     """MXNet's rmsprop_update: ``G = clip(rescale*g + wd*w)``; ``n = (1-g1)*G^2 + g1*n``;
     ``w -= lr * G/sqrt(n + epsilon)``; then ``w`` is clipped to ``clip_weights`` if set."""
     xp = array_module_of(w)
-    t = w.dtype.type
-    G = scaled_grad(g, rescale, clip, w, wd)
+    t = param_type(w.dtype)
+    G = scaled_grad(g, rescale, clip, w, wd, params=t)
     scratch = xp.empty_like(G)
     _update_n(xp, G, n, t(gamma1), scratch, square_first=True)
     xp.add(n, t(epsilon), out=scratch)
@@ -43,9 +44,9 @@ def rmsprop_centered_rule(w, g, n, gbar, delta, *, lr, wd, gamma1, gamma2, epsil
     """MXNet's rmspropalex_update: ``n`` and ``gbar`` track G^2 and G;
     ``delta = g2*delta - lr*G/sqrt(n - gbar^2 + epsilon)``; ``w += delta``; then clip_weights."""
     xp = array_module_of(w)
-    t = w.dtype.type
+    t = param_type(w.dtype)
     gamma1 = t(gamma1)
-    G = scaled_grad(g, rescale, clip, w, wd)
+    G = scaled_grad(g, rescale, clip, w, wd, params=t)
     scratch = xp.empty_like(G)
     _update_n(xp, G, n, gamma1, scratch, square_first=False)
     xp.multiply(G, t(1) - gamma1, out=scratch)

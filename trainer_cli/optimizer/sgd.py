@@ -28,7 +28,7 @@ import numpy
 from ..context import array_module_of
 from . import kernels as _kernels
 from .kernels import CUDA_CLIP, Kernel, RowKernel, clip as _clip
-from .optimizer import Optimizer, Plan, SparseRows, register, zeros_like
+from .optimizer import Optimizer, Plan, SparseRows, register, param_type, zeros_like
 
 __all__ = ["SGD", "ccSGD", "sgd_rule", "sgd_sparse_rule"]
 
@@ -40,7 +40,7 @@ _is_none = partial(is_, None)
 def _sgd_numpy(w, g, mom, lr, wd, momentum, rescale, clip):
     """``mom = momentum*mom - lr*wd*w - lr*clip(rescale*g); w += mom`` (no state: the same step
     applied directly). The state is the NEGATIVE velocity (MXNet's convention)."""
-    t = w.dtype.type
+    t = param_type(w.dtype)
     scale, lr_wd, minus_lr_wd = _scalars_of(t, lr, wd, rescale)
     if clip is None and type(w) is _np_ndarray:
         step = numpy.multiply(g, scale, dtype=t)   # _step_of's, without its call
@@ -96,7 +96,7 @@ def _step_of(w, g, lr, rescale, clip):
     """A new array ``lr*clip(rescale*g)`` in ``w``'s dtype (``lr`` already of that dtype).
     MXNet's kernels round (lr*rescale)*g when not clipping and lr*clip(rescale*g) when
     clipping."""
-    t = w.dtype.type
+    t = param_type(w.dtype)
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     if clip is None:
         return xp.multiply(g, lr * t(rescale), dtype=t)
@@ -116,7 +116,7 @@ def _sgd_rows_numpy(w, rows, g, mom, lr, wd, momentum, rescale, clip):
         mom[rows] = rows_mom
         w[rows] = rows_w
         return
-    t = w.dtype.type
+    t = param_type(w.dtype)
     lr = t(lr)
     step = _step_of(w, g, lr, rescale, clip)
     rows_w = w[rows]
@@ -129,7 +129,7 @@ def _sgd_rows_numpy(w, rows, g, mom, lr, wd, momentum, rescale, clip):
 
 def _keep(dtype, lr, wd):
     """``1 - lr*wd`` in ``dtype``: the factor MXNet's row_sparse SGD kernel scales rows by."""
-    t = dtype.type
+    t = param_type(dtype)
     return t(1) - t(lr) * t(wd)
 
 
@@ -222,8 +222,10 @@ SGD_MOM_KERNEL = Kernel("sgd_mom", scalars=_SCALARS, arrays=3, cpu=_sgd_mom_cpu,
 
 
 _ROW_SCALARS = _SCALARS + ("keep",)
-SGD_ROWS_KERNEL = RowKernel("sgd_lazy", scalars=_ROW_SCALARS, arrays=2, one=_sgd_lazy_cpu)
-SGD_MOM_ROWS_KERNEL = RowKernel("sgd_mom", scalars=_ROW_SCALARS, arrays=3, one=_sgd_mom_cpu)
+SGD_ROWS_KERNEL = RowKernel("sgd_lazy", scalars=_ROW_SCALARS, arrays=2, one=_sgd_lazy_cpu,
+                            params=True, computed=("keep",))
+SGD_MOM_ROWS_KERNEL = RowKernel("sgd_mom", scalars=_ROW_SCALARS, arrays=3, one=_sgd_mom_cpu,
+                                params=True, computed=("keep",))
 
 
 def _scalars(dtype, lr, wd, momentum, rescale, clip):
@@ -242,7 +244,7 @@ def sgd_rule(w, g, mom, *, lr, wd, momentum, rescale, clip, single=False):
     ``w - step`` gives them, where the multi-tensor kernel that SGD uses makes them +0.0, and
     whose decay rounds as a factor (and keeps an infinite weight infinite)."""
     if single and mom is None:
-        t = w.dtype.type
+        t = param_type(w.dtype)
         step = _step_of(w, g, t(lr), rescale, clip)
         keep = _keep(w.dtype, lr, wd)
         if keep != 1:       # 1*w is w, infinities, NaNs and zero signs included
@@ -416,7 +418,7 @@ def _small_scalars(tensors, plans, rescale, clip):
     """Each tensor's scalars for ``_small_steps``, made as ``_sgd_numpy`` makes them."""
     found = []
     for (_, w, _, _, _), plan in zip(tensors, plans):
-        t = w.dtype.type
+        t = param_type(w.dtype)
         scale, lr_wd, minus_lr_wd = _scalars_of(t, plan.lr, plan.wd, rescale)
         if clip is not None:
             scale = (t(rescale), t(-clip), t(clip), t(plan.lr))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..context import array_module_of
-from .optimizer import Optimizer, register, scaled_grad, zeros_like
+from .optimizer import Optimizer, register, scaled_grad, param_type, zeros_like
 
 __all__ = ["Signum", "signum_rule"]
 
@@ -20,7 +20,7 @@ def signum_rule(w, g, mom, *, lr, wd, momentum, wd_lh, rescale, clip):
     ``w = (1 - lr*wd_lh)*w + lr*sign(mom)``.
     Without: ``w = (1 - lr*wd - lr*wd_lh)*w - lr*sign(rescale*g)``."""
     xp = array_module_of(w)
-    t = w.dtype.type
+    t = param_type(w.dtype)
     lr, wd, wd_lh = t(lr), t(wd), t(wd_lh)
     if mom is None:
         # signsgd_update ignores rescale_grad and clip; only rescale's sign can matter, so the
@@ -36,7 +36,7 @@ def signum_rule(w, g, mom, *, lr, wd, momentum, wd_lh, rescale, clip):
         # MXNet's order, (1-momentum)*rescale_grad first: the other rounds otherwise
         G = xp.multiply(g, kept * t(rescale), dtype=t)
     else:
-        G = scaled_grad(g, rescale, clip, dtype=w.dtype)
+        G = scaled_grad(g, rescale, clip, dtype=w.dtype, params=t)
         G *= kept
     mom *= momentum
     # at wd=0 too, as MXNet: an infinite weight makes its momentum NaN

@@ -345,6 +345,26 @@ def states_float16(mx):
     return cases
 
 
+def states_float64(mx):
+    """Every optimizer on float64 weights: MXNet's C++ rules hold their parameters (lr, wd,
+    rescale_grad, momentum, betas, epsilon, ...) as float32 fields, widened for the float64
+    arithmetic; the rules written in Python (AdaGrad, AdaDelta, Adamax, Nadam, DCASGD) compute
+    with Python's doubles. Recorded as for float16 (AdaGrad, AdaDelta, Ftrl and RMSProp fail)."""
+    cases = {}
+    for name, base in STATE_SWEEP:
+        for extra in ({}, {"wd": 0.01, "clip_gradient": 0.5}):
+            params = dict(base, **extra)
+            w0, grads = _sweep_inputs(np.float64)
+            try:
+                weights, states, dtypes = _trajectory(mx, name, params, w0, grads)
+            except Exception as exc:    # noqa: BLE001 - what MXNet raised is the record
+                cases[_key(name, params)] = {"error": type(exc).__name__}
+                continue
+            cases[_key(name, params)] = {"weights": weights, "states": states,
+                                         "state_dtypes": dtypes}
+    return cases
+
+
 def float16_multi_precision(mx):
     cases = {}
     for name, params in [("sgd", {}), ("sgd", {"momentum": 0.9}), ("sgd", {"momentum": 0.9, "wd": 0.01}),
@@ -397,7 +417,8 @@ REGIMES = {"small_gradients": small_gradients,
            "lr_scheduler_edges": lr_scheduler_edges, "nonfinite_sgd": nonfinite_sgd,
            "single_tensor_sgd": single_tensor_sgd, "signum_signs": signum_signs,
            "signum_momentum_rounding": signum_momentum_rounding,
-           "states_rescaled": states_rescaled, "states_float16": states_float16}
+           "states_rescaled": states_rescaled, "states_float16": states_float16,
+           "states_float64": states_float64}
 
 
 def run_all(mx):
