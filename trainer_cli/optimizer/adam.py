@@ -21,7 +21,8 @@ import numpy
 
 from ..context import array_module_of
 from .kernels import CUDA_CLIP, Kernel, RowKernel, clip as _clip
-from .optimizer import Optimizer, Plan, SparseRows, densified, register, scaled_grad, param_type, zeros_like
+from .optimizer import (Optimizer, Plan, SparseRows, densified, param_type, register, scaled_grad,
+                        zeros_like)
 
 __all__ = ["Adam", "AdamW", "adam_rule", "adamw_rule", "adam_sparse_rule"]
 

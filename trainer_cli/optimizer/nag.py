@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..context import array_module_of
-from .optimizer import Optimizer, register, scaled_grad, param_type, zeros_like
+from .optimizer import Optimizer, param_type, register, scaled_grad, zeros_like
 from .sgd import sgd_rule, sgd_sparse_rule
 
 __all__ = ["NAG", "nag_rule"]

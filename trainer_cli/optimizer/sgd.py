@@ -28,7 +28,7 @@ import numpy
 from ..context import array_module_of
 from . import kernels as _kernels
 from .kernels import CUDA_CLIP, Kernel, RowKernel, clip as _clip
-from .optimizer import Optimizer, Plan, SparseRows, register, param_type, zeros_like
+from .optimizer import Optimizer, Plan, SparseRows, param_type, register, zeros_like
 
 __all__ = ["SGD", "ccSGD", "sgd_rule", "sgd_sparse_rule"]
 
