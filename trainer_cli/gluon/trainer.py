@@ -536,7 +536,7 @@ class _KeptStep:
                 or trainer._params_to_init:
             return None
         indices, grads, weights = per_device[0]
-        trainable = [p for p in trainer._params if p._grad_req != "null"]
+        trainable = [param for param in trainer._params if param.grad_req != "null"]
         if not indices or len(indices) != len(trainable):
             return None
         updater = trainer._updaters[0]
@@ -546,7 +546,7 @@ class _KeptStep:
         kept = cls()
         kept.epoch, kept.optimizer = _plans.epoch.value, trainer._optimizer
         kept.params, kept.datas = trainable, weights
-        kept.lists = [p._data for p in trainable]
+        kept.lists = [param._data for param in trainable]
         kept.updater, kept.prepared = updater, prepared
         return kept
 
