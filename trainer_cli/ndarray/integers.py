@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import numpy
 
-__all__ = ["is_int", "c_cast", "scalar", "divide", "IntegerDivisionByZero"]
+__all__ = ["c_cast", "scalar", "divide", "IntegerDivisionByZero"]
 
 
 class IntegerDivisionByZero(ZeroDivisionError):
     """An integer array divided by zero (MXNet's process dies of SIGFPE there)."""
-
-
-def is_int(dtype) -> bool:
-    return dtype.kind in "iu"
 
 
 def c_cast(values, dtype):

@@ -7,6 +7,7 @@ function serves NumPy and CuPy because it only uses the array module of its inpu
 from __future__ import annotations
 
 import builtins as _builtins
+import functools
 import math
 import numbers
 
@@ -1248,8 +1249,6 @@ def _own(result, source):
 def owning(fn):
     """``fn`` whose NDArray outputs share no memory with its first argument (a copy where NumPy
     gave a view)."""
-    import functools
-
     @functools.wraps(fn)
     def op(*args, **kwargs):
         result = fn(*args, **kwargs)

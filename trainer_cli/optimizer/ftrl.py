@@ -5,8 +5,7 @@ import numpy
 
 from ..context import array_module_of
 from .kernels import RowKernel, clip as _clip
-from .optimizer import (Optimizer, float32_of_float16, on_rows, param_type, register,
-                        scaled_grad,
+from .optimizer import (Optimizer, in_float32, on_rows, param_type, register, scaled_grad,
                         zeros_like)
 
 __all__ = ["Ftrl", "ftrl_rule", "ftrl_rows_rule"]
@@ -112,8 +111,5 @@ class Ftrl(Optimizer):
 
     def _step(self, index, w, g, state, lr, wd):
         z, n = state
-        w32 = float32_of_float16(w)
-        ftrl_rule(w32, g, z, n, lr=lr, wd=wd, lamda1=self.lamda1, beta=self.beta,
-                  rescale=self.rescale_grad, clip=self._clip)
-        if w32 is not w:
-            w[...] = w32
+        in_float32(ftrl_rule, w, g, z, n, lr=lr, wd=wd, lamda1=self.lamda1, beta=self.beta,
+                   rescale=self.rescale_grad, clip=self._clip)

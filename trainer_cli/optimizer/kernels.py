@@ -79,13 +79,12 @@ def params_array(values, dtype, exact=()):
     """``values``, operator parameters, as an array of ``dtype``: through float32 for float64,
     since MXNet's C++ rules hold them as float32 fields and widen them for float64 weights
     (except at the positions ``exact``: values the rule computed in the weight's dtype)."""
-    out = numpy.array(values, dtype=dtype)
-    if dtype == numpy.float64:
-        rounded = numpy.array(values, dtype=numpy.float32).astype(numpy.float64)
-        if exact:
-            rounded[list(exact)] = out[list(exact)]
-        return rounded
-    return out
+    if dtype != numpy.float64:
+        return numpy.array(values, dtype=dtype)
+    rounded = numpy.array(values, dtype=numpy.float32).astype(numpy.float64)
+    for i in exact:
+        rounded[i] = values[i]
+    return rounded
 
 
 # ----------------------------------------------------------------------------- one rule

@@ -45,7 +45,7 @@ from .kernels import row_ids_error
 
 __all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "on_rows", "register", "create",
            "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified",
-           "float32_of_float16", "param_type"]
+           "in_float32", "param_type"]
 
 _MISSING = object()
 
@@ -696,13 +696,16 @@ def zeros_like(weight, dtype=None, stype="default"):
     return STATE_SLABS.zeros(weight.shape, dtype, weight.context)
 
 
-def float32_of_float16(w):
-    """A float32 copy of a float16 weight array, else ``w`` itself. For the rules whose states
-    are float32 beside a float16 weight without multi_precision (Ftrl, RMSProp): MXNet 1.9.1
-    fails in their update operators there; here the rule computes in float32 and the caller
-    rounds the result into the weight once, which is multi_precision's first step
-    (docs/compat.md)."""
-    return w.astype(numpy.float32) if w.dtype == numpy.float16 else w
+def in_float32(rule, w, *args, **kwargs):
+    """``rule(w, *args, **kwargs)``, on a float32 copy of a float16 ``w`` rounded into it once.
+    For the rules whose states are float32 beside a float16 weight without multi_precision
+    (Ftrl, RMSProp): MXNet 1.9.1 fails in their update operators there; here the rule computes
+    in float32, which is multi_precision's first step (docs/compat.md)."""
+    if w.dtype != numpy.float16:
+        return rule(w, *args, **kwargs)
+    w32 = w.astype(numpy.float32)
+    rule(w32, *args, **kwargs)
+    w[...] = w32
 
 
 class _Float64Param(numpy.float64):

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy
 
 from ..context import array_module_of
-from .optimizer import (Optimizer, float32_of_float16, param_type, register, scaled_grad,
-                        zeros_like)
+from .optimizer import Optimizer, in_float32, param_type, register, scaled_grad, zeros_like
 
 __all__ = ["RMSProp", "rmsprop_rule", "rmsprop_centered_rule"]
 
@@ -89,10 +88,7 @@ class RMSProp(Optimizer):
     def _step(self, index, w, g, state, lr, wd):
         common = dict(lr=lr, wd=wd, gamma1=self.gamma1, epsilon=self.epsilon,
                       clip_weights=self.clip_weights, rescale=self.rescale_grad, clip=self._clip)
-        w32 = float32_of_float16(w)
         if self.centered:
-            rmsprop_centered_rule(w32, g, *state, gamma2=self.gamma2, **common)
+            in_float32(rmsprop_centered_rule, w, g, *state, gamma2=self.gamma2, **common)
         else:
-            rmsprop_rule(w32, g, state[0], **common)
-        if w32 is not w:
-            w[...] = w32
+            in_float32(rmsprop_rule, w, g, state[0], **common)
