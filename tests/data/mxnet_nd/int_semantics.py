@@ -5,7 +5,7 @@ zero, sums and means wrap and truncate in the dtype, and a floating function (sq
 is computed in float32 and converted back (NaN and out-of-range values become the type's
 minimum through a 32-bit integer, as x86 converts).
 
-    /tmp/mxvenv/bin/python tests/data/mxnet_nd/make_int_semantics.py
+    /tmp/mxvenv/bin/python tests/data/mxnet_nd/make_records.py
 
 records ``int_semantics.json``; tests/test_int_semantics.py replays the cases with trainer_cli.
 No case divides by zero (MXNet's process dies of SIGFPE there)."""

@@ -1,7 +1,7 @@
 """Cases of results that may share memory with their source, written once against MXNet's API
 (``run_all(mx)`` with ``mx`` the mxnet or the trainer_cli module): each builds a source, takes a
 result from it, writes into the result, and returns the source's values afterwards (the source
-changed exactly where the result is a view of it)."""
+changed exactly where the result is a view of it). make_records.py records views.json."""
 import numpy as np
 
 
