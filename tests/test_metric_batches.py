@@ -92,15 +92,18 @@ def test_the_runner_hands_outputs_over_early_enough_and_wherever_the_sums_are_th
     assert whole[1]["metrics"]["ce"]["sum_metric"] == want[0]
 
 
-@pytest.mark.parametrize("classes", [1, 2, 4, 10, metric.FEW_CLASSES, metric.FEW_CLASSES + 1])
-def test_log_probs_of_few_classes_sum_each_row_left_to_right(classes):
-    """Few classes are reduced column by column (faster): each row's maximum, and its sum of
-    exponentials added left to right (NumPy's own row sums for fewer than 8 classes); more
-    classes take NumPy's reductions along the rows."""
+@pytest.mark.parametrize("classes", [1, 2, 4, 10, metric.FEW_CLASSES, metric.FEW_CLASSES + 1, 65])
+def test_nll_of_logits_is_the_whole_log_softmax_picked(classes):
+    """Each row's -log p(label) from logits has the bits of the full float64 log-softmax, picked:
+    few classes reduced column by column (each row's maximum, and its sum of exponentials added
+    left to right: NumPy's own row sums for fewer than 8 classes), more along the rows; NaN and
+    infinite logits give what the full computation gives."""
     rng = numpy.random.default_rng(classes)
     pred = (rng.standard_normal((300, classes)) * rng.choice([1e-3, 1.0, 30.0], (300, 1)))
     pred = pred.astype(numpy.float32)
     pred[7, 0], pred[8, -1], pred[9, 0] = numpy.nan, numpy.inf, -numpy.inf
+    label = rng.integers(0, classes, 300)
+    label[8] = classes - 1                     # the infinite logit's own row and class
     wide = pred.astype(numpy.float64)
     with numpy.errstate(invalid="ignore"):
         shifted = wide - wide.max(axis=1, keepdims=True)
@@ -110,11 +113,12 @@ def test_log_probs_of_few_classes_sum_each_row_left_to_right(classes):
                 total = total + numpy.exp(shifted[:, k:k + 1])
         else:
             total = numpy.exp(shifted).sum(axis=1, keepdims=True)
-        expect = shifted - numpy.log(total)
-        got = metric._log_probs(pred, -1, True)
+        expect = -(shifted - numpy.log(total))[numpy.arange(300), label]
+        got = metric._nll_of_logits(pred, label)
         if classes < 8:
             numpy.testing.assert_array_equal(total, numpy.exp(shifted).sum(axis=1, keepdims=True))
-    assert got.shape == expect.shape
+    assert got.shape == expect.shape and got.dtype == numpy.float64
     numpy.testing.assert_array_equal(numpy.isnan(got), numpy.isnan(expect))
+    assert numpy.isnan(got[7]) and numpy.isnan(got[8])
     same = ~numpy.isnan(expect)
     assert (got[same].view(numpy.int64) == expect[same].view(numpy.int64)).all()

@@ -31,7 +31,7 @@ from ..gluon.utils import split_bounds
 from ..ndarray import array as _array
 from ..ndarray.finite import KeptCheck
 from ..ndarray.interop import raw as _raw
-from ..gluon.trainer import REDUCE, STORE
+from ..gluon.trainer import LOCAL, REDUCE, STORE
 from ..ndarray import zeros as _zeros
 from . import grads
 from .data import as_batch, is_mapped
@@ -147,6 +147,9 @@ class TrainingLoop:
         # _forward_backward runs without splitting it (the same arrays and calls, less Python).
         self._one_piece = (parts.num_workers == 1 and len(parts.contexts) == 1
                            and self.scaler is None)
+        # Such a batch with nothing to reduce, clip, accumulate or undo takes _plain_step (decided
+        # at the first step: reading the Trainer's mode decides it).
+        self._plain = None
         self._saved_check = KeptCheck()   # the weights and states at each checkpoint
         self._saved_step = None
         self._broken = None
@@ -206,7 +209,13 @@ class TrainingLoop:
         if self._prefetch is not None and st.batch_in_epoch + k < len(batches):
             self._prefetch.ahead(batches[st.batch_in_epoch + k])
         started = time.perf_counter()
-        self._step(window)
+        if self._plain is None:
+            self._plain = (self._one_piece and self._grads_after and k == 1
+                           and self.parts.trainer.mode == LOCAL)
+        if self._plain:
+            self._plain_step(window[0])
+        else:
+            self._step(window)
         took = time.perf_counter() - started
         self.step_s += took
         self._epoch_steps += took
@@ -252,6 +261,28 @@ class TrainingLoop:
         if finite is False:
             self._non_finite()
 
+    def _plain_step(self, idx):
+        """``_step`` of one batch that is one piece, with nothing to reduce, clip, scale or undo
+        (``_plain``): the same calls in the same order, less of the loop's own Python, which is
+        a tenth of a small model's step."""
+        st, trainer = self.state, self.parts.trainer
+        loss_sum, count, pairs = self._forward_backward(idx)
+        self._broken = "loss or gradient is"
+        finite = math.isfinite(loss_sum)
+        if finite:
+            trainer.update(count)
+            finite = update_was_finite(trainer, True) or self._update_checked(None, False)
+        if finite:
+            self.train_acc.add_loss(loss_sum, count)
+            self.train_acc.add_outputs(pairs)
+        else:
+            grads.zero_grads(self.params)
+        st.step += 1
+        st.samples += count
+        self._window_loss = loss_sum / count if count else float("nan")
+        if not finite:
+            self._non_finite()
+
     def _update(self, samples):
         """Apply the step's update; False when it made a trainable weight or an optimizer state
         NaN/Inf (finite gradients can still overflow), which ``nan_policy: skip`` undoes."""
@@ -275,8 +306,13 @@ class TrainingLoop:
             parts.trainer.update(samples)
         if self.scaler is not None and self.scaler.last_overflow:
             return None  # AMP skipped the update (nothing changed): a normal event, not nan_policy's
-        if update_was_finite(parts.trainer, self._grads_after):
-            return True
+        return update_was_finite(parts.trainer, self._grads_after) or \
+            self._update_checked(undo, on_store)
+
+    def _update_checked(self, undo, on_store):
+        """``_update``'s answer when the Trainer could not tell that its update was finite: the
+        weights and states looked at whole (an update on the store, or one that found NaN/Inf)."""
+        parts = self.parts
         if self._grads_after and not on_store and not self._finite_grads(self.params):
             return False   # "loss or gradient is": the run stops, the update is not undone
         broken = broken_part(self.params, parts.trainer, trainable_only=True)
