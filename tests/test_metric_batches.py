@@ -122,3 +122,47 @@ def test_nll_of_logits_is_the_whole_log_softmax_picked(classes):
     assert numpy.isnan(got[7]) and numpy.isnan(got[8])
     same = ~numpy.isnan(expect)
     assert (got[same].view(numpy.int64) == expect[same].view(numpy.int64)).all()
+
+
+@pytest.mark.parametrize("block_values", [1, 65 * 7, 65 * 300])
+def test_nll_of_wide_logits_is_the_same_in_any_blocks(monkeypatch, block_values):
+    """Wide logits are worked in blocks of rows (a bounded float64 temporary): one row per block,
+    blocks that leave a partial last one, or one block give the same bits."""
+    rng = numpy.random.default_rng(3)
+    pred = (rng.standard_normal((300, 65)) * 20).astype(numpy.float32)
+    label = rng.integers(0, 65, 300)
+    whole = numpy.float64(pred)
+    shifted = whole - whole.max(axis=1, keepdims=True)
+    expect = -(shifted - numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True)))[
+        numpy.arange(300), label]
+    monkeypatch.setattr(metric, "_BLOCK_VALUES", block_values)
+    got = metric._nll_of_logits(pred, label)
+    assert (got.view(numpy.int64) == expect.view(numpy.int64)).all()
+
+
+def test_an_output_as_large_as_the_pending_limit_is_read_in_place_and_in_order(monkeypatch):
+    """An output that alone reaches PENDING_BYTES goes to the metrics at once, read where it
+    lies (no host copy of a word model's logits), after the smaller ones before it: the sums
+    are those of one update per batch."""
+    from trainer_cli.ndarray import NDArray
+    from trainer_cli.run import state
+    small = _batches(11, [16] * 3, 37, "float32")
+    large = _batches(12, [400], 37, "float32")
+    batches = small[:2] + large + small[2:]
+    want = _one_by_one(metric.Perplexity(from_logits=True), batches)
+    monkeypatch.setattr(state, "PENDING_BYTES", 400 * 37 * 4)
+    acc = state.Accumulator({"ppl": metric.Perplexity(from_logits=True)})
+    copied = []
+    real = NDArray.asnumpy
+
+    def counted(self):
+        copied.append(self.shape)
+        return real(self)
+
+    monkeypatch.setattr(NDArray, "asnumpy", counted)
+    for label, pred in batches:
+        acc.add_outputs([(label, pred)])
+    assert copied == [(16, 37)] * 3 and len(acc._pending) == 1    # the last small one
+    acc.values("train_")
+    got = acc.metrics["ppl"]
+    assert (got.sum_metric, got.num_inst) == want
