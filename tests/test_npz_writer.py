@@ -134,6 +134,39 @@ def test_a_deferred_file_read_in_several_pieces(tmp_path, monkeypatch, second_th
     assert deferred(tmp_path / "a.npz", MIXED) == zipfile_bytes(MIXED)
 
 
+@pytest.mark.parametrize("iov_max", [1, 3, 1024])
+@pytest.mark.parametrize("short", [False, True])
+def test_a_real_file_takes_the_pieces_in_few_calls_even_when_calls_write_less(
+        tmp_path, monkeypatch, iov_max, short):
+    """An unbuffered file gets its pieces by writev (at most _IOV_MAX a call) and its
+    descriptors by pwrite; calls that write only part of what they were given (as a signal or a
+    full pipe can make them) still leave zipfile's bytes."""
+    calls = {"writev": 0, "pwrite": 0}
+    real_writev, real_pwrite = os.writev, os.pwrite
+
+    def writev(fd, buffers):
+        calls["writev"] += 1
+        assert len(buffers) <= iov_max
+        if short:
+            return real_writev(fd, [bytes(buffers[0])[:3]])
+        return real_writev(fd, buffers)
+
+    def pwrite(fd, data, offset):
+        calls["pwrite"] += 1
+        return real_pwrite(fd, bytes(data)[:2] if short else data, offset)
+
+    monkeypatch.setattr(_npz, "_IOV_MAX", iov_max)
+    monkeypatch.setattr(_npz.os, "writev", writev)
+    monkeypatch.setattr(_npz.os, "pwrite", pwrite)
+    want = zipfile_bytes(MIXED)
+    assert deferred(tmp_path / "a.npz", MIXED) == want
+    with open(tmp_path / "b.npz", "wb", buffering=0) as f:
+        write_npz(f, MIXED)
+    assert (tmp_path / "b.npz").read_bytes() == want
+    if iov_max == 1024 and not short:
+        assert calls == {"writev": 2, "pwrite": len(MIXED) + 1}
+
+
 def test_finishing_a_file_that_lost_its_end_is_an_error(tmp_path):
     path = tmp_path / "a.npz"
     with _atomic.open_new_file(path, readable=True) as f:

@@ -12,6 +12,7 @@ import errno
 import hashlib
 import io
 import math
+import os
 import struct
 import threading
 import zipfile
@@ -72,6 +73,8 @@ class DeferredNpz:
         """:meth:`finish` as a generator, one step per piece read (``_stepwise``)."""
         digest = hashlib.sha256()
         buffer = memoryview(bytearray(min(_READ_PIECE, self._end)))
+        if self._end <= len(buffer) and _fd_of(file) is not None:
+            return (yield from self._finish_small(file, buffer, digest))
         for member in self._members:
             for piece in _read_range(file, buffer, member.offset, member.content_offset):
                 digest.update(piece)
@@ -89,6 +92,25 @@ class DeferredNpz:
         return self._end + len(tail), digest.hexdigest()
 
 
+    def _finish_small(self, file, buffer, digest):
+        """``finish_steps`` of an archive that fits the read buffer: read in one call, each
+        descriptor written in one (a checkpoint's archive of 18 members: 20 system calls, not
+        110)."""
+        fd = _fd_of(file)
+        _read_all_at(fd, buffer, 0)
+        for member in self._members:
+            digest.update(buffer[member.offset:member.content_offset])
+            member.crc = _crc_and_digest(buffer[member.content_offset:member.data_end], 0, digest)
+            descriptor = member.descriptor()
+            _write_all_at(fd, descriptor, member.data_end)
+            digest.update(descriptor)
+            yield
+        tail = _central_directory(self._members, self._end)
+        _write_all_at(fd, tail, self._end)
+        digest.update(tail)
+        return self._end + len(tail), digest.hexdigest()
+
+
 def write_npz_deferred(fileobj, arrays: dict) -> DeferredNpz:
     """Write ``arrays`` as :func:`write_npz` would, with zero CRCs and no central directory
     yet: call :meth:`DeferredNpz.finish` with the file. The arrays may change once this
@@ -100,13 +122,24 @@ def _write_members(fileobj, arrays, crc):
     """Each member's local header, ``.npy`` bytes and data descriptor (whose CRC stays 0 without
     ``crc``); returns the members and where the central directory goes."""
     members, end = _plan(fileobj, arrays)
+    # An unbuffered file takes the pieces a few hundred to a system call (a checkpoint's 18
+    # members: 2 calls, not 75); any other file object, one write each.
+    fd = _fd_of(fileobj) if type(fileobj) is io.FileIO else None
+    pieces = []
     for member in members:
-        _write_all(fileobj, member.local_header)
+        pieces.append(member.local_header)
         for piece in member.content():
             if crc:
                 member.crc = zlib.crc32(piece, member.crc)
-            _write_all(fileobj, piece)
-        _write_all(fileobj, member.descriptor())
+            pieces.append(piece)
+        pieces.append(member.descriptor())
+        if fd is None:
+            for piece in pieces:
+                _write_all(fileobj, piece)
+            pieces = []
+    if fd is not None:
+        _writev_all(fd, pieces)
+    for member in members:
         member.data = None      # the file holds the bytes now; the array may change
     return members, end
 
@@ -148,6 +181,8 @@ _END64 = struct.Struct("<4sQ2H2L4Q")
 _END64_LOCATOR = struct.Struct("<4sLQL")
 _END = struct.Struct("<4s4H2LH")
 _READ_PIECE = 16 << 20
+# The most pieces one writev takes (the POSIX minimum of IOV_MAX; Linux allows 1024).
+_IOV_MAX = 1024
 _THREAD_PIECE = 1 << 20
 
 
@@ -242,6 +277,46 @@ def _write_all(fileobj, data):
     done = 0
     while done < len(view):  # an unbuffered write may take less than it was given
         done += fileobj.write(view[done:])
+
+
+def _fd_of(fileobj):
+    try:
+        return fileobj.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both of the last
+        return None
+
+
+def _writev_all(fd, pieces):
+    """Write ``pieces`` (bytes-like) one after another at ``fd``'s position, in as few calls as
+    ``writev`` takes (a call may write less than it was given: the rest follows)."""
+    views = [memoryview(p).cast("B") for p in pieces if len(p)]
+    first = 0
+    while first < len(views):
+        written = os.writev(fd, views[first:first + _IOV_MAX])
+        while written >= len(views[first]):
+            written -= len(views[first])
+            first += 1
+            if first == len(views):
+                return
+        views[first] = views[first][written:]
+
+
+def _write_all_at(fd, data, offset):
+    view = memoryview(data).cast("B")
+    while len(view):
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+
+
+def _read_all_at(fd, buffer, offset):
+    """Fill ``buffer`` with the file's bytes from ``offset`` (an OSError if the file is shorter)."""
+    done = 0
+    while done < len(buffer):
+        n = os.preadv(fd, [buffer[done:]], offset + done)
+        if not n:
+            raise OSError(errno.EIO, "the file ended at byte %d while it was being finished"
+                          % (offset + done))
+        done += n
 
 
 def _write_at(file, data, offset):
