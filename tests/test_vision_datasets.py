@@ -309,3 +309,83 @@ def test_the_data_sets_own_archive_layouts_are_read_too(tmp_path):
     mnist = vision.MNIST(root=str(tmp_path), train=False)
     assert [mnist[i][1] for i in range(2)] == [3, 7]
     numpy.testing.assert_array_equal(mnist[1][0].asnumpy()[..., 0], images[1])
+
+
+def _ended(pid) -> bool:
+    """Whether process ``pid`` is gone or a zombie (a reparented child nobody reaps yet)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+_ORPHAN_SCRIPT = """
+import os, sys, time
+from trainer_cli import gluon
+loader = gluon.data.DataLoader(gluon.data.SimpleDataset(list(range(8))), 2, num_workers=2,
+                               timeout=60)
+next(iter(loader))
+print(" ".join(str(p.pid) for p in loader._workers), flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_workers_end_soon_after_their_parent_is_killed_with_sigkill():
+    # A worker waits on a queue whose write end it holds itself: killed with SIGKILL (an
+    # out-of-memory kill, a scheduler's last word), the parent would leave it waiting forever,
+    # holding the dataset's memory.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+        assert len(workers) == 2 and not any(_ended(p) for p in workers)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while not all(_ended(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in workers if not _ended(p)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left
+
+
+def test_workers_leave_stops_to_the_caller():
+    # Workers are forked under whatever stop handlers the caller set (a training run's raise):
+    # SIGTERM ends a worker by its default action, silently; a hang-up and SIGUSR1 (a relayed
+    # Ctrl-C) are ignored as Ctrl-C is.
+    import signal
+    import time
+
+    def raising(signum, frame):
+        raise KeyboardInterrupt("the caller's stop handler")
+
+    old = {sig: signal.signal(sig, raising) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        loader = gluon.data.DataLoader(gluon.data.SimpleDataset(list(range(8))), 2,
+                                       num_workers=1, timeout=30)
+        assert [b.asnumpy().tolist() for b in loader][0] == [0, 1]
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    try:
+        worker = loader._workers[0]
+        for sig in (signal.SIGHUP, signal.SIGUSR1):
+            os.kill(worker.pid, sig)
+        assert [b.asnumpy().tolist() for b in loader][-1] == [6, 7]
+        assert worker.exitcode is None
+        os.kill(worker.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while worker.exitcode is None and time.monotonic() < deadline:
+            worker.join(0.05)
+        assert worker.exitcode == -signal.SIGTERM
+    finally:
+        loader.close()

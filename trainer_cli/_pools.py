@@ -15,12 +15,35 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = ["close_pool", "CLOSE_TIMEOUT_S"]
+__all__ = ["close_pool", "CLOSE_TIMEOUT_S", "leave_stops_to_parent"]
 
 # A pool whose processes are all killed ends in milliseconds; this bounds the rare rest.
 CLOSE_TIMEOUT_S = 5.0
 # How often the wait kills a worker the pool started in place of a killed one.
 _KILL_EVERY_S = 0.05
+
+
+def leave_stops_to_parent(parent: int):
+    """In a forked worker: the stops are the parent's to handle. Forked under the parent's stop
+    handlers (a training run's raise), a worker would print a traceback per signal and lose its
+    task: a terminal's Ctrl-C or hang-up, sent to the whole process group, is ignored here, so is
+    SIGUSR1 (a relayed Ctrl-C under ``trainer run --workers``), and SIGTERM ends the worker by its
+    default action, silently. A worker also goes as soon as its parent ``parent`` does (killed
+    with SIGKILL, the parent cannot end it)."""
+    import os
+    import signal
+
+    for name, action in (("SIGINT", signal.SIG_IGN), ("SIGHUP", signal.SIG_IGN),
+                         ("SIGTERM", signal.SIG_DFL), ("SIGUSR1", signal.SIG_IGN)):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), action)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
 
 
 def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:

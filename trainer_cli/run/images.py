@@ -18,7 +18,7 @@ import weakref
 
 import numpy
 
-from .._pools import close_pool
+from .._pools import close_pool, leave_stops_to_parent
 from .data import Arrays, DataError
 
 __all__ = ["ImageRows", "load_images"]
@@ -98,28 +98,7 @@ _worker = None
 def _worker_init(source, transform, parent):
     global _worker
     _worker = (source, transform)
-    # Forked while the run is set up, a worker inherits the run's stop handlers, which raise
-    # and printed a traceback per worker. A stop is the run's to handle (it kills the workers
-    # when it ends): a terminal's Ctrl-C or hang-up, sent to the whole process group, is ignored
-    # here, so is SIGUSR1 (a relayed Ctrl-C under ``trainer run --workers``), and SIGTERM ends a
-    # worker silently.
-    import signal
-
-    for name, action in (("SIGINT", signal.SIG_IGN), ("SIGHUP", signal.SIG_IGN),
-                         ("SIGTERM", signal.SIG_DFL), ("SIGUSR1", signal.SIG_IGN)):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), action)
-    # A worker outlives a parent killed with SIGKILL (it waits on a queue whose other end it
-    # holds itself); it goes as soon as its parent does.
-    import threading
-    import time
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True).start()
+    leave_stops_to_parent(parent)
 
 
 def _worker_samples(task):

@@ -6,13 +6,12 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import random as _py_random
-import signal
 import time
 
 import numpy
 
 from ... import random as _random
-from ..._pools import close_pool
+from ..._pools import close_pool, leave_stops_to_parent
 from ...ndarray import NDArray
 from ...ndarray import creation, ops
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -72,12 +71,12 @@ def _from_host(obj):
 _worker_state = None
 
 
-def _worker_init(dataset, batchify_fn, seed):
+def _worker_init(dataset, batchify_fn, seed, parent):
     global _worker_state
     _worker_state = (dataset, batchify_fn)
-    # Ctrl-C is the main process's (as MXNet's workers, which ignore it): a worker would print
-    # a KeyboardInterrupt traceback and leave its batch undone.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and the other stops are the main process's (as MXNet's workers ignore Ctrl-C): a
+    # worker would print a traceback and leave its batch undone.
+    leave_stops_to_parent(parent)
     # Forked workers would all continue the parent's random streams and draw the same
     # augmentations; each gets its own.
     worker_seed = (seed + os.getpid()) % (1 << 32)
@@ -137,7 +136,7 @@ class DataLoader:
                 seed = int(_random.generator(None).integers(0, 1 << 31))
                 self._pool = multiprocessing.get_context(method).Pool(
                     self._num_workers, initializer=_worker_init,
-                    initargs=(self._dataset, batchify, seed))
+                    initargs=(self._dataset, batchify, seed, os.getpid()))
                 # The pool replaces a dead worker silently and the batch it held never comes:
                 # its first processes are kept to see that one ended.
                 self._workers = list(getattr(self._pool, "_pool", ()))
