@@ -167,6 +167,13 @@ def test_a_real_file_takes_the_pieces_in_few_calls_even_when_calls_write_less(
         assert calls == {"writev": 2, "pwrite": len(MIXED) + 1}
 
 
+@pytest.mark.parametrize("call", ["writev", "pwrite"])
+def test_a_file_that_takes_no_bytes_is_an_error_not_a_hang(tmp_path, monkeypatch, call):
+    monkeypatch.setattr(_npz.os, call, lambda *args: 0)
+    with pytest.raises(OSError, match="took none of the"):
+        deferred(tmp_path / "a.npz", MIXED)
+
+
 def test_finishing_a_file_that_lost_its_end_is_an_error(tmp_path):
     path = tmp_path / "a.npz"
     with _atomic.open_new_file(path, readable=True) as f:
