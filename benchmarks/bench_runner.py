@@ -24,6 +24,8 @@ calls ``start_run``, as the CLI does, with the terminal's reporter drawing into 
 ``-o KEY=VALUE`` changes the config for both sides (a larger model, another batch size).
 Beside the target's ratio, ``trainer run`` as configured is also given as a fraction of the bare
 loop validating each epoch as the config asks (``bare_validation``, as ``--configs`` judges).
+Under the ratios, ``steadiness`` says how far the bare loop's rate moved between the rounds and
+the range of the paired ratio over them: a difference smaller than that is not measured.
 
 The runner users would pick instead runs beside it each round (``--no-peers`` leaves it out;
 it needs ``pip install torch==2.13.0 pytorch-lightning``): ``_lightning_peer.py``'s bare PyTorch
@@ -529,6 +531,22 @@ def _paired(rates, a, b):
     return statistics.median(x / y for x, y in zip(rates[a], rates[b]))
 
 
+def steadiness(rates: dict, side: str, base: str = "bare") -> dict:
+    """How far the rounds of one run moved: the ``base`` side's rate (the fastest round over the
+    slowest, less 1) and the lowest and highest of ``side``'s ratios to the ``base`` of its own
+    round. On a shared machine a ratio moves by more than most changes do: a difference smaller
+    than the range is not measured by the run."""
+    ratios = [x / b for x, b in zip(rates[side], rates[base])]
+    return {"bare_moved": max(rates[base]) / min(rates[base]) - 1,
+            "ratio_range": [min(ratios), max(ratios)]}
+
+
+def steadiness_line(steady: dict, base: str, what: str) -> str:
+    low, high = steady["ratio_range"]
+    return ("steadiness: %s's rate moved by %.0f%% between rounds; %s ranged %.1f-%.1f%% over "
+            "the rounds" % (base, 100 * steady["bare_moved"], what, 100 * low, 100 * high))
+
+
 # The targets against the runner users would pick instead, on configs/mlp_synthetic.yaml.
 TARGET_OF_BARE, TARGET_OF_LIGHTNING = 0.80, 8.0
 
@@ -614,7 +632,8 @@ def compare_configs(names, steps, rounds, overrides, clock="wall"):
                      "runner_over_validating_bare": validating,
                      "runner_over_bare": ratio["runner"],
                      "no_epoch_validation_runner_over_bare": ratio["no epoch validation"],
-                     "met": validating >= TARGET_OF_BARE_LONG_STEPS, "rounds": got}
+                     "met": validating >= TARGET_OF_BARE_LONG_STEPS,
+                     "steadiness": steadiness(got, "runner", "bare, validating"), "rounds": got}
     return out
 
 
@@ -628,6 +647,8 @@ def print_configs(found, load_before):
                   f["validating_bare_steps_per_s"], 100 * TARGET_OF_BARE_LONG_STEPS,
                   "met" if f["met"] else "NOT met", f["bare_steps_per_s"], f["bare_step_ms"],
                   100 * f["runner_over_bare"], 100 * f["no_epoch_validation_runner_over_bare"]))
+        print("  " + steadiness_line(f["steadiness"], "the validating bare loop",
+                                     "trainer run over it"))
     print("(median ratios of paired rounds; load average before %.1f)" % load_before[0])
 
 
@@ -766,7 +787,8 @@ def main(argv=None):
               "runner_over_validating_bare": statistics.median(
                   r / b for r, b in zip(rates["as configured"], rates["bare, validating"])),
               "ratio_of_medians": {name: median[name] / bare_rate for name in VARIANTS},
-              "met": paired["as configured"] >= TARGET_OF_BARE, "rounds": rates}
+              "met": paired["as configured"] >= TARGET_OF_BARE,
+              "steadiness": steadiness(rates, "as configured"), "rounds": rates}
     if with_peers:
         report.update(peer_report(rates, peer_runs, paired["as configured"]))
     report["sides"] = [_calibrate.describe("ours (this process: bare loop; trainer run: same "
@@ -790,6 +812,8 @@ def main(argv=None):
                  median["plain"], 100 * paired["plain"], median[LIVE], 100 * paired[LIVE],
                  " / ".join("%.0f%%" % (100 * v) for v in report["ratio_of_medians"].values()),
                  load_before[0]))
+        print(steadiness_line(report["steadiness"], "the bare loop",
+                              "trainer run as configured over it"))
         print("against the bare loop validating each epoch as the config asks (%.0f steps/s): "
               "trainer run as configured %.0f%%" % (report["validating_bare_steps_per_s"],
                                                     100 * report["runner_over_validating_bare"]))

@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 from trainer_cli import random as _random
 from trainer_cli.config import load_config
@@ -107,3 +108,12 @@ def test_the_bare_loop_validates_each_epoch_when_asked():
     finally:
         bench.bare_validation = validation
     assert len(calls) == 2 and all(np.isfinite(v["loss"]) for v in calls)
+
+
+def test_steadiness_says_how_far_the_rounds_moved():
+    rates = {"bare": [5000.0, 4000.0, 4500.0], "as configured": [3500.0, 3200.0, 3150.0]}
+    steady = bench.steadiness(rates, "as configured")
+    assert steady["bare_moved"] == pytest.approx(0.25)
+    assert steady["ratio_range"] == pytest.approx([0.70, 0.80])
+    line = bench.steadiness_line(steady, "the bare loop", "the ratio")
+    assert "moved by 25%" in line and "70.0-80.0%" in line
