@@ -10,8 +10,9 @@ computes ``(embedding(ids) * coef).sum()`` and updates the table: ours is
 ``gluon.nn.Embedding(V, 64, sparse_grad=True)`` with ``gluon.Trainer`` (SGD, and Adam; both lazy,
 MXNet's default); PyTorch's is what its users write: ``nn.Embedding(V, 64, sparse=True)`` with
 ``optim.SGD`` / ``optim.SparseAdam``; MXNet 1.9.1 runs the same Gluon code as ours (in
-``--mxnet-python``, else ``$MXNET_PYTHON``, else ``/tmp/mxvenv``). Each framework runs in a process of its own, one thread
-of BLAS. A second table of 10M rows (SGD, ours) checks that the step does not grow with the table.
+``--mxnet-python``, else ``$MXNET_PYTHON``, else ``/tmp/mxvenv``). Each framework runs in a
+process of its own, one thread of BLAS. A second table of 10M rows (SGD, ours) checks that the
+step does not grow with the table.
 Every case is measured ``--rounds`` times, the order alternating from round to round, and each
 figure is the median; on the CPU a rate counts the process's CPU time (a machine shared with
 other work slows the wall clock by tens of percent from one minute to the next). A ratio is the

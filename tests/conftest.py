@@ -1,4 +1,5 @@
-"""Shared fixtures: ``ctx`` runs a test on cpu(0) and, where a GPU exists, on gpu(0).
+"""Shared fixtures: ``ctx`` runs a test on cpu(0) and, where a GPU exists, on gpu(0);
+``fused_on`` has the optimizer's numba kernels on, whatever the environment says.
 
 The GPU case is always collected, marked ``gpu``, and skipped where CuPy sees no GPU, so
 ``pytest -m gpu`` selects exactly the device tests and a CPU-only machine reports them as skipped.
@@ -33,6 +34,17 @@ if os.environ.get("CI"):
 def ctx(request):
     """The device a test runs on (session-scoped so that hypothesis tests may use it)."""
     return request.param
+
+
+@pytest.fixture
+def fused_on(monkeypatch):
+    from trainer_cli import _jit
+    from trainer_cli.optimizer import kernels
+
+    monkeypatch.setattr(_jit, "_numba", None)
+    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    assert kernels.enabled()
+    return monkeypatch
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ took, and rules without a checking loop, are read again after the update)."""
 import numpy
 import pytest
 
-from trainer_cli import _jit, cpu, nd
+from trainer_cli import nd
 from trainer_cli.ndarray.interop import raw
 from trainer_cli.optimizer import Updater, create, kernels as _fused
 
@@ -17,14 +17,6 @@ CASES = [
     ("adam", {"learning_rate": 0.01, "clip_gradient": 0.5}),
     ("adamw", {"learning_rate": 0.01, "wd": 1e-2, "clip_gradient": 0.5}),
 ]
-
-
-@pytest.fixture
-def fused_on(monkeypatch):
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    assert _fused.enabled()
-    return monkeypatch
 
 
 def _tensors(seed):

@@ -23,14 +23,6 @@ numba = pytest.importorskip("numba")
 SIZE = 5000     # above the MIN_SIZE the tests set, below the default one
 
 
-@pytest.fixture
-def fused_on(monkeypatch):
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    assert _fused.enabled()
-    return monkeypatch
-
-
 def _data(dtype, seed, positive=False):
     rng = numpy.random.default_rng(seed)
     a = rng.standard_normal(SIZE) * 10.0 ** rng.integers(-8, 4, SIZE)

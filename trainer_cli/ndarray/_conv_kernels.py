@@ -41,8 +41,8 @@ from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
 __all__ = ["im2col", "takes_im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out",
-           "conv_grad_out_t", "mask_rows", "bias_totals", "takes_grad_rows", "col2im", "max_pool", "max_pool_grad",
-           "MIN_SIZE"]
+           "conv_grad_out_t", "mask_rows", "bias_totals", "takes_grad_rows", "col2im", "max_pool",
+           "max_pool_grad", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _np_ndarray = numpy.ndarray

@@ -550,9 +550,7 @@ def prod(data, axis=None, keepdims=False, exclude=False):
 
 
 def _int_mean(d, a, k):
-    count = 1
-    for i in a:
-        count *= d.shape[i]
+    count = math.prod(d.shape[i] for i in a)
     total = d.sum(axis=a, keepdims=k, dtype=d.dtype)
     return _integers.divide(total, total.dtype.type(count)) if count else total
 

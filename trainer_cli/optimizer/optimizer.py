@@ -45,7 +45,7 @@ from .kernels import row_ids_error
 
 __all__ = ["Optimizer", "Plan", "PreparedStep", "SparseRows", "on_rows", "register", "create",
            "scaled_grad", "raw", "raw_weight", "raw_state", "zeros_like", "densified",
-           "in_float32", "param_type"]
+           "in_float32", "param_type", "state_leaves"]
 
 _MISSING = object()
 
@@ -111,7 +111,7 @@ class PreparedStep:
         for p in range(len(self.weights)):
             have = {id(column[p]) for column in columns}
             if all(id(a) in have for a in [self.weights[p], self.grads[p]]
-                   + _state_leaves(self.states[p])):
+                   + state_leaves([self.states[p]])):
                 covered.add(p)
         return covered
 
@@ -161,11 +161,15 @@ class PreparedStep:
         self._worked.clear()
 
 
-def _state_leaves(state) -> list:
-    """The arrays of one raw state (None, an array, tuples and lists of them)."""
-    if isinstance(state, (tuple, list)):
-        return [leaf for item in state for leaf in _state_leaves(item)]
-    return [] if state is None else [state]
+def state_leaves(states) -> list:
+    """The arrays of raw states (None, arrays, tuples and lists of them)."""
+    found = []
+    for state in states:
+        if isinstance(state, (tuple, list)):
+            found += state_leaves(state)
+        elif state is not None:
+            found.append(state)
+    return found
 
 
 _OWN_PARAMS: dict = {}     # optimizer class -> its own constructor arguments (_own_params)

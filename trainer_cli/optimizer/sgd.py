@@ -525,9 +525,9 @@ class SGD(Optimizer):
     def _steps_again(self, step, indices, chunks):
         """``_plan`` for each of ``chunks`` then ``_steps``, for a prepared step whose tensors
         one kernel's groups take, or all small (see ``_small_steps``): the same counts, scheduler
-        calls and arithmetic,
-        with the scalars of the last step kept while what they are made from stays the same.
-        A tiny model's every step runs this, so the bookkeeping is inlined."""
+        calls and arithmetic, with the scalars of the last step kept while what they are made
+        from stays the same. A tiny model's every step runs this, so the bookkeeping is
+        inlined."""
         again = step.worked_out("sgd_again", _again_of, step, type(self))
         if again is False:
             return False

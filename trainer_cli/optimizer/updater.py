@@ -9,7 +9,7 @@ from ..ndarray import NDArray
 from ..ndarray.finite import FiniteCheck
 from ..ndarray.interop import raw as _raw_array
 from ..ndarray.sparse import CSRNDArray, RowSparseNDArray
-from .optimizer import STATE_SLABS, PreparedStep, raw
+from .optimizer import STATE_SLABS, PreparedStep, raw, state_leaves
 
 __all__ = ["Updater", "get_updater"]
 
@@ -339,7 +339,7 @@ class _Prepared:
                 if len(self._rest) > 4:
                     self._rest.clear()
                 others = [p for p in range(len(step.weights)) if p not in seen[1]]
-                arrays = [step.weights[p] for p in others] + _leaves(
+                arrays = [step.weights[p] for p in others] + state_leaves(
                     [step.states[p] for p in others])
                 if with_grads:
                     arrays += [step.grads[p] for p in others]
@@ -347,7 +347,7 @@ class _Prepared:
             return rest()
         check = self._finite[with_grads]
         if check is None:
-            arrays = list(self.step.weights) + _leaves(self.step.states)
+            arrays = list(self.step.weights) + state_leaves(self.step.states)
             check = FiniteCheck(arrays + list(self.step.grads) if with_grads else arrays)
             self._finite[with_grads] = check
         return check()
@@ -356,17 +356,6 @@ class _Prepared:
         self.given = ((), self.given[1])
         self.grads = None
         self.step.new_grads(None)
-
-
-def _leaves(states) -> list:
-    """The arrays of raw states (None, arrays, tuples and lists of them)."""
-    found = []
-    for state in states:
-        if isinstance(state, (tuple, list)):
-            found += _leaves(state)
-        elif state is not None:
-            found.append(state)
-    return found
 
 
 def _all_dense(arrays) -> bool:

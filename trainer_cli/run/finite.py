@@ -40,10 +40,11 @@ def update_was_finite(trainer, with_grads=False) -> bool:
     """Whether the weights and states the Trainer's last local update wrote hold no NaN/Inf, by
     each Updater's check of the arrays it wrote (grouped once, so a step pays only for the
     looking; from the second step on, Adam's kernels tell it from the values they write, and
-    only the other tensors are read again); False when an Updater cannot tell (updates on the kvstore, a step it did not
-    prepare, row_sparse gradients): then :func:`broken_part` decides. Weights and states the
-    update did not write are as the previous check found them. ``with_grads``: the gradients
-    the update read as well, in the same call (False also when those cannot be told)."""
+    only the other tensors are read again); False when an Updater cannot tell (updates on the
+    kvstore, a step it did not prepare, row_sparse gradients): then :func:`broken_part` decides.
+    Weights and states the update did not write are as the previous check found them.
+    ``with_grads``: the gradients the update read as well, in the same call (False also when
+    those cannot be told)."""
     updaters = trainer._updaters
     if trainer.mode == STORE or not updaters:
         return False
