@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU measurements for a lent device, in one call of under 8 minutes: the GPU tests, then the
 # GPU benchmarks (the MLP steps and the 100M-parameter Adam step against PyTorch eager, the lazy
-# sparse-embedding steps against PyTorch), each side in a clean process of its own.
+# sparse-embedding steps against PyTorch), each side in a clean process of its own, then where
+# those steps' time goes (benchmarks/profile_gpu_step.py).
 #
 #   benchmarks/gpu_session.sh prepare   # here, with a package index: the wheels the device
 #                                       # image lacks (pydantic and its needs) into .whl/
@@ -13,7 +14,7 @@
 #
 # On the device the command is `benchmarks/gpu_session.sh run` with .whl carried along; it ends
 # inside 8 minutes (each step has its own limit: GPU_TEST_SECONDS, GPU_BENCH_SECONDS,
-# GPU_SPARSE_SECONDS) and prints a summary last. PYTHON picks the interpreter (default python3,
+# GPU_SPARSE_SECONDS, GPU_PROFILE_SECONDS) and prints a summary last. PYTHON picks the interpreter (default python3,
 # which on the device image is the one that holds PyTorch, CuPy and numba). Nothing here claims a
 # figure: the numbers are what the run prints, with each side's calibration beside them.
 set -uo pipefail
@@ -24,9 +25,10 @@ WHEELS="$ROOT/.whl"
 # What the device image lacks of the package's dependencies (the rest it has: numpy, numba,
 # click, pyyaml, rich, threadpoolctl, cupy, torch, pytest, hypothesis).
 MISSING=(pydantic pydantic-core annotated-types typing-inspection typing-extensions)
-TEST_SECONDS="${GPU_TEST_SECONDS:-220}"
+TEST_SECONDS="${GPU_TEST_SECONDS:-200}"
 BENCH_SECONDS="${GPU_BENCH_SECONDS:-100}"
-SPARSE_SECONDS="${GPU_SPARSE_SECONDS:-120}"
+SPARSE_SECONDS="${GPU_SPARSE_SECONDS:-100}"
+PROFILE_SECONDS="${GPU_PROFILE_SECONDS:-70}"
 
 usage() { echo "usage: benchmarks/gpu_session.sh prepare|dry-run|run" >&2; exit 2; }
 
@@ -69,6 +71,7 @@ dry_run() {
                   trainer_cli.num_gpus())' || rc=1
     "$PYTHON" benchmarks/bench_gpu.py --dry-run || rc=1
     "$PYTHON" benchmarks/bench_sparse.py --help >/dev/null || rc=1
+    "$PYTHON" benchmarks/profile_gpu_step.py --steps 2 || rc=1
     local collected
     collected=$("$PYTHON" -m pytest -m gpu --collect-only -q -p no:randomly \
         --continue-on-collection-errors tests 2>&1 | tail -1)
@@ -118,11 +121,18 @@ EOF
         >"$out/bench_sparse.txt" 2>&1
     local sparse_rc=$?
     tee -a "$out/summary.md" <"$out/bench_sparse.txt"
+    # 4. Where the steps' time goes (phases, device waits, Python's own time; a CUDA graph trial).
+    echo "== profile_gpu_step.py (limit ${PROFILE_SECONDS}s)"
+    timeout "$PROFILE_SECONDS" "$PYTHON" benchmarks/profile_gpu_step.py --steps 200 \
+        >"$out/profile_gpu.txt" 2>&1
+    local profile_rc=$?
+    grep "^==" "$out/profile_gpu.txt" | tee -a "$out/summary.md"
     {
-        echo "exit status: GPU tests $tests_rc, bench_gpu $gpu_rc, bench_sparse $sparse_rc" \
-             "(124: ran past its limit); $((SECONDS - started)) s in all"
+        echo "exit status: GPU tests $tests_rc, bench_gpu $gpu_rc, bench_sparse $sparse_rc," \
+             "profile $profile_rc (124: ran past its limit); $((SECONDS - started)) s in all"
     } | tee -a "$out/summary.md"
-    [ "$tests_rc" -eq 0 ] && [ "$gpu_rc" -eq 0 ] && [ "$sparse_rc" -eq 0 ]
+    [ "$tests_rc" -eq 0 ] && [ "$gpu_rc" -eq 0 ] && [ "$sparse_rc" -eq 0 ] \
+        && [ "$profile_rc" -eq 0 ]
 }
 
 case "${1:-}" in

@@ -400,3 +400,130 @@ def test_the_inf_nan_kernel_flags_exactly_the_arrays_numpy_calls_not_finite(nonf
             ctypes.c_void_p(table.ctypes.data), ctypes.c_int(len(arrays)))
         assert bool(flag) == (bad is not None)
         assert bool(flag) == (not all(numpy.isfinite(a).all() for a in arrays))
+
+
+# ----------------------------------------------------------------------------- row_sparse rules
+# The lazy row_sparse kernels (``kernels._rows_source``): one thread per element of the present
+# rows, the weight's row ``rows[k / width]``, run on the host as the multi-tensor kernel is.
+ROW_RULES = {
+    "sgd_lazy": (sgd.SGD_ROWS_KERNEL, 0),
+    "sgd_mom": (sgd.SGD_MOM_ROWS_KERNEL, 1),
+    "adam": (adam.ADAM_ROWS_KERNEL, 2),
+}
+
+
+def _row_kernels_cxx_source():
+    parts = ["#include <cmath>", "using std::sqrt;", "#define __global__",
+             "struct host_dim3 { unsigned x, y; };",
+             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    for name, (kernel, states) in ROW_RULES.items():
+        for dtype, suffix in ((numpy.float32, "f"), (numpy.float64, "d")):
+            symbol = "rows_%s_%s" % (name, suffix)
+            source = kernels._rows_source(kernel.name, kernel.cuda, kernel.scalars,
+                                          numpy.dtype(dtype))
+            ctype = "float" if suffix == "f" else "double"
+            outs = ", ".join("(%s*)o[%d]" % (ctype, k) for k in range(1 + states))
+            args = ", ".join("s[%d]" % k for k in range(len(kernel.scalars)))
+            parts.append("namespace ns_%s {\n%s\n}" % (
+                symbol, source.replace("trainer_cli_rows_" + kernel.name, symbol)))
+            parts.append(
+                'extern "C" void run_%(symbol)s(const long long* rows, long long n, '
+                "long long width, long long count, const %(ctype)s* g, void* const* o, "
+                "const %(ctype)s* s) {\n"
+                "    gridDim.x = %(blocks)d; blockDim.x = %(threads)d;\n"
+                "    for (unsigned b = 0; b < gridDim.x; ++b)\n"
+                "        for (unsigned t = 0; t < blockDim.x; ++t) {\n"
+                "            blockIdx.x = b; threadIdx.x = t;\n"
+                "            ns_%(symbol)s::%(symbol)s(rows, n, width, count, g, %(outs)s, "
+                "%(args)s);\n"
+                "        }\n}\n" % dict(symbol=symbol, ctype=ctype, outs=outs, args=args,
+                                      blocks=_HOST_GRID[0], threads=_HOST_GRID[1]))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def row_kernels_on_host(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("row_kernels_on_host"), "row_kernels",
+                    _row_kernels_cxx_source(), "the row_sparse kernels' sources")
+
+
+def _rows_numpy_body(name, w, rows, g, states, p):
+    if name == "adam":
+        adam._adam_rows_numpy(w, rows, g, *states, p["lr"], p["wd"], 0.9, 0.999, 1e-8,
+                              p["rescale"], p["clip"])
+    else:
+        sgd._sgd_rows_numpy(w, rows, g, states[0] if states else None, p["lr"], p["wd"],
+                            p["momentum"], p["rescale"], p["clip"])
+
+
+def _rows_scalars(name, dtype, p):
+    if name == "adam":
+        return adam._scalars(p["lr"], p["wd"], 0.9, 0.999, 1e-8, p["rescale"], p["clip"])
+    return sgd._scalars(dtype, p["lr"], p["wd"], p["momentum"], p["rescale"], p["clip"])
+
+
+def _run_rows_cxx(lib, name, w, rows, g, states, p):
+    kernel, _ = ROW_RULES[name]
+    dtype = w.dtype
+    row = kernel.row(dtype, _rows_scalars(name, dtype, p))
+    written = [w] + states
+    outs = (ctypes.c_void_p * len(written))(*[a.ctypes.data for a in written])
+    fn = getattr(lib, "run_rows_%s_%s" % (name, "f" if dtype == numpy.float32 else "d"))
+    fn(ctypes.c_void_p(rows.ctypes.data), ctypes.c_longlong(len(rows)),
+       ctypes.c_longlong(w.shape[1]), ctypes.c_longlong(w.shape[0]),
+       ctypes.c_void_p(g.ctypes.data), outs, ctypes.c_void_p(row.ctypes.data))
+
+
+@pytest.mark.parametrize("name", list(ROW_RULES))
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_row_sparse_cuda_source_is_bitwise_the_numpy_body(row_kernels_on_host, name, dtype):
+    """Special values in the present rows of a table (a width off the grid's multiples), for
+    clipping on and off, decay of 0, -0.0 and not, rates of -0.0 and not: the present rows come
+    out as the NumPy body (gather, dense body, scatter) makes them; absent rows keep their bits."""
+    _, states = ROW_RULES[name]
+    dtype = numpy.dtype(dtype)
+    width, table_rows = 7, 160
+    rows = numpy.arange(1, table_rows, 3, dtype=numpy.int64)[:len(_special(dtype, 0)) // width]
+    for k, (clip, wd, rescale) in enumerate(itertools.product(
+            [None, 0.5], [0.0, 1e-3, -0.0], [1.0, 0.37, -2.0])):
+        p = {"lr": 0.1 if k % 2 else -0.0, "wd": wd, "momentum": 0.9, "rescale": rescale,
+             "clip": clip}
+        w = numpy.resize(_special(dtype, 0), (table_rows, width))
+        g = numpy.ascontiguousarray(_special(dtype, 1)[:len(rows) * width].reshape(-1, width))
+        arrays = [numpy.resize(_special(dtype, 2 + j, positive=(j == 1)), w.shape)
+                  for j in range(states)]
+        reference = [w.copy()] + [a.copy() for a in arrays]
+        compiled = [w.copy()] + [a.copy() for a in arrays]
+        with numpy.errstate(all="ignore"):
+            _rows_numpy_body(name, reference[0], rows, g, reference[1:], p)
+            _run_rows_cxx(row_kernels_on_host, name, compiled[0], rows, g, compiled[1:], p)
+        for what, x, y in zip(("weight", "state 1", "state 2"), reference, compiled):
+            numpy.testing.assert_array_equal(_bits(x), _bits(y),
+                                             err_msg="%s %s %s %s" % (name, dtype, what, p))
+
+
+def test_row_sparse_cuda_source_skips_row_ids_outside_the_weight(row_kernels_on_host):
+    """The kernel writes no row outside the weight whatever ids it is handed (the caller refuses
+    them before a launch; this is the device's own guard): the ids in range are updated."""
+    w = numpy.ones((4, 3), dtype=numpy.float32)
+    guard = numpy.full((2, 3), 7.0, dtype=numpy.float32)     # the memory right after ``w``
+    block = numpy.concatenate([w, guard])
+    table = block[:4]
+    rows = numpy.array([-1, 1, 4, 5], dtype=numpy.int64)
+    g = numpy.ones((4, 3), dtype=numpy.float32)
+    p = {"lr": 0.5, "wd": 0.0, "momentum": 0.0, "rescale": 1.0, "clip": None}
+    _run_rows_cxx(row_kernels_on_host, "sgd_lazy", table, rows, g, [], p)
+    assert block[4:].tolist() == guard.tolist()
+    assert table.tolist() == [[1, 1, 1], [0.5, 0.5, 0.5], [1, 1, 1], [1, 1, 1]]
+
+
+def test_row_ids_are_checked_at_both_ends_in_one_transfer():
+    """``kernels.rows_in_range`` reads the first and last of the sorted ids (a device array's
+    ``get``): the ids refused are those a row update must refuse."""
+    class Device(numpy.ndarray):
+        def get(self):
+            return numpy.asarray(self)
+    for ids, count, ok in (([], 3, True), ([2], 3, True), ([3], 3, False), ([-1, 0], 3, False),
+                           ([0, 1, 2], 3, True), ([0, 5, 9], 9, False)):
+        rows = numpy.array(ids, dtype=numpy.int64).view(Device)
+        assert kernels.rows_in_range(rows, count) is ok, (ids, count)

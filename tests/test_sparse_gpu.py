@@ -221,6 +221,51 @@ def test_row_sparse_weights_update_on_the_gpu(name, params):
     close(got.asnumpy(), want.asnumpy(), name)
 
 
+@pytest.mark.parametrize("name,kernel,states", [("sgd_lazy", "SGD_ROWS_KERNEL", 0),
+                                                 ("sgd_mom", "SGD_MOM_ROWS_KERNEL", 1),
+                                                 ("adam", "ADAM_ROWS_KERNEL", 2)])
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_lazy_row_kernels_run_on_the_gpu_and_give_the_numpy_bodys_bits(name, kernel, states,
+                                                                       dtype):
+    """The lazy rules' CUDA row kernels (one launch over the present rows) against the same rules'
+    NumPy body run by CuPy (gather, dense body, scatter), clipping and decay on: same bits, the
+    kernel taken (not the body), and an id outside the table refused before anything changes."""
+    import cupy
+    from trainer_cli.optimizer import adam as adam_rule, kernels, sgd as sgd_rule
+    row_kernel = getattr(adam_rule if name == "adam" else sgd_rule, kernel)
+    rng = numpy.random.default_rng(9)
+    table, width = (300, 17)
+    rows = cupy.asarray(numpy.sort(rng.choice(table, 40, replace=False)).astype(numpy.int64))
+    g = cupy.asarray(rng.standard_normal((40, width)).astype(dtype))
+    w0 = cupy.asarray(rng.standard_normal((table, width)).astype(dtype))
+    s0 = [cupy.asarray(numpy.abs(rng.standard_normal((table, width))).astype(dtype))
+          for _ in range(states)]
+    p = dict(lr=0.1, wd=1e-3, momentum=0.9, rescale=0.37, clip=0.5)
+    if name == "adam":
+        scalars = adam_rule._scalars(p["lr"], p["wd"], 0.9, 0.999, 1e-8, p["rescale"], p["clip"])
+    else:
+        scalars = sgd_rule._scalars(numpy.dtype(dtype), **p)
+    w, s = w0.copy(), [a.copy() for a in s0]
+    assert row_kernel.run(w, rows, g, s, scalars)
+    assert numpy.dtype(dtype).char in row_kernel._cuda_kernels
+    want, want_s = w0.copy(), [a.copy() for a in s0]
+    if name == "adam":
+        adam_rule._adam_rows_numpy(want, rows, g, *want_s, p["lr"], p["wd"], 0.9, 0.999, 1e-8,
+                                   p["rescale"], p["clip"])
+    else:
+        sgd_rule._sgd_rows_numpy(want, rows, g, want_s[0] if states else None, p["lr"],
+                                 p["wd"], p["momentum"], p["rescale"], p["clip"])
+    for x, y in zip([w] + s, [want] + want_s):
+        assert x.get().tobytes() == y.get().tobytes()
+    bad = rows.copy()
+    bad[-1] = table
+    before = [w.get()] + [a.get() for a in s]
+    with pytest.raises(ValueError, match="row ids"):
+        row_kernel.run(w, bad, g, s, scalars)
+    assert [a.get().tobytes() for a in [w] + s] == [a.tobytes() for a in before]
+    assert kernels.rows_in_range(rows, table)
+
+
 def test_golden_mxnet_sparse_updates_on_the_gpu():
     from test_optim_sparse import load, rsp
     for name in ("rsp_sgd_lazy_01.json", "rsp_adam_std_01.json", "rsp_ftrl_01.json"):

@@ -207,7 +207,8 @@ ADAM_KERNEL = Kernel("adam", scalars=_SCALARS, arrays=4, cpu=_adam_cpu, cuda=_AD
                      checked=_adam_cpu_checked)
 ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA,
                       checked=_adamw_cpu_checked)
-ADAM_ROWS_KERNEL = RowKernel("adam", scalars=_SCALARS, arrays=4, one=_adam_cpu, params=True)
+ADAM_ROWS_KERNEL = RowKernel("adam", scalars=_SCALARS, arrays=4, one=_adam_cpu, params=True,
+                             cuda=_ADAM_CUDA)
 
 
 def _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip):

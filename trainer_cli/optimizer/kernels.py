@@ -26,8 +26,9 @@ tensor its own row.
 A row_sparse rule (MXNet's lazy update over the rows a gradient holds) sits beside the dense one
 in the rule's file as a ``RowKernel``: the rule's per-element loop run on each present row (the
 weight's and states' row ``rows[r]``, the gradient's row ``r``), so a step costs O(rows touched),
-never O(table). Its NumPy body gathers the rows, runs the dense body on them and scatters them
-back; the two give the same bits (``tests/test_optim_sparse.py``).
+never O(table); on CuPy its CUDA element runs on each element of those rows in one launch. Its
+NumPy body gathers the rows, runs the dense body on them and scatters them back; all give the
+same bits (``tests/test_optim_sparse.py``, ``tests/test_cuda_on_host.py``).
 """
 from __future__ import annotations
 
@@ -206,12 +207,20 @@ class RowKernel:
     kind, run by a driver on each row a gradient holds: ``one(w[i], g[r], state[i]..., s)`` for
     ``i = rows[r]``, the weight and states 2-D ``(rows, row_length)``, the gradient's values
     ``(len(rows), row_length)``. ``arrays`` counts weight, gradient and states as in ``Kernel``.
-    No CUDA element yet: on CuPy the rule's NumPy body runs (gather, dense body, scatter)."""
+    ``cuda``, where a rule has one: its CUDA element, ``(in_params, out_params, body)`` as in
+    ``Kernel``, whose scalars are among ``scalars``; on CuPy one launch runs it on every element
+    of the present rows (``_rows_source``). Without it the rule's NumPy body runs there (gather,
+    dense body, scatter)."""
 
-    __slots__ = ("name", "scalars", "cpu", "_last_row", "_params", "_exact")
+    __slots__ = ("name", "scalars", "cpu", "cuda", "_last_row", "_params", "_exact",
+                 "_cuda_kernels")
 
-    def __init__(self, name, *, scalars, arrays, one, params=False, computed=()):
+    def __init__(self, name, *, scalars, arrays, one, params=False, computed=(), cuda=None):
         self.name, self.scalars = name, tuple(scalars)
+        if cuda is not None:
+            unknown = set(_names(cuda[0])[1:]) - set(self.scalars)
+            assert not unknown, "the CUDA element of %s reads %s" % (name, sorted(unknown))
+        self.cuda, self._cuda_kernels = cuda, {}
         self._last_row = (None, None)
         # ``params``: the scalars are a C++ rule's parameters (``params_array``), but for the
         # ``computed`` ones
@@ -227,7 +236,9 @@ class RowKernel:
         (``scalars``: the values ``scalars`` names); False when the NumPy body must run (not
         NumPy, another layout, too little work to pay for numba, numba off). A row id outside
         ``w`` raises ValueError before anything is written (the caller need not check them)."""
-        if type(w) is not _np_ndarray or not w.ndim or values.size < MIN_SIZE \
+        if type(w) is not _np_ndarray:
+            return self._run_cuda(w, rows, values, states, scalars)
+        if not w.ndim or values.size < MIN_SIZE \
                 or not handles_rows(w, rows, values, states) or not _jit.ready():
             return False
         width = w.size // w.shape[0] if w.shape[0] else 0
@@ -237,6 +248,34 @@ class RowKernel:
             raise row_ids_error(w.shape[0])
         return True
 
+    def _run_cuda(self, w, rows, values, states, scalars) -> bool:
+        if self.cuda is None or not cuda_handles_rows(w, rows, values, states):
+            return False
+        count = w.shape[0]
+        if not rows_in_range(rows, count):
+            raise row_ids_error(count)
+        if not len(rows):
+            return True
+        width = w.size // count
+        s = scalars if type(scalars) is _np_ndarray else self.row(w.dtype, scalars)
+        t = w.dtype.type
+        total = len(rows) * width
+        import cupy
+        with cupy.cuda.Device(w.device.id):
+            self._cuda_rows(w.dtype)(
+                (tensor_launch.blocks_for(total),), (tensor_launch.THREADS,),
+                (rows, numpy.int64(len(rows)), numpy.int64(width), numpy.int64(count), values, w)
+                + tuple(states) + tuple(t(x) for x in s))
+        return True
+
+    def _cuda_rows(self, dtype):
+        kernel = self._cuda_kernels.get(dtype.char)
+        if kernel is None:
+            import cupy
+            kernel = self._cuda_kernels[dtype.char] = cupy.RawKernel(
+                _rows_source(self.name, self.cuda, self.scalars, dtype),
+                "trainer_cli_rows_" + self.name, options=CUDA_OPTIONS)
+        return kernel
 
     def row(self, dtype, scalars):
         """The kernel's row of ``scalars`` (a mapping of the values ``scalars`` names) in
@@ -287,6 +326,65 @@ def handles_rows(w, rows, values, states) -> bool:
     if w.base is None and values.base is None and w is not values and not states:
         return True
     return _disjoint(arrays, numpy.may_share_memory)
+
+
+def cuda_handles_rows(w, rows, values, states) -> bool:
+    """``handles_rows`` for CuPy arrays, all on ``w``'s device (bounds only, as ``cuda_handles``
+    checks overlaps)."""
+    if not cuda_handles(w, *states) or not w.ndim or not w.flags.c_contiguous:
+        return False
+    if type(rows) is not type(w) or rows.dtype != numpy.int64 or rows.ndim != 1 \
+            or not rows.flags.c_contiguous or rows.device != w.device \
+            or type(values) is not type(w) or values.dtype != w.dtype \
+            or not values.flags.c_contiguous or values.device != w.device \
+            or values.shape[0] != rows.shape[0] or values.shape[1:] != w.shape[1:]:
+        return False
+    if not all(a.flags.c_contiguous for a in states):
+        return False
+    from ..context import array_module_of
+    return _disjoint((w, values) + tuple(states), array_module_of(w).may_share_memory)
+
+
+def rows_in_range(rows, count) -> bool:
+    """Whether the sorted row ids ``rows`` (a device array) lie in ``[0, count)``: its first and
+    last id in one transfer, the only wait of a row update on the device. (Row ids are sorted
+    and unique wherever they are made; were they not, the kernel still writes no row outside
+    the weight: it skips them.)"""
+    n = rows.shape[0]
+    if not n:
+        return True
+    ends = (rows[::n - 1] if n > 1 else rows).get()
+    return 0 <= int(ends[0]) and int(ends[-1]) < count
+
+
+def _rows_source(name, cuda, scalars, dtype):
+    """A rule's CUDA element (``RowKernel.cuda``) over the present rows of a weight: thread
+    ``k`` takes element ``k`` of the gradient's values, which is column ``k % width`` of row
+    ``rows[k / width]`` of the weight and states. The element reads and writes what the dense
+    ElementwiseKernel does on those elements, so the rows come out as the NumPy body makes them.
+    A row id outside the weight is skipped (the caller refuses such ids before the launch)."""
+    in_params, out_params, body = cuda
+    grad = _names(in_params)[0]
+    outs = _names(out_params)
+    ctype = {"f": "float", "d": "double"}[dtype.char]
+    refs = "\n".join("        T &%s = _out%d[_at];" % (n, k) for k, n in enumerate(outs))
+    return """
+typedef %(ctype)s T;
+extern "C" __global__ void trainer_cli_rows_%(name)s(const long long *_rows, long long _n,
+        long long _width, long long _count, const T *_g, %(outs)s, %(args)s) {
+    for (long long _k = (long long)blockIdx.x * blockDim.x + threadIdx.x; _k < _n * _width;
+         _k += (long long)gridDim.x * blockDim.x) {
+        const long long _r = _k / _width;
+        const long long _i = _rows[_r];
+        if (_i < 0 || _i >= _count) continue;
+        const long long _at = _i * _width + (_k - _r * _width);
+        const T %(grad)s = _g[_k];
+%(refs)s
+%(body)s
+    }
+}
+""" % {"ctype": ctype, "name": name, "outs": ", ".join("T *_out%d" % k for k in range(len(outs))),
+       "args": ", ".join("T " + n for n in scalars), "grad": grad, "refs": refs, "body": body}
 
 
 # The row_sparse drivers: ``one`` (the rule's loop) over each present row. The row ids are

@@ -216,6 +216,15 @@ def _sgd_lazy_cpu(w, g, s):
             w[i] = w[i] - step
 
 
+_SGD_LAZY_CUDA = ("T g, T lr, T rescale, T lo, T hi, T clipping, T keep", "T w", """
+    T x = g * (clipping != 0 ? rescale : lr * rescale);
+    if (clipping != 0) {""" + CUDA_CLIP + """
+        x = x * lr;
+    }
+    w = keep != 1 ? w * keep - x : w - x;
+""")
+
+
 SGD_KERNEL = Kernel("sgd", scalars=_SCALARS, arrays=2, cpu=_sgd_cpu, cuda=_SGD_CUDA)
 SGD_MOM_KERNEL = Kernel("sgd_mom", scalars=_SCALARS, arrays=3, cpu=_sgd_mom_cpu,
                         cuda=_SGD_MOM_CUDA)
@@ -223,9 +232,9 @@ SGD_MOM_KERNEL = Kernel("sgd_mom", scalars=_SCALARS, arrays=3, cpu=_sgd_mom_cpu,
 
 _ROW_SCALARS = _SCALARS + ("keep",)
 SGD_ROWS_KERNEL = RowKernel("sgd_lazy", scalars=_ROW_SCALARS, arrays=2, one=_sgd_lazy_cpu,
-                            params=True, computed=("keep",))
+                            params=True, computed=("keep",), cuda=_SGD_LAZY_CUDA)
 SGD_MOM_ROWS_KERNEL = RowKernel("sgd_mom", scalars=_ROW_SCALARS, arrays=3, one=_sgd_mom_cpu,
-                                params=True, computed=("keep",))
+                                params=True, computed=("keep",), cuda=_SGD_MOM_CUDA)
 
 
 def _scalars(dtype, lr, wd, momentum, rescale, clip):
