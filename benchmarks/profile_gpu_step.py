@@ -6,13 +6,15 @@
 
 For each step: its rate with and without a wait at each phase's end (forward, backward,
 ``trainer.step``: the waits show which phase the device or the host holds up), each phase's
-median time so measured, the device waits (``synchronize`` and transfers to the host) a step
-makes, and the Python functions that take the host's time (cProfile over unsynchronized steps,
-by own time). Run on a GPU machine; it measures nothing without one.
+median time so measured, the calls a step makes that wait for the device (``synchronize``,
+transfers to the host), and the Python functions that take the host's time (cProfile over
+unsynchronized steps, by own time). Run on a GPU machine; it measures nothing without one.
 
-Then an experiment, not a feature: whether one MLP step can be captured into a CUDA graph
-(CuPy's stream capture, allocations from a pool kept for the graph) and replayed with the bits of
-the step run op by op, and at what rate. It prints what fails where capture is refused.
+Then experiments, not features: whether one MLP step can be captured into a CUDA graph (CuPy's
+stream capture, allocations from a pool kept for the graph) and replayed with the bits of the step
+run op by op, and at what rate; and whether a matrix product through CuPy's low-level cuBLAS
+binding can be captured (CuPy's own ``matmul`` refuses capture). Each prints what fails where
+capture is refused.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import io
 import json
 import os
 import pstats
+import re
 import statistics
 import sys
 import time
@@ -70,28 +73,19 @@ def _mlp_step(batch, optimizer, params, ctx):
     return forward, trainer, batch
 
 
-class _Waits:
-    """Counts the device waits a step makes: CuPy's synchronize calls and device-to-host copies."""
+# Built-in methods by which CuPy code waits for the device: a transfer to the host or a wait.
+_WAITS = re.compile(r"\{(built-in )?method '(get|synchronize|item|tolist|__bool__|__int__|"
+                    r"__float__|__index__|asnumpy)' ")
 
-    def __init__(self):
-        import cupy
-        self.count = 0
-        self._patched = []
-        for owner, name in ((cupy.cuda.Stream, "synchronize"), (cupy.cuda.Device, "synchronize"),
-                            (cupy.ndarray, "get")):
-            original = getattr(owner, name)
-            self._patched.append((owner, name, original))
-            setattr(owner, name, self._counting(original))
 
-    def _counting(self, original):
-        def counted(*args, **kwargs):
-            self.count += 1
-            return original(*args, **kwargs)
-        return counted
-
-    def close(self):
-        for owner, name, original in self._patched:
-            setattr(owner, name, original)
+def _device_waits(stats, steps):
+    """The calls a step makes, on average, of each built-in that waits for the device (by
+    cProfile's records of C methods: CuPy's types take no instrumentation)."""
+    found = {}
+    for (_, _, name), (_, calls, *_rest) in stats.stats.items():
+        if _WAITS.match(name):
+            found[name] = found.get(name, 0) + calls / steps
+    return found
 
 
 def _profile(name, forward, trainer, batch, steps):
@@ -131,13 +125,6 @@ def _profile(name, forward, trainer, batch, steps):
     for i in range(steps):
         step(i, phases)
     waited = steps / (time.perf_counter() - start)
-    waits = _Waits()
-    try:
-        for i in range(10):
-            step(i)
-        sync()
-    finally:
-        waits.close()
     profiler = cProfile.Profile()
     profiler.enable()
     for i in range(steps):
@@ -145,14 +132,16 @@ def _profile(name, forward, trainer, batch, steps):
     sync()
     profiler.disable()
     text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(22)
+    stats = pstats.Stats(profiler, stream=text)
+    waits = _device_waits(stats, steps)
+    stats.sort_stats("tottime").print_stats(22)
     result = {"steps_per_s": plain, "steps_per_s_waiting_each_phase": waited,
               "phase_median_us": {k: statistics.median(v) for k, v in phases.items()},
-              "device_waits_per_step": waits.count / 10}
-    print("== %s: %.0f steps/s (%.0f waiting at each phase's end); median us: %s; device waits "
-          "a step: %.1f" % (name, plain, waited, ", ".join(
+              "device_waits_per_step": waits}
+    print("== %s: %.0f steps/s (%.0f waiting at each phase's end); median us: %s; calls a "
+          "step that wait for the device: %s" % (name, plain, waited, ", ".join(
               "%s %.0f" % kv for kv in result["phase_median_us"].items()),
-              result["device_waits_per_step"]))
+              ", ".join("%s %.2f" % kv for kv in sorted(waits.items())) or "none seen"))
     lines = text.getvalue().splitlines()
     start = next((k for k, line in enumerate(lines) if "ncalls" in line), 0)
     print("\n".join(lines[start:start + 24]))
@@ -217,6 +206,45 @@ def _graph_experiment(ctx, steps):
             "bitwise_equal": same}
 
 
+def _cublas_capture_trial():
+    """A float32 product ``a @ b`` by ``cublasSgemm`` through CuPy's low-level binding, captured
+    into a graph and replayed: its result against ``cupy.matmul``'s."""
+    import cupy
+    import numpy as np
+    from cupy_backends.cuda.libs import cublas
+    m, k, n = 64, 784, 256
+    rng = np.random.default_rng(0)
+    a = cupy.asarray(rng.standard_normal((m, k)).astype(np.float32))
+    b = cupy.asarray(rng.standard_normal((k, n)).astype(np.float32))
+    c = cupy.zeros((m, n), dtype=np.float32)
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    handle = cupy.cuda.device.get_cublas_handle()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    try:
+        with stream:
+            cublas.setStream(handle, stream.ptr)
+            stream.begin_capture()
+            try:
+                # Row-major c = a @ b is column-major c^T = b^T a^T.
+                cublas.sgemm(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k,
+                             one.ctypes.data, b.data.ptr, n, a.data.ptr, k, zero.ctypes.data,
+                             c.data.ptr, n)
+            finally:
+                graph = stream.end_capture()
+            graph.launch(stream)
+            stream.synchronize()
+    except Exception as exc:
+        print("== cuBLAS sgemm under capture (low-level binding): failed: %s: %s"
+              % (type(exc).__name__, exc))
+        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+    finally:
+        cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    same = bool((c == cupy.matmul(a, b)).all())
+    print("== cuBLAS sgemm under capture (low-level binding): captured and replayed; result %s "
+          "cupy.matmul's" % ("bitwise" if same else "NOT bitwise"))
+    return {"captured": True, "bitwise_matmul": same}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=200)
@@ -240,6 +268,10 @@ def main(argv=None):
             print("== %s failed: %s: %s" % (name, type(exc).__name__, exc))
             out[name] = {"error": "%s: %s" % (type(exc).__name__, exc)}
     out["cuda graph"] = _graph_experiment(ctx, args.steps)
+    try:
+        out["cublas capture"] = _cublas_capture_trial()
+    except Exception as exc:
+        print("== cuBLAS capture trial failed: %s: %s" % (type(exc).__name__, exc))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -7,7 +7,8 @@ refuses, it refuses with ``HostTransfer``: implicit conversion to NumPy (``__arr
 ``numpy.asarray(x)``), mixing it with a NumPy array of one or more dimensions in one operation,
 and implicit Python scalars (``float(x)``, ``bool(x)``, ``int(x)``, ``x.tolist()``). The
 explicit transfers are allowed: ``x.get()`` (CuPy's), ``x.item()``, and the module's
-``asnumpy``. ``module`` is the array module of these arrays (what ``array_module_of`` returns
+``asnumpy``. An instance of a subclass of a NumPy scalar type is refused as an operand
+(``NotCupyOperand``), as CuPy's operators refuse it. ``module`` is the array module of these arrays (what ``array_module_of`` returns
 for them under ``standin_array_module``); its functions build ``StrictArray`` results.
 
 A code path written once for ``xp`` that runs here without ``HostTransfer`` moves no data to
@@ -25,9 +26,17 @@ class HostTransfer(TypeError):
     """An implicit move of device data to the host (or a host array into device arithmetic)."""
 
 
+class NotCupyOperand(TypeError):
+    """An operand CuPy's operators refuse: a subclass of a NumPy scalar type (CuPy accepts the
+    NumPy scalar types themselves, not classes derived from them)."""
+
+
 def _unwrap(value, strict_host=True):
     if isinstance(value, StrictArray):
         return value._a
+    if isinstance(value, numpy.generic) and type(value).__module__ != "numpy":
+        raise NotCupyOperand("%s, a subclass of %s, as an operand"
+                             % (type(value).__name__, type(value).__mro__[1].__name__))
     if isinstance(value, numpy.ndarray) and value.ndim > 0 and strict_host:
         raise HostTransfer("a NumPy array of shape %s mixed with device arrays" % (value.shape,))
     if isinstance(value, (list, tuple)):

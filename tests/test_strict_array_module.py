@@ -8,7 +8,8 @@ device arithmetic): on CuPy that is a synchronising copy per step, or a TypeErro
 import numpy
 import pytest
 
-from standin_xp import HostTransfer, StrictArray, module, standin_array_module, to_device
+from standin_xp import (HostTransfer, NotCupyOperand, StrictArray, module, standin_array_module,
+                        to_device)
 from trainer_cli import nd
 from trainer_cli.kvstore import compression
 from trainer_cli.optimizer import create, kernels
@@ -36,12 +37,12 @@ def test_every_optimizer_but_sgld_is_covered():
     assert names == set(Optimizer.opt_registry)
 
 
-def _updates(case, device, steps=4):
+def _updates(case, device, steps=4, dtype=numpy.float32):
     """``steps`` updates of two tensors by the optimizer ``case`` on raw arrays: NumPy's, or the
     stand-in's (``device``), through the same phases as the Updater's."""
     rng = numpy.random.default_rng(0)
-    weights = [rng.standard_normal(s).astype(numpy.float32) for s in SHAPES]
-    grads = [[(2 * rng.standard_normal(s)).astype(numpy.float32) for s in SHAPES]
+    weights = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
+    grads = [[(2 * rng.standard_normal(s)).astype(dtype) for s in SHAPES]
              for _ in range(steps)]
     name = case.split("_")[0]
     opt = create(name, rescale_grad=0.5, **CONFIGS[case])
@@ -68,13 +69,17 @@ def _map_state(move, state):
     return move(state)
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
 @pytest.mark.parametrize("case", list(CONFIGS))
-def test_optimizer_rules_make_no_hidden_host_transfer(monkeypatch, case):
+def test_optimizer_rules_make_no_hidden_host_transfer(monkeypatch, case, dtype):
+    """Also for float64 weights, whose rules take their parameters through float32 (MXNet's),
+    in scalars CuPy must accept."""
     standin_array_module(monkeypatch)
-    expected = _updates(case, device=False)
-    got = _updates(case, device=True)
+    expected = _updates(case, device=False, dtype=dtype)
+    got = _updates(case, device=True, dtype=dtype)
     for a, b in zip(expected, got):
-        numpy.testing.assert_array_equal(a.view(numpy.uint32), b.view(numpy.uint32))
+        assert a.dtype == b.dtype == dtype
+        assert a.tobytes() == b.tobytes()
 
 
 def test_fused_rules_on_the_stand_in_take_their_numpy_body(monkeypatch):
@@ -110,6 +115,10 @@ def test_the_stand_in_refuses_what_cupy_refuses():
                    lambda a: a + numpy.ones(4, numpy.float32), lambda a: float(a.sum())):
         with pytest.raises(HostTransfer):
             hidden(x if hidden is not float else x[0])
+    class Derived(numpy.float64):
+        pass
+    with pytest.raises(NotCupyOperand):
+        x * Derived(2.0)
     assert (x * 2).sum().item() == 12.0 and module.asnumpy(x).tolist() == [0, 1, 2, 3]
     assert type(module.zeros(3)) is StrictArray and type(x.sum()) is StrictArray
 

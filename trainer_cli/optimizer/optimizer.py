@@ -714,10 +714,12 @@ def in_float32(rule, w, *args, **kwargs):
 
 class _Float64Param(numpy.float64):
     """A float64 operator parameter as MXNet holds it: its parameter structs are float32
-    fields, widened for a float64 weight (lr=0.01 computes as 0.009999999776482582)."""
+    fields, widened for a float64 weight (lr=0.01 computes as 0.009999999776482582). Calling
+    it gives a plain ``numpy.float64`` (CuPy refuses a subclass of it as an operand); the class
+    itself serves as a ``dtype=``."""
 
     def __new__(cls, value):
-        return numpy.float64.__new__(cls, numpy.float32(value))
+        return numpy.float64(numpy.float32(value))
 
 
 def param_type(dtype):
