@@ -527,3 +527,159 @@ def test_row_ids_are_checked_at_both_ends_in_one_transfer():
                            ([0, 1, 2], 3, True), ([0, 5, 9], 9, False)):
         rows = numpy.array(ids, dtype=numpy.int64).view(Device)
         assert kernels.rows_in_range(rows, count) is ok, (ids, count)
+
+
+# ----------------------------------------------------------------------------- softmax CE loss
+def _loss_cxx_source():
+    from trainer_cli.ndarray import _loss_cuda
+    parts = ["#include <cmath>", "using std::exp; using std::log;", "#define __global__",
+             "struct host_dim3 { unsigned x, y; };",
+             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    for ctype, suffix in (("float", "f"), ("double", "d")):
+        dtype = numpy.dtype(suffix)
+        for label in ("f", "l"):
+            symbol = "ce_forward_%s%s" % (suffix, label)
+            source = _loss_cuda.forward_source(dtype, numpy.dtype(label))
+            parts.append("namespace ns_%s {\n%s\n}" % (
+                symbol, source.replace("trainer_cli_softmax_ce_forward", symbol)))
+            parts.append(
+                'extern "C" void run_%(s)s(const %(t)s* d, const void* lab, long long rows, '
+                "long long classes, %(t)s* logp, %(t)s* loss, long long* idx) {\n"
+                "    blockDim.x = 4; gridDim.x = (unsigned)((rows + 3) / 4);\n"
+                "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 4; ++t) {\n"
+                "        blockIdx.x = b; threadIdx.x = t;\n"
+                "        ns_%(s)s::%(s)s(d, (const ns_%(s)s::L*)lab, rows, classes, logp, loss, "
+                "idx);\n"
+                "    }\n}\n" % dict(s=symbol, t=ctype))
+        symbol = "ce_backward_" + suffix
+        parts.append("namespace ns_%s {\n%s\n}" % (symbol, (
+            _loss_cuda.BACKWARD_SOURCE % {"ctype": ctype}).replace(
+                "trainer_cli_softmax_ce_backward", symbol)))
+        parts.append(
+            'extern "C" void run_%(s)s(const %(t)s* head, const %(t)s* logp, '
+            "const long long* idx, long long rows, long long classes, %(t)s* grad) {\n"
+            "    blockDim.x = 4; gridDim.x = (unsigned)((rows + 3) / 4);\n"
+            "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 4; ++t) {\n"
+            "        blockIdx.x = b; threadIdx.x = t;\n"
+            "        ns_%(s)s::%(s)s(head, logp, idx, rows, classes, grad);\n"
+            "    }\n}\n" % dict(s=symbol, t=ctype))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def loss_on_host(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("loss_on_host"), "loss", _loss_cxx_source(),
+                    "the softmax cross-entropy kernels' sources")
+
+
+def _loss_on_host(lib, scores, labels, head):
+    suffix = "f" if scores.dtype == numpy.float32 else "d"
+    rows, classes = scores.shape
+    logp, loss = numpy.empty_like(scores), numpy.empty(rows, scores.dtype)
+    idx, grad = numpy.empty(rows, numpy.int64), numpy.empty_like(scores)
+    p = lambda a: ctypes.c_void_p(a.ctypes.data)       # noqa: E731
+    getattr(lib, "run_ce_forward_%s%s" % (suffix, labels.dtype.char))(
+        p(scores), p(labels), ctypes.c_longlong(rows), ctypes.c_longlong(classes), p(logp),
+        p(loss), p(idx))
+    getattr(lib, "run_ce_backward_" + suffix)(p(head), p(logp), p(idx), ctypes.c_longlong(rows),
+                                              ctypes.c_longlong(classes), p(grad))
+    return loss, idx, grad
+
+
+def _loss_on_cpu(scores, labels, head):
+    from trainer_cli import autograd, gluon, nd
+    x = nd.array(scores, dtype=scores.dtype)
+    x.attach_grad()
+    with autograd.record():
+        loss = gluon.loss.SoftmaxCrossEntropyLoss()(x, nd.array(labels, dtype=labels.dtype))
+    loss.backward(nd.array(head, dtype=head.dtype))
+    return loss.asnumpy(), x.grad.asnumpy()
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("label_dtype", [numpy.float32, numpy.int64])
+@pytest.mark.parametrize("classes", [1, 10, 37])
+def test_softmax_ce_cuda_source_is_the_cpu_loss(loss_on_host, dtype, label_dtype, classes):
+    """The GPU's fused SoftmaxCrossEntropyLoss against the CPU's, forward and backward: the
+    labels clipped as ``pick`` clips them (NaN, huge and negative labels to a class), the
+    values to float rounding (CUDA's exp and log are the host's here, not NumPy's)."""
+    rng = numpy.random.default_rng(classes)
+    rows = 45
+    scores = (rng.standard_normal((rows, classes)) * 4).astype(dtype)
+    labels = rng.integers(-2, classes + 2, rows).astype(label_dtype)
+    if label_dtype == numpy.float32:
+        labels[:4] = [numpy.nan, 1e30, -1e30, 2.7]
+    head = rng.standard_normal(rows).astype(dtype)
+    loss, idx, grad = _loss_on_host(loss_on_host, scores, labels, head)
+    with numpy.errstate(invalid="ignore"):
+        want_idx = numpy.clip(labels.astype(numpy.int64), 0, classes - 1)
+    assert idx.tolist() == want_idx.tolist()
+    with numpy.errstate(invalid="ignore"):
+        want_loss, want_grad = _loss_on_cpu(scores, labels, head)
+    rtol = 2e-6 if dtype == numpy.float32 else 1e-13
+    numpy.testing.assert_allclose(loss, want_loss, rtol=rtol, atol=rtol)
+    numpy.testing.assert_allclose(grad, want_grad, rtol=rtol, atol=rtol)
+
+
+def test_softmax_ce_cuda_source_keeps_nan_and_infinity_where_the_cpu_does(loss_on_host):
+    scores = numpy.array([[1.0, numpy.nan, 2.0], [numpy.inf, 0.0, 1.0], [3.0, 3.0, 3.0],
+                          [-numpy.inf, 0.0, 0.0]], dtype=numpy.float32)
+    labels = numpy.array([0, 1, 2, 0], dtype=numpy.float32)
+    head = numpy.array([1.0, numpy.inf, 0.5, 2.0], dtype=numpy.float32)
+    loss, _, grad = _loss_on_host(loss_on_host, scores, labels, head)
+    with numpy.errstate(all="ignore"):
+        want_loss, want_grad = _loss_on_cpu(scores, labels, head)
+    numpy.testing.assert_array_equal(numpy.isnan(loss), numpy.isnan(want_loss))
+    numpy.testing.assert_array_equal(numpy.isnan(grad), numpy.isnan(want_grad))
+    finite = numpy.isfinite(want_loss)
+    numpy.testing.assert_allclose(loss[finite], want_loss[finite], rtol=2e-6)
+    assert numpy.array_equal(numpy.isinf(loss), numpy.isinf(want_loss))
+    assert loss[2].tobytes() == want_loss[2].tobytes()
+
+
+# ----------------------------------------------------------------------------- Dense's elements
+def _fc_cxx_source():
+    from trainer_cli.ndarray import _fc_cuda
+    parts = ["#include <cmath>", "#include <algorithm>", "using std::max;"]
+    for ctype, suffix in (("float", "f"), ("double", "d")):
+        parts.append(
+            'extern "C" void bias_relu_%(s)s(long long rows, long long n, const %(t)s* bias, '
+            "%(t)s* outs) {\n    typedef %(t)s T;\n"
+            "    for (long long i = 0; i < rows * n; ++i) {\n"
+            "        const T b = bias[i %% n]; T &out = outs[i];\n        %(body)s\n    }\n}\n"
+            'extern "C" void mask_%(s)s(long long size, const %(t)s* gs, const %(t)s* outs, '
+            "%(t)s* rs) {\n    typedef %(t)s T;\n"
+            "    for (long long i = 0; i < size; ++i) {\n"
+            "        const T g = gs[i], out = outs[i]; T &r = rs[i];\n        %(mask)s\n    }\n}\n"
+            % dict(s=suffix, t=ctype, body=_fc_cuda._BIAS_RELU[2], mask=_fc_cuda._MASK[2]))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def fc_on_host(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("fc_on_host"), "fc", _fc_cxx_source(),
+                    "Dense's element-wise CUDA bodies")
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_dense_cuda_elements_are_the_array_operations_they_replace(fc_on_host, dtype):
+    """Bias plus ReLU: ``maximum(out + b, 0)``, the same rounding, NaN kept (its zeros may differ
+    from NumPy's in sign only: ``maximum(-0.0, 0)`` is -0.0 in NumPy, +0.0 in CUDA's ``max``);
+    the ReLU mask: ``g * (out > 0)`` bit for bit, NaN and infinite gradients included."""
+    suffix = "f" if dtype == numpy.float32 else "d"
+    p = lambda a: ctypes.c_void_p(a.ctypes.data)       # noqa: E731
+    out = numpy.resize(_special(dtype, 0), (37, 11)).copy()
+    bias = numpy.resize(_special(dtype, 1), 11).copy()
+    with numpy.errstate(all="ignore"):
+        want = numpy.maximum(out + bias, 0)
+    got = out.copy()
+    getattr(fc_on_host, "bias_relu_" + suffix)(ctypes.c_longlong(37), ctypes.c_longlong(11),
+                                               p(bias), p(got))
+    assert numpy.array_equal(got, want, equal_nan=True)
+    assert numpy.array_equal(numpy.isnan(got), numpy.isnan(want))
+    g = numpy.resize(_special(dtype, 2), out.shape).copy()
+    with numpy.errstate(all="ignore"):
+        want = g * (want > 0)
+    mask = numpy.empty_like(g)
+    getattr(fc_on_host, "mask_" + suffix)(ctypes.c_longlong(g.size), p(g), p(got), p(mask))
+    assert mask.tobytes() == want.tobytes()

@@ -4,14 +4,15 @@
 otherwise. Each runs the generic path's array operations in the same order, and their gradients in
 reverse order, so the numbers are the same bit for bit (``tests/test_fused_losses.py``); the
 per-op overhead of the small ops (noticeable on small batches) is paid once. The softmax
-cross-entropy on class scores goes further, through the numba kernels of ``_loss_kernels``.
+cross-entropy on class scores goes further, through the numba kernels of ``_loss_kernels`` (on
+the GPU, the CUDA kernels of ``_loss_cuda``).
 """
 from __future__ import annotations
 
 import numpy
 
 from .. import autograd as _ag
-from . import _loss_kernels
+from . import _loss_cuda, _loss_kernels
 from .ndarray import NDArray, _g_mul, _g_sub, _needs_grad, _recorded, _wrap, unbroadcast
 from .ops import (_FLOAT_KINDS, _axes, _fix_scalar, _keep_shape, _log_softmax_grad,
                   _log_softmax_raw, _mean_grad, _mean_raw, _pick_grad, _pick_raw, _square_grad,
@@ -83,6 +84,19 @@ def softmax_ce_batch_mean(pred, label, axis, batch_axis):
                 grad = _log_softmax_grad(g, logp, 1, 1)
             return (grad,)
         return _recorded(out, pred._ctx, (pred,), vjp_fused)
+    if axis in (-1, 1) and batch_axis == 0 and _loss_cuda.applies(d, lab):
+        # The same on the GPU, one launch each way (see _loss_cuda).
+        out, logp, idx = _loss_cuda.forward(d, lab)
+        if not (_ag._state.recording and _needs_grad(pred)):
+            return _wrap(out, pred._ctx)
+
+        def vjp_cuda(g, needs):
+            grad = _loss_cuda.backward(g, logp, idx)
+            if grad is None:        # a head gradient of another dtype: the array operations
+                g = _pick_grad(-g.reshape(-1, 1), logp, idx.reshape(-1, 1), 1)
+                grad = _log_softmax_grad(g, logp, 1, 1)
+            return (grad,)
+        return _recorded(out, pred._ctx, (pred,), vjp_cuda)
     logp = _log_softmax_raw(d, axis, None)
     picked, idx, ax = _pick_raw(logp, label, axis, True, "clip")
     neg = -picked

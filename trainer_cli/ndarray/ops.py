@@ -17,7 +17,7 @@ from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_f
                       _scatter_add, _wrap, _xp_of, unbroadcast)
 from .. import autograd as _ag
 from ..base import ShapeError
-from . import _fc_kernels
+from . import _fc_cuda, _fc_kernels
 from . import integers as _integers
 
 _state = _ag._state
@@ -875,7 +875,7 @@ def fc_forward(x, w, b, flatten, relu):
         out = out_t.T
     else:
         out = x2 @ w.T
-        if not _fc_kernels.bias_relu(out, b, False, relu):
+        if not _fc_kernels.bias_relu(out, b, False, relu) and not _fc_cuda.bias_relu(out, b, relu):
             if b is not None:
                 out += b
             if relu:
@@ -900,7 +900,8 @@ def fc_backward(g, need_x, need_w, bias_grad, x_shape, x2, w, out, relu, weight,
             gb = _ag.WRITTEN
     else:
         if relu:
-            g = g * (out > 0)       # the same mask as relu's d > 0, NaN included
+            masked = _fc_cuda.relu_mask(g, out)
+            g = g * (out > 0) if masked is None else masked  # relu's d > 0 mask, NaN included
         g2 = g.reshape(-1, w.shape[0])
         gb = None
         if gb_buf is not None and type(gb_buf) is type(g2) and gb_buf.dtype == g2.dtype:
