@@ -683,3 +683,55 @@ def test_dense_cuda_elements_are_the_array_operations_they_replace(fc_on_host, d
     mask = numpy.empty_like(g)
     getattr(fc_on_host, "mask_" + suffix)(ctypes.c_longlong(g.size), p(g), p(got), p(mask))
     assert mask.tobytes() == want.tobytes()
+
+
+def _bias_grad_cxx_source():
+    from trainer_cli.ndarray import _fc_cuda
+    parts = ["#define __global__", "struct host_dim3 { unsigned x, y; };",
+             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    for ctype, suffix in (("float", "f"), ("double", "d")):
+        symbol = "bias_grad_" + suffix
+        parts.append("namespace ns_%s {\n%s\n}" % (symbol, (
+            _fc_cuda.BIAS_GRAD_SOURCE % {"ctype": ctype}).replace("trainer_cli_fc_bias_grad",
+                                                                  symbol)))
+        parts.append(
+            'extern "C" void run_%(s)s(const %(t)s* g, const %(t)s* out, long long rows, '
+            "long long cols, int relu, %(t)s* masked, %(t)s* sums) {\n"
+            "    blockDim.x = 8; gridDim.x = (unsigned)((cols + 7) / 8);\n"
+            "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 8; ++t) {\n"
+            "        blockIdx.x = b; threadIdx.x = t;\n"
+            "        ns_%(s)s::%(s)s(g, out, rows, cols, relu, masked, sums);\n"
+            "    }\n}\n" % dict(s=symbol, t=ctype))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def bias_grad_on_host(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("bias_grad_on_host"), "bias_grad",
+                    _bias_grad_cxx_source(), "the bias gradient kernel's source")
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("relu", [True, False])
+def test_bias_gradient_cuda_source_masks_and_sums_each_unit_in_batch_order(bias_grad_on_host,
+                                                                            dtype, relu):
+    """The mask as ``g * (out > 0)`` bit for bit; each unit's sum as adding its batch in order
+    from +0.0 (NumPy's ``add.accumulate`` down the batch is that order), special values
+    included."""
+    suffix = "f" if dtype == numpy.float32 else "d"
+    p = lambda a: ctypes.c_void_p(a.ctypes.data)       # noqa: E731
+    g = numpy.resize(_special(dtype, 3), (61, 13)).copy()
+    out = numpy.resize(_special(dtype, 4), g.shape).copy()
+    masked, sums = numpy.full_like(g, 7), numpy.empty(13, dtype)
+    getattr(bias_grad_on_host, "run_bias_grad_" + suffix)(
+        p(g), p(out), ctypes.c_longlong(61), ctypes.c_longlong(13), ctypes.c_int(relu),
+        p(masked), p(sums))
+    with numpy.errstate(all="ignore"):
+        want = g * (out > 0) if relu else g
+        want_sums = numpy.add.accumulate(numpy.concatenate([numpy.zeros((1, 13), dtype), want]),
+                                         axis=0)[-1]
+    if relu:
+        assert masked.tobytes() == want.tobytes()
+    else:
+        assert (masked == 7).all()      # nothing written without the mask
+    assert sums.tobytes() == want_sums.tobytes()

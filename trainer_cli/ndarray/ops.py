@@ -930,9 +930,11 @@ def fc_backward(g, need_x, need_w, bias_grad, x_shape, x2, w, out, relu, weight,
 
 def _fc_grad(g, out, relu, bias_grad, sums=None):
     """``(g * (out > 0) if relu else g, its sum over the batch)`` in one kernel pass, for 2-D
-    NumPy gradients in the layout of ``out`` (the sum into ``sums`` where the kernel can);
-    None where ``_fc_kernels`` does not apply."""
-    if type(g) is not _np_ndarray or g.ndim != 2:
+    NumPy gradients in the layout of ``out`` (the sum into ``sums`` where the kernel can), and
+    CuPy ones of a batch's rows (``_fc_cuda``); None where neither applies."""
+    if type(g) is not _np_ndarray:
+        return _fc_cuda.relu_bias_grad(g, out, relu, bias_grad, sums)
+    if g.ndim != 2:
         return None
     if g.flags.c_contiguous:
         return _fc_kernels.relu_bias_grad(g, out, True, relu, bias_grad, sums)
