@@ -69,34 +69,16 @@ def softmax_ce_batch_mean(pred, label, axis, batch_axis):
     ``batch_axis``."""
     d = pred._data
     lab = label._data if isinstance(label, NDArray) else None
-    if axis in (-1, 1) and batch_axis == 0 and _loss_kernels.applies(d, lab):
-        # Class scores per row: the log-softmax, the pick, the mean and the gradient in kernel
-        # passes around NumPy's own exp and log (the same operations as _log_softmax_raw).
-        shifted, log_sum = _loss_kernels.log_softmax_parts(d)
-        out, logp, idx = _loss_kernels.forward(shifted, log_sum, lab)
-        if not (_ag._state.recording and _needs_grad(pred)):
-            return _wrap(out, pred._ctx)
-
-        def vjp_fused(g, needs):
-            grad = _loss_kernels.backward(g, logp, idx)
-            if grad is None:        # a head gradient of another dtype: the NumPy operations
-                g = _pick_grad(-g.reshape(-1, 1), logp, idx.reshape(-1, 1), 1)
-                grad = _log_softmax_grad(g, logp, 1, 1)
-            return (grad,)
-        return _recorded(out, pred._ctx, (pred,), vjp_fused)
-    if axis in (-1, 1) and batch_axis == 0 and _loss_cuda.applies(d, lab):
-        # The same on the GPU, one launch each way (see _loss_cuda).
-        out, logp, idx = _loss_cuda.forward(d, lab)
-        if not (_ag._state.recording and _needs_grad(pred)):
-            return _wrap(out, pred._ctx)
-
-        def vjp_cuda(g, needs):
-            grad = _loss_cuda.backward(g, logp, idx)
-            if grad is None:        # a head gradient of another dtype: the array operations
-                g = _pick_grad(-g.reshape(-1, 1), logp, idx.reshape(-1, 1), 1)
-                grad = _log_softmax_grad(g, logp, 1, 1)
-            return (grad,)
-        return _recorded(out, pred._ctx, (pred,), vjp_cuda)
+    if axis in (-1, 1) and batch_axis == 0:
+        if _loss_kernels.applies(d, lab):
+            # Class scores per row: the log-softmax, the pick, the mean and the gradient in
+            # kernel passes around NumPy's own exp and log (the operations of _log_softmax_raw).
+            shifted, log_sum = _loss_kernels.log_softmax_parts(d)
+            return _fused_ce(pred, _loss_kernels.forward(shifted, log_sum, lab),
+                             _loss_kernels.backward)
+        if _loss_cuda.applies(d, lab):
+            # The same on the GPU, one launch each way.
+            return _fused_ce(pred, _loss_cuda.forward(d, lab), _loss_cuda.backward)
     logp = _log_softmax_raw(d, axis, None)
     picked, idx, ax = _pick_raw(logp, label, axis, True, "clip")
     neg = -picked
@@ -108,4 +90,21 @@ def softmax_ce_batch_mean(pred, label, axis, batch_axis):
         g = -_batch_mean_grad(g, neg, axes)
         g = _pick_grad(g, logp, idx, ax)
         return (_log_softmax_grad(g, logp, axis, 1),)
+    return _recorded(out, pred._ctx, (pred,), vjp)
+
+
+def _fused_ce(pred, forward, backward):
+    """The loss of ``forward`` (a fused kernel's ``(loss, logp, label indices)``) as a tape node
+    whose gradient is ``backward(head, logp, indices)``, or the array operations where that
+    returns None (a head gradient of another dtype)."""
+    out, logp, idx = forward
+    if not (_ag._state.recording and _needs_grad(pred)):
+        return _wrap(out, pred._ctx)
+
+    def vjp(g, needs):
+        grad = backward(g, logp, idx)
+        if grad is None:
+            g = _pick_grad(-g.reshape(-1, 1), logp, idx.reshape(-1, 1), 1)
+            grad = _log_softmax_grad(g, logp, 1, 1)
+        return (grad,)
     return _recorded(out, pred._ctx, (pred,), vjp)
