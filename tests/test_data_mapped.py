@@ -153,3 +153,22 @@ def test_a_read_ahead_error_reaches_the_training_thread():
             p.get(second)
     finally:
         p.close()
+
+
+def test_mapped_features_that_scaling_takes_beyond_float32_are_refused_as_read(tmp_path,
+                                                                              monkeypatch):
+    """Mapped features are scaled as batches read them, and a value that scaling takes beyond
+    float32 is refused there, with its row in the file (not its place in the batch)."""
+    from trainer_cli.run.scaling import FeatureScaling, scale_arrays
+    monkeypatch.setattr(data_mod, "MAP_BYTES", 1)
+    x = np.zeros((10, 3), dtype=np.float32)
+    x[7, 2] = 1e10
+    np.save(tmp_path / "x.npy", x)
+    mapped = Arrays(data_mod._load_npy(tmp_path / "x.npy"), np.zeros(10, np.float32))
+    mapped.checked_as_read = "x.npy"
+    tiny = FeatureScaling(np.zeros(3), np.array([1.0, 1.0, 1e-30]))
+    scaled = scale_arrays(mapped, tiny, "x.npy")
+    assert data_mod.is_mapped(scaled.x)         # not read whole to be checked
+    assert np.array_equal(scaled.features(np.array([1, 2])), np.zeros((2, 3), np.float32))
+    with pytest.raises(DataError, match=r"x\.npy: row 7 \(counting from 0\): feature 2, scaled"):
+        scaled.features(np.array([3, 7, 0]))

@@ -109,3 +109,20 @@ def test_an_unknown_normalize_kind_is_refused_and_a_run_without_scaling_has_none
     done = run_trainer("validate", config, cwd=tmp_path)
     assert done.returncode == 2 and "data.normalize" in done.stderr and "standard" in done.stderr
     assert read_scaling(tmp_path) is None    # no file: the run has no scaling
+
+
+def test_a_validation_row_that_scaling_takes_beyond_float32_is_refused_with_its_row(tmp_path):
+    """Validation values far from a small training spread become Inf once scaled: a clear
+    error naming the set, the row and the feature, before training starts."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(80, 4)).astype(np.float32)
+    x[:, 3] = np.float32(1e-30) * (np.arange(80) % 2)     # a spread of 5e-31 ...
+    x[70, 3] = np.float32(1e20)                              # ... and a validation row far off
+    y = (rng.random(80) * 3).astype(np.int64).astype(np.float32)
+    np.savez(tmp_path / "far.npz", x=x, y=y)
+    config = write_config(tmp_path, CONFIG % ("far.npz", "standard"), "far.yaml")
+    done = run_trainer("run", config, "--run-dir", tmp_path / "runs", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert re.search(r"the validation split of far\.npz: row 10 \(counting from 0\): feature 3, "
+                     r"scaled by the training split's mean .* is beyond float32", done.stderr), \
+        done.stderr

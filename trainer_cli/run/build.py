@@ -195,8 +195,11 @@ def _scaled(config, config_file, train, val, run_dir):
     if run_dir is not None:
         saved = _scaling.read_scaling(run_dir, train.x.shape[1:])
     scaling = saved if saved is not None else _scaling.fit_scaling(train)
-    return (_scaling.scale_arrays(train, scaling),
-            _scaling.scale_arrays(val, scaling) if val is not None else None, scaling)
+    train_name = _data.path_name(config.data.train)
+    val_name = _data.path_name(config.data.val) if config.data.val is not None \
+        else "the validation split of %s" % train_name
+    return (_scaling.scale_arrays(train, scaling, train_name),
+            _scaling.scale_arrays(val, scaling, val_name) if val is not None else None, scaling)
 
 
 def _with_vocabulary(section, train, model_dir, config_file):

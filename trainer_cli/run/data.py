@@ -67,11 +67,18 @@ class Arrays:
             bad = ~numpy.isfinite(out.reshape(len(out), -1))
             if bad.any():
                 at, column = numpy.unravel_index(int(numpy.argmax(bad)), bad.shape)
-                rows = numpy.arange(len(self.x))[index] if self.x_rows is None \
-                    else self.x_rows[index]
-                _not_finite(self.checked_as_read, int(numpy.atleast_1d(rows)[at]),
+                _not_finite(self.checked_as_read, int(numpy.atleast_1d(self._rows(index))[at]),
                             "feature %d is %r" % (int(column), float(out.reshape(len(out), -1)[at, column])))
-        return out if self.scaling is None else self.scaling.apply(out)
+        if self.scaling is None:
+            return out
+        out = self.scaling.apply(out)
+        if self.checked_as_read:
+            self.scaling.refuse_overflow(out, self.checked_as_read, self._rows(index))
+        return out
+
+    def _rows(self, index):
+        """The rows of ``x`` that ``index`` (of this set's samples) reads."""
+        return numpy.arange(len(self.x))[index] if self.x_rows is None else self.x_rows[index]
 
     def take(self, index) -> "Arrays":
         if getattr(self.x, "lazy_rows", False):   # images: transformed when a batch reads them

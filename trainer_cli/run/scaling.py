@@ -5,7 +5,9 @@ training, validation, and what ``evaluate``/``predict`` feed a trained run
 (:func:`read_scaling` then :meth:`FeatureScaling.apply`).
 
 The standard deviation is the population one (``ddof=0``, as scikit-learn's ``StandardScaler``),
-and a constant feature's is taken as 1, so that it becomes 0 rather than NaN.
+and a constant feature's is taken as 1, so that it becomes 0 rather than NaN. A value that
+scaling takes beyond float32 (far from the training data over a tiny spread: a feature of
+values around 1e-30, say) is refused with the row that holds it, as a NaN/Inf in the data is.
 """
 from __future__ import annotations
 
@@ -35,8 +37,28 @@ class FeatureScaling:
     std: numpy.ndarray      # float64, > 0
 
     def apply(self, x) -> numpy.ndarray:
-        """``(x - mean) / std`` of a batch of samples (rows), as float32."""
-        return ((numpy.asarray(x, dtype=numpy.float64) - self.mean) / self.std).astype(numpy.float32)
+        """``(x - mean) / std`` of a batch of samples (rows), as float32 (a value beyond float32
+        becomes Inf: see :func:`refuse_overflow`)."""
+        with numpy.errstate(over="ignore"):
+            return ((numpy.asarray(x, dtype=numpy.float64) - self.mean)
+                    / self.std).astype(numpy.float32)
+
+    def refuse_overflow(self, scaled, where: str, rows=None) -> None:
+        """A DataError naming the first sample of ``scaled`` (from :meth:`apply`) that scaling
+        took beyond float32, ``rows`` its row numbers in ``where`` (default 0, 1, ...)."""
+        flat = scaled.reshape(len(scaled), -1)
+        bad = ~numpy.isfinite(flat)
+        if not bad.any():
+            return
+        at, column = numpy.unravel_index(int(numpy.argmax(bad)), bad.shape)
+        row = int(at) if rows is None else int(numpy.atleast_1d(rows)[at])
+        from .data import DataError
+        raise DataError(
+            "%s: row %d (counting from 0): feature %d, scaled by the training split's mean "
+            "%.6g and standard deviation %.6g (data.normalize: standard), is beyond float32: "
+            "the value is too far from the training data's; remove that row, or train "
+            "without data.normalize" % (where, row, int(column), self.mean.reshape(-1)[column],
+                                        self.std.reshape(-1)[column]))
 
 
 def fit_scaling(train) -> FeatureScaling:
@@ -60,14 +82,16 @@ def fit_scaling(train) -> FeatureScaling:
     return FeatureScaling(mean, std)
 
 
-def scale_arrays(arrays, scaling: FeatureScaling):
-    """``arrays`` with scaled features: scaled once in memory, or (memory-mapped features)
-    batch by batch as they are read."""
+def scale_arrays(arrays, scaling: FeatureScaling, where: str):
+    """``arrays`` (the set ``where`` names) with scaled features: scaled once in memory and
+    checked, or (memory-mapped features) batch by batch as they are read."""
     from .data import Arrays, is_mapped
 
     if is_mapped(arrays.x):
         return Arrays(arrays.x, arrays.y, arrays.x_rows, arrays.checked_as_read, scaling=scaling)
-    return Arrays(scaling.apply(arrays.features(slice(None))), arrays.y)
+    scaled = scaling.apply(arrays.features(slice(None)))
+    scaling.refuse_overflow(scaled, where)
+    return Arrays(scaled, arrays.y)
 
 
 def write_scaling(run_dir, scaling: FeatureScaling) -> Path:

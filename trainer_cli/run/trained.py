@@ -162,7 +162,7 @@ def evaluate_run(run_dir, which=None, overrides=(), on="val", trust_model_file=F
                            trust_model_file=trust_model_file, sample_from=source)
     scaling = run_scaling(run_dir, config, data.x.shape[1:])
     if scaling is not None:
-        data = scale_arrays(data, scaling)
+        data = scale_arrays(data, scaling, source)
     values = evaluate_arrays(trained.net, build_loss(config), build_metrics(config), data,
                              section.batch_size, trained.contexts[0], trained.dtype, "",
                              progress)
