@@ -1,4 +1,5 @@
 """``Trainer.mode``: decided once by MXNet's rules, read by the runner (issue 14 item 3)."""
+import numpy
 import pytest
 
 import trainer_cli
@@ -87,3 +88,32 @@ def test_runner_refuses_global_norm_clipping_on_the_store(tmp_path):
     path = write_config(tmp_path, text)
     with pytest.raises(ConfigError, match="global-norm clipping needs the reduced gradients"):
         build(load_config(path), path)
+
+
+@pytest.mark.parametrize("optimizer,kw", [("sgd", {"momentum": 0.9}), ("adam", {}),
+                                          ("sgd", {"momentum": 0.0})])
+def test_set_data_on_a_multi_precision_weight_is_not_undone_by_the_next_update(optimizer, kw):
+    """MXNet keeps the optimizer's float32 master copy when a float16 weight is set, so its next
+    update writes the old values back; here the master takes the new values: a zero-gradient
+    step after set_data leaves exactly them (SGD keeps the master last in its state, Adam first)."""
+    from trainer_cli import autograd, nd
+    p = gluon.Parameter("w", shape=(3,), dtype="float16")
+    p.initialize(init="ones")
+    trainer = gluon.Trainer([p], optimizer, dict(learning_rate=0.5, multi_precision=True, **kw))
+
+    def step(scale):
+        with autograd.record():
+            y = (p.data() * scale).sum()
+        y.backward()
+        trainer.step(1)
+    step(2)
+    assert p.data().asnumpy().tolist() != [1, 1, 1]
+    p.set_data(nd.array([5, 6, 7], dtype="float16"))
+    # A zero gradient: Adam's moments and SGD's momentum still move the weight unless both are
+    # zero, so compare against the master copy itself.
+    state = trainer._updaters[0].states[0]
+    master = trainer._optimizer._mp_unpack(state)[0]
+    assert master.dtype == numpy.float32 and master.asnumpy().tolist() == [5, 6, 7]
+    if optimizer == "sgd" and not kw["momentum"]:
+        step(0)
+        assert p.data().asnumpy().tolist() == [5, 6, 7]

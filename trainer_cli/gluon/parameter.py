@@ -387,7 +387,9 @@ class Parameter:
         return list(self._ctx_list)
 
     def set_data(self, data):
-        """Set every copy to ``data``; with a Trainer updating on a kvstore, that store is rebuilt."""
+        """Set every copy to ``data``; with a Trainer updating on a kvstore, that store is rebuilt,
+        and otherwise its optimizer's float32 master copies of float16 weights take the new
+        values."""
         self.shape = data.shape
         if self._data is None:
             if not self._deferred_init:
@@ -411,6 +413,8 @@ class Parameter:
         # item assignment to a marked variable is refused.
         for arr in self._data:
             data.copyto(arr)
+        if trainer is not None:
+            trainer._values_replaced(self)
 
     def zero_grad(self):
         if self._data is None or self._grad_req == "null":

@@ -51,7 +51,7 @@ from .. import optimizer as opt
 from .._atomic import atomic_write
 from .._npz import write_npz
 from ..kvstore.local import KVStoreLocal
-from ..ndarray import sparse as _sparse
+from ..ndarray import NDArray, sparse as _sparse
 from ..ndarray.interop import grad_buffer as _grad_buffer, is_fresh as _is_fresh
 from ..ndarray.interop import is_sparse as _is_sparse, mark_stale as _mark_stale
 from ..optimizer import state_file
@@ -485,6 +485,28 @@ class Trainer:
                                "initialized in kvstore.")
         names = {i: param.name for i, param in enumerate(self._params)}
         self._kvstore.save_optimizer_states(fname, dump_optimizer=True, param_names=names)
+
+    def _values_replaced(self, param):
+        """``param``'s values were replaced (``Parameter.set_data``, ``load_parameters``): the
+        float32 master copies a ``multi_precision`` optimizer keeps of its float16 weights take
+        the new values. MXNet leaves them, and the next update writes the old values back over
+        the new ones (docs/compat.md). With ``update_on_kvstore`` the store is rebuilt instead,
+        as in MXNet. Only dense masters are kept here (a row_sparse float16 weight's master is
+        left as MXNet leaves it)."""
+        if self._mode is None or self._mode == STORE:
+            return
+        index = next((i for i, p in enumerate(self._params) if p is param), None)
+        if index is None:
+            return
+        opt = self._optimizer
+        for updater, data in zip(self._updaters, param._data or ()):
+            state = updater.states.get(index)
+            if state is None or not opt._uses_mp(data) or data.stype != "default":
+                continue
+            master = opt._mp_unpack(state)[0]
+            if isinstance(master, NDArray) and master.stype == "default" \
+                    and master.shape == data.shape:
+                data.astype(numpy.float32).copyto(master)
 
     def states_arrays(self, copy=True) -> dict | None:
         """The members of the file ``save_states`` writes (name -> host array); None when the
