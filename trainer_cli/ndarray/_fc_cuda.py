@@ -7,8 +7,8 @@ most. The values are those operations': the same single rounding of ``out + b``,
 (CuPy's ``maximum`` keeps it too), the mask's product ``g * 1`` or ``g * 0`` (so a NaN or
 infinite gradient under a zero mask is NaN, as before). The bias's gradient adds each unit's
 batch in order from +0.0, the first sample to the last (one thread a unit), where CuPy's
-reduction adds in a tree: the sums differ from it in rounding; the eager op and a hybridized block's plan
-both run this, so they give the same bits."""
+reduction adds in a tree: the sums differ from it in rounding; the eager op and a hybridized
+block's plan both run this, so they give the same bits."""
 from __future__ import annotations
 
 __all__ = ["bias_relu", "relu_mask", "relu_bias_grad", "MAX_BATCH"]
