@@ -73,18 +73,21 @@ def _mlp_step(batch, optimizer, params, ctx):
     return forward, trainer, batch
 
 
-# Built-in methods by which CuPy code waits for the device: a transfer to the host or a wait.
-_WAITS = re.compile(r"\{(built-in )?method '(get|synchronize|item|tolist|__bool__|__int__|"
-                    r"__float__|__index__|asnumpy)' ")
+# CuPy's methods that wait for the device: a transfer to the host, a wait, or a result whose
+# size only the device knows (``nonzero`` reads its count). cProfile records a C method as
+# ``<method 'NAME' of 'TYPE' objects>``.
+_WAITS = re.compile(r"<method '(get|synchronize|item|tolist|__bool__|__int__|__float__|"
+                    r"__index__|nonzero)' of '(cupy|cupy_backends)[.\w]*' objects>$")
 
 
 def _device_waits(stats, steps):
-    """The calls a step makes, on average, of each built-in that waits for the device (by
-    cProfile's records of C methods: CuPy's types take no instrumentation)."""
+    """``{method: calls a step}`` of CuPy's methods that wait for the device, from cProfile's
+    records (CuPy's Cython functions are seen only where they are methods)."""
     found = {}
     for (_, _, name), (_, calls, *_rest) in stats.stats.items():
-        if _WAITS.match(name):
-            found[name] = found.get(name, 0) + calls / steps
+        match = _WAITS.match(name)
+        if match:
+            found[match.group(1)] = found.get(match.group(1), 0) + calls / steps
     return found
 
 

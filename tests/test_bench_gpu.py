@@ -54,3 +54,23 @@ def test_each_side_runs_in_a_controlled_process_of_its_own(monkeypatch):
     assert record["loaded_of_ours"] == ["trainer_cli"]
     assert record["env"]["OMP_NUM_THREADS"] == "1" and "TRAINER_SOMETHING" not in record["env"]
     assert record["calibration_us"]["nd"]["min_us"] > 0
+
+
+def test_the_gpu_profile_counts_cupys_waiting_methods_only():
+    """profile_gpu_step's reading of cProfile's records: CuPy's transfers and waits a step (as
+    cProfile names C methods), never a dict's ``get`` or another type's ``synchronize``."""
+    import profile_gpu_step
+
+    class Stats:
+        stats = {("~", 0, "<method 'get' of 'cupy._core.core._ndarray_base' objects>"):
+                 (400, 400, 0.1, 0.1, {}),
+                 ("~", 0, "<method 'nonzero' of 'cupy._core.core._ndarray_base' objects>"):
+                 (200, 200, 0.1, 0.1, {}),
+                 ("~", 0, "<method 'synchronize' of 'cupy.cuda.stream.Stream' objects>"):
+                 (100, 100, 0.1, 0.1, {}),
+                 ("~", 0, "<method 'get' of 'dict' objects>"): (9000, 9000, 0.1, 0.1, {}),
+                 ("~", 0, "<method 'synchronize' of 'torch.cuda.Stream' objects>"):
+                 (50, 50, 0.1, 0.1, {}),
+                 ("x.py", 3, "get"): (70, 70, 0.1, 0.1, {})}
+    assert profile_gpu_step._device_waits(Stats, 200) == {"get": 2.0, "nonzero": 1.0,
+                                                           "synchronize": 0.5}
