@@ -735,3 +735,55 @@ def test_bias_gradient_cuda_source_masks_and_sums_each_unit_in_batch_order(bias_
     else:
         assert (masked == 7).all()      # nothing written without the mask
     assert sums.tobytes() == want_sums.tobytes()
+
+
+# ----------------------------------------------------------------------------- embedding ids
+def _ids_cxx_source():
+    from trainer_cli.ndarray import _rows_cuda
+    parts = ["#include <cstddef>"]
+    for ctype, suffix in (("float", "f"), ("double", "d"), ("long long", "l")):
+        parts.append(
+            'extern "C" void table_rows_%(s)s(std::size_t n, const %(t)s* xs, long long last, '
+            "long long* out) {\n    typedef %(t)s T;\n"
+            "    for (std::size_t i = 0; i < n; ++i) {\n"
+            "        const T ids = xs[i]; long long &rows = out[i];\n        %(body)s\n    }\n}\n"
+            % dict(s=suffix, t=ctype, body=_rows_cuda.TABLE_ROWS[2]))
+    parts.append(
+        'extern "C" void run_starts(std::size_t n, const long long* ordered, bool* out) {\n'
+        "    for (std::size_t i = 0; i < n; ++i) {\n        bool &first = out[i];\n        %s\n"
+        "    }\n}\n" % _rows_cuda.RUN_STARTS[2])
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="session")
+def ids_on_host(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("ids_on_host"), "ids", _ids_cxx_source(),
+                    "the embedding ids' CUDA bodies")
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64, numpy.int64])
+def test_embedding_ids_cuda_body_is_astype_then_clip(ids_on_host, dtype):
+    """The ids as ``astype(int64)`` then clipped to ``[0, rows)``, for the ids a conversion
+    defines on both sides (NaN and values beyond int64 convert by the device's rule, CuPy's
+    ``astype`` on the GPU: not comparable on the host)."""
+    ids = numpy.array([0, 1, 2.7, -0.5, -3, 9, 10, 11, 1e9, -1e9, 5.999, -0.0][:12])
+    ids = ids.astype(dtype) if dtype != numpy.int64 else numpy.trunc(ids).astype(dtype)
+    out = numpy.empty(len(ids), numpy.int64)
+    suffix = {numpy.float32: "f", numpy.float64: "d", numpy.int64: "l"}[dtype]
+    getattr(ids_on_host, "table_rows_" + suffix)(ctypes.c_size_t(len(ids)),
+                                                 ctypes.c_void_p(ids.ctypes.data),
+                                                 ctypes.c_longlong(9),
+                                                 ctypes.c_void_p(out.ctypes.data))
+    want = ids.astype(numpy.int64)
+    numpy.maximum(want, 0, out=want)
+    numpy.minimum(want, 9, out=want)
+    assert out.tolist() == want.tolist()
+
+
+def test_run_starts_cuda_body_marks_where_each_run_of_keys_begins(ids_on_host):
+    ordered = numpy.array([0, 0, 3, 3, 3, 4, 9, 9, 10], numpy.int64)
+    out = numpy.zeros(len(ordered), numpy.bool_)
+    ids_on_host.run_starts(ctypes.c_size_t(len(ordered)), ctypes.c_void_p(ordered.ctypes.data),
+                           ctypes.c_void_p(out.ctypes.data))
+    want = numpy.concatenate(([True], ordered[1:] != ordered[:-1]))
+    assert out.tolist() == want.tolist()

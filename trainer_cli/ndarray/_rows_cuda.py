@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy
 
-__all__ = ["add_rows_at", "row_group_sums"]
+__all__ = ["add_rows_at", "row_group_sums", "table_rows"]
 
 _SOURCE = """
 typedef %(ctype)s T;
@@ -34,12 +34,17 @@ _THREADS = 256
 
 def _kernel(dtype):
     import cupy
-    kernel = _kernels.get(dtype.char)
+    kernel = _kernels.get(dtype.char)   # (a dtype's char: the row-adding kernel of that dtype)
     if kernel is None:
         source = _SOURCE % {"ctype": {"f": "float", "d": "double"}[dtype.char]}
         kernel = _kernels[dtype.char] = cupy.RawKernel(source, "trainer_cli_rows_add",
                                                        options=("--fmad=false",))
     return kernel
+
+
+# Where a run of equal sorted keys begins, in one launch (three as ``concatenate((ones(1),
+# ordered[1:] != ordered[:-1]))``).
+RUN_STARTS = ("raw T ordered", "bool first", "first = i == 0 || ordered[i] != ordered[i - 1];")
 
 
 def _groups(keys):
@@ -48,9 +53,13 @@ def _groups(keys):
     import cupy
     order = cupy.argsort(keys)          # CuPy's sort is stable
     ordered = keys[order]
-    starts = cupy.flatnonzero(cupy.concatenate((cupy.ones(1, dtype=bool),
-                                                ordered[1:] != ordered[:-1])))
-    return order, ordered, starts
+    kernel = _kernels.get("run_starts")
+    if kernel is None:
+        kernel = _kernels["run_starts"] = cupy.ElementwiseKernel(
+            *RUN_STARTS, "trainer_cli_run_starts")
+    if not len(ordered):
+        return order, ordered, cupy.zeros(0, dtype=numpy.int64)
+    return order, ordered, cupy.flatnonzero(kernel(ordered, size=len(ordered)))
 
 
 def _launch(values, order, starts, dest, out, accumulate):
@@ -74,6 +83,26 @@ def takes(target, keys, values) -> bool:
             and getattr(keys, "ndim", None) == 1 and keys.dtype.kind in "iu"
             and values.dtype == target.dtype
             and tuple(values.shape) == (keys.shape[0],) + tuple(target.shape[1:]))
+
+
+# An embedding's ids as int64 rows clipped to the table, in one launch: the conversion is
+# ``astype(int64)``'s (CUDA's, which saturates and takes NaN to 0), then ``maximum(., 0)`` and
+# ``minimum(., rows - 1)``.
+TABLE_ROWS = ("T ids, int64 last", "int64 rows",
+              "long long k = (long long)ids; k = k > 0 ? k : 0; rows = k < last ? k : last;")
+
+
+def table_rows(ids, rows):
+    """``ids`` (a CuPy array of float32/float64/int32/int64) as int64 row numbers clipped to
+    ``[0, rows)``, a new array; None for other arrays and dtypes."""
+    if not type(ids).__module__.startswith("cupy") or ids.dtype.char not in "fdil" or rows < 1:
+        return None
+    import cupy
+    kernel = _kernels.get("table_rows")
+    if kernel is None:
+        kernel = _kernels["table_rows"] = cupy.ElementwiseKernel(
+            *TABLE_ROWS, "trainer_cli_table_rows")
+    return kernel(ids, numpy.int64(rows - 1))
 
 
 def add_rows_at(target, keys, values):
