@@ -28,13 +28,13 @@ extern "C" __global__ void trainer_cli_rows_add(const T *values, const long long
     out[d] = acc;
 }
 """
-_kernels: dict = {}
+_kernels: dict = {}        # the row-adding kernel by dtype char, the others by name
 _THREADS = 256
 
 
 def _kernel(dtype):
     import cupy
-    kernel = _kernels.get(dtype.char)   # (a dtype's char: the row-adding kernel of that dtype)
+    kernel = _kernels.get(dtype.char)
     if kernel is None:
         source = _SOURCE % {"ctype": {"f": "float", "d": "double"}[dtype.char]}
         kernel = _kernels[dtype.char] = cupy.RawKernel(source, "trainer_cli_rows_add",

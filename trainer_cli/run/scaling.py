@@ -38,7 +38,7 @@ class FeatureScaling:
 
     def apply(self, x) -> numpy.ndarray:
         """``(x - mean) / std`` of a batch of samples (rows), as float32 (a value beyond float32
-        becomes Inf: see :func:`refuse_overflow`)."""
+        becomes Inf: see :meth:`refuse_overflow`)."""
         with numpy.errstate(over="ignore"):
             return ((numpy.asarray(x, dtype=numpy.float64) - self.mean)
                     / self.std).astype(numpy.float32)
