@@ -82,3 +82,41 @@ def test_softmax_ce_on_the_gpu_clips_labels_and_keeps_nan():
     assert numpy.array_equal(numpy.isnan(grad), numpy.isnan(want_grad))
     numpy.testing.assert_allclose(loss, want_loss, rtol=2e-6)
     numpy.testing.assert_allclose(grad, want_grad, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_dense_mask_and_bias_gradient_kernel_on_the_gpu(relu, dtype):
+    """One launch: the mask ``g * (out > 0)`` bit for bit as CuPy computes it, each unit's batch
+    added in order from +0.0 (NumPy's ``add.accumulate`` down the batch, on the host), into the
+    bias's gradient buffer when one is given."""
+    import cupy
+    from trainer_cli.ndarray import _fc_cuda
+    rng = numpy.random.default_rng(4)
+    g = cupy.asarray(rng.standard_normal((37, 11)).astype(dtype))
+    out = cupy.asarray(rng.standard_normal((37, 11)).astype(dtype))
+    buf = cupy.zeros(11, dtype)
+    masked, sums = _fc_cuda.relu_bias_grad(g, out, relu, True, buf)
+    assert sums is buf
+    want = g * (out > 0) if relu else g
+    assert masked.get().tobytes() == want.get().tobytes()
+    host = numpy.concatenate([numpy.zeros((1, 11), dtype), want.get()])
+    assert buf.get().tobytes() == numpy.add.accumulate(host, axis=0)[-1].tobytes()
+    assert _fc_cuda.relu_bias_grad(g, out, relu, False) is None      # no bias: not this kernel
+
+
+def test_embedding_ids_and_run_starts_kernels_on_the_gpu():
+    """The ids cast and clipped in one launch as ``astype(int64)``, ``maximum``, ``minimum`` make
+    them on the GPU (NaN and huge values included), and the run starts of sorted ids."""
+    import cupy
+    from trainer_cli.ndarray import _rows_cuda
+    ids = cupy.asarray(numpy.array([0, 2.7, -3, 9, 12, numpy.nan, 1e30, -1e30, 5], numpy.float32))
+    want = ids.astype(numpy.int64)
+    cupy.maximum(want, 0, out=want)
+    cupy.minimum(want, 9, out=want)
+    assert _rows_cuda.table_rows(ids, 10).get().tolist() == want.get().tolist()
+    keys = cupy.asarray(numpy.array([4, 1, 4, 4, 0, 9, 1], numpy.int64))
+    order, ordered, starts = _rows_cuda._groups(keys)
+    assert ordered.get().tolist() == [0, 1, 1, 4, 4, 4, 9]
+    assert starts.get().tolist() == [0, 1, 3, 6]
+    assert order.get().tolist() == [4, 1, 6, 0, 2, 3, 5]          # stable
