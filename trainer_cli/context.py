@@ -177,3 +177,8 @@ def array_module_of(data):
     if _cupy is not None and isinstance(data, _cupy.ndarray):
         return _cupy
     return _numpy()
+
+
+def is_cupy_array(data) -> bool:
+    """Whether ``data`` is a CuPy array (False, without importing CuPy, where it is not loaded)."""
+    return _cupy is not None and isinstance(data, _cupy.ndarray)

@@ -11,6 +11,8 @@ reduction adds in a tree: the sums differ from it in rounding; the eager op and 
 block's plan both run this, so they give the same bits."""
 from __future__ import annotations
 
+from ..context import is_cupy_array
+
 __all__ = ["bias_relu", "relu_mask", "relu_bias_grad", "MAX_BATCH"]
 
 MAX_BATCH = 4096        # a longer batch is summed by CuPy's reduction, over many threads
@@ -52,7 +54,7 @@ def _kernel(name, spec):
 
 
 def _takes(a):
-    return type(a).__module__.startswith("cupy") and a.dtype.char in "fd"
+    return is_cupy_array(a) and a.dtype.char in "fd"
 
 
 def bias_relu(out, b, relu) -> bool:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy
 
+from ..context import is_cupy_array
+
 __all__ = ["applies", "forward", "backward", "MAX_CLASSES"]
 
 MAX_CLASSES = 1024
@@ -84,14 +86,10 @@ extern "C" __global__ void trainer_cli_softmax_ce_backward(const T *head, const 
 _kernels: dict = {}
 
 
-def _cupy_type(x):
-    return type(x).__module__.startswith("cupy")
-
-
 def applies(scores, label) -> bool:
     """Whether ``forward`` takes these raw scores (a CuPy (batch, classes) array, C order,
     float32/float64, 1 to ``MAX_CLASSES`` classes) and labels (one per row, contiguous)."""
-    return (_cupy_type(scores) and scores.ndim == 2 and scores.dtype.char in _SCORE_TYPES
+    return (is_cupy_array(scores) and scores.ndim == 2 and scores.dtype.char in _SCORE_TYPES
             and 1 <= scores.shape[1] <= MAX_CLASSES and scores.shape[0] > 0
             and scores.flags.c_contiguous
             and type(label) is type(scores) and label.size == scores.shape[0]

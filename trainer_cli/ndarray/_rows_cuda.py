@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy
 
+from ..context import is_cupy_array
+
 __all__ = ["add_rows_at", "row_group_sums", "table_rows"]
 
 _SOURCE = """
@@ -95,7 +97,7 @@ TABLE_ROWS = ("T ids, int64 last", "int64 rows",
 def table_rows(ids, rows):
     """``ids`` (a CuPy array of float32/float64/int32/int64) as int64 row numbers clipped to
     ``[0, rows)``, a new array; None for other arrays and dtypes."""
-    if not type(ids).__module__.startswith("cupy") or ids.dtype.char not in "fdil" or rows < 1:
+    if not is_cupy_array(ids) or ids.dtype.char not in "fdil" or rows < 1:
         return None
     import cupy
     kernel = _kernels.get("table_rows")

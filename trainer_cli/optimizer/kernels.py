@@ -341,8 +341,10 @@ def cuda_handles_rows(w, rows, values, states) -> bool:
         return False
     if not all(a.flags.c_contiguous for a in states):
         return False
+    # The weight's and states' bounds apart: cuda_handles saw to those; the gradient's here.
     from ..context import array_module_of
-    return _disjoint((w, values) + tuple(states), array_module_of(w).may_share_memory)
+    shares = array_module_of(w).may_share_memory
+    return not any(shares(values, a) for a in (w,) + tuple(states))
 
 
 def rows_in_range(rows, count) -> bool:
