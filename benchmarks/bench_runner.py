@@ -37,8 +37,9 @@ loads nothing of ours and inherits none of this process's thread or tuning varia
 
 ``--breakdown`` says where the runner's time goes instead: in this process, on one model, the
 bare step and the runner's own steps (its ``TrainingLoop`` with a run directory, the checkpoint
-writer and the logs) with its parts switched on one after another (plain, + metrics, + rows,
-+ checkpoints, + validation = as configured), in turns of ``--turn`` steps in rotating order;
+writer and the logs) with its parts switched on one after another (plain, + metrics: their
+values read at the config's log interval, + rows: the rows written, + checkpoints,
++ validation = as configured), in turns of ``--turn`` steps in rotating order;
 medians over ``--rounds`` turns, and each part's cost per step as the difference to the variant
 before it. Steady state only: the final checkpoint, which the whole-run figure includes, is
 not in it.
@@ -416,8 +417,11 @@ def _turns(loop, recorder, parts, config, rounds, turn, clock="wall"):
     every_epoch, saves_best = config.checkpoint.every_epoch, loop._saves_best
     metrics = dict(loop.train_acc.metrics)
 
+    reads = [False]     # "+ metrics": the values a log row would hold, read without the row
+
     def switch(name):
         on = PARTS.index(name) if name in PARTS else -1
+        reads[0] = on == 1
         loop.train_acc.metrics = metrics if on >= 1 else {}
         config.log_every = log_every if on >= 2 else 1 << 40
         object.__setattr__(config.checkpoint, "every_steps", every_steps if on >= 3 else None)
@@ -432,6 +436,10 @@ def _turns(loop, recorder, parts, config, rounds, turn, clock="wall"):
             loop._advance(order, 1)
             if loop._best_due and st.stop_reason is None:
                 loop._checkpoint()
+            # Without rows the outputs would pile up to the pending limit (8 MB) before the
+            # metrics see them, which costs more than any config's log interval does.
+            if reads[0] and st.step % log_every == 0:
+                loop.train_acc.values("train_")
 
     one_bare_step = bare_step(parts)
 
