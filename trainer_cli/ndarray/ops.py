@@ -52,11 +52,13 @@ def _unary(x, fwd, grad):
     """``grad(g, x_raw, out_raw)`` gives the input gradient; ``None`` marks a constant op."""
     xd = x._data
     if xd.dtype.kind in "iu":
-        # MXNet computes a floating function of integers in float32 and converts back
+        # MXNet computes a floating function of integers in float32 and converts back; whether
+        # the function is floating, its result on no elements tells.
         with numpy.errstate(all="ignore"):
-            out = fwd(xd)
-            if out.dtype.kind == "f":
+            if fwd(xd.reshape(-1)[:0]).dtype.kind == "f":
                 out = _integers.c_cast(fwd(xd.astype(numpy.float32)), xd.dtype)
+            else:
+                out = fwd(xd)
         return _wrap(out, x._ctx)
     out = fwd(xd)
     if grad is not None and _state.recording and (x._node is not None or x._grad is not None):
