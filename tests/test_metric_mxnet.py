@@ -39,6 +39,16 @@ CASES = [
     ("custom", lambda: mx.metric.create(feval), "reg_label%d", "reg_pred%d"),
     ("np", lambda: mx.metric.np(lambda label, pred: float(((label - pred) ** 2).mean())),
      "reg_label%d", "reg_pred%d"),
+    # MXNet's regression metrics average each update's value (a short last batch weighs as much
+    # as a full one; RMSE is the mean of each update's root), and broadcast 1-D labels against
+    # 2-column predictions.
+    *[(name + suffix, (lambda name=name: mx.metric.create(name)), lab, pred)
+      for name in ("mae", "mse", "rmse")
+      for suffix, lab, pred in (("", "reg_label%d", "reg_pred%d"),
+                                ("_short", "regs_label%d", "regs_pred%d"),
+                                ("_columns", "regs_label%d", "regs_pred2_%d"))],
+    ("f1", lambda: mx.metric.create("f1"), "label%d", "probs%d"),
+    ("f1_micro", lambda: mx.metric.F1(average="micro"), "label%d", "probs%d"),
 ]
 
 

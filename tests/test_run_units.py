@@ -238,21 +238,37 @@ def test_metric_values():
     ppl.update([labels], [logits])
     assert ppl.get()[1] == pytest.approx(np.exp(ce_logits.get()[1]))
     y, p = np.array([1.0, 2.0, 4.0]), np.array([[1.5], [2.0], [2.0]])
-    for cls, want in ((metrics.MAE, 2.5 / 3), (metrics.MSE, 4.25 / 3), (metrics.RMSE, np.sqrt(4.25 / 3))):
-        m = cls()
-        m.update([y[:2]], [p[:2]])
-        m.update([y[2:]], [p[2:]])  # weighted by samples, not by batches
-        assert m.get()[1] == pytest.approx(want)
+    for cls, pooled, per_update in ((metrics.MAE, 2.5 / 3, (0.25 + 2) / 2),
+                                    (metrics.MSE, 4.25 / 3, (0.125 + 4) / 2),
+                                    (metrics.RMSE, np.sqrt(4.25 / 3), (np.sqrt(0.125) + 2) / 2)):
+        for average, want in (("micro", pooled), ("macro", per_update)):
+            m = cls(average=average)
+            m.update([y[:2]], [p[:2]])
+            m.update([y[2:]], [p[2:]])  # micro: weighted by samples; macro (MXNet's): by updates
+            assert m.get()[1] == pytest.approx(want)
+        assert cls().average == "macro"
     f1 = metrics.F1()
     f1.update([np.array([1, 0, 1, 1])], [np.array([[0, 1], [0, 1], [1, 0], [0, 1]])])
     assert f1.get()[1] == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
 
 
+def test_a_run_pools_regression_metrics_and_f1_over_samples():
+    from trainer_cli.run.build import build_metrics
+    config = SimpleNamespace(metrics=[SimpleNamespace(name=n, params={})
+                                      for n in ("mae", "mse", "rmse", "f1", "accuracy")])
+    built = build_metrics(config)
+    assert [built[n].average for n in ("mae", "mse", "rmse", "f1")] == ["micro"] * 4
+    kept = build_metrics(SimpleNamespace(metrics=[SimpleNamespace(name="f1",
+                                                                  params={"average": "macro"})]))
+    assert kept["f1"].average == "macro"
+
+
 def test_metric_state_round_trips_through_json():
-    for m in (metrics.Accuracy(), metrics.F1(), metrics.RMSE()):
+    for m in (metrics.Accuracy(), metrics.F1(), metrics.F1(average="micro"), metrics.RMSE(),
+              metrics.RMSE(average="micro")):
         preds = np.array([[1.0, 0.0], [0.2, 0.9], [0.7, 0.1]])
         m.update([np.array([0, 1, 1])], [preds[:, :1] if isinstance(m, metrics.RMSE) else preds])
-        restored = type(m)()
+        restored = type(m)(average=m.average) if hasattr(m, "average") else type(m)()
         restored.set_state(json.loads(json.dumps(m.get_state())))
         assert restored.get() == m.get()
 

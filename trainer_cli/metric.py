@@ -1,16 +1,16 @@
 """Evaluation metrics (MXNet's ``mx.metric`` names and API: ``update(labels, preds)``, ``get()``,
 ``reset()``), plus ``get_state``/``set_state`` so that a resumed run logs the same numbers.
 
-Differences from MXNet 1.9, all on purpose:
+Additions to MXNet 1.9, whose defaults stay MXNet's:
 
-- ``mae``, ``mse`` and ``rmse`` average over samples, not over batches (MXNet averages the
-  per-batch means, so a short last batch weighs as much as a full one); ``rmse`` is the root of
-  the mean squared error over everything seen.
+- ``mae``, ``mse``, ``rmse`` and ``f1`` take ``average``: ``'macro'`` (the default, MXNet's)
+  averages each update's value, so a short last batch weighs as much as a full one; ``'micro'``
+  counts every sample (the runner's choice: its logged values are over everything seen).
 - ``cross_entropy`` and ``perplexity`` take ``from_logits``: the runner feeds them raw model
   outputs (the loss applies the softmax), so it passes ``from_logits=True`` unless a config sets
   it; the class default, probabilities, is MXNet's.
-- ``f1`` counts true/false positives over everything seen (MXNet's ``average='micro'``), for
-  the positive class 1 with two classes and as the mean over classes (macro) with more.
+- ``f1`` of more than two classes (MXNet refuses them) is the mean over classes of each
+  class's F1.
 
 MXNet's other metrics (``MCC``, ``NegativeLogLikelihood``/``NLL``, ``PearsonCorrelation``,
 ``Loss``, ``CustomMetric`` and ``np()``, ``CompositeEvalMetric``) are here for Python code, with
@@ -23,6 +23,7 @@ them).
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy
 
@@ -225,48 +226,66 @@ class TopKAccuracy(EvalMetric):
 
 
 class _Regression(EvalMetric):
-    def _errors(self, labels, preds):
+    """A regression error: ``average='macro'`` (MXNet's) adds each update's value (a batch's
+    mean) and counts the update once, as MXNet 1.9.1 does, on its float32 arithmetic; ``'micro'``
+    sums the errors of every sample in float64 and divides by their count."""
+
+    def __init__(self, name, output_names=None, label_names=None, average="macro"):
+        if average not in ("macro", "micro"):
+            raise ValueError("%s: average must be 'macro' or 'micro', got %r" % (name, average))
+        self.average = average
+        super().__init__(name, output_names, label_names)
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in _pairs(labels, preds):
+            if self.average == "macro":
+                # MXNet: 1-D arrays as columns, then the difference broadcast.
+                label = label.reshape(label.shape[0], 1) if label.ndim == 1 else label
+                pred = pred.reshape(pred.shape[0], 1) if pred.ndim == 1 else pred
+                self.sum_metric += float(self._batch_value(label - pred))
+                self.num_inst += 1
+                continue
             if pred.size != label.size:
                 raise ValueError("%s needs one prediction per label, got predictions of shape %s "
                                  "for labels of shape %s" % (self.name, pred.shape, label.shape))
-            pred = pred.reshape(label.shape)
-            yield (label.astype(numpy.float64) - pred.astype(numpy.float64)), label.size
+            err = label.astype(numpy.float64) - pred.reshape(label.shape).astype(numpy.float64)
+            self.sum_metric += float(self._total(err))
+            self.num_inst += label.size
 
 
 class MAE(_Regression):
-    """Mean absolute error over samples."""
+    """Mean absolute error."""
 
-    def __init__(self, name="mae", output_names=None, label_names=None):
-        super().__init__(name, output_names, label_names)
+    def __init__(self, name="mae", output_names=None, label_names=None, average="macro"):
+        super().__init__(name, output_names, label_names, average)
 
-    def update(self, labels, preds):
-        for err, n in self._errors(labels, preds):
-            self.sum_metric += float(numpy.abs(err).sum())
-            self.num_inst += n
+    _batch_value = staticmethod(lambda err: numpy.abs(err).mean())
+    _total = staticmethod(lambda err: numpy.abs(err).sum())
 
 
 class MSE(_Regression):
-    """Mean squared error over samples."""
+    """Mean squared error."""
 
-    def __init__(self, name="mse", output_names=None, label_names=None):
-        super().__init__(name, output_names, label_names)
+    def __init__(self, name="mse", output_names=None, label_names=None, average="macro"):
+        super().__init__(name, output_names, label_names, average)
 
-    def update(self, labels, preds):
-        for err, n in self._errors(labels, preds):
-            self.sum_metric += float((err * err).sum())
-            self.num_inst += n
+    _batch_value = staticmethod(lambda err: (err ** 2.0).mean())
+    _total = staticmethod(lambda err: (err * err).sum())
 
 
 class RMSE(MSE):
-    """Root of the mean squared error over everything seen."""
+    """Root mean squared error: MXNet's mean of each update's root (``'macro'``), or the root
+    of the mean squared error over every sample (``'micro'``)."""
 
-    def __init__(self, name="rmse", output_names=None, label_names=None):
-        _Regression.__init__(self, name, output_names, label_names)
+    def __init__(self, name="rmse", output_names=None, label_names=None, average="macro"):
+        _Regression.__init__(self, name, output_names, label_names, average)
+
+    _batch_value = staticmethod(lambda err: numpy.sqrt((err ** 2.0).mean()))
 
     def get(self):
         name, value = super().get()
-        return name, float(numpy.sqrt(value))
+        return name, value if self.average == "macro" else float(numpy.sqrt(value))
 
 
 class CrossEntropy(EvalMetric):
@@ -345,17 +364,25 @@ class Perplexity(CrossEntropy):
 
 
 class F1(EvalMetric):
-    """F1 from true/false positives and false negatives counted over everything seen."""
+    """F1 of the positive class 1 (predictions: the arg-max over ``axis`` of two columns, or
+    0/1 labels), from precision and recall as MXNet 1.9.1 computes them: ``average='macro'``
+    (MXNet's default) averages each ``update``'s F1, ``'micro'`` counts true and false
+    positives and false negatives over everything seen. With more than two classes (MXNet
+    refuses them) each class's F1 is taken in turn as the positive one, and the value is their
+    mean."""
 
-    def __init__(self, axis=1, name="f1", output_names=None, label_names=None):
-        self.axis = axis
+    def __init__(self, name="f1", output_names=None, label_names=None, average="macro", axis=1):
+        if average not in ("macro", "micro"):
+            raise ValueError("f1: average must be 'macro' or 'micro', got %r" % (average,))
+        self.average, self.axis = average, axis
         super().__init__(name, output_names, label_names)
 
     def reset(self):
         super().reset()
-        self._counts = {}  # class -> [tp, fp, fn]
+        self._counts = {}  # class -> [tp, fp, fn] since the last reset ('micro') or update
 
     def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in _pairs(labels, preds):
             if pred.shape != label.shape:
                 classes = pred.shape[self.axis]
@@ -369,27 +396,43 @@ class F1(EvalMetric):
                 counts[0] += int(((pred == c) & (label == c)).sum())
                 counts[1] += int(((pred == c) & (label != c)).sum())
                 counts[2] += int(((pred != c) & (label == c)).sum())
-            self.num_inst += label.size
+            if self.average == "micro":
+                self.num_inst += label.size
+        if self.average == "macro":     # MXNet: one value per update
+            self.sum_metric += self._score()
+            self.num_inst += 1
+            self._counts = {}
 
-    def get(self):
-        if not self.num_inst:
-            return self.name, float("nan")
+    def _score(self) -> float:
         classes = sorted(self._counts)
         if classes == [0, 1]:
             classes = [1]
-        scores = []
-        for c in classes:
-            tp, fp, fn = self._counts[c]
-            scores.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
-        return self.name, float(sum(scores) / len(scores))
+        scores = [_f1(*self._counts[c]) for c in classes]
+        return float(sum(scores) / len(scores)) if scores else 0.0
+
+    def get(self):
+        if self.average == "macro" or not self.num_inst:
+            return super().get()
+        # MXNet's 'micro': the score times the examples, over the examples.
+        return self.name, self._score() * self.num_inst / self.num_inst
 
     def get_state(self) -> dict:
-        return {"num_inst": int(self.num_inst),
-                "counts": [[c, list(v)] for c, v in sorted(self._counts.items())]}
+        return dict(super().get_state(),
+                    counts=[[c, list(v)] for c, v in sorted(self._counts.items())])
 
     def set_state(self, state: dict):
         self.num_inst = int(state["num_inst"])
+        self.sum_metric = float(state.get("sum_metric", 0.0))
         self._counts = {int(c): [int(x) for x in v] for c, v in state["counts"]}
+
+
+def _f1(tp, fp, fn) -> float:
+    """MXNet's F1 from counts: the harmonic mean of precision and recall (0 where undefined)."""
+    precision = float(tp) / (tp + fp) if tp + fp > 0 else 0.0
+    recall = float(tp) / (tp + fn) if tp + fn > 0 else 0.0
+    if precision + recall > 0:
+        return 2 * precision * recall / (precision + recall)
+    return 0.0
 
 
 def check_label_shapes(labels, preds, wrap=False, shape=False):
@@ -452,7 +495,7 @@ class MCC(EvalMetric):
         for term in (tp + fp, tp + fn, tn + fp, tn + fn):
             if term != 0.0:
                 denom *= term
-        return (tp * tn - fp * fn) / numpy.sqrt(denom)
+        return (tp * tn - fp * fn) / math.sqrt(denom)
 
     def get_state(self) -> dict:
         return dict(super().get_state(), counts=list(self._counts))

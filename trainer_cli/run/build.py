@@ -26,6 +26,9 @@ __all__ = ["Parts", "build", "build_optimizer", "build_loss", "build_metrics"]
 
 # Metrics that read class scores: the runner hands them the network's raw outputs (logits).
 _LOGIT_METRICS = ("cross_entropy", "perplexity")
+# A run's values are over every sample seen (MXNet's metrics average each update's value by
+# default: a short last batch would weigh as much as a full one).
+_POOLED_METRICS = ("mae", "mse", "rmse", "f1")
 
 
 @dataclass
@@ -88,6 +91,8 @@ def build_metrics(config, config_file=None) -> dict:
         params = dict(section.params)
         if section.name in _LOGIT_METRICS:
             params.setdefault("from_logits", True)
+        if section.name in _POOLED_METRICS:
+            params.setdefault("average", "micro")
         try:
             out[section.name] = create_metric(section.name, **params)
         except (TypeError, ValueError) as exc:

@@ -28,6 +28,14 @@ def main():
         out["reg_label%d" % b] = (out["reg_pred%d" % b] * 0.5 + rng.randn(7)).astype(np.float32)
         out["loss%d" % b] = rng.rand(5).astype(np.float32) * 3
 
+    # Regression batches of 7, 7 and 3 samples (a short last batch), and 2-column predictions
+    # for 1-D labels (MXNet broadcasts the difference).
+    rng2 = np.random.RandomState(7)
+    for b, size in enumerate((7, 7, 3)):
+        out["regs_pred%d" % b] = rng2.randn(size).astype(np.float32)
+        out["regs_label%d" % b] = rng2.randn(size).astype(np.float32)
+        out["regs_pred2_%d" % b] = rng2.randn(size, 2).astype(np.float32)
+
     def run(key, metric, lab, pred):
         values = []
         for b in range(3):
@@ -45,6 +53,12 @@ def main():
     run("perplexity", mx.metric.Perplexity(ignore_label=None), "label4_%d", "probs4_%d")
     run("perplexity_ignore", mx.metric.Perplexity(ignore_label=2), "label4_%d", "probs4_%d")
     run("loss", mx.metric.Loss(), "label%d", "loss%d")
+    for name in ("mae", "mse", "rmse"):
+        run(name, mx.metric.create(name), "reg_label%d", "reg_pred%d")
+        run(name + "_short", mx.metric.create(name), "regs_label%d", "regs_pred%d")
+        run(name + "_columns", mx.metric.create(name), "regs_label%d", "regs_pred2_%d")
+    run("f1", mx.metric.create("f1"), "label%d", "probs%d")
+    run("f1_micro", mx.metric.F1(average="micro"), "label%d", "probs%d")
 
     def feval(label, pred):
         return float(np.abs(label - pred).sum()), label.size
