@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+from .base import MXNetError
+
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "backward", "mark_variables", "grad", "Node", "Function",
@@ -240,16 +242,18 @@ def _run_backward(heads, head_grads, retain_graph, direct=False):
 
 def _propagate(nodes, node_grads, var_grads, retain_graph):
     pop = node_grads.pop
+    freed = False
     for node in nodes:
         out_grad = pop(node, None)
         if out_grad is None:
             continue
         vjp = node.vjp
         if vjp is None:
-            raise RuntimeError(
-                "the graph was already freed by an earlier backward(); "
-                "pass retain_graph=True to differentiate through it twice"
-            )
+            # As in MXNet 1.9.1, an array whose graph an earlier backward() freed is a
+            # constant here (a recurrent state carried over without detach()); only a backward
+            # that reaches no variable at all is an error.
+            freed = True
+            continue
         inputs = node.inputs
         if len(inputs) == 1:
             x = inputs[0]
@@ -273,6 +277,11 @@ def _propagate(nodes, node_grads, var_grads, retain_graph):
                     var_grads[key] = [x, gx]
                 else:
                     entry[1] = entry[1] + gx
+    if freed and not var_grads:
+        raise MXNetError(
+            "the graph was already freed by an earlier backward(), and no array with "
+            "attach_grad() is reached otherwise; pass retain_graph=True to that backward() to "
+            "differentiate through it again")
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
