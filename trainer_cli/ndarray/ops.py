@@ -958,10 +958,42 @@ def _softmax_raw(d, axis, temperature):
     return e
 
 
-def softmax(data, axis=-1, temperature=None, dtype=None, **kwargs):
+def _length_mask(d, length, axis):
+    """Where a softmax of ``d`` over ``axis`` reads (``use_length``): the first ``length``
+    entries of each lane, ``length`` holding one count per lane (``d``'s shape without
+    ``axis``), in an integer dtype as MXNet requires."""
+    if length is None:
+        raise TypeError("softmax: use_length=True needs the length input")
+    lengths = length._data if isinstance(length, NDArray) else _xp_of(d).asarray(length)
+    if lengths.dtype.kind not in "iu":
+        raise TypeError("softmax: length must be an integer array (MXNet: 'This operation only "
+                        "support integer types'), got %s" % lengths.dtype)
+    axis = axis % d.ndim
+    lanes = d.shape[:axis] + d.shape[axis + 1:]
+    if tuple(lengths.shape) != lanes:
+        raise ShapeError("softmax: length has shape %s, but the lanes of data %s over axis %d "
+                         "are %s" % (tuple(lengths.shape), d.shape, axis, lanes))
+    xp = _xp_of(d)
+    steps = xp.arange(d.shape[axis]).reshape((-1,) + (1,) * (d.ndim - axis - 1))
+    return steps < xp.expand_dims(lengths, axis)
+
+
+def softmax(data, length=None, axis=-1, temperature=None, dtype=None, use_length=False):
+    """MXNet's softmax; with ``use_length``, over the first ``length`` entries of each lane
+    only (the rest 0, and a lane of length 0 all 0)."""
     if dtype is not None:
         data = data.astype(dtype, copy=False)
-    out = _softmax_raw(data._data, axis, temperature)
+    if not use_length:
+        if length is not None:
+            raise TypeError("softmax takes one input unless use_length=True (MXNet: 'Operator "
+                            "softmax expects 1 inputs, but got 2')")
+        out = _softmax_raw(data._data, axis, temperature)
+    else:
+        mask = _length_mask(data._data, length, axis)
+        d = _xp_of(data._data).where(mask, data._data, -_xp_of(data._data).inf)
+        with numpy.errstate(invalid="ignore"):
+            out = _softmax_raw(d, axis, temperature)
+        out[~mask] = 0      # a lane of length 0 (all -inf) as well
     if _recording_for(data):
         t = 1 if temperature is None else temperature
 
@@ -984,7 +1016,11 @@ def _log_softmax_grad(g, out, axis, t):
     return g if t == 1 else g / t
 
 
-def log_softmax(data, axis=-1, temperature=None, dtype=None, **kwargs):
+def log_softmax(data, axis=-1, temperature=None, dtype=None, use_length=False):
+    if use_length:
+        # MXNet 1.9.1 declares the parameter but gives log_softmax no length input.
+        raise TypeError("log_softmax: use_length=True is softmax's (MXNet's log_softmax takes "
+                        "no length input)")
     if dtype is not None:
         data = data.astype(dtype, copy=False)
     out = _log_softmax_raw(data._data, axis, temperature)
