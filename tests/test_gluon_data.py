@@ -95,7 +95,7 @@ def test_rollover_carries_the_remainder_into_the_next_epoch():
 
 def test_shuffle_is_reproducible_with_the_seed():
     ds = _dataset(20)
-    trainer_cli.random.seed(42)
+    np.random.seed(42)      # numpy's, as MXNet's DataLoader shuffles with numpy.random.shuffle
     loader = DataLoader(ds, batch_size=6, shuffle=True)
     first, second = _label_batches(loader), _label_batches(loader)
     for epoch in (first, second):
@@ -103,7 +103,7 @@ def test_shuffle_is_reproducible_with_the_seed():
         assert [len(b) for b in epoch] == [6, 6, 6, 2]
     assert first != second
     assert first != _label_batches(DataLoader(ds, batch_size=6))
-    trainer_cli.random.seed(42)
+    np.random.seed(42)
     again = DataLoader(ds, batch_size=6, shuffle=True)
     assert _label_batches(again) == first and _label_batches(again) == second
     # Samples stay paired with their labels under shuffling.
@@ -124,6 +124,18 @@ def test_loader_argument_checks():
         DataLoader(ds, batch_size=2, shuffle=True, sampler=SequentialSampler(6))
     assert list(SequentialSampler(3, start=2)) == [2, 3, 4]
     assert sorted(RandomSampler(5)) == [0, 1, 2, 3, 4]
+
+
+def test_shuffling_follows_numpy_random_seed_as_mxnets():
+    # Real MXNet 1.9.1 after numpy.random.seed(42): RandomSampler(10) and the batches of
+    # DataLoader(shuffle=True, batch_size=5) over 10 samples.
+    np.random.seed(42)
+    assert list(RandomSampler(10)) == [8, 1, 5, 0, 7, 2, 9, 4, 3, 6]
+    np.random.seed(42)
+    assert _label_batches(DataLoader(_dataset(10), batch_size=5, shuffle=True)) == \
+        [[8, 1, 5, 0, 7], [2, 9, 4, 3, 6]]
+    rng = np.random.default_rng(0)      # a Generator of one's own, as before
+    assert list(RandomSampler(10, rng=rng)) == np.random.default_rng(0).permutation(10).tolist()
 
 
 # ------------------------------------------------------------------------------ split_and_load

@@ -1,7 +1,7 @@
 """Samplers: the order in which a DataLoader visits a dataset, and how it cuts batches."""
 from __future__ import annotations
 
-from ... import random as _random
+import numpy
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]
 
@@ -27,15 +27,19 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A fresh permutation each epoch, drawn from the seedable generator (or ``rng``)."""
+    """A fresh permutation each epoch, shuffled by ``numpy.random.shuffle`` as MXNet's is (after
+    ``numpy.random.seed(s)``, MXNet's order), or drawn from ``rng`` (a NumPy Generator)."""
 
     def __init__(self, length, rng=None):
         self._length = length
         self._rng = rng
 
     def __iter__(self):
-        rng = self._rng if self._rng is not None else _random.generator(None)
-        return iter(rng.permutation(self._length).tolist())
+        if self._rng is not None:
+            return iter(self._rng.permutation(self._length).tolist())
+        indices = numpy.arange(self._length)
+        numpy.random.shuffle(indices)
+        return iter(indices.tolist())
 
     def __len__(self):
         return self._length
