@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 
 import numpy
 
@@ -16,7 +17,8 @@ from . import random as _random
 from .ndarray.interop import array_module as _array_module, raw as _raw
 
 __all__ = ["InitDesc", "Initializer", "Uniform", "Normal", "Xavier", "MSRAPrelu", "Zero", "One",
-           "Constant", "Orthogonal", "LSTMBias", "create", "names", "lookup", "register", "registry"]
+           "Constant", "Orthogonal", "LSTMBias", "Mixed", "create", "names", "lookup", "register",
+           "registry"]
 
 registry: dict = {}
 
@@ -262,6 +264,34 @@ class LSTMBias(Initializer):
         values = numpy.zeros(arr.shape, dtype=numpy.dtype(arr.dtype))
         values[hidden:2 * hidden] = self.forget_bias
         _fill(arr, values)
+
+
+class Mixed(Initializer):
+    """MXNet's: each parameter by the first of ``initializers`` whose pattern (a regular
+    expression, matched at the start of the name) fits it. MXNet 1.9.1's Gluon refuses it in
+    ``initialize`` (it is not an Initializer there); here it works. Not a config name."""
+
+    def __init__(self, patterns, initializers):
+        if len(patterns) != len(initializers):
+            raise ValueError("Mixed: %d patterns for %d initializers"
+                             % (len(patterns), len(initializers)))
+        initializers = [create(init) for init in initializers]
+        super().__init__(patterns=list(patterns), initializers=initializers)
+        self.map = [(re.compile(p), init) for p, init in zip(patterns, initializers)]
+
+    def __call__(self, desc, arr):
+        attrs = dict(getattr(desc, "attrs", {}))
+        own = attrs.pop("__init__", None)
+        if own is not None and own is not self:
+            super().__call__(desc, arr)         # the parameter's own initializer decides
+            return
+        desc = InitDesc(str(desc), attrs, getattr(desc, "global_init", None))
+        for pattern, init in self.map:
+            if pattern.match(desc):
+                init(desc, arr)
+                return
+        raise ValueError('Parameter name %s did not match any pattern. Consider adding a ".*" '
+                         "pattern at the end with a default initializer." % desc)
 
 
 # MXNet's string aliases for initializers.

@@ -22,6 +22,7 @@ them).
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 
@@ -151,6 +152,22 @@ class EvalMetric:
         metric may do it in one pass, with the same sums to the bit."""
         for label, pred in batches:
             self.update([label], [pred])
+
+    def get_config(self) -> dict:
+        """MXNet's: what recreates this metric with ``create(**config)`` (its class, name and
+        the arguments it was made with)."""
+        config = {}
+        for arg, param in inspect.signature(type(self).__init__).parameters.items():
+            if arg in ("self", "name", "output_names", "label_names") or \
+                    param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            for attr in (arg, "_" + arg):
+                if attr in self.__dict__:
+                    config[arg] = self.__dict__[attr]
+                    break
+        config.update(metric=type(self).__name__, name=self.name,
+                      output_names=self.output_names, label_names=self.label_names)
+        return config
 
     def get_name_value(self):
         """``[(name, value), ...]``: one pair, or one per metric of a composite."""
@@ -647,6 +664,9 @@ class CustomMetric(EvalMetric):
                 self.sum_metric += reval
                 self.num_inst += 1
 
+    def get_config(self):
+        raise NotImplementedError("CustomMetric cannot be serialized")   # MXNet's words
+
 
 def np(numpy_feval, name=None, allow_extra_outputs=False):
     """A ``CustomMetric`` from a function of NumPy ``(label, pred)``."""
@@ -666,6 +686,9 @@ class CompositeEvalMetric(EvalMetric):
 
     def add(self, metric):
         self.metrics.append(create(metric))
+
+    def get_config(self):
+        return dict(super().get_config(), metrics=[m.get_config() for m in self.metrics])
 
     def get_metric(self, index):
         try:
@@ -732,7 +755,10 @@ def names() -> list[str]:
 def create(metric, *args, **kwargs) -> EvalMetric:
     """A metric by any name ``lookup`` takes (with its arguments), as MXNet's ``create``: an
     EvalMetric is returned as is, a callable ``feval(label, pred)`` becomes a CustomMetric, a
-    list a CompositeEvalMetric of each created with the same arguments."""
+    list a CompositeEvalMetric of each created with the same arguments, a dict (``get_config``)
+    the metric it describes."""
+    if isinstance(metric, dict):       # a get_config()
+        return create(**metric)
     if isinstance(metric, EvalMetric):
         if args or kwargs:
             raise ValueError("metric %r is already an instance; additional arguments are invalid"

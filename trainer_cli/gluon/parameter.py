@@ -102,6 +102,7 @@ class Parameter:
         self.name = name
         self._shape = None if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
         self._dtype = numpy.dtype(dtype).type
+        self._dtype_given = dtype       # what ``dtype`` answers: as given, as MXNet's does
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
         self.init = init
@@ -116,7 +117,7 @@ class Parameter:
         self._trainer = None
 
     def __repr__(self):
-        return "Parameter %s (shape=%s, dtype=%s)" % (self.name, self.shape, numpy.dtype(self.dtype).name)
+        return "Parameter %s (shape=%s, dtype=%s)" % (self.name, self.shape, numpy.dtype(self._dtype).name)
 
     # ----------------------------------------------------------------- attributes
     @property
@@ -136,7 +137,10 @@ class Parameter:
 
     @property
     def dtype(self):
-        return self._dtype
+        """The dtype as given (``'float32'`` from a layer, ``numpy.float32`` by default, the
+        argument of the last ``cast``), as MXNet keeps it: ``p.dtype == 'float16'`` holds after
+        ``cast('float16')``."""
+        return self._dtype_given
 
     @dtype.setter
     def dtype(self, dtype):
@@ -217,10 +221,10 @@ class Parameter:
         if _ALLOCATION_CHECKS:
             # Before the allocation: a runner refuses a shape its memory cannot hold, with an
             # estimate, rather than a MemoryError (or a machine swapping) halfway through.
-            _ALLOCATION_CHECKS[-1](self, _nbytes(self._shape, self.dtype) * len(ctx))
+            _ALLOCATION_CHECKS[-1](self, _nbytes(self._shape, self._dtype) * len(ctx))
         with autograd.pause():
             if data is None:
-                data = _creation.zeros(self._shape, ctx=cpu(), dtype=self.dtype)
+                data = _creation.zeros(self._shape, ctx=cpu(), dtype=self._dtype)
                 _init.create(default_init)(_init.InitDesc(self.name, {"__init__": init}), data)
             self._init_impl(data, ctx)
 
@@ -258,17 +262,17 @@ class Parameter:
                                      % (self.name, self._shape, data.shape))
         self._shape = tuple(data.shape)
         saved = numpy.dtype(data.dtype)
-        if saved != numpy.dtype(self.dtype):
+        if saved != numpy.dtype(self._dtype):
             if not cast_dtype:
                 # Silently casting would lose precision or change the model's dtype unnoticed.
                 raise ParameterError("Failed loading Parameter '%s' from saved params: dtype "
                                      "incompatible expected %s vs saved %s. Set cast_dtype=True to "
                                      "cast the dtype of saved params."
-                                     % (self.name, numpy.dtype(self.dtype).name, saved.name))
+                                     % (self.name, numpy.dtype(self._dtype).name, saved.name))
             if dtype_source == "saved":
                 self.dtype = saved.type  # casts data already initialized, as MXNet does
             else:
-                data = data.astype(self.dtype)
+                data = data.astype(self._dtype)
         if not isinstance(data, NDArray):
             data = _creation.array(data, ctx=cpu(), dtype=data.dtype)
         if isinstance(ctx, (Context, str)):
@@ -395,7 +399,7 @@ class Parameter:
             if not self._deferred_init:
                 raise RuntimeError("Parameter '%s' has not been initialized" % self.name)
             init, ctx, default_init, _ = self._deferred_init
-            src = data if isinstance(data, NDArray) else _creation.array(data, dtype=self.dtype)
+            src = data if isinstance(data, NDArray) else _creation.array(data, dtype=self._dtype)
             self._deferred_init = (init, ctx, default_init, src.copyto(cpu()))
             return
         trainer = self._trainer() if self._trainer is not None else None
@@ -404,7 +408,7 @@ class Parameter:
                 and self not in getattr(trainer, "_params_to_init", ()):
             trainer._reset_kvstore()
         if not isinstance(data, NDArray):
-            data = _creation.array(data, ctx=cpu(), dtype=self.dtype)
+            data = _creation.array(data, ctx=cpu(), dtype=self._dtype)
         if self._stype == "row_sparse":
             for arr in self._data:
                 _sparse.all_rows(data, arr.context, arr.dtype).copyto(arr)
@@ -469,7 +473,7 @@ class Parameter:
         trainer = self._trainer() if self._trainer is not None else None
         if trainer is None:
             return _sparse.all_rows(self._check_and_get(self._data, list)[0], cpu())
-        out = _sparse.zeros("row_sparse", self._shape, cpu(), self.dtype)
+        out = _sparse.zeros("row_sparse", self._shape, cpu(), self._dtype)
         trainer._row_sparse_pull(self, out, _creation.arange(0, self._shape[0], ctx=cpu(),
                                                              dtype="int64"), full_idx=True)
         return _sparse.all_rows(out)
@@ -477,6 +481,7 @@ class Parameter:
     def cast(self, dtype):
         _plans.bump_epoch()
         self._dtype = numpy.dtype(dtype).type
+        self._dtype_given = dtype
         if self._data is None:
             return
         with autograd.pause():
@@ -496,7 +501,7 @@ class Parameter:
         shape known at that time)."""
         if getattr(self, "_var", None) is None:
             from .. import symbol
-            self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+            self._var = symbol.var(self.name, shape=self.shape, dtype=self._dtype,
                                    lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
                                    stype=self._stype)
         return self._var
@@ -514,7 +519,7 @@ class Constant(Parameter):
 
     def __repr__(self):
         return "Constant %s (shape=%s, dtype=%s)" % (self.name, self.shape,
-                                                     numpy.dtype(self.dtype).name)
+                                                     numpy.dtype(self._dtype).name)
 
     @property
     def grad_req(self):

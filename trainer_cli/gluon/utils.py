@@ -1,16 +1,19 @@
-"""``gluon.utils``: splitting batches across devices and clipping by global norm."""
+"""``gluon.utils``: splitting batches across devices, clipping by global norm, and MXNet's
+``check_sha1``."""
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy
 
+from .._bounded import open_regular
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
 from ..ndarray.host_threads import even_pieces
 from ..ndarray.interop import raw as _raw
 
-__all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds"]
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds", "check_sha1"]
 
 
 def split_bounds(size, num_slice):
@@ -84,3 +87,13 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     if check_isfinite:
         return total_norm
     return creation.array([total_norm], ctx=ctx, dtype=dtype)
+
+
+def check_sha1(filename, sha1_hash) -> bool:
+    """Whether the SHA-1 of the regular file ``filename`` is ``sha1_hash`` (hex), read in blocks
+    (a FIFO or a device is refused, not read forever)."""
+    digest = hashlib.sha1()
+    with open_regular(filename) as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest() == sha1_hash

@@ -1,10 +1,10 @@
 """``gluon.contrib``: MXNet 1.9's contributed Gluon blocks that trainer_cli provides
-(``contrib.nn.SparseEmbedding``) and ``contrib.estimator``."""
+(``contrib.nn.SparseEmbedding``), ``contrib.data.IntervalSampler`` and ``contrib.estimator``."""
 import importlib
 
-from . import nn
+from . import data, nn
 
-__all__ = ["nn", "estimator"]
+__all__ = ["data", "nn", "estimator"]
 
 
 def __getattr__(name):

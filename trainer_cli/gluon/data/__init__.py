@@ -4,7 +4,7 @@ import importlib
 
 from .dataloader import DataLoader, default_batchify_fn
 from .dataset import ArrayDataset, Dataset, SimpleDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import BatchSampler, FilterSampler, RandomSampler, Sampler, SequentialSampler
 
 
 def __getattr__(name):

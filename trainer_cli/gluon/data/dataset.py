@@ -17,6 +17,37 @@ class Dataset:
     def __len__(self):
         raise NotImplementedError
 
+    def filter(self, fn):
+        """The samples for which ``fn(sample)`` is true (``fn`` is called on each now)."""
+        from .sampler import FilterSampler
+        return _SampledDataset(self, FilterSampler(fn, self))
+
+    def shard(self, num_shards, index):
+        """Part ``index`` of ``num_shards`` nearly equal consecutive parts (the first
+        ``len % num_shards`` parts one sample longer), as MXNet cuts them."""
+        if not 0 < num_shards or not 0 <= index < num_shards:
+            raise ValueError("shard %r of %r: the index must be in [0, num_shards) and "
+                             "num_shards positive" % (index, num_shards))
+        size, rest = divmod(len(self), num_shards)
+        start = size * index + min(index, rest)
+        from .sampler import SequentialSampler
+        return _SampledDataset(self, SequentialSampler(size + (index < rest), start))
+
+    def take(self, count):
+        """The first ``count`` samples (all of them when ``count`` is None or larger)."""
+        if count is None or count > len(self):
+            count = len(self)
+        from .sampler import SequentialSampler
+        return _SampledDataset(self, SequentialSampler(count))
+
+    def sample(self, sampler):
+        """The samples at the indices ``sampler`` gives (drawn once, now)."""
+        from .sampler import Sampler
+        if not isinstance(sampler, Sampler):
+            raise TypeError("Invalid sampler type: %s. Expected gluon.data.Sampler instead."
+                            % type(sampler))
+        return _SampledDataset(self, sampler)
+
     def transform(self, fn, lazy=True):
         """``fn`` applied to every sample (unpacked when it is a tuple); ``lazy=False`` applies it
         to all samples now."""
@@ -30,6 +61,20 @@ class Dataset:
         def first(x, *rest):
             return (fn(x),) + rest if rest else fn(x)
         return self.transform(first, lazy)
+
+
+class _SampledDataset(Dataset):
+    """``dataset``'s samples at the indices of ``sampler``, listed once."""
+
+    def __init__(self, dataset, sampler):
+        self._dataset = dataset
+        self._indices = list(sampler)
+
+    def __len__(self):
+        return len(self._indices)
+
+    def __getitem__(self, idx):
+        return self._dataset[self._indices[idx]]
 
 
 class _TransformedDataset(Dataset):

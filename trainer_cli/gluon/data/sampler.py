@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "FilterSampler", "BatchSampler"]
 
 
 class Sampler:
@@ -43,6 +43,19 @@ class RandomSampler(Sampler):
 
     def __len__(self):
         return self._length
+
+
+class FilterSampler(Sampler):
+    """The indices of ``dataset``'s samples for which ``fn(sample)`` is true (found now)."""
+
+    def __init__(self, fn, dataset):
+        self._indices = [i for i in range(len(dataset)) if fn(dataset[i])]
+
+    def __iter__(self):
+        return iter(self._indices)
+
+    def __len__(self):
+        return len(self._indices)
 
 
 class BatchSampler(Sampler):

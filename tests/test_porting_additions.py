@@ -1,0 +1,104 @@
+"""MXNet 1.9.1 names that ported programs use: Dataset.filter/shard/take/sample, FilterSampler,
+contrib.data.IntervalSampler, gluon.utils.check_sha1, init.Mixed, EvalMetric.get_config, and
+Parameter.dtype as given (values as the real MXNet 1.9.1 gives them, where it runs them)."""
+import hashlib
+
+import numpy as np
+import pytest
+
+import trainer_cli as mx
+from trainer_cli import gluon, nd
+from trainer_cli.gluon.contrib.data import IntervalSampler
+from trainer_cli.gluon.data import ArrayDataset, FilterSampler, SequentialSampler
+
+
+def _dataset(n=10):
+    return ArrayDataset(list(range(n)), list(range(10, 10 + n)))
+
+
+def test_dataset_filter_shard_take_and_sample():
+    ds = _dataset()
+    even = ds.filter(lambda sample: sample[0] % 2 == 0)
+    assert len(even) == 5 and [even[i] for i in range(5)] == [(0, 10), (2, 12), (4, 14), (6, 16),
+                                                            (8, 18)]
+    # MXNet's cut: the first len % num_shards shards one sample longer.
+    shards = [ds.shard(3, i) for i in range(3)]
+    assert [len(s) for s in shards] == [4, 3, 3]
+    assert [s[0][0] for s in shards] == [0, 4, 7]
+    assert sum(([s[i][0] for i in range(len(s))] for s in shards), []) == list(range(10))
+    with pytest.raises(ValueError):
+        ds.shard(3, 3)
+    assert len(ds.take(4)) == 4 and ds.take(4)[3] == (3, 13)
+    assert len(ds.take(None)) == 10 and len(ds.take(99)) == 10
+    picked = ds.sample(SequentialSampler(3, start=5))
+    assert [picked[i][0] for i in range(3)] == [5, 6, 7]
+    with pytest.raises(TypeError, match="Sampler"):
+        ds.sample([1, 2])
+    assert list(FilterSampler(lambda sample: sample[1] > 16, ds)) == [7, 8, 9]
+
+
+def test_interval_sampler():
+    # MXNet's documented examples.
+    assert list(IntervalSampler(13, interval=3)) == [0, 3, 6, 9, 12, 1, 4, 7, 10, 2, 5, 8, 11]
+    assert list(IntervalSampler(13, interval=3, rollover=False)) == [0, 3, 6, 9, 12]
+    assert len(IntervalSampler(13, 3)) == 13
+    assert len(IntervalSampler(13, 3, rollover=False)) == 5   # MXNet says 13, then gives 5
+    with pytest.raises(ValueError, match="Interval"):
+        IntervalSampler(3, 4)
+
+
+def test_check_sha1(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"trainer" * 300000)       # more than one read block
+    assert gluon.utils.check_sha1(str(path), hashlib.sha1(path.read_bytes()).hexdigest())
+    assert not gluon.utils.check_sha1(str(path), "0" * 40)
+
+
+def test_mixed_initializer_in_gluon():
+    # MXNet 1.9.1's Gluon refuses Mixed in initialize() (AssertionError); here the first
+    # matching pattern's initializer fills each parameter without an initializer of its own.
+    net = gluon.nn.Dense(2, in_units=3, bias_initializer=mx.init.Constant(7))
+    net.initialize(mx.init.Mixed([".*weight", ".*"], [mx.init.One(), mx.init.Zero()]))
+    assert net.weight.data().asnumpy().tolist() == [[1, 1, 1]] * 2
+    assert net.bias.data().asnumpy().tolist() == [7, 7]             # its own initializer
+    block = gluon.nn.HybridSequential()
+    block.add(gluon.nn.Dense(2, in_units=2, weight_initializer=None, use_bias=False))
+    block.add(gluon.nn.Dense(1, in_units=2, use_bias=False))
+    second = list(block.collect_params().values())[1].name     # prefixes count up
+    block.initialize(mx.init.Mixed([second, ".*"], [mx.init.Constant(3), mx.init.One()]))
+    assert [p.data().asnumpy().ravel().tolist() for p in block.collect_params().values()] == \
+        [[1, 1, 1, 1], [3, 3]]
+    with pytest.raises(ValueError, match="did not match any pattern"):
+        gluon.nn.Dense(2, in_units=2, use_bias=False).initialize(
+            mx.init.Mixed(["nothing"], [mx.init.One()]))
+    assert mx.init.Mixed(["a"], ["zeros"]) == mx.init.Mixed(["a"], ["zeros"])
+    assert mx.init.Mixed(["a"], ["zeros"]) != mx.init.Mixed(["b"], ["zeros"])
+
+
+def test_metric_get_config_recreates_the_metric():
+    for metric in (mx.metric.Accuracy(axis=1), mx.metric.TopKAccuracy(top_k=3),
+                   mx.metric.F1(average="micro"), mx.metric.MCC(average="micro"),
+                   mx.metric.CrossEntropy(eps=1e-8), mx.metric.Perplexity(ignore_label=0),
+                   mx.metric.RMSE(average="micro"),
+                   mx.metric.create(["acc", mx.metric.MAE(name="l1")])):
+        config = metric.get_config()
+        assert config["metric"] == type(metric).__name__ and config["name"] == metric.name
+        again = mx.metric.create(**config)
+        assert type(again) is type(metric) and again.get_config() == config
+    with pytest.raises(NotImplementedError):
+        mx.metric.create(lambda label, pred: 0.0).get_config()
+
+
+def test_parameter_dtype_is_as_given():
+    # MXNet keeps the dtype it was given: a layer's 'float32', numpy.float32 by default, the
+    # argument of cast(); code compares it with strings.
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    assert net.weight.dtype == "float32"
+    net.cast("float16")
+    assert net.weight.dtype == "float16" and net.weight.data().dtype == np.float16
+    assert gluon.Parameter("p", shape=(2,)).dtype is np.float32
+    param = gluon.Parameter("q", shape=(2,), dtype=np.float64)
+    param.initialize()
+    assert param.dtype is np.float64 and param.data().dtype == np.float64
+    assert "dtype=float64" in repr(param)
