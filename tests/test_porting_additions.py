@@ -102,3 +102,20 @@ def test_parameter_dtype_is_as_given():
     param.initialize()
     assert param.dtype is np.float64 and param.data().dtype == np.float64
     assert "dtype=float64" in repr(param)
+
+
+def test_a_hybridized_block_returns_several_outputs_as_a_list():
+    # MXNet's cached graph hands several outputs back as a list (nested ones too); called
+    # without hybridize(), the block returns what hybrid_forward returns.
+    class Two(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x + 1, (x * 2, x * 3)
+
+    block = Two()
+    x = nd.ones((2,))
+    assert type(block(x)) is tuple
+    block.hybridize()
+    for _ in range(2):      # the call that records the graph, then the cached one
+        out = block(x)
+        assert type(out) is list and type(out[1]) is list
+        assert out[1][1].asnumpy().tolist() == [3, 3]

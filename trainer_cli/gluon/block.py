@@ -402,7 +402,7 @@ class HybridBlock(Block):
                 self._record_graph((x,) + args)
                 _tracing.inside = True
                 try:
-                    return super().__call__(x, *args)
+                    return _as_lists(super().__call__(x, *args))
                 finally:
                     _tracing.inside = False
             if not args and type(x) is NDArray:
@@ -411,9 +411,11 @@ class HybridBlock(Block):
                     # The blocks a step calls (a layer's activation) run plainly inside it.
                     _tracing.inside = True
                     try:
-                        return plan.run(x)
+                        out = plan.run(x)
+                        return out if type(out) is NDArray else _as_lists(out)
                     finally:
                         _tracing.inside = False
+            return _as_lists(super().__call__(x, *args))
         return super().__call__(x, *args)
 
     def _replan(self):
@@ -534,6 +536,14 @@ class HybridBlock(Block):
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("%s must implement hybrid_forward" % type(self).__name__)
 
+
+
+def _as_lists(out):
+    """A hybridized block's outputs as MXNet's cached graph hands them back: several as a list
+    (nested ones too), one as itself."""
+    if type(out) is tuple or type(out) is list:
+        return [_as_lists(o) for o in out]
+    return out
 
 
 def _block_call_text(block, args) -> str:
