@@ -2,9 +2,17 @@
 (``contrib.nn.SparseEmbedding``), ``contrib.data.IntervalSampler`` and ``contrib.estimator``."""
 import importlib
 
+from ...base import AbsentModule
+
 from . import data, nn
 
 __all__ = ["data", "nn", "estimator"]
+
+
+# MXNet 1.9 gluon.contrib modules not provided (docs/porting.md): using one says so.
+_ABSENT = {"rnn": "contributed recurrent cells (VariationalDropoutCell, LSTMPCell, the "
+                  "convolutional RNN/LSTM/GRU cells)",
+           "cnn": "contributed convolutions (DeformableConvolution, ModulatedDeformableConvolution)"}
 
 
 def __getattr__(name):
@@ -12,5 +20,8 @@ def __getattr__(name):
     if name == "estimator":
         module = importlib.import_module(".estimator", __name__)
         globals()["estimator"] = module
+        return module
+    if name in _ABSENT:
+        module = globals()[name] = AbsentModule(__name__ + "." + name, _ABSENT[name])
         return module
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
