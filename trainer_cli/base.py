@@ -17,7 +17,8 @@ layer may raise these.
 
 import os
 
-__all__ = ["MXNetError", "ShapeError", "StorageTypeError", "NotInTrainerCLIError", "data_dir"]
+__all__ = ["MXNetError", "ShapeError", "IndexRangeError", "StorageTypeError",
+           "NotInTrainerCLIError", "data_dir"]
 
 
 class MXNetError(RuntimeError):
@@ -26,6 +27,10 @@ class MXNetError(RuntimeError):
 
 class ShapeError(MXNetError, ValueError):
     """Input shapes that do not fit an operator (MXNet: ``MXNetError: Shape inconsistent``)."""
+
+
+class IndexRangeError(MXNetError, IndexError):
+    """An index outside an axis where an operator must refuse it (``take(mode='raise')``)."""
 
 
 class StorageTypeError(MXNetError, ValueError):

@@ -125,6 +125,8 @@ def cumsum(a, axis=None, dtype=None):
     xp = _xp_of(d)
     src = d.reshape(-1) if axis is None else d
     ax = 0 if axis is None else axis % d.ndim
+    if dtype is None and d.dtype.kind in "iu":
+        dtype = d.dtype         # MXNet keeps (and wraps in) an integer dtype
     out = xp.cumsum(src, axis=ax, dtype=None if dtype is None else numpy.dtype(dtype))
     if not _recording_for(a):
         return _wrap(out, a._ctx)

@@ -289,7 +289,12 @@ def _binary(a, b, fwd, grads):
 def _compare(a, b, op):
     """MXNet comparisons return 0/1 in the input's dtype and carry no gradient."""
     ad = a._data
-    bd = b._data if isinstance(b, NDArray) else _scalar(b)
+    if isinstance(b, NDArray):
+        bd = b._data
+    elif ad.dtype.kind in "iu" and isinstance(b, numbers.Number):
+        bd = _integers.scalar(b, ad.dtype)  # MXNet: the scalar in the array's dtype first
+    else:
+        bd = _scalar(b)
     return _wrap(op(ad, bd).astype(ad.dtype, copy=False), a._ctx)
 
 
@@ -312,6 +317,13 @@ class NDArray:
         self._fresh_grad = False
 
     # ----------------------------------------------------------------- properties
+    @property
+    def writable(self):
+        """Whether the array may be written (MXNet's attribute; a read-only NumPy buffer is
+        not)."""
+        flags = getattr(self._data, "flags", None)
+        return bool(getattr(flags, "writeable", True))
+
     @property
     def _xp(self):
         return _xp_of(self._data)

@@ -16,7 +16,7 @@ import numpy
 from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_for, _scalar,
                       _scatter_add, _wrap, _xp_of, unbroadcast)
 from .. import autograd as _ag
-from ..base import ShapeError
+from ..base import IndexRangeError, ShapeError
 from . import _fc_cuda, _fc_kernels
 from . import integers as _integers
 
@@ -199,12 +199,16 @@ def _as_nd(x, like):
 def maximum(lhs, rhs):
     if isinstance(lhs, NDArray):
         return _maximum_op(lhs, rhs)
+    if not isinstance(rhs, NDArray):
+        return _builtins.max(lhs, rhs)      # two numbers: a number, as MXNet
     return _maximum_op(rhs, lhs)
 
 
 def minimum(lhs, rhs):
     if isinstance(lhs, NDArray):
         return _minimum_op(lhs, rhs)
+    if not isinstance(rhs, NDArray):
+        return _builtins.min(lhs, rhs)
     return _minimum_op(rhs, lhs)
 
 
@@ -429,7 +433,7 @@ _AXES_CACHE: dict = {}
 
 def _axes_uncached(ndim, axis, exclude):
     if axis is None or axis == ():
-        axes = tuple(range(ndim))
+        return tuple(range(ndim))       # every axis, with exclude too (MXNet)
     elif isinstance(axis, numbers.Integral):
         axes = (axis % ndim,)
     else:
@@ -570,6 +574,9 @@ def norm(data, ord=2, axis=None, keepdims=False):
         raise ValueError("norm supports ord=1 and ord=2, got %r" % (ord,))
 
     def fwd(d, a, k):
+        if d.dtype == numpy.float16:    # squares summed in float32: not inf beyond 256
+            wide = d.astype(numpy.float32)
+            return _xp_of(d).sqrt((wide * wide).sum(axis=a, keepdims=k)).astype(d.dtype)
         return _xp_of(d).sqrt((d * d).sum(axis=a, keepdims=k))
 
     def grad(g, d, o, a):
@@ -660,8 +667,15 @@ def reshape(data, shape=None, reverse=False, **kwargs):
     return _shape_op(data, data._data.reshape(shape))
 
 
-def reshape_like(lhs, rhs):
-    return reshape(lhs, rhs.shape)
+def reshape_like(lhs, rhs, lhs_begin=None, lhs_end=None, rhs_begin=None, rhs_end=None):
+    """``lhs`` in ``rhs``'s shape; with the begin/end arguments (MXNet's), the axes
+    ``[lhs_begin, lhs_end)`` of ``lhs`` take the sizes of ``rhs``'s ``[rhs_begin, rhs_end)``."""
+    if lhs_begin is lhs_end is rhs_begin is rhs_end is None:
+        return reshape(lhs, rhs.shape)
+    lshape = tuple(lhs.shape)
+    lo = slice(lhs_begin, lhs_end).indices(len(lshape))
+    shape = lshape[:lo[0]] + tuple(rhs.shape)[rhs_begin:rhs_end] + lshape[lo[1]:]
+    return reshape(lhs, shape)
 
 
 def flatten(data):
@@ -714,8 +728,20 @@ def broadcast_to(data, shape):
     return _wrap(out, data._ctx)
 
 
-def broadcast_like(lhs, rhs):
-    return broadcast_to(lhs, rhs.shape)
+def broadcast_like(lhs, rhs, lhs_axes=None, rhs_axes=None):
+    """``lhs`` broadcast to ``rhs``'s shape; with ``lhs_axes``/``rhs_axes`` (MXNet's), only
+    those axes of ``lhs`` (of size 1) to the sizes of ``rhs``'s ``rhs_axes``."""
+    if lhs_axes is None and rhs_axes is None:
+        return broadcast_to(lhs, rhs.shape)
+    lhs_axes = (lhs_axes,) if isinstance(lhs_axes, numbers.Integral) else tuple(lhs_axes or ())
+    rhs_axes = (rhs_axes,) if isinstance(rhs_axes, numbers.Integral) else tuple(rhs_axes or ())
+    if len(lhs_axes) != len(rhs_axes):
+        raise ShapeError("broadcast_like: lhs_axes %s and rhs_axes %s differ in length"
+                         % (lhs_axes, rhs_axes))
+    shape = list(lhs.shape)
+    for a, b in zip(lhs_axes, rhs_axes):
+        shape[a] = rhs.shape[b]
+    return broadcast_to(lhs, tuple(shape))
 
 
 def broadcast_axis(data, axis=(), size=()):
@@ -1049,7 +1075,9 @@ def Activation(data, act_type):
 
 
 # ----------------------------------------------------------------------------- joining, splitting
-def concat(*data, dim=1):
+def concat(*data, dim=1, num_args=None):
+    if num_args is not None and num_args != len(data):
+        raise ShapeError("concat: num_args=%d, but %d arrays were given" % (num_args, len(data)))
     raws = [x._data for x in data]
     try:
         out = _xp_of(raws[0]).concatenate(raws, axis=dim)
@@ -1144,7 +1172,16 @@ def take(a, indices, axis=0, mode="clip"):
     axis = axis % d.ndim
     idx = indices._data.astype(numpy.int64) if isinstance(indices, NDArray) else xp.asarray(indices, dtype=numpy.int64)
     n = d.shape[axis]
-    idx = xp.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    if mode == "raise":
+        if idx.size and bool(((idx < 0) | (idx >= n)).any()):
+            raise IndexRangeError("take: an index is outside [0, %d) along axis %d (mode='raise')"
+                              % (n, axis))
+    elif mode == "clip":
+        idx = xp.clip(idx, 0, n - 1)
+    elif mode == "wrap":
+        idx = idx % n
+    else:
+        raise ValueError("take: mode must be 'clip', 'wrap' or 'raise', not %r" % (mode,))
     out = xp.take(d, idx, axis=axis)
     if _recording_for(a):
         def vjp(g, needs):
@@ -1202,9 +1239,15 @@ def _put_ones(mask, idx, axis):
 
 
 def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
+    if axis is None:        # MXNet: over the flattened array
+        data, axis = reshape(data, (-1,)), 0
     d = data._data
     xp = _xp_of(d)
     axis = axis % d.ndim
+    if k < 1:               # MXNet: the whole axis
+        k = d.shape[axis]
+    elif k > d.shape[axis]:
+        raise ShapeError("topk: k=%d is larger than axis %d of shape %s" % (k, axis, d.shape))
     order = _order(d, axis, is_ascend)
     idx = xp.take(order, xp.arange(k), axis=axis)
     if ret_typ == "indices":
@@ -1223,6 +1266,8 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
 
 
 def sort(data, axis=-1, is_ascend=True):
+    if axis is None:        # MXNet: the flattened array
+        data, axis = reshape(data, (-1,)), 0
     d = data._data
     xp = _xp_of(d)
     axis = axis % d.ndim

@@ -1,0 +1,91 @@
+"""nd usage patterns a per-op sample test misses, against what the real MXNet 1.9.1 gives
+(recorded by running the same calls there): integer arrays compared with non-integer scalars,
+reductions with exclude over every axis, integer cumsum, topk/sort over the flattened array and
+k=0, take(mode='raise'), float16 norm, and the arguments symbol-era code passes."""
+import numpy as np
+import pytest
+
+import trainer_cli as mx
+from trainer_cli import nd
+
+
+def test_integer_array_against_a_scalar_compares_in_the_arrays_dtype():
+    # MXNet converts the scalar to the array's dtype first: 1.5 -> 1, -1 -> 255 and 300 -> 44
+    # for uint8.
+    a = nd.array([1, 2, 3], dtype="int32")
+    u = nd.array([0, 200, 255], dtype="uint8")
+    assert (a == 1.5).asnumpy().tolist() == [1, 0, 0] and (a == 1.5).dtype == np.int32
+    assert (a < 1.5).asnumpy().tolist() == [0, 0, 0]
+    assert (a >= 1.5).asnumpy().tolist() == [1, 1, 1]
+    assert nd.greater_equal(a, 2.5).asnumpy().tolist() == [0, 1, 1]
+    assert (u > -1).asnumpy().tolist() == [0, 0, 0] and (u > -1).dtype == np.uint8
+    assert (u < 300).asnumpy().tolist() == [1, 0, 0]
+    f = nd.array([1.0, 2.0, 3.0])
+    assert (f >= 1.5).asnumpy().tolist() == [0, 1, 1]        # floats: as they are
+
+
+def test_exclude_without_axes_reduces_every_axis():
+    x = nd.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for got, want in ((nd.sum(x, exclude=True), 21.0), (nd.mean(x, axis=(), exclude=True), 3.5),
+                      (nd.max(x, exclude=True), 6.0)):
+        assert got.shape == (1,) and got.asnumpy().tolist() == [want]
+    assert nd.sum(x, axis=0, exclude=True).asnumpy().tolist() == [6.0, 15.0]
+
+
+def test_integer_cumsum_keeps_and_wraps_its_dtype():
+    got = nd.cumsum(nd.array([100, 100, 100], dtype="int8"))
+    assert got.dtype == np.int8 and got.asnumpy().tolist() == [100, -56, 44]
+    got = nd.cumsum(nd.array([3, 254, 7], dtype="uint8"))
+    assert got.dtype == np.uint8 and got.asnumpy().tolist() == [3, 1, 8]
+    assert nd.cumsum(nd.array([1, 2, 3], dtype="int32")).dtype == np.int32
+    assert nd.cumsum(nd.array([1, 2, 3], dtype="int32"), dtype="int64").dtype == np.int64
+
+
+def test_topk_and_sort_over_the_flattened_array_and_k_zero():
+    v = nd.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    assert nd.topk(v, k=3, axis=None).asnumpy().tolist() == [4.0, 5.0, 0.0]
+    assert nd.sort(v, axis=None).asnumpy().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert nd.topk(v, k=0).asnumpy().tolist() == [[0.0, 2.0, 1.0], [1.0, 2.0, 0.0]]
+    assert nd.topk(v, k=0, ret_typ="value").asnumpy().tolist() == [[3.0, 2.0, 1.0],
+                                                                   [5.0, 4.0, 0.0]]
+    with pytest.raises(mx.base.MXNetError, match="larger than axis"):
+        nd.topk(v, k=4)
+    x = nd.array([3.0, 1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.sort(x.reshape((1, 3)), axis=None)
+    y.backward(nd.array([1.0, 2.0, 3.0]))
+    assert x.grad.asnumpy().tolist() == [3.0, 1.0, 2.0]
+
+
+def test_take_modes():
+    v = nd.array([10.0, 11.0, 12.0])
+    idx = nd.array([0, 4, -1])
+    assert nd.take(v, idx).asnumpy().tolist() == [10.0, 12.0, 10.0]            # clip
+    assert nd.take(v, idx, mode="wrap").asnumpy().tolist() == [10.0, 11.0, 12.0]
+    assert nd.take(v, nd.array([2, 0]), mode="raise").asnumpy().tolist() == [12.0, 10.0]
+    with pytest.raises(mx.base.MXNetError, match="outside") as info:
+        nd.take(v, idx, mode="raise")
+    assert isinstance(info.value, IndexError)
+    with pytest.raises(ValueError, match="mode"):
+        nd.take(v, idx, mode="nearest")
+
+
+def test_float16_norm_does_not_overflow():
+    # MXNet 1.9.1 sums the squares in float16 and says 452.5 (MXNET_SAFE_ACCUMULATION=1
+    # recommended); here they are summed in float32: sqrt(3000) * 10 = 547.7.
+    got = nd.full((3000,), 10.0, dtype="float16").norm()
+    assert got.dtype == np.float16 and got.asnumpy().tolist() == [547.5]
+
+
+def test_arguments_of_symbol_era_code():
+    x = nd.ones((2, 3))
+    assert nd.Concat(x, x, dim=0, num_args=2).shape == (4, 3)
+    with pytest.raises(mx.base.MXNetError, match="num_args"):
+        nd.concat(x, x, dim=0, num_args=3)
+    assert nd.broadcast_like(nd.ones((1, 3)), nd.zeros((3, 4)), lhs_axes=(0,),
+                             rhs_axes=(1,)).shape == (4, 3)
+    assert nd.reshape_like(nd.ones((2, 3, 4)), nd.zeros((6, 5)), lhs_begin=0, lhs_end=2,
+                           rhs_begin=0, rhs_end=1).shape == (6, 4)
+    assert nd.maximum(1, 2) == 2 and nd.minimum(1, 2) == 1
+    assert x.writable
