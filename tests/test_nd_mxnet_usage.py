@@ -89,3 +89,32 @@ def test_arguments_of_symbol_era_code():
                            rhs_begin=0, rhs_end=1).shape == (6, 4)
     assert nd.maximum(1, 2) == 2 and nd.minimum(1, 2) == 1
     assert x.writable
+
+
+def test_random_draws_with_array_parameters():
+    # MXNet's _sample_* operators: one draw per parameter element, `shape` more each; the shapes
+    # are those the real MXNet 1.9.1 gives.
+    mx.random.seed(0)
+    lo, hi = nd.array([0.0, 10.0]), nd.array([1.0, 20.0])
+    assert nd.random.uniform(lo, hi).shape == (2,)
+    draws = nd.random.uniform(lo, hi, shape=3000)
+    assert draws.shape == (2, 3000) and draws.dtype == np.float32
+    d = draws.asnumpy()
+    assert 0 <= d[0].min() and d[0].max() < 1 and 10 <= d[1].min() and d[1].max() < 20
+    z = nd.random.normal(nd.array([0.0, 100.0]), nd.array([1.0, 0.01]), shape=4000).asnumpy()
+    np.testing.assert_allclose(z.mean(1), [0, 100], atol=0.1)
+    np.testing.assert_allclose(z.std(1), [1, 0.01], rtol=0.1)
+    assert nd.random.normal(lo, hi, shape=2).shape == (2, 2)
+    scale = nd.array([1.0, 4.0])
+    for draws, mean in ((nd.random.exponential(scale, shape=20000), [1, 4]),
+                        (nd.random.poisson(scale, shape=20000), [1, 4]),
+                        (nd.random.gamma(nd.array([2.0, 3.0]), nd.array([1.0, 2.0]),
+                                         shape=20000), [2, 6])):
+        assert draws.shape == (2, 20000)
+        np.testing.assert_allclose(draws.asnumpy().mean(1), mean, rtol=0.05)
+    mx.random.seed(5)
+    first = nd.random.uniform(lo, hi, shape=4).asnumpy()
+    mx.random.seed(5)
+    assert np.array_equal(nd.random.uniform(lo, hi, shape=4).asnumpy(), first)
+    with pytest.raises(TypeError, match="same type"):
+        nd.random.uniform(lo, 1.0)

@@ -7,7 +7,7 @@ import numpy
 
 from .. import random as _random
 from ..context import Context, current_context
-from .ndarray import NDArray, _wrap
+from .ndarray import NDArray, _wrap, _xp_of
 
 __all__ = ["uniform", "normal", "randn", "randint", "shuffle", "exponential", "poisson", "gamma",
            "multinomial", "bernoulli"]
@@ -34,8 +34,42 @@ def _only_name(fn, kwargs):
         raise TypeError("%s() got an unexpected keyword argument %r" % (fn, unknown[0]))
 
 
+def _unit(gen, size):
+    """Uniform draws in [0, 1) from a NumPy Generator or a CuPy RandomState."""
+    return gen.random(size) if hasattr(gen, "random") else gen.random_sample(size)
+
+
+def _per_element(fn, params, shape, dtype, out):
+    """MXNet's ``_sample_*`` operators: distribution parameters given as NDArrays (all of one
+    shape) draw one sample per element, ``shape`` more per element; the result has the
+    parameters' shape followed by ``shape``, their dtype and their device. ``fn(arrays, size,
+    gen)`` draws from the parameters' values broadcast against ``size``."""
+    if not all(isinstance(p, NDArray) for p in params):
+        raise TypeError("Distribution parameters must all have the same type: NDArrays or "
+                        "numbers, got %s" % ", ".join(type(p).__name__ for p in params))
+    first = params[0]
+    if any(tuple(p.shape) != tuple(first.shape) for p in params):
+        raise ValueError("distribution parameters of different shapes: %s"
+                         % [tuple(p.shape) for p in params])
+    extra = () if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+    size = tuple(first.shape) + extra
+    ctx = first.context
+    dtype = numpy.dtype(first.dtype if dtype is None else dtype)
+    with ctx.device_scope():
+        values = [p._data.astype(numpy.float64).reshape(tuple(p.shape) + (1,) * len(extra))
+                  for p in params]
+        data = fn(values, size, _random.generator(ctx), _xp_of(first._data)).astype(dtype)
+    if out is not None:
+        out._data[...] = data
+        return out
+    return _wrap(data, ctx)
+
+
 def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     _only_name("uniform", kwargs)
+    if isinstance(low, NDArray) or isinstance(high, NDArray):
+        return _per_element(lambda v, size, gen, xp: v[0] + (v[1] - v[0]) * _unit(gen, size),
+                            [low, high], shape, dtype, out)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     gen = _random.generator(ctx)
     with ctx.device_scope():
@@ -49,6 +83,9 @@ def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs)
 
 def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     _only_name("normal", kwargs)
+    if isinstance(loc, NDArray) or isinstance(scale, NDArray):
+        return _per_element(lambda v, size, gen, xp: v[0] + v[1] * gen.standard_normal(size),
+                            [loc, scale], shape, dtype, out)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     gen = _random.generator(ctx)
     with ctx.device_scope():
@@ -73,6 +110,9 @@ def randint(low, high, shape=None, dtype="int32", ctx=None, out=None):
 
 
 def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None):
+    if isinstance(scale, NDArray):
+        return _per_element(lambda v, size, gen, xp: gen.exponential(1.0, size) * v[0],
+                            [scale], shape, dtype, out)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     with ctx.device_scope():
         data = _random.generator(ctx).exponential(scale, size=shape).astype(dtype)
@@ -80,6 +120,9 @@ def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None):
 
 
 def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None):
+    if isinstance(lam, NDArray):
+        return _per_element(lambda v, size, gen, xp: gen.poisson(xp.broadcast_to(v[0], size)),
+                            [lam], shape, dtype, out)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     with ctx.device_scope():
         data = _random.generator(ctx).poisson(lam, size=shape).astype(dtype)
@@ -87,6 +130,9 @@ def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None):
 
 
 def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None):
+    if isinstance(alpha, NDArray) or isinstance(beta, NDArray):
+        return _per_element(lambda v, size, gen, xp: gen.gamma(xp.broadcast_to(v[0], size)) * v[1],
+                            [alpha, beta], shape, dtype, out)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     with ctx.device_scope():
         data = _random.generator(ctx).gamma(alpha, beta, size=shape).astype(dtype)
