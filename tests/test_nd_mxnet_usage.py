@@ -118,3 +118,18 @@ def test_random_draws_with_array_parameters():
     assert np.array_equal(nd.random.uniform(lo, hi, shape=4).asnumpy(), first)
     with pytest.raises(TypeError, match="same type"):
         nd.random.uniform(lo, 1.0)
+
+
+def test_python_ints_beyond_an_integer_dtype_wrap_as_in_mxnet():
+    # NumPy 2 refuses them; MXNet (on NumPy 1) converts them as C does.
+    u8 = nd.array([1, 2, 3], dtype="uint8")
+    u8[0] = 300
+    u8[1] = -1
+    assert u8.asnumpy().tolist() == [44, 255, 3]
+    assert nd.array([-1, 256], dtype="uint8").asnumpy().tolist() == [255, 0]
+    assert (-7 % nd.array([2, 3], dtype="uint8")).asnumpy().tolist() == [1, 0]
+    assert (nd.array([7, 8], dtype="uint8") % -3).asnumpy().tolist() == [7, 8]   # % 253
+    assert (nd.array([2, 3], dtype="uint8") + 300).asnumpy().tolist() == [46, 47]
+    f = nd.array([1.5, 2.5])
+    f[0] = 300
+    assert f.asnumpy().tolist() == [300.0, 2.5]

@@ -39,6 +39,12 @@ def array(source_array, ctx=None, dtype=None):
         data = _transfer(source_array._data, ctx, copy=True).astype(dtype, copy=False)
         return _wrap(data, ctx)
     dtype = numpy.dtype(_DEFAULT_DTYPE if dtype is None else dtype)
+    if dtype.kind in "iu" and not isinstance(source_array, (numpy.ndarray, numpy.generic)):
+        # Python ints beyond the dtype wrap, as MXNet's (NumPy 1's) cast does; NumPy 2 refuses
+        # them as they are, not as an int64 array cast below.
+        wide = numpy.asarray(source_array)
+        if wide.dtype.kind in "iu":
+            source_array = wide
     if ctx.is_gpu:
         with ctx.device_scope():
             data = ctx.xp.array(source_array, dtype=dtype)

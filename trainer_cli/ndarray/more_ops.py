@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy
 
 from ..base import ShapeError
+from . import integers as _integers
 from . import ops as _ops
 from .ndarray import NDArray, _recorded, _recording_for, _scatter_add, _wrap, _xp_of
 
@@ -37,7 +38,7 @@ def modulo(lhs, rhs):
     if not isinstance(lhs, NDArray):
         return _scalar_mod(lhs, rhs)
     a = lhs._data
-    b = rhs._data if isinstance(rhs, NDArray) else rhs
+    b = rhs._data if isinstance(rhs, NDArray) else _scalar_in(rhs, a.dtype)
     xp = _xp_of(a)
     out = xp.mod(a, b).astype(a.dtype, copy=False)
     inputs = (lhs, rhs) if isinstance(rhs, NDArray) else (lhs,)
@@ -54,11 +55,18 @@ def modulo(lhs, rhs):
     return _recorded(out, lhs._ctx, inputs, vjp)
 
 
+def _scalar_in(value, dtype):
+    """A scalar operand in an integer array's dtype as MXNet converts it (-7 is 249 for
+    uint8); other scalars as they are."""
+    return _integers.scalar(value, dtype) if dtype.kind in "iu" else value
+
+
 def _scalar_mod(lhs, rhs):
     """``scalar % rhs``; MXNet's gradient for ``rhs`` is ``-floor(scalar / rhs)``."""
     b = rhs._data
     xp = _xp_of(b)
-    out = xp.mod(xp.asarray(lhs, dtype=b.dtype), b).astype(b.dtype, copy=False)
+    out = xp.mod(xp.asarray(_scalar_in(lhs, b.dtype), dtype=b.dtype), b).astype(b.dtype,
+                                                                                  copy=False)
     if not _recording_for(rhs):
         return _wrap(out, rhs._ctx)
     return _recorded(out, rhs._ctx, (rhs,), lambda g, needs: (-g * xp.floor(lhs / b),))

@@ -553,7 +553,10 @@ class NDArray:
             return self._record_setitem(key, value)
         if isinstance(value, NDArray):
             value = _transfer(value._data, self._ctx)
-        elif not isinstance(value, numbers.Number):
+        elif isinstance(value, numbers.Number):
+            if self._data.dtype.kind in "iu":
+                value = _integers.scalar(value, self._data.dtype)     # MXNet's cast: 300 -> 44
+        else:
             value = self._xp.asarray(value)
         target = self._data
         if isinstance(key, slice) and key == slice(None) and getattr(value, "shape", None) == target.shape:
