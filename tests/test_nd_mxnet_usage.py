@@ -133,3 +133,18 @@ def test_python_ints_beyond_an_integer_dtype_wrap_as_in_mxnet():
     f = nd.array([1.5, 2.5])
     f[0] = 300
     assert f.asnumpy().tolist() == [300.0, 2.5]
+
+
+def test_errors_mxnet_raises_as_mxnet_error():
+    x = nd.ones((2, 3))
+    for call, builtin in ((lambda: x.reshape((5, 5)), ValueError),
+                          (lambda: x.reshape((1, 0, 0, 0)), ValueError),
+                          (lambda: x.copyto(nd.zeros((3, 2))), ValueError),
+                          (lambda: x.squeeze(axis=0), ValueError),
+                          (lambda: x.transpose((0, 0)), ValueError),
+                          (lambda: nd.broadcast_to(x, (4, 3)), ValueError),
+                          (lambda: nd.slice_axis(x, axis=5, begin=0, end=1), IndexError),
+                          (lambda: (nd.ones((2,)) * 2).backward(), ValueError)):
+        with pytest.raises(mx.base.MXNetError) as info:
+            call()
+        assert isinstance(info.value, builtin)

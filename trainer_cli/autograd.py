@@ -203,6 +203,10 @@ def _chain(head, leaves):
     return order
 
 
+class NotRecordedError(MXNetError, ValueError):
+    """``backward`` of an array no recorded graph leads to (MXNet: an ``MXNetError``)."""
+
+
 def _accumulate(table, key, owner, g):
     entry = table.get(key)
     if entry is None:
@@ -223,7 +227,7 @@ def _run_backward(heads, head_grads, retain_graph, direct=False):
         elif head._grad is not None:
             _accumulate(var_grads, id(head), head, hg)
         else:
-            raise ValueError(
+            raise NotRecordedError(
                 "cannot differentiate: the head array was not computed inside autograd.record() "
                 "from an array with attach_grad()"
             )

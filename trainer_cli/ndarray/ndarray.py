@@ -455,6 +455,9 @@ class NDArray:
                 return other
             if other._sparse:       # into row_sparse / csr storage: cast, as MXNet's fallback
                 return _storage.cast_storage(self, other.stype).copyto(other)
+            if other.shape != self.shape:
+                raise ShapeError("copyto: an array of shape %s into one of shape %s"
+                                 % (self.shape, other.shape))
             other._data[...] = _transfer(self._data, other._ctx)
             return other
         if isinstance(other, Context):

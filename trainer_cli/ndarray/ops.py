@@ -662,9 +662,14 @@ def reshape(data, shape=None, reverse=False, **kwargs):
     if type(shape) is not tuple:
         shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
     # Only 0, -2, -3 and -4 need MXNet's rules; -1 and sizes are NumPy's.
-    if shape and (0 in shape or _builtins.min(shape) < -1):
-        shape = _mxnet_shape(data._data.shape, shape, reverse)
-    return _shape_op(data, data._data.reshape(shape))
+    try:
+        if shape and (0 in shape or _builtins.min(shape) < -1):
+            shape = _mxnet_shape(data._data.shape, shape, reverse)
+        out = data._data.reshape(shape)
+    except (ValueError, IndexError) as exc:
+        raise ShapeError("reshape: cannot make shape %s%s of an array of shape %s (%s)"
+                         % (shape, " (reverse)" if reverse else "", data.shape, exc)) from None
+    return _shape_op(data, out)
 
 
 def reshape_like(lhs, rhs, lhs_begin=None, lhs_end=None, rhs_begin=None, rhs_end=None):
@@ -688,7 +693,10 @@ def expand_dims(data, axis):
 
 
 def squeeze(data, axis=None):
-    out = data._data.squeeze(axis=axis)
+    try:
+        out = data._data.squeeze(axis=axis)
+    except ValueError as exc:
+        raise ShapeError("squeeze: axis %s of shape %s (%s)" % (axis, data.shape, exc)) from None
     return _shape_op(data, _fix_scalar(out))
 
 
@@ -697,7 +705,10 @@ def transpose(data, axes=None):
     if axes is None or axes == ():
         axes = tuple(reversed(range(d.ndim)))
     axes = tuple(a % d.ndim for a in axes)
-    out = d.transpose(axes)
+    try:
+        out = d.transpose(axes)
+    except ValueError as exc:
+        raise ShapeError("transpose: axes %s of shape %s (%s)" % (axes, d.shape, exc)) from None
     if _recording_for(data):
         inverse = tuple(numpy.argsort(axes))
         return _recorded(out, data._ctx, (data,), lambda g, needs: (g.transpose(inverse),))
@@ -721,7 +732,10 @@ def flip(data, axis):
 def broadcast_to(data, shape):
     d = data._data
     shape = tuple(s if s != 0 else d.shape[i] for i, s in enumerate(shape))
-    out = _xp_of(d).broadcast_to(d, shape).copy()
+    try:
+        out = _xp_of(d).broadcast_to(d, shape).copy()
+    except ValueError as exc:
+        raise ShapeError("broadcast_to: shape %s to %s (%s)" % (d.shape, shape, exc)) from None
     if _recording_for(data):
         src = d.shape
         return _recorded(out, data._ctx, (data,), lambda g, needs: (unbroadcast(g, src),))
@@ -794,6 +808,8 @@ def repeat(data, repeats, axis=None):
 
 def slice_axis(data, axis, begin, end):
     index = [slice(None)] * data.ndim
+    if not -data.ndim <= axis < data.ndim:
+        raise IndexRangeError("slice_axis: axis %d of an array of %d axes" % (axis, data.ndim))
     index[axis] = slice(begin, end)
     return data[tuple(index)]
 
