@@ -148,3 +148,11 @@ def test_errors_mxnet_raises_as_mxnet_error():
         with pytest.raises(mx.base.MXNetError) as info:
             call()
         assert isinstance(info.value, builtin)
+
+
+def test_methods_of_more_operators():
+    x = nd.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    assert x.nansum().asnumpy().tolist() == [19.0]
+    assert x.nanprod(axis=1).asnumpy().tolist() == [3.0, 120.0]
+    assert x.shape_array().asnumpy().tolist() == [2, 3] and x.shape_array().dtype == np.int64
+    assert x.size_array().asnumpy().tolist() == [6]

@@ -69,6 +69,11 @@ for _name in _DISPATCHED:
 del _name
 _storage.install_hooks()
 _storage.install_methods(_ops._METHODS)
+# MXNet's NDArray methods of more_ops' operators (the sparse classes inherit them, on their
+# dense form).
+for _name in ("nansum", "nanprod", "shape_array", "size_array"):
+    setattr(NDArray, _name, globals()[_name])
+del _name
 _storage.install_sparse_namespace(globals())
 
 __all__ = ["NDArray", "random", "sparse"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
