@@ -26,7 +26,8 @@ from ..context import Context, current_context
 from . import _embedding_kernels
 from . import fallback_log as _fallback
 from .mxnet_format import SparseRecord
-from .ndarray import NDArray, _recording_for, _recorded, _scatter_add, _transfer, _wrap, _xp_of
+from .ndarray import (NDArray, _Node, _recording_for, _recorded, _scatter_add, _transfer, _wrap,
+                      _xp_of)
 
 __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad", "RowsAndValues",
            "row_sparse_array", "csr_matrix", "zeros", "empty", "array", "retain", "csr_dot", "cast_storage",
@@ -167,7 +168,7 @@ class BaseSparseNDArray(NDArray):
         raise TypeError("copyto does not support type %s" % type(other))
 
     def copy(self):
-        return self._moved(self._ctx, copy=True)
+        return _passing_gradient(self, self._moved(self._ctx, copy=True))
 
     def __setitem__(self, key, value):
         if not (isinstance(key, slice) and key == slice(None)):
@@ -533,11 +534,11 @@ def cast_storage(x: NDArray, stype: str):
         raise StorageTypeError("unknown storage type %r (default, row_sparse or csr)" % (stype,))
     if stype == have:
         # MXNet's cast_storage makes a new array even from dense to dense (and records it).
-        return x.copy()
+        return _passing_gradient(x, x.copy())
     if have != "default" and stype != "default":
         raise StorageTypeError("cast_storage from %s to %s is not supported" % (have, stype))
     if stype == "default":
-        return x._dense()
+        return _passing_gradient(x, x._dense())
     data = x._data
     xp = _xp_of(data)
     if stype == "row_sparse":
@@ -545,13 +546,24 @@ def cast_storage(x: NDArray, stype: str):
             raise ValueError("cannot store a 0-d array as row_sparse")
         flat = data.reshape(data.shape[0], -1) if data.ndim > 1 else data.reshape(-1, 1)
         rows = xp.nonzero((flat != 0).any(axis=1))[0].astype(_INDEX)
-        return _rsp(data[rows], rows, data.shape, x.context)
-    if data.ndim != 2:
-        raise ValueError("csr arrays are 2-D, got shape %s" % (tuple(data.shape),))
-    rows, cols = xp.nonzero(data != 0)
-    counts = xp.bincount(rows, minlength=data.shape[0]) if len(rows) else xp.zeros(data.shape[0], _INDEX)
-    indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
-    return _csr(data[rows, cols], cols.astype(_INDEX), indptr, data.shape, x.context)
+        out = _rsp(data[rows], rows, data.shape, x.context)
+    else:
+        if data.ndim != 2:
+            raise ValueError("csr arrays are 2-D, got shape %s" % (tuple(data.shape),))
+        rows, cols = xp.nonzero(data != 0)
+        counts = xp.bincount(rows, minlength=data.shape[0]) if len(rows) else \
+            xp.zeros(data.shape[0], _INDEX)
+        indptr = xp.concatenate([xp.zeros(1, _INDEX), xp.cumsum(counts).astype(_INDEX)])
+        out = _csr(data[rows, cols], cols.astype(_INDEX), indptr, data.shape, x.context)
+    return _passing_gradient(x, out)
+
+
+def _passing_gradient(x, out):
+    """``out``, a copy of ``x``'s values in another storage, recorded as MXNet records a storage
+    cast: the gradient passes through whole (into a sparse variable's own storage)."""
+    if _recording_for(x) and out._node is None:
+        out._node = _Node((x,), lambda g, needs: (g,))
+    return out
 
 
 def retain(data: RowSparseNDArray, indices):
@@ -567,7 +579,14 @@ def retain(data: RowSparseNDArray, indices):
         pos = xp.minimum(pos, len(data._indices) - 1)
         found = data._indices[pos] == want
         values[found] = data._values[pos[found]]
-    return _rsp(values, want, data._shape, data.context)
+    out = _rsp(values, want, data._shape, data.context)
+    if _recording_for(data):
+        def vjp(g, needs):      # only the retained rows pass their gradient
+            grad = xp.zeros(g.shape, dtype=g.dtype)
+            grad[want] = g[want]
+            return (grad,)
+        out._node = _Node((data,), vjp)
+    return out
 
 
 def _union_add(a_idx, a_val, b_idx, b_val, xp):
@@ -883,7 +902,17 @@ def csr_dot(lhs, rhs, transpose_a=False):
         out_rows = xp.unique(cols)
         values = xp.zeros((len(out_rows), b.shape[1]), dtype=b.dtype)
         xp.add.at(values, xp.searchsorted(out_rows, dst), contrib)
-        return _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
+        result = _rsp(values, out_rows.astype(_INDEX), (n_out, b.shape[1]), lhs.context)
+        if _recording_for(rhs):
+            weights = lhs._values
+
+            def vjp(g, needs):
+                # d(csr.T @ w)/dw = csr @ g
+                grad = xp.zeros(b.shape, dtype=g.dtype)
+                xp.add.at(grad, src, weights[:, None].astype(g.dtype) * g[dst])
+                return (grad,)
+            result._node = _Node((rhs,), vjp)
+        return result
     out = xp.zeros((n_out, b.shape[1]), dtype=b.dtype)
     xp.add.at(out, dst, contrib)
     return _csr_dot_result(lhs, rhs, out)
