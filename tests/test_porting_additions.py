@@ -119,3 +119,26 @@ def test_a_hybridized_block_returns_several_outputs_as_a_list():
         out = block(x)
         assert type(out) is list and type(out[1]) is list
         assert out[1][1].asnumpy().tolist() == [3, 3]
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_pixel_shuffle(hybridize):
+    from trainer_cli.gluon.contrib import nn as cnn
+    x = np.arange(2 * 12 * 3 * 4, dtype=np.float32).reshape(2, 12, 3, 4)
+    layer = cnn.PixelShuffle2D((2, 3))
+    if hybridize:
+        layer.hybridize()
+    got = layer(nd.array(x)).asnumpy()
+    # MXNet's mapping: output (h*f1 + i, w*f2 + j) of channel c is input channel (c*f1 + i)*f2 + j.
+    want = x.reshape(2, 2, 2, 3, 3, 4).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 6, 12)
+    assert got.shape == (2, 2, 6, 12) and np.array_equal(got, want)
+    x1 = np.arange(2 * 6 * 5, dtype=np.float32).reshape(2, 6, 5)
+    assert np.array_equal(cnn.PixelShuffle1D(3)(nd.array(x1)).asnumpy(),
+                          x1.reshape(2, 2, 3, 5).transpose(0, 1, 3, 2).reshape(2, 2, 15))
+    x3 = np.arange(16 * 2 * 3 * 2, dtype=np.float32).reshape(1, 16, 2, 3, 2)
+    assert np.array_equal(cnn.PixelShuffle3D(2)(nd.array(x3)).asnumpy(),
+                          x3.reshape(1, 2, 2, 2, 2, 2, 3, 2).transpose(0, 1, 5, 2, 6, 3, 7, 4)
+                          .reshape(1, 2, 4, 6, 4))
+    assert repr(layer) == "PixelShuffle2D((2, 3))"
+    with pytest.raises(mx.MXNetError, match="does not provide"):
+        cnn.SyncBatchNorm()

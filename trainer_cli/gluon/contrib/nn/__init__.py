@@ -1,14 +1,87 @@
 """``gluon.contrib.nn``: ``SparseEmbedding``, an embedding whose table lives in the Trainer's
 kvstore as a row_sparse weight; ``Concurrent``/``HybridConcurrent``, children applied to the same
 input with their outputs concatenated (the model zoo's Inception, DenseNet and SqueezeNet blocks);
-``Identity``."""
+``Identity``; ``PixelShuffle1D/2D/3D`` (sub-pixel upsampling). ``SyncBatchNorm`` is absent:
+without it synchronizing statistics across devices a BatchNorm would pass for it."""
 from .... import ndarray as _nd
 from ....ndarray import Embedding
 from ...block import Block, HybridBlock, HybridSequential, Sequential
 from ...nn import Identity
+from ....base import NotInTrainerCLIError, absent_message
 from ....symbol import Symbol
 
-__all__ = ["SparseEmbedding", "Concurrent", "HybridConcurrent", "Identity"]
+__all__ = ["SparseEmbedding", "Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D",
+           "PixelShuffle2D", "PixelShuffle3D"]
+
+
+def __getattr__(name):
+    if name == "SyncBatchNorm":
+        raise NotInTrainerCLIError(absent_message(
+            __name__ + ".SyncBatchNorm", "batch normalization synchronized across devices"))
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def _factors(factor, count):
+    factors = (int(factor),) * count if isinstance(factor, int) else tuple(int(f) for f in factor)
+    if len(factors) != count:
+        raise ValueError("PixelShuffle%dD: %d factors, got %r" % (count, count, factor))
+    return factors
+
+
+class PixelShuffle1D(HybridBlock):
+    """``(N, C*f, W)`` to ``(N, C, W*f)``: output column ``w*f + i`` is input channel
+    ``c*f + i`` at ``w``."""
+
+    def __init__(self, factor):
+        super().__init__()
+        self._factor = _factors(factor, 1)[0]
+
+    def hybrid_forward(self, F, x):
+        f = self._factor
+        x = F.reshape(x, (0, -4, -1, f, 0))           # (N, C, f, W)
+        return F.reshape(F.transpose(x, (0, 1, 3, 2)), (0, 0, -3))
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self._factor)
+
+
+class PixelShuffle2D(HybridBlock):
+    """``(N, C*f1*f2, H, W)`` to ``(N, C, H*f1, W*f2)``: output pixel ``(h*f1 + i, w*f2 + j)``
+    is input channel ``(c*f1 + i)*f2 + j`` at ``(h, w)``."""
+
+    def __init__(self, factor):
+        super().__init__()
+        self._factors = _factors(factor, 2)
+
+    def hybrid_forward(self, F, x):
+        f1, f2 = self._factors
+        x = F.reshape(x, (0, -4, -1, f1 * f2, 0, 0))   # (N, C, f1*f2, H, W)
+        x = F.reshape(x, (0, 0, -4, f1, f2, 0, 0))     # (N, C, f1, f2, H, W)
+        x = F.transpose(x, (0, 1, 4, 2, 5, 3))         # (N, C, H, f1, W, f2)
+        return F.reshape(x, (0, 0, -3, -3))
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self._factors)
+
+
+class PixelShuffle3D(HybridBlock):
+    """``(N, C*f1*f2*f3, D, H, W)`` to ``(N, C, D*f1, H*f2, W*f3)``, as ``PixelShuffle2D``
+    with a third axis."""
+
+    def __init__(self, factor):
+        super().__init__()
+        self._factors = _factors(factor, 3)
+
+    def hybrid_forward(self, F, x):
+        f1, f2, f3 = self._factors
+        x = F.reshape(x, (0, -4, -1, f1 * f2 * f3, 0, 0, 0))    # (N, C, f1*f2*f3, D, H, W)
+        x = F.reshape(x, (0, 0, -4, f1, f2 * f3, 0, 0, 0))      # (N, C, f1, f2*f3, D, H, W)
+        x = F.reshape(x, (0, 0, 0, -4, f2, f3, 0, 0, 0))        # (N, C, f1, f2, f3, D, H, W)
+        x = F.transpose(x, (0, 1, 5, 2, 6, 3, 7, 4))            # (N, C, D, f1, H, f2, W, f3)
+        return F.reshape(x, (0, 0, -3, -3, -3))
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self._factors)
 
 
 class Concurrent(Sequential):
