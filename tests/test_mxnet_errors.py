@@ -233,3 +233,9 @@ def test_other_value_errors_of_binary_ops_are_not_called_shape_errors():
         # arrays of two integer dtypes compute with NumPy's promotion, which refuses this
         nd.array([2], dtype="int32") ** nd.array([-1], dtype="int64")
     assert not isinstance(info.value, mx.base.ShapeError)
+
+
+def test_absent_top_level_scopes_say_so():
+    for name in ("name", "attribute", "util"):
+        with pytest.raises(mx.MXNetError, match="does not provide.*docs/porting.md"):
+            getattr(mx, name).anything

@@ -50,6 +50,9 @@ _ABSENT = {
     "test_utils": "test helpers (mxnet.test_utils)", "engine": "engine controls (mxnet.engine)",
     "executor": "symbolic executor (mxnet.executor)", "torch": "Torch bridge (mxnet.torch)",
     "th": "Torch bridge (mxnet.torch)", "library": "operator library loader (mxnet.library)",
+    "name": "symbol naming scopes (mxnet.name: NameManager, Prefix)",
+    "attribute": "symbol attribute scopes (mxnet.attribute: AttrScope)",
+    "util": "NumPy-interface switches (mxnet.util: use_np, is_np_array)",
 }
 
 __all__ = (["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "MXNetError",
