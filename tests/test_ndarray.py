@@ -285,3 +285,17 @@ def test_nn_ops_forward_shapes(ctx):
                         output_dim=6).shape == (1, 2, 6)
     with pytest.raises(ValueError):
         nd.Convolution(x, nd.ones((4, 2, 3, 3), ctx=ctx), kernel=(3, 3), num_filter=4, no_bias=True)
+
+
+def test_seeding_one_context_needs_no_device():
+    # MXNet accepts mx.random.seed(s, ctx=mx.gpu(0)) anywhere; the GPU's stream starts from it at
+    # its first draw, and the CPU's stream is left as it was.
+    trainer_cli.random.seed(3)
+    first = nd.random.uniform(shape=(3,)).asnumpy()
+    trainer_cli.random.seed(3)
+    trainer_cli.random.seed(5, ctx=trainer_cli.gpu(0))
+    np.testing.assert_array_equal(nd.random.uniform(shape=(3,)).asnumpy(), first)
+    trainer_cli.random.seed(7, ctx=trainer_cli.cpu())
+    again = nd.random.uniform(shape=(3,)).asnumpy()
+    trainer_cli.random.seed(7, ctx=trainer_cli.cpu())
+    np.testing.assert_array_equal(nd.random.uniform(shape=(3,)).asnumpy(), again)

@@ -13,6 +13,7 @@ __all__ = ["seed", "generator", "get_state", "set_state"]
 
 _DEFAULT_SEED = 0
 _generators: dict = {}
+_gpu_seeds: dict = {}    # "gpuN" -> the seed its generator starts from when first made
 
 
 def _new_cpu_generator(seed_value):
@@ -28,7 +29,7 @@ def generator(ctx: Context | None = None):
             gen = _new_cpu_generator(_DEFAULT_SEED)
         else:
             with ctx.device_scope():
-                gen = ctx.xp.random.RandomState(_DEFAULT_SEED)
+                gen = ctx.xp.random.RandomState(_gpu_seeds.get(key, _DEFAULT_SEED))
         _generators[key] = gen
     return gen
 
@@ -40,11 +41,14 @@ def seed(seed_state: int, ctx="all") -> None:
     if ctx == "all":
         _DEFAULT_SEED = seed_state
         _generators.clear()
+        _gpu_seeds.clear()
         return
     ctx = Context(ctx)
     if ctx.is_gpu:
-        with ctx.device_scope():
-            _generators["gpu%d" % ctx.device_id] = ctx.xp.random.RandomState(seed_state)
+        # Made at its first draw: seeding a GPU's stream needs no GPU (MXNet accepts it anywhere).
+        key = "gpu%d" % ctx.device_id
+        _gpu_seeds[key] = seed_state
+        _generators.pop(key, None)
     else:
         _generators["cpu"] = _new_cpu_generator(seed_state)
 
@@ -64,6 +68,7 @@ def set_state(state: dict) -> None:
                          % (seed_value,))
     _DEFAULT_SEED = seed_value
     _generators.clear()
+    _gpu_seeds.clear()
     gen = generator(None)
     gen.bit_generator.state = state["cpu"]
 
