@@ -239,3 +239,8 @@ def test_absent_top_level_scopes_say_so():
     for name in ("name", "attribute", "util"):
         with pytest.raises(mx.MXNetError, match="does not provide.*docs/porting.md"):
             getattr(mx, name).anything
+
+
+def test_absent_kvstore_server_says_so():
+    with pytest.raises(mx.MXNetError, match="does not provide.*docs/porting.md"):
+        mx.kv.KVStoreServer
