@@ -43,7 +43,7 @@ def _per_element(fn, params, shape, dtype, out):
     """MXNet's ``_sample_*`` operators: distribution parameters given as NDArrays (all of one
     shape) draw one sample per element, ``shape`` more per element; the result has the
     parameters' shape followed by ``shape``, their dtype and their device. ``fn(arrays, size,
-    gen)`` draws from the parameters' values broadcast against ``size``."""
+    gen, xp)`` draws from the parameters' values broadcast against ``size``."""
     if not all(isinstance(p, NDArray) for p in params):
         raise TypeError("Distribution parameters must all have the same type: NDArrays or "
                         "numbers, got %s" % ", ".join(type(p).__name__ for p in params))
@@ -131,8 +131,9 @@ def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None):
 
 def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None):
     if isinstance(alpha, NDArray) or isinstance(beta, NDArray):
-        return _per_element(lambda v, size, gen, xp: gen.gamma(xp.broadcast_to(v[0], size)) * v[1],
-                            [alpha, beta], shape, dtype, out)
+        return _per_element(
+            lambda v, size, gen, xp: gen.gamma(xp.broadcast_to(v[0], size)) * v[1],
+            [alpha, beta], shape, dtype, out)
     ctx, shape, dtype = _setup(shape if out is None else out.shape, ctx, dtype)
     with ctx.device_scope():
         data = _random.generator(ctx).gamma(alpha, beta, size=shape).astype(dtype)

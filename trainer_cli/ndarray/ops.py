@@ -1190,8 +1190,8 @@ def take(a, indices, axis=0, mode="clip"):
     n = d.shape[axis]
     if mode == "raise":
         if idx.size and bool(((idx < 0) | (idx >= n)).any()):
-            raise IndexRangeError("take: an index is outside [0, %d) along axis %d (mode='raise')"
-                              % (n, axis))
+            raise IndexRangeError("take: an index is outside [0, %d) along axis %d "
+                                  "(mode='raise')" % (n, axis))
     elif mode == "clip":
         idx = xp.clip(idx, 0, n - 1)
     elif mode == "wrap":
