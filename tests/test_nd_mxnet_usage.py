@@ -156,3 +156,25 @@ def test_methods_of_more_operators():
     assert x.nanprod(axis=1).asnumpy().tolist() == [3.0, 120.0]
     assert x.shape_array().asnumpy().tolist() == [2, 3] and x.shape_array().dtype == np.int64
     assert x.size_array().asnumpy().tolist() == [6]
+
+
+def test_one_element_arrays_assign_into_one_element():
+    # d2l: multistep_preds[i] = net(...) of shape (1, 1); losses[epoch] = l.mean() of shape (1,).
+    x = nd.zeros(6)
+    x[2] = nd.array([[7.0]])
+    x[3] = nd.array([8.0])
+    x[4] = np.array([[9.0]])
+    assert x.asnumpy().tolist() == [0, 0, 7, 8, 9, 0]
+    y = nd.zeros((2, 3))
+    y[1, 2] = nd.array([9.0])
+    assert y.asnumpy().tolist() == [[0, 0, 0], [0, 0, 9]]
+    with pytest.raises(ValueError):
+        x[1:3] = nd.array([1.0, 2.0, 3.0])
+    z = nd.zeros(3)
+    w = nd.array([2.0])
+    w.attach_grad()
+    with mx.autograd.record():
+        z[1] = w * 3
+        total = z.sum()
+    total.backward()
+    assert z.asnumpy().tolist() == [0, 6, 0] and w.grad.asnumpy().tolist() == [3.0]

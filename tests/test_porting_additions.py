@@ -142,3 +142,21 @@ def test_pixel_shuffle(hybridize):
     assert repr(layer) == "PixelShuffle2D((2, 3))"
     with pytest.raises(mx.MXNetError, match="does not provide"):
         cnn.SyncBatchNorm()
+
+
+def test_trainer_step_takes_a_one_element_array_as_its_batch_size():
+    # d2l's trainer.step(num_tokens) with num_tokens = valid_len.sum(), an int32 array: MXNet
+    # refuses it; here it is its value (an integer array divided as integers gave
+    # rescale_grad 0: no update at all).
+    net = gluon.nn.Dense(1, in_units=2, use_bias=False)
+    net.initialize(mx.init.One())
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    for batch_size in (nd.array([4], dtype="int32"), nd.array([4.0]), np.int64(4), 4):
+        before = net.weight.data().asnumpy()
+        with mx.autograd.record():
+            loss = net(nd.ones((4, 2))).sum()
+        loss.backward()
+        trainer.step(batch_size)
+        np.testing.assert_allclose(before - net.weight.data().asnumpy(), 0.1, rtol=1e-6)
+    with pytest.raises(TypeError, match="batch_size"):
+        trainer.step(nd.array([1.0, 2.0]))

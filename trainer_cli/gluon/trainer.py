@@ -331,6 +331,8 @@ class Trainer:
 
     def step(self, batch_size, ignore_stale_grad=False):
         """One update with gradients normalized by ``1/batch_size``: reduce, then update."""
+        if type(batch_size) is not int:
+            batch_size = _number(batch_size)
         kept = self._kept_step
         if kept is not None and kept.run(self, batch_size):
             return
@@ -354,6 +356,8 @@ class Trainer:
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Apply the optimizer to the (already reduced) gradients, normalized by ``1/batch_size``."""
+        if type(batch_size) is not int:
+            batch_size = _number(batch_size)
         kept = self._kept_step
         if kept is not None and kept.run(self, batch_size):
             return
@@ -534,6 +538,21 @@ class Trainer:
                 updater.set_states_dict(saved[pos] if pos < len(saved) else (saved[0] if saved else {}))
             self._optimizer = optimizer
         self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
+
+
+def _number(batch_size):
+    """``batch_size`` as a Python number: a one-element array (d2l's ``num_tokens =
+    valid_len.sum()``) as its value, which MXNet refuses to parse and an integer array would
+    otherwise divide as integers (``rescale_grad`` 0: no update at all)."""
+    if isinstance(batch_size, (int, float)):
+        return batch_size
+    if hasattr(batch_size, "asnumpy"):
+        batch_size = batch_size.asnumpy()
+    values = numpy.asarray(batch_size)
+    if values.size != 1 or values.dtype.kind not in "iuf":
+        raise TypeError("batch_size must be a number (or an array of one), got %r"
+                        % (batch_size,))
+    return values.reshape(()).item()
 
 
 class _KeptStep:

@@ -286,6 +286,17 @@ def _binary(a, b, fwd, grads):
     return _wrap(out, a._ctx)
 
 
+def _assign(target, key, value):
+    """``target[key] = value``; one element from an array of one element of any shape too
+    (``x[2] = y.sum()``: MXNet writes it, NumPy 2 refuses an array with axes for one slot)."""
+    try:
+        target[key] = value
+    except ValueError:
+        if getattr(value, "size", None) != 1 or numpy.ndim(target[key]) != 0:
+            raise
+        target[key] = value.reshape(())
+
+
 def _compare(a, b, op):
     """MXNet comparisons return 0/1 in the input's dtype and carry no gradient."""
     ad = a._data
@@ -565,7 +576,7 @@ class NDArray:
         if isinstance(key, slice) and key == slice(None) and getattr(value, "shape", None) == target.shape:
             target[...] = value
         else:
-            target[key] = value
+            _assign(target, key, value)
 
     def _record_setitem(self, key, value):
         # Writing into a buffer that a recorded op captured would silently corrupt its gradient,
@@ -573,7 +584,7 @@ class NDArray:
         _check_not_in_graph(self)
         data = self._data.copy()
         vd = _transfer(value._data, self._ctx)
-        data[key] = vd
+        _assign(data, key, vd)
         vshape = vd.shape
 
         def vjp(g, needs):
