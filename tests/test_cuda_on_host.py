@@ -222,10 +222,29 @@ def test_a_cuda_source_rounding_otherwise_is_caught(tmp_path, numpy_bodies):
 _HOST_GRID = (3, 32)        # blocks per tensor, threads per block
 
 
+# What a CUDA kernel's source needs to compile as host C++: no __global__, and the grid's
+# coordinates as globals that the wrappers set before each call.
+_HOST_GRID_GLOBALS = ["#define __global__", "struct host_dim3 { unsigned x, y; };",
+                      "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+
+
+def _host_kernel(symbol, source, params, args, threads, blocks):
+    """``source`` (its kernel renamed ``symbol``) in a namespace of its own, and
+    ``run_<symbol>(params)``: the kernel called with ``args`` for every thread of a 1-D grid of
+    ``blocks`` (a C expression) blocks of ``threads``, one after another."""
+    return ("namespace ns_%(s)s {\n%(source)s\n}\n"
+            'extern "C" void run_%(s)s(%(params)s) {\n'
+            "    blockDim.x = %(threads)d; gridDim.x = (unsigned)(%(blocks)s);\n"
+            "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < %(threads)d; "
+            "++t) {\n"
+            "        blockIdx.x = b; threadIdx.x = t;\n"
+            "        ns_%(s)s::%(s)s(%(args)s);\n"
+            "    }\n}\n" % dict(s=symbol, source=source, params=params, args=args,
+                               threads=threads, blocks=blocks))
+
+
 def _multi_cxx_source():
-    parts = ["#include <cmath>", "using std::sqrt;", "#define __global__",
-             "struct host_dim3 { unsigned x, y; };",
-             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    parts = ["#include <cmath>", "using std::sqrt;", *_HOST_GRID_GLOBALS]
     for name, (kernel, _) in RULES.items():
         for dtype, suffix in ((numpy.float32, "f"), (numpy.float64, "d")):
             symbol = "multi_%s_%s" % (name, suffix)
@@ -290,21 +309,16 @@ def test_multi_tensor_cuda_source_is_bitwise_the_numpy_body(multi_on_host, numpy
 # ----------------------------------------------------------------------------- rows added by index
 def _rows_cxx_source():
     from trainer_cli.ndarray import _rows_cuda
-    parts = ["#define __global__", "struct host_dim3 { unsigned x, y; };",
-             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    parts = list(_HOST_GRID_GLOBALS)
     for ctype, suffix in (("float", "f"), ("double", "d")):
         symbol = "rows_add_" + suffix
-        parts.append("namespace ns_%s {\n%s\n}" % (symbol, (_rows_cuda._SOURCE % {"ctype": ctype})
-                                                    .replace("trainer_cli_rows_add", symbol)))
-        parts.append(
-            'extern "C" void run_%(s)s(const %(t)s* v, const long long* order, '
-            "const long long* starts, const long long* dest, long long groups, long long n, "
-            "long long width, %(t)s* out, int accumulate) {\n"
-            "    blockDim.x = 32; gridDim.x = (unsigned)((groups * width + 31) / 32);\n"
-            "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 32; ++t) {\n"
-            "        blockIdx.x = b; threadIdx.x = t;\n"
-            "        ns_%(s)s::%(s)s(v, order, starts, dest, groups, n, width, out, accumulate);\n"
-            "    }\n}\n" % dict(s=symbol, t=ctype))
+        parts.append(_host_kernel(
+            symbol, (_rows_cuda._SOURCE % {"ctype": ctype}).replace("trainer_cli_rows_add", symbol),
+            "const %(t)s* v, const long long* order, const long long* starts, "
+            "const long long* dest, long long groups, long long n, long long width, %(t)s* out, "
+            "int accumulate" % {"t": ctype},
+            "v, order, starts, dest, groups, n, width, out, accumulate",
+            32, "(groups * width + 31) / 32"))
     return "\n".join(parts)
 
 
@@ -349,8 +363,7 @@ def test_rows_added_by_index_are_numpy_add_at_bitwise(rows_on_host, dtype):
 # ----------------------------------------------------------------------------- inf/NaN flags
 def _nonfinite_cxx_source():
     from trainer_cli.ndarray import _finite_cuda
-    parts = ["#define __global__", "struct host_dim3 { unsigned x, y; };",
-             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    parts = list(_HOST_GRID_GLOBALS)
     for size, (utype, mask) in _finite_cuda._TYPES.items():
         symbol = "nonfinite_%d" % size
         parts.append("namespace ns_%s {\n%s\n}" % (symbol, (_finite_cuda.SOURCE % {
@@ -413,9 +426,7 @@ ROW_RULES = {
 
 
 def _row_kernels_cxx_source():
-    parts = ["#include <cmath>", "using std::sqrt;", "#define __global__",
-             "struct host_dim3 { unsigned x, y; };",
-             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    parts = ["#include <cmath>", "using std::sqrt;", *_HOST_GRID_GLOBALS]
     for name, (kernel, states) in ROW_RULES.items():
         for dtype, suffix in ((numpy.float32, "f"), (numpy.float64, "d")):
             symbol = "rows_%s_%s" % (name, suffix)
@@ -532,37 +543,25 @@ def test_row_ids_are_checked_at_both_ends_in_one_transfer():
 # ----------------------------------------------------------------------------- softmax CE loss
 def _loss_cxx_source():
     from trainer_cli.ndarray import _loss_cuda
-    parts = ["#include <cmath>", "using std::exp; using std::log;", "#define __global__",
-             "struct host_dim3 { unsigned x, y; };",
-             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    parts = ["#include <cmath>", "using std::exp; using std::log;", *_HOST_GRID_GLOBALS]
     for ctype, suffix in (("float", "f"), ("double", "d")):
         dtype = numpy.dtype(suffix)
         for label in ("f", "l"):
             symbol = "ce_forward_%s%s" % (suffix, label)
             source = _loss_cuda.forward_source(dtype, numpy.dtype(label))
-            parts.append("namespace ns_%s {\n%s\n}" % (
-                symbol, source.replace("trainer_cli_softmax_ce_forward", symbol)))
-            parts.append(
-                'extern "C" void run_%(s)s(const %(t)s* d, const void* lab, long long rows, '
-                "long long classes, %(t)s* logp, %(t)s* loss, long long* idx) {\n"
-                "    blockDim.x = 4; gridDim.x = (unsigned)((rows + 3) / 4);\n"
-                "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 4; ++t) {\n"
-                "        blockIdx.x = b; threadIdx.x = t;\n"
-                "        ns_%(s)s::%(s)s(d, (const ns_%(s)s::L*)lab, rows, classes, logp, loss, "
-                "idx);\n"
-                "    }\n}\n" % dict(s=symbol, t=ctype))
+            parts.append(_host_kernel(
+                symbol, source.replace("trainer_cli_softmax_ce_forward", symbol),
+                "const %(t)s* d, const void* lab, long long rows, long long classes, "
+                "%(t)s* logp, %(t)s* loss, long long* idx" % {"t": ctype},
+                "d, (const ns_%s::L*)lab, rows, classes, logp, loss, idx" % symbol,
+                4, "(rows + 3) / 4"))
         symbol = "ce_backward_" + suffix
-        parts.append("namespace ns_%s {\n%s\n}" % (symbol, (
-            _loss_cuda.BACKWARD_SOURCE % {"ctype": ctype}).replace(
-                "trainer_cli_softmax_ce_backward", symbol)))
-        parts.append(
-            'extern "C" void run_%(s)s(const %(t)s* head, const %(t)s* logp, '
-            "const long long* idx, long long rows, long long classes, %(t)s* grad) {\n"
-            "    blockDim.x = 4; gridDim.x = (unsigned)((rows + 3) / 4);\n"
-            "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 4; ++t) {\n"
-            "        blockIdx.x = b; threadIdx.x = t;\n"
-            "        ns_%(s)s::%(s)s(head, logp, idx, rows, classes, grad);\n"
-            "    }\n}\n" % dict(s=symbol, t=ctype))
+        parts.append(_host_kernel(
+            symbol, (_loss_cuda.BACKWARD_SOURCE % {"ctype": ctype}).replace(
+                "trainer_cli_softmax_ce_backward", symbol),
+            "const %(t)s* head, const %(t)s* logp, const long long* idx, long long rows, "
+            "long long classes, %(t)s* grad" % {"t": ctype},
+            "head, logp, idx, rows, classes, grad", 4, "(rows + 3) / 4"))
     return "\n".join(parts)
 
 
@@ -687,21 +686,15 @@ def test_dense_cuda_elements_are_the_array_operations_they_replace(fc_on_host, d
 
 def _bias_grad_cxx_source():
     from trainer_cli.ndarray import _fc_cuda
-    parts = ["#define __global__", "struct host_dim3 { unsigned x, y; };",
-             "static host_dim3 blockIdx, blockDim, gridDim, threadIdx;"]
+    parts = list(_HOST_GRID_GLOBALS)
     for ctype, suffix in (("float", "f"), ("double", "d")):
         symbol = "bias_grad_" + suffix
-        parts.append("namespace ns_%s {\n%s\n}" % (symbol, (
-            _fc_cuda.BIAS_GRAD_SOURCE % {"ctype": ctype}).replace("trainer_cli_fc_bias_grad",
-                                                                  symbol)))
-        parts.append(
-            'extern "C" void run_%(s)s(const %(t)s* g, const %(t)s* out, long long rows, '
-            "long long cols, int relu, %(t)s* masked, %(t)s* sums) {\n"
-            "    blockDim.x = 8; gridDim.x = (unsigned)((cols + 7) / 8);\n"
-            "    for (unsigned b = 0; b < gridDim.x; ++b) for (unsigned t = 0; t < 8; ++t) {\n"
-            "        blockIdx.x = b; threadIdx.x = t;\n"
-            "        ns_%(s)s::%(s)s(g, out, rows, cols, relu, masked, sums);\n"
-            "    }\n}\n" % dict(s=symbol, t=ctype))
+        parts.append(_host_kernel(
+            symbol, (_fc_cuda.BIAS_GRAD_SOURCE % {"ctype": ctype}).replace(
+                "trainer_cli_fc_bias_grad", symbol),
+            "const %(t)s* g, const %(t)s* out, long long rows, long long cols, int relu, "
+            "%(t)s* masked, %(t)s* sums" % {"t": ctype},
+            "g, out, rows, cols, relu, masked, sums", 8, "(cols + 7) / 8"))
     return "\n".join(parts)
 
 
