@@ -12,9 +12,10 @@ _MAX_BLOCKS = 1024          # per tensor; threads stride over larger tensors
 _MAX_ROWS = 65535           # gridDim.y's limit
 
 
-def blocks_for(largest: int) -> int:
-    """Blocks per tensor for tables whose largest tensor has ``largest`` elements (> 0)."""
-    return min(_MAX_BLOCKS, -(-largest // THREADS))
+def blocks_for(largest: int, per_thread: int = 1) -> int:
+    """Blocks per tensor for tables whose largest tensor has ``largest`` elements (> 0), each
+    thread taking ``per_thread`` of them at a time."""
+    return min(_MAX_BLOCKS, -(-largest // (THREADS * per_thread)))
 
 
 def launch(kernel, table, count, blocks, *args):

@@ -297,15 +297,29 @@ class _AdamBase(Optimizer):
     def create_state(self, index, weight):
         return (zeros_like(weight), zeros_like(weight))      # mean, variance
 
+    def _bias_factors(self, t):
+        """``(sqrt(1 - beta2^t), 1 - beta1^t)``: the rate at count ``t`` is lr times the first
+        over the second."""
+        return math.sqrt(1. - self.beta2 ** t), 1. - self.beta1 ** t
+
     def _corrected_lr(self, index, lr):
-        t = self._index_update_count[index]
-        return lr * math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t)
+        root, below = self._bias_factors(self._index_update_count[index])
+        return lr * root / below
 
     def _plan(self, indices, weights, grads):
-        # The bias correction folded into each tensor's rate, from its count.
-        correct = self._corrects_bias()
-        return [Plan(p.index, self._corrected_lr(p.index, p.lr) if correct else p.lr, p.wd)
-                for p in super()._plan(indices, weights, grads)]
+        # The bias correction folded into each tensor's rate, from its count; the factors
+        # worked out once per distinct count (a step's hundreds of tensors mostly share one).
+        plans = super()._plan(indices, weights, grads)
+        if not self._corrects_bias():
+            return plans
+        counts, factors, corrected = self._index_update_count, {}, []
+        for p in plans:
+            t = counts[p.index]
+            f = factors.get(t)
+            if f is None:
+                f = factors[t] = self._bias_factors(t)
+            corrected.append(Plan(p.index, p.lr * f[0] / f[1], p.wd))
+        return corrected
 
     def _corrects_bias(self):
         return True
