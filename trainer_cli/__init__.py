@@ -30,7 +30,7 @@ _ALIASES = {
     "optimizer": "optimizer", "lr_scheduler": "lr_scheduler", "kvstore": "kvstore", "kv": "kvstore",
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
     "metric": "metric", "io": "io", "sym": "symbol", "symbol": "symbol",
-    "image": "image", "img": "image", "profiler": "profiler",
+    "image": "image", "img": "image", "profiler": "profiler", "test_utils": "test_utils",
 }
 
 # MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one
@@ -47,7 +47,7 @@ _ABSENT = {
     "viz": "graph plotting (mxnet.visualization)", "callback": "Module callbacks (mxnet.callback)",
     "monitor": "executor monitor (mxnet.monitor)", "mon": "executor monitor (mxnet.monitor)",
     "operator": "custom C++/Python operator API (mxnet.operator)", "rtc": "runtime CUDA compiler (mxnet.rtc)",
-    "test_utils": "test helpers (mxnet.test_utils)", "engine": "engine controls (mxnet.engine)",
+    "engine": "engine controls (mxnet.engine)",
     "executor": "symbolic executor (mxnet.executor)", "torch": "Torch bridge (mxnet.torch)",
     "th": "Torch bridge (mxnet.torch)", "library": "operator library loader (mxnet.library)",
     "name": "symbol naming scopes (mxnet.name: NameManager, Prefix)",

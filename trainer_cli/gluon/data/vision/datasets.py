@@ -22,7 +22,7 @@ from ....ndarray import creation
 from ..dataset import Dataset
 from .image_file import imread
 
-__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageFolderDataset",
+__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageFolderDataset", "read_idx",
            "ImageListDataset", "DatasetFileError", "data_dir"]
 
 MAX_FILE_BYTES = 1024 * MiB
@@ -77,7 +77,7 @@ def _read_bounded(path, limit, opener=None, head_only=False):
     return data
 
 
-def _read_idx(path, magic, dims, expected=None):
+def read_idx(path, magic, dims, expected=None):
     """An idx file (gzip-compressed when named ``.gz``): big-endian magic, ``dims`` sizes, then
     uint8 values. ``expected``: the shape the header must give (checked before the data is
     inflated: a small gzip bomb behind a header of the wrong shape is not read)."""
@@ -150,8 +150,8 @@ class MNIST(_DownloadedDataset):
         data_name, label_name = prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz"
         data_path, label_path = _locate(self._root, [data_name, label_name],
                                         type(self).__name__, plain_too=True)
-        label = _read_idx(label_path, 0x801, 1).astype(numpy.int32)
-        data = _read_idx(data_path, 0x803, 3, expected=(len(label), 28, 28))
+        label = read_idx(label_path, 0x801, 1).astype(numpy.int32)
+        data = read_idx(data_path, 0x803, 3, expected=(len(label), 28, 28))
         data = data.reshape(len(label), 28, 28, 1)
         self._data = creation.array(data, dtype=data.dtype)
         self._label = label
