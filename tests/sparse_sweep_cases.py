@@ -70,6 +70,8 @@ CASES = {
     # shapes other than (4, 5)
     "BatchNorm": ((2, 3, 2, 2), lambda nd, x, d: nd.BatchNorm(x, d((3,)), d((3,)), d((3,)), d((3,)))),
     "Convolution": ((2, 3, 4, 4), lambda nd, x, d: nd.Convolution(x, d((2, 3, 3, 3)), d((2,)), kernel=(3, 3), num_filter=2)),
+    "BilinearSampler": ((2, 3, 4, 5), lambda nd, x, d: nd.BilinearSampler(
+        x, nd.array(np.linspace(-1.2, 1.2, 36).reshape(2, 2, 3, 3).astype(np.float32)))),
     "Deconvolution": ((2, 3, 4, 4), lambda nd, x, d: nd.Deconvolution(x, d((3, 2, 3, 3)), d((2,)), kernel=(3, 3), num_filter=2)),
     "Pooling": ((2, 3, 4, 4), lambda nd, x, d: nd.Pooling(x, kernel=(2, 2), stride=(2, 2))),
     "UpSampling": ((2, 3, 2, 2), lambda nd, x, d: nd.UpSampling(x, scale=2, sample_type="nearest")),

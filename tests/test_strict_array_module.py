@@ -290,3 +290,23 @@ def test_ops_make_no_hidden_host_transfer(monkeypatch, case):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert a.tobytes() == b.tobytes(), case
 
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+def test_bilinear_sampler_makes_no_hidden_host_transfer(monkeypatch, dtype):
+    """The sampler's forward and both gradients on the stand-in: the NumPy bits, no transfer."""
+    from trainer_cli.ndarray import spatial
+    standin_array_module(monkeypatch)
+    rng = numpy.random.default_rng(2)
+    data = rng.standard_normal((2, 3, 4, 5)).astype(dtype)
+    grid = (rng.uniform(-1.3, 1.3, (2, 2, 3, 6))).astype(dtype)
+    head = rng.standard_normal((2, 3, 3, 6)).astype(dtype)
+    want = [spatial._forward(data, grid, numpy), *spatial._backward(head, data, grid, True,
+                                                                     True, numpy)]
+    got = [spatial._forward(to_device(data), to_device(grid), module),
+           *spatial._backward(to_device(head), to_device(data), to_device(grid), True, True,
+                              module)]
+    for a, b in zip(want, got):
+        b = numpy.ascontiguousarray(b.get())
+        assert b.dtype == dtype
+        assert numpy.ascontiguousarray(a).tobytes() == b.tobytes()

@@ -18,6 +18,7 @@ import numpy
 
 from .gluon.data.vision import image_file as _image_file
 from .gluon.data.vision._resize import resize as _resize
+from .gluon.data.vision._rotate import imrotate, random_rotate
 from .gluon.data.vision.transforms import _host, _scale_down, random_size_box as _random_size_box
 from .ndarray import NDArray, creation
 from . import ndarray as nd
@@ -28,7 +29,7 @@ __all__ = ["imread", "imdecode", "imresize", "resize_short", "fixed_crop", "rand
            "RandomSizedCropAug", "CenterCropAug", "RandomOrderAug", "BrightnessJitterAug",
            "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug", "ColorJitterAug",
            "LightingAug", "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug",
-           "CreateAugmenter"]
+           "CreateAugmenter", "imrotate", "random_rotate"]
 
 
 def _back(values, like=None, out=None):
@@ -458,8 +459,7 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
 
 
 def __getattr__(name):
-    if name in ("ImageIter", "ImageDetIter", "imrotate", "random_rotate", "copyMakeBorder",
-                "CreateDetAugmenter"):
+    if name in ("ImageIter", "ImageDetIter", "copyMakeBorder", "CreateDetAugmenter"):
         from .base import NotInTrainerCLIError, absent_message
         raise NotInTrainerCLIError(absent_message(__name__ + "." + name, "image API (%s)" % name))
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

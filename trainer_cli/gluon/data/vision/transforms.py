@@ -5,7 +5,8 @@ Images are NDArrays in MXNet's layout, (H, W, C) or (N, H, W, C), before ``ToTen
 (tests/test_vision_transforms.py compares them with real MXNet's). The random ones draw their
 factors from trainer_cli's seedable generator (MXNet's distributions, not its random streams),
 except ``RandomResizedCrop``, which draws from Python's ``random`` module as MXNet's does, so a
-program seeding ``random`` gets MXNet's crops.
+program seeding ``random`` gets MXNet's crops, and ``RandomRotation``, which draws from
+``numpy.random`` as MXNet's does.
 """
 from __future__ import annotations
 
@@ -16,17 +17,17 @@ import random as _py_random
 import numpy
 
 from .... import random as _random
-from ....base import NotInTrainerCLIError, absent_message
 from ....ndarray import NDArray, creation
 from ...block import Block, HybridBlock, HybridSequential, Sequential, _block_call_text
 from . import _color
 from ._resize import resize as _resize
+from ._rotate import imrotate as _imrotate, random_rotate as _random_rotate
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop",
            "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
-           "RandomLighting", "CropResize", "RandomApply", "resize", "center_crop",
-           "random_size_crop"]
+           "RandomLighting", "CropResize", "RandomApply", "Rotate", "RandomRotation", "resize",
+           "center_crop", "random_size_crop"]
 
 
 def _host(x):
@@ -459,11 +460,42 @@ class RandomLighting(_ColorBlock):
         return self._apply(x, _color.lighting, weights)
 
 
-_ABSENT = {"Rotate": "image rotation transform", "RandomRotation": "random rotation transform"}
+# ------------------------------------------------------------------------------- rotation
+class Rotate(Block):
+    """Rotate float32 (C, H, W) or (N, C, H, W) images by ``rotation_degrees`` about their
+    centre, keeping their shape (``image.imrotate``; ``zoom_in``: no empty corners,
+    ``zoom_out``: the whole image kept). After ``ToTensor``."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        super().__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def forward(self, x):
+        if x.dtype is not numpy.float32:
+            raise TypeError("This transformation only supports float32. Consider calling it "
+                            "after ToTensor")
+        return _imrotate(x, *self._args)
 
 
-def __getattr__(name):
-    if name in _ABSENT:
-        raise NotInTrainerCLIError(absent_message(__name__ + "." + name, _ABSENT[name]))
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+class RandomRotation(Block):
+    """With probability ``rotate_with_proba``, rotate by an angle drawn uniformly from
+    ``angle_limits`` (degrees, lower first; one angle per image of a batch), drawn from
+    ``numpy.random`` as MXNet draws it. After ``ToTensor``."""
 
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        super().__init__()
+        lower, upper = angle_limits
+        if lower >= upper:
+            raise ValueError("`angle_limits` must be an ordered tuple")
+        if rotate_with_proba < 0 or rotate_with_proba > 1:
+            raise ValueError("Probability of rotating the image should be between 0 and 1")
+        self._args = (angle_limits, zoom_in, zoom_out)
+        self._rotate_with_proba = rotate_with_proba
+
+    def forward(self, x):
+        if numpy.random.random() > self._rotate_with_proba:
+            return x
+        if x.dtype is not numpy.float32:
+            raise TypeError("This transformation only supports float32. Consider calling it "
+                            "after ToTensor")
+        return _random_rotate(x, *self._args)
