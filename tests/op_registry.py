@@ -468,6 +468,8 @@ EXCLUDED = {
     "RNN": "the fused recurrent op: checked against MXNet's golden data in tests/test_gluon_rnn.py",
     "BilinearSampler": "MXNet's bits forward and for both gradients, and finite differences, in "
                        "tests/test_rotate.py (its grids need positions away from cell edges)",
+    "GridGenerator": "MXNet's bits (affine and warp) and finite differences in tests/test_rotate.py",
+    "SpatialTransformer": "MXNet's bits and finite differences in tests/test_rotate.py",
     "normal": _RANDOM, "uniform": _RANDOM, "shuffle": _RANDOM,
 }
 for _n in ("exponential", "gamma", "generalized_negative_binomial", "negative_binomial",

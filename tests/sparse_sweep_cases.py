@@ -72,6 +72,10 @@ CASES = {
     "Convolution": ((2, 3, 4, 4), lambda nd, x, d: nd.Convolution(x, d((2, 3, 3, 3)), d((2,)), kernel=(3, 3), num_filter=2)),
     "BilinearSampler": ((2, 3, 4, 5), lambda nd, x, d: nd.BilinearSampler(
         x, nd.array(np.linspace(-1.2, 1.2, 36).reshape(2, 2, 3, 3).astype(np.float32)))),
+    "GridGenerator": ((2, 2, 4, 5), lambda nd, x, d: nd.GridGenerator(x, transform_type="warp")),
+    "SpatialTransformer": ((2, 3, 4, 5), lambda nd, x, d: nd.SpatialTransformer(
+        x, nd.array([[0.9, 0.1, 0.0, -0.2, 1.1, 0.1]] * 2), target_shape=(3, 4),
+        transform_type="affine", sampler_type="bilinear")),
     "Deconvolution": ((2, 3, 4, 4), lambda nd, x, d: nd.Deconvolution(x, d((3, 2, 3, 3)), d((2,)), kernel=(3, 3), num_filter=2)),
     "Pooling": ((2, 3, 4, 4), lambda nd, x, d: nd.Pooling(x, kernel=(2, 2), stride=(2, 2))),
     "UpSampling": ((2, 3, 2, 2), lambda nd, x, d: nd.UpSampling(x, scale=2, sample_type="nearest")),

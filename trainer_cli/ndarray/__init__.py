@@ -8,7 +8,7 @@ from .creation import __all__ as _creation_all
 from .nn import *  # noqa: F401,F403
 from .nn import __all__ as _nn_all
 from .ctc import CTCLoss, ctc_loss
-from .spatial import BilinearSampler
+from .spatial import BilinearSampler, GridGenerator, SpatialTransformer
 from .more_ops import *  # noqa: F401,F403
 from .more_ops import __all__ as _more_all
 from . import random
@@ -52,7 +52,7 @@ from .normalization import GroupNorm, InstanceNorm  # noqa: E402
 from .padding import Pad, pad  # noqa: E402
 from .rnn import RNN  # noqa: E402
 
-_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "BilinearSampler", "Deconvolution", "GroupNorm", "InstanceNorm",
+_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "BilinearSampler", "GridGenerator", "SpatialTransformer", "Deconvolution", "GroupNorm", "InstanceNorm",
               "Pad", "pad", "RNN"] + list(_ops_all) + list(_nn_all)
              + list(_more_all) + ["elemwise_add", "broadcast_add", "elemwise_sub", "broadcast_sub",
                                   "elemwise_mul", "broadcast_mul", "elemwise_div", "broadcast_div",

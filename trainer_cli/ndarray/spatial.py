@@ -1,5 +1,7 @@
 """Spatial sampling: MXNet 1.9.1's ``BilinearSampler`` (the sampler of spatial transformer
-networks, and of ``image.imrotate``), forward and backward, to MXNet's bits on the CPU.
+networks, and of ``image.imrotate``), forward and backward, to MXNet's bits on the CPU;
+``GridGenerator`` (affine and warp grids) and ``SpatialTransformer`` (an affine grid sampled
+bilinearly) on it.
 
 MXNet's C++ loop mixes float and double: for float32 data the top-left corner's term is float
 arithmetic, the other three corners' weights ``1.0 - w`` are doubles, so their terms and the sum
@@ -14,7 +16,7 @@ import numpy
 from ..base import ShapeError
 from .ndarray import NDArray, _result, _xp_of
 
-__all__ = ["BilinearSampler"]
+__all__ = ["BilinearSampler", "GridGenerator", "SpatialTransformer"]
 
 
 def _corners(grid, height, width, xp):
@@ -143,3 +145,86 @@ def BilinearSampler(data, grid, cudnn_off=None):  # noqa: N802 (MXNet's name)
     with data._ctx.device_scope():
         out = _forward(d, gr, xp)
     return _result(out, data._ctx, (data, grid), vjp)
+
+
+def _target(target_shape, name):
+    try:
+        h, w = (int(v) for v in target_shape)
+    except (TypeError, ValueError):
+        raise ValueError("%s: target_shape must be (height, width), got %r"
+                         % (name, target_shape)) from None
+    if h < 2 or w < 2:
+        raise ValueError("%s: target_shape must be at least (2, 2), got %r" % (name, target_shape))
+    return h, w
+
+
+def _affine_grid(loc, grid_dst, h, w, name):
+    """``loc`` (N, 6) as (N, 2, 3) affine maps applied to ``grid_dst`` (3, h * w: x, y, 1 of
+    each output position): the (N, 2, h, w) source grid, recorded (its gradient: the grid's
+    gradient times ``grid_dst`` transposed)."""
+    theta = loc._data
+    if theta.ndim != 2 or theta.shape[1] != 6:
+        raise ShapeError("%s: the affine parameters must be (N, 6), got %s" % (name, theta.shape))
+    xp = _xp_of(theta)
+    n = theta.shape[0]
+    out = xp.matmul(theta.reshape(n, 2, 3), grid_dst).reshape(n, 2, h, w)
+
+    def vjp(g, needs):
+        return (xp.matmul(g.reshape(n, 2, h * w), grid_dst.T).reshape(n, 6),)
+    return _result(out, loc._ctx, (loc,), vjp)
+
+
+def GridGenerator(data, transform_type="affine", target_shape=(0, 0)):  # noqa: N802
+    """A sampling grid for ``BilinearSampler``: ``affine`` maps each output position (x, y in
+    [-1, 1] over ``target_shape`` (height, width)) through ``data`` (N, 6), giving (N, 2, height,
+    width); ``warp`` adds the flow ``data`` (N, 2, H, W, in pixels) to each position and
+    normalises to [-1, 1]."""
+    if not isinstance(data, NDArray):
+        raise TypeError("GridGenerator takes an NDArray")
+    d = data._data
+    xp = _xp_of(d)
+    t = d.dtype.type
+    if transform_type == "affine":
+        h, w = _target(target_shape, "GridGenerator")
+        # MXNet's arithmetic in the data's dtype: column = k - trunc(k / w) * w, then
+        # -1 + column * (2 / (w - 1)), the factor rounded to the dtype first.
+        k = xp.arange(h * w).astype(d.dtype)
+        row = (k / t(w)).astype(numpy.int32).astype(d.dtype)
+        grid_dst = xp.stack([t(-1) + (k - row * t(w)) * t(2.0 / (w - 1)),
+                             t(-1) + row * t(2.0 / (h - 1)), xp.ones(h * w, dtype=d.dtype)])
+        return _affine_grid(data, grid_dst, h, w, "GridGenerator")
+    if transform_type != "warp":
+        raise ValueError("GridGenerator: transform_type must be 'affine' or 'warp', got %r"
+                         % (transform_type,))
+    if d.ndim != 4 or d.shape[1] != 2:
+        raise ShapeError("GridGenerator: a warp's flow must be (N, 2, H, W), got %s"
+                         % (d.shape,))
+    h, w = d.shape[2:]
+    scale = xp.asarray([t((t(w) - 1.0) / 2.0), t((t(h) - 1.0) / 2.0)]).reshape(1, 2, 1, 1)
+    ys, xs = xp.meshgrid(xp.arange(h, dtype=d.dtype), xp.arange(w, dtype=d.dtype), indexing="ij")
+    out = (d + xp.stack([xs, ys])[None]) / scale - t(1)
+
+    def vjp(g, needs):
+        return (g / scale,)
+    return _result(out, data._ctx, (data,), vjp)
+
+
+def SpatialTransformer(data, loc, target_shape=(0, 0), transform_type="affine",  # noqa: N802
+                       sampler_type="bilinear", cudnn_off=None):
+    """``data`` (N, C, H, W) sampled bilinearly at the affine grid of ``loc`` (N, 6) over
+    ``target_shape`` (height, width): MXNet's ``SpatialTransformer``. Differentiable in both."""
+    if transform_type != "affine" or sampler_type != "bilinear":
+        raise ValueError("SpatialTransformer: MXNet has only transform_type='affine' and "
+                         "sampler_type='bilinear', got %r and %r" % (transform_type, sampler_type))
+    if not isinstance(data, NDArray) or not isinstance(loc, NDArray):
+        raise TypeError("SpatialTransformer takes two NDArrays, data and loc")
+    h, w = _target(target_shape, "SpatialTransformer")
+    xp = _xp_of(loc._data)
+    dtype = loc._data.dtype
+    # This operator's grid of output positions is worked out in double, then rounded.
+    k = numpy.arange(h * w)
+    grid_dst = numpy.stack([-1.0 + (k % w) * 2.0 / (w - 1), -1.0 + (k // w) * 2.0 / (h - 1),
+                            numpy.ones(h * w)]).astype(dtype)
+    with loc._ctx.device_scope():
+        grid = _affine_grid(loc, xp.asarray(grid_dst), h, w, "SpatialTransformer")
+    return BilinearSampler(data, grid)
