@@ -210,12 +210,11 @@ def test_absent_gluon_names_say_so():
 
 def test_absent_gluon_contrib_modules_say_so():
     import trainer_cli.gluon.contrib as contrib
-    for name in ("rnn", "cnn"):
-        with pytest.raises(mx.MXNetError, match="does not provide.*docs/porting.md"):
-            getattr(contrib, name).anything
-    from trainer_cli.gluon.contrib import rnn
-    with pytest.raises(AttributeError, match="LSTMPCell.*does not provide"):
-        rnn.LSTMPCell(10, 5)
+    with pytest.raises(mx.MXNetError, match="does not provide.*docs/porting.md"):
+        contrib.cnn.anything
+    from trainer_cli.gluon.contrib import cnn
+    with pytest.raises(AttributeError, match="DeformableConvolution.*does not provide"):
+        cnn.DeformableConvolution(10, 5)
 
 
 def test_base_sits_below_the_array_layer():

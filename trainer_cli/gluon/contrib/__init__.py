@@ -1,18 +1,17 @@
 """``gluon.contrib``: MXNet 1.9's contributed Gluon blocks that trainer_cli provides
-(``contrib.nn.SparseEmbedding``), ``contrib.data.IntervalSampler`` and ``contrib.estimator``."""
+(``contrib.nn.SparseEmbedding``, the ``contrib.rnn`` cells), ``contrib.data.IntervalSampler``
+and ``contrib.estimator``."""
 import importlib
 
 from ...base import AbsentModule
 
-from . import data, nn
+from . import data, nn, rnn
 
-__all__ = ["data", "nn", "estimator"]
+__all__ = ["data", "nn", "rnn", "estimator"]
 
 
 # MXNet 1.9 gluon.contrib modules not provided (docs/porting.md): using one says so.
-_ABSENT = {"rnn": "contributed recurrent cells (VariationalDropoutCell, LSTMPCell, the "
-                  "convolutional RNN/LSTM/GRU cells)",
-           "cnn": "contributed convolutions (DeformableConvolution, ModulatedDeformableConvolution)"}
+_ABSENT = {"cnn": "contributed convolutions (DeformableConvolution, ModulatedDeformableConvolution)"}
 
 
 def __getattr__(name):
