@@ -122,7 +122,7 @@ def test_zeros_with_sparse_stype_makes_that_storage():
     assert nd.zeros((3, 2), stype="default").stype == "default"
 
 
-@pytest.mark.parametrize("name", ["executor", "mod", "recordio", "np", "npx", "viz"])
+@pytest.mark.parametrize("name", ["executor", "mod", "np", "npx", "viz"])
 def test_absent_top_level_names_say_so(name):
     module = getattr(mx, name)
     assert name in repr(module) and "docs/porting.md" in repr(module)

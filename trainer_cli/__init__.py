@@ -31,6 +31,7 @@ _ALIASES = {
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
     "metric": "metric", "io": "io", "sym": "symbol", "symbol": "symbol",
     "image": "image", "img": "image", "profiler": "profiler", "test_utils": "test_utils",
+    "recordio": "recordio",
 }
 
 # MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one
@@ -38,7 +39,6 @@ _ALIASES = {
 _ABSENT = {
     "mod": "Module API (mxnet.module)", "module": "Module API (mxnet.module)",
     "model": "FeedForward model API (mxnet.model)",
-    "recordio": "RecordIO file format (mxnet.recordio)",
     "np": "NumPy-compatible array API (mxnet.numpy)", "numpy": "NumPy-compatible array API (mxnet.numpy)",
     "npx": "NumPy extension API (mxnet.numpy_extension)",
     "numpy_extension": "NumPy extension API (mxnet.numpy_extension)",

@@ -3,7 +3,7 @@ transforms (loaded on first use)."""
 import importlib
 
 from .dataloader import DataLoader, default_batchify_fn
-from .dataset import ArrayDataset, Dataset, SimpleDataset
+from .dataset import ArrayDataset, Dataset, RecordFileDataset, SimpleDataset
 from .sampler import BatchSampler, FilterSampler, RandomSampler, Sampler, SequentialSampler
 
 

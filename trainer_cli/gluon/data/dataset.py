@@ -1,11 +1,14 @@
 """Datasets: indexable collections of samples."""
 from __future__ import annotations
 
+import os
+
 import numpy
 
+from ... import recordio
 from ...ndarray import NDArray
 
-__all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
+__all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
 
 class Dataset:
@@ -141,3 +144,20 @@ class ArrayDataset(Dataset):
                 arr = data[indices]
                 out.append(creation.array(arr, dtype=arr.dtype))
         return out[0] if len(out) == 1 else out
+
+
+class RecordFileDataset(Dataset):
+    """The records of a RecordIO file (``filename``, with its index beside it: the same name
+    ending ``.idx``), item ``i`` the bytes of the ``i``-th key of the index. Worker processes
+    reopen the file (each keeps its own offset)."""
+
+    def __init__(self, filename):
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)

@@ -18,11 +18,13 @@ import numpy
 
 from ...._bounded import MiB, open_regular
 from ....base import data_dir
+from .... import recordio
 from ....ndarray import creation
-from ..dataset import Dataset
-from .image_file import imread
+from ..dataset import Dataset, RecordFileDataset
+from .image_file import imdecode, imread
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageFolderDataset", "read_idx",
+           "ImageRecordDataset",
            "ImageListDataset", "DatasetFileError", "data_dir"]
 
 MAX_FILE_BYTES = 1024 * MiB
@@ -224,6 +226,26 @@ class CIFAR100(CIFAR10):
 
 
 _EXTS = (".jpg", ".jpeg", ".png")
+
+
+class ImageRecordDataset(RecordFileDataset):
+    """The images of a RecordIO file made by ``recordio.pack_img`` (MXNet's ``im2rec``), with
+    its ``.idx`` beside it: item ``i`` is ``(image, label)``, the image a uint8 NDArray (H, W, 3)
+    RGB, or (H, W, 1) with ``flag=0``, the label the record header's (a number or an array);
+    ``transform(image, label)`` when given."""
+
+    def __init__(self, filename, flag=1, transform=None):
+        super().__init__(filename)
+        self._flag = flag
+        self._transform = transform
+
+    def __getitem__(self, idx):
+        header, encoded = recordio.unpack(super().__getitem__(idx))
+        img = creation.array(imdecode(encoded, self._flag, "%s, record %d" % (self.filename, idx)),
+                             dtype=numpy.uint8)
+        if self._transform is not None:
+            return self._transform(img, header.label)
+        return img, header.label
 
 
 class ImageFolderDataset(Dataset):
