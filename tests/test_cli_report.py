@@ -71,7 +71,7 @@ def test_list_names_everything_a_config_can_use(tmp_path):
     assert not (tmp_path / "RAN").exists() and not os.path.exists("RAN")
     assert "l2" in cat["losses"] and "accuracy" in cat["metrics"] and "xavier" in cat["initializers"]
     assert cat["datasets"]["types"] == ["synthetic", "ratings", "npz", "npy", "csr", "csv", "sklearn",
-                                          "image_folder", "mnist", "fashion_mnist", "cifar10",
+                                          "image_folder", "image_record", "mnist", "fashion_mnist", "cifar10",
                                           "cifar100", "text"]
     assert cat["kvstore"] == ["local", "device", "dist_sync", "dist_device_sync", "dist_async",
                               "dist_device_async"]

@@ -309,7 +309,7 @@ def test_json_schema_shape():
     assert path_form["type"] == "string"
     assert train["discriminator"]["propertyName"] == "type"
     assert set(train["discriminator"]["mapping"]) == {"synthetic", "ratings", "npz", "npy", "csr", "csv", "sklearn",
-                                                           "image_folder", "mnist", "fashion_mnist",
+                                                           "image_folder", "image_record", "mnist", "fashion_mnist",
                                                            "cifar10", "cifar100", "text"}
     import json
     json.dumps(schema)  # serialisable as is

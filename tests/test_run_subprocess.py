@@ -34,7 +34,7 @@ SHIPPED = {
 }
 # Configs whose data a script makes first (configs/data/make_shapes.py): test_runner_images_text.py
 # makes it and runs them.
-MADE_DATA = {"image_folder", "zoo_shapes"}
+MADE_DATA = {"image_folder", "image_record", "zoo_shapes"}
 
 
 def test_every_shipped_cpu_config_is_covered():

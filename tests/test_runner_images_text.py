@@ -33,7 +33,7 @@ def shapes_project(tmp_path_factory):
     finally:
         sys.path.pop(0)
     make_shapes.main(folder / "data" / "shapes")
-    for name in ("image_folder.yaml", "zoo_shapes.yaml"):
+    for name in ("image_folder.yaml", "image_record.yaml", "zoo_shapes.yaml"):
         shutil.copy(CONFIGS / name, folder / name)
     return folder
 
@@ -56,6 +56,41 @@ def test_image_folder_config_runs_and_learns(shapes_project, tmp_path):
     summary = _run(shapes_project / "image_folder.yaml", tmp_path)
     assert summary["status"] == "finished"
     assert summary["metrics"]["val_accuracy"] >= 0.9      # the config says 0.93
+
+
+def test_record_files_train_as_the_folders_do(shapes_project, tmp_path, _fast_disk):
+    """The same images packed in .rec files (make_shapes.py packs them as im2rec does): the run
+    is the image folder's run, bit for bit, and reading the records from two worker processes
+    changes nothing."""
+    folder = start_run(shapes_project / "image_folder.yaml", ["epochs=2"],
+                       run_root=tmp_path / "folder")
+    for workers in (0, 2):
+        records = start_run(shapes_project / "image_record.yaml",
+                            ["epochs=2", "data.num_workers=%d" % workers],
+                            run_root=tmp_path / ("records%d" % workers))
+        assert records.status == "finished"
+        for got, want in zip(final_arrays(records.summary["run_dir"]),
+                             final_arrays(folder.summary["run_dir"])):
+            assert_bitwise_equal(got, want)
+        assert metric_rows(records.summary["run_dir"]) == metric_rows(folder.summary["run_dir"])
+    result = evaluate_run(records.summary["run_dir"])
+    assert result["metrics"]["accuracy"] == folder.summary["metrics"]["val_accuracy"]
+
+
+def test_record_file_problems_are_clear(shapes_project, tmp_path):
+    shutil.copy(shapes_project / "data" / "shapes" / "val.rec", tmp_path / "lone.rec")
+    got = _problems(tmp_path, """        model: mlp
+        data: {train: {type: image_record, path: lone.rec}, val: {type: image_record, path: no.rec}}
+        loss: softmax_cross_entropy
+        epochs: 1
+        """)
+    assert "data.train.path: the record file 'lone.rec' has no index beside it" in got
+    assert "data.val.path: record file 'no.rec' not found" in got
+    (tmp_path / "lone.idx").write_text("0\t0\n1\t999999\n")
+    (tmp_path / "c.yaml").write_text("model: mlp\ndata: {train: {type: image_record, path: "
+                                     "lone.rec}}\nloss: softmax_cross_entropy\nepochs: 1\n")
+    with pytest.raises(DataError, match="lone.rec: the index .* points past the end"):
+        start_run(tmp_path / "c.yaml", run_root=tmp_path / "runs")
 
 
 def test_zoo_config_runs_a_model_zoo_network(shapes_project, tmp_path):

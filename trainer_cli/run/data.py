@@ -508,7 +508,7 @@ def _ratings(spec) -> Arrays:
     return Arrays(numpy.stack([u, i], axis=1).astype(numpy.float32), y.astype(numpy.float32))
 
 
-_IMAGE_TYPES = ("image_folder", "mnist", "fashion_mnist", "cifar10", "cifar100")
+_IMAGE_TYPES = ("image_folder", "image_record", "mnist", "fashion_mnist", "cifar10", "cifar100")
 _LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "csr": _csr, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
 
 

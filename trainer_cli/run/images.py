@@ -19,6 +19,8 @@ import weakref
 import numpy
 
 from .._pools import close_pool, leave_stops_to_parent
+from ..gluon.data.dataset import RecordFileDataset
+from ..recordio import RecordIOError, unpack
 from .data import Arrays, DataError
 
 __all__ = ["ImageRows", "load_images"]
@@ -26,9 +28,11 @@ __all__ = ["ImageRows", "load_images"]
 # A worker's batch share that has not come back in this many seconds ends the run (a stuck
 # decoder must not hang it).
 WORKER_TIMEOUT_S = 300
-# Decoded images kept in memory per process (an image folder's; in-memory sets are arrays).
+# Decoded images kept in memory per process (an image folder's or a record file's; in-memory
+# sets are arrays).
 DECODED_BYTES = 512 << 20
-# Bytes of an image folder's files read for the data fingerprint (beyond it: names and sizes).
+# Bytes of an image folder's (or record file's) files read for the data fingerprint (beyond it:
+# names and sizes).
 FINGERPRINT_BYTES = 256 << 20
 
 
@@ -61,16 +65,26 @@ def _transformed(transform, image, key):
 
 
 class _Source:
-    """Where the raw images are: a uint8 array (N, H, W, C) in memory, or files decoded when
+    """Where the raw images are: a uint8 array (N, H, W, C) in memory, files decoded when read,
+    or the records of a RecordIO file (``records``: its ``RecordFileDataset``) decoded when
     read."""
 
-    def __init__(self, images=None, files=None, gray=False):
-        self.images, self.files, self.gray = images, files, gray
+    def __init__(self, images=None, files=None, gray=False, records=None):
+        self.images, self.files, self.gray, self.records = images, files, gray, records
         self._decoded: dict = {}
         self._kept = 0
 
     def __len__(self):
-        return len(self.images) if self.images is not None else len(self.files)
+        if self.images is not None:
+            return len(self.images)
+        return len(self.records) if self.records is not None else len(self.files)
+
+    @property
+    def paths(self):
+        """The files the images come from (for the data fingerprint)."""
+        if self.records is not None:
+            return [self.records.filename, self.records.idx_file]
+        return self.files
 
     def image(self, position):
         if self.images is not None:
@@ -78,11 +92,16 @@ class _Source:
         kept = self._decoded.get(position)
         if kept is not None:
             return kept
-        from ..gluon.data.vision.image_file import ImageFileError, imread
+        from ..gluon.data.vision.image_file import ImageFileError, imdecode, imread
 
         try:
-            image = imread(self.files[position], 0 if self.gray else 1)
-        except (ImageFileError, ImportError) as exc:
+            if self.records is not None:
+                encoded = unpack(self.records[position])[1]
+                image = imdecode(encoded, 0 if self.gray else 1,
+                                 "%s, record %d" % (self.records.filename, position))
+            else:
+                image = imread(self.files[position], 0 if self.gray else 1)
+        except (ImageFileError, RecordIOError, ImportError) as exc:
             raise DataError(str(exc)) from None
         # Decoded images are kept up to a budget: a small set is decoded once, not every epoch.
         if self._kept + image.nbytes <= DECODED_BYTES:
@@ -208,7 +227,7 @@ class ImageRows:
             digest.update(memoryview(numpy.ascontiguousarray(source.images)).cast("B"))
             return digest.digest()
         budget = FINGERPRINT_BYTES
-        for path in source.files:
+        for path in source.paths:
             digest.update(os.fsencode(path))
             try:
                 size = os.stat(path).st_size
@@ -220,6 +239,19 @@ class ImageRows:
             except OSError as exc:
                 raise DataError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
         return digest.digest()
+
+
+def _record_labels(records) -> numpy.ndarray:
+    """Each record's class label, from its header (one number per record)."""
+    labels = numpy.empty(len(records), dtype=numpy.float32)
+    for k in range(len(records)):
+        header = unpack(records[k])[0]
+        label = numpy.ravel(numpy.asarray(header.label, dtype=numpy.float32))
+        if label.size != 1:
+            raise DataError("%s, record %d: %d labels in its header; a run trains on one class "
+                            "label per image" % (records.filename, k, label.size))
+        labels[k] = label[0]
+    return labels
 
 
 def load_images(spec, seed=0, num_workers=0, where="data") -> Arrays:
@@ -235,6 +267,12 @@ def load_images(spec, seed=0, num_workers=0, where="data") -> Arrays:
                                 % spec.path)
             source = _Source(files=[f for f, _ in found.items], gray=spec.gray)
             labels = numpy.array([label for _, label in found.items], dtype=numpy.float32)
+        elif spec.type == "image_record":
+            records = RecordFileDataset(spec.path)
+            if not len(records):
+                raise DataError("%s: no records in its index %s" % (spec.path, records.idx_file))
+            source = _Source(records=records, gray=spec.gray)
+            labels = _record_labels(records)
         else:
             cls = {"mnist": datasets.MNIST, "fashion_mnist": datasets.FashionMNIST,
                    "cifar10": datasets.CIFAR10, "cifar100": datasets.CIFAR100}[spec.type]
@@ -243,7 +281,7 @@ def load_images(spec, seed=0, num_workers=0, where="data") -> Arrays:
             images, labels = found.as_numpy()
             source = _Source(images=images)
             labels = labels.astype(numpy.float32)
-    except (datasets.DatasetFileError, OSError) as exc:
+    except (datasets.DatasetFileError, RecordIOError, OSError) as exc:
         raise DataError("%s: %s" % (where, exc)) from None
     transforms = spec.transforms
     random = any(t.is_random for t in transforms or [])

@@ -26,7 +26,7 @@ from ..describe import Expect
 from ..suggest import choice_list, did_you_mean, excerpt
 from .base import Seed, Section, detail, fail, problem
 from .files import checking_files, csv_header, npy_shape, npz_names, resolve_input
-from .images import IMAGE_TYPES, ImageFolderData, VisionData
+from .images import IMAGE_TYPES, ImageFolderData, ImageRecordData, VisionData
 from .text import TextData
 
 __all__ = ["DataSection", "SyntheticData", "RatingsData", "CsrData", "NpzData", "NpyData", "CsvData", "SklearnData",
@@ -228,7 +228,7 @@ class SklearnData(Section):
 
 
 DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsrData, CsvData, SklearnData,
-                   ImageFolderData, VisionData, TextData)
+                   ImageFolderData, ImageRecordData, VisionData, TextData)
 DATASET_TYPES = tuple(t for cls in DATASET_CLASSES for t in cls.model_fields["type"].annotation.__args__)
 Dataset = Annotated[Union[DATASET_CLASSES], Field(discriminator="type"),
                     Expect("a data file or a mapping with type (" + ", ".join(DATASET_TYPES) + ")")]

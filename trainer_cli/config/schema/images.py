@@ -1,5 +1,6 @@
-"""Image data sets in the ``data`` section: a folder of images per class, or one of the vision
-sets MXNet reads from local files, each with a list of transforms::
+"""Image data sets in the ``data`` section: a folder of images per class, a RecordIO file of
+packed images (MXNet's ``im2rec``), or one of the vision sets MXNet reads from local files, each
+with a list of transforms::
 
     data:
       train:
@@ -8,6 +9,7 @@ sets MXNet reads from local files, each with a list of transforms::
         transforms: [{name: resize, size: 32}, random_flip_left_right, to_tensor,
                      {name: normalize, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}]
       val: {type: cifar10, root: ~/.mxnet/datasets/cifar10, part: test}
+      # or: {type: image_record, path: data/val.rec}   (val.idx beside it)
 
 Transforms are ``gluon.data.vision.transforms`` by snake-case name; without ``transforms`` a
 sample goes through ``to_tensor`` only (uint8 HWC image -> float32 CHW in [0, 1]).
@@ -25,9 +27,10 @@ from .. import names
 from ..suggest import show
 from .base import Section, Shorthand, detail, fail, problem
 from .component import NamedComponent
-from .files import _bases, checking_files
+from .files import _bases, checking_files, resolve_input
 
-__all__ = ["TransformSection", "ImageFolderData", "VisionData", "TRANSFORMS", "VISION_SETS"]
+__all__ = ["TransformSection", "ImageFolderData", "ImageRecordData", "VisionData", "TRANSFORMS",
+           "VISION_SETS"]
 
 Positive = Annotated[float, at.Gt(0)]
 NonNegative = Annotated[float, at.Ge(0)]
@@ -125,6 +128,30 @@ class ImageFolderData(Section):
         return _folder(value, info) if checking_files(info) else value
 
 
+class ImageRecordData(Section):
+    """Images packed in a RecordIO file, as MXNet's im2rec writes them (``train.rec`` with its
+    index ``train.idx`` beside it): each record an encoded image (.jpg, .png) and its header's
+    class label."""
+
+    type: Literal["image_record"]
+    path: str = Field(description="the .rec file (its .idx beside it); relative paths are looked "
+                                  "up next to the config, then in the working folder")
+    gray: bool = Field(False, description="decode as one gray channel instead of RGB")
+    transforms: Transforms = Field(None, description=_TRANSFORMS_DOC)
+
+    @field_validator("path")
+    @classmethod
+    def _exists(cls, value: str, info: ValidationInfo):
+        if not checking_files(info):
+            return value
+        path = resolve_input(value, info, "record file")
+        index = os.path.splitext(path)[0] + ".idx"
+        if not os.path.isfile(index):
+            raise problem(f"the record file {show(value)} has no index beside it: expected "
+                          f"{show(index)} (MXNet's im2rec writes both)")
+        return path
+
+
 class VisionData(Section):
     """MNIST, Fashion-MNIST, CIFAR-10 or CIFAR-100 from the local files MXNet reads (idx .gz
     files; CIFAR binary batches); nothing is downloaded."""
@@ -152,4 +179,4 @@ class VisionData(Section):
         return self
 
 
-IMAGE_TYPES = ("image_folder",) + VISION_SETS
+IMAGE_TYPES = ("image_folder", "image_record") + VISION_SETS
