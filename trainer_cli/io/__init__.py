@@ -1,4 +1,5 @@
-"""``mx.io``: MXNet's Python data iterators (``NDArrayIter``, ``CSVIter``) and their batch types.
+"""``mx.io``: MXNet's Python data iterators (``NDArrayIter``, ``CSVIter``), the wrappers
+(``ResizeIter``, ``PrefetchingIter``) and their batch types.
 
 MXNet's C++ record and image iterators (``ImageRecordIter``, ``MNISTIter``, ``LibSVMIter``, ...)
 are not provided: naming one says so (docs/porting.md).
@@ -7,15 +8,16 @@ from ..base import NotInTrainerCLIError, absent_message
 from .csv_iter import CSVIter
 from .data_batch import DataBatch, DataDesc, DataIter
 from .ndarray_iter import NDArrayIter
+from .wrappers import PrefetchingIter, ResizeIter
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter"]
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter", "ResizeIter",
+           "PrefetchingIter"]
 
 _ABSENT = {
     "MXDataIter": "C++ data iterator wrapper", "ImageRecordIter": "RecordIO image iterator",
     "ImageRecordUInt8Iter": "RecordIO image iterator", "ImageRecordInt8Iter": "RecordIO image iterator",
     "ImageDetRecordIter": "RecordIO detection iterator", "MNISTIter": "MNIST file iterator "
     "(use gluon.data.vision.MNIST)", "LibSVMIter": "LibSVM file iterator",
-    "ResizeIter": "epoch-resizing iterator wrapper", "PrefetchingIter": "prefetching iterator wrapper",
 }
 
 
