@@ -154,3 +154,20 @@ def test_random_size_crop_draws_the_box_of_the_transform_of_the_same_name():
             numpy.testing.assert_array_equal(got.asnumpy(), want)
     # The last case (50 times the image's area) never fits: the centre crop.
     assert box == image.center_crop(src, (12, 10), interp=1)[1]
+
+
+def test_copy_make_border_is_opencvs():
+    """(tests/data/mxnet_image/border_golden.npz, from MXNet 1.9.1 by border_cases.record.)"""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "mxnet_image"))
+    import border_cases
+    recorded = numpy.load(os.path.join(HERE, "mxnet_image", "border_golden.npz"))
+    ours = border_cases.record(mx)
+    assert sorted(ours) == sorted(recorded.files)
+    for name in recorded.files:
+        assert ours[name].dtype == recorded[name].dtype, name
+        numpy.testing.assert_array_equal(ours[name], recorded[name], err_msg=name)
+    with pytest.raises(ValueError, match="type must be"):
+        image.copyMakeBorder(nd.ones((2, 2, 1)), 1, 1, 1, 1, type=5)
+    with pytest.raises(ValueError, match=">= 0"):
+        image.copyMakeBorder(nd.ones((2, 2, 1)), -1, 1, 1, 1)

@@ -29,7 +29,7 @@ __all__ = ["imread", "imdecode", "imresize", "resize_short", "fixed_crop", "rand
            "RandomSizedCropAug", "CenterCropAug", "RandomOrderAug", "BrightnessJitterAug",
            "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug", "ColorJitterAug",
            "LightingAug", "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug",
-           "CreateAugmenter", "imrotate", "random_rotate"]
+           "CreateAugmenter", "imrotate", "random_rotate", "copyMakeBorder"]
 
 
 def _back(values, like=None, out=None):
@@ -76,6 +76,45 @@ def imresize(src, w, h, interp=1, out=None):
     (0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos)."""
     pixels = _hwc(_host(src), "imresize")
     return _back(_resize(pixels, w, h, int(interp)), src, out)
+
+
+# OpenCV's border types (cv2.BORDER_*), as NumPy's padding modes.
+_BORDERS = {0: "constant", 1: "edge", 2: "symmetric", 3: "wrap", 4: "reflect"}
+
+
+def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=None,  # noqa: N802
+                   out=None):
+    """``src`` (H, W, C) with ``top``/``bot`` rows and ``left``/``right`` columns added, as
+    OpenCV's ``copyMakeBorder``: ``type`` 0 constant (``value``, or ``values`` one per
+    channel), 1 replicate, 2 reflect (edge repeated), 3 wrap, 4 reflect without the edge."""
+    pixels = _hwc(_host(src), "copyMakeBorder")
+    mode = _BORDERS.get(int(type))
+    if mode is None:
+        raise ValueError("copyMakeBorder: type must be 0 (constant), 1 (replicate), 2 (reflect), "
+                         "3 (wrap) or 4 (reflect 101), got %r" % (type,))
+    widths = [(int(w), int(w2)) for w, w2 in ((top, bot), (left, right))]
+    if min(min(w) for w in widths) < 0:
+        raise ValueError("copyMakeBorder: the border widths must be >= 0, got %s"
+                         % ((top, bot, left, right),))
+    widths.append((0, 0))
+    if mode != "constant":
+        return _back(numpy.pad(pixels, widths, mode=mode), src, out)
+    channels = pixels.shape[2]
+    if values:      # OpenCV's Scalar: a value per channel, 0 for the channels not given
+        fill = numpy.zeros(channels)
+        given = numpy.asarray(values, dtype=numpy.float64).reshape(-1)[:channels]
+        fill[:len(given)] = given
+    else:
+        fill = numpy.full(channels, float(value))
+    if pixels.dtype.kind in "iu":     # OpenCV's saturate_cast: rounded, clipped to the type
+        limits = numpy.iinfo(pixels.dtype)
+        fill = numpy.clip(numpy.rint(fill), limits.min, limits.max)
+    padded = numpy.empty((pixels.shape[0] + sum(widths[0]), pixels.shape[1] + sum(widths[1]),
+                          channels), dtype=pixels.dtype)
+    padded[...] = fill.astype(pixels.dtype)
+    padded[widths[0][0]:widths[0][0] + pixels.shape[0],
+           widths[1][0]:widths[1][0] + pixels.shape[1]] = pixels
+    return _back(padded, src, out)
 
 
 def scale_down(src_size, size):
@@ -459,7 +498,7 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
 
 
 def __getattr__(name):
-    if name in ("ImageIter", "ImageDetIter", "copyMakeBorder", "CreateDetAugmenter"):
+    if name in ("ImageIter", "ImageDetIter", "CreateDetAugmenter"):
         from .base import NotInTrainerCLIError, absent_message
         raise NotInTrainerCLIError(absent_message(__name__ + "." + name, "image API (%s)" % name))
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
