@@ -498,7 +498,11 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
 
 
 def __getattr__(name):
-    if name in ("ImageIter", "ImageDetIter", "CreateDetAugmenter"):
+    if name == "ImageIter":     # its own module, which builds on this one's augmenters
+        from .image_iter import ImageIter
+        globals()["ImageIter"] = ImageIter
+        return ImageIter
+    if name in ("ImageDetIter", "CreateDetAugmenter"):
         from .base import NotInTrainerCLIError, absent_message
         raise NotInTrainerCLIError(absent_message(__name__ + "." + name, "image API (%s)" % name))
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
