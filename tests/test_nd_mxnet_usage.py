@@ -178,3 +178,17 @@ def test_one_element_arrays_assign_into_one_element():
         total = z.sum()
     total.backward()
     assert z.asnumpy().tolist() == [0, 6, 0] and w.grad.asnumpy().tolist() == [3.0]
+
+
+def test_numpy_reductions_of_an_ndarray_are_ndarrays_as_in_mxnet():
+    """``numpy.sum(x)`` calls ``x.sum(axis=None, out=None)``: MXNet 1.9.1 answers with NDArrays
+    ([10.], [4.], [1.], [24.], [3.] for this x; its mean refuses NumPy's ``dtype=None``)."""
+    x = nd.array([[1, 2], [3, 4]])
+    got = {f: getattr(np, f)(x) for f in ("sum", "max", "min", "prod", "argmax", "mean")}
+    assert all(isinstance(v, nd.NDArray) for v in got.values())
+    assert {f: v.asnumpy().tolist() for f, v in got.items()} == {
+        "sum": [10.0], "max": [4.0], "min": [1.0], "prod": [24.0], "argmax": [3.0],
+        "mean": [2.5]}
+    assert np.sum(x, axis=0).asnumpy().tolist() == [4.0, 6.0]
+    out = nd.zeros((2,))
+    assert x.sum(axis=1, out=out) is out and out.asnumpy().tolist() == [3.0, 7.0]

@@ -1389,8 +1389,28 @@ def _reshape_method(self, *shape, **kwargs):
 
 def _install_methods():
     for name, fn in _METHODS.items():
-        setattr(NDArray, name, owning(fn) if name in VIEW_OPS else fn)
+        fn = owning(fn) if name in VIEW_OPS else fn
+        setattr(NDArray, name, _taking_out(fn) if name in _REDUCTIONS else fn)
     NDArray.reshape = _reshape_method
+
+
+# Reductions NumPy's functions call as methods (``numpy.sum(x)`` calls ``x.sum(axis=None,
+# out=None)``, ``numpy.mean(x)`` passes ``dtype=None`` too): they take MXNet's ``out=``.
+_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "norm")
+
+
+def _taking_out(fn):
+    def method(self, *args, out=None, **kwargs):
+        if "dtype" in kwargs and kwargs["dtype"] is None:
+            del kwargs["dtype"]
+        result = fn(self, *args, **kwargs)
+        if out is None:
+            return result
+        from .out_arg import write_out
+        return write_out(result, out)
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
 
 
 _install_methods()
