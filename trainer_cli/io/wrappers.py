@@ -11,7 +11,25 @@ from .data_batch import DataBatch, DataDesc, DataIter
 __all__ = ["ResizeIter", "PrefetchingIter"]
 
 
-class ResizeIter(DataIter):
+class _FromCurrentBatch(DataIter):
+    """The batch getters of an iterator that keeps its batch whole (``current_batch``)."""
+
+    current_batch = None
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_FromCurrentBatch):
     """``size`` batches of ``data_iter`` an epoch: a shorter iterator starts over within the
     epoch, a longer one is cut. ``reset_internal``: ``reset()`` resets ``data_iter`` too
     (otherwise the next epoch goes on where this one stopped)."""
@@ -45,18 +63,6 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
-
 
 _END = object()
 
@@ -66,7 +72,7 @@ class _Failed:
         self.error = error
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_FromCurrentBatch):
     """One or more iterators read ahead, each by a thread of its own: a batch holds the data
     and labels of all of them, in order (they must have as many batches and the same ``pad``).
     ``rename_data`` / ``rename_label``: a dict per iterator renaming its ``provide_data`` /
@@ -179,15 +185,3 @@ class PrefetchingIter(DataIter):
         if self.iter_next():
             return self.current_batch
         raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
