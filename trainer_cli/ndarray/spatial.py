@@ -45,12 +45,15 @@ def _gather(data, top, left, dy, dx, inside, xp):
     return xp.where(inside[:, None], values, data.dtype.type(0))
 
 
+def _four(data, top, left, rows_in, cols_in, xp):
+    """The top-left, top-right, bottom-left and bottom-right source values."""
+    return [_gather(data, top, left, dy, dx, rows_in[dy] & cols_in[dx], xp)
+            for dy, dx in ((0, 0), (0, 1), (1, 0), (1, 1))]
+
+
 def _forward(data, grid, xp):
     top, left, wy, wx, rows_in, cols_in = _corners(grid, data.shape[2], data.shape[3], xp)
-    tl = _gather(data, top, left, 0, 0, rows_in[0] & cols_in[0], xp)
-    tr = _gather(data, top, left, 0, 1, rows_in[0] & cols_in[1], xp)
-    bl = _gather(data, top, left, 1, 0, rows_in[1] & cols_in[0], xp)
-    br = _gather(data, top, left, 1, 1, rows_in[1] & cols_in[1], xp)
+    tl, tr, bl, br = _four(data, top, left, rows_in, cols_in, xp)
     wy, wx = wy[:, None], wx[:, None]
     first = tl * wy * wx                                # float arithmetic in MXNet's loop
     wide = numpy.float64
@@ -90,10 +93,7 @@ def _backward(g, data, grid, need_data, need_grid, xp):
         flat_grad = _add_in_order(data.size, data.dtype, cells[keep], values[keep], xp)
         gdata = flat_grad.reshape(data.shape)
     if need_grid:
-        tl = _gather(data, top, left, 0, 0, rows_in[0] & cols_in[0], xp)
-        tr = _gather(data, top, left, 0, 1, rows_in[0] & cols_in[1], xp)
-        bl = _gather(data, top, left, 1, 0, rows_in[1] & cols_in[0], xp)
-        br = _gather(data, top, left, 1, 1, rows_in[1] & cols_in[1], xp)
+        tl, tr, bl, br = _four(data, top, left, rows_in, cols_in, xp)
         cross = tl - tr - bl + br
         gy = xp.zeros(wy.shape, dtype=data.dtype)
         gx = xp.zeros(wx.shape, dtype=data.dtype)
