@@ -1390,7 +1390,7 @@ def _reshape_method(self, *shape, **kwargs):
 def _install_methods():
     for name, fn in _METHODS.items():
         fn = owning(fn) if name in VIEW_OPS else fn
-        setattr(NDArray, name, _taking_out(fn) if name in _REDUCTIONS else fn)
+        setattr(NDArray, name, _taking_out(name) if name in _REDUCTIONS else fn)
     NDArray.reshape = _reshape_method
 
 
@@ -1399,16 +1399,19 @@ def _install_methods():
 _REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "norm")
 
 
-def _taking_out(fn):
+def _taking_out(name):
+    # The operator is looked up at each call, as the module's: mx.profiler times it there.
+    fn = globals()[name]
+
     def method(self, *args, out=None, **kwargs):
         if "dtype" in kwargs and kwargs["dtype"] is None:
             del kwargs["dtype"]
-        result = fn(self, *args, **kwargs)
+        result = globals()[name](self, *args, **kwargs)
         if out is None:
             return result
         from .out_arg import write_out
         return write_out(result, out)
-    method.__name__ = method.__qualname__ = fn.__name__
+    method.__name__ = method.__qualname__ = name
     method.__doc__ = fn.__doc__
     return method
 
