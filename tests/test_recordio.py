@@ -183,3 +183,15 @@ def test_a_reader_in_a_forked_child_must_reset_first(tmp_path):
     reader.pid = -1         # as a forked child sees it
     with pytest.raises(RuntimeError, match="multiple processes"):
         reader.read()
+
+
+def test_read_idx_head_reads_a_records_start(tmp_path):
+    with recordio.MXIndexedRecordIO(str(tmp_path / "h.idx"), str(tmp_path / "h.rec"), "w") as w:
+        w.write_idx(0, b"0123456789")
+        w.write_idx(1, b"ab" + b"cd" + MAGIC + b"tail")     # written in parts
+        w.write_idx(2, b"")
+    reader = recordio.MXIndexedRecordIO(str(tmp_path / "h.idx"), str(tmp_path / "h.rec"), "r")
+    assert reader.read_idx_head(0, 4) == b"0123" and reader.read_idx_head(0, 99) == b"0123456789"
+    assert reader.read_idx_head(1, 6) == b"abcd" + MAGIC[:2]
+    assert reader.read_idx_head(2, 4) == b""
+    assert reader.read_idx(0) == b"0123456789"

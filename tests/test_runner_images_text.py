@@ -348,3 +348,17 @@ def test_image_workers_leave_stops_to_the_run():
         assert worker.exitcode == -signal.SIGTERM           # not the raising handler's exit 1
     finally:
         assert close_pool(pool, timeout=10)
+
+
+def test_record_labels_come_from_the_headers_alone(tmp_path):
+    from trainer_cli import recordio
+    from trainer_cli.gluon.data import RecordFileDataset
+    from trainer_cli.run.images import _record_labels
+    with recordio.MXIndexedRecordIO(str(tmp_path / "l.idx"), str(tmp_path / "l.rec"), "w") as w:
+        w.write_idx(0, recordio.pack((0, 2.0, 0, 0), b"not an image: never decoded"))
+        w.write_idx(1, recordio.pack((0, [1.0], 1, 0), b""))         # one label as an array
+    assert _record_labels(RecordFileDataset(str(tmp_path / "l.rec"))).tolist() == [2.0, 1.0]
+    with recordio.MXIndexedRecordIO(str(tmp_path / "m.idx"), str(tmp_path / "m.rec"), "w") as w:
+        w.write_idx(0, recordio.pack((0, [1.0, 3.0], 0, 0), b""))
+    with pytest.raises(DataError, match=r"m\.rec, record 0: 2 labels"):
+        _record_labels(RecordFileDataset(str(tmp_path / "m.rec")))

@@ -265,6 +265,21 @@ class MXIndexedRecordIO(MXRecordIO):
                                 % (self.uri, self.idx_path, idx))
         return record
 
+    def read_idx_head(self, idx, size):
+        """The first ``size`` bytes of record ``idx`` (fewer when it is shorter), without
+        reading the rest of it: an image record's header and labels, say."""
+        self.seek(idx)
+        f = self._file
+        offset = f.tell()
+        head = f.read(_HEAD.size)
+        if len(head) == _HEAD.size:
+            magic, word = _HEAD.unpack(head)
+            flag, length = _flag_length(word)
+            if magic == _MAGIC and flag == 0 and offset + _HEAD.size + length <= \
+                    os.fstat(f.fileno()).st_size:
+                return f.read(min(size, length))
+        return self.read_idx(idx)[:size]    # a record in parts (or damaged): read it whole
+
     def write_idx(self, idx, buf):
         """Append record ``buf`` under key ``idx``."""
         key = self.key_type(idx)
@@ -279,6 +294,7 @@ IRHeader = namedtuple("HEADER", ["flag", "label", "id", "id2"])
 IRHeader.__doc__ = """An image record's header: ``flag`` (0, or the number of float32 labels that
 follow the header), ``label`` (a number, or an array of labels), ``id`` and ``id2`` (uint64)."""
 _IR = struct.Struct("IfQQ")
+IR_HEADER_BYTES = _IR.size      # an image record's header; float32 labels follow when it counts them
 
 
 def pack(header, s):

@@ -20,7 +20,7 @@ import numpy
 
 from .._pools import close_pool, leave_stops_to_parent
 from ..gluon.data.dataset import RecordFileDataset
-from ..recordio import RecordIOError, unpack
+from ..recordio import IR_HEADER_BYTES, MXIndexedRecordIO, RecordIOError, unpack
 from .data import Arrays, DataError
 
 __all__ = ["ImageRows", "load_images"]
@@ -242,15 +242,20 @@ class ImageRows:
 
 
 def _record_labels(records) -> numpy.ndarray:
-    """Each record's class label, from its header (one number per record)."""
+    """Each record's class label, from its header (one number per record); only the headers
+    are read, not the images."""
     labels = numpy.empty(len(records), dtype=numpy.float32)
-    for k in range(len(records)):
-        header = unpack(records[k])[0]
-        label = numpy.ravel(numpy.asarray(header.label, dtype=numpy.float32))
-        if label.size != 1:
-            raise DataError("%s, record %d: %d labels in its header; a run trains on one class "
-                            "label per image" % (records.filename, k, label.size))
-        labels[k] = label[0]
+    with MXIndexedRecordIO(records.idx_file, records.filename, "r") as reader:
+        for k, key in enumerate(reader.keys):
+            head = reader.read_idx_head(key, IR_HEADER_BYTES)
+            count = int.from_bytes(head[:4], "little")    # the header's flag: labels after it
+            if count:
+                head = reader.read_idx_head(key, IR_HEADER_BYTES + 4 * count)
+            label = numpy.ravel(numpy.asarray(unpack(head)[0].label, dtype=numpy.float32))
+            if label.size != 1:
+                raise DataError("%s, record %d: %d labels in its header; a run trains on one "
+                                "class label per image" % (records.filename, k, label.size))
+            labels[k] = label[0]
     return labels
 
 
