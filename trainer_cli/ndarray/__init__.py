@@ -13,6 +13,7 @@ from .more_ops import *  # noqa: F401,F403
 from .more_ops import __all__ as _more_all
 from . import random
 from . import sparse
+from . import contrib
 from .sparse import cast_storage
 from . import ops as _ops
 from . import sampling as _sampling
@@ -76,7 +77,17 @@ for _name in ("nansum", "nanprod", "shape_array", "size_array"):
     setattr(NDArray, _name, globals()[_name])
 del _name
 _storage.install_sparse_namespace(globals())
+# nd.contrib's operators take out= and sparse inputs (densified) as the others do; its control
+# flow calls the caller's functions, and getnnz reads a csr array's stored values.
+for _name in contrib.__all__:
+    if _name in ("CTCLoss", "ctc_loss", "SparseEmbedding"):
+        continue
+    if _name not in ("foreach", "while_loop", "cond", "getnnz"):
+        setattr(contrib, _name, _storage.exported("_contrib_" + _name, getattr(contrib, _name),
+                                                  record=False))
+contrib.CTCLoss, contrib.ctc_loss = globals()["CTCLoss"], globals()["ctc_loss"]
+del _name
 
-__all__ = ["NDArray", "random", "sparse"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
+__all__ = ["NDArray", "random", "sparse", "contrib"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
 
 _malloc.tune()     # large freed arrays stay in the heap: no page faults in every step
