@@ -86,3 +86,16 @@ def test_a_reversed_gradient_trains_against_its_loss():
         loss = (nd.contrib.gradientmultiplier(w, scalar=-1.0) * 2).sum()
     loss.backward()
     assert w.grad.asnumpy().tolist() == [-2.0]
+
+
+ATTENTION = dict(np.load(os.path.join(HERE, "contrib_attention.npz")))
+OURS_ATTENTION = contrib_cases.record_attention(mx)
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION))
+def test_the_interleaved_attention_products_are_mxnets(name):
+    """(Matrix products: the same bits here, compared to float rounding so that another BLAS
+    build passes.)"""
+    got, want = OURS_ATTENTION[name], ATTENTION[name]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max())

@@ -2,8 +2,9 @@
 imperative control flow (``foreach``, ``while_loop``, ``cond``), ``arange_like``,
 ``boolean_mask``, ``index_copy``, ``index_array``, ``allclose``, ``div_sqrt_dim``,
 ``quadratic``, the straight-through ``round_ste``/``sign_ste``, ``gradientmultiplier``,
-``getnnz``, ``isinf``/``isnan``/``isfinite``, and ``CTCLoss``/``ctc_loss``/``SparseEmbedding``
-under their contrib names. Values and gradients are MXNet's. Any other MXNet ``nd.contrib``
+``getnnz``, ``isinf``/``isnan``/``isfinite``, the interleaved attention products of fused
+multi-head attention (``interleaved_matmul_selfatt_qk``/``_valatt``, ``..._encdec_qk``/
+``_valatt``), and ``CTCLoss``/``ctc_loss``/``SparseEmbedding`` under their contrib names. Values and gradients are MXNet's. Any other MXNet ``nd.contrib``
 name raises ``NotInTrainerCLIError`` saying so (docs/compat.md lists what exists).
 """
 from __future__ import annotations
@@ -20,8 +21,10 @@ from .nn import Embedding
 
 __all__ = ["foreach", "while_loop", "cond", "arange_like", "boolean_mask", "index_copy",
            "index_array", "allclose", "div_sqrt_dim", "quadratic", "round_ste", "sign_ste",
-           "gradientmultiplier", "getnnz", "isinf", "isnan", "isfinite", "CTCLoss", "ctc_loss",
-           "SparseEmbedding"]
+           "gradientmultiplier", "getnnz", "isinf", "isnan", "isfinite",
+           "interleaved_matmul_selfatt_qk", "interleaved_matmul_selfatt_valatt",
+           "interleaved_matmul_encdec_qk", "interleaved_matmul_encdec_valatt", "CTCLoss",
+           "ctc_loss", "SparseEmbedding"]
 
 
 # ----------------------------------------------------------------------------- control flow
@@ -260,6 +263,66 @@ def isnan(data):
 def isfinite(data):
     """1 where ``data`` is neither infinite nor NaN, else 0."""
     return logical_and(data.abs() != numpy.inf, data == data)
+
+
+# ----------------------------------------------------------------------------- attention
+# Fused multi-head attention keeps a layer's projections interleaved per head on the last axis
+# of (length, batch, ...) arrays: [q, k, v] (self-attention) or [k, v] (encoder-decoder) for
+# each head in turn. These are MXNet's documented equivalents, so the gradients follow.
+def _heads(projections, heads, parts, which):
+    """Part ``which`` of each head of ``projections`` (length, batch, heads * parts * dim) as
+    (batch * heads, length, dim)."""
+    length, batch = projections.shape[:2]
+    split = _ops.reshape(projections, (length, batch, heads, parts, -1))
+    picked = _ops.slice_axis(split, axis=3, begin=which, end=which + 1)
+    picked = _ops.transpose(_ops.reshape(picked, (length, batch, heads, -1)), axes=(1, 2, 0, 3))
+    return _ops.reshape(picked, (batch * heads, length, -1))
+
+
+def _merged(attended, heads):
+    """(batch * heads, length, dim) back to (length, batch, heads * dim)."""
+    rows, length, dim = attended.shape
+    split = _ops.reshape(attended, (rows // heads, heads, length, dim))
+    return _ops.reshape(_ops.transpose(split, axes=(2, 0, 1, 3)), (length, rows // heads, -1))
+
+
+def _scaled_products(q, k):
+    """``q @ k^T / sqrt(dim)`` per head, the scale applied to the products (a GEMM's alpha, as
+    MXNet's kernel applies it), in the forward and the backward pass alike."""
+    qd, kd = q._data, k._data
+    xp = _xp_of(qd)
+    scale = qd.dtype.type(1.0 / numpy.sqrt(qd.shape[-1]))
+    out = xp.matmul(qd, xp.swapaxes(kd, 1, 2)) * scale
+
+    def vjp(g, needs):
+        return ((xp.matmul(g, kd) * scale) if needs[0] else None,
+                (xp.matmul(xp.swapaxes(g, 1, 2), qd) * scale) if needs[1] else None)
+    return _result(out, q._ctx, (q, k), vjp)
+
+
+def interleaved_matmul_selfatt_qk(queries_keys_values, heads):
+    """Each head's scaled query-key products, (batch * heads, length, length), from interleaved
+    [q, k, v] projections (length, batch, heads * 3 * dim)."""
+    return _scaled_products(_heads(queries_keys_values, heads, 3, 0),
+                            _heads(queries_keys_values, heads, 3, 1))
+
+
+def interleaved_matmul_selfatt_valatt(queries_keys_values, attention, heads):
+    """The attention weights (batch * heads, length, length) applied to each head's values of
+    interleaved [q, k, v] projections: (length, batch, heads * dim)."""
+    return _merged(_ops.batch_dot(attention, _heads(queries_keys_values, heads, 3, 2)), heads)
+
+
+def interleaved_matmul_encdec_qk(queries, keys_values, heads):
+    """Each head's scaled products of ``queries`` (q_length, batch, heads * dim) with the keys
+    of interleaved [k, v] projections (kv_length, batch, heads * 2 * dim)."""
+    return _scaled_products(_heads(queries, heads, 1, 0), _heads(keys_values, heads, 2, 0))
+
+
+def interleaved_matmul_encdec_valatt(keys_values, attention, heads):
+    """The attention weights (batch * heads, q_length, kv_length) applied to each head's values
+    of interleaved [k, v] projections: (q_length, batch, heads * dim)."""
+    return _merged(_ops.batch_dot(attention, _heads(keys_values, heads, 2, 1)), heads)
 
 
 def SparseEmbedding(data=None, weight=None, input_dim=None, output_dim=None,  # noqa: N802

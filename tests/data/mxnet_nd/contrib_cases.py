@@ -108,3 +108,25 @@ def _flat(value):
     if hasattr(value, "asnumpy"):
         return [value.reshape((-1,))]
     return [x for item in value for x in _flat(item)]
+
+
+def record_attention(mx):
+    """The interleaved attention products and their gradients (their values are matrix
+    products: compared to float rounding)."""
+    c = mx.nd.contrib
+    out = {}
+    rng = np.random.RandomState(3)
+    heads, dim, length, batch, kv_length = 2, 3, 4, 2, 5
+    qkv = rng.randn(length, batch, heads * 3 * dim).astype(np.float32)
+    att = rng.rand(batch * heads, length, length).astype(np.float32)
+    q = rng.randn(length, batch, heads * dim).astype(np.float32)
+    kv = rng.randn(kv_length, batch, heads * 2 * dim).astype(np.float32)
+    att2 = rng.rand(batch * heads, length, kv_length).astype(np.float32)
+    _grad(mx, "selfatt_qk", out, lambda x: c.interleaved_matmul_selfatt_qk(x, heads=heads), qkv)
+    _grad(mx, "selfatt_valatt", out,
+          lambda x, a: c.interleaved_matmul_selfatt_valatt(x, a, heads=heads), qkv, att)
+    _grad(mx, "encdec_qk", out,
+          lambda x, y: c.interleaved_matmul_encdec_qk(x, y, heads=heads), q, kv)
+    _grad(mx, "encdec_valatt", out,
+          lambda y, a: c.interleaved_matmul_encdec_valatt(y, a, heads=heads), kv, att2)
+    return out

@@ -2,7 +2,7 @@
 
     /tmp/mxvenv/bin/python tests/data/mxnet_nd/make_contrib_records.py
 
-Writes ``contrib.npz`` beside itself."""
+Writes ``contrib.npz`` and ``contrib_attention.npz`` beside itself."""
 import os
 import sys
 
@@ -14,3 +14,5 @@ sys.path.insert(0, HERE)
 import contrib_cases  # noqa: E402
 
 np.savez_compressed(os.path.join(HERE, "contrib.npz"), **contrib_cases.record(mxnet))
+np.savez_compressed(os.path.join(HERE, "contrib_attention.npz"),
+                    **contrib_cases.record_attention(mxnet))
