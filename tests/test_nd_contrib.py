@@ -99,3 +99,14 @@ def test_the_interleaved_attention_products_are_mxnets(name):
     got, want = OURS_ATTENTION[name], ATTENTION[name]
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max())
+
+
+POOLING = dict(np.load(os.path.join(HERE, "contrib_pooling.npz")))
+OURS_POOLING = contrib_cases.record_pooling(mx)
+
+
+@pytest.mark.parametrize("name", sorted(POOLING))
+def test_adaptive_average_pooling_is_mxnets_bits(name):
+    got, want = OURS_POOLING[name], POOLING[name]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -2,7 +2,8 @@
 imperative control flow (``foreach``, ``while_loop``, ``cond``), ``arange_like``,
 ``boolean_mask``, ``index_copy``, ``index_array``, ``allclose``, ``div_sqrt_dim``,
 ``quadratic``, the straight-through ``round_ste``/``sign_ste``, ``gradientmultiplier``,
-``getnnz``, ``isinf``/``isnan``/``isfinite``, the interleaved attention products of fused
+``getnnz``, ``isinf``/``isnan``/``isfinite``, ``AdaptiveAvgPooling2D``, the interleaved
+attention products of fused
 multi-head attention (``interleaved_matmul_selfatt_qk``/``_valatt``, ``..._encdec_qk``/
 ``_valatt``), and ``CTCLoss``/``ctc_loss``/``SparseEmbedding`` under their contrib names. Values and gradients are MXNet's. Any other MXNet ``nd.contrib``
 name raises ``NotInTrainerCLIError`` saying so (docs/compat.md lists what exists).
@@ -21,7 +22,7 @@ from .nn import Embedding
 
 __all__ = ["foreach", "while_loop", "cond", "arange_like", "boolean_mask", "index_copy",
            "index_array", "allclose", "div_sqrt_dim", "quadratic", "round_ste", "sign_ste",
-           "gradientmultiplier", "getnnz", "isinf", "isnan", "isfinite",
+           "gradientmultiplier", "getnnz", "isinf", "isnan", "isfinite", "AdaptiveAvgPooling2D",
            "interleaved_matmul_selfatt_qk", "interleaved_matmul_selfatt_valatt",
            "interleaved_matmul_encdec_qk", "interleaved_matmul_encdec_valatt", "CTCLoss",
            "ctc_loss", "SparseEmbedding"]
@@ -263,6 +264,46 @@ def isnan(data):
 def isfinite(data):
     """1 where ``data`` is neither infinite nor NaN, else 0."""
     return logical_and(data.abs() != numpy.inf, data == data)
+
+
+def _bins(size, count):
+    """Each output cell's input range along an axis of ``size``: MXNet's float32 arithmetic
+    (``floor(i * size / count)`` to ``ceil((i + 1) * size / count)``)."""
+    f = numpy.float32
+    return [(int(numpy.floor(f(i * size) / f(count))),
+             int(numpy.ceil(f((i + 1) * size) / f(count)))) for i in range(count)]
+
+
+def AdaptiveAvgPooling2D(data, output_size=()):  # noqa: N802 (MXNet's name)
+    """The mean of each of ``output_size`` (an int or (height, width); default 1) bins of
+    (N, C, H, W) ``data``, the bins spread over the input as MXNet (and PyTorch) spread them,
+    overlapping where the sizes do not divide. MXNet's rounding: each bin summed in order, then
+    divided by its width and its height."""
+    d = data._data
+    xp = _xp_of(d)
+    if d.ndim != 4:
+        raise ValueError("AdaptiveAvgPooling2D takes (N, C, H, W) data, got shape %s"
+                         % (d.shape,))
+    size = (output_size,) if isinstance(output_size, int) else tuple(output_size)
+    out_h, out_w = {1: size * 2, 2: size}.get(len(size), (1, 1))    # MXNet: 1x1 otherwise
+    rows, cols = _bins(d.shape[2], out_h), _bins(d.shape[3], out_w)
+    out = xp.empty(d.shape[:2] + (out_h, out_w), dtype=d.dtype)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            total = xp.zeros(d.shape[:2], dtype=d.dtype)
+            for r in range(r0, r1):
+                for c in range(c0, c1):
+                    total += d[:, :, r, c]
+            out[:, :, i, j] = total / d.dtype.type(c1 - c0) / d.dtype.type(r1 - r0)
+
+    def vjp(g, needs):
+        grad = xp.zeros_like(d)
+        for i, (r0, r1) in enumerate(rows):
+            for j, (c0, c1) in enumerate(cols):
+                share = g[:, :, i, j] / d.dtype.type(r1 - r0) / d.dtype.type(c1 - c0)
+                grad[:, :, r0:r1, c0:c1] += share[:, :, None, None]
+        return (grad,)
+    return _result(out, data._ctx, (data,), vjp)
 
 
 # ----------------------------------------------------------------------------- attention

@@ -130,3 +130,17 @@ def record_attention(mx):
     _grad(mx, "encdec_valatt", out,
           lambda y, a: c.interleaved_matmul_encdec_valatt(y, a, heads=heads), kv, att2)
     return out
+
+
+def record_pooling(mx):
+    """``AdaptiveAvgPooling2D`` over sizes that divide and sizes that do not (overlapping bins),
+    forward and gradient."""
+    c = mx.nd.contrib
+    out = {}
+    rng = np.random.RandomState(4)
+    data = rng.randn(2, 3, 7, 10).astype(np.float32)
+    for name, size in (("global", ()), ("one", 1), ("three", 3), ("two_by_four", (2, 4)),
+                       ("five_by_six", (5, 6)), ("same", (7, 10))):
+        _grad(mx, "adaptive_%s" % name, out,
+              lambda x, size=size: c.AdaptiveAvgPooling2D(x, output_size=size), data)
+    return out

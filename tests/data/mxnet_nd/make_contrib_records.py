@@ -2,7 +2,7 @@
 
     /tmp/mxvenv/bin/python tests/data/mxnet_nd/make_contrib_records.py
 
-Writes ``contrib.npz`` and ``contrib_attention.npz`` beside itself."""
+Writes ``contrib.npz``, ``contrib_attention.npz`` and ``contrib_pooling.npz`` beside itself."""
 import os
 import sys
 
@@ -16,3 +16,5 @@ import contrib_cases  # noqa: E402
 np.savez_compressed(os.path.join(HERE, "contrib.npz"), **contrib_cases.record(mxnet))
 np.savez_compressed(os.path.join(HERE, "contrib_attention.npz"),
                     **contrib_cases.record_attention(mxnet))
+np.savez_compressed(os.path.join(HERE, "contrib_pooling.npz"),
+                    **contrib_cases.record_pooling(mxnet))
