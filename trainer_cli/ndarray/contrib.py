@@ -113,7 +113,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
         if steps != max_iterations:
             # MXNet pads with uninitialised memory; zeros here.
             rows.append(zeros((max_iterations - steps,) + tuple(items[0].shape),
-                                   ctx=items[0].context, dtype=items[0].dtype))
+                              ctx=items[0].context, dtype=items[0].dtype))
         try:
             stacked.append(_ops.concat(*rows, dim=0))
         except ValueError:
