@@ -13,10 +13,16 @@ __all__ = ["uniform", "normal", "randn", "randint", "shuffle", "exponential", "p
            "multinomial", "bernoulli"]
 
 
+def _shape(shape):
+    """A ``shape`` argument (None, an int or a sequence) as a tuple."""
+    if shape is None:
+        return ()
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
 def _setup(shape, ctx, dtype):
     ctx = current_context() if ctx is None else Context(ctx)
-    shape = () if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    return ctx, shape or (1,), numpy.dtype(numpy.float32 if dtype is None else dtype)
+    return ctx, _shape(shape) or (1,), numpy.dtype(numpy.float32 if dtype is None else dtype)
 
 
 def _finish(data, ctx, out):
@@ -51,7 +57,7 @@ def _per_element(fn, params, shape, dtype, out):
     if any(tuple(p.shape) != tuple(first.shape) for p in params):
         raise ValueError("distribution parameters of different shapes: %s"
                          % [tuple(p.shape) for p in params])
-    extra = () if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+    extra = _shape(shape)
     size = tuple(first.shape) + extra
     ctx = first.context
     dtype = numpy.dtype(first.dtype if dtype is None else dtype)
@@ -59,10 +65,7 @@ def _per_element(fn, params, shape, dtype, out):
         values = [p._data.astype(numpy.float64).reshape(tuple(p.shape) + (1,) * len(extra))
                   for p in params]
         data = fn(values, size, _random.generator(ctx), _xp_of(first._data)).astype(dtype)
-    if out is not None:
-        out._data[...] = data
-        return out
-    return _wrap(data, ctx)
+    return _finish(data, ctx, out)
 
 
 def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):

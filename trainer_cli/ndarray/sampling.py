@@ -22,12 +22,6 @@ __all__ = [
 ]
 
 
-def _shape(shape):
-    if shape is None:
-        return ()
-    return (shape,) if isinstance(shape, int) else tuple(shape)
-
-
 def _draw(ctx, dtype, shape, fn, out):
     """``fn(generator, size)`` with the generator of ``ctx``, as ``dtype``, into ``out`` if given."""
     ctx, shape, dtype = _rnd._setup(shape if out is None else out.shape, ctx, dtype)
@@ -72,7 +66,7 @@ def _sample(draw, *params, shape=None, dtype=None, out=None):
     """Per element of the parameter arrays, ``shape`` draws: output ``params[0].shape + shape``."""
     first = params[0]
     values = [numpy.asarray(p.asnumpy(), dtype=numpy.float64) for p in params]
-    extra = _shape(shape)
+    extra = _rnd._shape(shape)
     size = first.shape + extra
     expanded = [v.reshape(v.shape + (1,) * len(extra)) for v in values]
     gen = _random.generator(None)
