@@ -909,7 +909,7 @@ def csr_dot(lhs, rhs, transpose_a=False):
             def vjp(g, needs):
                 # d(csr.T @ w)/dw = csr @ g
                 grad = xp.zeros(b.shape, dtype=g.dtype)
-                xp.add.at(grad, src, weights[:, None].astype(g.dtype) * g[dst])
+                _scatter_add(grad, src, weights[:, None].astype(g.dtype) * g[dst])
                 return (grad,)
             result._node = _Node((rhs,), vjp)
         return result

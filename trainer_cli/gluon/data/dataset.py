@@ -7,6 +7,7 @@ import numpy
 
 from ... import recordio
 from ...ndarray import NDArray
+from .sampler import FilterSampler, Sampler, SequentialSampler
 
 __all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
@@ -22,7 +23,6 @@ class Dataset:
 
     def filter(self, fn):
         """The samples for which ``fn(sample)`` is true (``fn`` is called on each now)."""
-        from .sampler import FilterSampler
         return _SampledDataset(self, FilterSampler(fn, self))
 
     def shard(self, num_shards, index):
@@ -33,19 +33,16 @@ class Dataset:
                              "num_shards positive" % (index, num_shards))
         size, rest = divmod(len(self), num_shards)
         start = size * index + min(index, rest)
-        from .sampler import SequentialSampler
         return _SampledDataset(self, SequentialSampler(size + (index < rest), start))
 
     def take(self, count):
         """The first ``count`` samples (all of them when ``count`` is None or larger)."""
         if count is None or count > len(self):
             count = len(self)
-        from .sampler import SequentialSampler
         return _SampledDataset(self, SequentialSampler(count))
 
     def sample(self, sampler):
         """The samples at the indices ``sampler`` gives (drawn once, now)."""
-        from .sampler import Sampler
         if not isinstance(sampler, Sampler):
             raise TypeError("Invalid sampler type: %s. Expected gluon.data.Sampler instead."
                             % type(sampler))
