@@ -242,15 +242,20 @@ class TopKAccuracy(EvalMetric):
             self.num_inst += label.size
 
 
+def _average(name, average):
+    """``average``, checked: ``'macro'`` (MXNet's per-update mean) or ``'micro'``."""
+    if average not in ("macro", "micro"):
+        raise ValueError("%s: average must be 'macro' or 'micro', got %r" % (name, average))
+    return average
+
+
 class _Regression(EvalMetric):
     """A regression error: ``average='macro'`` (MXNet's) adds each update's value (a batch's
     mean) and counts the update once, as MXNet 1.9.1 does, on its float32 arithmetic; ``'micro'``
     sums the errors of every sample in float64 and divides by their count."""
 
     def __init__(self, name, output_names=None, label_names=None, average="macro"):
-        if average not in ("macro", "micro"):
-            raise ValueError("%s: average must be 'macro' or 'micro', got %r" % (name, average))
-        self.average = average
+        self.average = _average(name, average)
         super().__init__(name, output_names, label_names)
 
     def update(self, labels, preds):
@@ -389,9 +394,7 @@ class F1(EvalMetric):
     mean."""
 
     def __init__(self, name="f1", output_names=None, label_names=None, average="macro", axis=1):
-        if average not in ("macro", "micro"):
-            raise ValueError("f1: average must be 'macro' or 'micro', got %r" % (average,))
-        self.average, self.axis = average, axis
+        self.average, self.axis = _average("f1", average), axis
         super().__init__(name, output_names, label_names)
 
     def reset(self):
