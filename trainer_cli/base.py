@@ -51,6 +51,16 @@ def absent_message(qualname: str, what: str) -> str:
             "exists and what to use instead, docs/compat.md for the differences." % (qualname, what))
 
 
+def missing_attribute(module_name: str, name: str, absent: dict) -> AttributeError:
+    """The error for a module's missing ``name`` (for its ``__getattr__`` to raise):
+    ``NotInTrainerCLIError`` saying so when ``absent`` (MXNet name -> what it is) lists it,
+    else a plain ``AttributeError``."""
+    what = absent.get(name)
+    if what is None:
+        return AttributeError("module %r has no attribute %r" % (module_name, name))
+    return NotInTrainerCLIError(absent_message(module_name + "." + name, what))
+
+
 class AbsentModule:
     """Stands for an MXNet module trainer_cli does not provide, such as ``mx.sym``.
 

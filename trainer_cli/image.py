@@ -502,7 +502,6 @@ def __getattr__(name):
         from .image_iter import ImageIter
         globals()["ImageIter"] = ImageIter
         return ImageIter
-    if name in ("ImageDetIter", "CreateDetAugmenter"):
-        from .base import NotInTrainerCLIError, absent_message
-        raise NotInTrainerCLIError(absent_message(__name__ + "." + name, "image API (%s)" % name))
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    from .base import missing_attribute
+    raise missing_attribute(__name__, name, {n: "image API (%s)" % n
+                                             for n in ("ImageDetIter", "CreateDetAugmenter")})

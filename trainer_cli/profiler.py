@@ -25,7 +25,7 @@ import threading
 import time
 
 from ._atomic import write_text_atomic
-from .base import NotInTrainerCLIError, absent_message
+from .base import missing_attribute
 
 __all__ = ["set_config", "set_state", "state", "pause", "resume", "dumps", "dump",
            "dump_profile", "profiler_set_config", "profiler_set_state", "MAX_EVENTS"]
@@ -377,8 +377,9 @@ def dump(finished=True, profile_process="worker"):
 dump_profile = dump
 
 
+_ABSENT = {name: "custom profiler object (profiler.%s)" % name
+           for name in ("Domain", "Task", "Frame", "Event", "Counter", "Marker", "scope")}
+
+
 def __getattr__(name):
-    if name in ("Domain", "Task", "Frame", "Event", "Counter", "Marker", "scope"):
-        raise NotInTrainerCLIError(absent_message(__name__ + "." + name,
-                                                  "custom profiler object (profiler.%s)" % name))
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    raise missing_attribute(__name__, name, _ABSENT)

@@ -24,7 +24,7 @@ import numpy.random as rnd
 import numpy.testing as npt
 
 from . import context as _context
-from .base import MXNetError, NotInTrainerCLIError, absent_message
+from .base import MXNetError, missing_attribute
 from .gluon.data.vision.datasets import read_idx
 from .io import DataIter
 from .ndarray import NDArray, creation
@@ -782,6 +782,4 @@ _ABSENT.update({
 
 
 def __getattr__(name):
-    if name in _ABSENT:
-        raise NotInTrainerCLIError(absent_message(__name__ + "." + name, _ABSENT[name]))
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    raise missing_attribute(__name__, name, _ABSENT)

@@ -4,7 +4,7 @@
 MXNet's C++ record and image iterators (``ImageRecordIter``, ``MNISTIter``, ``LibSVMIter``, ...)
 are not provided: naming one says so (docs/porting.md).
 """
-from ..base import NotInTrainerCLIError, absent_message
+from ..base import missing_attribute
 from .csv_iter import CSVIter
 from .data_batch import DataBatch, DataDesc, DataIter
 from .ndarray_iter import NDArrayIter
@@ -22,6 +22,4 @@ _ABSENT = {
 
 
 def __getattr__(name):
-    if name in _ABSENT:
-        raise NotInTrainerCLIError(absent_message(__name__ + "." + name, _ABSENT[name]))
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    raise missing_attribute(__name__, name, _ABSENT)

@@ -11,10 +11,11 @@ KVStore = KVStoreLocal
 __all__ = ["KVStoreBase", "KVStore", "KVStoreLocal", "create", "names", "register"]
 
 
+# MXNet's parameter-server process: the dist_* stores here run over MPI, without servers.
+_ABSENT = dict.fromkeys(("KVStoreServer", "kvstore_server"),
+                        "parameter-server process (dist_* stores run over MPI here)")
+
+
 def __getattr__(name):
-    # MXNet's parameter-server process: the dist_* stores here run over MPI, without servers.
-    if name in ("KVStoreServer", "kvstore_server"):
-        from ..base import NotInTrainerCLIError, absent_message
-        raise NotInTrainerCLIError(absent_message(
-            __name__ + "." + name, "parameter-server process (dist_* stores run over MPI here)"))
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    from ..base import missing_attribute
+    raise missing_attribute(__name__, name, _ABSENT)

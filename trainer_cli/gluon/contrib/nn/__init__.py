@@ -7,7 +7,7 @@ from .... import ndarray as _nd
 from ....ndarray import Embedding
 from ...block import Block, HybridBlock, HybridSequential, Sequential
 from ...nn import Identity
-from ....base import NotInTrainerCLIError, absent_message
+from ....base import missing_attribute
 from ....symbol import Symbol
 
 __all__ = ["SparseEmbedding", "Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D",
@@ -15,10 +15,8 @@ __all__ = ["SparseEmbedding", "Concurrent", "HybridConcurrent", "Identity", "Pix
 
 
 def __getattr__(name):
-    if name == "SyncBatchNorm":
-        raise NotInTrainerCLIError(absent_message(
-            __name__ + ".SyncBatchNorm", "batch normalization synchronized across devices"))
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    raise missing_attribute(__name__, name,
+                            {"SyncBatchNorm": "batch normalization synchronized across devices"})
 
 
 def _factors(factor, count):
