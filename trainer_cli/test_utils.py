@@ -533,20 +533,21 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
     in one call and ``opt1`` one by one."""
     ctx = default_context()
 
-    def weight_and_grad(stype, dense_is_uniform=True):
+    def weight_and_grad(stype, density):
+        # A sparse weight stores every row (density 1); a sparse gradient a random share.
         if stype == "default":
             x2 = _nd_random.uniform(shape=shape, ctx=ctx, dtype=dtype)
             return x2.copyto(ctx), x2
         if stype in ("row_sparse", "csr"):
-            x2 = rand_ndarray(shape, stype, density=1 if dense_is_uniform else None, dtype=dtype)
+            x2 = rand_ndarray(shape, stype, density=density, dtype=dtype)
             return x2.copyto(ctx).tostype("default"), x2
         raise ValueError("storage type %r not supported: 'default', 'row_sparse' or 'csr'"
                          % (stype,))
 
     if not isinstance(shape, list):
         assert ntensors == 1
-        w1, w2 = weight_and_grad(w_stype)
-        g1, g2 = weight_and_grad(g_stype, dense_is_uniform=False)
+        w1, w2 = weight_and_grad(w_stype, 1)
+        g1, g2 = weight_and_grad(g_stype, None)
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:
