@@ -142,37 +142,47 @@ class MXRecordIO:
         out.append(b"\0" * (-len(buf) % 4))
         self._file.write(b"".join(out))
 
+    def _part(self, within_record):
+        """The next record part's ``(offset, flag, length, padded length)``, checked against the
+        format and the file's size (before anything is read: a damaged length must not make a
+        huge read buffer); None at the end of the file between records."""
+        f = self._file
+        offset = f.tell()
+        head = f.read(_HEAD.size)
+        if not head and not within_record:
+            return None
+        if len(head) != _HEAD.size:
+            raise RecordIOError("%s: truncated record header at byte %d" % (self.uri, offset))
+        magic, word = _HEAD.unpack(head)
+        if magic != _MAGIC:
+            raise RecordIOError("%s: not a RecordIO record at byte %d (magic %#x, expected "
+                                "%#x)" % (self.uri, offset, magic, _MAGIC))
+        flag, length = _flag_length(word)
+        if flag > 3 or (flag in (2, 3)) != within_record:
+            raise RecordIOError("%s: a record part with flag %d out of sequence at byte %d"
+                                % (self.uri, flag, offset))
+        padded = length + (-length % 4)
+        if offset + _HEAD.size + padded > os.fstat(f.fileno()).st_size:
+            raise RecordIOError("%s: truncated record at byte %d (%d bytes claimed, the "
+                                "file ends sooner)" % (self.uri, offset, padded))
+        return offset, flag, length, padded
+
     def read(self):
         """The next record's bytes, or None at the end of the file."""
         if self.writable:
             raise RecordIOError("%s: opened for writing, not reading" % self.uri)
         self._check_pid(allow_reset=False)
-        f, pieces, size = self._file, [], 0
+        pieces, size = [], 0
         while True:
-            offset = f.tell()
-            head = f.read(_HEAD.size)
-            if not head and not pieces:
+            part = self._part(bool(pieces))
+            if part is None:
                 return None
-            if len(head) != _HEAD.size:
-                raise RecordIOError("%s: truncated record header at byte %d" % (self.uri, offset))
-            magic, word = _HEAD.unpack(head)
-            if magic != _MAGIC:
-                raise RecordIOError("%s: not a RecordIO record at byte %d (magic %#x, expected "
-                                    "%#x)" % (self.uri, offset, magic, _MAGIC))
-            flag, length = _flag_length(word)
-            if flag > 3 or (flag in (2, 3)) != bool(pieces):
-                raise RecordIOError("%s: a record part with flag %d out of sequence at byte %d"
-                                    % (self.uri, flag, offset))
+            offset, flag, length, padded = part
             size += length + (4 if pieces else 0)
             if size >= MAX_RECORD_BYTES:
                 raise RecordIOError("%s: the record at byte %d is larger than 2^30 bytes"
                                     % (self.uri, offset))
-            padded = length + (-length % 4)
-            if offset + _HEAD.size + padded > os.fstat(f.fileno()).st_size:
-                # (checked before reading: a damaged length must not make a huge read buffer)
-                raise RecordIOError("%s: truncated record at byte %d (%d bytes claimed, the "
-                                    "file ends sooner)" % (self.uri, offset, padded))
-            data = f.read(padded)
+            data = self._file.read(padded)
             if len(data) != padded:
                 raise RecordIOError("%s: truncated record at byte %d (%d of %d bytes)"
                                     % (self.uri, offset, len(data), padded))
@@ -269,16 +279,10 @@ class MXIndexedRecordIO(MXRecordIO):
         """The first ``size`` bytes of record ``idx`` (fewer when it is shorter), without
         reading the rest of it: an image record's header and labels, say."""
         self.seek(idx)
-        f = self._file
-        offset = f.tell()
-        head = f.read(_HEAD.size)
-        if len(head) == _HEAD.size:
-            magic, word = _HEAD.unpack(head)
-            flag, length = _flag_length(word)
-            if magic == _MAGIC and flag == 0 and offset + _HEAD.size + length <= \
-                    os.fstat(f.fileno()).st_size:
-                return f.read(min(size, length))
-        return self.read_idx(idx)[:size]    # a record in parts (or damaged): read it whole
+        part = self._part(False)
+        if part is not None and part[1] == 0:
+            return self._file.read(min(size, part[2]))
+        return self.read_idx(idx)[:size]    # a record in parts (or none there): read it whole
 
     def write_idx(self, idx, buf):
         """Append record ``buf`` under key ``idx``."""
