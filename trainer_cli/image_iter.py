@@ -18,7 +18,8 @@ import random
 from . import image as _image
 from . import ndarray as nd
 from . import recordio
-from ._bounded import MiB, read_regular, read_regular_text
+from ._bounded import MiB, read_regular
+from .gluon.data.vision.datasets import read_image_list
 from .gluon.data.vision.image_file import MAX_FILE_BYTES
 from .io import DataBatch, DataIter
 
@@ -29,26 +30,9 @@ MAX_LIST_BYTES = 1024 * MiB
 
 def _read_list(path, dtype):
     """An image list file: ``{key: (label NDArray, path)}`` and the keys in file order."""
-    try:
-        text = read_regular_text(path, MAX_LIST_BYTES)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError("%s: cannot read the image list (%s)"
-                         % (path, getattr(exc, "reason", None) or getattr(exc, "strerror", None)
-                            or exc)) from None
     imglist, keys = {}, []
-    for number, line in enumerate(text.splitlines(), 1):
-        fields = line.strip().split("\t")
-        if fields == [""]:
-            continue
-        try:
-            if len(fields) < 3:
-                raise ValueError
-            key = int(fields[0])
-            label = nd.array([float(v) for v in fields[1:-1]], dtype=dtype)
-        except ValueError:
-            raise ValueError("%s, line %d: expected 'index<TAB>label...<TAB>path', got %r"
-                             % (path, number, line[:80])) from None
-        imglist[key] = (label, fields[-1])
+    for key, labels, fname in read_image_list(path, MAX_LIST_BYTES):
+        imglist[key] = (nd.array(labels, dtype=dtype), fname)
         keys.append(key)
     return imglist, keys
 

@@ -24,6 +24,7 @@ from ..dataset import Dataset, RecordFileDataset
 from .image_file import imdecode, imread
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageFolderDataset", "read_idx",
+           "read_image_list",
            "ImageRecordDataset",
            "ImageListDataset", "DatasetFileError", "data_dir"]
 
@@ -295,6 +296,30 @@ class ImageFolderDataset(Dataset):
         return len(self.items)
 
 
+def read_image_list(fname, limit):
+    """The lines of an image list file (MXNet's im2rec ``.lst``: tab-separated index,
+    label(s), relative path) as ``(index, [labels], path)``; at most ``limit`` bytes are read,
+    and a line of another form is an error naming the file and the line."""
+    text = _read_bounded(fname, limit)
+    try:
+        lines = text.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise DatasetFileError("%s: not a UTF-8 text list" % fname) from None
+    entries = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        fields = line.strip().split("\t")
+        try:
+            if len(fields) < 3:
+                raise ValueError
+            entries.append((int(fields[0]), [float(v) for v in fields[1:-1]], fields[-1]))
+        except ValueError:
+            raise DatasetFileError("%s, line %d: expected 'index<TAB>label(s)<TAB>path', got %r"
+                                   % (fname, lineno, line[:80])) from None
+    return entries
+
+
 class ImageListDataset(Dataset):
     """Images named by a list: a ``.lst`` file under ``root`` (tab-separated ``index``,
     label(s), relative path per line, MXNet's im2rec format) or a list of ``[label(s)...,
@@ -308,26 +333,9 @@ class ImageListDataset(Dataset):
         self._items = []
         if isinstance(imglist, (str, os.PathLike)):
             fname = os.path.join(self._root, os.fspath(imglist))
-            text = _read_bounded(fname, self.MAX_LIST_BYTES)
-            try:
-                lines = text.decode("utf-8").splitlines()
-            except UnicodeDecodeError:
-                raise DatasetFileError("%s: not a UTF-8 text list" % fname) from None
-            for lineno, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                fields = line.strip().split("\t")
-                try:
-                    if len(fields) < 3:
-                        raise ValueError
-                    int(fields[0])
-                    labels = [float(v) for v in fields[1:-1]]
-                except ValueError:
-                    raise DatasetFileError(
-                        "%s, line %d: expected 'index<TAB>label(s)<TAB>path', got %r"
-                        % (fname, lineno, line[:80])) from None
+            for _, labels, path in read_image_list(fname, self.MAX_LIST_BYTES):
                 self._items.append((numpy.array(labels, dtype=numpy.float32),
-                                    os.path.join(self._root, fields[-1])))
+                                    os.path.join(self._root, path)))
         elif isinstance(imglist, (list, tuple)):
             for i, entry in enumerate(imglist):
                 if len(entry) < 2 or not isinstance(entry[-1], str):
