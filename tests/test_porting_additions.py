@@ -160,3 +160,17 @@ def test_trainer_step_takes_a_one_element_array_as_its_batch_size():
         np.testing.assert_allclose(before - net.weight.data().asnumpy(), 0.1, rtol=1e-6)
     with pytest.raises(TypeError, match="batch_size"):
         trainer.step(nd.array([1.0, 2.0]))
+
+
+def test_mx_contrib_is_reached_as_an_attribute_and_loads_amp_only_when_asked():
+    import subprocess
+    import sys
+    code = ("import sys, trainer_cli as mx\n"
+            "text = mx.contrib.text.vocab.Vocabulary\n"
+            "assert 'trainer_cli.contrib.amp' not in sys.modules\n"
+            "assert 'trainer_cli.gluon.trainer' not in sys.modules\n"
+            "print(mx.contrib.amp.init.__module__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "trainer_cli.contrib.amp"

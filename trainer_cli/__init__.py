@@ -31,7 +31,7 @@ _ALIASES = {
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
     "metric": "metric", "io": "io", "sym": "symbol", "symbol": "symbol",
     "image": "image", "img": "image", "profiler": "profiler", "test_utils": "test_utils",
-    "recordio": "recordio",
+    "recordio": "recordio", "contrib": "contrib",
 }
 
 # MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one

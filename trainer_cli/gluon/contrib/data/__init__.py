@@ -1,8 +1,9 @@
-"""``gluon.contrib.data``: MXNet 1.9's ``IntervalSampler`` (its ``text`` data sets download
-corpora, which trainer_cli does not do: docs/porting.md)."""
+"""``gluon.contrib.data``: MXNet 1.9's ``IntervalSampler`` and the ``text`` corpora
+(``text.WikiText2``, ``text.WikiText103``, read from local files)."""
 from ...data.sampler import Sampler
+from . import text
 
-__all__ = ["IntervalSampler"]
+__all__ = ["IntervalSampler", "text"]
 
 
 class IntervalSampler(Sampler):
