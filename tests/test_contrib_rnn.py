@@ -140,3 +140,39 @@ def test_a_channels_last_cell_is_the_channels_first_cell_transposed(make, first,
     np.testing.assert_array_equal(out_b.asnumpy(), out_a.asnumpy().transpose(moved))
     np.testing.assert_array_equal(xb.grad.asnumpy(), xa.grad.asnumpy().transpose(moved))
     assert b.state_info(2)[0]["shape"] == (2,) + spatial + (3,)
+
+
+UNROLLED = dict(np.load(os.path.join(HERE, "data", "mxnet_contrib_rnn", "dynamic_unroll.npz")))
+OURS_UNROLLED = contrib_rnn_cases.record_dynamic_unroll(mx)
+
+
+@pytest.mark.parametrize("name", sorted(UNROLLED))
+def test_dynamic_unroll_is_mxnets_to_float_rounding(name):
+    assert sorted(OURS_UNROLLED) == sorted(UNROLLED)
+    want = UNROLLED[name]
+    assert OURS_UNROLLED[name].shape == want.shape and OURS_UNROLLED[name].dtype == want.dtype
+    np.testing.assert_allclose(OURS_UNROLLED[name], want, rtol=1e-5,
+                               atol=1e-6 * np.abs(want).max())
+
+
+def test_dynamic_unroll_is_the_cells_own_unroll_with_valid_length():
+    cell = gluon.rnn.LSTMCell(4, input_size=2)
+    cell.initialize(mx.init.Uniform(0.5))
+    x = nd.random.normal(shape=(3, 5, 2))                    # NTC
+    begin = [nd.random.normal(shape=(3, 4)) for _ in range(2)]
+    lengths = nd.array([5, 2, 1])
+    got, got_states = rnn.rnn_cell.dynamic_unroll(cell, x, begin, layout="NTC",
+                                                  valid_length=lengths)
+    want, want_states = cell.unroll(5, x, begin, layout="NTC", merge_outputs=True,
+                                    valid_length=lengths)
+    np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-6, atol=1e-7)
+    for g, w in zip(got_states, want_states):
+        np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-6, atol=1e-7)
+    # a sequence of length 0 keeps its begin states and outputs zeros
+    outputs, states = rnn.rnn_cell.dynamic_unroll(cell, x, begin, layout="NTC",
+                                                  valid_length=nd.array([5, 0, 1]))
+    for state, start in zip(states, begin):
+        np.testing.assert_array_equal(state.asnumpy()[1], start.asnumpy()[1])
+    assert not outputs.asnumpy()[1].any() and outputs.asnumpy()[0].all()
+    with pytest.raises(TypeError, match="one NDArray of inputs"):
+        rnn.rnn_cell.dynamic_unroll(cell, [x[:, 0], x[:, 1]], begin)

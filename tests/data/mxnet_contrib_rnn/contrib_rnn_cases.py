@@ -4,7 +4,7 @@ dilation and other activations among them) and ``LSTMPCell`` unrolled over a sho
 with fixed parameters, their outputs, last states and the gradients of the inputs and every
 parameter; ``VariationalDropoutCell`` in prediction mode (its masks are ones).
 
-    /tmp/mxvenv/bin/python tests/data/mxnet_contrib_rnn/make_records.py
+    /work/mxvenv/bin/python tests/data/mxnet_contrib_rnn/make_records.py
 
 records ``records.npz``; tests/test_contrib_rnn.py replays ``record`` with trainer_cli."""
 import re
@@ -60,5 +60,47 @@ def record(mx):
         out[name + "/grad_inputs"] = x.grad.asnumpy()
         for key in sorted(cell.collect_params()):
             suffix = re.match(r"^[a-z_]+\d+_(.*)$", key).group(1)      # lstmp3_i2h_weight
+            out[name + "/grad_" + suffix] = cell.collect_params()[key].grad().asnumpy()
+    return out
+
+
+def record_dynamic_unroll(mx):
+    """``gluon.contrib.rnn.rnn_cell.dynamic_unroll`` of an LSTM and a GRU cell with fixed
+    parameters, in both layouts, with and without ``valid_length``: outputs, states and the
+    gradients of the inputs, the begin states and the parameters."""
+    nd, autograd, rnn = mx.nd, mx.autograd, mx.gluon.rnn
+    unroll = mx.gluon.contrib.rnn.rnn_cell.dynamic_unroll
+    out = {}
+    cases = [("lstm_tnc", rnn.LSTMCell, "TNC", None), ("lstm_ntc_valid", rnn.LSTMCell, "NTC",
+                                                        [2.0, 4.0, 1.0]),
+             ("gru_tnc_valid", rnn.GRUCell, "TNC", [3.0, 0.0, 4.0]),
+             ("gru_ntc", rnn.GRUCell, "NTC", None)]
+    for name, make, layout, valid in cases:
+        rng = np.random.RandomState(len(name))
+        cell = make(5, input_size=3)
+        cell.initialize()
+        for key in sorted(cell.collect_params()):
+            param = cell.collect_params()[key]
+            param.set_data(nd.array(rng.randn(*param.shape) * 0.4))
+        shape = (4, 3, 3) if layout == "TNC" else (3, 4, 3)
+        x = nd.array(rng.randn(*shape))
+        x.attach_grad()
+        begin = [nd.array(rng.randn(3, 5)) for _ in cell.state_info(3)]
+        for b in begin:
+            b.attach_grad()
+        lengths = None if valid is None else nd.array(valid)
+        with autograd.record():
+            outputs, states = unroll(cell, x, begin, layout=layout, valid_length=lengths)
+            total = (outputs * nd.array(rng.randn(*outputs.shape))).sum()
+            for k, s in enumerate(states):
+                total = total + (s * nd.array(rng.randn(*s.shape))).sum() * (k + 2)
+        total.backward()
+        out[name + "/outputs"] = outputs.asnumpy()
+        for k, s in enumerate(states):
+            out[name + "/state%d" % k] = s.asnumpy()
+            out[name + "/grad_begin%d" % k] = begin[k].grad.asnumpy()
+        out[name + "/grad_inputs"] = x.grad.asnumpy()
+        for key in sorted(cell.collect_params()):
+            suffix = re.match(r"^[a-z_]+\d+_(.*)$", key).group(1)
             out[name + "/grad_" + suffix] = cell.collect_params()[key].grad().asnumpy()
     return out

@@ -14,3 +14,5 @@ sys.path.insert(0, HERE)
 import contrib_rnn_cases  # noqa: E402
 
 np.savez_compressed(os.path.join(HERE, "records.npz"), **contrib_rnn_cases.record(mxnet))
+np.savez_compressed(os.path.join(HERE, "dynamic_unroll.npz"),
+                    **contrib_rnn_cases.record_dynamic_unroll(mxnet))

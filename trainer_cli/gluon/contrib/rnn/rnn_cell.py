@@ -1,8 +1,10 @@
 """``VariationalDropoutCell`` (Gal and Ghahramani, 2016: one dropout mask per sequence for the
-inputs, states and outputs) and ``LSTMPCell`` (an LSTM whose output is projected to a smaller
-size, Sak et al., 2014), as MXNet 1.9.1's ``gluon.contrib.rnn`` has them."""
+inputs, states and outputs), ``LSTMPCell`` (an LSTM whose output is projected to a smaller
+size, Sak et al., 2014) and ``dynamic_unroll``, as MXNet 1.9.1's ``gluon.contrib.rnn`` has
+them."""
 from __future__ import annotations
 
+from .... import ndarray as _nd
 from ....ndarray import NDArray
 from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, ModifierCell,
                              SequentialRNNCell, _format_sequence, _get_begin_state,
@@ -149,3 +151,49 @@ class LSTMPCell(HybridRecurrentCell):
         next_r = F.FullyConnected(data=hidden, weight=h2r_weight, num_hidden=self._projection_size,
                                   no_bias=True, name=prefix + "out")
         return next_r, [next_r, next_c]
+
+
+def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, layout="TNC",
+                   valid_length=None):
+    """``cell`` run over the time steps of ``inputs`` (one NDArray, (length, batch, ...) for
+    ``'TNC'``, (batch, length, ...) for ``'NTC'``) from ``begin_state`` with
+    ``nd.contrib.foreach``: ``(outputs, states)``, the outputs stacked along the layout's time
+    axis. ``drop_inputs``/``drop_outputs``: dropout of the inputs and outputs with MXNet's
+    ``axes=(time axis,)`` (applied, as MXNet applies them, to the time-major arrays).
+    ``valid_length`` (batch,): each sequence's states stop changing after its length, the
+    states returned are its last valid ones and its outputs past it are zero."""
+    if not isinstance(inputs, NDArray):
+        raise TypeError("dynamic_unroll takes one NDArray of inputs (trainer_cli has no "
+                        "symbolic foreach), got %s" % type(inputs).__name__)
+    inputs, axis, F, _ = _format_sequence(0, inputs, layout, True)
+    axes = list(range(len(layout)))
+    axes[0], axes[axis] = axes[axis], axes[0]
+    if axis != 0:
+        inputs = F.transpose(inputs, axes=axes)
+    states = begin_state
+    if drop_inputs:
+        inputs = F.Dropout(inputs, p=drop_inputs, axes=(axis,))
+    if valid_length is None:
+        def loop_body(step_input, step_states):
+            return cell(step_input, step_states)
+    else:
+        # The step count travels as one more state, as MXNet carries it through foreach.
+        states = list(states if isinstance(states, (list, tuple)) else [states])
+        states.append(F.zeros((1,), ctx=inputs.context))
+
+        def loop_body(step_input, step_states):
+            cell_states, step = step_states[:-1], step_states[-1]
+            out, new_states = cell(step_input, cell_states)
+            running = F.broadcast_greater(valid_length, step)
+            new_states = [F.where(running, new, old) for new, old in zip(new_states, cell_states)]
+            return out, new_states + [step + 1]
+    outputs, states = _nd.contrib.foreach(loop_body, inputs, states)
+    if drop_outputs:
+        outputs = F.Dropout(outputs, p=drop_outputs, axes=(axis,))
+    if axis != 0:
+        outputs = F.transpose(outputs, axes=axes)
+    if valid_length is None:
+        return outputs, states
+    outputs = F.SequenceMask(outputs, sequence_length=valid_length, use_sequence_length=True,
+                             axis=axis)
+    return outputs, states[:-1]
