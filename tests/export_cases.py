@@ -259,3 +259,26 @@ def build_cell(name, mx):
 
 CELL_CASES = ("lstm_cell", "gru_cell", "seq_cell", "modifier_cells", "bi_cell", "lstm_valid",
               "bi_valid")
+
+
+def build_language_model(mx):
+    """MXNet's word-language-model example in small: embedding, a 2-layer LSTM run from the
+    begin states it is given (a list), a dense decoder; called as ``net(x, [h, c])``, it
+    returns ``(scores, [h, c])``. Its inputs: token ids (length 4, batch 2) and the states."""
+    gluon, nn, rnn = mx.gluon, mx.gluon.nn, mx.gluon.rnn
+
+    class LanguageModel(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.encoder = nn.Embedding(7, 3)
+                self.rnn = rnn.LSTM(5, 2, input_size=3)
+                self.decoder = nn.Dense(7, in_units=5)
+
+        def hybrid_forward(self, F, inputs, hidden):
+            output, hidden = self.rnn(self.encoder(inputs), hidden)
+            return self.decoder(output.reshape((-1, 5))), hidden
+
+    net = LanguageModel(prefix="lm_")
+    states = [data("lm_h", (2, 2, 5)), data("lm_c", (2, 2, 5))]
+    return net, (data("lm", (4, 2), integers=7), states)

@@ -13,7 +13,7 @@ import trainer_cli as mx
 from trainer_cli import gluon, nd
 from trainer_cli import symbol as sym
 
-from export_cases import CELL_CASES, build_cell, set_weights
+from export_cases import CELL_CASES, build_cell, build_language_model, set_weights
 
 HERE = os.path.join(os.path.dirname(__file__), "data", "hybrid_export")
 
@@ -112,3 +112,27 @@ def test_a_cell_stepped_in_hybrid_forward_records_without_disturbing_the_eager_r
     block = gluon.SymbolBlock.imports(str(tmp_path / "step-symbol.json"), ["data"],
                                       str(tmp_path / "step-0000.params"))
     np.testing.assert_allclose(block(x).asnumpy(), eager, rtol=1e-6, atol=1e-7)
+
+
+def test_inputs_and_outputs_nested_in_lists_export_as_mxnet_flattens_them(tmp_path):
+    with np.load(os.path.join(HERE, "lm_states-io.npz"), allow_pickle=False) as f:
+        x, h, c = f["x0"], f["x1"], f["x2"]
+        expected = [f["out0"], f["out1"], f["out2"]]
+    net, _ = build_language_model(mx)
+    net.initialize()
+    net.hybridize()
+    net(nd.array(x), [nd.array(h), nd.array(c)])
+    set_weights(net, mx)
+    scores, states = net(nd.array(x), [nd.array(h), nd.array(c)])
+    assert isinstance(states, list) and len(states) == 2
+    for got, want in zip([scores] + states, expected):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    net.export(str(tmp_path / "lm"))
+    assert read(tmp_path / "lm-symbol.json") == read(os.path.join(HERE, "lm_states-symbol.json"))
+    assert read(tmp_path / "lm-0000.params") == read(os.path.join(HERE, "lm_states-0000.params"))
+    block = gluon.SymbolBlock.imports(os.path.join(HERE, "lm_states-symbol.json"),
+                                      ["data0", "data1", "data2"],
+                                      os.path.join(HERE, "lm_states-0000.params"))
+    outs = block(nd.array(x), nd.array(h), nd.array(c))
+    for got, want in zip(outs, expected):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)

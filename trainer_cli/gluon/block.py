@@ -438,23 +438,25 @@ class HybridBlock(Block):
 
     def _trace(self, args):
         """(input variables, output symbol) of this block called on Symbols standing for ``args``."""
-        if not all(a is None or isinstance(a, NDArray) for a in args):
-            raise TypeError("export records blocks called with NDArrays only, got %s"
-                            % ", ".join(type(a).__name__ for a in args))
-        names = ["data"] if len(args) == 1 else ["data%d" % i for i in range(len(args))]
+        flat, nesting = _flatten_arrays(list(args))
+        if not all(a is None or isinstance(a, NDArray) for a in flat):
+            raise TypeError("export records blocks called with NDArrays (or nested lists of "
+                            "them) only, got %s" % ", ".join(type(a).__name__ for a in flat))
+        # MXNet's names: one input is ``data``, several (nested lists flattened) data0, data1...
+        names = ["data"] if len(flat) == 1 else ["data%d" % i for i in range(len(flat))]
         inputs = [_sym.var(name) for name in names]
         kept = []
         self.apply(lambda b: kept.append((b, [(a, getattr(b, a)) for a in b._per_graph_attrs]))
                    if b._per_graph_attrs else None)
         try:
             with _naming.NameManager():
-                out = self(*inputs)
+                out = self(*_regroup_arrays(inputs, nesting))
         finally:
             # The eager calls go on from where they were, as if nothing had been recorded.
             for block, values in kept:
                 for attr, value in values:
                     object.__setattr__(block, attr, value)
-        outs = out if isinstance(out, (list, tuple)) else [out]
+        outs = _flatten_arrays(out)[0] if isinstance(out, (list, tuple)) else [out]
         if not all(isinstance(o, Symbol) for o in outs):
             raise TypeError("%s.hybrid_forward returned %s, not Symbols, when called with Symbols"
                             % (type(self).__name__, ", ".join(type(o).__name__ for o in outs)))
@@ -544,6 +546,28 @@ def _as_lists(out):
     if type(out) is tuple or type(out) is list:
         return [_as_lists(o) for o in out]
     return out
+
+
+def _flatten_arrays(args):
+    """The leaves of ``args`` (lists and tuples nested to any depth) in order, and the nesting
+    to rebuild it from them (an int for a leaf, a list of nestings for a list)."""
+    if not isinstance(args, (list, tuple)):
+        return [args], 0
+    flat, nesting = [], []
+    for item in args:
+        leaves, shape = _flatten_arrays(item)
+        flat.extend(leaves)
+        nesting.append(shape)
+    return flat, nesting
+
+
+def _regroup_arrays(flat, nesting):
+    """``flat`` put back into ``nesting`` (what ``_flatten_arrays`` gave)."""
+    leaves = iter(flat)
+
+    def build(shape):
+        return next(leaves) if shape == 0 else [build(part) for part in shape]
+    return build(nesting)
 
 
 def _block_call_text(block, args) -> str:

@@ -27,6 +27,10 @@ _PARAM_NAME = re.compile(r"(l|r)(\d+)_(i2h|h2h|h2r)_(weight|bias)\Z")
 class _RNNLayer(HybridBlock):
     """The machinery the three layers share; ``mode`` picks the cell."""
 
+    # Recording the graph calls the layer with the states the eager call made for itself: the
+    # eager call still returns what its own caller asked for.
+    _per_graph_attrs = ("skip_states",)
+
     def __init__(self, hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                  i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
                  h2h_bias_initializer, mode, projection_size, h2r_weight_initializer,
