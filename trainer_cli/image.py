@@ -497,11 +497,20 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
     return auglist
 
 
+_DETECTION = ("DetAugmenter", "DetBorrowAug", "DetRandomSelectAug", "DetHorizontalFlipAug",
+              "DetRandomCropAug", "DetRandomPadAug", "CreateMultiRandCropAugmenter",
+              "CreateDetAugmenter", "ImageDetIter")
+
+
 def __getattr__(name):
-    if name == "ImageIter":     # its own module, which builds on this one's augmenters
+    # The iterators have their own modules, which build on this one's augmenters.
+    if name == "ImageIter":
         from .image_iter import ImageIter
         globals()["ImageIter"] = ImageIter
         return ImageIter
-    from .base import missing_attribute
-    raise missing_attribute(__name__, name, {n: "image API (%s)" % n
-                                             for n in ("ImageDetIter", "CreateDetAugmenter")})
+    if name in _DETECTION or name in ("det", "detection"):     # MXNet's mx.image.det
+        from . import image_det
+        value = image_det if name in ("det", "detection") else getattr(image_det, name)
+        globals()[name] = value
+        return value
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
