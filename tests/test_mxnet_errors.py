@@ -208,15 +208,6 @@ def test_absent_gluon_names_say_so():
             thing.anything
 
 
-def test_absent_gluon_contrib_modules_say_so():
-    import trainer_cli.gluon.contrib as contrib
-    with pytest.raises(mx.MXNetError, match="does not provide.*docs/porting.md"):
-        contrib.cnn.anything
-    from trainer_cli.gluon.contrib import cnn
-    with pytest.raises(AttributeError, match="DeformableConvolution.*does not provide"):
-        cnn.DeformableConvolution(10, 5)
-
-
 def test_base_sits_below_the_array_layer():
     # Every layer raises these errors, so importing them loads nothing above the context.
     code = ("import sys, trainer_cli.base as b, trainer_cli as mx; "

@@ -110,3 +110,21 @@ def test_adaptive_average_pooling_is_mxnets_bits(name):
     got, want = OURS_POOLING[name], POOLING[name]
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_rand_zipfian_draws_log_uniform_classes_and_counts_them_as_mxnet_does():
+    mx.random.seed(11)
+    samples, true_counts, sample_counts = nd.contrib.rand_zipfian(nd.array([0, 5]), 20000, 50)
+    drawn = samples.asnumpy()
+    assert drawn.dtype == np.int64 and drawn.min() >= 0 and drawn.max() < 50
+    # P(c) = log((c + 2) / (c + 1)) / log(51): the drawn frequencies within 5 sigma of it
+    for c in (0, 1, 7, 30):
+        p = np.log((c + 2) / (c + 1)) / np.log(51)
+        assert abs((drawn == c).mean() - p) < 5 * np.sqrt(p * (1 - p) / 20000)
+    # a sampled class's expected count is the one it has as a true class
+    again = nd.contrib.rand_zipfian(samples[:50], 20000, 50)[1]
+    np.testing.assert_array_equal(sample_counts.asnumpy()[:50], again.asnumpy())
+    np.testing.assert_allclose(true_counts.asnumpy(),
+                               np.log([2 / 1, 7 / 6]) / np.log(51) * 20000, rtol=1e-15)
+    mx.random.seed(11)
+    assert (nd.contrib.rand_zipfian(nd.array([0]), 20000, 50)[0].asnumpy() == drawn).all()

@@ -10,22 +10,35 @@ name raises ``NotInTrainerCLIError`` saying so (docs/compat.md lists what exists
 """
 from __future__ import annotations
 
+import math
+
 import numpy
 
 from ..base import NotInTrainerCLIError, absent_message
+from ..context import current_context
 from . import ops as _ops
 from .creation import zeros
 from .ctc import CTCLoss, ctc_loss
 from .more_ops import logical_and
 from .ndarray import NDArray, _result, _wrap, _xp_of
 from .nn import Embedding
+from .random import uniform
+from . import boxes as _boxes, deformable as _deformable, multibox as _multibox
+from . import resize as _resize, roi as _roi
+from .boxes import *  # noqa: F401,F403
+from .deformable import *  # noqa: F401,F403
+from .multibox import *  # noqa: F401,F403
+from .resize import *  # noqa: F401,F403
+from .roi import *  # noqa: F401,F403
 
 __all__ = ["foreach", "while_loop", "cond", "arange_like", "boolean_mask", "index_copy",
            "index_array", "allclose", "div_sqrt_dim", "quadratic", "round_ste", "sign_ste",
            "gradientmultiplier", "getnnz", "isinf", "isnan", "isfinite", "AdaptiveAvgPooling2D",
            "interleaved_matmul_selfatt_qk", "interleaved_matmul_selfatt_valatt",
            "interleaved_matmul_encdec_qk", "interleaved_matmul_encdec_valatt", "CTCLoss",
-           "ctc_loss", "SparseEmbedding"]
+           "ctc_loss", "SparseEmbedding", "rand_zipfian"] + [
+               name for module in (_boxes, _deformable, _multibox, _resize, _roi)
+               for name in module.__all__ if name != "ROIPooling"]
 
 
 # ----------------------------------------------------------------------------- control flow
@@ -371,6 +384,34 @@ def SparseEmbedding(data=None, weight=None, input_dim=None, output_dim=None,  # 
     """``Embedding`` with a row_sparse gradient (MXNet's contrib name for it)."""
     return Embedding(data, weight, input_dim=input_dim, output_dim=output_dim, dtype=dtype,
                      sparse_grad=True, **kwargs)
+
+
+_libm_log = numpy.frompyfunc(math.log, 1, 1)
+
+
+def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
+    """``num_sampled`` classes of ``[0, range_max)`` drawn with replacement from the
+    log-uniform (Zipfian) distribution ``P(c) = log((c + 2) / (c + 1)) / log(range_max + 1)``
+    (sampled softmax's candidates for classes sorted by decreasing frequency): ``(samples``
+    (int64), the expected counts of ``true_classes`` and of the samples in ``num_sampled``
+    draws (float64)``)``, on ``ctx`` (default: the current context). MXNet's arithmetic, so
+    the expected counts of the same classes are its bits; the draws come from this library's
+    generator (``mx.random.seed``)."""
+    ctx = current_context() if ctx is None else ctx
+    log_range = math.log(range_max + 1)
+    draws = uniform(0, log_range, shape=(num_sampled,), dtype="float64", ctx=ctx)
+    samples = (draws.exp() - 1).astype("int64") % range_max
+
+    def expected_counts(classes):
+        ratios = (classes.astype("float64") + 2.0) / (classes.astype("float64") + 1.0)
+        r = ratios._data
+        # MXNet's CPU takes each logarithm from the C library, which NumPy's vectorised float64
+        # log differs from in the last bit for about one value in 3000.
+        logs = (_libm_log(r).astype(numpy.float64) if type(r) is numpy.ndarray
+                else _xp_of(r).log(r))
+        return _wrap(logs, ratios._ctx) / log_range * num_sampled
+    return (samples, expected_counts(true_classes.as_in_context(ctx)),
+            expected_counts(samples))
 
 
 def __getattr__(name):

@@ -62,6 +62,15 @@ def record(mx):
         out[name] = getattr(c, name)(nd.array(specials)).asnumpy()
     csr = nd.array(np.array([[0, 1, 0], [2, 0, 3]], np.float32)).tostype("csr")
     out["getnnz"] = c.getnnz(csr).asnumpy()
+    # rand_zipfian: the expected counts (the draws are each library's own generator's).
+    samples, true_counts, sample_counts = c.rand_zipfian(
+        nd.array(np.arange(0, 10000, 37), dtype="float32"), 20, 10000)
+    out["rand_zipfian_true"] = true_counts.asnumpy()
+    out["rand_zipfian_types"] = np.array([str(np.dtype(a.dtype)) for a in
+                                          (samples, true_counts, sample_counts)]
+                                         + [str(samples.shape), str(sample_counts.shape)])
+    out["rand_zipfian_int_classes"] = c.rand_zipfian(
+        nd.array([[1, 2], [3, 4]], dtype="int32"), 5, 5)[1].asnumpy()
 
     # foreach: a running sum and a running product of the rows, two outputs a step.
     def step(row, states):

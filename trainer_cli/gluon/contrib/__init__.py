@@ -1,17 +1,11 @@
-"""``gluon.contrib``: MXNet 1.9's contributed Gluon blocks that trainer_cli provides
-(``contrib.nn.SparseEmbedding``, the ``contrib.rnn`` cells), ``contrib.data.IntervalSampler``
-and ``contrib.estimator``."""
+"""``gluon.contrib``: MXNet 1.9's contributed Gluon blocks (``contrib.nn``, the ``contrib.rnn``
+cells, the ``contrib.cnn`` deformable convolutions), ``contrib.data`` (``IntervalSampler``, the
+WikiText corpora) and ``contrib.estimator``."""
 import importlib
 
-from ...base import AbsentModule
+from . import cnn, data, nn, rnn
 
-from . import data, nn, rnn
-
-__all__ = ["data", "nn", "rnn", "estimator"]
-
-
-# MXNet 1.9 gluon.contrib modules not provided (docs/porting.md): using one says so.
-_ABSENT = {"cnn": "contributed convolutions (DeformableConvolution, ModulatedDeformableConvolution)"}
+__all__ = ["cnn", "data", "nn", "rnn", "estimator"]
 
 
 def __getattr__(name):
@@ -19,8 +13,5 @@ def __getattr__(name):
     if name == "estimator":
         module = importlib.import_module(".estimator", __name__)
         globals()["estimator"] = module
-        return module
-    if name in _ABSENT:
-        module = globals()[name] = AbsentModule(__name__ + "." + name, _ABSENT[name])
         return module
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
