@@ -174,3 +174,23 @@ def test_mx_contrib_is_reached_as_an_attribute_and_loads_amp_only_when_asked():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "trainer_cli.contrib.amp"
+
+
+def test_mx_random_holds_nd_randoms_draws_beside_seed():
+    import subprocess
+    import sys
+    code = ("import trainer_cli as mx\n"
+            "mx.random.seed(5)\n"
+            "a = mx.random.uniform(-1, 1, shape=(3,)).asnumpy().tolist()\n"
+            "mx.random.seed(5)\n"
+            "b = mx.nd.random.uniform(-1, 1, shape=(3,)).asnumpy().tolist()\n"
+            "assert a == b, (a, b)\n"
+            "names = ['uniform', 'normal', 'randn', 'randint', 'poisson', 'exponential', 'gamma',\n"
+            "         'multinomial', 'negative_binomial', 'generalized_negative_binomial', 'shuffle']\n"
+            "assert all(getattr(mx.random, n) is getattr(mx.nd.random, n) for n in names)\n"
+            "from trainer_cli import random\n"
+            "print(random.randn(2, 2).shape)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(2, 2)"

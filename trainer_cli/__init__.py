@@ -68,6 +68,8 @@ def __getattr__(name):
             module = globals()[name] = base.AbsentModule(__name__ + "." + name, _ABSENT[name])
             return module
         raise AttributeError("module 'trainer_cli' has no attribute %r" % name)
+    if target == "random":
+        importlib.import_module(".ndarray", __name__)    # which gives mx.random nd.random's draws
     module = importlib.import_module("." + target, __name__)
     globals()[name] = module
     return module

@@ -14,11 +14,12 @@ import re
 import numpy
 
 from . import random as _random
+from .ndarray.creation import load as _load
 from .ndarray.interop import array_module as _array_module, raw as _raw
 
 __all__ = ["InitDesc", "Initializer", "Uniform", "Normal", "Xavier", "MSRAPrelu", "Zero", "One",
-           "Constant", "Orthogonal", "LSTMBias", "Mixed", "create", "names", "lookup", "register",
-           "registry"]
+           "Constant", "Orthogonal", "LSTMBias", "Bilinear", "Mixed", "Load", "create", "names",
+           "lookup", "register", "registry"]
 
 registry: dict = {}
 
@@ -264,6 +265,67 @@ class LSTMBias(Initializer):
         values = numpy.zeros(arr.shape, dtype=numpy.dtype(arr.dtype))
         values[hidden:2 * hidden] = self.forget_bias
         _fill(arr, values)
+
+
+@register
+class Bilinear(Initializer):
+    """Bilinear upsampling kernels for a transposed convolution's (..., k, k) weight: each
+    (h, w) plane holds ``(1 - |x/f - c|) * (1 - |y/f - c|)`` with ``f = ceil(width / 2)`` and
+    ``c = (2f - 1 - f % 2) / 2f`` (MXNet's formula, which takes ``f`` from the width for both
+    axes, computed in float64 and stored in the weight's dtype)."""
+
+    def _init_weight(self, name, arr):
+        shape = arr.shape
+        if len(shape) != 4:
+            raise ValueError("Bilinear initializes 4-D upsampling weights (channels, channels, "
+                             "height, width); %s has shape %s" % (name, tuple(shape)))
+        f = math.ceil(shape[3] / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        x = numpy.arange(shape[3], dtype=numpy.float64)
+        y = numpy.arange(shape[2], dtype=numpy.float64)
+        plane = numpy.outer(1 - numpy.abs(y / f - c), 1 - numpy.abs(x / f - c))
+        _fill(arr, numpy.broadcast_to(plane.astype(numpy.float32), shape)
+              .astype(numpy.dtype(arr.dtype)))
+
+
+class Load(Initializer):
+    """Each parameter from ``param`` (a file ``nd.save`` wrote, MXNet's format, or a dict of
+    name -> NDArray; ``arg:``/``aux:`` prefixes dropped) where it holds the parameter's name,
+    else by ``default_init``; ``verbose`` logs which. Unlike MXNet 1.9.1's (which Gluon refuses
+    as "not of string type"), it also initializes Gluon parameters. Not a config name."""
+
+    def __init__(self, param, default_init=None, verbose=False):
+        source = param
+        if isinstance(param, str):
+            param = _load(param)
+        if not isinstance(param, dict):
+            raise TypeError("Load: param must be a file of named arrays or a dict of them, got "
+                            "%s" % (type(param).__name__ if not isinstance(source, str)
+                                    else "%s (a list of unnamed arrays)" % source))
+        super().__init__(verbose=verbose)
+        self.param = {name[4:] if name.startswith(("arg:", "aux:")) else name: value
+                      for name, value in param.items()}
+        self.default_init = None if default_init is None else create(default_init)
+        self.verbose = verbose
+
+    def __call__(self, desc, arr):
+        name = str(desc)
+        value = self.param.get(name)
+        if value is not None:
+            if tuple(value.shape) != tuple(arr.shape):
+                raise ValueError("Parameter %s cannot be initialized from loading. Shape "
+                                 "mismatch, target %s vs loaded %s"
+                                 % (name, tuple(arr.shape), tuple(value.shape)))
+            _fill(arr, value.asnumpy().astype(numpy.dtype(arr.dtype)))
+            source = "loading"
+        elif self.default_init is None:
+            raise ValueError("Cannot Initialize %s. Not found in loaded param and no default "
+                             "Initializer is provided." % name)
+        else:
+            self.default_init(desc, arr)
+            source = "default"
+        if self.verbose:
+            logging.info("Initialized %s by %s", name, source)
 
 
 class Mixed(Initializer):

@@ -90,4 +90,11 @@ del _name
 
 __all__ = ["NDArray", "random", "sparse", "contrib"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
 
+# MXNet's mx.random holds nd.random's draws beside seed(): the generators' module, a layer below
+# the arrays, takes them here.
+from .. import random as _generators  # noqa: E402
+for _name in random.__all__:
+    setattr(_generators, _name, getattr(random, _name))
+del _name
+
 _malloc.tune()     # large freed arrays stay in the heap: no page faults in every step
