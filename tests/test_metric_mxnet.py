@@ -28,6 +28,9 @@ def feval(label, pred):
 CASES = [
     ("mcc", lambda: mx.metric.create("mcc"), "label%d", "probs%d"),
     ("mcc_micro", lambda: mx.metric.MCC(average="micro"), "label%d", "probs%d"),
+    ("pcc", lambda: mx.metric.create("pcc"), "label%d", "probs%d"),
+    ("pcc_4", lambda: mx.metric.PCC(), "label4_%d", "probs4_%d"),
+    ("pcc_indices", lambda: mx.metric.PCC(), "label4_%d", "idx5_%d"),
     ("nll", lambda: mx.metric.create("nll_loss"), "label4_%d", "probs4_%d"),
     ("pearson", lambda: mx.metric.create("pearsonr"), "reg_label%d", "reg_pred%d"),
     ("pearson_micro", lambda: mx.metric.PearsonCorrelation(average="micro"), "reg_label%d",
@@ -90,3 +93,34 @@ def test_custom_metric_names_and_create_rules():
         mx.metric.create("mcc").update([nd.zeros(2)], [])
     # a config's metric names stay the runner's own
     assert "mcc" not in mx.metric.names() and "loss" not in mx.metric.names()
+
+
+def test_register_and_alias_make_a_programs_metric_by_name(monkeypatch):
+    monkeypatch.setattr(mx.metric, "_REGISTERED", {})    # this test's names end with it
+    @mx.metric.register
+    @mx.metric.alias("half_acc", "ha")
+    class HalfAccuracy(mx.metric.EvalMetric):
+        def __init__(self, name="half_acc"):
+            super().__init__(name)
+
+        def update(self, labels, preds):
+            self.sum_metric += 0.5
+            self.num_inst += 1
+
+    for name in ("halfaccuracy", "HalfAccuracy", "half_acc", "HA"):
+        assert isinstance(mx.metric.create(name), HalfAccuracy)
+    with pytest.warns(UserWarning, match="overriding existing metric"):
+        mx.metric.register(HalfAccuracy, "acc")
+    assert isinstance(mx.metric.create("acc"), HalfAccuracy)
+    assert "acc" not in mx.metric.names() and "accuracy" in mx.metric.names()
+    with pytest.raises(TypeError, match="subclass of EvalMetric"):
+        mx.metric.register(dict)
+
+
+def test_pcc_keeps_its_confusion_matrix_across_a_checkpoint():
+    first = mx.metric.PCC()
+    _run(first, "label4_%d", "probs4_%d")
+    again = mx.metric.PCC()
+    again.set_state(first.get_state())
+    assert again.get() == first.get()
+    assert numpy.isnan(mx.metric.PCC().get()[1])

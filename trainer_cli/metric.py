@@ -12,9 +12,10 @@ Additions to MXNet 1.9, whose defaults stay MXNet's:
 - ``f1`` of more than two classes (MXNet refuses them) is the mean over classes of each
   class's F1.
 
-MXNet's other metrics (``MCC``, ``NegativeLogLikelihood``/``NLL``, ``PearsonCorrelation``,
-``Loss``, ``CustomMetric`` and ``np()``, ``CompositeEvalMetric``) are here for Python code, with
-MXNet's numbers; ``create`` takes MXNet's lists and callables too.
+MXNet's other metrics (``MCC``, ``PCC``, ``NegativeLogLikelihood``/``NLL``,
+``PearsonCorrelation``, ``Loss``, ``CustomMetric`` and ``np()``, ``CompositeEvalMetric``) are
+here for Python code, with MXNet's numbers; ``create`` takes MXNet's lists and callables too,
+and the names of metrics a program adds with ``register``/``alias``.
 
 Config names are the snake-case class names (``TopKAccuracy`` -> ``top_k_accuracy``): ``create``,
 ``names`` and ``lookup`` are the registry (the runner and :mod:`trainer_cli.config.names` use
@@ -25,15 +26,17 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import warnings
 
 import numpy
 
 from ._naming import snake_case
 
 __all__ = ["EvalMetric", "Accuracy", "TopKAccuracy", "MAE", "MSE", "RMSE", "CrossEntropy",
-           "Perplexity", "F1", "MCC", "NegativeLogLikelihood", "NLL", "PearsonCorrelation",
-           "Loss", "Torch", "Caffe", "CustomMetric", "np", "CompositeEvalMetric", "create",
-           "names", "lookup", "check_label_shapes"]
+           "Perplexity", "F1", "MCC", "PCC", "NegativeLogLikelihood", "NLL",
+           "PearsonCorrelation", "Loss", "Torch", "Caffe", "CustomMetric", "np",
+           "CompositeEvalMetric", "create", "names", "lookup", "register", "alias",
+           "check_label_shapes"]
 
 
 def _host(x) -> numpy.ndarray:
@@ -525,6 +528,51 @@ class MCC(EvalMetric):
         self._counts = [int(c) for c in state["counts"]]
 
 
+class PCC(EvalMetric):
+    """The multiclass Matthews correlation coefficient (Gorodkin's ``R_K``, the Pearson
+    correlation of one-hot predictions and labels) of the confusion matrix of every update since
+    the last reset; predictions are class indices, or scores whose arg-max is taken. NaN while
+    every prediction or every label is one class."""
+
+    def __init__(self, name="pcc", output_names=None, label_names=None, has_global_stats=True):
+        self._has_global_stats = has_global_stats
+        super().__init__(name, output_names, label_names)
+
+    def reset(self):
+        super().reset()
+        self._matrix = numpy.zeros((2, 2))      # predicted class x true class
+
+    def update(self, labels, preds):
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in _pairs(labels, preds):
+            label = label.astype(numpy.int32)
+            pred = pred.argmax(axis=1) if pred.shape != label.shape else pred.astype(numpy.int32)
+            size = int(max(pred.max(), label.max())) + 1
+            if size > len(self._matrix):
+                grown = numpy.zeros((size, size))
+                grown[:len(self._matrix), :len(self._matrix)] = self._matrix
+                self._matrix = grown
+            numpy.add.at(self._matrix, (pred.ravel(), label.ravel()), 1)
+        self.num_inst += 1
+        self.sum_metric = self._coefficient() * self.num_inst
+
+    def _coefficient(self):
+        cmat = self._matrix
+        n = cmat.sum()
+        x, y = cmat.sum(axis=1), cmat.sum(axis=0)
+        cov_xx, cov_yy = numpy.sum(x * (n - x)), numpy.sum(y * (n - y))
+        if cov_xx == 0 or cov_yy == 0:
+            return float("nan")
+        return float(numpy.sum(cmat.diagonal() * n - x * y) / (cov_xx * cov_yy) ** 0.5)
+
+    def get_state(self) -> dict:
+        return dict(super().get_state(), matrix=self._matrix.tolist())
+
+    def set_state(self, state: dict):
+        super().set_state(state)
+        self._matrix = numpy.asarray(state["matrix"], dtype=numpy.float64)
+
+
 class NegativeLogLikelihood(EvalMetric):
     """Mean of ``-log(p[label] + eps)`` over the samples, ``pred`` holding probabilities."""
 
@@ -737,17 +785,46 @@ _MXNET_NAMES = {"acc": Accuracy, "topkaccuracy": TopKAccuracy, "top_k_acc": TopK
                 "crossentropy": CrossEntropy, "ce": CrossEntropy}
 # MXNet's metrics for Python code only (a config's metrics are the ones above).
 _MXNET_NAMES.update({
-    "mcc": MCC, "negativeloglikelihood": NegativeLogLikelihood, "nll_loss": NLL,
+    "mcc": MCC, "pcc": PCC, "negativeloglikelihood": NegativeLogLikelihood, "nll_loss": NLL,
     "pearsoncorrelation": PearsonCorrelation, "pearsonr": PearsonCorrelation, "loss": Loss,
     "torch": Torch, "caffe": Caffe, "custommetric": CustomMetric,
     "compositeevalmetric": CompositeEvalMetric, "composite": CompositeEvalMetric})
+
+
+# Metrics a program registered (they take precedence, as MXNet's override warns).
+_REGISTERED: dict = {}
+
+
+def register(klass, name=None):
+    """MXNet's decorator: ``create(name)`` (default: the class's name, any case) makes
+    ``klass``, an EvalMetric subclass; a name already taken warns and is overridden."""
+    if not (isinstance(klass, type) and issubclass(klass, EvalMetric)):
+        raise TypeError("Can only register subclass of EvalMetric, got %r" % (klass,))
+    key = str(klass.__name__ if name is None else name).lower()
+    taken = lookup(key)
+    if taken is not None and taken is not klass:
+        warnings.warn("New metric %s.%s registered with name %s is overriding existing metric "
+                      "%s.%s" % (klass.__module__, klass.__name__, key, taken.__module__,
+                                 taken.__name__))
+    _REGISTERED[key] = klass
+    return klass
+
+
+def alias(*aliases):
+    """MXNet's decorator: ``create`` makes the class by each of ``aliases`` too."""
+    def reg(klass):
+        for name in aliases:
+            register(klass, name)
+        return klass
+    return reg
 
 
 def lookup(name: str):
     """The metric class of a config name (``top_k_accuracy``), class name (``TopKAccuracy``) or
     MXNet's registry names and aliases (``acc``, ``top_k_acc``, ``ce``), or None."""
     key = str(name).lower()
-    return _BY_NAME.get(key) or _MXNET_NAMES.get(key) or _BY_NAME.get(snake_case(str(name)))
+    return (_REGISTERED.get(key) or _BY_NAME.get(key) or _MXNET_NAMES.get(key)
+            or _BY_NAME.get(snake_case(str(name))))
 
 
 def names() -> list[str]:
@@ -779,5 +856,6 @@ def create(metric, *args, **kwargs) -> EvalMetric:
     cls = lookup(metric)
     if cls is None:
         raise ValueError("unknown metric %r; expected one of %s"
-                         % (metric, ", ".join(sorted(set(_BY_NAME) | set(_MXNET_NAMES)))))
+                         % (metric, ", ".join(sorted(set(_BY_NAME) | set(_MXNET_NAMES)
+                                                     | set(_REGISTERED)))))
     return cls(*args, **kwargs)

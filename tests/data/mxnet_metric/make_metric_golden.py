@@ -36,6 +36,11 @@ def main():
         out["regs_label%d" % b] = rng2.randn(size).astype(np.float32)
         out["regs_pred2_%d" % b] = rng2.randn(size, 2).astype(np.float32)
 
+    # Class indices of up to 5 classes for the 4-class labels (a confusion matrix that grows).
+    rng3 = np.random.RandomState(9)
+    for b in range(3):
+        out["idx5_%d" % b] = rng3.randint(0, 5, size=6).astype(np.float32)
+
     def run(key, metric, lab, pred):
         values = []
         for b in range(3):
@@ -46,6 +51,9 @@ def main():
 
     run("mcc", mx.metric.create("mcc"), "label%d", "probs%d")
     run("mcc_micro", mx.metric.MCC(average="micro"), "label%d", "probs%d")
+    run("pcc", mx.metric.create("pcc"), "label%d", "probs%d")
+    run("pcc_4", mx.metric.PCC(), "label4_%d", "probs4_%d")
+    run("pcc_indices", mx.metric.PCC(), "label4_%d", "idx5_%d")   # class indices, growing
     run("nll", mx.metric.create("nll_loss"), "label4_%d", "probs4_%d")
     run("pearson", mx.metric.create("pearsonr"), "reg_label%d", "reg_pred%d")
     run("pearson_micro", mx.metric.PearsonCorrelation(average="micro"), "reg_label%d",
