@@ -633,6 +633,9 @@ LAYERS_EXCLUDED = {
     "Lambda": "wraps a user function", "HybridLambda": "wraps a user function",
     "Identity": "returns its input",
     "SELU": "the op's sample LeakyReLU.selu (a listed deviation)",
+    "BatchNormReLU": "compared with MXNet's in tests/test_nd_contrib.py (4-D inputs: MXNet's "
+                     "fused operator runs through oneDNN only)",
+    "SymbolBlock": "runs an exported graph (tests/test_hybrid_export.py)",
 }
 
 

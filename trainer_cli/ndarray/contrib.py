@@ -21,7 +21,7 @@ from .creation import zeros
 from .ctc import CTCLoss, ctc_loss
 from .more_ops import logical_and
 from .ndarray import NDArray, _result, _wrap, _xp_of
-from .nn import Embedding
+from .nn import BatchNorm, Embedding
 from .random import uniform
 from . import boxes as _boxes, deformable as _deformable, multibox as _multibox
 from . import resize as _resize, roi as _roi
@@ -36,7 +36,7 @@ __all__ = ["foreach", "while_loop", "cond", "arange_like", "boolean_mask", "inde
            "gradientmultiplier", "getnnz", "isinf", "isnan", "isfinite", "AdaptiveAvgPooling2D",
            "interleaved_matmul_selfatt_qk", "interleaved_matmul_selfatt_valatt",
            "interleaved_matmul_encdec_qk", "interleaved_matmul_encdec_valatt", "CTCLoss",
-           "ctc_loss", "SparseEmbedding", "rand_zipfian"] + [
+           "ctc_loss", "SparseEmbedding", "rand_zipfian", "BatchNormWithReLU"] + [
                name for module in (_boxes, _deformable, _multibox, _resize, _roi)
                for name in module.__all__ if name != "ROIPooling"]
 
@@ -377,6 +377,21 @@ def interleaved_matmul_encdec_valatt(keys_values, attention, heads):
     """The attention weights (batch * heads, q_length, kv_length) applied to each head's values
     of interleaved [k, v] projections: (q_length, batch, heads * dim)."""
     return _merged(_ops.batch_dot(attention, _heads(keys_values, heads, 2, 1)), heads)
+
+
+def BatchNormWithReLU(data=None, gamma=None, beta=None, moving_mean=None,  # noqa: N802
+                      moving_var=None, eps=1e-3, momentum=0.9, fix_gamma=True,
+                      use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False,
+                      **kwargs):
+    """``relu(BatchNorm(...))`` with BatchNorm's arguments (MXNet's fused operator behind
+    ``gluon.nn.BatchNormReLU``); with ``output_mean_var`` the batch mean and variance follow,
+    as BatchNorm gives them."""
+    out = BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=eps, momentum=momentum,
+                    fix_gamma=fix_gamma, use_global_stats=use_global_stats,
+                    output_mean_var=output_mean_var, axis=axis, cudnn_off=cudnn_off, **kwargs)
+    if output_mean_var:
+        return [_ops.relu(out[0])] + list(out[1:])
+    return _ops.relu(out)
 
 
 def SparseEmbedding(data=None, weight=None, input_dim=None, output_dim=None,  # noqa: N802

@@ -62,6 +62,32 @@ def record(mx):
         out[name] = getattr(c, name)(nd.array(specials)).asnumpy()
     csr = nd.array(np.array([[0, 1, 0], [2, 0, 3]], np.float32)).tostype("csr")
     out["getnnz"] = c.getnnz(csr).asnumpy()
+    # BatchNormWithReLU: batch statistics (recording trains), the moving ones updated; and the
+    # Gluon layer over it.
+    moving = [nd.array(rng.randn(3).astype(np.float32)),
+              nd.array(rng.rand(3).astype(np.float32) + 0.5)]
+    _grad(mx, "BatchNormWithReLU", out,
+          lambda d, g, b: c.BatchNormWithReLU(d, g, b, moving[0], moving[1], eps=1e-4,
+                                              fix_gamma=False),
+          rng.randn(4, 3, 2, 2).astype(np.float32), rng.rand(3).astype(np.float32) + 0.5,
+          rng.randn(3).astype(np.float32))
+    out["BatchNormWithReLU/moving"] = np.concatenate([m.asnumpy() for m in moving])
+    out["BatchNormWithReLU_global"] = c.BatchNormWithReLU(
+        nd.array(rng.randn(2, 3, 2, 1).astype(np.float32)), nd.ones((3,)), nd.zeros((3,)),
+        moving[0], moving[1], use_global_stats=True).asnumpy()
+    layer = mx.gluon.nn.BatchNormReLU(in_channels=3, prefix="bnr_")
+    layer.initialize()
+    x = nd.array(rng.randn(5, 3, 2, 2).astype(np.float32))    # MXNet's: 4-D only
+    x.attach_grad()
+    with mx.autograd.record():
+        y = layer(x)
+    y.backward(nd.array(rng.randn(5, 3, 2, 2).astype(np.float32)))
+    out["BatchNormReLU/out"] = y.asnumpy()
+    out["BatchNormReLU/grad"] = x.grad.asnumpy()
+    out["BatchNormReLU/gamma_grad"] = layer.gamma.grad().asnumpy()
+    out["BatchNormReLU/running"] = np.concatenate([layer.running_mean.data().asnumpy(),
+                                                   layer.running_var.data().asnumpy()])
+    out["BatchNormReLU/names"] = np.array(sorted(layer.collect_params()))
     # rand_zipfian: the expected counts (the draws are each library's own generator's).
     samples, true_counts, sample_counts = c.rand_zipfian(
         nd.array(np.arange(0, 10000, 37), dtype="float32"), 20, 10000)

@@ -98,6 +98,20 @@ class BatchNorm(HybridBlock):
             name=type(self).__name__, content=content, c=in_channels if in_channels else None)
 
 
+class BatchNormReLU(BatchNorm):
+    """``BatchNorm`` followed by ``relu`` (MXNet 1.9's fused layer, ``contrib.BatchNormWithReLU``):
+    the same parameters, arguments and statistics."""
+
+    _plan_step = "op"
+
+    def _alias(self):
+        return "batchnormrelu"
+
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        return F.relu(F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd",
+                                  **self._kwargs))
+
+
 class LayerNorm(HybridBlock):
     """Layer normalization over ``axis`` (the last by default) with learned gamma and beta."""
 
