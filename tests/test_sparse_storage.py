@@ -155,3 +155,19 @@ def test_no_nan_is_lost_where_an_absent_zero_meets_inf_nan_or_division_by_zero(s
             got = call()
             np.testing.assert_array_equal(got.asnumpy(), want.astype(np.float32))
     assert (x * 2).stype == stype
+
+
+def test_nd_sparse_holds_mxnets_sparse_namespace_operators():
+    from trainer_cli.ndarray import storage
+    for name in ("exp", "log", "sum", "mean", "slice", "where", "concat", "broadcast_minus",
+                 "ElementWiseSum", "FullyConnected", "elemwise_div", "norm", "sigmoid"):
+        assert getattr(nd.sparse, name) is getattr(nd, name), name
+        assert name in nd.sparse.__all__
+    x = nd.array([[0, 1], [0, 0], [2, 0]]).tostype("row_sparse")
+    assert nd.sparse.exp(x).stype == "default"           # MXNet's dense fallback
+    assert nd.sparse.gs_retain(x, nd.array([0, 2])).stype == "row_sparse"
+    csr = nd.array([[0, 1], [0, 0], [2, 0]]).tostype("csr")
+    part = nd.sparse.slice(csr, begin=(1,), end=(3,))
+    assert part.stype == "csr" and part.asnumpy().tolist() == [[0, 0], [2, 0]]
+    assert csr[1:3].asnumpy().tolist() == [[0, 0], [2, 0]]     # Python's slice still inside
+    assert set(storage._SPARSE_NAMESPACE) >= {"slice", "sum"}

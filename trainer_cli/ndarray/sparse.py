@@ -37,6 +37,10 @@ __all__ = ["BaseSparseNDArray", "RowSparseNDArray", "CSRNDArray", "RowSparseGrad
 
 _INDEX = numpy.int64
 
+# nd.sparse also holds MXNet's ``slice`` operator (installed from the dispatch point): Python's
+# own is kept under this name.
+_py_slice = slice
+
 
 def _dtype(dtype, default=numpy.float32):
     return numpy.dtype(default if dtype is None else dtype)
@@ -171,7 +175,7 @@ class BaseSparseNDArray(NDArray):
         return _passing_gradient(self, self._moved(self._ctx, copy=True))
 
     def __setitem__(self, key, value):
-        if not (isinstance(key, slice) and key == slice(None)):
+        if not (isinstance(key, _py_slice) and key == _py_slice(None)):
             raise ValueError("assigning to part of a %s array is not supported (only [:])"
                              % self.stype)
         if isinstance(value, NDArray):
@@ -227,7 +231,7 @@ class RowSparseNDArray(BaseSparseNDArray):
         return retain(self, indices)
 
     def __getitem__(self, key):
-        if isinstance(key, slice) and key == slice(None):
+        if isinstance(key, _py_slice) and key == _py_slice(None):
             return self
         raise ValueError("a row_sparse array only supports [:] for indexing (MXNet); use "
                          "retain or tostype('default') first")
@@ -272,9 +276,9 @@ class CSRNDArray(BaseSparseNDArray):
         """``[:]`` (this array) or a row slice ``[start:stop]`` (a csr array, as MXNet);
         anything else is refused as in MXNet."""
         if isinstance(key, (int, numpy.integer)):
-            key = slice(int(key), int(key) + 1)
-        if isinstance(key, slice) and key.step in (None, 1):
-            if key == slice(None):
+            key = _py_slice(int(key), int(key) + 1)
+        if isinstance(key, _py_slice) and key.step in (None, 1):
+            if key == _py_slice(None):
                 return self
             start, stop, _ = key.indices(self._shape[0])
             return csr_row_slice(self, start, max(stop, start))
@@ -659,11 +663,11 @@ def csr_slice(x, begin, end):
     """Rows ``begin[0]:end[0]`` and columns ``begin[1]:end[1]`` of a csr array (MXNet's
     ``slice`` kernel for csr); ``None`` bounds mean the whole axis."""
     n_rows, n_cols = x._shape
-    r0, r1, _ = slice(begin[0], end[0]).indices(n_rows)
+    r0, r1, _ = _py_slice(begin[0], end[0]).indices(n_rows)
     rows = csr_row_slice(x, r0, max(r1, r0))
     if len(begin) < 2 or (begin[1] in (None, 0) and end[1] in (None, n_cols)):
         return rows
-    c0, c1, _ = slice(begin[1], end[1]).indices(n_cols)
+    c0, c1, _ = _py_slice(begin[1], end[1]).indices(n_cols)
     c1 = max(c1, c0)
     xp = _xp_of(x._values)
     keep = (rows._indices >= c0) & (rows._indices < c1)

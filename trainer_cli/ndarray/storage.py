@@ -618,19 +618,28 @@ def install_methods(methods):
     base.__hash__ = NDArray.__hash__
 
 
+# The ``nd`` operators MXNet's ``nd.sparse`` also holds (the same operators: the storage
+# dispatch gives each its sparse kernel or MXNet's dense fallback).
+_SPARSE_NAMESPACE = _KEEP_NAMES + (
+    "clip", "zeros_like", "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div",
+    "add_n", "ElementWiseSum", "dot", "Embedding", "FullyConnected", "arccos", "arccosh", "cos",
+    "cosh", "exp", "log", "log10", "log2", "rsqrt", "sigmoid", "gamma", "gammaln",
+    "broadcast_add", "broadcast_plus", "broadcast_sub", "broadcast_minus", "broadcast_mul",
+    "broadcast_div", "concat", "slice", "sum", "mean", "norm", "where")
+
+
 def install_sparse_namespace(namespace):
     """``nd.sparse``'s operators: the dispatched ``nd`` ones (MXNet's ``sparse.add`` is ``+``)."""
-    for name in _KEEP_NAMES + ("clip", "zeros_like", "elemwise_add", "elemwise_sub",
-                               "elemwise_mul", "add_n", "dot", "Embedding"):
+    for name in _SPARSE_NAMESPACE:
         if name in namespace:
             setattr(_sp, name, namespace[name])
     _sp.add = _sp.plus = lambda lhs, rhs: _sparse_binary(lhs, rhs, "__add__", operator.add)
     _sp.subtract = lambda lhs, rhs: _sparse_binary(lhs, rhs, "__sub__", operator.sub)
     _sp.multiply = lambda lhs, rhs: _sparse_binary(lhs, rhs, "__mul__", operator.mul)
     _sp.divide = lambda lhs, rhs: _sparse_binary(lhs, rhs, "__truediv__", operator.truediv)
-    added = [n for n in _KEEP_NAMES + ("clip", "zeros_like", "elemwise_add", "elemwise_sub",
-                                       "elemwise_mul", "add_n", "dot", "Embedding", "add",
-                                       "plus", "subtract", "multiply", "divide")
+    _sp.gs_retain = _sp.retain
+    added = [n for n in _SPARSE_NAMESPACE + ("add", "plus", "subtract", "multiply", "divide",
+                                             "gs_retain")
              if hasattr(_sp, n) and n not in _sp.__all__]
     _sp.__all__ = list(_sp.__all__) + added
 
