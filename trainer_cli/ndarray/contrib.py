@@ -3,10 +3,13 @@ imperative control flow (``foreach``, ``while_loop``, ``cond``), ``arange_like``
 ``boolean_mask``, ``index_copy``, ``index_array``, ``allclose``, ``div_sqrt_dim``,
 ``quadratic``, the straight-through ``round_ste``/``sign_ste``, ``gradientmultiplier``,
 ``getnnz``, ``isinf``/``isnan``/``isfinite``, ``AdaptiveAvgPooling2D``, the interleaved
-attention products of fused
-multi-head attention (``interleaved_matmul_selfatt_qk``/``_valatt``, ``..._encdec_qk``/
-``_valatt``), and ``CTCLoss``/``ctc_loss``/``SparseEmbedding`` under their contrib names. Values and gradients are MXNet's. Any other MXNet ``nd.contrib``
-name raises ``NotInTrainerCLIError`` saying so (docs/compat.md lists what exists).
+attention products of fused multi-head attention (``interleaved_matmul_selfatt_qk``/``_valatt``,
+``..._encdec_qk``/``_valatt``), ``rand_zipfian``, ``BatchNormWithReLU``, and
+``CTCLoss``/``ctc_loss``/``SparseEmbedding`` under their contrib names; beside them, from their
+own modules, the detection operators (``boxes``, ``multibox``, ``roi``), ``BilinearResize2D``
+(``resize``) and the deformable convolutions (``deformable``). Values and gradients are
+MXNet's. Any other MXNet ``nd.contrib`` name raises ``NotInTrainerCLIError`` saying so
+(docs/compat.md lists what exists).
 """
 from __future__ import annotations
 
