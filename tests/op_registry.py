@@ -96,6 +96,8 @@ _UNARY = {
     "arcsin": U(2, 3, lo=-0.9, hi=0.9), "arcsinh": U(2, 3), "arctan": U(2, 3),
     "arctanh": U(2, 3, lo=-0.9, hi=0.9), "cbrt": U(2, 3, away=0.1), "ceil": U(2, 3, away=0.05),
     "cos": U(2, 3), "cosh": U(2, 3), "degrees": U(2, 3), "erf": U(2, 3), "exp": U(2, 3),
+    "erfinv": U(2, 3, lo=-0.95, hi=0.95), "gamma": U(2, 3, lo=0.1, hi=5),
+    "gammaln": U(2, 3, lo=0.1, hi=8),
     "expm1": U(2, 3), "fix": U(2, 3, away=0.05), "floor": U(2, 3, away=0.05),
     "log": U(2, 3, lo=0.2, hi=3), "log10": U(2, 3, lo=0.2, hi=3), "log1p": U(2, 3, lo=-0.5, hi=3),
     "log2": U(2, 3, lo=0.2, hi=3), "negative": U(2, 3), "radians": U(2, 3),

@@ -19,11 +19,10 @@ gradients).
 """
 from __future__ import annotations
 
-import math
-
 import numpy
 
 from ..base import ShapeError
+from . import _libm
 from .ndarray import NDArray, _result, _xp_of
 
 __all__ = ["box_iou", "box_nms", "box_non_maximum_suppression", "bipartite_matching",
@@ -122,20 +121,12 @@ def _plus_half(start, length):
     return start + length * start.dtype.type(0.5)
 
 
-def _libm(name, x, xp):
-    """The C library's double ``log``/``exp`` of float64 ``x`` (MXNet calls them). On NumPy
-    data the finite, in-range values go through Python's ``math`` (the same libm) so that
-    float64 results are MXNet's bits; NumPy's own kernels differ by an ulp now and then."""
-    out = getattr(xp, name)(x)
+def _c_library(name, x, xp):
+    """The C library's double ``log``/``exp`` of float64 ``x`` (MXNet calls them): on NumPy data
+    through ``_libm``, since NumPy's own kernels differ by an ulp now and then."""
     if xp is not numpy or x.dtype != numpy.float64 or not x.size:
-        return out
-    if name == "log":
-        ok = numpy.isfinite(x) & (x > 0)
-    else:
-        ok = numpy.abs(x) < 700.0               # math.exp raises where the result overflows
-    if ok.any():
-        out[ok] = numpy.frompyfunc(getattr(math, name), 1, 1)(x[ok]).astype(numpy.float64)
-    return out
+        return getattr(xp, name)(x)
+    return _libm.call(name, x)
 
 
 def _zero_grads(inputs):
@@ -435,7 +426,7 @@ def _log_target(ratio, mean, std, xp):
     """``(log(ratio) - mean) / std`` with C++'s types: ``log`` is double; for float data the
     rest stays double and is rounded once; for half_t the double is taken to float, the
     subtraction rounded to half, then divided in half."""
-    wide = _libm("log", ratio.astype(numpy.float64), xp)
+    wide = _c_library("log", ratio.astype(numpy.float64), xp)
     if ratio.dtype == numpy.float16:
         diff = (wide.astype(numpy.float32) - mean.astype(numpy.float32)).astype(numpy.float16)
         return diff / std
@@ -515,7 +506,7 @@ def box_encode(samples, matches, anchors, refs, means, stds):
 def _exp_to(values, dtype, xp):
     """C++'s ``dw = exp(dw)``: the double ``exp`` assigned to ``dtype`` (half_t from double goes
     through float)."""
-    wide = _libm("exp", values.astype(numpy.float64), xp)
+    wide = _c_library("exp", values.astype(numpy.float64), xp)
     if dtype == numpy.float16:
         wide = wide.astype(numpy.float32)
     return wide.astype(dtype)

@@ -19,6 +19,7 @@ import numpy
 
 from ..base import NotInTrainerCLIError, absent_message
 from ..context import current_context
+from . import _libm
 from . import ops as _ops
 from .creation import zeros
 from .ctc import CTCLoss, ctc_loss
@@ -404,9 +405,6 @@ def SparseEmbedding(data=None, weight=None, input_dim=None, output_dim=None,  # 
                      sparse_grad=True, **kwargs)
 
 
-_libm_log = numpy.frompyfunc(math.log, 1, 1)
-
-
 def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
     """``num_sampled`` classes of ``[0, range_max)`` drawn with replacement from the
     log-uniform (Zipfian) distribution ``P(c) = log((c + 2) / (c + 1)) / log(range_max + 1)``
@@ -425,8 +423,7 @@ def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
         r = ratios._data
         # MXNet's CPU takes each logarithm from the C library, which NumPy's vectorised float64
         # log differs from in the last bit for about one value in 3000.
-        logs = (_libm_log(r).astype(numpy.float64) if type(r) is numpy.ndarray
-                else _xp_of(r).log(r))
+        logs = _libm.call("log", r) if type(r) is numpy.ndarray else _xp_of(r).log(r)
         return _wrap(logs, ratios._ctx) / log_range * num_sampled
     return (samples, expected_counts(true_classes.as_in_context(ctx)),
             expected_counts(samples))

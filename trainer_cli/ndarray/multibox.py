@@ -14,11 +14,10 @@ backward is MXNet's: zero to every input that MXNet's ``Backward`` writes (under
 from __future__ import annotations
 
 import ast
-import ctypes
-import ctypes.util
 
 import numpy
 
+from . import _libm
 from .ndarray import NDArray, _result, _xp_of
 
 __all__ = ["MultiBoxPrior", "MultiBoxTarget", "MultiBoxDetection"]
@@ -93,24 +92,12 @@ def _host(arr):
 
 
 # ----------------------------------------------------------------------------- C's expf/logf
-def _load_libm():
-    for name in ("libm.so.6", ctypes.util.find_library("m")):
-        if not name:
-            continue
-        try:
-            lib = ctypes.CDLL(name)
-            fns = {}
-            for fn in ("expf", "logf"):
-                f = getattr(lib, fn)
-                f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
-                fns[fn] = numpy.frompyfunc(f, 1, 1)
-            return fns
-        except (OSError, AttributeError):
-            continue
-    return None
+def _c_math():
+    """Whether the C library's expf/logf are there (without, float64's rounding alone: within
+    an ulp of MXNet's)."""
+    return _libm.native("expf") and _libm.native("logf")
 
 
-_LIBM = _load_libm()
 # glibc's expf is within 0.502 ulp (relative error 1.69 * 2**-34 before its final rounding): it
 # can differ from the correctly rounded float only within 0.002 ulp of a rounding midpoint.
 _EXPF_MARGIN = 0.004
@@ -123,7 +110,7 @@ def _expf(x):
     with numpy.errstate(over="ignore", under="ignore", invalid="ignore"):
         wide = numpy.exp(x.astype(numpy.float64))
         out = wide.astype(_F32)
-    if _LIBM is None:
+    if not _c_math():
         return out
     with numpy.errstate(over="ignore", invalid="ignore"):
         near = out.astype(numpy.float64)
@@ -135,7 +122,7 @@ def _expf(x):
             | ~numpy.isfinite(hi)
     if risky.any():
         with numpy.errstate(all="ignore"):
-            out[risky] = numpy.asarray(_LIBM["expf"](x[risky]), dtype=_F32)
+            out[risky] = _libm.call("expf", x[risky])
     return out
 
 
@@ -143,11 +130,10 @@ def _logf(x):
     """C's ``logf`` of float32 ``x`` (glibc's logf errs up to 0.82 ulp: no cheap midpoint test,
     so every value goes to the C library; used only on the matched anchors)."""
     x = numpy.asarray(x, _F32)
-    if _LIBM is None or not x.size:
+    if not _c_math() or not x.size:
         with numpy.errstate(divide="ignore", invalid="ignore"):
             return numpy.log(x.astype(numpy.float64)).astype(_F32)
-    with numpy.errstate(all="ignore"):
-        return numpy.asarray(_LIBM["logf"](x), dtype=_F32).reshape(x.shape)
+    return _libm.call("logf", x)
 
 
 # ----------------------------------------------------------------------------- MultiBoxPrior

@@ -18,6 +18,7 @@ from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_f
 from .. import autograd as _ag
 from ..base import IndexRangeError, ShapeError
 from . import _fc_cuda, _fc_kernels
+from . import _special
 from . import integers as _integers
 
 _state = _ag._state
@@ -33,7 +34,8 @@ __all__ = [
     "split", "pick", "take", "one_hot", "topk", "sort", "argsort", "slice_axis", "zeros_like",
     "ones_like", "full_like", "Activation", "FullyConnected", "flip", "reshape_like",
     "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh",
-    "arctanh", "degrees", "radians", "cbrt", "rcbrt", "trunc", "fix", "rint", "erf", "softsign",
+    "arctanh", "degrees", "radians", "cbrt", "rcbrt", "trunc", "fix", "rint", "erf", "erfinv",
+    "gamma", "gammaln", "softsign",
     "hard_sigmoid", "smooth_l1", "identity", "BlockGrad", "stop_gradient", "cast", "Cast", "add_n",
     "ElementWiseSum", "broadcast_axis", "broadcast_axes", "softmin", "sum_axis", "max_axis",
     "min_axis", "Reshape", "Concat", "SwapAxis", "SliceChannel", "equal", "not_equal", "greater",
@@ -340,6 +342,35 @@ def _erf_raw(d):
 def erf(x):
     return _unary(x, _erf_raw,
                   lambda g, d, o: g * (2 / math.sqrt(math.pi)) * _xp_of(d).exp(-d * d))
+
+
+def _special_unary(name, x, grad):
+    """``_special``'s ``name`` with ``grad(g, x_raw, out_raw)``; integers take MXNet's double
+    path (its integer overloads of the C functions), not ``_unary``'s float32 one."""
+    if x._data.dtype.kind in "iu":
+        return _wrap(_special.on_integers(name, x._data), x._ctx)
+    return _unary(x, getattr(_special, name), grad)
+
+
+def gamma(data):
+    """The gamma function of each element (MXNet's ``gamma(data)``): the C library's
+    ``tgammaf`` (float32, float16) or ``tgamma`` (float64, integers), NaN at the negative
+    integers, +-inf at +-0. Gradient ``gamma(x) psi(x)`` (Cephes' digamma, as MXNet's)."""
+    return _special_unary("gamma", data, lambda g, d, o: _special.gamma_grad(g, d))
+
+
+def gammaln(data):
+    """The log of ``|gamma|`` of each element (MXNet's ``gammaln(data)``): the C library's
+    ``lgammaf``/``lgamma``; +inf at 0 and the negative integers. Gradient ``psi(x)`` (MXNet's
+    Cephes digamma: the largest double, inf in float32, at the poles)."""
+    return _special_unary("gammaln", data, lambda g, d, o: _special.gammaln_grad(g, d))
+
+
+def erfinv(data):
+    """The inverse error function of each element (MXNet's ``erfinv(data)``), computed in
+    double by Cephes' ``ndtri`` as MXNet's: +-inf at +-1, NaN beyond. Gradient
+    ``sqrt(pi)/2 exp(erfinv(x)^2)``, from the output as MXNet's."""
+    return _special_unary("erfinv", data, lambda g, d, o: _special.erfinv_grad(g, o))
 
 
 def softsign(x):
