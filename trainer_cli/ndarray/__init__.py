@@ -52,9 +52,10 @@ from .deconvolution import Deconvolution  # noqa: E402
 from .normalization import GroupNorm, InstanceNorm  # noqa: E402
 from .padding import Pad, pad  # noqa: E402
 from .rnn import RNN  # noqa: E402
+from .roi import ROIPooling  # noqa: E402
 
 _OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "BilinearSampler", "GridGenerator", "SpatialTransformer", "Deconvolution", "GroupNorm", "InstanceNorm",
-              "Pad", "pad", "RNN"] + list(_ops_all) + list(_nn_all)
+              "Pad", "pad", "RNN", "ROIPooling"] + list(_ops_all) + list(_nn_all)
              + list(_more_all) + ["elemwise_add", "broadcast_add", "elemwise_sub", "broadcast_sub",
                                   "elemwise_mul", "broadcast_mul", "elemwise_div", "broadcast_div",
                                   "broadcast_maximum", "broadcast_minimum", "broadcast_power"])
