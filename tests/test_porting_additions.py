@@ -169,11 +169,13 @@ def test_mx_contrib_is_reached_as_an_attribute_and_loads_amp_only_when_asked():
             "text = mx.contrib.text.vocab.Vocabulary\n"
             "assert 'trainer_cli.contrib.amp' not in sys.modules\n"
             "assert 'trainer_cli.gluon.trainer' not in sys.modules\n"
-            "print(mx.contrib.amp.init.__module__)\n")
+            "print(mx.contrib.amp.init.__module__)\n"
+            "from trainer_cli.contrib.amp import amp\n"      # MXNet's module of the same name
+            "assert amp.init is mx.contrib.amp.init\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "trainer_cli.contrib.amp"
+    assert done.stdout.strip() == "trainer_cli.contrib.amp.amp"
 
 
 def test_mx_random_holds_nd_randoms_draws_beside_seed():

@@ -134,9 +134,10 @@ class Block:
         return type(self).__name__.lower()
 
     def __repr__(self):
-        lines = ["  (%s): %s" % (key, _indent(repr(block), 2)) for key, block in self._children.items()]
-        if not lines:
-            return "%s()" % type(self).__name__
+        # MXNet's: the blocks held as attributes, in the order they were set ("Name(\n\n)" for
+        # none).
+        lines = ["  (%s): %s" % (key, _indent(repr(block), 2))
+                 for key, block in self.__dict__.items() if isinstance(block, Block)]
         return "%s(\n%s\n)" % (type(self).__name__, "\n".join(lines))
 
     def __setattr__(self, name, value):
@@ -616,6 +617,11 @@ class _SequentialMixin:
 
     def __len__(self):
         return len(self._children)
+
+    def __repr__(self):
+        lines = ["  (%s): %s" % (key, _indent(repr(block), 2))
+                 for key, block in self._children.items()]
+        return "%s(\n%s\n)" % (type(self).__name__, "\n".join(lines))
 
     forward = _sequential_forward
 

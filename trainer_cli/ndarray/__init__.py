@@ -72,9 +72,10 @@ for _name in _DISPATCHED:
 del _name
 _storage.install_hooks()
 _storage.install_methods(_ops._METHODS)
-# MXNet's NDArray methods of more_ops' operators (the sparse classes inherit them, on their
-# dense form).
-for _name in ("nansum", "nanprod", "shape_array", "size_array"):
+# MXNet's NDArray methods of the operators outside ops.py (the sparse classes inherit them, on
+# their dense form); they take out= as the nd functions do.
+for _name in ("nansum", "nanprod", "shape_array", "size_array", "diag", "slice_like", "pad",
+              "depth_to_space", "space_to_depth", "argmax_channel"):
     setattr(NDArray, _name, globals()[_name])
 del _name
 _storage.install_sparse_namespace(globals())

@@ -1420,24 +1420,22 @@ def _reshape_method(self, *shape, **kwargs):
 
 def _install_methods():
     for name, fn in _METHODS.items():
-        fn = owning(fn) if name in VIEW_OPS else fn
-        setattr(NDArray, name, _taking_out(name) if name in _REDUCTIONS else fn)
+        setattr(NDArray, name, _taking_out(name, owning(fn) if name in VIEW_OPS else fn))
     NDArray.reshape = _reshape_method
 
 
-# Reductions NumPy's functions call as methods (``numpy.sum(x)`` calls ``x.sum(axis=None,
-# out=None)``, ``numpy.mean(x)`` passes ``dtype=None`` too): they take MXNet's ``out=``.
-_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "norm")
-
-
-def _taking_out(name):
-    # The operator is looked up at each call, as the module's: mx.profiler times it there.
-    fn = globals()[name]
+def _taking_out(name, fn):
+    """The method ``x.name(...)``: ``fn(x, ...)``, with MXNet's ``out=`` (``x.exp(out=x)``).
+    NumPy's functions call the reductions as methods (``numpy.sum(x)`` calls ``x.sum(axis=None,
+    out=None)``, ``numpy.mean(x)`` passes ``dtype=None`` too)."""
+    # An operator of this module is looked up at each call, as the module's: mx.profiler times
+    # it there.
+    by_name = globals().get(name) is fn
 
     def method(self, *args, out=None, **kwargs):
         if "dtype" in kwargs and kwargs["dtype"] is None:
             del kwargs["dtype"]
-        result = globals()[name](self, *args, **kwargs)
+        result = (globals()[name] if by_name else fn)(self, *args, **kwargs)
         if out is None:
             return result
         from .out_arg import write_out

@@ -30,9 +30,9 @@ import logging
 
 import numpy
 
-from ..gluon.trainer import Trainer
-from ..ndarray.finite import all_finite
-from ..optimizer import Optimizer
+from ...gluon.trainer import Trainer
+from ...ndarray.finite import all_finite
+from ...optimizer import Optimizer
 
 __all__ = ["init", "init_trainer", "scale_loss", "unscale", "LossScaler", "loss_scaler"]
 
