@@ -2,8 +2,10 @@
 this library's ``nd`` operators.
 
 Every node's attributes are the strings MXNet wrote; they are read as plain values (numbers,
-booleans, tuples, names), never evaluated. A graph with an operator this module does not run is
-refused when the block is made, naming the operator and the node.
+booleans, tuples, names), never evaluated. MXNet's contributed operators (``_contrib_<name>``
+nodes, which ``F.contrib.<name>`` records) run as ``nd.contrib.<name>``, all their outputs
+included. A graph with an operator this module does not run is refused when the block is made,
+naming the operator and the node.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..ndarray import NDArray
 from ..symbol import MXNetSymbolError, Symbol
+from ..symbol._op_table import OPS as _OPS
 from ..symbol.symbol import _topological
 from . import _unknown_dims as _dims
 from .block import HybridBlock
@@ -163,6 +166,28 @@ _ADAPTED = {
     "_lesser": lambda a, b: a < b,
     "_equal": lambda a, b: a == b,
 }
+
+
+def _contrib(name):
+    # Looked up when the node runs: nd.contrib's names are wrapped (out=, sparse inputs).
+    return lambda *inputs, **attrs: getattr(_nd.contrib, name)(*inputs, **attrs)
+
+
+# MXNet's contributed operators (``_contrib_<name>`` nodes, F.contrib.<name>) run as
+# ``nd.contrib.<name>``; these few need their attributes adapted.
+_ADAPTED.update({
+    "_contrib_BatchNormWithReLU": _without(_contrib("BatchNormWithReLU"), "cudnn_off",
+                                           "min_calib_range", "max_calib_range"),
+    "_contrib_SparseEmbedding": _without(_contrib("SparseEmbedding"), "sparse_grad"),
+    # The array is made on the input's device, whatever device the graph was recorded for.
+    "_contrib_arange_like": _without(_contrib("arange_like"), "ctx"),
+    "CTCLoss": _nd.CTCLoss,
+    "ROIPooling": _nd.ROIPooling,
+})
+_ADAPTED.update({op: _contrib(op[len("_contrib_"):]) for op in sorted(
+    entry[0] for key, entry in _OPS.items() if key.startswith("contrib."))
+    if op.startswith("_contrib_") and op not in _ADAPTED})
+
 _DIRECT = {
     "FullyConnected", "Activation", "LeakyReLU", "Flatten", "Embedding", "LayerNorm",
     "InstanceNorm", "GroupNorm", "relu", "sigmoid", "tanh", "softsign", "exp", "log", "sqrt",
@@ -184,7 +209,8 @@ def _runner(node):
     if fn is None:
         raise MXNetSymbolError(
             "SymbolBlock cannot run operator %r (node %r): it runs the operators of MXNet's Gluon "
-            "layers and common F functions (docs/compat.md)" % (node.op, node.name))
+            "layers, common F functions and the contrib operators nd.contrib computes "
+            "(docs/compat.md)" % (node.op, node.name))
     attrs = {key: parse_attr(value) for key, value in node.attrs.items()
              if not (key.startswith("__") and key.endswith("__"))}
     return fn, attrs

@@ -4,7 +4,10 @@ tests/data/hybrid_export/gen_op_table.py from real MXNet; do not edit by hand).
 name -> (op, inputs, args, variadic, outputs, visible): the operator a node records,
 its array inputs in order, its other arguments in positional order, whether it takes
 any number of inputs, and the outputs of its node and those a symbol shows (as
-made with default arguments; some depend on them)."""
+made with default arguments; some depend on them). A key contrib.<name> is
+F.contrib.<name>. OUTPUT_NAMES: op -> the names of the outputs a symbol can
+show, where MXNet's differ from output/output<i>; MUTATED_INPUTS: op -> the
+positions of the inputs it writes to (auxiliary states)."""
 
 OPS = {
     'Activation': ('Activation', ('data',), ('act_type',), False, 1, 1),
@@ -27,6 +30,7 @@ OPS = {
     'Pad': ('Pad', ('data',), ('mode', 'pad_width', 'constant_value'), False, 1, 1),
     'Pooling': ('Pooling', ('data',), ('kernel', 'pool_type', 'global_pool', 'cudnn_off', 'pooling_convention', 'stride', 'pad', 'p_value', 'count_include_pad', 'layout'), False, 1, 1),
     'RNN': ('RNN', ('data', 'parameters', 'state', 'state_cell', 'sequence_length'), ('state_size', 'num_layers', 'bidirectional', 'mode', 'p', 'state_outputs', 'projection_size', 'lstm_state_clip_min', 'lstm_state_clip_max', 'lstm_state_clip_nan', 'use_sequence_length'), False, 1, 1),
+    'ROIPooling': ('ROIPooling', ('data', 'rois'), ('pooled_size', 'spatial_scale'), False, 2, 1),
     'Reshape': ('Reshape', ('data',), ('shape', 'reverse', 'target_shape', 'keep_highest'), False, 1, 1),
     'SequenceLast': ('SequenceLast', ('data', 'sequence_length'), ('use_sequence_length', 'axis'), False, 1, 1),
     'SequenceMask': ('SequenceMask', ('data', 'sequence_length'), ('use_sequence_length', 'value', 'axis'), False, 1, 1),
@@ -87,6 +91,40 @@ OPS = {
     'ceil': ('ceil', ('data',), (), False, 1, 1),
     'clip': ('clip', ('data',), ('a_min', 'a_max'), False, 1, 1),
     'concat': ('Concat', (), (), True, 1, 1),
+    'contrib.AdaptiveAvgPooling2D': ('_contrib_AdaptiveAvgPooling2D', ('data',), ('output_size',), False, 1, 1),
+    'contrib.BatchNormWithReLU': ('_contrib_BatchNormWithReLU', ('data', 'gamma', 'beta', 'moving_mean', 'moving_var'), ('eps', 'momentum', 'fix_gamma', 'use_global_stats', 'output_mean_var', 'axis', 'cudnn_off', 'min_calib_range', 'max_calib_range'), False, 4, 1),
+    'contrib.BilinearResize2D': ('_contrib_BilinearResize2D', ('data', 'like'), ('height', 'width', 'scale_height', 'scale_width', 'mode', 'align_corners'), False, 1, 1),
+    'contrib.CTCLoss': ('CTCLoss', ('data', 'label', 'data_lengths', 'label_lengths'), ('use_data_lengths', 'use_label_lengths', 'blank_label'), False, 2, 1),
+    'contrib.DeformableConvolution': ('_contrib_DeformableConvolution', ('data', 'offset', 'weight', 'bias'), ('kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group', 'num_deformable_group', 'workspace', 'no_bias', 'layout'), False, 1, 1),
+    'contrib.ModulatedDeformableConvolution': ('_contrib_ModulatedDeformableConvolution', ('data', 'offset', 'mask', 'weight', 'bias'), ('kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group', 'num_deformable_group', 'workspace', 'no_bias', 'im2col_step', 'layout'), False, 1, 1),
+    'contrib.MultiBoxDetection': ('_contrib_MultiBoxDetection', ('cls_prob', 'loc_pred', 'anchor'), ('clip', 'threshold', 'background_id', 'nms_threshold', 'force_suppress', 'variances', 'nms_topk'), False, 1, 1),
+    'contrib.MultiBoxPrior': ('_contrib_MultiBoxPrior', ('data',), ('sizes', 'ratios', 'clip', 'steps', 'offsets'), False, 1, 1),
+    'contrib.MultiBoxTarget': ('_contrib_MultiBoxTarget', ('anchor', 'label', 'cls_pred'), ('overlap_threshold', 'ignore_label', 'negative_mining_ratio', 'negative_mining_thresh', 'minimum_negative_samples', 'variances'), False, 3, 3),
+    'contrib.PSROIPooling': ('_contrib_PSROIPooling', ('data', 'rois'), ('spatial_scale', 'output_dim', 'pooled_size', 'group_size'), False, 1, 1),
+    'contrib.ROIAlign': ('_contrib_ROIAlign', ('data', 'rois'), ('pooled_size', 'spatial_scale', 'sample_ratio', 'position_sensitive', 'aligned'), False, 1, 1),
+    'contrib.SparseEmbedding': ('_contrib_SparseEmbedding', ('data', 'weight'), ('input_dim', 'output_dim', 'dtype', 'sparse_grad'), False, 1, 1),
+    'contrib.allclose': ('_contrib_allclose', ('a', 'b'), ('rtol', 'atol', 'equal_nan'), False, 1, 1),
+    'contrib.arange_like': ('_contrib_arange_like', ('data',), ('start', 'step', 'repeat', 'ctx', 'axis'), False, 1, 1),
+    'contrib.bipartite_matching': ('_contrib_bipartite_matching', ('data',), ('is_ascend', 'threshold', 'topk'), False, 2, 2),
+    'contrib.boolean_mask': ('_contrib_boolean_mask', ('data', 'index'), ('axis',), False, 1, 1),
+    'contrib.box_decode': ('_contrib_box_decode', ('data', 'anchors'), ('std0', 'std1', 'std2', 'std3', 'clip', 'format'), False, 1, 1),
+    'contrib.box_encode': ('_contrib_box_encode', ('samples', 'matches', 'anchors', 'refs', 'means', 'stds'), (), False, 2, 2),
+    'contrib.box_iou': ('_contrib_box_iou', ('lhs', 'rhs'), ('format',), False, 1, 1),
+    'contrib.box_nms': ('_contrib_box_nms', ('data',), ('overlap_thresh', 'valid_thresh', 'topk', 'coord_start', 'score_index', 'id_index', 'background_id', 'force_suppress', 'in_format', 'out_format'), False, 2, 1),
+    'contrib.box_non_maximum_suppression': ('_contrib_box_nms', ('data',), ('overlap_thresh', 'valid_thresh', 'topk', 'coord_start', 'score_index', 'id_index', 'background_id', 'force_suppress', 'in_format', 'out_format'), False, 2, 1),
+    'contrib.ctc_loss': ('CTCLoss', ('data', 'label', 'data_lengths', 'label_lengths'), ('use_data_lengths', 'use_label_lengths', 'blank_label'), False, 2, 1),
+    'contrib.div_sqrt_dim': ('_contrib_div_sqrt_dim', ('data',), (), False, 1, 1),
+    'contrib.getnnz': ('_contrib_getnnz', ('data',), ('axis',), False, 1, 1),
+    'contrib.gradientmultiplier': ('_contrib_gradientmultiplier', ('data',), ('scalar', 'is_int'), False, 1, 1),
+    'contrib.index_array': ('_contrib_index_array', ('data',), ('axes',), False, 1, 1),
+    'contrib.index_copy': ('_contrib_index_copy', ('old_tensor', 'index_vector', 'new_tensor'), (), False, 1, 1),
+    'contrib.interleaved_matmul_encdec_qk': ('_contrib_interleaved_matmul_encdec_qk', ('queries', 'keys_values'), ('heads',), False, 1, 1),
+    'contrib.interleaved_matmul_encdec_valatt': ('_contrib_interleaved_matmul_encdec_valatt', ('keys_values', 'attention'), ('heads',), False, 1, 1),
+    'contrib.interleaved_matmul_selfatt_qk': ('_contrib_interleaved_matmul_selfatt_qk', ('queries_keys_values',), ('heads',), False, 1, 1),
+    'contrib.interleaved_matmul_selfatt_valatt': ('_contrib_interleaved_matmul_selfatt_valatt', ('queries_keys_values', 'attention'), ('heads',), False, 1, 1),
+    'contrib.quadratic': ('_contrib_quadratic', ('data',), ('a', 'b', 'c'), False, 1, 1),
+    'contrib.round_ste': ('_contrib_round_ste', ('data',), (), False, 1, 1),
+    'contrib.sign_ste': ('_contrib_sign_ste', ('data',), (), False, 1, 1),
     'cos': ('cos', ('data',), (), False, 1, 1),
     'dot': ('dot', ('lhs', 'rhs'), ('transpose_a', 'transpose_b', 'forward_stype'), False, 1, 1),
     'elemwise_add': ('elemwise_add', ('lhs', 'rhs'), (), False, 1, 1),
@@ -142,4 +180,21 @@ OPS = {
     'transpose': ('transpose', ('data',), ('axes',), False, 1, 1),
     'where': ('where', ('condition', 'x', 'y'), (), False, 1, 1),
     'zeros_like': ('zeros_like', ('data',), (), False, 1, 1),
+}
+
+OUTPUT_NAMES = {
+    'BatchNorm': ('output', 'mean', 'var'),
+    'Dropout': ('output',),
+    'GroupNorm': ('output', 'mean', 'std'),
+    'InstanceNorm': ('output',),
+    'L2Normalization': ('output',),
+    'LayerNorm': ('output', 'mean', 'std'),
+    'ROIPooling': ('output',),
+    '_contrib_BatchNormWithReLU': ('output', 'mean', 'var'),
+    '_contrib_MultiBoxTarget': ('loc_target', 'loc_mask', 'cls_target'),
+}
+
+MUTATED_INPUTS = {
+    'BatchNorm': (3, 4),
+    '_contrib_BatchNormWithReLU': (3, 4),
 }

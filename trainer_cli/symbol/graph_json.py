@@ -12,8 +12,7 @@ import json
 import os
 
 from .._bounded import open_regular
-from .symbol import MXNetSymbolError, Symbol, _Node, _outputs, _topological
-from ._op_table import OPS
+from .symbol import MXNetSymbolError, Symbol, _Node, _outputs, _topological, op_entry
 
 __all__ = ["dump_graph", "load_graph", "MAX_SYMBOL_FILE_BYTES"]
 
@@ -206,7 +205,7 @@ def parse_graph(text, source="<string>") -> Symbol:
                 fail("%s (%s): a variable has inputs" % (where, name))
             node = _Node("null", name, attrs)
         else:
-            entry = OPS.get(op)
+            entry = op_entry(op)
             outputs, visible = _outputs(op, attrs, entry and entry[4], entry and entry[5])
             if row_ptr is not None:
                 stored = row_ptr[i + 1] - row_ptr[i]

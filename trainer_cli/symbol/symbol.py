@@ -13,9 +13,9 @@ import numbers
 import numpy
 
 from . import naming
-from ._op_table import OPS
+from ._op_table import MUTATED_INPUTS, OPS, OUTPUT_NAMES
 
-__all__ = ["Symbol", "var", "Variable", "Group", "make_op", "MXNetSymbolError"]
+__all__ = ["Symbol", "var", "Variable", "Group", "make_op", "MXNetSymbolError", "op_entry"]
 
 # Inputs an operator writes to (auxiliary states): MXNet bumps the variable's version there.
 _MUTATED_INPUTS = {"BatchNorm": (3, 4)}
@@ -25,6 +25,25 @@ _NUM_ARGS_OPS = {"Concat", "add_n", "stack", "_rnn_param_concat"}
 _OUTPUT_NAMES = {"BatchNorm": ("output", "mean", "var"), "Dropout": ("output", "mask"),
                  "LayerNorm": ("output", "mean", "std"), "GroupNorm": ("output", "mean", "std"),
                  "InstanceNorm": ("output", "mean", "var")}
+# The rest as the generated table has them (contrib.BatchNormWithReLU, MultiBoxTarget, ...).
+for _op, _value in MUTATED_INPUTS.items():
+    _MUTATED_INPUTS.setdefault(_op, _value)
+for _op, _value in OUTPUT_NAMES.items():
+    _OUTPUT_NAMES.setdefault(_op, _value)
+# Table entries by the operator a node records, for the functions named otherwise
+# (``contrib.box_nms`` records ``_contrib_box_nms``).
+_BY_OP = {}
+for _name, _entry in sorted(OPS.items()):
+    if _entry[0] and _entry[0] not in OPS:
+        _BY_OP.setdefault(_entry[0], _entry)
+del _op, _value, _name, _entry
+
+
+def op_entry(op):
+    """The table entry of the operator ``op`` as a node records it, or None."""
+    return OPS.get(op) or _BY_OP.get(op)
+
+
 _DTYPE_CODES = {numpy.float32: 0, numpy.float64: 1, numpy.float16: 2, numpy.uint8: 3,
                 numpy.int32: 4, numpy.int8: 5, numpy.int64: 6, numpy.bool_: 7}
 _STYPE_CODES = {"default": 0, "row_sparse": 1, "csr": 2}
@@ -226,7 +245,8 @@ def make_op(fname):
             % fname)
     op, input_names, arg_names, variadic, outputs, visible = entry
     op = op or fname
-    hint = fname.lower()
+    # MXNet's hint is the function's own name: ``F.contrib.box_nms`` makes ``box_nms0``.
+    hint = fname.rsplit(".", 1)[-1].lower()
 
     def create(*args, name=None, attr=None, **kwargs):
         inputs, attrs = [], {}
@@ -302,8 +322,10 @@ def _outputs(op, attrs, outputs, visible):
         if attrs.get("state_outputs") == "True":
             n += 2 if attrs.get("mode") == "lstm" else 1
         return n, n
-    if attrs.get("output_mean_var") == "True":
-        return outputs, outputs
+    if attrs.get("output_mean_var") == "True" and outputs:
+        # The output, the mean and the variance (or std); BatchNormWithReLU keeps a fourth.
+        names = _OUTPUT_NAMES.get(op)
+        return outputs, min(outputs, len(names)) if names else outputs
     return (outputs or 1), (visible or 1)
 
 

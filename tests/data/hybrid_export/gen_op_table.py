@@ -1,6 +1,9 @@
 """Writes trainer_cli/symbol/_op_table.py from real MXNet 1.9.1: for each operator function of
-``mx.sym`` that the symbol tracer knows, its operator's own name, its input names, its other
-arguments in order, and how many outputs its node has (all, and those a symbol shows).
+``mx.sym`` (and of ``mx.sym.contrib``, keyed ``contrib.<name>``) that the symbol tracer knows,
+its operator's own name, its input names, its other arguments in order, and how many outputs
+its node has (all, and those a symbol shows); beside it, for the operators whose outputs MXNet
+names other than ``output``/``output<i>``, those names (``OUTPUT_NAMES``), and the inputs each
+operator writes to (auxiliary states, ``MUTATED_INPUTS``).
 
 Run in a venv that has MXNet: python tests/data/hybrid_export/gen_op_table.py trainer_cli/symbol/_op_table.py
 """
@@ -24,7 +27,17 @@ _plus_scalar _minus_scalar _rminus_scalar _mul_scalar _div_scalar _rdiv_scalar _
 _rpower_scalar _maximum_scalar _minimum_scalar _Plus _Minus _Mul _Div _Power _PlusScalar
 _MinusScalar _RMinusScalar _MulScalar _DivScalar _RDivScalar _PowerScalar _RPowerScalar
 _copy _rnn_param_concat _greater _greater_scalar _lesser _lesser_scalar _equal _equal_scalar
-_maximum _minimum _zeros _ones RNN""".split()
+_maximum _minimum _zeros _ones RNN ROIPooling""".split()
+
+# mx.sym.contrib's operators that nd.contrib computes (its Python-level compositions, foreach,
+# while_loop, cond and rand_zipfian, make no single node and are left out).
+CONTRIB = """AdaptiveAvgPooling2D BatchNormWithReLU BilinearResize2D CTCLoss ctc_loss
+DeformableConvolution ModulatedDeformableConvolution MultiBoxDetection MultiBoxPrior
+MultiBoxTarget PSROIPooling ROIAlign SparseEmbedding allclose arange_like bipartite_matching
+boolean_mask box_decode box_encode box_iou box_nms box_non_maximum_suppression div_sqrt_dim
+getnnz gradientmultiplier index_array index_copy interleaved_matmul_encdec_qk
+interleaved_matmul_encdec_valatt interleaved_matmul_selfatt_qk interleaved_matmul_selfatt_valatt
+quadratic round_ste sign_ste""".split()
 
 
 # Arguments an operator cannot be made without (any valid value: only the node's shape counts).
@@ -39,11 +52,27 @@ NEEDED = {"FullyConnected": {"num_hidden": 1}, "Convolution": _CONV, "Deconvolut
           "flip": {"axis": 0}, "reverse": {"axis": 0}, "cast": {"dtype": "float32"},
           "Cast": {"dtype": "float32"}, "broadcast_to": {"shape": (1,)},
           "_rnn_param_concat": {"dim": 0}, "_zeros": {"shape": (1,)}, "_ones": {"shape": (1,)},
-          "RNN": {"state_size": 1, "num_layers": 1, "mode": "gru"}, "concat": {"dim": 1}, "Concat": {"dim": 1}}
+          "RNN": {"state_size": 1, "num_layers": 1, "mode": "gru"}, "concat": {"dim": 1}, "Concat": {"dim": 1},
+          "ROIPooling": {"pooled_size": (1, 1), "spatial_scale": 1.0},
+          "contrib.DeformableConvolution": _CONV, "contrib.ModulatedDeformableConvolution": _CONV,
+          "contrib.ROIAlign": {"pooled_size": (1, 1), "spatial_scale": 1.0},
+          "contrib.PSROIPooling": {"pooled_size": 1, "spatial_scale": 1.0, "output_dim": 1},
+          "contrib.SparseEmbedding": {"input_dim": 1, "output_dim": 1},
+          "contrib.bipartite_matching": {"threshold": 0.5},
+          "contrib.interleaved_matmul_encdec_qk": {"heads": 1},
+          "contrib.interleaved_matmul_encdec_valatt": {"heads": 1},
+          "contrib.interleaved_matmul_selfatt_qk": {"heads": 1},
+          "contrib.interleaved_matmul_selfatt_valatt": {"heads": 1}}
+
+
+def function(fname):
+    if fname.startswith("contrib."):
+        return getattr(mx.sym.contrib, fname[len("contrib."):], None)
+    return getattr(mx.sym, fname, None) or getattr(mx.sym._internal, fname, None)
 
 
 def info(fname):
-    fn = getattr(mx.sym, fname, None) or getattr(mx.sym._internal, fname, None)
+    fn = function(fname)
     if fn is None or not callable(fn):
         return None
     sig = inspect.signature(fn)
@@ -60,26 +89,40 @@ def info(fname):
         args = [mx.sym.var(n) for n in inputs]
     kwargs = {"scalar": 1} if "scalar" in others else {}
     kwargs.update(NEEDED.get(fname, {}))
-    sym = None
-    for given in (args, args[:1]):  # some operators refuse an optional input by default
-        try:
-            sym = fn(*given, **kwargs)
-            break
-        except Exception:  # noqa: BLE001 - left to the code: op and outputs stay None
-            pass
+    sym, given = made(fn, args, kwargs)
     entry = {"op": None, "inputs": inputs, "args": others,
-             "variadic": bool(variadic), "outputs": None, "visible": None}
+             "variadic": bool(variadic), "outputs": None, "visible": None,
+             "names": None, "mutated": ()}
     if sym is not None:
         graph = json.loads(sym.tojson())
         entry["op"] = graph["nodes"][-1]["op"]
         entry["outputs"] = graph["node_row_ptr"][-1] - graph["node_row_ptr"][-2]
         entry["visible"] = len(sym.list_outputs())
+        # Every output a symbol can show: with output_mean_var, where the operator has it.
+        if "output_mean_var" in others:
+            sym, given = made(fn, args, dict(kwargs, output_mean_var=True))
+        prefix = graph["nodes"][-1]["name"] + "_"
+        entry["names"] = tuple(n[len(prefix):] for n in sym.list_outputs())
+        if not variadic:
+            positions = {n: i for i, n in enumerate(inputs[:len(given)])}
+            entry["mutated"] = tuple(sorted(positions[n] for n in sym.list_auxiliary_states()))
     return entry
+
+
+def made(fn, args, kwargs):
+    """The symbol of ``fn`` on ``args`` (or its first only: some operators refuse an optional
+    input by default) and the inputs it took, or (None, ())."""
+    for given in (args, args[:1]):
+        try:
+            return fn(*given, **kwargs), given
+        except Exception:  # noqa: BLE001 - left to the code: op and outputs stay None
+            pass
+    return None, ()
 
 
 def main(path):
     table = {}
-    for fname in NAMES:
+    for fname in NAMES + ["contrib." + n for n in CONTRIB]:
         entry = info(fname)
         if entry is not None:
             table[fname] = entry
@@ -89,13 +132,35 @@ def main(path):
                 'name -> (op, inputs, args, variadic, outputs, visible): the operator a node records,\n'
                 'its array inputs in order, its other arguments in positional order, whether it takes\n'
                 'any number of inputs, and the outputs of its node and those a symbol shows (as\n'
-                'made with default arguments; some depend on them)."""\n\nOPS = ')
+                'made with default arguments; some depend on them). A key contrib.<name> is\n'
+                'F.contrib.<name>. OUTPUT_NAMES: op -> the names of the outputs a symbol can\n'
+                'show, where MXNet\'s differ from output/output<i>; MUTATED_INPUTS: op -> the\n'
+                'positions of the inputs it writes to (auxiliary states)."""\n\nOPS = ')
         f.write("{\n")
         for name in sorted(table):
             e = table[name]
             f.write("    %r: (%r, %r, %r, %r, %r, %r),\n" % (
                 name, e["op"], tuple(e["inputs"]), tuple(e["args"]), e["variadic"],
                 e["outputs"], e["visible"]))
+        f.write("}\n")
+        # Output names MXNet gives that the default (output, or output<i> for a node of
+        # several outputs) would not, and the inputs written to (auxiliary states), per op.
+        names, mutated = {}, {}
+        for e in table.values():
+            if e["op"] is None or e["names"] is None:
+                continue
+            default = ["output"] if e["outputs"] == 1 else \
+                ["output%d" % i for i in range(e["outputs"])]
+            if list(e["names"]) != default[:len(e["names"])]:
+                names.setdefault(e["op"], e["names"])
+            if e["mutated"]:
+                mutated.setdefault(e["op"], e["mutated"])
+        f.write("\nOUTPUT_NAMES = {\n")
+        for op in sorted(names):
+            f.write("    %r: %r,\n" % (op, names[op]))
+        f.write("}\n\nMUTATED_INPUTS = {\n")
+        for op in sorted(mutated):
+            f.write("    %r: %r,\n" % (op, mutated[op]))
         f.write("}\n")
 
 

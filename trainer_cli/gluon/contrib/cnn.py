@@ -11,8 +11,9 @@ call, even with ``in_channels``), initializers, prefixes (``deformable_conv0_``,
 ``modulated_deformable_conv0_``) and reprs are MXNet's.
 
 Only the NCHW layout runs (MXNet's constructor accepts NHWC, its operators then refuse it).
-``hybridize()`` runs these layers imperatively: the symbol namespace here has no
-``contrib`` operators, so a network holding one cannot be exported (docs/compat.md).
+A hybridized network holding these layers records MXNet's graph (``F.contrib``'s
+``_contrib_DeformableConvolution`` / ``_contrib_ModulatedDeformableConvolution`` nodes), so
+``export`` writes MXNet's files and ``gluon.SymbolBlock`` runs them.
 """
 from __future__ import annotations
 
@@ -94,6 +95,10 @@ class _Deformable(HybridBlock):
         self.deformable_conv_weight = self.params.get(
             "deformable_conv_weight", shape=(self._channels, 0, kernel[0], kernel[1]),
             init=weight_initializer, allow_deferred_init=True)
+        # MXNet gives this shape as a list, which it keeps until the input fixes it: its repr,
+        # and the __shape__ the variable records at the first hybridized call ("[4, 0, 3, 3]"
+        # in an exported -symbol.json), show the list.
+        self.deformable_conv_weight._shape = list(self.deformable_conv_weight._shape)
         if use_bias:
             self.deformable_conv_bias = self.params.get(
                 "deformable_conv_bias", shape=(self._channels,), init=bias_initializer,
@@ -225,8 +230,3 @@ class ModulatedDeformableConvolution(_Deformable):
 
     def _alias(self):
         return "modulated_deformable_conv"
-
-    def __repr__(self):
-        if not self._children:
-            return "%s(\n\n)" % type(self).__name__     # MXNet's Block repr without children
-        return super().__repr__()

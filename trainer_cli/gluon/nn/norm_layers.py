@@ -108,8 +108,9 @@ class BatchNormReLU(BatchNorm):
         return "batchnormrelu"
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
-        return F.relu(F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd",
-                                  **self._kwargs))
+        # One fused node, as MXNet records it (its export holds _contrib_BatchNormWithReLU).
+        return F.contrib.BatchNormWithReLU(x, gamma, beta, running_mean, running_var,
+                                           name="fwd", **self._kwargs)
 
 
 class LayerNorm(HybridBlock):
