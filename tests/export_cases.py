@@ -161,12 +161,19 @@ def build(name, mx):
             fire.add(nn.Conv2D(3, 1, activation="relu"), nn.Conv2D(2, 3, padding=1), contrib.Identity())
             net.add(nn.Conv2D(4, 1), fire, nn.MaxPool2D(3, 2, ceil_mode=True))
             x = data(name, (2, 3, 7, 7))
+        elif name == "compare":
+            # Masks from comparisons with symbols and scalars, as hybrid_forward code writes them.
+            net.add(nn.Dense(4), nn.HybridLambda(
+                lambda F, x: (x > 0) * x + (x <= -0.5) * 2 + (x >= x.flip(1)) + (x < 0.1) * 3
+                + (0.2 < x) * 5 + (x >= 0.3) * (x < x * 2)))
+            x = data(name, (3, 5))
         else:
             raise KeyError(name)
     return net, x
 
 
-CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn", "concurrent")
+CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn", "concurrent",
+         "compare")
 
 # Model-zoo networks whose export is compared by the SHA-256 of MXNet's files (kept small).
 ZOO = {"mobilenetv2_0.25": 32}

@@ -218,6 +218,20 @@ class Symbol:
     def __neg__(self):
         return self.__mul__(-1.0)
 
+    # MXNet's comparisons (``mask = x > 0`` in a hybrid_forward). ``==`` and ``!=`` stay
+    # Python's identity tests: symbols are kept in lists and dicts while a graph is recorded.
+    def __gt__(self, other):
+        return self._binary(other, "_greater", "_greater_scalar")
+
+    def __ge__(self, other):
+        return self._binary(other, "_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, other):
+        return self._binary(other, "_lesser", "_lesser_scalar")
+
+    def __le__(self, other):
+        return self._binary(other, "_lesser_equal", "_lesser_equal_scalar")
+
     def __getattr__(self, name):
         # The operator methods MXNet's Symbol has (``x.reshape``, ``x.swapaxes``, ...).
         if name.startswith("_") or name not in OPS or not name.islower():

@@ -27,6 +27,7 @@ _plus_scalar _minus_scalar _rminus_scalar _mul_scalar _div_scalar _rdiv_scalar _
 _rpower_scalar _maximum_scalar _minimum_scalar _Plus _Minus _Mul _Div _Power _PlusScalar
 _MinusScalar _RMinusScalar _MulScalar _DivScalar _RDivScalar _PowerScalar _RPowerScalar
 _copy _rnn_param_concat _greater _greater_scalar _lesser _lesser_scalar _equal _equal_scalar
+_greater_equal _greater_equal_scalar _lesser_equal _lesser_equal_scalar
 _maximum _minimum _zeros _ones RNN ROIPooling""".split()
 
 # mx.sym.contrib's operators that nd.contrib computes (its Python-level compositions, foreach,
