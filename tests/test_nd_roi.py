@@ -18,8 +18,7 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_r
 sys.path.insert(0, HERE)
 import roi_cases  # noqa: E402
 
-# nd.ROIPooling is wired at the top level; until it is, the module's function stands in.
-ROIPooling = getattr(nd, "ROIPooling", None) or roi_module.ROIPooling
+ROIPooling = nd.ROIPooling
 ROIAlign, PSROIPooling = nd.contrib.ROIAlign, nd.contrib.PSROIPooling
 
 PREFIXES = ("ROIPooling/", "ROIAlign/", "PSROIPooling/")

@@ -199,6 +199,16 @@ def random_size_crop(src, size, area, ratio, interp=2):
 
 
 # ------------------------------------------------------------------------------- augmenters
+def _listed_arrays(kwargs):
+    """``kwargs`` with its arrays (NDArray or NumPy) as lists, as ``dumps`` writes them."""
+    for key, value in kwargs.items():
+        if isinstance(value, NDArray):
+            value = value.asnumpy()
+        if isinstance(value, numpy.ndarray):
+            kwargs[key] = value.tolist()
+    return kwargs
+
+
 class Augmenter:
     """The base of the image augmenters: ``aug(src)`` returns the augmented image."""
 
@@ -206,12 +216,7 @@ class Augmenter:
         # Each argument is also an attribute of its name, as the augmenters read them.
         for key, value in kwargs.items():
             setattr(self, key, value)
-        self._kwargs = kwargs
-        for key, value in self._kwargs.items():
-            if isinstance(value, NDArray):
-                value = value.asnumpy()
-            if isinstance(value, numpy.ndarray):
-                self._kwargs[key] = value.tolist()
+        self._kwargs = _listed_arrays(kwargs)
 
     def dumps(self):
         """The augmenter as a JSON string: ``[class name in lower case, its arguments]``."""

@@ -28,7 +28,6 @@ from . import ndarray as nd
 from .image import (Augmenter, CastAug, ColorJitterAug, ColorNormalizeAug, ForceResizeAug,
                     HueJitterAug, LightingAug, RandomGrayAug, ResizeAug, fixed_crop)
 from .image_iter import ImageIter
-from .io import DataBatch
 from .ndarray import NDArray
 
 __all__ = ["DetAugmenter", "DetBorrowAug", "DetRandomSelectAug", "DetHorizontalFlipAug",
@@ -65,12 +64,7 @@ class DetAugmenter:
     and its (objects, k) label array."""
 
     def __init__(self, **kwargs):
-        self._kwargs = kwargs
-        for key, value in self._kwargs.items():
-            if isinstance(value, NDArray):
-                value = value.asnumpy()
-            if isinstance(value, numpy.ndarray):
-                self._kwargs[key] = value.tolist()
+        self._kwargs = _image._listed_arrays(kwargs)
 
     def dumps(self):
         """The augmenter as a JSON string: ``[class name in lower case, its arguments]``."""
@@ -642,29 +636,11 @@ class ImageDetIter(ImageIter):
                 raise
         return i
 
-    def next(self):
-        c, h, w = self.data_shape
-        if self._cache_data is not None:
-            batch_data, batch_label, i = self._cache_data, self._cache_label, self._cache_idx
-        else:
-            batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
-            batch_label[:] = -1
-            i = self._batchify(batch_data, batch_label)
-        pad = self.batch_size - i
-        if pad:
-            if self.last_batch_handle == "discard":
-                raise StopIteration
-            if self.last_batch_handle == "roll_over" and self._cache_data is None:
-                self._cache_data, self._cache_label, self._cache_idx = (batch_data, batch_label,
-                                                                        i)
-                raise StopIteration
-            self._batchify(batch_data, batch_label, i)
-            if self.last_batch_handle == "pad":
-                self._allow_read = False
-            else:
-                self._cache_data = self._cache_label = self._cache_idx = None
-        return DataBatch([batch_data], [batch_label], pad=pad)
+    def _empty_labels(self):
+        # A batch's rows past an image's objects (and the rows of pad samples) are -1.
+        labels = nd.empty(self.provide_label[0][1])
+        labels[:] = -1
+        return labels
 
     def augmentation_transform(self, data, label):  # pylint: disable=arguments-differ
         for aug in self.auglist:

@@ -176,13 +176,17 @@ class ImageIter(DataIter):
                 raise
         return i
 
+    def _empty_labels(self):
+        """The label array of a new batch, before its samples are read."""
+        return nd.empty(self.provide_label[0][1])
+
     def next(self):
         c, h, w = self.data_shape
         if self._cache_data is not None:
             batch_data, batch_label, i = self._cache_data, self._cache_label, self._cache_idx
         else:
             batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
+            batch_label = self._empty_labels()
             i = self._batchify(batch_data, batch_label)
         pad = self.batch_size - i
         if pad:

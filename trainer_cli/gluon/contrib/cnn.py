@@ -21,6 +21,7 @@ import numbers
 
 from ..block import HybridBlock
 from ..nn import Activation
+from ..nn.conv_layers import conv_repr
 
 __all__ = ["DeformableConvolution", "ModulatedDeformableConvolution"]
 
@@ -163,24 +164,8 @@ class DeformableConvolution(_Deformable):
         return "deformable_conv"
 
     def __repr__(self):
-        kw = self._kwargs_deformable_conv
-        n = len(kw["kernel"])
-        s = "{name}({mapping}, kernel_size={kernel}, stride={stride}"
-        if kw["pad"] != (0,) * n:
-            s += ", padding={pad}"
-        if kw["dilate"] != (1,) * n:
-            s += ", dilation={dilate}"
-        if kw["num_group"] != 1:
-            s += ", groups={num_group}"
-        if self.deformable_conv_bias is None:
-            s += ", bias=False"
-        if self.act:
-            s += ", {}".format(self.act)
-        s += ")"
-        shape = self.deformable_conv_weight.shape
-        return s.format(name=type(self).__name__,
-                        mapping="{0} -> {1}".format(shape[1] if shape[1] else None, shape[0]),
-                        **kw)
+        return conv_repr(self, self._kwargs_deformable_conv, self.deformable_conv_weight,
+                         self.deformable_conv_bias)
 
 
 class ModulatedDeformableConvolution(_Deformable):

@@ -122,23 +122,28 @@ class _Conv(HybridBlock):
         return self.act(out) if self.act is not None else out
 
     def __repr__(self):
-        kw = self._kwargs
-        n = len(kw["kernel"])
-        s = "{name}({mapping}, kernel_size={kernel}, stride={stride}"
-        if kw["pad"] != (0,) * n:
-            s += ", padding={pad}"
-        if kw["dilate"] != (1,) * n:
-            s += ", dilation={dilate}"
-        if kw["num_group"] != 1:
-            s += ", groups={num_group}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.act is not None:
-            s += ", {}".format(self.act)
-        s += ")"
-        shape = self.weight.shape
-        return s.format(name=type(self).__name__,
-                        mapping="{0} -> {1}".format(shape[1] if shape[1] else None, shape[0]), **kw)
+        return conv_repr(self, self._kwargs, self.weight, self.bias)
+
+
+def conv_repr(block, kw, weight, bias):
+    """MXNet's repr of a convolution layer: ``Conv2D(3 -> 8, kernel_size=(3, 3), stride=...)``
+    from its operator arguments ``kw``, its weight and bias (None without)."""
+    n = len(kw["kernel"])
+    s = "{name}({mapping}, kernel_size={kernel}, stride={stride}"
+    if kw["pad"] != (0,) * n:
+        s += ", padding={pad}"
+    if kw["dilate"] != (1,) * n:
+        s += ", dilation={dilate}"
+    if kw["num_group"] != 1:
+        s += ", groups={num_group}"
+    if bias is None:
+        s += ", bias=False"
+    if block.act is not None:
+        s += ", {}".format(block.act)
+    s += ")"
+    shape = weight.shape
+    return s.format(name=type(block).__name__,
+                    mapping="{0} -> {1}".format(shape[1] if shape[1] else None, shape[0]), **kw)
 
 
 class Conv1D(_Conv):
