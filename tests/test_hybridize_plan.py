@@ -347,6 +347,7 @@ _EVERY_LAYER = {
     "Dropout": (lambda: nn.Dropout(0.4), (3, 5)),
     "Dropout(0)": (lambda: nn.Dropout(0.0), (3, 5)),
     "BatchNorm": (lambda: nn.BatchNorm(), (4, 3, 2)),
+    "BatchNormReLU": (lambda: nn.BatchNormReLU(), (4, 3, 2, 2)),
     "GroupNorm": (lambda: nn.GroupNorm(num_groups=2), (2, 4, 3)),
     "InstanceNorm": (lambda: nn.InstanceNorm(), (2, 3, 4)),
     "LayerNorm": (lambda: nn.LayerNorm(), (3, 5)),
