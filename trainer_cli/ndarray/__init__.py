@@ -14,6 +14,8 @@ from .more_ops import __all__ as _more_all
 from . import random
 from . import sparse
 from . import contrib
+from . import image
+from . import linalg
 from .sparse import cast_storage
 from . import ops as _ops
 from . import sampling as _sampling
@@ -88,9 +90,20 @@ for _name in contrib.__all__:
         setattr(contrib, _name, _storage.exported("_contrib_" + _name, getattr(contrib, _name),
                                                   record=False))
 contrib.CTCLoss, contrib.ctc_loss = globals()["CTCLoss"], globals()["ctc_loss"]
+for _name in image.__all__:
+    setattr(image, _name, _storage.exported("_image_" + _name, getattr(image, _name),
+                                            record=False))
+for _name in linalg.__all__:
+    setattr(linalg, _name, _storage.exported("_linalg_" + _name, getattr(linalg, _name),
+                                             record=False))
+# MXNet's top-level spellings of nd.linalg's operators (linalg_gemm, ...; syevd has none).
+_LINALG_NAMES = ["linalg_" + _name for _name in linalg.__all__ if _name != "syevd"]
+for _name in _LINALG_NAMES:
+    globals()[_name] = getattr(linalg, _name[len("linalg_"):])
 del _name
 
-__all__ = ["NDArray", "random", "sparse", "contrib"] + _OP_NAMES + list(_creation_all) + _RANDOM_NAMES
+__all__ = (["NDArray", "random", "sparse", "contrib", "image", "linalg"] + _OP_NAMES
+           + list(_creation_all) + _RANDOM_NAMES + _LINALG_NAMES)
 
 # MXNet's mx.random holds nd.random's draws beside seed(): the generators' module, a layer below
 # the arrays, takes them here.

@@ -18,6 +18,7 @@ import numpy
 
 from .... import random as _random
 from ....ndarray import NDArray, creation
+from ....ndarray import _image_arith as _arith
 from ...block import Block, HybridBlock, HybridSequential, Sequential, _block_call_text
 from . import _color
 from ._resize import resize as _resize
@@ -142,12 +143,7 @@ class ToTensor(_OnHost, HybridBlock):
         return _back(self._on_host(_host(x)), x)
 
     def _on_host(self, img):
-        img = _image(img, "ToTensor")
-        moved = numpy.moveaxis(img, -1, -3)
-        # Each value converted to float32, then divided: the bits of astype(float32) / 255.
-        out = numpy.empty(moved.shape, dtype=numpy.float32)
-        numpy.divide(moved, numpy.float32(255), out=out, dtype=numpy.float32)
-        return out
+        return _arith.to_tensor(_image(img, "ToTensor"))
 
 
 class Normalize(_OnHost, HybridBlock):
@@ -168,16 +164,14 @@ class Normalize(_OnHost, HybridBlock):
                              "got shape %s" % (img.shape,))
         channels = img.shape[-3]
         if self._per_channel is None:
-            self._per_channel = tuple(numpy.asarray(v, dtype=numpy.float32).reshape(-1, 1, 1)
+            self._per_channel = tuple(numpy.asarray(v, dtype=numpy.float32).reshape(-1)
                                       for v in (self._mean, self._std))
         mean, std = self._per_channel
         for name, values in (("mean", mean), ("std", std)):
             if values.size not in (1, channels):
                 raise ValueError("Normalize: %s has %d values for an input of %d channels"
                                  % (name, values.size, channels))
-        out = img.astype(numpy.float32) - mean
-        out /= std
-        return out
+        return _arith.normalize(img, mean, std)
 
 
 # ------------------------------------------------------------------------------- geometry
@@ -434,18 +428,7 @@ class RandomColorJitter(_ColorBlock):
 
     def hybrid_forward(self, F, x):
         img = _image(_host(x), "RandomColorJitter", (3,))
-        brightness, contrast, saturation, hue = self._args
-        rng = _random.generator(None)
-        for op in rng.permutation(4).tolist():
-            if op == 0 and brightness > 0:
-                img = _color.brightness(img, 1.0 + rng.uniform(-brightness, brightness))
-            elif op == 1 and contrast > 0:
-                img = _color.contrast(img, 1.0 + rng.uniform(-contrast, contrast))
-            elif op == 2 and saturation > 0:
-                img = _color.saturation(img, 1.0 + rng.uniform(-saturation, saturation))
-            elif op == 3 and hue > 0:
-                img = _color.hue(img, rng.uniform(-hue, hue))
-        return _back(numpy.ascontiguousarray(img), x)
+        return _back(_arith.jitter(img, *self._args, _random.generator(None)), x)
 
 
 class RandomLighting(_ColorBlock):
