@@ -472,6 +472,8 @@ EXCLUDED = {
                        "tests/test_rotate.py (its grids need positions away from cell edges)",
     "GridGenerator": "MXNet's bits (affine and warp) and finite differences in tests/test_rotate.py",
     "SpatialTransformer": "MXNet's bits and finite differences in tests/test_rotate.py",
+    "Custom": "runs a registered Python operator: MXNet's calls and values in "
+              "tests/test_custom_op.py",
     "ROIPooling": "MXNet's bits forward and for the gradient, every dtype, in tests/test_nd_roi.py "
                   "(its ROIs need corners that round away from ties)",
     "normal": _RANDOM, "uniform": _RANDOM, "shuffle": _RANDOM,

@@ -18,6 +18,8 @@ EXCLUDED = {
     "contrib": "the nd.contrib module (its operators take sparse inputs densified: "
                "tests/test_nd_contrib.py)",
     "random": "the nd.random module: samplers take shapes and scalars",
+    "Custom": "runs a registered Python operator, whose prop decides the storage "
+              "(tests/test_custom_op.py)",
     "image": "the nd.image module (its operators take sparse inputs densified: "
              "tests/test_nd_image.py)",
     "linalg": "the nd.linalg module (its operators take sparse inputs densified: "

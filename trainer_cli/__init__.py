@@ -31,7 +31,7 @@ _ALIASES = {
     "init": "initializer", "initializer": "initializer", "random": "random", "context": "context",
     "metric": "metric", "io": "io", "sym": "symbol", "symbol": "symbol",
     "image": "image", "img": "image", "profiler": "profiler", "test_utils": "test_utils",
-    "recordio": "recordio", "contrib": "contrib",
+    "recordio": "recordio", "contrib": "contrib", "operator": "operator",
 }
 
 # MXNet 1.9 modules that trainer_cli deliberately does not provide (docs/porting.md). Using one
@@ -46,7 +46,7 @@ _ABSENT = {
     "visualization": "graph plotting (mxnet.visualization)",
     "viz": "graph plotting (mxnet.visualization)", "callback": "Module callbacks (mxnet.callback)",
     "monitor": "executor monitor (mxnet.monitor)", "mon": "executor monitor (mxnet.monitor)",
-    "operator": "custom C++/Python operator API (mxnet.operator)", "rtc": "runtime CUDA compiler (mxnet.rtc)",
+    "rtc": "runtime CUDA compiler (mxnet.rtc)",
     "engine": "engine controls (mxnet.engine)",
     "executor": "symbolic executor (mxnet.executor)", "torch": "Torch bridge (mxnet.torch)",
     "th": "Torch bridge (mxnet.torch)", "library": "operator library loader (mxnet.library)",

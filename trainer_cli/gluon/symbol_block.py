@@ -206,7 +206,24 @@ _DIRECT = {
 }
 
 
+def _custom_runner(node):
+    # A Python operator (mx.operator.register): its attributes go to the prop as the strings
+    # MXNet wrote, as MXNet passes them.
+    from .. import operator as _operator
+    from ..ndarray.custom import Custom
+    op_type = node.attrs.get("op_type")
+    if not op_type or _operator.find_prop(op_type) is None:
+        raise MXNetSymbolError(
+            "SymbolBlock cannot run node %r: Cannot find custom operator %s (register it with "
+            "mx.operator.register before loading the graph)" % (node.name, op_type))
+    attrs = {key: value for key, value in node.attrs.items()
+             if not (key.startswith("__") and key.endswith("__"))}
+    return Custom, attrs
+
+
 def _runner(node):
+    if node.op == "Custom":
+        return _custom_runner(node)
     fn = _ADAPTED.get(node.op)
     if fn is None and node.op in _DIRECT:
         fn = getattr(_nd, node.op, None)

@@ -55,6 +55,8 @@ from .normalization import GroupNorm, InstanceNorm  # noqa: E402
 from .padding import Pad, pad  # noqa: E402
 from .rnn import RNN  # noqa: E402
 from .roi import ROIPooling  # noqa: E402
+# Python custom operators (mx.operator): their own out= and storage rules.
+from .custom import Custom  # noqa: E402
 
 _OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "BilinearSampler", "GridGenerator", "SpatialTransformer", "Deconvolution", "GroupNorm", "InstanceNorm",
               "Pad", "pad", "RNN", "ROIPooling"] + list(_ops_all) + list(_nn_all)
@@ -103,7 +105,7 @@ for _name in _LINALG_NAMES:
 del _name
 
 __all__ = (["NDArray", "random", "sparse", "contrib", "image", "linalg"] + _OP_NAMES
-           + list(_creation_all) + _RANDOM_NAMES + _LINALG_NAMES)
+           + list(_creation_all) + _RANDOM_NAMES + _LINALG_NAMES + ["Custom"])
 
 # MXNet's mx.random holds nd.random's draws beside seed(): the generators' module, a layer below
 # the arrays, takes them here.

@@ -10,9 +10,10 @@ from ._op_table import OPS as _OPS
 from . import contrib
 from .graph_json import load_graph as load, parse_graph as load_json
 from .symbol import Group, MXNetSymbolError, Symbol, Variable, make_op as _make_op, var
+from .custom import Custom
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "MXNetSymbolError", "zeros",
-           "ones", "contrib"]
+           "ones", "contrib", "Custom"]
 
 
 def zeros(shape, dtype=None, **kwargs):

@@ -72,10 +72,24 @@ class _Node:
         if self.is_variable():
             return [self.name]
         names = _OUTPUT_NAMES.get(self.op)
+        if self.op == "Custom":
+            names = _custom().output_names(self)
         if names is None:
             names = ["output"] if self.num_outputs == 1 else \
                 ["output%d" % i for i in range(self.num_outputs)]
         return ["%s_%s" % (self.name, n) for n in names[:self.num_visible]]
+
+
+def _custom():
+    # Custom nodes take their outputs and auxiliary states from the registered operator.
+    from . import custom
+    return custom
+
+
+def _mutated_inputs(node):
+    if node.op == "Custom":
+        return _custom().mutated_inputs(node)
+    return _MUTATED_INPUTS.get(node.op, ())
 
 
 def _topological(heads):
@@ -109,9 +123,16 @@ class Symbol:
     # ------------------------------------------------------------------ structure
     @property
     def name(self):
-        if len(self._heads) != 1:
+        node = self._node()
+        return None if node is None else node.name
+
+    def _node(self):
+        # The node whose outputs these all are (MXNet answers name/attr for a multi-output
+        # node's symbol, not for a group of several nodes), or None.
+        node = self._heads[0][0] if self._heads else None
+        if any(head is not node for head, _ in self._heads):
             return None
-        return self._heads[0][0].name
+        return node
 
     def __len__(self):
         return len(self._heads)
@@ -141,7 +162,7 @@ class Symbol:
     def _variables(self):
         nodes = _topological(self._heads)
         aux = {id(entry[0]) for node in nodes for i, entry in enumerate(node.inputs)
-               if i in _MUTATED_INPUTS.get(node.op, ())}
+               if i in _mutated_inputs(node)}
         return [node for node in nodes if node.is_variable()], aux
 
     def list_inputs(self):
@@ -156,10 +177,12 @@ class Symbol:
         return [node.name for node in variables if id(node) in aux]
 
     def attr(self, key):
-        return self._heads[0][0].attrs.get(key) if len(self._heads) == 1 else None
+        node = self._node()
+        return None if node is None else node.attrs.get(key)
 
     def list_attr(self):
-        return dict(self._heads[0][0].attrs) if len(self._heads) == 1 else {}
+        node = self._node()
+        return {} if node is None else dict(node.attrs)
 
     def __repr__(self):
         if len(self._heads) == 1:
@@ -317,6 +340,8 @@ def make_op(fname):
 
 def _outputs(op, attrs, outputs, visible):
     """(all outputs, visible outputs) of a node of ``op`` with these attributes."""
+    if op == "Custom":
+        return _custom().num_outputs(attrs) or (1, 1)
     if op in ("SliceChannel",):
         n = int(attrs.get("num_outputs", 1))
         return n, n
