@@ -152,6 +152,9 @@ def test_batchnorm_layer_running_stats(ctx):
     x = rand(6, 2, 3, seed=4) * 3 + 1
     with autograd.record():
         y = bn(nd.array(x, ctx=ctx))
+    # As MXNet's CPU operator: the moving statistics change in the backward pass.
+    assert not bn.running_mean.data(ctx).asnumpy().any()
+    y.backward()
     mean, var = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
     np.testing.assert_allclose(bn.running_mean.data(ctx).asnumpy(), 0.2 * mean, rtol=1e-5)
     np.testing.assert_allclose(bn.running_var.data(ctx).asnumpy(), 0.8 + 0.2 * var, rtol=1e-5)

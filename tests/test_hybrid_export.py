@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import os
 
 import numpy as np
@@ -282,3 +283,34 @@ def test_an_imported_symbolblock_exports_the_same_files(tmp_path):
     block.export(str(tmp_path / "again"))
     assert read(tmp_path / "again-symbol.json") == read(os.path.join(HERE, "conv2d-symbol.json"))
     assert read(tmp_path / "again-0000.params") == read(os.path.join(HERE, "conv2d-0000.params"))
+
+
+def test_a_block_with_a_constant_exports_it_as_mxnet_does(tmp_path):
+    # GluonCV's anchor generators keep their anchors as params.get_constant.
+    class Anchored(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.anchor = self.params.get_constant(
+                    "anchor_", np.arange(6, dtype=np.float32).reshape(2, 3))
+                self.dense = nn.Dense(3, in_units=3)
+
+        def hybrid_forward(self, F, x, anchor):
+            return F.broadcast_add(self.dense(x), F.sum(anchor, axis=0, keepdims=True))
+
+    net = Anchored(prefix="b_")
+    net.initialize()
+    net.hybridize()
+    x = nd.ones((2, 3))
+    want = net(x).asnumpy()
+    net.export(str(tmp_path / "b"))
+    graph = json.loads(read(tmp_path / "b-symbol.json", "r"))
+    inits = {n["name"]: n.get("attrs", {}).get("__init__") for n in graph["nodes"]
+             if n["op"] == "null"}
+    # MXNet names the initializer it registers for the constant: Constant_<name>_<id>.
+    assert re.fullmatch(r"Constant_b_anchor__\d+", inits["b_anchor_"])
+    assert sorted(nd.load(str(tmp_path / "b-0000.params"))) == [
+        "arg:b_anchor_", "arg:b_dense0_bias", "arg:b_dense0_weight"]
+    block = gluon.SymbolBlock.imports(str(tmp_path / "b-symbol.json"), ["data"],
+                                      str(tmp_path / "b-0000.params"))
+    np.testing.assert_array_equal(block(x).asnumpy(), want)

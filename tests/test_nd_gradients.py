@@ -558,8 +558,11 @@ def test_batchnorm_values_and_running_stats(ctx):
     gamma, beta = rand(3, seed=5), rand(3, seed=6)
     mm, mv = nd.zeros(3, ctx=ctx), nd.ones(3, ctx=ctx)
     args = [nd.array(a, ctx=ctx) for a in (x, gamma, beta)]
+    args[0].attach_grad()
     with autograd.record():
         out = nd.BatchNorm(*args, mm, mv, eps=1e-5, momentum=0.9, fix_gamma=False)
+    np.testing.assert_array_equal(mm.asnumpy(), np.zeros(3))     # updated by the backward
+    out.backward()
     mean = x.mean(axis=(0, 2, 3))
     var = x.var(axis=(0, 2, 3))  # biased, as MXNet's CPU operator
     expect = (x - mean.reshape(1, 3, 1, 1)) / np.sqrt(var.reshape(1, 3, 1, 1) + 1e-5) \

@@ -196,3 +196,12 @@ def test_mx_random_holds_nd_randoms_draws_beside_seed():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(2, 2)"
+
+
+def test_mx_contrib_holds_the_contributed_operators_as_mxnet_does():
+    from trainer_cli import contrib
+    assert contrib.nd is contrib.ndarray and contrib.sym is contrib.symbol
+    assert contrib.nd.MultiBoxPrior is nd.contrib.MultiBoxPrior
+    anchors = contrib.nd.MultiBoxPrior(nd.zeros((1, 1, 2, 2)), sizes=[0.5])
+    assert anchors.shape == (1, 4, 4)
+    assert contrib.sym.box_nms(mx.sym.var("x")).list_arguments() == ["x"]

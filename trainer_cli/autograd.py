@@ -155,7 +155,10 @@ def _topological_nodes(heads, leaves=None):
                 continue
             add(node)
             push((node, True))
-            for x in node.inputs:
+            # The last input pushed is expanded first: inputs pushed last to first, the walk
+            # orders nodes as MXNet's (a depth-first post-order from the heads, inputs in
+            # order), and the backward pass runs them in its reverse, MXNet's order.
+            for x in reversed(node.inputs):
                 child = x._node
                 if child is not None:
                     if child not in visited:

@@ -502,9 +502,13 @@ class Parameter:
         if getattr(self, "_var", None) is None:
             from .. import symbol
             self._var = symbol.var(self.name, shape=self.shape, dtype=self._dtype,
-                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
-                                   stype=self._stype)
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult,
+                                   init=self._graph_init(), stype=self._stype)
         return self._var
+
+    def _graph_init(self):
+        """The initializer a graph's variable names (its ``__init__`` attribute)."""
+        return self.init
 
 
 class Constant(Parameter):
@@ -520,6 +524,11 @@ class Constant(Parameter):
     def __repr__(self):
         return "Constant %s (shape=%s, dtype=%s)" % (self.name, self.shape,
                                                      numpy.dtype(self._dtype).name)
+
+    def _graph_init(self):
+        # MXNet registers an initializer of this name for each constant and names it in the
+        # graph; the value itself travels in the parameter file.
+        return "Constant_%s_%d" % (self.name, id(self))
 
     @property
     def grad_req(self):

@@ -605,10 +605,14 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     """Batch normalization with MXNet's semantics.
 
     In training mode (``autograd.is_training()``) without ``use_global_stats`` it normalizes with
-    the batch mean and biased batch variance and updates ``moving_mean``/``moving_var`` in place:
-    ``moving = moving * momentum + batch * (1 - momentum)``, with the biased variance as MXNet's CPU
-    operator uses. Otherwise it normalizes with the moving statistics. ``fix_gamma`` uses a scale of
-    1 (and sets ``gamma`` to 1, as MXNet does) with a zero gamma gradient.
+    the batch mean and biased batch variance; ``moving_mean``/``moving_var`` take them in its
+    backward pass, as MXNet's CPU operator updates them: ``moving = moving * momentum + batch *
+    (1 - momentum)`` in float32, the variance as MXNet recovers it from the inverse standard
+    deviation (``1 / invstd**2 - eps``, in double). So a forward that no backward pass goes
+    through (a recorded forward left without ``backward()``, a BatchNorm whose data, gamma and
+    beta need no gradient) leaves them as they were, as in MXNet. Otherwise it normalizes with
+    the moving statistics. ``fix_gamma`` uses a scale of 1 (and sets ``gamma`` to 1, as MXNet
+    does) with a zero gamma gradient.
     """
     x = data._data
     xp = _xp_of(x)
@@ -641,11 +645,6 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
             centered = x - mean
             var = (centered * centered).mean(axis=red, keepdims=True)
         invstd = 1 / xp.sqrt(var + eps)
-        rm, rv = moving_mean._data, moving_var._data
-        rm *= momentum
-        rm += (1 - momentum) * mean.reshape(rm.shape).astype(rm.dtype, copy=False)
-        rv *= momentum
-        rv += (1 - momentum) * var.reshape(rv.shape).astype(rv.dtype, copy=False)
     else:
         mean = moving_mean._data.reshape(bshape).astype(x.dtype, copy=False)
         var = moving_var._data.reshape(bshape).astype(x.dtype, copy=False)
@@ -658,7 +657,8 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     else:
         fast = False
         out = (x - mean) * scale + beta_b
-    result = _finish_bn(data, x, gamma, beta, out, (mean, invstd), scale, red, training,
+    moving = (moving_mean, moving_var, momentum, eps) if training else None
+    result = _finish_bn(data, x, gamma, beta, out, (mean, invstd), scale, red, moving,
                         fix_gamma, count, fast, half)
     if output_mean_var:
         # MXNet's second and third outputs are the batch mean and inverse standard deviation.
@@ -666,16 +666,40 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     return result
 
 
-def _finish_bn(data, x, gamma, beta, out, stats, scale, red, training, fix_gamma, count, fast,
+def _update_moving(moving, mean, invstd):
+    """MXNet's update of the moving statistics from a training batch's ``mean`` and ``invstd``
+    (its backward pass makes it): float32 products and sum, the variance recovered from
+    ``invstd`` in double."""
+    moving_mean, moving_var, momentum, eps = moving
+    rm, rv = moving_mean._data, moving_var._data
+    xp = _xp_of(rm)
+    t = rm.dtype.type
+    mom = t(momentum)
+    minus_mom = t(1) - mom
+    variance = (1.0 / (invstd.astype(numpy.float64) ** 2) - float(eps)).astype(rv.dtype)
+    rm[...] = rm * mom + mean.reshape(rm.shape).astype(rm.dtype, copy=False) * minus_mom
+    rv[...] = rv * mom + xp.reshape(variance, rv.shape) * minus_mom
+
+
+def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, count, fast,
                half):
     """The node of BatchNorm: ``stats`` (mean, invstd) give ``xhat = (x - mean) * invstd``,
-    recomputed in the backward pass rather than kept from the forward one. ``half``: ``data``
-    is float16, ``x`` its float32 copy, and the output and input gradient are float16."""
+    recomputed in the backward pass rather than kept from the forward one. ``moving``: the
+    moving statistics a training batch updates when the backward pass reaches this node (None
+    otherwise). ``half``: ``data`` is float16, ``x`` its float32 copy, and the output and input
+    gradient are float16."""
     if half:
         out = out.astype(numpy.float16)
     if not _recording_for(data, gamma, beta):
         return _wrap(out, data._ctx)
+    training = moving is not None
     vjp = _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast)
+    if training:
+        stats_vjp = vjp
+
+        def vjp(g, needs):
+            _update_moving(moving, *stats)
+            return stats_vjp(g, needs)
     if half:
         vjp32 = vjp
 

@@ -18,7 +18,7 @@ import numpy
 
 from .... import random as _random
 from ....ndarray import NDArray, creation
-from ....ndarray import _image_arith as _arith
+from ....ndarray._image_arith import jitter, normalize, to_tensor
 from ...block import Block, HybridBlock, HybridSequential, Sequential, _block_call_text
 from . import _color
 from ._resize import resize as _resize
@@ -143,7 +143,7 @@ class ToTensor(_OnHost, HybridBlock):
         return _back(self._on_host(_host(x)), x)
 
     def _on_host(self, img):
-        return _arith.to_tensor(_image(img, "ToTensor"))
+        return to_tensor(_image(img, "ToTensor"))
 
 
 class Normalize(_OnHost, HybridBlock):
@@ -171,7 +171,7 @@ class Normalize(_OnHost, HybridBlock):
             if values.size not in (1, channels):
                 raise ValueError("Normalize: %s has %d values for an input of %d channels"
                                  % (name, values.size, channels))
-        return _arith.normalize(img, mean, std)
+        return normalize(img, mean, std)
 
 
 # ------------------------------------------------------------------------------- geometry
@@ -428,7 +428,7 @@ class RandomColorJitter(_ColorBlock):
 
     def hybrid_forward(self, F, x):
         img = _image(_host(x), "RandomColorJitter", (3,))
-        return _back(_arith.jitter(img, *self._args, _random.generator(None)), x)
+        return _back(jitter(img, *self._args, _random.generator(None)), x)
 
 
 class RandomLighting(_ColorBlock):
