@@ -16,7 +16,8 @@ ARRAY_FIELDS = {"_data", "_ctx", "_node", "_grad", "_grad_req", "_fresh_grad", "
 OWNERS = ("ndarray/", "autograd.py")
 # ``Parameter._data`` (its list of per-device copies) is gluon's own field, not an array's.
 PARAMETER_DATA = {("gluon/block.py", "p"), ("gluon/trainer.py", "param"),
-                  ("gluon/cached_plan.py", "param")}
+                  ("gluon/cached_plan.py", "param"), ("gluon/_shape_inference.py", "param"),
+                  ("gluon/symbol_block.py", "param")}
 
 
 def test_raw_wrap_transfer_share_memory():

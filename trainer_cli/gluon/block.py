@@ -506,17 +506,23 @@ class HybridBlock(Block):
         try:
             params = {name: p.data(ctx) for name, p in reg_params.items()}
         except DeferredInitializationError:
+            graph = None
             if not getattr(_tracing, "inside", False):
                 # MXNet infers the shapes from this block's graph, recorded now: its variables
                 # keep the shapes unknown then (0) and its auxiliary states count the recording,
-                # in what export writes later. Recorded here too, for the same files.
+                # in what export writes later. Recorded here too, for the same files; the
+                # default ``infer_shape`` infers through this very graph.
                 try:
-                    self._trace((x,) + args)
+                    graph = self._trace((x,) + args)
                 except Exception:  # noqa: BLE001 - only the variables' attributes depend on it
                     pass
             for p in self.collect_params().values():
                 p.var()
-            self.infer_shape(x, *args)
+            object.__setattr__(self, "_shape_graph", graph)
+            try:
+                self.infer_shape(x, *args)
+            finally:
+                self.__dict__.pop("_shape_graph", None)
             for p in list(self._params.values()) + list(self._reg_params.values()):
                 p._finish_deferred_init()
             params = {name: p.data(ctx) for name, p in self._reg_params.items()}
@@ -530,11 +536,18 @@ class HybridBlock(Block):
             return self.hybrid_forward(_sym, x, *args, **params)
 
     def infer_shape(self, *args):
-        """Fill in unknown parameter shapes from the inputs; layers with deferred shapes override it."""
-        unknown = [p.name for p in self._reg_params.values() if p._data is None]
-        raise DeferredInitializationError(
-            "%s cannot infer the shapes of %s from its input; give the input size explicitly "
-            "(e.g. in_units or in_channels)." % (type(self).__name__, ", ".join(unknown)))
+        """Fill in the unknown shapes of this block's parameters (and its children's) from the
+        inputs' shapes, as MXNet does: through this block's graph, recorded on ``args``, each
+        operator's shape rule (``FullyConnected``'s weight is ``(num_hidden, in_units)``, a
+        Python operator's prop gives its ``infer_shape``, ...), forward and backward. A shape
+        that stays unknown raises ``DeferredInitializationError`` (a ``ValueError`` too, as
+        MXNet's) naming the parameters. Layers with deferred shapes override it with their own,
+        faster rule."""
+        from . import _shape_inference
+        graph = self.__dict__.get("_shape_graph")
+        if graph is None:
+            graph = _shape_inference.trace(self, args)
+        _shape_inference.block_shapes(self, graph, args)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("%s must implement hybrid_forward" % type(self).__name__)

@@ -310,10 +310,10 @@ class SymbolBlock(HybridBlock):
                 try:
                     values[id(node)] = [self.params[node.name].data(ctx)]
                 except DeferredInitializationError:
-                    raise DeferredInitializationError(
-                        "SymbolBlock parameter %r has no value: load a parameter file "
-                        "(imports(..., param_file)) or initialize it with a known shape"
-                        % node.name) from None
+                    # Initialized with shapes unknown (a graph made with mx.sym): they are
+                    # inferred from the inputs' now, and every parameter initialized.
+                    self._deferred_infer_shape(given)
+                    values[id(node)] = [self.params[node.name].data(ctx)]
                 continue
             fn, attrs = self._runners[id(node)]
             if node.op in ("_zeros", "_ones") and _dims.has_unknown(attrs.get("shape")):
@@ -331,6 +331,20 @@ class SymbolBlock(HybridBlock):
                 "they meet on the way to output %r" % missing[0])
         outs = [values[id(node)][index] for node, index in self._graph._heads]
         return outs[0] if len(outs) == 1 else outs
+
+    def _deferred_infer_shape(self, given):
+        """Infer the parameters' unknown shapes through the graph from the inputs ``given``
+        ({name: array}), as MXNet does at the first call, then finish their initialization in
+        the order of the graph's inputs (MXNet's)."""
+        from ._shape_inference import infer
+        params = dict(self.params.items())
+        shapes = infer(self._graph, given, params)
+        for name, param in params.items():
+            if shapes.get(name) is not None and param._data is None:
+                param.shape = shapes[name]
+        for node in self._nodes:
+            if node.is_variable() and node.name in params and node.name not in given:
+                params[node.name]._finish_deferred_init()
 
     def _run(self, node, values):
         fn, attrs = self._runners[id(node)]

@@ -5,15 +5,16 @@ The node records ``op_type`` and the other keyword arguments as strings (``str()
 MXNet writes them); its inputs are the prop's arguments then its auxiliary states (inputs the
 operator writes to: variables there are auxiliary states of the graph), its outputs those of
 ``list_outputs``, named ``<node>_<output>``. A missing input becomes a variable
-``<node>_<argument>``, as in MXNet. The prop is made from the node's attributes whenever its
-lists are needed; a node whose ``op_type`` is not registered (a graph loaded before its
-operator is registered) has the outputs its file says and no auxiliary states.
+``<node>_<argument>`` carrying the node's attributes, as in MXNet. The prop is made from the
+node's attributes whenever its lists are needed; a node whose ``op_type`` is not registered (a
+graph loaded before its operator is registered) has the outputs its file says and no auxiliary
+states.
 """
 from __future__ import annotations
 
 from .. import operator as _operator
 from . import naming
-from .symbol import MXNetSymbolError, Symbol, _Node, var
+from .symbol import MXNetSymbolError, Symbol, _Node
 
 __all__ = ["Custom"]
 
@@ -99,7 +100,8 @@ def Custom(*data, op_type=None, name=None, attr=None, **kwargs):  # noqa: N802 -
     for position, slot in enumerate(slots):
         symbol = given.get(slot)
         if symbol is None:
-            symbol = var("%s_%s" % (node.name, slot))
+            # As nnvm's Compose: the new variable carries the node's attributes.
+            symbol = Symbol([(_Node("null", "%s_%s" % (node.name, slot), node.attrs), 0)])
         if not isinstance(symbol, Symbol) or len(symbol._heads) != 1:
             raise MXNetSymbolError("Custom operator %r: input %r must be one Symbol output"
                                    % (op_type, slot))

@@ -286,13 +286,12 @@ def make_op(fname):
     hint = fname.rsplit(".", 1)[-1].lower()
 
     def create(*args, name=None, attr=None, **kwargs):
-        inputs, attrs = [], {}
+        inputs, attrs, slots = [], {}, {}
         if variadic:
             inputs = [a for a in args if a is not None]
             if op in _NUM_ARGS_OPS:
                 attrs["num_args"] = str(len(inputs))
         else:
-            slots = {}
             positional = list(args)
             for input_name in input_names:
                 if not positional or not (positional[0] is None or isinstance(positional[0], Symbol)):
@@ -310,7 +309,6 @@ def make_op(fname):
                     slots[input_name] = kwargs.pop(input_name)
                 elif input_name in kwargs and value is None:
                     kwargs.pop(input_name)
-            inputs = [slots[n] for n in input_names if n in slots]
         for key, value in kwargs.items():
             if isinstance(value, Symbol):
                 raise TypeError("%s: argument %s is a Symbol but not one of the operator's inputs %s"
@@ -321,12 +319,19 @@ def make_op(fname):
         num_outputs, num_visible = _outputs(op, attrs, outputs, visible)
         node = _Node(op, naming.current().get(name, hint), attrs, num_outputs=num_outputs,
                      num_visible=num_visible)
+        if not variadic:
+            inputs = _composed_inputs(node, input_names, slots)
         mutated = _MUTATED_INPUTS.get(op, ())
         for position, symbol in enumerate(inputs):
             if len(symbol._heads) != 1:
                 raise MXNetSymbolError("%s: input %d is a group of %d outputs; give one output"
                                        % (fname, position, len(symbol._heads)))
             source, index = symbol._heads[0]
+            if source.is_variable() and op in _VAR_INIT_ON_COMPOSE:
+                init = _VAR_INIT_ON_COMPOSE[op].get(_input_name(node, input_names, slots,
+                                                                  position))
+                if init is not None:
+                    source.attrs.setdefault("__init__", init)
             version = 0
             if position in mutated and source.is_variable():
                 source.version += 1
@@ -336,6 +341,76 @@ def make_op(fname):
 
     create.__name__ = fname
     return create
+
+
+# MXNet's FListInputNames where it depends on the attributes: (input, attribute, default,
+# the attribute's value that makes the operator take that input); the others take every input
+# the table lists.
+_NO_BIAS = {"FullyConnected": False, "Convolution": False, "Deconvolution": True,
+            "_contrib_DeformableConvolution": False,
+            "_contrib_ModulatedDeformableConvolution": False}
+_CONDITIONAL_INPUTS = {
+    "LeakyReLU": (("gamma", "act_type", "leaky", "prelu"),),
+    "RNN": (("state_cell", "mode", None, "lstm"),
+            ("sequence_length", "use_sequence_length", "False", True)),
+    "softmax": (("length", "use_length", "False", True),),
+    "SequenceMask": (("sequence_length", "use_sequence_length", "False", True),),
+    "SequenceLast": (("sequence_length", "use_sequence_length", "False", True),),
+    "SequenceReverse": (("sequence_length", "use_sequence_length", "False", True),),
+    "CTCLoss": (("data_lengths", "use_data_lengths", "False", True),
+                ("label_lengths", "use_label_lengths", "False", True)),
+    "_contrib_BilinearResize2D": (("like", "mode", "size", "like"),),
+}
+# MXNet's FSetInputVarAttrOnCompose: the initializer an operator gives the variables it takes
+# at these inputs, where they have none.
+_VAR_INIT_ON_COMPOSE = {
+    "BatchNorm": {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
+    "_contrib_BatchNormWithReLU": {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
+    "LeakyReLU": {"gamma": '["Constant", {"value": 0.25}]'},
+}
+
+
+def _flag(text):
+    return text is not None and text.strip().lower() in ("true", "1")
+
+
+def listed_inputs(op, input_names, attrs):
+    """The inputs a node of ``op`` with these attributes takes, in order (MXNet's
+    ``FListInputNames``): ``no_bias`` drops ``bias``, ``act_type='prelu'`` adds ``gamma``, ..."""
+    names = list(input_names)
+    if op in _NO_BIAS:
+        value = attrs.get("no_bias")
+        if (_flag(value) if value is not None else _NO_BIAS[op]) and "bias" in names:
+            names.remove("bias")
+    for name, key, default, wanted in _CONDITIONAL_INPUTS.get(op, ()):
+        value = attrs.get(key, default)
+        taken = _flag(value) if wanted is True else value == wanted
+        if not taken and name in names:
+            names.remove(name)
+    return names
+
+
+def _composed_inputs(node, input_names, slots):
+    """The input symbols of ``node`` in the operator's order: those given, and for each other
+    input it takes a new variable ``<node>_<input>`` carrying the node's attributes (nnvm's
+    Compose: ``FullyConnected(x, num_hidden=3, name='fc')`` takes ``fc_weight`` and
+    ``fc_bias``)."""
+    listed = set(listed_inputs(node.op, input_names, node.attrs))
+    inputs = []
+    for input_name in input_names:
+        if input_name in slots:
+            inputs.append(slots[input_name])
+        elif input_name in listed:
+            inputs.append(Symbol([(_Node("null", "%s_%s" % (node.name, input_name),
+                                         node.attrs), 0)]))
+    return inputs
+
+
+def _input_name(node, input_names, slots, position):
+    """The name of the operator's input at ``position`` among the node's inputs."""
+    listed = set(listed_inputs(node.op, input_names, node.attrs))
+    present = [n for n in input_names if n in slots or n in listed]
+    return present[position] if position < len(present) else None
 
 
 def _outputs(op, attrs, outputs, visible):
