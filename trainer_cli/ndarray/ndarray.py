@@ -298,7 +298,7 @@ def _assign(target, key, value):
 
 
 def _compare(a, b, op):
-    """MXNet comparisons return 0/1 in the input's dtype and carry no gradient."""
+    """MXNet comparisons return 0/1 in the input's dtype and carry a zero gradient."""
     ad = a._data
     if isinstance(b, NDArray):
         bd = b._data
@@ -306,7 +306,19 @@ def _compare(a, b, op):
         bd = _integers.scalar(b, ad.dtype)  # MXNet: the scalar in the array's dtype first
     else:
         bd = _scalar(b)
-    return _wrap(op(ad, bd).astype(ad.dtype, copy=False), a._ctx)
+    return _no_gradient(op(ad, bd).astype(ad.dtype, copy=False), a._ctx,
+                        (a, b) if isinstance(b, NDArray) else (a,))
+
+
+def _no_gradient(data, ctx, inputs):
+    """Wrap ``data``, an output through which no gradient flows (a comparison, indices): while
+    recording, a node with a zero gradient for each input, as MXNet records such operators, so
+    that a variable reached only through it gets its gradient written as zeros (not left as
+    it was) and a ``backward()`` from it is MXNet's zeros, not an error."""
+    def vjp(g, needs):
+        return tuple(_xp_of(x._data).zeros_like(x._data) if need else None
+                     for x, need in zip(inputs, needs))
+    return _result(data, ctx, inputs, vjp)
 
 
 class NDArray:

@@ -13,8 +13,8 @@ import numbers
 
 import numpy
 
-from .ndarray import (NDArray, _maximum_op, _minimum_op, _recorded, _recording_for, _scalar,
-                      _scatter_add, _wrap, _xp_of, unbroadcast)
+from .ndarray import (NDArray, _maximum_op, _minimum_op, _no_gradient, _recorded,
+                      _recording_for, _scalar, _scatter_add, _wrap, _xp_of, unbroadcast)
 from .. import autograd as _ag
 from ..base import IndexRangeError, ShapeError
 from . import _fc_cuda, _fc_kernels
@@ -626,7 +626,7 @@ def _arg_reduce(data, axis, keepdims, fn):
         if keepdims:
             out = _xp_of(d).expand_dims(out, axis)
     # MXNet returns indices as floats in the input's dtype.
-    return _wrap(_fix_scalar(out.astype(d.dtype)), data._ctx)
+    return _no_gradient(_fix_scalar(out.astype(d.dtype)), data._ctx, (data,))
 
 
 def sum_axis(data, axis=None, keepdims=False, exclude=False):
@@ -1246,7 +1246,7 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
     xp = _xp_of(d)
     hit = xp.expand_dims(d.astype(numpy.int64), -1) == xp.arange(depth)
     out = xp.where(hit, on_value, off_value).astype(numpy.dtype(dtype), copy=False)
-    return _wrap(out, indices._ctx)
+    return _no_gradient(out, indices._ctx, (indices,))
 
 
 def _order(d, axis, is_ascend):
@@ -1298,11 +1298,11 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
     order = _order(d, axis, is_ascend)
     idx = xp.take(order, xp.arange(k), axis=axis)
     if ret_typ == "indices":
-        return _wrap(idx.astype(numpy.dtype(dtype)), data._ctx)
+        return _no_gradient(idx.astype(numpy.dtype(dtype)), data._ctx, (data,))
     if ret_typ == "mask":
         mask = xp.zeros(d.shape, dtype=d.dtype)
         _put_ones(mask, idx, axis)
-        return _wrap(mask, data._ctx)
+        return _no_gradient(mask, data._ctx, (data,))
     if ret_typ not in ("value", "both"):
         raise ValueError("topk: ret_typ must be 'value', 'indices', 'mask' or 'both', not %r"
                          % (ret_typ,))
@@ -1324,7 +1324,8 @@ def sort(data, axis=-1, is_ascend=True):
 
 def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
     d = data._data
-    return _wrap(_order(d, axis, is_ascend).astype(numpy.dtype(dtype)), data._ctx)
+    return _no_gradient(_order(d, axis, is_ascend).astype(numpy.dtype(dtype)), data._ctx,
+                        (data,))
 
 
 def _slice_op(data, begin, end, step=None):
