@@ -167,13 +167,42 @@ def build(name, mx):
                 lambda F, x: (x > 0) * x + (x <= -0.5) * 2 + (x >= x.flip(1)) + (x < 0.1) * 3
                 + (0.2 < x) * 5 + (x >= 0.3) * (x < x * 2)))
             x = data(name, (3, 5))
+        elif name == "more_ops":
+            net.add(nn.Dense(5), nn.HybridLambda(_more_ops))
+            x = data(name, (3, 5))
         else:
             raise KeyError(name)
     return net, x
 
 
+def _more_ops(F, x):
+    """The other F functions GluonNLP-style blocks call in hybrid_forward (broadcast_axis,
+    topk, cumsum, gemm2, ...), on (3, 5) data."""
+    row = F.broadcast_axis(F.expand_dims(F.sum(x, axis=1), axis=1), axis=1, size=5)
+    inside = F.clip(x, -0.9, 0.9)
+    positive = F.abs(x) + 1
+    smooth = (F.log1p(F.abs(x)) + F.expm1(x * 0.1) + F.arctan(x) + F.sinh(x * 0.2)
+              + F.cosh(x * 0.1) + F.log2(positive) + F.log10(positive) + F.arcsin(inside)
+              + F.arccos(inside) + F.gamma(positive) + F.gammaln(positive) + F.erfinv(inside))
+    masks = (F.broadcast_greater(x, row * 0.1) + F.broadcast_lesser_equal(x, row)
+             + F.broadcast_equal(x, x) + F.broadcast_not_equal(x, row)
+             + F.broadcast_greater_equal(x, row) + F.broadcast_lesser(x, row) + F.logical_not(x))
+    top = F.topk(x, axis=1, k=2, ret_typ="value")
+    order = F.argsort(x, axis=1)
+    first = F.pick(x, F.reshape(F.slice_axis(order, axis=1, begin=0, end=1), (-1,)), axis=1)
+    gram = F.linalg_gemm2(x, x, transpose_b=True)
+    columns = [smooth, masks, top, F.cumsum(x, axis=1), gram,
+               F.slice_like(gram, top, axes=(1,)), F.expand_dims(first, axis=1),
+               F.expand_dims(F.prod(positive * 0.5, axis=1), axis=1),
+               F.expand_dims(F.nansum(x, axis=1), axis=1),
+               F.expand_dims(F.diag(gram), axis=1)]
+    label = F.argmax(x, axis=1)
+    loss = F.softmax_cross_entropy(x, label)
+    return F.broadcast_add(F.make_loss(F.concat(*columns, dim=1)), loss)
+
+
 CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn", "concurrent",
-         "compare")
+         "compare", "more_ops")
 
 # Model-zoo networks whose export is compared by the SHA-256 of MXNet's files (kept small).
 ZOO = {"mobilenetv2_0.25": 32}

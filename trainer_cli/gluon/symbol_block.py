@@ -187,6 +187,8 @@ _ADAPTED.update({
     "_contrib_arange_like": _without(_contrib("arange_like"), "ctx"),
     "CTCLoss": _nd.CTCLoss,
     "ROIPooling": _nd.ROIPooling,
+    "_np_cumsum": _nd.cumsum,
+    "_linalg_gemm2": _nd.linalg.gemm2,
 })
 _ADAPTED.update({op: _contrib(op[len("_contrib_"):]) for op in sorted(
     entry[0] for key, entry in _OPS.items() if key.startswith("contrib."))
@@ -203,6 +205,11 @@ _DIRECT = {
     "reverse", "softmax", "log_softmax", "SoftmaxActivation", "mean", "sum", "max", "min", "norm",
     "argmax", "argmin", "dot", "batch_dot", "where", "zeros_like", "ones_like", "take", "pick",
     "sort", "L2Normalization", "SequenceMask", "SequenceLast", "SequenceReverse", "swapaxes",
+    "argsort", "batch_take", "broadcast_axis", "broadcast_equal", "broadcast_not_equal",
+    "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal",
+    "diag", "erfinv", "gamma", "gammaln", "gather_nd", "make_loss", "nansum", "prod",
+    "slice_like", "softmax_cross_entropy", "topk", "logical_not", "arccos", "arcsin", "arctan",
+    "log1p", "expm1", "log2", "log10", "sinh", "cosh",
 }
 
 

@@ -431,6 +431,11 @@ def _outputs(op, attrs, outputs, visible):
         return 1, 1
     if op == "LeakyReLU":
         return (2, 1) if attrs.get("act_type") == "rrelu" else (1, 1)
+    if op == "topk":
+        # The values and their indices (one shown for 'value', both for 'both'); indices or
+        # mask alone, one.
+        kind = attrs.get("ret_typ", "indices")
+        return {"value": (2, 1), "both": (2, 2)}.get(kind, (1, 1))
     if op == "RNN":
         n = 1
         if attrs.get("state_outputs") == "True":
