@@ -314,3 +314,20 @@ def test_a_block_with_a_constant_exports_it_as_mxnet_does(tmp_path):
     block = gluon.SymbolBlock.imports(str(tmp_path / "b-symbol.json"), ["data"],
                                       str(tmp_path / "b-0000.params"))
     np.testing.assert_array_equal(block(x).asnumpy(), want)
+
+
+def test_an_input_the_graph_does_not_use_is_accepted_with_mxnets_warning(tmp_path):
+    class TwoInputs(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, unused):
+            return F.relu(x)
+
+    net = TwoInputs()
+    net.hybridize()
+    x = nd.array([[-1.0, 2.0]])
+    net(x, nd.zeros((1, 2)))
+    net.export(str(tmp_path / "two"))
+    with pytest.warns(UserWarning, match="The 1-th input to HybridBlock is not used by any "
+                                         "computation. Is this intended"):
+        block = gluon.SymbolBlock.imports(str(tmp_path / "two-symbol.json"),
+                                          ["data0", "data1"])
+    assert block(x, nd.ones((1, 2))).asnumpy().tolist() == [[0.0, 2.0]]

@@ -10,6 +10,7 @@ naming the operator and the node.
 from __future__ import annotations
 
 import re
+import warnings
 
 from .. import autograd as _ag
 from .. import ndarray as _nd
@@ -271,10 +272,12 @@ class SymbolBlock(HybridBlock):
         self._order = {id(node): i for i, node in enumerate(self._nodes)}
         self._runners = {id(node): _runner(node) for node in self._nodes
                          if not node.is_variable()}
-        unknown = set(input_names) - set(outputs.list_inputs())
-        if unknown:
-            raise ValueError("SymbolBlock inputs %s are not variables of the graph, whose are %s"
-                             % (sorted(unknown), outputs.list_inputs()))
+        used = set(outputs.list_inputs())
+        unused = ["%d-th" % i for i, name in enumerate(input_names) if name not in used]
+        if unused:
+            # MXNet's words: such an input is accepted and ignored.
+            warnings.warn("The %s input to HybridBlock is not used by any computation. Is this "
+                          "intended?" % ", ".join(unused), stacklevel=3)
         for name in outputs.list_arguments():
             if name not in input_names:
                 self.params.get(name, allow_deferred_init=True)
