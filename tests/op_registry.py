@@ -124,6 +124,9 @@ op("make_loss", lambda nd, x: nd.make_loss(x), [U(2, 3)])
 op("MakeLoss", lambda nd, x: nd.MakeLoss(x, grad_scale=2.0), [U(2, 3)])
 op("MakeLoss.valid", lambda nd, x: nd.MakeLoss(x, normalization="valid", valid_thresh=0.5),
    [U(2, 3, lo=0, hi=1)])
+op("LRN", lambda nd, x: nd.LRN(x, alpha=0.01, beta=0.75, knorm=2.0, nsize=3),
+   [U(2, 5, 3, 3)], dtypes=F32)
+op("LRN.wide", lambda nd, x: nd.LRN(x, nsize=5, knorm=1.5), [U(1, 4, 2, 3)], dtypes=F32)
 op("smooth_l1", lambda nd, x: nd.smooth_l1(x, scalar=1.5), [U(2, 4, lo=-3, hi=3)], dtypes=ALL)
 op("clip", lambda nd, x: nd.clip(x, -0.5, 1.0), [U(2, 4, away=0.05)], dtypes=ALL)
 op("cast", lambda nd, x: nd.cast(x, dtype="float64"), [U(2, 3)], dtypes=ALL)

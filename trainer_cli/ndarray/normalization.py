@@ -1,5 +1,6 @@
-"""``InstanceNorm`` and ``GroupNorm`` with MXNet 1.9.1's operator semantics, written with the
-differentiable ``nd`` ops (their gradients come from those ops' own).
+"""``InstanceNorm``, ``GroupNorm`` and ``LRN`` with MXNet 1.9.1's operator semantics; the first
+two written with the differentiable ``nd`` ops (their gradients come from those ops' own), LRN
+with MXNet's own gradient.
 
 Both normalize with the biased variance and ``1 / sqrt(var + eps)``. InstanceNorm normalizes each
 (sample, channel) over the spatial axes and applies per-channel ``gamma``/``beta``; GroupNorm
@@ -8,10 +9,13 @@ MXNet 1.x's operator does, applies ``gamma``/``beta`` of shape ``(num_groups,)``
 """
 from __future__ import annotations
 
+import numpy
+
 from ..base import ShapeError
 from . import ops
+from .ndarray import _result, _xp_of
 
-__all__ = ["InstanceNorm", "GroupNorm"]
+__all__ = ["InstanceNorm", "GroupNorm", "LRN"]
 
 
 def _normalize(x, axes, eps):
@@ -51,3 +55,41 @@ def GroupNorm(data=None, gamma=None, beta=None, num_groups=1, eps=1e-5, output_m
     norm = _normalize(grouped, (2,), eps)
     norm = norm * gamma.reshape((1, num_groups, 1)) + beta.reshape((1, num_groups, 1))
     return norm.reshape(data.shape)
+
+
+def _channel_window_sum(v, nsize):
+    """Each channel's sum of ``v`` over the ``nsize`` channels centred on it (axis 1; channels
+    past either end count as zero), added in channel order as MXNet's ``chpool`` adds them."""
+    half = nsize // 2
+    channels = v.shape[1]
+    total = _xp_of(v).zeros_like(v)
+    for offset in range(-half, half + 1):
+        lo, hi = max(0, -offset), min(channels, channels - offset)
+        if lo < hi:
+            total[:, lo:hi] += v[:, lo + offset:hi + offset]
+    return total
+
+
+def LRN(data=None, alpha=1e-4, beta=0.75, knorm=2.0, nsize=None, **kwargs):  # noqa: N802
+    """Local response normalisation across channels of (N, C, H, W) float32 ``data``:
+    ``data * (knorm + alpha / nsize * sum of data**2 over the nsize channels around each)
+    ** -beta`` (Krizhevsky et al., 2012), with MXNet's gradient. ``nsize`` must be odd."""
+    if nsize is None or int(nsize) < 1 or int(nsize) % 2 != 1:
+        raise ValueError("LRN: nsize must be a positive odd number, got %r" % (nsize,))
+    if data.ndim != 4:
+        raise ShapeError("LRN takes (N, C, H, W) data, got shape %s" % (data.shape,))
+    if data.dtype != numpy.float32:
+        raise TypeError("LRN takes float32 data (as MXNet's), got %s" % numpy.dtype(data.dtype))
+    d = data._data
+    xp = _xp_of(d)
+    f = numpy.float32
+    nsize = int(nsize)
+    salpha = f(f(alpha) / f(nsize))
+    norm = _channel_window_sum(d * d, nsize) * salpha + f(knorm)
+    scale = xp.power(norm, f(-f(beta)))
+    out = d * scale
+
+    def vjp(g, needs):
+        inner = _channel_window_sum(g * d * xp.power(norm, f(-f(beta) - f(1))), nsize)
+        return (g * scale + f(f(-2) * f(beta) * salpha) * inner * d,)
+    return _result(out, data._ctx, (data,), vjp)
