@@ -205,3 +205,25 @@ def test_mx_contrib_holds_the_contributed_operators_as_mxnet_does():
     anchors = contrib.nd.MultiBoxPrior(nd.zeros((1, 1, 2, 2)), sizes=[0.5])
     assert anchors.shape == (1, 4, 4)
     assert contrib.sym.box_nms(mx.sym.var("x")).list_arguments() == ["x"]
+
+
+def test_gluon_utils_download_returns_a_file_in_place_and_downloads_nothing(tmp_path):
+    from trainer_cli.base import NotDownloadedError
+    from trainer_cli.gluon.utils import download, replace_file
+    url = "https://example.com/data/train.csv"
+    with pytest.raises(NotDownloadedError, match="it is not there.*fetch https://example.com"):
+        download(url, path=str(tmp_path))
+    target = tmp_path / "train.csv"
+    target.write_bytes(b"a,b\n")
+    assert download(url, path=str(tmp_path)) == str(target)           # a folder: URL's name
+    assert download(url, path=str(target)) == str(target)
+    digest = hashlib.sha1(b"a,b\n").hexdigest()
+    assert download(url, path=str(target), sha1_hash=digest) == str(target)
+    with pytest.raises(NotDownloadedError, match="another SHA-1"):
+        download(url, path=str(target), sha1_hash="0" * 40)
+    with pytest.raises(NotDownloadedError, match="overwrite=True"):
+        download(url, path=str(target), overwrite=True)
+    assert mx.test_utils.NotDownloadedError is NotDownloadedError
+    (tmp_path / "new").write_bytes(b"x")
+    replace_file(str(tmp_path / "new"), str(target))
+    assert target.read_bytes() == b"x" and not (tmp_path / "new").exists()

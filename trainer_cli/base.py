@@ -38,6 +38,10 @@ class StorageTypeError(MXNetError, ValueError):
     between storage types that MXNet does not make."""
 
 
+class NotDownloadedError(MXNetError, FileNotFoundError):
+    """A file ``download`` was asked for is not in place: trainer_cli downloads nothing."""
+
+
 class NotInTrainerCLIError(MXNetError, AttributeError):
     """An MXNet name that trainer_cli deliberately does not provide (docs/porting.md lists them).
 

@@ -24,7 +24,7 @@ import numpy.random as rnd
 import numpy.testing as npt
 
 from . import context as _context
-from .base import MXNetError, missing_attribute
+from .base import MXNetError, NotDownloadedError, missing_attribute
 from .gluon.data.vision.datasets import read_idx
 from .io import DataIter
 from .ndarray import NDArray, creation
@@ -653,10 +653,6 @@ def check_gluon_hybridize_consistency(net_builder, data_l, numpy_func=None, test
 def list_gpus():
     """``range`` over the GPUs CuPy sees (empty without CuPy or a GPU)."""
     return range(_context.num_gpus())
-
-
-class NotDownloadedError(MXNetError, FileNotFoundError):
-    """A file ``download`` was asked for is not in place: trainer_cli downloads nothing."""
 
 
 def download(url, fname=None, dirname=None, overwrite=False, retries=5):

@@ -1,19 +1,22 @@
 """``gluon.utils``: splitting batches across devices, clipping by global norm, and MXNet's
-``check_sha1``."""
+``check_sha1``, ``download`` (which downloads nothing) and ``replace_file``."""
 from __future__ import annotations
 
 import hashlib
+import os
 import warnings
 
 import numpy
 
 from .._bounded import open_regular
+from ..base import NotDownloadedError
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
 from ..ndarray.host_threads import even_pieces
 from ..ndarray.interop import raw as _raw
 
-__all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds", "check_sha1"]
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds", "check_sha1",
+           "download", "replace_file"]
 
 
 def split_bounds(size, num_slice):
@@ -97,3 +100,33 @@ def check_sha1(filename, sha1_hash) -> bool:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest() == sha1_hash
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """The path where MXNet's ``download`` would save ``url`` (``path``: a file, or a folder
+    for the URL's last part; by default that part in the current folder), when a file is
+    already there (with ``sha1_hash``: one of that SHA-1). trainer_cli downloads nothing:
+    otherwise (or with ``overwrite``) ``NotDownloadedError`` names the path to put it at."""
+    if retries < 0:
+        raise ValueError("Number of retries should be at least 0, currently it's %r" % retries)
+    if path is None:
+        fname = url.split("/")[-1]
+        if not fname:
+            raise ValueError("Can't construct file-name from this URL. Please set the `path` "
+                             "option manually.")
+    else:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, url.split("/")[-1]) if os.path.isdir(path) else path
+    if not overwrite and os.path.isfile(fname) and \
+            (not sha1_hash or check_sha1(fname, sha1_hash)):
+        return fname
+    why = ("it has another SHA-1 than %s" % sha1_hash if os.path.isfile(fname) and not overwrite
+           else "with overwrite=True" if overwrite else "it is not there")
+    raise NotDownloadedError(
+        "%s: trainer_cli does not download files (%s); fetch %s yourself and save it as %s "
+        "(the path MXNet's download() would write)." % (fname, why, url, os.path.abspath(fname)))
+
+
+def replace_file(src, dst):
+    """Move ``src`` onto ``dst`` in one step (``os.replace``: atomic on one file system)."""
+    os.replace(src, dst)
