@@ -91,6 +91,8 @@ CASES = {
         x, nd.array([[0.9, 0.1, 0.0, -0.2, 1.1, 0.1]] * 2), target_shape=(3, 4),
         transform_type="affine", sampler_type="bilinear")),
     "LRN": ((2, 3, 4, 5), lambda nd, x, d: nd.LRN(x, nsize=3)),
+    "histogram": ((4, 5), lambda nd, x, d: nd.histogram(x, bins=3, range=(0.0, 1.5))),
+    "khatri_rao": ((4, 5), lambda nd, x, d: nd.khatri_rao(x, d((3, 5)))),
     "ROIPooling": ((2, 3, 4, 5), lambda nd, x, d: nd.ROIPooling(
         x, nd.array([[0, 0, 0, 3, 2], [1, 1, 1, 4, 3]]), pooled_size=(2, 2), spatial_scale=1.0)),
     "Deconvolution": ((2, 3, 4, 4), lambda nd, x, d: nd.Deconvolution(x, d((3, 2, 3, 3)), d((2,)), kernel=(3, 3), num_filter=2)),
