@@ -127,6 +127,12 @@ op("MakeLoss.valid", lambda nd, x: nd.MakeLoss(x, normalization="valid", valid_t
 op("LRN", lambda nd, x: nd.LRN(x, alpha=0.01, beta=0.75, knorm=2.0, nsize=3),
    [U(2, 5, 3, 3)], dtypes=F32)
 op("LRN.wide", lambda nd, x: nd.LRN(x, nsize=5, knorm=1.5), [U(1, 4, 2, 3)], dtypes=F32)
+op("im2col", lambda nd, x: nd.im2col(x, kernel=(2, 3), stride=(1, 2), pad=(1, 0)),
+   [U(2, 2, 4, 5)])
+op("im2col.dilate", lambda nd, x: nd.im2col(x, kernel=(3, 3), dilate=(2, 1), pad=(2, 1)),
+   [U(1, 3, 7, 6)])
+op("col2im", lambda nd, x: nd.col2im(x, output_size=(4, 5), kernel=(2, 3), stride=(1, 2),
+                                     pad=(1, 0)), [U(2, 12, 10)])
 op("smooth_l1", lambda nd, x: nd.smooth_l1(x, scalar=1.5), [U(2, 4, lo=-3, hi=3)], dtypes=ALL)
 op("clip", lambda nd, x: nd.clip(x, -0.5, 1.0), [U(2, 4, away=0.05)], dtypes=ALL)
 op("cast", lambda nd, x: nd.cast(x, dtype="float64"), [U(2, 3)], dtypes=ALL)

@@ -93,6 +93,8 @@ CASES = {
     "LRN": ((2, 3, 4, 5), lambda nd, x, d: nd.LRN(x, nsize=3)),
     "histogram": ((4, 5), lambda nd, x, d: nd.histogram(x, bins=3, range=(0.0, 1.5))),
     "khatri_rao": ((4, 5), lambda nd, x, d: nd.khatri_rao(x, d((3, 5)))),
+    "im2col": ((2, 3, 4, 5), lambda nd, x, d: nd.im2col(x, kernel=(2, 2))),
+    "col2im": ((2, 12, 12), lambda nd, x, d: nd.col2im(x, output_size=(4, 5), kernel=(2, 2))),
     "ROIPooling": ((2, 3, 4, 5), lambda nd, x, d: nd.ROIPooling(
         x, nd.array([[0, 0, 0, 3, 2], [1, 1, 1, 4, 3]]), pooled_size=(2, 2), spatial_scale=1.0)),
     "Deconvolution": ((2, 3, 4, 4), lambda nd, x, d: nd.Deconvolution(x, d((3, 2, 3, 3)), d((2,)), kernel=(3, 3), num_filter=2)),

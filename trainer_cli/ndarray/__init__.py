@@ -56,10 +56,11 @@ from .padding import Pad, pad  # noqa: E402
 from .rnn import RNN  # noqa: E402
 from .roi import ROIPooling  # noqa: E402
 from .histogram import histogram, khatri_rao  # noqa: E402
+from .im2col import col2im, im2col  # noqa: E402
 # Python custom operators (mx.operator): their own out= and storage rules.
 from .custom import Custom  # noqa: E402
 
-_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "BilinearSampler", "GridGenerator", "SpatialTransformer", "Deconvolution", "GroupNorm", "InstanceNorm", "LRN", "histogram", "khatri_rao",
+_OP_NAMES = (["slice", "crop", "CTCLoss", "ctc_loss", "cast_storage", "BilinearSampler", "GridGenerator", "SpatialTransformer", "Deconvolution", "GroupNorm", "InstanceNorm", "LRN", "histogram", "khatri_rao", "im2col", "col2im",
               "Pad", "pad", "RNN", "ROIPooling"] + list(_ops_all) + list(_nn_all)
              + list(_more_all) + ["elemwise_add", "broadcast_add", "elemwise_sub", "broadcast_sub",
                                   "elemwise_mul", "broadcast_mul", "elemwise_div", "broadcast_div",
