@@ -4,25 +4,14 @@ position, L output positions in row-major order), and its adjoint, which adds th
 (in kernel order, as MXNet's loop adds them). Each is the other's gradient."""
 from __future__ import annotations
 
-import itertools
+import math
 import numbers
 
 from ..base import ShapeError
 from .ndarray import _result, _xp_of
+from .nn import _offsets, _tuple
 
 __all__ = ["im2col", "col2im"]
-
-
-def _tuple(value, dims, default, name, op):
-    if value is None or value == ():
-        return (default,) * dims
-    if isinstance(value, numbers.Integral):
-        return (int(value),) * dims
-    value = tuple(int(v) for v in value)
-    if len(value) != dims:
-        raise ValueError("%s: %s must have %d entries (the kernel's), got %r"
-                         % (op, name, dims, value))
-    return value
 
 
 def _geometry(op, spatial, kernel, stride, dilate, pad):
@@ -32,9 +21,9 @@ def _geometry(op, spatial, kernel, stride, dilate, pad):
     if len(spatial) != dims:
         raise ShapeError("%s: a kernel of %d dimensions needs data of %d spatial axes, got %d"
                          % (op, dims, dims, len(spatial)))
-    stride = _tuple(stride, dims, 1, "stride", op)
-    dilate = _tuple(dilate, dims, 1, "dilate", op)
-    pad = _tuple(pad, dims, 0, "pad", op)
+    stride = _tuple(stride, dims, 1, op + ": stride")
+    dilate = _tuple(dilate, dims, 1, op + ": dilate")
+    pad = _tuple(pad, dims, 0, op + ": pad")
     out = tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
                 for n, k, s, d, p in zip(spatial, kernel, stride, dilate, pad))
     if any(o < 1 for o in out):
@@ -45,7 +34,7 @@ def _geometry(op, spatial, kernel, stride, dilate, pad):
 
 def _windows(kernel, stride, dilate, out):
     """For each kernel position (row-major), the slices of the padded input it reads."""
-    for offsets in itertools.product(*(range(k) for k in kernel)):
+    for offsets in _offsets(kernel):
         yield tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
                     for o, d, s, n in zip(offsets, dilate, stride, out))
 
@@ -55,13 +44,13 @@ def _unfold(d, kernel, stride, dilate, pad, out):
     padded = xp.pad(d, [(0, 0), (0, 0)] + [(p, p) for p in pad]) if any(pad) else d
     cols = xp.stack([padded[(slice(None), slice(None)) + w]
                      for w in _windows(kernel, stride, dilate, out)], axis=2)
-    return cols.reshape(d.shape[0], -1, _prod(out))
+    return cols.reshape(d.shape[0], -1, math.prod(out))
 
 
 def _fold(cols, channels, spatial, kernel, stride, dilate, pad, out):
     xp = _xp_of(cols)
     n = cols.shape[0]
-    k = int(_prod(kernel))
+    k = math.prod(kernel)
     parts = cols.reshape((n, channels, k) + tuple(out))
     padded = xp.zeros((n, channels) + tuple(s + 2 * p for s, p in zip(spatial, pad)),
                       dtype=cols.dtype)
@@ -69,13 +58,6 @@ def _fold(cols, channels, spatial, kernel, stride, dilate, pad, out):
         padded[(slice(None), slice(None)) + w] += parts[:, :, i]
     crop = tuple(slice(p, p + s) for p, s in zip(pad, spatial))
     return padded[(slice(None), slice(None)) + crop]
-
-
-def _prod(values):
-    total = 1
-    for v in values:
-        total *= int(v)
-    return total
 
 
 def im2col(data, kernel=None, stride=(), dilate=(), pad=()):
@@ -97,10 +79,10 @@ def col2im(data, output_size=None, kernel=None, stride=(), dilate=(), pad=()):
     spatial = tuple(int(s) for s in ((output_size,) if isinstance(output_size, numbers.Integral)
                                      else output_size))
     kernel, stride, dilate, pad, out = _geometry("col2im", spatial, kernel, stride, dilate, pad)
-    k = _prod(kernel)
-    if cols.ndim != 3 or cols.shape[1] % k or cols.shape[2] != _prod(out):
+    k = math.prod(kernel)
+    if cols.ndim != 3 or cols.shape[1] % k or cols.shape[2] != math.prod(out):
         raise ShapeError("col2im: data must be (N, C * %d, %d) for these sizes, got %s"
-                         % (k, _prod(out), cols.shape))
+                         % (k, math.prod(out), cols.shape))
     channels = cols.shape[1] // k
     image = _fold(cols, channels, spatial, kernel, stride, dilate, pad, out)
     return _result(image, data._ctx, (data,), lambda g, needs: (

@@ -37,15 +37,17 @@ __all__ = ["Convolution", "Pooling", "BatchNorm", "LayerNorm", "Dropout", "Embed
 Flatten = _flatten
 
 
-def _tuple(value, n, default):
-    """A length-``n`` tuple from MXNet's int / tuple / empty-tuple (meaning default) spellings."""
+def _tuple(value, n, default, what=None):
+    """A length-``n`` tuple from MXNet's int / tuple / empty-tuple (meaning default) spellings;
+    ``what`` names the argument in the error (``"im2col: stride"``)."""
     if value is None or value == ():
         return (default,) * n
     if isinstance(value, numbers.Integral):
         return (int(value),) * n
     value = tuple(int(v) for v in value)
     if len(value) != n:
-        raise ValueError("expected %d values, got %r" % (n, value))
+        raise ValueError("%s must have %d entries (the kernel's), got %r" % (what, n, value)
+                         if what else "expected %d values, got %r" % (n, value))
     return value
 
 
