@@ -27,6 +27,7 @@ import math
 import numpy
 
 from ..base import MXNetError, ShapeError
+from ._params import flag
 from .ndarray import NDArray, _result, _xp_of
 
 __all__ = ["gemm", "gemm2", "potrf", "potri", "trmm", "trsm", "sumlogdiag", "syrk", "gelqf",
@@ -153,17 +154,6 @@ def _scalar(dtype, value, name, arg):
         raise TypeError("%s: %s must be a number, got %r" % (name, arg, value)) from None
 
 
-def _flag(value, name, arg):
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in ("true", "1"):
-            return True
-        if low in ("false", "0"):
-            return False
-        raise ValueError("%s: %s must be a bool, got %r" % (name, arg, value))
-    return bool(value)
-
-
 def _int(value, name, arg):
     try:
         out = int(value)
@@ -212,7 +202,7 @@ def _mac(name, A, B, C, transpose_a, transpose_b, alpha, beta, axis):
     raw = _data(name, *inputs)
     a, b = raw[0], raw[1]
     c = raw[2] if C is not None else None
-    ta, tb = _flag(transpose_a, name, "transpose_a"), _flag(transpose_b, name, "transpose_b")
+    ta, tb = flag(name, "transpose_a", transpose_a), flag(name, "transpose_b", transpose_b)
     row = _mac_shapes(name, a, b, c, ta, tb, _int(axis, name, "axis"))
     xp = _xp_of(a)
     al = _scalar(a.dtype, alpha, name, "alpha")
@@ -264,8 +254,8 @@ def _triangular_args(name, A, B, transpose, rightside, lower, alpha):
     a, b = _data(name, ("A", A), ("B", B))
     _square(name, a)
     _same_batch(name, a, b)
-    flags = (_flag(transpose, name, "transpose"), _flag(rightside, name, "rightside"),
-             _flag(lower, name, "lower"))
+    flags = (flag(name, "transpose", transpose), flag(name, "rightside", rightside),
+             flag(name, "lower", lower))
     n = a.shape[-1]
     along = b.shape[-1] if flags[1] else b.shape[-2]
     if along != n:
@@ -330,7 +320,7 @@ def syrk(A, transpose=False, alpha=1.0):
     if a.ndim < 2:
         raise ShapeError("syrk: A must be a matrix or a batch of matrices, got shape %s"
                          % (a.shape,))
-    tr = _flag(transpose, "syrk", "transpose")
+    tr = flag("syrk", "transpose", transpose)
     al = _scalar(a.dtype, alpha, "syrk", "alpha")
     xp = _xp_of(a)
     with A._ctx.device_scope():
@@ -343,10 +333,6 @@ def syrk(A, transpose=False, alpha=1.0):
 
 
 # ----------------------------------------------------------------------------- Cholesky
-def _cholesky_flag(name, lower):
-    return _flag(lower, name, "lower")
-
-
 def potrf(A, *, lower=True):
     """The Cholesky factor of each symmetric positive definite matrix: lower triangular ``L``
     with ``A = L L^T`` (or, ``lower=False``, upper ``U`` with ``A = U^T U``), the other triangle
@@ -354,7 +340,7 @@ def potrf(A, *, lower=True):
     positive definite. Differentiable (MXNet's symmetric gradient)."""
     a = _data("potrf", ("A", A))
     _square("potrf", a)
-    low = _cholesky_flag("potrf", lower)
+    low = flag("potrf", "lower", lower)
     xp = _xp_of(a)
     with A._ctx.device_scope():
         s = _symmetric_from(a, low, xp)
@@ -390,7 +376,7 @@ def potri(A, *, lower=True):
     zero on its diagonal. Differentiable in the factor's triangle."""
     b = _data("potri", ("A", A))
     _square("potri", b)
-    low = _cholesky_flag("potri", lower)
+    low = flag("potri", "lower", lower)
     xp = _xp_of(b)
     with A._ctx.device_scope():
         binv = _solve_tri("potri", b, _identity_like(b, xp), low, False, False, xp)
@@ -640,7 +626,7 @@ def extracttrian(A, offset=0, lower=True):
     a = _data("extracttrian", ("A", A))
     _square("extracttrian", a)
     k = _int(offset, "extracttrian", "offset")
-    low = _flag(lower, "extracttrian", "lower")
+    low = flag("extracttrian", "lower", lower)
     n = a.shape[-1]
     if n - abs(k) <= 0:
         raise ShapeError("extracttrian: offset %d is out of range for %dx%d matrices"
@@ -665,7 +651,7 @@ def maketrian(A, offset=0, lower=True):
     if a.ndim < 1:
         raise ShapeError("maketrian: A must have at least one axis, got a scalar")
     k = _int(offset, "maketrian", "offset")
-    low = _flag(lower, "maketrian", "lower")
+    low = flag("maketrian", "lower", lower)
     length = a.shape[-1]
     m = int(math.floor(0.5 + (math.sqrt(8 * length + 1) - 1.0) * 0.5))
     if m * (m + 1) // 2 != length:

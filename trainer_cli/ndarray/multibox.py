@@ -18,6 +18,7 @@ import ast
 import numpy
 
 from . import _libm
+from ._params import flag
 from .ndarray import NDArray, _result, _xp_of
 
 __all__ = ["MultiBoxPrior", "MultiBoxTarget", "MultiBoxDetection"]
@@ -72,18 +73,6 @@ def _int(op, name, value):
             return int(value)
         raise TypeError("%s: %s must be an integer, got %r" % (op, name, value))
     return int(value)
-
-
-def _bool(op, name, value):
-    """A flag as MXNet parses it: a bool, a number, or "true"/"false"/"1"/"0"."""
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("true", "1"):
-            return True
-        if text in ("false", "0"):
-            return False
-        raise ValueError("%s: %s must be a boolean, got %r" % (op, name, value))
-    return bool(value)
 
 
 def _host(arr):
@@ -189,7 +178,7 @@ def MultiBoxPrior(data=None, sizes=(1.0,), ratios=(1.0,), clip=False, steps=(-1.
     boxes = xp.stack([xp.broadcast_to(v, shape) for v in
                       (cx - half_w, cy - half_h, cx + half_w, cy + half_h)], axis=-1)
     boxes = boxes.reshape(1, -1, 4)
-    if _bool(op, "clip", clip):
+    if flag(op, "clip", clip):
         # MXNet's clip_zero_one: a NaN stays NaN.
         boxes = xp.where(boxes < 0, _F32(0), xp.where(boxes > 1, _F32(1), boxes))
     boxes = xp.ascontiguousarray(boxes, dtype=_F32)
@@ -513,8 +502,8 @@ def MultiBoxDetection(cls_prob=None, loc_pred=None, anchor=None, clip=True, thre
     anchors = _host(anchor).reshape(-1, 4)[:a_shape[1]]
     probs = _host(cls_prob)
     locs = _host(loc_pred).reshape(c_shape[0], c_shape[2], 4)
-    clip = _bool(op, "clip", clip)
-    force_suppress = _bool(op, "force_suppress", force_suppress)
+    clip = flag(op, "clip", clip)
+    force_suppress = flag(op, "force_suppress", force_suppress)
     out = numpy.empty((c_shape[0], a_shape[1], 6), _F32)
     for n in range(c_shape[0]):
         out[n] = _detect_one(probs[n], locs[n], anchors, clip, threshold, nms_threshold,
