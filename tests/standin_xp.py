@@ -211,3 +211,38 @@ def standin_array_module(monkeypatch):
     for name, mod in list(sys.modules.items()):
         if name.startswith("trainer_cli") and getattr(mod, "array_module_of", None) is original:
             monkeypatch.setattr(mod, "array_module_of", array_module_of)
+
+
+def run_on(fn, inputs, device):
+    """``fn``'s outputs and the gradients of its inputs (NumPy arrays) of a seeded weighted sum
+    of the outputs, run on NumPy arrays or (``device``) on the stand-in, returned as NumPy
+    arrays: the same code on both, to compare."""
+    import trainer_cli as mx
+    from trainer_cli import autograd
+    from trainer_cli.ndarray.interop import grad_buffer, raw, wrap
+    move = to_device if device else numpy.copy
+    arrays = [wrap(move(a), mx.cpu()) for a in inputs]
+    for a in arrays:
+        a.attach_grad()
+    with autograd.record():
+        ys = fn(*arrays)
+        ys = ys if isinstance(ys, list) else [ys]
+        total = None
+        for k, y in enumerate(ys):
+            w = wrap(move(numpy.random.RandomState(k).randn(*y.shape).astype(y.dtype)),
+                     mx.cpu())
+            term = (y * w).sum()
+            total = term if total is None else total + term
+    total.backward()
+    got = [raw(y) for y in ys] + [raw(grad_buffer(a)) for a in arrays]
+    return [g.get() if device else g for g in got]
+
+
+def scatter_add(target, key, values):
+    """``ndarray._scatter_add`` on the stand-in (its device branch is CuPy's own kernel)."""
+    if isinstance(target, numpy.ndarray):
+        numpy.add.at(target, key, values)
+        return
+    host = target.get()
+    numpy.add.at(host, key.get(), values.get())
+    target[...] = to_device(host)

@@ -280,39 +280,18 @@ STANDIN_CASES = [
 ]
 
 
-def _run_on(fn, inputs, device):
-    """``fn``'s outputs and its inputs' gradients, on NumPy or on the CuPy stand-in."""
-    from standin_xp import to_device
-    from trainer_cli.ndarray.interop import grad_buffer, raw, wrap
-    move = to_device if device else np.copy
-    arrays = [wrap(move(a), mx.cpu()) for a in inputs]
-    for a in arrays:
-        a.attach_grad()
-    with autograd.record():
-        ys = fn(*arrays)
-        ys = ys if isinstance(ys, list) else [ys]
-        total = None
-        for k, y in enumerate(ys):
-            w = wrap(move(np.random.RandomState(k).randn(*y.shape).astype(y.dtype)), mx.cpu())
-            term = (y * w).sum()
-            total = term if total is None else total + term
-    total.backward()
-    got = [raw(y) for y in ys] + [raw(grad_buffer(a)) for a in arrays]
-    return [g.get() if device else g for g in got]
-
-
 @pytest.mark.parametrize("case", range(len(STANDIN_CASES)))
 def test_array_module_code_makes_no_hidden_host_transfer(monkeypatch, case):
     """The xp code on a stand-in for CuPy that refuses implicit host transfers gives NumPy's
     results (the batched QR goes matrix by matrix there, as on CuPy)."""
-    from standin_xp import standin_array_module
+    from standin_xp import run_on, standin_array_module
     standin_array_module(monkeypatch)
     fn, shapes = STANDIN_CASES[case]
     rng = np.random.RandomState(5)
     make = {"tri": lambda: _tri(rng, (2, 3, 3)), "spd": lambda: _spd(rng, (2, 3, 3))}
     inputs = [(make[s]() if isinstance(s, str) else rng.randn(*s)).astype(np.float32)
               for s in shapes]
-    for a, b in zip(*[_run_on(fn, inputs, device) for device in (False, True)]):
+    for a, b in zip(*[run_on(fn, inputs, device) for device in (False, True)]):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 

@@ -295,29 +295,14 @@ def test_errors_name_the_operator_and_argument(call, error, match):
 
 
 # ----------------------------------------------------------------------------- device code paths
-def _run_on(fn, inputs, device):
-    """``fn``'s output and its inputs' gradients, on NumPy or on the CuPy stand-in."""
-    from standin_xp import to_device
-    from trainer_cli.ndarray.interop import grad_buffer, raw, wrap
-    move = to_device if device else np.copy
-    arrays = [wrap(move(a), mx.cpu()) for a in inputs]
-    for a in arrays:
-        a.attach_grad()
-    with autograd.record():
-        y = fn(*arrays)
-    y.backward(wrap(move(np.random.RandomState(9).randn(*y.shape).astype(y.dtype)), mx.cpu()))
-    got = [raw(y)] + [raw(grad_buffer(a)) for a in arrays]
-    return [g.get() if device else g for g in got]
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("op", ["ROIPooling", "ROIAlign", "ROIAlign_ps_aligned", "PSROIPooling"])
 def test_array_module_code_makes_no_hidden_host_transfer(monkeypatch, op, dtype):
     """The xp code on a stand-in for CuPy that refuses implicit host transfers gives NumPy's
     bits (on a real GPU the gradient's adds may go in another order)."""
-    from standin_xp import standin_array_module
+    from standin_xp import run_on, scatter_add, standin_array_module
     standin_array_module(monkeypatch)
-    monkeypatch.setattr(roi_module, "_scatter_add", _standin_scatter_add)
+    monkeypatch.setattr(roi_module, "_scatter_add", scatter_add)
     fn = {"ROIPooling": lambda d, r: roi_module.ROIPooling(d, r, (3, 2), 1.0),
           "ROIAlign": lambda d, r: roi_module.ROIAlign(d, r, (3, 2), 0.8),
           "ROIAlign_ps_aligned": lambda d, r: roi_module.ROIAlign(
@@ -325,17 +310,6 @@ def test_array_module_code_makes_no_hidden_host_transfer(monkeypatch, op, dtype)
           "PSROIPooling": lambda d, r: roi_module.PSROIPooling(d, r, 0.6, 2, 2)}[op]
     x = np.random.RandomState(4).randn(2, 8, 9, 11).astype(dtype)
     rois = roi_cases.ALIGNED_ROIS.astype(dtype)
-    for a, b in zip(*[_run_on(fn, [x, rois], device) for device in (False, True)]):
+    for a, b in zip(*[run_on(fn, [x, rois], device) for device in (False, True)]):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert a.tobytes() == b.tobytes()
-
-
-def _standin_scatter_add(target, key, values):
-    """``ndarray._scatter_add`` on the stand-in (its device branch is CuPy's own kernel)."""
-    from standin_xp import to_device
-    if isinstance(target, np.ndarray):
-        np.add.at(target, key, values)
-        return
-    host = target.get()
-    np.add.at(host, key.get(), values.get())
-    target[...] = to_device(host)
