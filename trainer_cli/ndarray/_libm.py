@@ -10,8 +10,6 @@ differ from MXNet's.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 
 import numpy
@@ -43,6 +41,9 @@ def _fallback(fn):
 
 
 def _load():
+    # Imported here, at the first call: ctypes.util costs ~7 ms, too much for every start-up.
+    import ctypes
+    import ctypes.util
     path = ctypes.util.find_library("m")
     lib = None
     if path:
