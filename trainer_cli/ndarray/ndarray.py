@@ -315,6 +315,9 @@ def _no_gradient(data, ctx, inputs):
     recording, a node with a zero gradient for each input, as MXNet records such operators, so
     that a variable reached only through it gets its gradient written as zeros (not left as
     it was) and a ``backward()`` from it is MXNet's zeros, not an error."""
+    if not _state.recording:
+        return _wrap(data, ctx)
+
     def vjp(g, needs):
         return tuple(_xp_of(x._data).zeros_like(x._data) if need else None
                      for x, need in zip(inputs, needs))
