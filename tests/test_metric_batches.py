@@ -166,3 +166,83 @@ def test_an_output_as_large_as_the_pending_limit_is_read_in_place_and_in_order(m
     acc.values("train_")
     got = acc.metrics["ppl"]
     assert (got.sum_metric, got.num_inst) == want
+
+
+def _losses(loss_fn, batches):
+    """Each batch's summed per-sample losses, as the runner's loop sums them."""
+    from trainer_cli.run.loop import _loss_sum
+    return [_loss_sum(loss_fn(pred, nd.array(label))) for label, pred in batches]
+
+
+@pytest.mark.parametrize("shape", [(32,), (4, 25)], ids=["rows", "sequences"])
+def test_cross_entropy_and_perplexity_of_the_loss_are_the_losses_step_sums(shape):
+    """With the loss softmax cross-entropy of class indices, the cross-entropy and perplexity
+    of logits take the step's summed losses (times the labels per sample) instead of reading the
+    outputs again: the float64 computation's values to float32's precision, counted per label,
+    the outputs never copied."""
+    from trainer_cli.gluon.loss import SoftmaxCrossEntropyLoss
+    from trainer_cli.run import state
+
+    rng = numpy.random.default_rng(5)
+    batches = []
+    for _ in range(6):
+        label = rng.integers(0, 31, size=shape).astype(numpy.float32)
+        pred = (rng.standard_normal(shape + (31,)) * 3).astype(numpy.float32)
+        batches.append((label, nd.array(pred)))
+    loss_fn = SoftmaxCrossEntropyLoss()
+    exact = {"ce": metric.CrossEntropy(from_logits=True), "ppl": metric.Perplexity(from_logits=True)}
+    for label, pred in batches:
+        for m in exact.values():
+            m.update([label], [pred])
+    acc = state.Accumulator({"ce": metric.CrossEntropy(from_logits=True),
+                             "ppl": metric.Perplexity(from_logits=True),
+                             "acc": metric.Accuracy(axis=-1)}, loss_fn)
+    for (label, pred), total in zip(batches, _losses(loss_fn, batches)):
+        acc.add_loss(total, pred.shape[0])
+        acc.add_outputs([(label, pred)], total)
+    assert len(acc._pending) == 6 and list(acc._pending_for) == ["acc"]  # accuracy's alone
+    values = acc.values("train_")
+    for name, m in exact.items():
+        got = acc.metrics[name]
+        assert got.num_inst == m.num_inst == 6 * numpy.prod(shape)
+        assert got.sum_metric == pytest.approx(m.sum_metric, rel=2e-7)
+        assert values["train_" + name] == pytest.approx(m.get()[1], rel=2e-7)
+    assert values["train_ppl"] == pytest.approx(numpy.exp(values["train_loss"]), rel=1e-12)
+    want = metric.Accuracy(axis=-1)
+    for label, pred in batches:
+        want.update([label], [pred])
+    assert acc.metrics["acc"].get() == want.get()
+    alone = state.Accumulator({"ppl": metric.Perplexity(from_logits=True)}, loss_fn)
+    for (label, pred), total in zip(batches, _losses(loss_fn, batches)):
+        alone.add_outputs([(label, pred)], total)
+    assert alone._pending == []                 # no output copied
+    assert alone.values("v")["vppl"] == values["train_ppl"]
+
+
+def test_a_metric_the_loss_is_not_reads_the_outputs_and_nothing_is_counted_twice():
+    """Metrics the loss does not equal (a weighted loss, an ignored label, probabilities), and
+    steps whose outputs have no row per label (float16 logits here), go through the outputs;
+    outputs kept for all metrics are handed over before a step whose loss the others take."""
+    from trainer_cli.gluon.loss import SoftmaxCrossEntropyLoss
+    from trainer_cli.run import state
+
+    plain = SoftmaxCrossEntropyLoss()
+    assert state.loss_is_metric(plain, metric.Perplexity(from_logits=True))
+    assert not state.loss_is_metric(SoftmaxCrossEntropyLoss(weight=2.0),
+                                    metric.Perplexity(from_logits=True))
+    assert not state.loss_is_metric(plain, metric.Perplexity(ignore_label=0, from_logits=True))
+    assert not state.loss_is_metric(plain, metric.CrossEntropy())
+    assert not state.loss_is_metric(SoftmaxCrossEntropyLoss(axis=1), metric.CrossEntropy(
+        from_logits=True))
+    batches = _batches(3, [16] * 4, 7, "float32")
+    halves = _batches(4, [16] * 2, 7, "float16")
+    order = [batches[0], halves[0], batches[1], batches[2], halves[1], batches[3]]
+    exact = metric.CrossEntropy(from_logits=True)
+    acc = state.Accumulator({"ce": metric.CrossEntropy(from_logits=True)}, plain)
+    for (label, pred), total in zip(order, _losses(plain, order)):
+        exact.update([label], [pred])
+        acc.add_outputs([(label, pred)], total)
+    acc.values("x")
+    got = acc.metrics["ce"]
+    assert got.num_inst == exact.num_inst == 6 * 16
+    assert got.sum_metric == pytest.approx(exact.sum_metric, rel=1e-6)

@@ -106,7 +106,7 @@ class TrainingLoop:
         self.stop_requested = stop_requested
         self.params = list(parts.net.collect_params().values())
         self.dtype = numpy.dtype(config.model.dtype)
-        self.train_acc = Accumulator(parts.metrics)
+        self.train_acc = Accumulator(parts.metrics, parts.loss)
         self.train_acc.set_state(state.train)
         self.early = EarlyStopping(config.early_stopping) if config.early_stopping else None
         if self.early is not None:
@@ -249,8 +249,8 @@ class TrainingLoop:
         if finite:
             # Metrics count only applied steps, so a skipped NaN step does not poison the means.
             self.train_acc.add_loss(window_acc_loss, window_count)
-            for pairs in metric_batches:
-                self.train_acc.add_outputs(pairs)
+            self.train_acc.add_outputs([pair for pairs in metric_batches for pair in pairs],
+                                       window_acc_loss)
         elif finite is None:
             st.amp["skipped"] = st.amp.get("skipped", 0) + 1
         if self.config.grad_accumulation > 1 or not finite:
@@ -274,7 +274,7 @@ class TrainingLoop:
             finite = update_was_finite(trainer, True) or self._update_checked(None, False)
         if finite:
             self.train_acc.add_loss(loss_sum, count)
-            self.train_acc.add_outputs(pairs)
+            self.train_acc.add_outputs(pairs, loss_sum)
         else:
             grads.zero_grads(self.params)
         st.step += 1
@@ -618,7 +618,7 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
     """The mean loss and the metrics of ``net`` over the data set ``data`` (an Arrays), in
     passes of :func:`validation_pass` samples: ``{prefix + "loss": ..., prefix + name: ...}``.
     ``progress(done, total)`` is called after each pass."""
-    acc = Accumulator(metrics)
+    acc = Accumulator(metrics, loss_fn)
     # Text windows go through a batch (one window of every stream) at a time, the state carried.
     carry = CarriedState(net) if data.streams else None
     bs = data.streams if carry is not None else validation_pass(batch_size, data.x)
@@ -630,8 +630,9 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
         else:
             out = net(as_batch(x, ctx, dtype))
         loss = loss_fn(out, _array(y, ctx=ctx, dtype=dtype))
-        acc.add_loss(_loss_sum(loss), loss.shape[0])
-        acc.add_outputs([(y, out)])
+        loss_sum = _loss_sum(loss)
+        acc.add_loss(loss_sum, loss.shape[0])
+        acc.add_outputs([(y, out)], loss_sum)
         if progress is not None:
             progress(min(start + bs, len(data)), len(data))
     return acc.values(prefix)

@@ -29,7 +29,10 @@ class LossSection(NamedComponent):
 
 
 class MetricSection(NamedComponent):
-    """An evaluation metric; logged as ``train_<name>`` and ``val_<name>``."""
+    """An evaluation metric; logged as ``train_<name>`` and ``val_<name>``. With the loss
+    ``softmax_cross_entropy`` (of class indices, unweighted, last axis), ``cross_entropy`` and
+    ``perplexity`` of logits are the loss's own per-sample values summed (float32 precision for
+    float32 logits), not a second pass over the outputs."""
 
     expect_text: ClassVar[str] = "a metric name or a mapping with name and params"
     what: ClassVar[str] = "metric"
