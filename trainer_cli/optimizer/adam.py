@@ -30,16 +30,18 @@ _np_ndarray = numpy.ndarray
 
 
 # ----------------------------------------------------------------------------- the math
-def _moments(xp, G, mean, var, beta1, beta2, scratch):
-    """``mean = b1*mean + (1-b1)*G; var = b2*var + (1-b2)*G*G``, as the kernels round them."""
+def _moments(xp, G, mean, var, beta1, beta2, scratch, square_first=False):
+    """``mean = b1*mean + (1-b1)*G; var = b2*var + (1-b2)*G*G``, as the kernels round them:
+    ``((1-b2)*G)*G`` (MXNet's adam_update), or ``(1-b2)*(G*G)`` with ``square_first`` (its
+    contrib adamw_update)."""
     t = param_type(mean.dtype)
     beta1, beta2 = t(beta1), t(beta2)
     mean *= beta1
     xp.multiply(G, t(1) - beta1, out=scratch)
     mean += scratch
     var *= beta2
-    xp.multiply(G, t(1) - beta2, out=scratch)
-    scratch *= G
+    xp.multiply(G, G if square_first else t(1) - beta2, out=scratch)
+    scratch *= t(1) - beta2 if square_first else G
     var += scratch
 
 
@@ -65,7 +67,7 @@ def _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip)
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, dtype=w.dtype, params=t)
     scratch = xp.empty_like(G)
-    _moments(xp, G, mean, var, beta1, beta2, scratch)
+    _moments(xp, G, mean, var, beta1, beta2, scratch, square_first=True)
     xp.sqrt(var, out=G)
     G += t(epsilon)
     xp.divide(mean, G, out=scratch)
@@ -138,7 +140,7 @@ _CUDA_MOMENTS = """
     m = m + x * (one - beta1);
     mean = m;
     T v = var * beta2;
-    v = v + (x * (one - beta2)) * x;
+    v = v + %s;
     var = v;
 """
 
@@ -146,7 +148,7 @@ _ADAM_CUDA = (_PARAMS, "T w, T mean, T var", """
     T x = g * rescale;
     if (decay != 0) x = x + w * wd;
     if (clipping != 0) {""" + CUDA_CLIP + """
-    }""" + _CUDA_MOMENTS + """
+    }""" + _CUDA_MOMENTS % "(x * (one - beta2)) * x" + """
     w = w - (m * lr) / (sqrt(v) + epsilon);
 """)
 
@@ -164,7 +166,7 @@ def _adamw_cpu(w, g, mean, var, s):
         m = m + G * one_minus_beta1
         mean[i] = m
         v = var[i] * beta2
-        v = v + (G * one_minus_beta2) * G
+        v = v + one_minus_beta2 * (G * G)
         var[i] = v
         wi = w[i]
         w[i] = wi - (m / (numpy.sqrt(v) + epsilon) + wi * wd) * eta
@@ -186,7 +188,7 @@ def _adamw_cpu_checked(w, g, mean, var, s):
         m = m + G * one_minus_beta1
         mean[i] = m
         v = var[i] * beta2
-        v = v + (G * one_minus_beta2) * G
+        v = v + one_minus_beta2 * (G * G)
         var[i] = v
         wi = w[i]
         wi = wi - (m / (numpy.sqrt(v) + epsilon) + wi * wd) * eta
@@ -198,7 +200,7 @@ def _adamw_cpu_checked(w, g, mean, var, s):
 _ADAMW_CUDA = (_PARAMS, "T w, T mean, T var", """
     T x = g * rescale;
     if (clipping != 0) {""" + CUDA_CLIP + """
-    }""" + _CUDA_MOMENTS + """
+    }""" + _CUDA_MOMENTS % "(one - beta2) * (x * x)" + """
     T wi = w;
     w = wi - (m / (sqrt(v) + epsilon) + wi * wd) * lr;
 """)
