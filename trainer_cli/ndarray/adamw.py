@@ -3,7 +3,8 @@ which optimizers written for MXNet call (GluonNLP's BERTAdam: ``lr=1``, ``eta`` 
 rate, ``rescale_grad`` an NDArray).
 
 The operator's arithmetic in its order (``contrib/adamw-inl.h``), one element at a time in the
-weight's dtype (float32 for the multi-precision form, on its float32 copy of the weight)::
+weight's dtype (float32 for the multi-precision form, on its float32 copy of the weight), its
+float parameters cast to that dtype (so float32-rounded for float64 weights)::
 
     g = clip(rescale_grad * grad)
     mean = beta1 * mean + (1 - beta1) * g
@@ -30,8 +31,16 @@ def _scale(rescale_grad):
     return float(value)
 
 
+def _param(dtype):
+    """What the operator's scalars become for weights of ``dtype``: its parameters are floats,
+    cast to the weight's type (float64 weights get float32-rounded scalars)."""
+    t = numpy.dtype(dtype).type
+    return lambda x: t(numpy.float32(x))
+
+
 def _moments_and_step(w, g, mean, var, t, lr, eta, beta1, beta2, epsilon, wd):
-    """The update of ``w`` (in place) from the scaled, clipped gradient ``g``, all in ``t``."""
+    """The update of ``w`` (in place) from the scaled, clipped gradient ``g``, its scalars
+    converted by ``t`` (``_param``)."""
     xp = _xp_of(w)
     f = numpy.float32
     # MXNet takes 1 - beta in float and then the dtype (float16: not 1 - beta in half).
@@ -65,7 +74,7 @@ def adamw_update(weight, grad, mean, var, rescale_grad, lr, eta, beta1=0.9, beta
     w = weight._data
     if not math.isfinite(scale) or scale == 0:
         return _result(weight, w.copy(), out)
-    t = w.dtype.type
+    t = _param(w.dtype)
     g = _scaled_clipped(grad._data, t, scale, float(clip_gradient))
     grad._data[...] = g
     new_w = w.copy()
@@ -82,7 +91,7 @@ def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, be
     if not math.isfinite(scale) or scale == 0:
         return _result(weight, weight._data.copy(), out)
     w32 = weight32._data
-    t = numpy.float32
+    t = _param(numpy.float32)
     g = _scaled_clipped(grad._data.astype(numpy.float32), t, scale, float(clip_gradient))
     _moments_and_step(w32, g, mean._data, var._data, t, lr, eta, beta1, beta2, epsilon, wd)
     return _result(weight, w32.astype(weight._data.dtype), out)

@@ -1,6 +1,6 @@
 """``nd.contrib.adamw_update`` / ``mp_adamw_update`` as MXNet 1.9.1 computes them, written once
 against MXNet's API (``record(mx)``): three steps of each from seeded arrays, with and without
-clipping, lr other than 1, weight decay, float32 and float16 (non-MP), a skipped step (an
+clipping, lr other than 1, weight decay, float32, float16 and float64 (non-MP), a skipped step (an
 infinite rescale_grad), out= the weight and a new output; the weight, mean, var and grad after
 each step (GluonNLP's BERTAdam calls them so).
 
@@ -19,7 +19,7 @@ def record(mx):
     nd, c = mx.nd, mx.nd.contrib
     out = {}
     for name, kw in sorted(CASES.items()):
-        for dtype in ("float32", "float16"):
+        for dtype in ("float32", "float16", "float64"):
             rng = np.random.RandomState(len(name))
             w = nd.array(rng.randn(4, 5), dtype=dtype)
             mean, var = nd.zeros((4, 5), dtype=dtype), nd.zeros((4, 5), dtype=dtype)
