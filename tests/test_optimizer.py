@@ -390,24 +390,27 @@ def test_adamw_matches_formula_and_skips_bad_rescale():
     np.testing.assert_array_equal(w.asnumpy(), before)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("size", [4000, 40000], ids=["numpy_body", "kernel"])
-def test_adamw_step_is_the_contrib_operators_bits(size):
+def test_adamw_step_is_the_contrib_operators_bits(size, dtype):
     """The optimizer follows ``nd.contrib.adamw_update`` (MXNet 1.9.1's bits, recorded in
-    tests/data/mxnet_adamw) called with ``lr=1, eta=`` the rate: the same float32 weights and
-    moments after each step, variance term ``(1-b2)*(G*G)`` included, on the NumPy body (below
-    the kernels' floor) and on the CPU kernel (above it)."""
+    tests/data/mxnet_adamw) called with ``lr=1, eta=`` the rate: the same weights and moments
+    after each step, variance term ``(1-b2)*(G*G)`` included, on the NumPy body (below the
+    kernels' floor) and on the CPU kernel (above it)."""
     rng = np.random.default_rng(4)
-    w0 = rng.standard_normal(size).astype(np.float32)
-    grads = [(rng.standard_normal(size) * 3).astype(np.float32) for _ in range(4)]
+    w0 = rng.standard_normal(size).astype(dtype)
+    grads = [(rng.standard_normal(size) * 3).astype(dtype) for _ in range(4)]
     opt = optimizer.create("adamw", learning_rate=0.01, wd=0.1, rescale_grad=0.5,
                            clip_gradient=0.8, correct_bias=False)
     upd = get_updater(opt)
-    w = nd.array(w0)
-    ref_w, ref_m, ref_v = nd.array(w0), nd.zeros(size), nd.zeros(size)
+    w = nd.array(w0, dtype=dtype)
+    ref_w, ref_m, ref_v = (nd.array(w0, dtype=dtype), nd.zeros(size, dtype=dtype),
+                           nd.zeros(size, dtype=dtype))
     for g in grads:
-        upd(0, nd.array(g), w)
-        nd.contrib.adamw_update(ref_w, nd.array(g), ref_m, ref_v, rescale_grad=0.5, lr=1.0,
-                                eta=0.01, wd=0.1, epsilon=1e-6, clip_gradient=0.8, out=ref_w)
+        upd(0, nd.array(g, dtype=dtype), w)
+        nd.contrib.adamw_update(ref_w, nd.array(g, dtype=dtype), ref_m, ref_v, rescale_grad=0.5,
+                                lr=1.0, eta=0.01, wd=0.1, epsilon=1e-6, clip_gradient=0.8,
+                                out=ref_w)
         mean, var = upd.states[0]
         for got, want in ((w, ref_w), (mean, ref_m), (var, ref_v)):
             assert got.asnumpy().tobytes() == want.asnumpy().tobytes()
