@@ -390,18 +390,22 @@ def test_adamw_matches_formula_and_skips_bad_rescale():
     np.testing.assert_array_equal(w.asnumpy(), before)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype,betas", [("float32", (0.9, 0.999)), ("float64", (0.9, 0.999)),
+                                         ("float16", (0.9, 0.999)), ("float64", (0.1, 0.3))])
 @pytest.mark.parametrize("size", [4000, 40000], ids=["numpy_body", "kernel"])
-def test_adamw_step_is_the_contrib_operators_bits(size, dtype):
+@pytest.mark.filterwarnings("ignore:Accumulating with float16")
+def test_adamw_step_is_the_contrib_operators_bits(size, dtype, betas):
     """The optimizer follows ``nd.contrib.adamw_update`` (MXNet 1.9.1's bits, recorded in
     tests/data/mxnet_adamw) called with ``lr=1, eta=`` the rate: the same weights and moments
-    after each step, variance term ``(1-b2)*(G*G)`` included, on the NumPy body (below the
-    kernels' floor) and on the CPU kernel (above it)."""
+    after each step, variance term ``(1-b2)*(G*G)`` and ``1-beta`` taken in float32 included
+    (float16 weights, and float64 ones with betas whose ``1-beta`` float32 rounds), on the NumPy
+    body (below the kernels' floor, and float16 always) and on the CPU kernel (above it)."""
     rng = np.random.default_rng(4)
     w0 = rng.standard_normal(size).astype(dtype)
     grads = [(rng.standard_normal(size) * 3).astype(dtype) for _ in range(4)]
+    beta1, beta2 = betas
     opt = optimizer.create("adamw", learning_rate=0.01, wd=0.1, rescale_grad=0.5,
-                           clip_gradient=0.8, correct_bias=False)
+                           clip_gradient=0.8, correct_bias=False, beta1=beta1, beta2=beta2)
     upd = get_updater(opt)
     w = nd.array(w0, dtype=dtype)
     ref_w, ref_m, ref_v = (nd.array(w0, dtype=dtype), nd.zeros(size, dtype=dtype),
@@ -410,7 +414,7 @@ def test_adamw_step_is_the_contrib_operators_bits(size, dtype):
         upd(0, nd.array(g, dtype=dtype), w)
         nd.contrib.adamw_update(ref_w, nd.array(g, dtype=dtype), ref_m, ref_v, rescale_grad=0.5,
                                 lr=1.0, eta=0.01, wd=0.1, epsilon=1e-6, clip_gradient=0.8,
-                                out=ref_w)
+                                beta1=beta1, beta2=beta2, out=ref_w)
         mean, var = upd.states[0]
         for got, want in ((w, ref_w), (mean, ref_m), (var, ref_v)):
             assert got.asnumpy().tobytes() == want.asnumpy().tobytes()

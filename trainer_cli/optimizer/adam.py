@@ -30,19 +30,27 @@ _np_ndarray = numpy.ndarray
 
 
 # ----------------------------------------------------------------------------- the math
-def _moments(xp, G, mean, var, beta1, beta2, scratch, square_first=False):
+def _moments(xp, G, mean, var, beta1, beta2, scratch, adamw=False):
     """``mean = b1*mean + (1-b1)*G; var = b2*var + (1-b2)*G*G``, as the kernels round them:
-    ``((1-b2)*G)*G`` (MXNet's adam_update), or ``(1-b2)*(G*G)`` with ``square_first`` (its
-    contrib adamw_update)."""
+    MXNet's adam_update ``((1-b2)*G)*G`` with ``1-b`` in the weight's dtype, or with ``adamw``
+    its contrib adamw_update: ``(1-b2)*(G*G)``, ``1-b`` taken in float32 (``_one_minus``)."""
     t = param_type(mean.dtype)
-    beta1, beta2 = t(beta1), t(beta2)
-    mean *= beta1
-    xp.multiply(G, t(1) - beta1, out=scratch)
+    if adamw:
+        below1, below2 = t(_one_minus(beta1)), t(_one_minus(beta2))
+    else:
+        below1, below2 = t(1) - t(beta1), t(1) - t(beta2)
+    mean *= t(beta1)
+    xp.multiply(G, below1, out=scratch)
     mean += scratch
-    var *= beta2
-    xp.multiply(G, G if square_first else t(1) - beta2, out=scratch)
-    scratch *= t(1) - beta2 if square_first else G
+    var *= t(beta2)
+    xp.multiply(G, G if adamw else below2, out=scratch)
+    scratch *= below2 if adamw else G
     var += scratch
+
+
+def _one_minus(beta):
+    """``1 - beta`` as the adamw_update operator takes it: in float32, its parameters' type."""
+    return numpy.float32(1) - numpy.float32(beta)
 
 
 def _adam_numpy(w, g, mean, var, lr, wd, beta1, beta2, epsilon, rescale, clip):
@@ -67,7 +75,7 @@ def _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip)
     xp = numpy if type(w) is _np_ndarray else array_module_of(w)
     G = scaled_grad(g, rescale, clip, dtype=w.dtype, params=t)
     scratch = xp.empty_like(G)
-    _moments(xp, G, mean, var, beta1, beta2, scratch, square_first=True)
+    _moments(xp, G, mean, var, beta1, beta2, scratch, adamw=True)
     xp.sqrt(var, out=G)
     G += t(epsilon)
     xp.divide(mean, G, out=scratch)
@@ -82,6 +90,8 @@ def _adamw_numpy(w, g, mean, var, eta, wd, beta1, beta2, epsilon, rescale, clip)
 # side. ``one`` is 1 in the weight's dtype (``1 - beta1`` rounds as in the NumPy body).
 _SCALARS = ("rescale", "wd", "lo", "hi", "beta1", "beta2", "epsilon", "lr", "one", "clipping",
             "decay")
+# AdamW's kernels take 1 - beta as the operator does (``_one_minus``), not as ``one - beta``.
+_SCALARS_W = _SCALARS + ("one_minus_beta1", "one_minus_beta2")
 
 
 def _adam_cpu(w, g, mean, var, s):
@@ -137,7 +147,7 @@ _PARAMS = ("T g, T rescale, T wd, T lo, T hi, T beta1, T beta2, T epsilon, T lr,
 # Adam's moments from the clipped gradient x, as _moments rounds them.
 _CUDA_MOMENTS = """
     T m = mean * beta1;
-    m = m + x * (one - beta1);
+    m = m + x * %s;
     mean = m;
     T v = var * beta2;
     v = v + %s;
@@ -148,7 +158,7 @@ _ADAM_CUDA = (_PARAMS, "T w, T mean, T var", """
     T x = g * rescale;
     if (decay != 0) x = x + w * wd;
     if (clipping != 0) {""" + CUDA_CLIP + """
-    }""" + _CUDA_MOMENTS % "(x * (one - beta2)) * x" + """
+    }""" + _CUDA_MOMENTS % ("(one - beta1)", "(x * (one - beta2)) * x") + """
     w = w - (m * lr) / (sqrt(v) + epsilon);
 """)
 
@@ -157,7 +167,7 @@ def _adamw_cpu(w, g, mean, var, s):
     rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
     beta1, beta2, epsilon, eta, one = s[4], s[5], s[6], s[7], s[8]
     clipping = s[9]
-    one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
+    one_minus_beta1, one_minus_beta2 = s[11], s[12]
     for i in range(w.shape[0]):
         G = g[i] * rescale
         if clipping:
@@ -177,7 +187,7 @@ def _adamw_cpu_checked(w, g, mean, var, s):
     rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
     beta1, beta2, epsilon, eta, one = s[4], s[5], s[6], s[7], s[8]
     clipping = s[9]
-    one_minus_beta1, one_minus_beta2 = one - beta1, one - beta2
+    one_minus_beta1, one_minus_beta2 = s[11], s[12]
     finite = True
     for i in range(w.shape[0]):
         gi = g[i]
@@ -197,17 +207,17 @@ def _adamw_cpu_checked(w, g, mean, var, s):
     return finite
 
 
-_ADAMW_CUDA = (_PARAMS, "T w, T mean, T var", """
+_ADAMW_CUDA = (_PARAMS + ", T one_minus_beta1, T one_minus_beta2", "T w, T mean, T var", """
     T x = g * rescale;
     if (clipping != 0) {""" + CUDA_CLIP + """
-    }""" + _CUDA_MOMENTS % "(one - beta2) * (x * x)" + """
+    }""" + _CUDA_MOMENTS % ("one_minus_beta1", "one_minus_beta2 * (x * x)") + """
     T wi = w;
     w = wi - (m / (sqrt(v) + epsilon) + wi * wd) * lr;
 """)
 
 ADAM_KERNEL = Kernel("adam", scalars=_SCALARS, arrays=4, cpu=_adam_cpu, cuda=_ADAM_CUDA,
                      checked=_adam_cpu_checked)
-ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA,
+ADAMW_KERNEL = Kernel("adamw", scalars=_SCALARS_W, arrays=4, cpu=_adamw_cpu, cuda=_ADAMW_CUDA,
                       checked=_adamw_cpu_checked)
 ADAM_ROWS_KERNEL = RowKernel("adam", scalars=_SCALARS, arrays=4, one=_adam_cpu, params=True,
                              cuda=_ADAM_CUDA)
@@ -217,7 +227,8 @@ def _scalars(lr, wd, beta1, beta2, epsilon, rescale, clip):
     clipping = clip is not None
     return dict(rescale=rescale, wd=wd, lo=-clip if clipping else 0, hi=clip if clipping else 0,
                 beta1=beta1, beta2=beta2, epsilon=epsilon, lr=lr, one=1, clipping=clipping,
-                decay=wd != 0)      # the NumPy body's ``if wd`` (scaled_grad) on wd itself
+                decay=wd != 0,      # the NumPy body's ``if wd`` (scaled_grad) on wd itself
+                one_minus_beta1=_one_minus(beta1), one_minus_beta2=_one_minus(beta2))
 
 
 # ----------------------------------------------------------------------------- the rules
