@@ -165,7 +165,7 @@ _ADAM_CUDA = (_PARAMS, "T w, T mean, T var", """
 
 def _adamw_cpu(w, g, mean, var, s):
     rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
-    beta1, beta2, epsilon, eta, one = s[4], s[5], s[6], s[7], s[8]
+    beta1, beta2, epsilon, eta = s[4], s[5], s[6], s[7]
     clipping = s[9]
     one_minus_beta1, one_minus_beta2 = s[11], s[12]
     for i in range(w.shape[0]):
@@ -185,7 +185,7 @@ def _adamw_cpu(w, g, mean, var, s):
 def _adamw_cpu_checked(w, g, mean, var, s):
     # _adamw_cpu's arithmetic, unchanged, and whether it read and wrote only finite values.
     rescale, wd, lo, hi = s[0], s[1], s[2], s[3]
-    beta1, beta2, epsilon, eta, one = s[4], s[5], s[6], s[7], s[8]
+    beta1, beta2, epsilon, eta = s[4], s[5], s[6], s[7]
     clipping = s[9]
     one_minus_beta1, one_minus_beta2 = s[11], s[12]
     finite = True
