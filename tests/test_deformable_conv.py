@@ -8,20 +8,17 @@ The deformable im2col is MXNet's bit for bit (the ``cols_*`` cases: a one-hot we
 output the column buffer itself); everything after a GEMM or a channel sum is compared to
 float32 rounding (rtol 1e-5; float64 1e-12), as BLAS's summation order is not MXNet's."""
 import os
-import sys
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 from trainer_cli import autograd, nd
 from trainer_cli.ndarray import deformable as _deformable
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_deformable")
-sys.path.insert(0, HERE)
-import deformable_cases  # noqa: E402
-
-RECORDED = dict(np.load(os.path.join(HERE, "deformable.npz")))
+RECORDED, deformable_cases = replay.recording("mxnet_deformable", "deformable.npz",
+                                              "deformable_cases")
 OURS = deformable_cases.record(mx)
 OURS.update(deformable_cases.record_blocks(mx))
 
@@ -32,8 +29,8 @@ def test_every_recorded_case_is_here():
 
 @pytest.mark.parametrize("name", sorted(k for k in RECORDED if k != "load/out"))
 def test_each_case_is_mxnets(name):
-    got, want = np.asarray(OURS[name]), RECORDED[name]
-    assert got.dtype == want.dtype and got.shape == want.shape
+    want = RECORDED[name]
+    got = replay.same_layout(OURS[name], want)
     if name.startswith("cols_") or want.dtype.kind in "US":
         np.testing.assert_array_equal(got, want)
         return
@@ -229,7 +226,7 @@ def test_cnn_is_a_module_with_the_two_blocks():
 
 def test_parameters_mxnet_wrote_load_and_give_its_output(tmp_path):
     net = mx.gluon.contrib.cnn.DeformableConvolution(4, kernel_size=3, padding=1, in_channels=3)
-    net.load_parameters(os.path.join(HERE, "deformable_block.params"))
+    net.load_parameters(os.path.join(replay.DATA, "mxnet_deformable", "deformable_block.params"))
     x = nd.array(deformable_cases.block_input("v1"))
     want = RECORDED["load/out"]
     np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5,

@@ -1,19 +1,14 @@
 """``nd.histogram`` and ``nd.khatri_rao``: MXNet 1.9.1's values, dtypes and shapes
 (tests/data/mxnet_histogram, recorded from the real MXNet by ``histogram_cases.record``)."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 from trainer_cli import autograd, nd
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_histogram")
-sys.path.insert(0, HERE)
-import histogram_cases  # noqa: E402
-
-RECORDED = dict(np.load(os.path.join(HERE, "histogram.npz")))
+RECORDED, histogram_cases = replay.recording("mxnet_histogram", "histogram.npz", "histogram_cases")
 OURS = histogram_cases.record(mx)
 
 
@@ -23,9 +18,7 @@ def test_every_recorded_value_is_here():
 
 @pytest.mark.parametrize("key", sorted(RECORDED))
 def test_each_value_is_mxnets_bits(key):
-    got, want = np.asarray(OURS[key]), RECORDED[key]
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
+    replay.same_bits(OURS[key], RECORDED[key])
 
 
 def test_counts_agree_with_numpy_and_arguments_are_checked():

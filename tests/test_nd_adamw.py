@@ -2,20 +2,15 @@
 each, float32 and float16, clipping, lr other than 1, a skipped step
 (tests/data/mxnet_adamw, recorded from the real MXNet by ``adamw_cases.record``); and an
 optimizer written over them, as GluonNLP's BERTAdam is, trains through the Trainer."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 from trainer_cli import autograd, gluon, nd
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_adamw")
-sys.path.insert(0, HERE)
-import adamw_cases  # noqa: E402
-
-RECORDED = dict(np.load(os.path.join(HERE, "adamw.npz")))
+RECORDED, adamw_cases = replay.recording("mxnet_adamw", "adamw.npz", "adamw_cases")
 OURS = adamw_cases.record(mx)
 
 
@@ -25,9 +20,7 @@ def test_every_recorded_value_is_here():
 
 @pytest.mark.parametrize("key", sorted(RECORDED))
 def test_each_value_is_mxnets_bits(key):
-    got, want = np.asarray(OURS[key]), RECORDED[key]
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
+    replay.same_bits(OURS[key], RECORDED[key])
 
 
 def test_the_step_is_adamws_formula_and_a_bad_scale_skips_it():

@@ -4,21 +4,16 @@ are MXNet 1.9.1's, bit for bit (tests/data/mxnet_boxes/boxes.npz, recorded from 
 by the same ``boxes_cases.record``). Beside the recorded bits: suppression and matching
 against plain loops, box_nms's gradient against finite differences, IoU invariants, decode
 inverting encode, and the refusals of bad arguments."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 from trainer_cli import autograd, nd
 from trainer_cli.ndarray import boxes as _boxes
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_boxes")
-sys.path.insert(0, HERE)
-import boxes_cases  # noqa: E402
-
-RECORDED = dict(np.load(os.path.join(HERE, "boxes.npz")))
+RECORDED, boxes_cases = replay.recording("mxnet_boxes", "boxes.npz", "boxes_cases")
 OURS = boxes_cases.record(mx)
 C = nd.contrib
 
@@ -29,9 +24,7 @@ def test_every_recorded_case_is_here():
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
 def test_each_case_is_mxnets_bits(name):
-    got, want = np.asarray(OURS[name]), RECORDED[name]
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
+    replay.same_bits(OURS[name], RECORDED[name])
 
 
 def test_the_names_are_in_contrib():

@@ -2,22 +2,17 @@
 gradient is MXNet 1.9.1's, bit for bit (tests/data/mxnet_multibox/multibox.npz, recorded from
 the real MXNet by the same ``multibox_cases.record``), the same bad calls raise, and the
 operators keep the invariants of SSD's box encoding, matching and suppression."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 from trainer_cli.ndarray import _libm
 from trainer_cli import autograd, nd
 from trainer_cli.ndarray import multibox as _multibox
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mxnet_multibox")
-sys.path.insert(0, HERE)
-import multibox_cases  # noqa: E402
-
-RECORDED = dict(np.load(os.path.join(HERE, "multibox.npz")))
+RECORDED, multibox_cases = replay.recording("mxnet_multibox", "multibox.npz", "multibox_cases")
 OURS = multibox_cases.record(mx)
 OURS.update(multibox_cases.errors(mx))
 C = nd.contrib
@@ -30,9 +25,7 @@ def test_every_recorded_case_is_here():
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
 def test_each_case_is_mxnets_bits(name):
-    got, want = np.asarray(OURS[name]), RECORDED[name]
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)       # NaNs in the same places count as equal
+    replay.same_bits(OURS[name], RECORDED[name])       # NaNs in the same places count as equal
 
 
 # ----------------------------------------------------------------------------- helpers
