@@ -35,7 +35,7 @@ def test_mx_test_utils_is_the_module():
 
 def test_helpers_that_execute_symbols_or_read_pickles_say_they_are_absent():
     for name in ("check_numeric_gradient", "check_symbolic_forward", "get_mnist_pkl",
-                 "get_mnist_iterator", "chi_square_check"):
+                 "get_zip_data", "chi_square_check"):
         with pytest.raises(NotInTrainerCLIError, match=name):
             getattr(tu, name)
     with pytest.raises(AttributeError) as caught:

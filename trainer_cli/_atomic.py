@@ -27,7 +27,12 @@ def atomic_write(path, mode="wb", **open_args):
     appears at ``path`` all at once, or not at all."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = _make_temp_file(folder, ".tmp-" + os.path.basename(path) + "-")
+    try:
+        fd, tmp = _make_temp_file(folder, ".tmp-" + os.path.basename(path) + "-")
+    except FileNotFoundError:
+        # The temporary file's name would mislead: say which file could not be written.
+        raise FileNotFoundError(errno.ENOENT, "cannot write the file: its folder %s does not "
+                                "exist" % folder, path) from None
     try:
         with os.fdopen(fd, mode, **open_args) as f:
             yield f

@@ -5,10 +5,11 @@ block of code, and comparing two optimizers. Random draws come from ``numpy.rand
 do, so a seeded program gets the same shapes and values.
 
 Nothing is downloaded: ``download`` returns a file already in place and otherwise says where to
-put it, which is all ``get_mnist`` needs. The helpers that execute symbols (``check_numeric_gradient``,
+put it, which is all ``get_mnist`` needs; ``get_mnist_ubyte`` and ``get_cifar10`` unpack MXNet's
+archives once they are in place. The helpers that execute symbols (``check_numeric_gradient``,
 ``check_symbolic_forward``/``backward``, ``check_consistency``, ``simple_forward``), that read
-pickles (``get_mnist_pkl``) or MXNet's C++ iterators (``get_mnist_iterator``), and the
-statistical checks of random generators are not provided (docs/porting.md).
+pickles (``get_mnist_pkl``), and the statistical checks of random generators are not provided
+(docs/porting.md).
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ import numpy.testing as npt
 from . import context as _context
 from .base import MXNetError, NotDownloadedError, missing_attribute
 from .gluon.data.vision.datasets import read_idx
-from .io import DataIter
+from ._zip_extract import ArchiveError, extract_zip
+from .io import DataIter, MNISTIter
 from .ndarray import NDArray, creation
 from .ndarray import random as _nd_random
 from .ndarray import sparse as _sparse
@@ -41,7 +43,8 @@ __all__ = [
     "rand_shape_nd", "rand_coord_2d", "np_reduce", "same", "checkShapes", "almost_equal",
     "locationError", "assert_almost_equal", "assert_allclose", "assert_almost_equal_with_err",
     "assert_almost_equal_ignore_nan", "assert_exception", "retry", "list_gpus", "download",
-    "NotDownloadedError", "get_mnist", "same_array", "discard_stderr", "DummyIter",
+    "NotDownloadedError", "get_mnist", "get_mnist_ubyte", "get_mnist_iterator", "get_cifar10",
+    "same_array", "discard_stderr", "DummyIter",
     "compare_ndarray_tuple", "compare_optimizer", "environment", "collapse_sum_like",
     "is_cd_run", "is_aarch64_run", "check_gluon_hybridize_consistency",
 ]
@@ -690,6 +693,53 @@ def get_mnist():
             "test_data": test_data, "test_label": test_label}
 
 
+def _unpacked(folder, names, url):
+    """``names`` in ``folder``, unpacking MXNet's archive ``url`` there first when one is missing;
+    the archive must already be in ``folder`` (``download`` fetches nothing)."""
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    if not all(os.path.exists(os.path.join(folder, name)) for name in names):
+        try:
+            extract_zip(download(url, dirname=folder), folder)
+        except ArchiveError as exc:
+            raise MXNetError(str(exc)) from None
+        missing = [n for n in names if not os.path.exists(os.path.join(folder, n))]
+        if missing:
+            raise MXNetError("%s: the archive unpacked, but %s is still missing from %s"
+                             % (url.rsplit("/", 1)[-1], ", ".join(missing), folder))
+
+
+def get_mnist_ubyte():
+    """MNIST's four unpacked idx files in ``data/`` of the current folder, as MXNet's
+    ``get_mnist_ubyte`` leaves them: unpacked from ``data/mnist.zip`` when they are not there
+    (trainer_cli downloads nothing: without the archive ``NotDownloadedError`` says where to put
+    it)."""
+    _unpacked("data", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                       "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"],
+              "http://data.mxnet.io/mxnet/data/mnist.zip")
+
+
+def get_cifar10():
+    """CIFAR-10's RecordIO files in ``data/cifar/``, as MXNet's ``get_cifar10`` leaves them:
+    unpacked from ``data/cifar10.zip`` when they are not there (nothing is downloaded)."""
+    _unpacked("data", ["cifar/train.rec", "cifar/test.rec", "cifar/train.lst", "cifar/test.lst"],
+              "http://data.mxnet.io/mxnet/data/cifar10.zip")
+
+
+def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
+    """``(train, validation)`` ``mx.io.MNISTIter``s over ``get_mnist_ubyte``'s files, as MXNet's:
+    both shuffled (seed 0), flat unless ``input_shape`` has three dimensions."""
+    get_mnist_ubyte()
+    flat = len(input_shape) != 3
+    train = MNISTIter(image="data/train-images-idx3-ubyte", label="data/train-labels-idx1-ubyte",
+                      input_shape=input_shape, batch_size=batch_size, shuffle=True, flat=flat,
+                      num_parts=num_parts, part_index=part_index)
+    val = MNISTIter(image="data/t10k-images-idx3-ubyte", label="data/t10k-labels-idx1-ubyte",
+                    input_shape=input_shape, batch_size=batch_size, flat=flat,
+                    num_parts=num_parts, part_index=part_index)
+    return train, val
+
+
 @contextmanager
 def discard_stderr():
     """Send the process's standard error, file descriptor 2 (where C libraries write, whatever
@@ -764,9 +814,6 @@ _ABSENT = {
                  "check_consistency", "same_symbol_structure")}
 _ABSENT.update({
     "get_mnist_pkl": "pickled MNIST download (mxnet.test_utils.get_mnist_pkl: pickle is never read)",
-    "get_mnist_ubyte": "MNIST archive download (mxnet.test_utils.get_mnist_ubyte)",
-    "get_mnist_iterator": "MNISTIter data iterator (mxnet.test_utils.get_mnist_iterator)",
-    "get_cifar10": "CIFAR-10 RecordIO download (mxnet.test_utils.get_cifar10)",
     "get_zip_data": "archive download (mxnet.test_utils.get_zip_data)",
     "get_bz2_data": "archive download (mxnet.test_utils.get_bz2_data)",
     "download_model": "model download (mxnet.test_utils.download_model)",

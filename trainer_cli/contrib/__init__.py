@@ -1,16 +1,19 @@
 """``trainer_cli.contrib``: MXNet's ``mxnet.contrib`` names that Gluon training code uses
-(``amp``, ``text``, and the contributed operators as ``nd``/``ndarray``/``sym``/``symbol``)."""
+(``amp``, ``text``, ``io.DataLoaderIter``, and the contributed operators as
+``nd``/``ndarray``/``sym``/``symbol``)."""
 import importlib
 
 from . import text
 
-__all__ = ["amp", "text", "nd", "ndarray", "sym", "symbol"]
+__all__ = ["amp", "text", "io", "nd", "ndarray", "sym", "symbol"]
 
 
 # MXNet's mx.contrib.nd / .ndarray and .sym / .symbol: the contributed operators (d2l's code
 # calls contrib.nd.MultiBoxPrior).
+# mx.contrib.io (DataLoaderIter) sits on mx.io, which reads gluon's data sets: loaded on first
+# use, as amp is, since gluon's data sets import contrib.text.
 _OPERATORS = {"nd": "..ndarray.contrib", "ndarray": "..ndarray.contrib",
-              "sym": "..symbol.contrib", "symbol": "..symbol.contrib"}
+              "sym": "..symbol.contrib", "symbol": "..symbol.contrib", "io": ".io"}
 
 
 def __getattr__(name):

@@ -1,23 +1,23 @@
-"""``mx.io``: MXNet's Python data iterators (``NDArrayIter``, ``CSVIter``), the wrappers
-(``ResizeIter``, ``PrefetchingIter``) and their batch types.
+"""``mx.io``: MXNet's data iterators (``NDArrayIter``, ``CSVIter``, ``MNISTIter``), the
+wrappers (``ResizeIter``, ``PrefetchingIter``) and their batch types.
 
-MXNet's C++ record and image iterators (``ImageRecordIter``, ``MNISTIter``, ``LibSVMIter``, ...)
-are not provided: naming one says so (docs/porting.md).
+MXNet's C++ record iterators (``ImageRecordIter``, ``LibSVMIter``, ...) are not provided: naming
+one says so (docs/porting.md).
 """
 from ..base import missing_attribute
 from .csv_iter import CSVIter
 from .data_batch import DataBatch, DataDesc, DataIter
+from .mnist_iter import MNISTIter
 from .ndarray_iter import NDArrayIter
 from .wrappers import PrefetchingIter, ResizeIter
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter", "ResizeIter",
-           "PrefetchingIter"]
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter", "MNISTIter",
+           "ResizeIter", "PrefetchingIter"]
 
 _ABSENT = {
     "MXDataIter": "C++ data iterator wrapper", "ImageRecordIter": "RecordIO image iterator",
     "ImageRecordUInt8Iter": "RecordIO image iterator", "ImageRecordInt8Iter": "RecordIO image iterator",
-    "ImageDetRecordIter": "RecordIO detection iterator", "MNISTIter": "MNIST file iterator "
-    "(use gluon.data.vision.MNIST)", "LibSVMIter": "LibSVM file iterator",
+    "ImageDetRecordIter": "RecordIO detection iterator", "LibSVMIter": "LibSVM file iterator",
 }
 
 
