@@ -256,3 +256,15 @@ def test_conv_training_step_float32(ctx):
         losses.append(loss.mean().asscalar())
     assert losses[-1] < losses[0] * 0.5
     assert all(p.data(ctx).dtype == np.float32 for p in net.collect_params().values())
+
+
+def test_instance_norm_takes_float64():
+    # MXNet 1.9.1's operator refuses every dtype but float32; here float64 is a float64 computation.
+    layer = nn.InstanceNorm(in_channels=3)
+    layer.initialize()
+    layer.cast("float64")
+    x = np.random.RandomState(3).uniform(-2, 2, size=(2, 3, 7))
+    got = layer(nd.array(x, dtype="float64")).asnumpy()
+    want = (x - x.mean(2, keepdims=True)) / np.sqrt(x.var(2, keepdims=True) + 1e-5)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)

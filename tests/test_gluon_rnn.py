@@ -378,3 +378,27 @@ def test_batch_size_0_begin_states_inside_a_hybridized_block(kind, func_name):
     got.backward()
     np.testing.assert_array_equal(got.asnumpy(), want)
     np.testing.assert_array_equal(net(x).asnumpy(), want)
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_a_float64_rnn_is_a_float64_computation(activation):
+    # MXNet 1.9.1's CPU relu RNN casts its states through float32 (docs/compat.md): here the
+    # float64 layer equals the recurrence computed in NumPy's float64, for both activations.
+    layer = rnn.RNN(5, activation=activation, input_size=3)
+    layer.initialize()
+    layer.cast("float64")
+    rng = np.random.RandomState(2)
+    params = {}
+    for name, p in layer.collect_params().items():
+        params[name.split("_", 1)[1]] = rng.uniform(-0.6, 0.6, size=p.shape)
+        p.set_data(nd.array(params[name.split("_", 1)[1]], dtype="float64"))
+    x = rng.uniform(-1, 1, size=(6, 2, 3))
+    got = layer(nd.array(x, dtype="float64")).asnumpy()
+    act = (lambda v: np.maximum(v, 0)) if activation == "relu" else np.tanh
+    h, want = np.zeros((2, 5)), []
+    for t in range(6):
+        h = act(x[t] @ params["l0_i2h_weight"].T + params["l0_i2h_bias"]
+                + h @ params["l0_h2h_weight"].T + params["l0_h2h_bias"])
+        want.append(h)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-13, atol=1e-15)

@@ -257,3 +257,20 @@ def test_config_names_and_refusals(tmp_path):
         path.write_text(CONFIG % name)
         with pytest.raises(ConfigError, match="takes 3 input arrays"):
             build_loss(load_config(path, check_files=False), path)
+
+
+def test_cosine_embedding_and_sdml_take_float64():
+    # MXNet 1.9.1's fail on float64 inputs (float32 constants beside float64 data); here they
+    # compute in float64: the cosine loss is 1 - cos for similar pairs, max(0, cos - margin) else.
+    rng = np.random.RandomState(5)
+    a, b = rng.uniform(-1, 1, size=(4, 3)), rng.uniform(-1, 1, size=(4, 3))
+    label = np.array([1.0, -1.0, 1.0, -1.0])
+    got = L.CosineEmbeddingLoss(margin=0.1)(
+        nd.array(a, dtype="float64"), nd.array(b, dtype="float64"),
+        nd.array(label, dtype="float64"))
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.asnumpy()[:, 0], np.where(label == 1, 1 - cos,
+                                                       np.maximum(0, cos - 0.1)), rtol=1e-12)
+    sdml = L.SDMLLoss()(nd.array(a, dtype="float64"), nd.array(b, dtype="float64"))
+    assert sdml.dtype == np.float64 and np.isfinite(sdml.asnumpy()).all()
