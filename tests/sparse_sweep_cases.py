@@ -232,6 +232,28 @@ METHODS = ["exp", "log", "sqrt", "square", "abs", "sign", "relu", "sigmoid", "ta
 for _name in METHODS:
     OPERATORS["x.%s()" % _name] = (lambda n: lambda x, d: getattr(x, n)())(_name)
 OPERATORS["x.clip(0,1)"] = lambda x, d: x.clip(0.0, 1.0)
+for _name in ("arccos", "arccosh", "argmin", "argsort", "cosh", "log10", "log2", "rcbrt",
+              "softmin", "sort", "squeeze", "topk", "broadcast_axes", "broadcast_axis"):
+    OPERATORS["x.%s()" % _name] = (lambda n: lambda x, d: getattr(x, n)())(_name)
+# The methods that take arguments (every NDArray method is here: test_sparse_dispatch.py).
+OPERATORS.update({
+    "x.slice_axis(0,1,3)": lambda x, d: x.slice_axis(axis=0, begin=1, end=3),
+    "x.slice_axis(1,1,3)": lambda x, d: x.slice_axis(1, 1, 3),
+    "x.split(5,1)": lambda x, d: x.split(num_outputs=5, axis=1),
+    "x.slice((1,1),(3,4))": lambda x, d: x.slice(begin=(1, 1), end=(3, 4)),
+    "x.expand_dims(0)": lambda x, d: x.expand_dims(axis=0),
+    "x.swapaxes(0,1)": lambda x, d: x.swapaxes(0, 1),
+    "x.flip(0)": lambda x, d: x.flip(axis=0),
+    "x.broadcast_to((4,5))": lambda x, d: x.broadcast_to((4, 5)),
+    "x.broadcast_like(d)": lambda x, d: x.broadcast_like(d),
+    "x.reshape_like(d)": lambda x, d: x.reshape_like(d),
+    "x.tile((2,1))": lambda x, d: x.tile(reps=(2, 1)),
+    "x.repeat(2)": lambda x, d: x.repeat(repeats=2, axis=0),
+    "x.pick(d[:,0]*0)": lambda x, d: x.pick(d[:, 0] * 0, axis=1),
+    "x.take(d[0]*0)": lambda x, d: x.take(d[0] * 0),
+    "x.one_hot(3)": lambda x, d: x.one_hot(3),
+    "x.dot(d.T)": lambda x, d: x.dot(d.T),
+})
 OPERATORS["x.reshape(5,4)"] = lambda x, d: x.reshape((5, 4))
 OPERATORS["x[1:3]"] = lambda x, d: x[1:3]
 OPERATORS["x[:]"] = lambda x, d: x[:]
@@ -267,6 +289,7 @@ def run_operator(nd, fn, x):
     d = nd.array(values(SHAPE)[::-1].copy() + 0.5)
     try:
         res = fn(x, d)
-        return [(getattr(res, "stype", "default"), res.asnumpy())]
+        outs = list(res) if isinstance(res, (list, tuple)) else [res]
+        return [(getattr(o, "stype", "default"), o.asnumpy()) for o in outs]
     except Exception as exc:  # noqa: BLE001
         return ("error", "%s: %s" % (type(exc).__name__, str(exc).split("\n")[0][:200]))

@@ -68,6 +68,33 @@ def test_ndarray_iter_named_and_listed_inputs_match_mxnet():
     assert _epochs(it, 2) == list_case["batches"]
 
 
+SPARSE_CASES = [c for c in GOLDEN if c["kind"] == "ndarray_sparse"]
+
+
+@pytest.mark.parametrize("case", SPARSE_CASES, ids=["%s-%s-shuffle%d" % (
+    c["source"], c["handle"], c["shuffle"]) for c in SPARSE_CASES])
+def test_ndarray_iter_over_sparse_arrays_matches_mxnet(case):
+    dense = numpy.arange(40, dtype=numpy.float32).reshape(10, 4)
+    dense[[1, 4, 5]] = 0
+    dense[:, 2] = 0
+    numpy.random.seed(case["seed"])
+    sparse = mx.nd.array(dense).tostype("row_sparse" if case["source"] == "rsp_data" else "csr")
+    data, label = ((sparse, numpy.arange(10, dtype=numpy.float32))
+                   if case["source"] != "csr_label"
+                   else (numpy.arange(20, dtype=numpy.float32).reshape(10, 2), sparse))
+    make = lambda: mx.io.NDArrayIter(data, label, batch_size=case["batch_size"],  # noqa: E731
+                                     shuffle=case["shuffle"], last_batch_handle=case["handle"])
+    if "error" in case:
+        with pytest.raises(NotImplementedError) as caught:
+            make()
+        assert str(caught.value) == case["error"]
+        return
+    it = make()
+    assert _epochs(it, len(case["batches"])) == case["batches"]
+    it.reset()
+    assert [[a.stype for a in b.data + b.label] for b in it] == case["stypes"]
+
+
 CSV_CASES = [c for c in GOLDEN if c["kind"] == "csv"]
 
 

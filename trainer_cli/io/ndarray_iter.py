@@ -4,6 +4,10 @@ Shuffling draws from NumPy's global generator (``numpy.random.shuffle``) as MXNe
 program that seeds ``numpy.random`` gets MXNet's order. As in MXNet, each ``reset()`` shuffles
 the already shuffled arrays again, and the rolled-over examples of ``'roll_over'`` come first in
 the next pass.
+
+Sparse sources are MXNet's too: a csr array needs ``last_batch_handle='discard'``, shuffles as a
+csr array, and gives dense batches (MXNet's batches are its ``slice_axis``, which falls back to
+the dense operator); a row_sparse one gives dense batches and turns dense when shuffled.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import numpy
 
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
-from ..ndarray.sparse import BaseSparseNDArray
+from ..ndarray.sparse import BaseSparseNDArray, csr_matrix
 from .data_batch import DataBatch, DataDesc, DataIter
 
 __all__ = ["NDArrayIter"]
@@ -41,10 +45,6 @@ def _init_data(data, allow_empty, default_name):
                         "as values")
     out = {}
     for name, value in data.items():
-        if isinstance(value, BaseSparseNDArray):
-            raise NotImplementedError(
-                "NDArrayIter over a %s array is not supported here; convert it with "
-                "tostype('default') (docs/porting.md)" % value.stype)
         if not isinstance(value, NDArray):
             try:
                 value = creation.array(value)
@@ -73,6 +73,10 @@ class NDArrayIter(DataIter):
             raise ValueError("batch_size must be at least 1, got %r" % (batch_size,))
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
+        if last_batch_handle != "discard" and any(
+                getattr(v, "stype", None) == "csr" for _, v in self.data + self.label):
+            raise NotImplementedError("`NDArrayIter` only supports ``CSRNDArray`` with "
+                                      "`last_batch_handle` set to `discard`.")
         self.idx = numpy.arange(self.data[0][1].shape[0])
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
@@ -138,7 +142,8 @@ class NDArrayIter(DataIter):
         if end is None:
             end = sources[0][1].shape[0] if sources else 0
         axis = self.layout.find("N")
-        return [ops.slice_axis(x[1], axis, start, end).copy() for x in sources]
+        return [x[1].slice_axis(axis, start, end).copy() if isinstance(x[1], BaseSparseNDArray)
+                else ops.slice_axis(x[1], axis, start, end).copy() for x in sources]
 
     def _concat(self, first, second):
         if not first or not second:
@@ -196,6 +201,21 @@ class NDArrayIter(DataIter):
 
     def _shuffle_data(self):
         numpy.random.shuffle(self.idx)
-        # MXNet gathers through the host and makes float32 arrays again (its nd.array default).
-        self.data = [(k, creation.array(v.asnumpy()[self.idx], v.context)) for k, v in self.data]
-        self.label = [(k, creation.array(v.asnumpy()[self.idx], v.context)) for k, v in self.label]
+        self.data = [(k, _rows(v, self.idx)) for k, v in self.data]
+        self.label = [(k, _rows(v, self.idx)) for k, v in self.label]
+
+
+def _rows(array, order):
+    """Rows ``order`` of ``array`` as MXNet's shuffle makes them: a csr array stays csr (MXNet
+    goes through SciPy), anything else is gathered on the host into a new array of the default
+    float32 (MXNet's ``nd.array``), a row_sparse one dense."""
+    if getattr(array, "stype", None) != "csr":
+        return creation.array(array.asnumpy()[order], array.context)
+    indptr = array.indptr.asnumpy()
+    lengths = numpy.diff(indptr)[order]
+    new_indptr = numpy.concatenate([[0], numpy.cumsum(lengths)]).astype(indptr.dtype)
+    # Each kept row's values, in order: its old start plus its place in the new row.
+    picked = numpy.repeat(indptr[:-1][order] - new_indptr[:-1], lengths) + \
+        numpy.arange(new_indptr[-1], dtype=indptr.dtype)
+    return csr_matrix((array.data.asnumpy()[picked], array.indices.asnumpy()[picked], new_indptr),
+                      shape=array.shape, ctx=array.context, dtype=array.dtype)

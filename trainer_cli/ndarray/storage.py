@@ -603,14 +603,20 @@ def install_hooks():
     hooks.modulo = _more_ops.modulo
 
 
+_INDEXING_METHODS = ("slice_axis", "split")
+
+
 def install_methods(methods):
     """Give the sparse classes the methods of ``methods`` (name -> dense function) whose
-    operator the table names, dispatched here, and the Python operators; the other methods are
-    NDArray's own, which read the dense form (``_data``). NDArray itself is not touched."""
+    operator the table names, and those that index the array, dispatched here, and the Python
+    operators; the other methods are NDArray's own, which read the dense form (``_data``).
+    NDArray itself is not touched."""
     base = _sp.BaseSparseNDArray
     METHODS.update(methods)
     for name, fn in methods.items():
-        if name in RULES and name != "dot":
+        # slice_axis and split index their input, which a sparse array refuses: they take the
+        # dense fallback, as MXNet's operators do (its x.slice_axis() of a csr array is dense).
+        if (name in RULES or name in _INDEXING_METHODS) and name != "dot":
             setattr(base, name, exported(name, fn, record=False))
     base.dot = exported("dot", _ops.dot, record=False)
     for name, (fn, _, _) in _OPERATORS.items():

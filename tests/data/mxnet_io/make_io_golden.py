@@ -63,6 +63,37 @@ def nd_cases():
     return cases
 
 
+def sparse_cases():
+    """NDArrayIter over csr and row_sparse arrays (MXNet needs SciPy to shuffle a csr one):
+    the batches, their storage types, and the error of a csr array without 'discard'."""
+    dense = np.arange(40, dtype=np.float32).reshape(10, 4)
+    dense[[1, 4, 5]] = 0
+    dense[:, 2] = 0
+    cases = []
+    for source in ("csr_data", "csr_label", "rsp_data"):
+        for handle in ("discard", "pad", "roll_over"):
+            for shuffle in (False, True):
+                np.random.seed(11)
+                stype = "row_sparse" if source == "rsp_data" else "csr"
+                sparse = mx.nd.array(dense).tostype(stype)
+                data, label = ((sparse, np.arange(10, dtype=np.float32)) if source != "csr_label"
+                               else (np.arange(20, dtype=np.float32).reshape(10, 2), sparse))
+                case = {"kind": "ndarray_sparse", "source": source, "handle": handle,
+                        "shuffle": shuffle, "batch_size": 3, "seed": 11}
+                try:
+                    it = mx.io.NDArrayIter(data, label, batch_size=3, shuffle=shuffle,
+                                           last_batch_handle=handle)
+                except NotImplementedError as exc:
+                    case["error"] = str(exc)
+                    cases.append(case)
+                    continue
+                case["batches"] = batches(it, 2)
+                it.reset()
+                case["stypes"] = [[a.stype for a in b.data + b.label] for b in it]
+                cases.append(case)
+    return cases
+
+
 def csv_cases():
     cases = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,7 +131,7 @@ def csv_cases():
 
 
 if __name__ == "__main__":
-    out = {"mxnet": mx.__version__, "numpy": np.__version__, "cases": nd_cases() + csv_cases()}
+    out = {"mxnet": mx.__version__, "numpy": np.__version__, "cases": nd_cases() + sparse_cases() + csv_cases()}
     with open(os.path.join(HERE, "io_golden.json"), "w") as f:
         json.dump(out, f, separators=(",", ":"))
     print(len(out["cases"]), "cases")
