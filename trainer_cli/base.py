@@ -18,7 +18,11 @@ layer may raise these.
 import os
 
 __all__ = ["MXNetError", "ShapeError", "IndexRangeError", "StorageTypeError",
-           "NotInTrainerCLIError", "data_dir"]
+           "NotInTrainerCLIError", "data_dir", "integer_types", "numeric_types", "string_types"]
+
+# MXNet's type tuples, which Gluon code (custom blocks and losses, MXNet's examples) uses in
+# isinstance checks; integer_types and numeric_types come from __getattr__ below.
+string_types = (str,)
 
 
 class MXNetError(RuntimeError):
@@ -115,3 +119,15 @@ class AbsentModuleFinder:
 def data_dir() -> str:
     """MXNet's data folder: ``$MXNET_HOME``, else ``~/.mxnet``."""
     return os.getenv("MXNET_HOME", os.path.join(os.path.expanduser("~"), ".mxnet"))
+
+
+def __getattr__(name):
+    # NumPy only when a type tuple is first asked for: every layer imports this module, and
+    # importing it loads nothing. Numpy scalars are numbers; of numpy's integers only int32 and
+    # int64 count as integers, as in MXNet.
+    if name in ("integer_types", "numeric_types"):
+        import numpy
+        globals().update(integer_types=(int, numpy.int32, numpy.int64),
+                         numeric_types=(float, int, numpy.generic))
+        return globals()[name]
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

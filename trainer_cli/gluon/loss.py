@@ -8,6 +8,7 @@ import numbers
 import numpy
 
 from .._naming import snake_case
+from ..base import numeric_types
 from ..ndarray import NDArray
 from .. import ndarray as _nd
 from ..ndarray import ops as F
@@ -21,7 +22,7 @@ __all__ = ["Loss", "L2Loss", "L1Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss
            "CosineEmbeddingLoss", "SDMLLoss", "create", "names", "lookup"]
 
 
-def _apply_weighting(loss, weight=None, sample_weight=None):
+def _weighting(loss, weight=None, sample_weight=None):
     if sample_weight is not None:
         loss = loss * sample_weight
     if weight is not None:
@@ -31,8 +32,28 @@ def _apply_weighting(loss, weight=None, sample_weight=None):
     return loss
 
 
-def _reshape_like(x, y):
+def _shaped_like(x, y):
     return x if x.shape == y.shape else F.reshape(x, y.shape)
+
+
+# MXNet's own helpers, with its signatures: losses written outside MXNet (GluonCV's, GluonNLP's,
+# the examples') import them and pass the ``F`` their ``hybrid_forward`` got, an ``nd`` or a
+# ``sym`` module, so they must work through that module.
+def _apply_weighting(F, loss, weight=None, sample_weight=None):  # noqa: N803 - MXNet's argument
+    """``loss`` times ``sample_weight`` (broadcast) and times the number ``weight``."""
+    if sample_weight is not None:
+        loss = F.broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        assert isinstance(weight, numeric_types), "weight must be a number"
+        loss = loss * weight
+    return loss
+
+
+def _reshape_like(F, x, y):  # noqa: N803 - MXNet's argument
+    """``x`` reshaped to ``y``'s shape."""
+    if F is _nd:
+        return x.reshape(y.shape)
+    return F.reshape_like(x, y)
 
 
 class Loss(HybridBlock):
@@ -61,9 +82,9 @@ class L2Loss(Loss):
         if sample_weight is None and type(half_weight) is float and type(pred) is NDArray \
                 and type(label) is NDArray and not _needs_grad(label) and 0 not in pred.shape:
             return l2_loss_batch_mean(pred, label, half_weight, self._batch_axis)
-        label = _reshape_like(label, pred)
+        label = _shaped_like(label, pred)
         loss = F.square(label - pred)
-        loss = _apply_weighting(loss, half_weight, sample_weight)
+        loss = _weighting(loss, half_weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -72,9 +93,9 @@ class L1Loss(Loss):
         super().__init__(weight, batch_axis, **kwargs)
 
     def hybrid_forward(self, F_, pred, label, sample_weight=None):
-        label = _reshape_like(label, pred)
+        label = _shaped_like(label, pred)
         loss = F.abs(label - pred)
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -86,7 +107,7 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
         self._from_sigmoid = from_sigmoid
 
     def hybrid_forward(self, F_, pred, label, sample_weight=None, pos_weight=None):
-        label = _reshape_like(label, pred)
+        label = _shaped_like(label, pred)
         if not self._from_sigmoid:
             if pos_weight is None:
                 # max(x, 0) - x*z + log(1 + exp(-|x|)) never overflows.
@@ -100,7 +121,7 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
                 loss = -(F.log(pred + eps) * label + F.log(1.0 - pred + eps) * (1.0 - label))
             else:
                 loss = -(F.log(pred + eps) * label * pos_weight + F.log(1.0 - pred + eps) * (1.0 - label))
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -123,9 +144,9 @@ class SoftmaxCrossEntropyLoss(Loss):
         if self._sparse_label:
             loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
         else:
-            label = _reshape_like(label, pred)
+            label = _shaped_like(label, pred)
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -137,10 +158,10 @@ class HuberLoss(Loss):
         self._rho = rho
 
     def hybrid_forward(self, F_, pred, label, sample_weight=None):
-        label = _reshape_like(label, pred)
+        label = _shaped_like(label, pred)
         loss = F.abs(label - pred)
         loss = F.where(loss > self._rho, loss - 0.5 * self._rho, (0.5 / self._rho) * F.square(loss))
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -157,7 +178,7 @@ class KLDivLoss(Loss):
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return F.sum(loss, axis=self._batch_axis, exclude=True)
 
 
@@ -187,7 +208,7 @@ class CTCLoss(Loss):
         loss = _nd.CTCLoss(pred, label, pred_lengths, label_lengths,
                          use_data_lengths=pred_lengths is not None,
                          use_label_lengths=label_lengths is not None, blank_label="last")
-        return _apply_weighting(loss, self._weight, sample_weight)
+        return _weighting(loss, self._weight, sample_weight)
 
 
 class HingeLoss(Loss):
@@ -198,9 +219,9 @@ class HingeLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F_, pred, label, sample_weight=None):
-        label = _reshape_like(label, pred)
+        label = _shaped_like(label, pred)
         loss = F.relu(self._margin - pred * label)
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -212,9 +233,9 @@ class SquaredHingeLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F_, pred, label, sample_weight=None):
-        label = _reshape_like(label, pred)
+        label = _shaped_like(label, pred)
         loss = F.square(F.relu(self._margin - pred * label))
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -230,11 +251,11 @@ class LogisticLoss(Loss):
         self._label_format = label_format
 
     def hybrid_forward(self, F_, pred, label, sample_weight=None):
-        label = _reshape_like(label, pred)
+        label = _shaped_like(label, pred)
         if self._label_format == "signed":
             label = (label + 1.0) / 2.0
         loss = F.relu(pred) - pred * label + F.softrelu(-F.abs(pred))
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return self._batch_mean(loss)
 
 
@@ -247,12 +268,12 @@ class TripletLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F_, pred, positive, negative):
-        positive = _reshape_like(positive, pred)
-        negative = _reshape_like(negative, pred)
+        positive = _shaped_like(positive, pred)
+        negative = _shaped_like(negative, pred)
         loss = F.sum(F.square(positive - pred) - F.square(negative - pred),
                      axis=self._batch_axis, exclude=True)
         loss = F.relu(loss + self._margin)
-        return _apply_weighting(loss, self._weight, None)
+        return _weighting(loss, self._weight, None)
 
 
 class PoissonNLLLoss(Loss):
@@ -267,7 +288,7 @@ class PoissonNLLLoss(Loss):
         self._compute_full = compute_full
 
     def hybrid_forward(self, F_, pred, target, sample_weight=None, epsilon=1e-08):
-        target = _reshape_like(target, pred)
+        target = _shaped_like(target, pred)
         if self._from_logits:
             loss = F.exp(pred) - target * pred
         else:
@@ -280,7 +301,7 @@ class PoissonNLLLoss(Loss):
             safe = F.where(above_one, target, F.ones_like(target))
             stirling = safe * F.log(safe) - safe + 0.5 * F.log(2 * safe * math.pi)
             loss = loss + stirling * above_one
-        loss = _apply_weighting(loss, self._weight, sample_weight)
+        loss = _weighting(loss, self._weight, sample_weight)
         return F.mean(loss)
 
 
@@ -294,7 +315,7 @@ class CosineEmbeddingLoss(Loss):
         self._margin = margin
 
     def hybrid_forward(self, F_, input1, input2, label, sample_weight=None):
-        input1 = _reshape_like(input1, input2)
+        input1 = _shaped_like(input1, input2)
         label = F.reshape(label, (-1, 1))
         cos_sim = self._cosine_similarity(input1, input2)
         y_1 = label == 1
@@ -303,7 +324,7 @@ class CosineEmbeddingLoss(Loss):
         zero = F.zeros_like(cos_sim)  # on the inputs' device, whatever its array module
         cos_sim_b = F.maximum(zero, y_minus_1 * (cos_sim - self._margin))
         loss = cos_sim_a + cos_sim_b
-        return _apply_weighting(loss, self._weight, sample_weight)
+        return _weighting(loss, self._weight, sample_weight)
 
     @staticmethod
     def _cosine_similarity(x, y, axis=-1):

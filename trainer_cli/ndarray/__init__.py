@@ -100,6 +100,12 @@ for _name in image.__all__:
 for _name in linalg.__all__:
     setattr(linalg, _name, _storage.exported("_linalg_" + _name, getattr(linalg, _name),
                                              record=False))
+# Gluon code written from MXNet's own cells calls the element-wise arithmetic by MXNet's
+# internal names (nd._internal._plus, _mul, ...): the same exported operators.
+from . import _internal  # noqa: E402
+for _alias, _name in _internal.ALIASES.items():
+    setattr(_internal, _alias, globals()[_name])
+del _alias
 # MXNet's top-level spellings of nd.linalg's operators (linalg_gemm, ...; syevd has none).
 _LINALG_NAMES = ["linalg_" + _name for _name in linalg.__all__ if _name != "syevd"]
 for _name in _LINALG_NAMES:
