@@ -294,6 +294,30 @@ class MXIndexedRecordIO(MXRecordIO):
         self.keys.append(key)
 
 
+def record_offsets(reader):
+    """The byte offset of every record of ``reader`` (an ``MXRecordIO`` opened for reading),
+    found by reading the file once; the reader is left at its first record."""
+    reader.reset()
+    offsets = []
+    while True:
+        offset = reader._file.tell()
+        if reader.read() is None:
+            break
+        offsets.append(offset)
+    reader.reset()
+    return offsets
+
+
+def read_record_at(reader, offset):
+    """The record of ``reader`` at byte ``offset`` (one of ``record_offsets``')."""
+    reader._check_pid(allow_reset=True)
+    reader._file.seek(offset)
+    record = reader.read()
+    if record is None:
+        raise RecordIOError("%s: no record at byte %d" % (reader.uri, offset))
+    return record
+
+
 IRHeader = namedtuple("HEADER", ["flag", "label", "id", "id2"])
 IRHeader.__doc__ = """An image record's header: ``flag`` (0, or the number of float32 labels that
 follow the header), ``label`` (a number, or an array of labels), ``id`` and ``id2`` (uint64)."""

@@ -1,22 +1,24 @@
-"""``mx.io``: MXNet's data iterators (``NDArrayIter``, ``CSVIter``, ``MNISTIter``), the
-wrappers (``ResizeIter``, ``PrefetchingIter``) and their batch types.
+"""``mx.io``: MXNet's data iterators (``NDArrayIter``, ``CSVIter``, ``MNISTIter``,
+``ImageRecordIter``, ``ImageRecordUInt8Iter``), the wrappers (``ResizeIter``,
+``PrefetchingIter``) and their batch types.
 
-MXNet's C++ record iterators (``ImageRecordIter``, ``LibSVMIter``, ...) are not provided: naming
-one says so (docs/porting.md).
+MXNet's other C++ iterators (``LibSVMIter``, ``ImageDetRecordIter``, ...) are not provided:
+naming one says so (docs/porting.md).
 """
 from ..base import missing_attribute
 from .csv_iter import CSVIter
 from .data_batch import DataBatch, DataDesc, DataIter
+from .image_record_iter import ImageRecordIter, ImageRecordUInt8Iter
 from .mnist_iter import MNISTIter
 from .ndarray_iter import NDArrayIter
 from .wrappers import PrefetchingIter, ResizeIter
 
 __all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter", "MNISTIter",
-           "ResizeIter", "PrefetchingIter"]
+           "ImageRecordIter", "ImageRecordUInt8Iter", "ResizeIter", "PrefetchingIter"]
 
 _ABSENT = {
-    "MXDataIter": "C++ data iterator wrapper", "ImageRecordIter": "RecordIO image iterator",
-    "ImageRecordUInt8Iter": "RecordIO image iterator", "ImageRecordInt8Iter": "RecordIO image iterator",
+    "MXDataIter": "C++ data iterator wrapper", "ImageRecordInt8Iter": "RecordIO image iterator "
+    "(int8 output: use ImageRecordIter or ImageRecordUInt8Iter)",
     "ImageDetRecordIter": "RecordIO detection iterator", "LibSVMIter": "LibSVM file iterator",
 }
 

@@ -67,8 +67,9 @@ def _to_array(image, flag, name):
         return numpy.ascontiguousarray(rgb)
     wide = rgb.astype(numpy.uint32)
     if image.format == "PNG":
-        # libpng's rgb_to_gray with the weights OpenCV sets (0.299, 0.587), truncated.
-        gray = (wide[..., 0] * 9798 + wide[..., 1] * 19235 + wide[..., 2] * 3735) >> 15
+        # libpng's rgb_to_gray with the weights OpenCV sets (0.299, 0.587), which libpng turns
+        # into 15-bit fixed point by truncating (29900 * 32768 // 100000 = 9797): truncated.
+        gray = (wide[..., 0] * 9797 + wide[..., 1] * 19234 + wide[..., 2] * 3737) >> 15
     else:
         # OpenCV's cvtColor RGB to gray: weights 4899, 9617, 1868 (/ 2**14), rounded.
         gray = (wide[..., 0] * 4899 + wide[..., 1] * 9617 + wide[..., 2] * 1868 + (1 << 13)) >> 14
