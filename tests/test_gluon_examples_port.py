@@ -128,3 +128,12 @@ def test_internal_aliases_in_a_hybridized_block_export_mxnets_graph(tmp_path):
         ("elemwise_sub", "b__minus0", [[0, 0, 0], [1, 0, 0]]),
         ("elemwise_mul", "b_m", [[2, 0, 0], [3, 0, 0]])]
     assert graph["heads"] == [[4, 0, 0]]
+
+
+def test_elementwise_operators_broadcast_where_mxnet_refuses():
+    # A listed deviation (docs/compat.md): one rule for elemwise_* and broadcast_*.
+    a, b = nd.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), nd.array([[10.0, 20.0, 30.0]])
+    for name, want in (("elemwise_add", a.asnumpy() + b.asnumpy()),
+                       ("elemwise_div", a.asnumpy() / b.asnumpy())):
+        np.testing.assert_array_equal(getattr(nd, name)(a, b).asnumpy(), want)
+    np.testing.assert_array_equal(nd._internal._mul(a, b).asnumpy(), a.asnumpy() * b.asnumpy())
