@@ -165,8 +165,8 @@ def test_ndarray_iter_feeds_a_gluon_loop():
 
 
 def test_absent_io_iterators_say_so():
-    with pytest.raises(mx.MXNetError, match="LibSVMIter is MXNet's .*does not provide"):
-        mx.io.LibSVMIter
+    with pytest.raises(mx.MXNetError, match="ImageDetRecordIter is MXNet's .*does not provide"):
+        mx.io.ImageDetRecordIter
 
 
 def test_csv_iter_reads_a_folder_of_files_in_name_order(tmp_path):

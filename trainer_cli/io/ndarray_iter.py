@@ -18,6 +18,7 @@ import numpy
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
 from ..ndarray.sparse import BaseSparseNDArray, csr_matrix
+from ._csr_rows import gather_rows
 from .data_batch import DataBatch, DataDesc, DataIter
 
 __all__ = ["NDArrayIter"]
@@ -211,11 +212,7 @@ def _rows(array, order):
     float32 (MXNet's ``nd.array``), a row_sparse one dense."""
     if getattr(array, "stype", None) != "csr":
         return creation.array(array.asnumpy()[order], array.context)
-    indptr = array.indptr.asnumpy()
-    lengths = numpy.diff(indptr)[order]
-    new_indptr = numpy.concatenate([[0], numpy.cumsum(lengths)]).astype(indptr.dtype)
-    # Each kept row's values, in order: its old start plus its place in the new row.
-    picked = numpy.repeat(indptr[:-1][order] - new_indptr[:-1], lengths) + \
-        numpy.arange(new_indptr[-1], dtype=indptr.dtype)
-    return csr_matrix((array.data.asnumpy()[picked], array.indices.asnumpy()[picked], new_indptr),
-                      shape=array.shape, ctx=array.context, dtype=array.dtype)
+    indptr, indices, values = gather_rows(array.indptr.asnumpy(), array.indices.asnumpy(),
+                                          array.data.asnumpy(), order)
+    return csr_matrix((values, indices, indptr), shape=array.shape, ctx=array.context,
+                      dtype=array.dtype)
