@@ -3,21 +3,14 @@ nothing is random (tests/data/mxnet_io/image_record.json, recorded from the real
 ``image_record_cases.record``: resizes with every interpolation, crops, padding, mirroring,
 normalisation, gray, uint8, image-list and multi-value labels, an index file), and the random
 augmenters, shuffling, parts and errors by their properties."""
-import json
-import os
-import sys
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "data", "mxnet_io"))
-import image_record_cases as cases  # noqa: E402
-
-with open(os.path.join(HERE, "data", "mxnet_io", "image_record.json")) as _f:
-    RECORDED = json.load(_f)["cases"]
+RECORDED, cases = replay.recording("mxnet_io", "image_record.json", "image_record_cases")
 
 
 @pytest.fixture(scope="module")

@@ -1,22 +1,15 @@
 """``mx.io.LibSVMIter``: MXNet 1.9.1's csr batches, labels, padding, wrap-around and parts
 (tests/data/mxnet_io/libsvm.json, recorded from the real MXNet by ``libsvm_cases.record``), and
 the errors where MXNet reads out of bounds or crashes."""
-import json
-import os
-import sys
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 from trainer_cli.io.libsvm_iter import LibSVMError
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "data", "mxnet_io"))
-import libsvm_cases  # noqa: E402
-
-with open(os.path.join(HERE, "data", "mxnet_io", "libsvm.json")) as _f:
-    RECORDED = json.load(_f)["cases"]
+RECORDED, libsvm_cases = replay.recording("mxnet_io", "libsvm.json", "libsvm_cases")
 
 
 @pytest.fixture(scope="module")

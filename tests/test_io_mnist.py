@@ -2,25 +2,19 @@
 and ``mx.contrib.io.DataLoaderIter``: MXNet 1.9.1's orders, parts, batches and provides
 (tests/data/mxnet_io/mnist_iter.json, recorded from the real MXNet by ``mnist_cases.record``),
 and the errors where MXNet's iterator would read garbage or crash."""
-import json
 import os
 import struct
-import sys
 import zipfile
 
 import numpy as np
 import pytest
 
+import replay
 import trainer_cli as mx
 from trainer_cli import gluon, test_utils
 from trainer_cli.io._cxx_shuffle import shuffled_order
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "data", "mxnet_io"))
-import mnist_cases  # noqa: E402
-
-with open(os.path.join(HERE, "data", "mxnet_io", "mnist_iter.json")) as _f:
-    RECORDED = json.load(_f)["cases"]
+RECORDED, mnist_cases = replay.recording("mxnet_io", "mnist_iter.json", "mnist_cases")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,9 @@ import numpy
 
 from .._bounded import open_regular
 from ..ndarray import creation
-from .data_batch import DataBatch, DataDesc, DataIter
+from ._held_batch import HeldBatchIter
+from ._source_files import source_files
+from .data_batch import DataDesc
 
 __all__ = ["CSVIter", "CSVError"]
 
@@ -24,13 +26,6 @@ _DTYPES = ("float32", "float64", "float16", "int32", "int64", "int8", "uint8")
 
 class CSVError(ValueError):
     """A CSV file that cannot be read as rows of numbers of the given shape."""
-
-
-def _files(path):
-    if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
-        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-    return [path]
 
 
 # The most characters one value of a line may take: a line longer than its values allow is
@@ -48,7 +43,7 @@ def _read_rows(path, width, dtype):
         low, high = numpy.iinfo(dtype).min, numpy.iinfo(dtype).max
     line_limit = _VALUE_CHARS * width + 2
     blocks, values = [], []
-    for name in _files(path):
+    for name in source_files(path):
         try:
             handle = open_regular(name, "rb")
         except OSError as exc:
@@ -89,7 +84,7 @@ def _packed(values, dtype):
         return numpy.array(values, dtype=dtype)
 
 
-class CSVIter(DataIter):
+class CSVIter(HeldBatchIter):
     """Batches of ``data_shape`` examples read from ``data_csv`` (a file or a folder of files),
     with labels from ``label_csv`` (zeros without one)."""
 
@@ -137,11 +132,6 @@ class CSVIter(DataIter):
     def provide_label(self):
         return [DataDesc(self._label_name, self._buf_label.shape, numpy.dtype(self._dtype))]
 
-    def reset(self):
-        if not self._round or self._overflow == 0:
-            self._pos = 0
-        else:
-            self._overflow = 0    # the wrap-around already started the next pass
 
     def iter_next(self):
         self._batch = None
@@ -168,18 +158,3 @@ class CSVIter(DataIter):
         self._batch = (creation.array(self._buf_data, dtype=self._dtype),
                        creation.array(self._buf_label, dtype=self._dtype), pad)
         return True
-
-    def next(self):
-        if self.iter_next():
-            data, label, pad = self._batch
-            return DataBatch(data=[data], label=[label], pad=pad, index=None)
-        raise StopIteration
-
-    def getdata(self):
-        return [self._batch[0]] if self._batch else None
-
-    def getlabel(self):
-        return [self._batch[1]] if self._batch else None
-
-    def getpad(self):
-        return self._batch[2] if self._batch else 0

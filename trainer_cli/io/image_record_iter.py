@@ -36,7 +36,8 @@ from ..gluon.data.vision import image_file
 from ..gluon.data.vision.datasets import read_image_list
 from ..ndarray import creation
 from . import _image_record_aug as _aug
-from .data_batch import DataBatch, DataDesc, DataIter
+from ._held_batch import HeldBatchIter
+from .data_batch import DataDesc
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter"]
 
@@ -65,7 +66,7 @@ def _positions(path, idx_path):
     return reader, offsets
 
 
-class ImageRecordIter(DataIter):
+class ImageRecordIter(HeldBatchIter):
     """Batches of ``data_shape`` images from ``path_imgrec`` (see the module's description)."""
 
     _default_dtype = "float32"
@@ -149,11 +150,8 @@ class ImageRecordIter(DataIter):
             self._order_rng.shuffle(order)
         return order
 
-    def reset(self):
-        if self._overflow:
-            self._overflow = 0      # the wrap-around already started this pass
-        else:
-            self._order, self._pos, self._done = self._new_order(), 0, 0
+    def _restart(self):
+        self._order, self._pos, self._done = self._new_order(), 0, 0
 
     def iter_next(self):
         self._batch = None
@@ -228,21 +226,6 @@ class ImageRecordIter(DataIter):
             raise ValueError("ImageRecordIter: %s, record %d has %d label(s) but label_width is "
                              "%d" % (self._path, header.id, len(label), self._label_width))
         return label
-
-    def next(self):
-        if self.iter_next():
-            data, label, pad = self._batch
-            return DataBatch(data=[data], label=[label], pad=pad, index=None)
-        raise StopIteration
-
-    def getdata(self):
-        return [self._batch[0]] if self._batch else None
-
-    def getlabel(self):
-        return [self._batch[1]] if self._batch else None
-
-    def getpad(self):
-        return self._batch[2] if self._batch else 0
 
     def __del__(self):
         pool = getattr(self, "_pool", None)

@@ -24,7 +24,9 @@ from .._bounded import open_regular
 from ..ndarray import creation
 from ..ndarray.sparse import csr_matrix
 from ._csr_rows import gather_rows
-from .data_batch import DataBatch, DataDesc, DataIter
+from ._held_batch import HeldBatchIter
+from ._source_files import source_files
+from .data_batch import DataDesc
 
 __all__ = ["LibSVMIter", "LibSVMError"]
 
@@ -34,13 +36,6 @@ _TOKEN_CHARS = 64        # the most characters one index:value may take
 
 class LibSVMError(ValueError):
     """A LibSVM file that cannot be read as the iterator's rows."""
-
-
-def _files(path):
-    if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
-        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-    return [path]
 
 
 def _next_line(handle, position, total):
@@ -63,7 +58,7 @@ def _next_line(handle, position, total):
 def _part_lines(path, num_parts, part_index, line_limit):
     """``(file, byte position after the line, line)`` of the lines in part ``part_index`` of
     the file(s), taken as one stream."""
-    files = _files(path)
+    files = source_files(path)
     sizes = [os.path.getsize(f) for f in files]
     total = sum(sizes)
     step = -(-total // num_parts)
@@ -126,7 +121,7 @@ def _read(path, width, num_parts, part_index):
             numpy.array(indices, numpy.int64), numpy.array(values, numpy.float32))
 
 
-class LibSVMIter(DataIter):
+class LibSVMIter(HeldBatchIter):
     """Batches of csr rows of ``data_libsvm`` (a file or a folder of files); see the module's
     description."""
 
@@ -177,12 +172,6 @@ class LibSVMIter(DataIter):
         self.provide_label = [DataDesc(label_name, (self.batch_size,) if label_libsvm is None
                                        else (self.batch_size, self._label_width))]
 
-    def reset(self):
-        if self._overflow:
-            self._overflow = 0      # the wrap-around already started this pass
-        else:
-            self._pos = 0
-
     def iter_next(self):
         self._batch = None
         n, bs = len(self._labels), self.batch_size
@@ -210,18 +199,3 @@ class LibSVMIter(DataIter):
         labels = numpy.zeros(self.batch_size, numpy.float32)
         labels[:len(rows)] = self._labels[rows]
         return creation.array(labels, dtype=numpy.float32)
-
-    def next(self):
-        if self.iter_next():
-            data, label, pad = self._batch
-            return DataBatch(data=[data], label=[label], pad=pad, index=None)
-        raise StopIteration
-
-    def getdata(self):
-        return [self._batch[0]] if self._batch else None
-
-    def getlabel(self):
-        return [self._batch[1]] if self._batch else None
-
-    def getpad(self):
-        return self._batch[2] if self._batch else 0

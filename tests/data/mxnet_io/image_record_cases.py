@@ -9,7 +9,7 @@ labels, multi-value labels, an index file and ``round_batch`` either way.
 The record file is made here from NumPy alone (a minimal PNG encoder and the RecordIO framing),
 so that both libraries read the same bytes:
 
-    /tmp/mxvenv/bin/python tests/data/mxnet_io/make_image_record.py
+    /tmp/mxvenv/bin/python tests/data/mxnet_io/make_recording.py image_record_cases image_record.json
 
 writes ``image_record.json`` beside this file; tests/test_io_image_record.py runs ``record`` on
 trainer_cli and compares.

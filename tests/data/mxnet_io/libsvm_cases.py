@@ -4,7 +4,7 @@ the last batch wraps to the start and the next pass starts after it), a batch la
 file, labels from a second LibSVM file, and the lines of every part for 2 to 5 parts (dmlc-core
 cuts the bytes, and a line starting on a boundary goes to the part before).
 
-    /tmp/mxvenv/bin/python tests/data/mxnet_io/make_libsvm.py
+    /tmp/mxvenv/bin/python tests/data/mxnet_io/make_recording.py libsvm_cases libsvm.json
 
 writes ``libsvm.json`` beside this file; tests/test_io_libsvm.py runs ``record`` on
 trainer_cli and compares.

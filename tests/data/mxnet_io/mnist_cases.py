@@ -3,7 +3,7 @@
 carry their own index in their pixels), its parts, its batches (plain and flat, over two
 passes) and what it provides.
 
-    /tmp/mxvenv/bin/python tests/data/mxnet_io/make_mnist_iter.py
+    /tmp/mxvenv/bin/python tests/data/mxnet_io/make_recording.py mnist_cases mnist_iter.json
 
 writes ``mnist_iter.json`` beside this file; tests/test_io_mnist.py runs ``record`` on
 trainer_cli and compares.
