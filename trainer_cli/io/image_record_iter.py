@@ -186,11 +186,18 @@ class ImageRecordIter(HeldBatchIter):
         else:
             seeds = self._aug_rng.randint(0, 1 << 31, size=len(records)).tolist()
         self._done += len(records)
-        if self._threads == 1 or len(records) == 1:
-            return [self._process(r, s) for r, s in zip(records, seeds)]
+        jobs = list(zip(records, seeds))
+        if self._threads == 1 or len(jobs) == 1:
+            return [self._process(r, s) for r, s in jobs]
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(self._threads)
-        return list(self._pool.map(self._process, records, seeds))
+        # A run of images a thread (a hand-over each costs more than a small image's work).
+        size = -(-len(jobs) // self._threads)
+        runs = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        return [out for run in self._pool.map(self._run, runs) for out in run]
+
+    def _run(self, jobs):
+        return [self._process(record, seed) for record, seed in jobs]
 
     def _read(self, position):
         if isinstance(self._reader, recordio.MXIndexedRecordIO):
