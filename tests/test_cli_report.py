@@ -70,7 +70,7 @@ def test_list_names_everything_a_config_can_use(tmp_path):
                               "args": ["units", "act"], "doc": "A tiny net."}]
     assert not (tmp_path / "RAN").exists() and not os.path.exists("RAN")
     assert "l2" in cat["losses"] and "accuracy" in cat["metrics"] and "xavier" in cat["initializers"]
-    assert cat["datasets"]["types"] == ["synthetic", "ratings", "npz", "npy", "csr", "csv", "sklearn",
+    assert cat["datasets"]["types"] == ["synthetic", "ratings", "npz", "npy", "csr", "libsvm", "csv", "sklearn",
                                           "image_folder", "image_record", "mnist", "fashion_mnist", "cifar10",
                                           "cifar100", "text"]
     assert cat["kvstore"] == ["local", "device", "dist_sync", "dist_device_sync", "dist_async",

@@ -249,11 +249,11 @@ def test_data_file_errors(project):
                    "shape (4,); or give label_path"]
     got = problems(project, OK.replace("data: synthetic", "data: {train: {path: d.dat}}"))
     assert got == ["mlp.yaml:2:8: data.train: missing required key 'type' "
-                   "(one of synthetic, ratings, npz, npy, csr, csv, sklearn, image_folder, image_record, mnist, "
+                   "(one of synthetic, ratings, npz, npy, csr, libsvm, csv, sklearn, image_folder, image_record, mnist, "
                    "fashion_mnist, cifar10, cifar100, text)"]
     got = problems(project, OK.replace("data: synthetic", "data: {train: {type: npzz, path: d.npz}}"))
     assert got == ["mlp.yaml:2:22: data.train.type: unknown type 'npzz'; did you mean 'npz'? "
-                   "(choices: synthetic, ratings, npz, npy, csr, csv, sklearn, image_folder, image_record, mnist, "
+                   "(choices: synthetic, ratings, npz, npy, csr, libsvm, csv, sklearn, image_folder, image_record, mnist, "
                    "fashion_mnist, cifar10, cifar100, text)"]
     got = problems(project, OK.replace("data: synthetic",
                                        "data: {train: synthetic, val: synthetic, split: 0.5}"))

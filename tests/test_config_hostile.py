@@ -115,7 +115,7 @@ def test_misspelled_type_is_named_with_its_did_you_mean(tmp_path):
     result = invoke("validate", write_config(tmp_path, text))
     assert result.exit_code == 2
     assert ("small.yaml:6:11: data.train.tyne: unknown key; did you mean 'type'? (the required key "
-            "'type' is missing: one of synthetic, ratings, npz, npy, csr, csv, sklearn, image_folder, image_record, mnist, fashion_mnist, cifar10, cifar100, text)") in result.output, result.output
+            "'type' is missing: one of synthetic, ratings, npz, npy, csr, libsvm, csv, sklearn, image_folder, image_record, mnist, fashion_mnist, cifar10, cifar100, text)") in result.output, result.output
 
 
 def test_model_arguments_are_checked_against_the_builders_signature(tmp_path):

@@ -308,7 +308,7 @@ def test_json_schema_shape():
     path_form, train = defs["DataSection"]["properties"]["train"]["anyOf"]
     assert path_form["type"] == "string"
     assert train["discriminator"]["propertyName"] == "type"
-    assert set(train["discriminator"]["mapping"]) == {"synthetic", "ratings", "npz", "npy", "csr", "csv", "sklearn",
+    assert set(train["discriminator"]["mapping"]) == {"synthetic", "ratings", "npz", "npy", "csr", "libsvm", "csv", "sklearn",
                                                            "image_folder", "image_record", "mnist", "fashion_mnist",
                                                            "cifar10", "cifar100", "text"}
     import json

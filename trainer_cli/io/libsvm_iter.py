@@ -28,7 +28,7 @@ from ._held_batch import HeldBatchIter
 from ._source_files import source_files
 from .data_batch import DataDesc
 
-__all__ = ["LibSVMIter", "LibSVMError"]
+__all__ = ["LibSVMIter", "LibSVMError", "read_libsvm"]
 
 _IGNORED = ("prefetch_buffer", "ctx", "dtype")
 _TOKEN_CHARS = 64        # the most characters one index:value may take
@@ -92,6 +92,12 @@ def _part_lines(path, num_parts, part_index, line_limit):
                 line = raw.strip()
                 if line:
                     yield name, position, line
+
+
+def read_libsvm(path, width):
+    """``(labels, indptr, indices, values)`` of every line of the LibSVM file(s) at ``path``,
+    the CSR matrix's columns below ``width``: float32 labels and values, int64 positions."""
+    return _read(os.fspath(path), int(width), 1, 0)
 
 
 def _read(path, width, num_parts, part_index):

@@ -59,6 +59,9 @@ def dataset_size(dataset) -> int:
     if kind == "npy":
         with open(dataset.path, "rb") as f:
             return _npy_rows(f)
+    if kind == "libsvm":
+        from ..io.libsvm_iter import read_libsvm
+        return len(read_libsvm(dataset.path, dataset.num_features)[0])
     if kind == "csv":
         return _csv_rows(dataset.path, dataset.delimiter, dataset.header)
     raise ValueError("unknown dataset type %r" % (kind,))

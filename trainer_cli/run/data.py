@@ -290,6 +290,19 @@ def _csr(spec) -> Arrays:
     return Arrays(read_csr(spec.path), load_npy(spec.label_path))
 
 
+def _libsvm(spec) -> Arrays:
+    """A LibSVM text file: its labels, and its features as a CSR matrix of ``num_features``
+    columns (read as MXNet's LibSVMIter reads them)."""
+    from ..io.libsvm_iter import LibSVMError, read_libsvm
+    try:
+        labels, indptr, indices, values = read_libsvm(spec.path, spec.num_features)
+    except LibSVMError as exc:
+        raise DataError(str(exc)) from None
+    if not len(labels):
+        raise DataError("%s: holds no samples" % spec.path)
+    return Arrays(CSRRows(values, indices, indptr, (len(labels), spec.num_features)), labels)
+
+
 def read_csr(path, parts=None) -> CSRRows:
     """The CSR matrix of an .npz in SciPy's ``save_npz`` layout (``parts``: its arrays, when
     already read)."""
@@ -509,7 +522,8 @@ def _ratings(spec) -> Arrays:
 
 
 _IMAGE_TYPES = ("image_folder", "image_record", "mnist", "fashion_mnist", "cifar10", "cifar100")
-_LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "csr": _csr, "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
+_LOADERS = {"synthetic": _synthetic, "ratings": _ratings, "csr": _csr, "libsvm": _libsvm,
+            "npz": _npz, "npy": _npy, "csv": _csv, "sklearn": _sklearn}
 
 
 def where(spec) -> str:

@@ -29,11 +29,12 @@ from .files import checking_files, csv_header, npy_shape, npz_names, resolve_inp
 from .images import IMAGE_TYPES, ImageFolderData, ImageRecordData, VisionData
 from .text import TextData
 
-__all__ = ["DataSection", "SyntheticData", "RatingsData", "CsrData", "NpzData", "NpyData", "CsvData", "SklearnData",
+__all__ = ["DataSection", "SyntheticData", "RatingsData", "CsrData", "LibSVMData", "NpzData", "NpyData", "CsvData", "SklearnData",
            "SplitSection", "Dataset", "DATASET_TYPES", "SKLEARN_SETS"]
 
 SKLEARN_SETS = ("digits", "iris", "wine", "breast_cancer", "diabetes")
-_SUFFIX_TYPES = {".npz": "npz", ".npy": "npy", ".csv": "csv", ".tsv": "csv"}
+_SUFFIX_TYPES = {".npz": "npz", ".npy": "npy", ".csv": "csv", ".tsv": "csv", ".libsvm": "libsvm",
+                 ".svm": "libsvm"}
 
 
 def _column(value):
@@ -136,6 +137,16 @@ class CsrData(_FileData):
         return resolve_input(value, info, "label file") if checking_files(info) else value
 
 
+class LibSVMData(_FileData):
+    """Sparse features and their labels from a LibSVM text file: a line ``label index:value
+    index:value ...`` a sample, zero-based indices, as MXNet's LibSVMIter reads them."""
+
+    type: Literal["libsvm"]
+    path: str = Field(description=_PATH_DOC)
+    num_features: Annotated[int, at.Gt(0)] = Field(
+        description="columns of the feature matrix (every index must lie below it)")
+
+
 class NpyData(_FileData):
     """A 2-D .npy array whose ``label`` column holds the labels, or features and ``label_path``."""
 
@@ -227,7 +238,8 @@ class SklearnData(Section):
         return value
 
 
-DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsrData, CsvData, SklearnData,
+DATASET_CLASSES = (SyntheticData, RatingsData, NpzData, NpyData, CsrData, LibSVMData, CsvData,
+                   SklearnData,
                    ImageFolderData, ImageRecordData, VisionData, TextData)
 DATASET_TYPES = tuple(t for cls in DATASET_CLASSES for t in cls.model_fields["type"].annotation.__args__)
 Dataset = Annotated[Union[DATASET_CLASSES], Field(discriminator="type"),
