@@ -299,3 +299,20 @@ def test_seeding_one_context_needs_no_device():
     again = nd.random.uniform(shape=(3,)).asnumpy()
     trainer_cli.random.seed(7, ctx=trainer_cli.cpu())
     np.testing.assert_array_equal(nd.random.uniform(shape=(3,)).asnumpy(), again)
+
+
+def test_inf_and_nan_come_silently_as_from_mxnet():
+    # NumPy's RuntimeWarnings from inside the operators are not shown (MXNet's operators give
+    # inf/NaN silently); a warning of the program's own NumPy call still is.
+    import subprocess
+    import sys
+    code = ("import numpy as np, trainer_cli as mx\n"
+            "x = mx.nd.array([0.0, -1.0])\n"
+            "out = [mx.nd.log(x), mx.nd.sqrt(x), x / 0, mx.nd.log_softmax(mx.nd.array([[float('-inf')] * 2]))]\n"
+            "print([o.asnumpy().tolist() for o in out])\n"
+            "np.log(np.zeros(1))\n")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "inf" in done.stdout and "nan" in done.stdout
+    assert done.stderr.count("RuntimeWarning") == 1 and "<string>:5" in done.stderr, done.stderr

@@ -1,4 +1,6 @@
 """``nd``: MXNet's imperative array API over NumPy and CuPy."""
+import warnings as _warnings
+
 from .. import _malloc
 from .ndarray import NDArray
 from .ops import *  # noqa: F401,F403
@@ -23,6 +25,10 @@ from .sampling import (sample_uniform, sample_normal, sample_exponential, sample
                        sample_poisson, sample_negative_binomial,
                        sample_generalized_negative_binomial, sample_multinomial)
 from . import storage as _storage
+
+# MXNet's operators give inf and NaN (log(0), 0/0, sqrt(-1)) silently. NumPy would warn, once,
+# pointing at a line of this package that means nothing to the program that made the value.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"trainer_cli\.ndarray\.")
 
 # MXNet's older spellings of the same functions.
 elemwise_add = broadcast_add = _ops.add
