@@ -99,8 +99,9 @@ def _random_resized_crop(img, p, rng):
     for _ in range(10):
         target = area * numpy.float32(rng.uniform(p.min_area, p.max_area))
         ratio = numpy.float32(rng.uniform(p.min_ratio, p.max_ratio))
-        y_area = int(round(math.sqrt(target / ratio)))
-        x_area = int(round(math.sqrt(target * ratio)))
+        # std::round: halves away from zero (Python's round takes them to even)
+        y_area = int(math.floor(math.sqrt(target / ratio) + 0.5))
+        x_area = int(math.floor(math.sqrt(target * ratio) + 0.5))
         if rng.uniform() > 0.5:
             y_area, x_area = x_area, y_area
         if y_area <= rows and x_area <= cols:
