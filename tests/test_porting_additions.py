@@ -101,7 +101,7 @@ def test_parameter_dtype_is_as_given():
     param = gluon.Parameter("q", shape=(2,), dtype=np.float64)
     param.initialize()
     assert param.dtype is np.float64 and param.data().dtype == np.float64
-    assert "dtype=float64" in repr(param)
+    assert "dtype=<class 'numpy.float64'>" in repr(param)     # printed as given, as MXNet's
 
 
 def test_a_hybridized_block_returns_several_outputs_as_a_list():

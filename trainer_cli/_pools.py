@@ -12,6 +12,7 @@ bounded way to end a pool.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -55,7 +56,14 @@ def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
     # Unshared also when no worker is listed: the pool's own thread may be starting one in
     # place of a dead worker right now, which would take the shared task-queue lock and be
     # killed holding it. A thread pool's queues have no such locks.
-    if _all_ended(_kill(pool), deadline):
+    ended = _all_ended(_kill(pool), deadline)
+    if sys.is_finalizing():
+        # A pool collected at interpreter exit (a DataLoader left in a script's globals): no new
+        # thread starts now and Thread.start() would wait for it forever. The workers are dead;
+        # the pool's exit finalizer is cancelled so that nothing touches the dead queues.
+        _cancel_exit_finalizer(pool)
+        return ended
+    if ended:
         _unshare_locks(pool)
     ender = threading.Thread(target=_terminate_and_join, args=(pool,), daemon=True,
                              name="close_pool")
@@ -71,10 +79,14 @@ def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
     _kill(pool)
     # terminate() has run the pool's exit finalizer already; cancelled in any case so that
     # interpreter exit never runs it again and blocks where the thread is blocked.
+    _cancel_exit_finalizer(pool)
+    return False
+
+
+def _cancel_exit_finalizer(pool):
     finalizer = getattr(pool, "_terminate", None)
     if finalizer is not None and hasattr(finalizer, "cancel"):
         finalizer.cancel()
-    return False
 
 
 def _kill(pool) -> list:

@@ -172,6 +172,16 @@ class Constant(Initializer):
             value = value.asnumpy()
         _fill(arr, numpy.asarray(value, dtype=numpy.dtype(arr.dtype)) if not numpy.isscalar(value) else value)
 
+    def dumps(self):
+        # An array value (NumPy or NDArray) is written as nested lists, as MXNet's is: a
+        # hybridized block records its parameters' initializers as JSON.
+        value = self._kwargs["value"]
+        if isinstance(value, numpy.generic):
+            value = value.item()
+        elif not numpy.isscalar(value):
+            value = (value.asnumpy() if hasattr(value, "asnumpy") else numpy.asarray(value)).tolist()
+        return json.dumps([type(self).__name__.lower(), dict(self._kwargs, value=value)])
+
 
 @register
 class Uniform(Initializer):

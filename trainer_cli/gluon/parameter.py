@@ -117,7 +117,9 @@ class Parameter:
         self._trainer = None
 
     def __repr__(self):
-        return "Parameter %s (shape=%s, dtype=%s)" % (self.name, self.shape, numpy.dtype(self._dtype).name)
+        # The dtype as given, as MXNet prints it: <class 'numpy.float32'> by default, float16
+        # after cast('float16').
+        return "Parameter %s (shape=%s, dtype=%s)" % (self.name, self.shape, self.dtype)
 
     # ----------------------------------------------------------------- attributes
     @property
@@ -522,8 +524,7 @@ class Constant(Parameter):
                          init=_init.Constant(value.asnumpy()))
 
     def __repr__(self):
-        return "Constant %s (shape=%s, dtype=%s)" % (self.name, self.shape,
-                                                     numpy.dtype(self._dtype).name)
+        return "Constant %s (shape=%s, dtype=%s)" % (self.name, self.shape, self.dtype)
 
     def _graph_init(self):
         # MXNet registers an initializer of this name for each constant and names it in the

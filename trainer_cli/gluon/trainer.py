@@ -240,6 +240,10 @@ class Trainer:
             self._mode = LOCAL
         self._kv_initialized = True
 
+    # MXNet's name for _resolve_kvstore: its tutorials (the learning-rate finder) and Gluon
+    # toolkits call trainer._init_kvstore() to set the store up before a first step.
+    _init_kvstore = _resolve_kvstore
+
     def _dense_kvstore(self, config):
         kv, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), self._params,
                                                 config["default"])

@@ -370,7 +370,8 @@ def _scipy_csr(arg1):
     spsp = sys.modules.get("scipy.sparse")
     if spsp is None or not spsp.issparse(arg1):
         return None
-    out = arg1.tocsr()
+    # A copy, as MXNet's: sum_duplicates() works in place and the caller's matrix stays as given.
+    out = arg1.tocsr(copy=True)
     out.sum_duplicates()          # sorted, unique column ids per row
     return out
 
@@ -491,12 +492,20 @@ def empty(stype, shape, ctx=None, dtype=None):
 
 
 def array(source_array, ctx=None, dtype=None):
-    """A sparse array from a sparse array (any other source: use the stype's constructor)."""
+    """A sparse array from a sparse array or a SciPy csr matrix (keeping its dtype unless
+    ``dtype`` is given); any other source: use the stype's constructor."""
     if isinstance(source_array, RowSparseNDArray):
         return row_sparse_array(source_array, ctx=ctx, dtype=dtype)
     if isinstance(source_array, CSRNDArray):
         return csr_matrix(source_array, ctx=ctx, dtype=dtype)
-    raise ValueError("nd.sparse.array expects a RowSparseNDArray or CSRNDArray, got %s"
+    # As MXNet, only the csr format: a coo or csc matrix is refused, not converted.
+    if getattr(source_array, "format", None) == "csr":
+        scipy_csr = _scipy_csr(source_array)
+        if scipy_csr is not None:
+            return csr_matrix(scipy_csr, ctx=ctx,
+                              dtype=dtype if dtype is not None else scipy_csr.dtype)
+    raise ValueError("nd.sparse.array: source_array must be a RowSparseNDArray, a CSRNDArray or "
+                     "a scipy.sparse csr matrix, got %s (a dense array: use nd.array)"
                      % type(source_array).__name__)
 
 
