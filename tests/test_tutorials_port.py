@@ -146,3 +146,12 @@ def test_parameter_repr_shows_the_dtype_as_given():
     assert repr(dense.weight) == "Parameter d_weight (shape=(3, 2), dtype=float32)"
     assert repr(gluon.Constant("c", nd.array([1, 2]))) == \
         "Constant c (shape=(2,), dtype=<class 'numpy.float32'>)"
+
+
+def test_shape_is_known_as_mxnet():
+    # MXNet 1.9.1's answers outside its NumPy shape mode (printed by the real library).
+    from trainer_cli.gluon.utils import shape_is_known
+    assert [shape_is_known(s) for s in (None, (), (2, 3), (2, 0), (0,), (1,))] == \
+        [False, False, True, False, False, True]
+    with pytest.raises(ValueError, match="less than 0"):
+        shape_is_known((2, -1))

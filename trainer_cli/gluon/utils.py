@@ -16,7 +16,7 @@ from ..ndarray.host_threads import even_pieces
 from ..ndarray.interop import raw as _raw
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds", "check_sha1",
-           "download", "replace_file"]
+           "download", "replace_file", "shape_is_known"]
 
 
 def split_bounds(size, num_slice):
@@ -130,3 +130,19 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
 def replace_file(src, dst):
     """Move ``src`` onto ``dst`` in one step (``os.replace``: atomic on one file system)."""
     os.replace(src, dst)
+
+
+def shape_is_known(shape):
+    """Whether every dimension of ``shape`` is known, as MXNet's (outside its NumPy shape mode,
+    which trainer_cli does not have): None and a 0 dimension are unknown, an empty shape is not
+    known; a negative dimension is an error."""
+    if shape is None or len(shape) == 0:
+        return False
+    for size in shape:
+        if size == 0:
+            return False
+        if size < 0:
+            raise ValueError("shape dimension size cannot be less than 0, while received %s"
+                             % size)
+    return True
+
