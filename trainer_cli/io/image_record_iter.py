@@ -11,8 +11,8 @@ its area and aspect ratio ranges, ``min/max_crop_size``, the centre or ``rand_cr
 ``round_batch`` (the default) the last batch is filled from the start of the next pass, which
 then starts after those images; without it the last batch keeps the previous batch's images
 past its own; ``pad`` says how many. Without random augmenters the batches are MXNet's bit for
-bit for PNG records (tests/test_io_image_record.py); JPEG decodes through Pillow, within a few
-levels of libjpeg-turbo's.
+bit for PNG records (tests/test_io_image_record.py); JPEG decodes through Pillow, whose decoder
+can differ from MXNet's libjpeg-turbo in the last bits of some pixels.
 
 Random crops, flips and jitters draw from NumPy generators seeded by ``seed`` (or per image by
 ``seed_aug`` and its place in the pass), not from MXNet's streams. ``shuffle`` gives a new order
