@@ -15,6 +15,7 @@ import math
 import numpy
 
 from ..gluon.data.vision._resize import resize as _resize
+from ..gluon.data.vision.image_file import opencv_gray
 
 __all__ = ["AugmentParams", "augment", "to_output"]
 
@@ -85,12 +86,6 @@ def _saturate(values):
     return numpy.clip(numpy.rint(values), 0, 255).astype(numpy.uint8)
 
 
-def _gray(img):
-    # CV_RGB2GRAY's fixed point on the image as stored (BGR: MXNet passes it as RGB).
-    c = img.astype(numpy.int32)
-    return (c[..., 0] * 4899 + c[..., 1] * 9617 + c[..., 2] * 1868 + 8192) >> 14
-
-
 def _random_resized_crop(img, p, rng):
     if (p.max_area, p.min_area, p.max_ratio, p.min_ratio) == (1.0, 1.0, 1.0, 1.0):
         return None
@@ -150,16 +145,17 @@ def _center_crop(img, p, rng):
 def _colour_jitter(img, p, rng):
     alphas = [1.0 + numpy.float32(rng.uniform(-v, v)) if v > 0 else 1.0
               for v in (p.brightness, p.contrast, p.saturation)]
+    # MXNet's gray is CV_RGB2GRAY of the BGR image as stored (blue weighted as red).
     for which in rng.permutation(3):
         alpha = numpy.float32(alphas[which])
         pixels = img.astype(numpy.float32)
         if which == 0:
             img = _saturate(pixels * alpha)
         elif which == 1:
-            mean = numpy.float32(_gray(img).mean())
+            mean = numpy.float32(opencv_gray(img).mean())
             img = _saturate(pixels * alpha + numpy.float32((1 - alpha) * mean))
         else:
-            gray = _gray(img).astype(numpy.float32)[..., None]
+            gray = opencv_gray(img).astype(numpy.float32)[..., None]
             img = _saturate(pixels * alpha + gray * numpy.float32(1 - alpha))
     return img
 

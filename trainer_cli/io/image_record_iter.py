@@ -25,7 +25,6 @@ are not provided: asking for one is an error naming it.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import os
 
@@ -190,7 +189,8 @@ class ImageRecordIter(HeldBatchIter):
         if self._threads == 1 or len(jobs) == 1:
             return [self._process(r, s) for r, s in jobs]
         if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(self._threads)
+            from concurrent.futures import ThreadPoolExecutor   # only where threads are asked for
+            self._pool = ThreadPoolExecutor(self._threads)
         # A run of images a thread (a hand-over each costs more than a small image's work).
         size = -(-len(jobs) // self._threads)
         runs = [jobs[i:i + size] for i in range(0, len(jobs), size)]

@@ -21,9 +21,9 @@ import os
 import numpy
 
 from .._bounded import open_regular
+from .._csr_rows import gather_rows
 from ..ndarray import creation
 from ..ndarray.sparse import csr_matrix
-from ._csr_rows import gather_rows
 from ._held_batch import HeldBatchIter
 from ._source_files import source_files
 from .data_batch import DataDesc

@@ -15,10 +15,10 @@ from collections import OrderedDict
 
 import numpy
 
+from .._csr_rows import gather_rows
 from ..ndarray import NDArray
 from ..ndarray import creation, ops
 from ..ndarray.sparse import BaseSparseNDArray, csr_matrix
-from ._csr_rows import gather_rows
 from .data_batch import DataBatch, DataDesc, DataIter
 
 __all__ = ["NDArrayIter"]

@@ -19,6 +19,7 @@ import numpy
 from numpy.lib import format as _npy_format
 
 from .._bounded import open_regular
+from .._csr_rows import gather_rows
 from .._npz import NpzError, read_npy_header, read_npz
 from ..config.suggest import excerpt
 from .layout import RunDirError
@@ -110,12 +111,8 @@ class CSRRows:
         if isinstance(rows, slice):
             rows = numpy.arange(self.shape[0])[rows]
         rows = numpy.asarray(rows, dtype=numpy.int64).reshape(-1)
-        starts, counts = self.indptr[rows], self.indptr[rows + 1] - self.indptr[rows]
-        indptr = numpy.zeros(len(rows) + 1, dtype=numpy.int64)
-        numpy.cumsum(counts, out=indptr[1:])
-        # Position of every stored entry of the chosen rows, row after row.
-        pos = numpy.repeat(starts - indptr[:-1], counts) + numpy.arange(indptr[-1])
-        return CSRRows(self.data[pos], self.indices[pos], indptr, (len(rows), self.shape[1]))
+        indptr, indices, data = gather_rows(self.indptr, self.indices, self.data, rows)
+        return CSRRows(data, indices, indptr, (len(rows), self.shape[1]))
 
     def astype(self, dtype):
         return CSRRows(self.data.astype(dtype), self.indices, self.indptr, self.shape)

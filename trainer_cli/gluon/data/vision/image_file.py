@@ -17,7 +17,7 @@ import numpy
 from ...._bounded import MiB, read_regular
 from ....base import MXNetError
 
-__all__ = ["imread", "imdecode", "ImageFileError", "MAX_FILE_BYTES", "MAX_PIXELS"]
+__all__ = ["imread", "imdecode", "opencv_gray", "ImageFileError", "MAX_FILE_BYTES", "MAX_PIXELS"]
 
 MAX_FILE_BYTES = 256 * MiB
 MAX_PIXELS = 1 << 28
@@ -71,9 +71,15 @@ def _to_array(image, flag, name):
         # into 15-bit fixed point by truncating (29900 * 32768 // 100000 = 9797): truncated.
         gray = (wide[..., 0] * 9797 + wide[..., 1] * 19234 + wide[..., 2] * 3737) >> 15
     else:
-        # OpenCV's cvtColor RGB to gray: weights 4899, 9617, 1868 (/ 2**14), rounded.
-        gray = (wide[..., 0] * 4899 + wide[..., 1] * 9617 + wide[..., 2] * 1868 + (1 << 13)) >> 14
+        gray = opencv_gray(wide)
     return gray.astype(numpy.uint8)[..., None]
+
+
+def opencv_gray(pixels):
+    """OpenCV's ``cvtColor`` RGB to gray of (..., 3) integer pixels, channel 0 taken as red:
+    weights 4899, 9617, 1868 (/ 2**14), rounded; an int array."""
+    wide = pixels.astype(numpy.int64)
+    return (wide[..., 0] * 4899 + wide[..., 1] * 9617 + wide[..., 2] * 1868 + (1 << 13)) >> 14
 
 
 def imdecode(buf, flag=1, name="<buffer>"):

@@ -1,4 +1,5 @@
-"""Rows of a CSR matrix held as its three arrays, gathered in a given order (NumPy only)."""
+"""Rows of a CSR matrix held as its three arrays, gathered in a given order (NumPy only: the
+runner's batches of CSR features and the io iterators' csr shuffles and batches take it)."""
 from __future__ import annotations
 
 import numpy
