@@ -1,4 +1,5 @@
-"""One image on several threads (``nn._split_image``, ``winograd._split_forward``): each
+"""One image on several threads (``nn._split_image``, ``winograd._split_forward`` and
+``winograd._own_parts_forward``): each
 convolution of ``resnet18_v1`` is worked in parts on the piece threads, and gives the bits it
 gives on one thread (which runs the whole image as one piece, as before the parts existed):
 
@@ -47,7 +48,8 @@ def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatc
     net.initialize()
     x = nd.array(np.random.RandomState(0).uniform(size=(batch, 3, size, size)).astype(np.float32))
     split = _spy(monkeypatch, NN, "_split_image")
-    winograd = _spy(monkeypatch, W, "_split_forward")
+    steps = _spy(monkeypatch, W, "_split_forward")
+    own = _spy(monkeypatch, W, "_own_parts_forward")
     outputs = []
     for count in (1, 2, 3):
         _threads(monkeypatch, count)
@@ -56,7 +58,7 @@ def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatc
         np.testing.assert_array_equal(_bits(other), _bits(outputs[0]))
     # At batch 1 the stem (by output rows), the 256-channel 7x7 layers (by filters) and the
     # 28x28 and 14x14 Winograd layers were worked in parts.
-    assert (any(split) and any(winograd)) == (batch == 1)
+    assert (any(split) and (any(steps) or any(own))) == (batch == 1)
     assert np.ptp(outputs[0], axis=0).max() > 0 if batch > 1 else np.isfinite(outputs[0]).all()
 
 
@@ -76,7 +78,8 @@ def test_resnet18_v1_convolutions_at_224_give_the_same_bits_in_parts(monkeypatch
     rng = np.random.default_rng(size + c)
     x = nd.array(rng.standard_normal((1, c, size, size)).astype(np.float32))
     w = nd.array((rng.standard_normal((f, c, k, k)) / (c * k)).astype(np.float32))
-    spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward")]
+    spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward"),
+             _spy(monkeypatch, W, "_own_parts_forward")]
     outputs = []
     for count in (1, 2, 3):
         _threads(monkeypatch, count)
@@ -99,14 +102,19 @@ def _convolve(arrays, kernel, stride, pad, relu, kernels, monkeypatch):
 
 
 @pytest.mark.parametrize("relu", [False, True])
-@pytest.mark.parametrize("xshape, f, kernel, stride, pad", [
-    ((1, 3, 21, 19), 40, (7, 7), (2, 2), (3, 3)),      # im2col by output rows, the last longer
-    ((1, 5, 12, 13), 37, (3, 3), (2, 1), (1, 0)),      # im2col by output rows
-    ((1, 6, 9, 9), 70, (3, 3), (2, 2), (1, 1)),        # im2col by filters, the last longer
-    ((1, 9, 11, 10), 13, (3, 3), (1, 1), (1, 2)),      # Winograd: odd output, a spare tile
-    ((2, 7, 8, 9), 11, (3, 3), (1, 1), (1, 1)),        # Winograd: one piece of two images
+@pytest.mark.parametrize("xshape, f, kernel, stride, pad, same_sums", [
+    ((1, 3, 21, 19), 40, (7, 7), (2, 2), (3, 3), None),      # im2col by output rows, last longer
+    ((1, 5, 12, 13), 37, (3, 3), (2, 1), (1, 0), None),      # im2col by output rows
+    ((1, 6, 9, 9), 70, (3, 3), (2, 2), (1, 1), None),        # im2col by filters, the last longer
+    ((1, 9, 11, 10), 13, (3, 3), (1, 1), (1, 2), None),      # Winograd in steps: a spare tile
+    ((2, 7, 8, 9), 11, (3, 3), (1, 1), (1, 1), None),        # ... one piece of two images
+    ((1, 9, 15, 10), 13, (3, 3), (1, 1), (1, 2), 16),        # Winograd in bands of tile rows
+    ((2, 7, 8, 9), 11, (3, 3), (1, 1), (1, 1), 16),          # ... of two images
+    ((1, 8, 5, 7), 40, (3, 3), (1, 1), (1, 1), 16),          # Winograd by filters, the first longer
 ])
-def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, pad):
+def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, pad, same_sums):
+    if same_sums is not None:     # GEMMs this small: the parts that keep to their own data
+        monkeypatch.setattr(W, "SAME_SUMS", same_sums)
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(W, "MIN_CHANNELS", 1)
     monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))
@@ -116,9 +124,11 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
     monkeypatch.setattr(NN, "MIN_BLOCK_WORK", 64)
     arrays = [_integers(xshape, 1), _integers((f, xshape[1]) + kernel, 2), _integers((f,), 3)]
     _threads(monkeypatch, 3)
-    spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward")]
+    spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward"),
+             _spy(monkeypatch, W, "_own_parts_forward")]
     got = _convolve(arrays, kernel, stride, pad, relu, True, monkeypatch)
     assert any(any(calls) for calls in spies)
+    assert any(spies[2]) == (same_sums is not None)
     _threads(monkeypatch, 1)
     expect = _convolve(arrays, kernel, stride, pad, relu, False, monkeypatch)
     np.testing.assert_array_equal(got.view(np.uint64), expect.view(np.uint64))

@@ -69,30 +69,37 @@ def filter_grad(du, out) -> bool:
 FILTER_BLOCK = 384
 
 
-def input_transform(x, pad, out, channels=None) -> bool:
-    """``channels``: ``(start, stop)``, the channels to transform (all by default)."""
+def input_transform(x, pad, out, channels=None, rows=None) -> bool:
+    """``channels``: ``(start, stop)``, the channels to transform (all by default); ``rows``:
+    ``(start, stop)``, only those tile rows of each image, ``out`` then ``(16, C, N * (stop -
+    start) * tiles a row)``."""
     if not _usable(x, out):
         return False
     n, c, h, w = x.shape
     c0, c1 = (0, c) if channels is None else channels
     th, tw = tiles((h + 2 * pad[0] - 2, w + 2 * pad[1] - 2))
-    _input(x.reshape(-1), n, c, h, w, pad[0], pad[1], th, tw, c0, c1, x.dtype.type(0),
-           numpy.empty(2 * tw + 2, x.dtype), numpy.empty(16 * n * th * tw, x.dtype),
+    i0, i1 = (0, th) if rows is None else rows
+    _input(x.reshape(-1), n, c, h, w, pad[0], pad[1], i0, i1, tw, c0, c1, x.dtype.type(0),
+           numpy.empty(2 * tw + 2, x.dtype), numpy.empty(16 * n * (i1 - i0) * tw, x.dtype),
            out.reshape(-1))
     return True
 
 
-def output_transform(m, bias, relu, out, filters=None) -> bool:
-    """``filters``: ``(start, stop)``, the filters whose outputs to make (all by default)."""
+def output_transform(m, bias, relu, out, filters=None, rows=None) -> bool:
+    """``filters``: ``(start, stop)``, the filters whose outputs to make (all by default);
+    ``rows``: ``(start, stop)``, ``m`` holds only those tile rows of each image (as
+    ``input_transform`` makes them), whose output rows are made."""
     if not _usable(m, out, bias):
         return False
     n, f, oh, ow = out.shape
     f0, f1 = (0, f) if filters is None else filters
     th, tw = tiles((oh, ow))
-    _output(m.reshape(-1), n, f, oh, ow, th, tw, f0, f1,
+    i0, i1 = (0, th) if rows is None else rows
+    t_ = n * (i1 - i0) * tw
+    _output(m.reshape(-1), n, f, oh, ow, i0, i1, tw, f0, f1,
             m.reshape(-1)[:f] if bias is None else bias,
-            bias is not None, relu, numpy.empty(8 * n * th * tw, m.dtype),
-            numpy.empty(4 * n * th * tw, m.dtype), out.reshape(-1))
+            bias is not None, relu, numpy.empty(8 * t_, m.dtype),
+            numpy.empty(4 * t_, m.dtype), out.reshape(-1))
     return True
 
 
@@ -122,9 +129,11 @@ def input_grad(dv, pad, gx) -> bool:
 
 
 # ----------------------------------------------------------------------------- the loops
-def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, c0, c1, zero, row, r, out):
+def _input_loop(x, n_, c_, h_, w_, ph, pw, i0, i1, tw, c0, c1, zero, row, r, out):
     # row: an input row, padded; r: d B along every row of one channel's tiles
-    # (winograd._bt_rows), 16 x T, [4 u + k][tile] for the block's row u.
+    # (winograd._bt_rows), 16 x T, [4 u + k][tile] for the block's row u. Only the tile rows
+    # i0 <= i < i1 of each image: T counts those.
+    th = i1 - i0
     t_ = n_ * th * tw
     step = c_ * t_              # from one block position's GEMM operand to the next
     width = 2 * tw + 2
@@ -132,7 +141,7 @@ def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, c0, c1, zero, row, r, out):
     for c in range(c0, c1):
         for n in range(n_):
             src = (n * c_ + c) * h_ * w_
-            for i in range(th):
+            for i in range(i0, i1):
                 for u in range(4):
                     h = 2 * i + u - ph
                     if 0 <= h < h_:
@@ -146,7 +155,7 @@ def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, c0, c1, zero, row, r, out):
                     else:
                         for q in range(width):
                             row[_U(q)] = zero
-                    to = 4 * u * t_ + (n * th + i) * tw
+                    to = 4 * u * t_ + (n * th + i - i0) * tw
                     for j in range(tw):
                         d0, d1 = row[_U(2 * j)], row[_U(2 * j + 1)]
                         d2, d3 = row[_U(2 * j + 2)], row[_U(2 * j + 3)]
@@ -169,11 +178,13 @@ def _input_loop(x, n_, c_, h_, w_, ph, pw, th, tw, c0, c1, zero, row, r, out):
                 out[_U(o3 + t)] = r[_U(r1 + t)] - r[_U(r3 + t)]
 
 
-def _output_loop(m, n_, f_, oh, ow, th, tw, f0, f1, bias, with_bias, relu, a, y, out):
+def _output_loop(m, n_, f_, oh, ow, i0, i1, tw, f0, f1, bias, with_bias, relu, a, y, out):
     # a: A^T m down each column of one filter's tiles (winograd._at_rows), 8 x T, [4 r + b][tile]
     # for the output row r; y: then A along them, 2 x T x 2 (a tile's two outputs of row r side
     # by side: every tile row's row r, 2tw wide), in one loop over the piece's tiles each, as
-    # ``_grad_loop``'s rows; then each output row takes the epilogue.
+    # ``_grad_loop``'s rows; then each output row takes the epilogue. m holds only the tile
+    # rows i0 <= i < i1 of each image, which make the output rows 2 i0 to 2 i1.
+    th = i1 - i0
     t_ = n_ * th * tw
     step = f_ * t_
     width = 2 * tw
@@ -196,11 +207,11 @@ def _output_loop(m, n_, f_, oh, ow, th, tw, f0, f1, bias, with_bias, relu, a, y,
         bv = bias[f]
         for n in range(n_):
             dst = (n * f_ + f) * oh * ow
-            for i in range(th):
+            for i in range(i0, i1):
                 for r in range(2):
                     if 2 * i + r >= oh:
                         continue
-                    at, src = dst + (2 * i + r) * ow, 2 * r * t_ + (n * th + i) * width
+                    at, src = dst + (2 * i + r) * ow, 2 * r * t_ + (n * th + i - i0) * width
                     for q in range(ow):
                         # conv_epilogue's: the bias added, then NumPy's maximum(v, 0)
                         v = y[_U(src + q)]

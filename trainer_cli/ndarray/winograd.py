@@ -103,7 +103,12 @@ def convolution(data, weight, bias, pad, relu):
     recording = _recording_for(*inputs)
     kept = [None] * len(pieces) if recording and 16 * c * n * per_image <= KEEP_ELEMENTS else None
     threads = _host_threads.blas_threads() if len(pieces) == 1 else 1
-    split = _split_forward(x, w, pad, b, relu, out, threads) if threads > 1 else None
+    split = None
+    if threads > 1:
+        # Parts that keep to their own data where the transformed input need not be kept, else
+        # the three steps (which make it whole).
+        u = _own_parts_forward(x, w, pad, b, relu, out, threads) if kept is None else None
+        split = (u, None) if u is not None else _split_forward(x, w, pad, b, relu, out, threads)
     if split is not None:
         u, v = split
         if kept is not None:
@@ -217,6 +222,58 @@ def _split_forward(x, w, pad, bias, relu, out, threads):
     _host_threads.run(len(filters), lambda i: _wk.output_transform(m, bias, relu, out,
                                                                      filters[i]))
     return u, v
+
+
+# OpenBLAS sums a product of at least this many multiply-adds in the same order however its rows
+# or columns are cut (its general kernels); smaller ones may go to its small-matrix kernels
+# (SkylakeX: up to 100**3), which sum in another order. A part's GEMMs stay at or above it, so
+# that its outputs are the whole product's bits.
+SAME_SUMS = 1 << 20
+
+
+def _own_parts_forward(x, w, pad, bias, relu, out, threads):
+    """The forward pass of one piece of ``x`` into ``out`` in one part a thread, each part
+    working its own share from the transforms through the GEMMs to the output, so that what a
+    part reads it made itself, in its core's cache (the three steps of ``_split_forward`` hand
+    half of every operand to the other core, and take three hand-overs): bands of tile rows
+    where the transformed filter ``U`` is smaller than the transformed input (each band reads
+    all of ``U``, made first), else ranges of filters (each makes the whole transformed input,
+    and its filters' rows of ``U``). Returns ``U``, or None where the parts' GEMMs would be too
+    small to keep the whole product's bits, or the kernels do not take these arrays."""
+    n, c = x.shape[:2]
+    f = w.shape[0]
+    th, tw = tiles(out.shape[2:])
+    count = n * th * tw
+    by_rows = f <= count
+    parts = min(threads, th if by_rows else f, f * c * count // SAME_SUMS)
+    if parts < 2:
+        return None
+    shares = _host_threads.even_pieces(th if by_rows else f, parts)
+    smallest = min(z - a for a, z in shares) * (f * c * n * tw if by_rows else c * count)
+    u = numpy.empty((16, f, c), x.dtype)
+    if smallest < SAME_SUMS or not (_wk.takes(w, u) and _wk.takes(x, u) and
+                                    _wk.takes(u, out, bias)):
+        return None
+    if by_rows:
+        _wk.filter_transform(w, u)
+
+        def part(i):
+            i0, i1 = shares[i]
+            v = numpy.empty((16, c, n * (i1 - i0) * tw), x.dtype)
+            _wk.input_transform(x, pad, v, rows=shares[i])
+            _wk.output_transform(numpy.matmul(u, v), bias, relu, out, rows=shares[i])
+    else:
+        m = numpy.empty((16, f, count), x.dtype)
+
+        def part(i):
+            f0, f1 = shares[i]
+            _wk.filter_transform(w, u, (f0 * c, f1 * c))
+            v = numpy.empty((16, c, count), x.dtype)
+            _wk.input_transform(x, pad, v)
+            numpy.matmul(u[:, f0:f1], v, out=m[:, f0:f1])
+            _wk.output_transform(m, bias, relu, out, shares[i])
+    _host_threads.run(parts, part)
+    return u
 
 
 def _transposed(v):
