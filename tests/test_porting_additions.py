@@ -140,8 +140,6 @@ def test_pixel_shuffle(hybridize):
                           x3.reshape(1, 2, 2, 2, 2, 2, 3, 2).transpose(0, 1, 5, 2, 6, 3, 7, 4)
                           .reshape(1, 2, 4, 6, 4))
     assert repr(layer) == "PixelShuffle2D((2, 3))"
-    with pytest.raises(mx.MXNetError, match="does not provide"):
-        cnn.SyncBatchNorm()
 
 
 def test_trainer_step_takes_a_one_element_array_as_its_batch_size():

@@ -7,8 +7,8 @@ attention products of fused multi-head attention (``interleaved_matmul_selfatt_q
 ``..._encdec_qk``/``_valatt``), ``rand_zipfian``, ``BatchNormWithReLU``, and
 ``CTCLoss``/``ctc_loss``/``SparseEmbedding`` under their contrib names; beside them, from their
 own modules, the detection operators (``boxes``, ``multibox``, ``roi``), ``BilinearResize2D``
-(``resize``), the deformable convolutions (``deformable``) and the AdamW update operators
-(``adamw``). Values and gradients are
+(``resize``), the deformable convolutions (``deformable``), the AdamW update operators
+(``adamw``) and ``SyncBatchNorm`` on one device (``sync_batch_norm``). Values and gradients are
 MXNet's. Any other MXNet ``nd.contrib`` name raises ``NotInTrainerCLIError`` saying so
 (docs/compat.md lists what exists).
 """
@@ -30,12 +30,14 @@ from .nn import BatchNorm, Embedding
 from .random import uniform
 from . import adamw as _adamw, boxes as _boxes, deformable as _deformable
 from . import multibox as _multibox, resize as _resize, roi as _roi
+from . import sync_batch_norm as _sync_batch_norm
 from .adamw import *  # noqa: F401,F403
 from .boxes import *  # noqa: F401,F403
 from .deformable import *  # noqa: F401,F403
 from .multibox import *  # noqa: F401,F403
 from .resize import *  # noqa: F401,F403
 from .roi import *  # noqa: F401,F403
+from .sync_batch_norm import *  # noqa: F401,F403
 
 __all__ = ["foreach", "while_loop", "cond", "arange_like", "boolean_mask", "index_copy",
            "index_array", "allclose", "div_sqrt_dim", "quadratic", "round_ste", "sign_ste",
@@ -43,7 +45,8 @@ __all__ = ["foreach", "while_loop", "cond", "arange_like", "boolean_mask", "inde
            "interleaved_matmul_selfatt_qk", "interleaved_matmul_selfatt_valatt",
            "interleaved_matmul_encdec_qk", "interleaved_matmul_encdec_valatt", "CTCLoss",
            "ctc_loss", "SparseEmbedding", "rand_zipfian", "BatchNormWithReLU"] + [
-               name for module in (_adamw, _boxes, _deformable, _multibox, _resize, _roi)
+               name for module in (_adamw, _boxes, _deformable, _multibox, _resize, _roi,
+                                   _sync_batch_norm)
                for name in module.__all__ if name != "ROIPooling"]
 
 

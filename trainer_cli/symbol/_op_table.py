@@ -125,6 +125,7 @@ OPS = {
     'contrib.PSROIPooling': ('_contrib_PSROIPooling', ('data', 'rois'), ('spatial_scale', 'output_dim', 'pooled_size', 'group_size'), False, 1, 1),
     'contrib.ROIAlign': ('_contrib_ROIAlign', ('data', 'rois'), ('pooled_size', 'spatial_scale', 'sample_ratio', 'position_sensitive', 'aligned'), False, 1, 1),
     'contrib.SparseEmbedding': ('_contrib_SparseEmbedding', ('data', 'weight'), ('input_dim', 'output_dim', 'dtype', 'sparse_grad'), False, 1, 1),
+    'contrib.SyncBatchNorm': ('_contrib_SyncBatchNorm', ('data', 'gamma', 'beta', 'moving_mean', 'moving_var'), ('eps', 'momentum', 'fix_gamma', 'use_global_stats', 'output_mean_var', 'ndev', 'key'), False, 3, 1),
     'contrib.allclose': ('_contrib_allclose', ('a', 'b'), ('rtol', 'atol', 'equal_nan'), False, 1, 1),
     'contrib.arange_like': ('_contrib_arange_like', ('data',), ('start', 'step', 'repeat', 'ctx', 'axis'), False, 1, 1),
     'contrib.bipartite_matching': ('_contrib_bipartite_matching', ('data',), ('is_ascend', 'threshold', 'topk'), False, 2, 2),
@@ -234,10 +235,12 @@ OUTPUT_NAMES = {
     'ROIPooling': ('output',),
     '_contrib_BatchNormWithReLU': ('output', 'mean', 'var'),
     '_contrib_MultiBoxTarget': ('loc_target', 'loc_mask', 'cls_target'),
+    '_contrib_SyncBatchNorm': ('output', 'mean', 'var'),
     'make_loss': ('loss',),
 }
 
 MUTATED_INPUTS = {
     'BatchNorm': (3, 4),
     '_contrib_BatchNormWithReLU': (3, 4),
+    '_contrib_SyncBatchNorm': (3, 4),
 }

@@ -42,7 +42,7 @@ MultiBoxTarget PSROIPooling ROIAlign SparseEmbedding allclose arange_like bipart
 boolean_mask box_decode box_encode box_iou box_nms box_non_maximum_suppression div_sqrt_dim
 getnnz gradientmultiplier index_array index_copy interleaved_matmul_encdec_qk
 interleaved_matmul_encdec_valatt interleaved_matmul_selfatt_qk interleaved_matmul_selfatt_valatt
-quadratic round_ste sign_ste""".split()
+quadratic round_ste sign_ste SyncBatchNorm""".split()
 
 
 # Arguments an operator cannot be made without (any valid value: only the node's shape counts).
@@ -63,6 +63,7 @@ NEEDED = {"FullyConnected": {"num_hidden": 1}, "Convolution": _CONV, "Deconvolut
           "contrib.ROIAlign": {"pooled_size": (1, 1), "spatial_scale": 1.0},
           "contrib.PSROIPooling": {"pooled_size": 1, "spatial_scale": 1.0, "output_dim": 1},
           "contrib.SparseEmbedding": {"input_dim": 1, "output_dim": 1},
+          "contrib.SyncBatchNorm": {"key": "k"},
           "contrib.bipartite_matching": {"threshold": 0.5},
           "contrib.interleaved_matmul_encdec_qk": {"heads": 1},
           "contrib.interleaved_matmul_encdec_valatt": {"heads": 1},

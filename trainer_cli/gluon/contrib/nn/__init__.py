@@ -1,22 +1,17 @@
 """``gluon.contrib.nn``: ``SparseEmbedding``, an embedding whose table lives in the Trainer's
 kvstore as a row_sparse weight; ``Concurrent``/``HybridConcurrent``, children applied to the same
 input with their outputs concatenated (the model zoo's Inception, DenseNet and SqueezeNet blocks);
-``Identity``; ``PixelShuffle1D/2D/3D`` (sub-pixel upsampling). ``SyncBatchNorm`` is absent:
-without it synchronizing statistics across devices a BatchNorm would pass for it."""
+``Identity``; ``PixelShuffle1D/2D/3D`` (sub-pixel upsampling); ``SyncBatchNorm`` on one
+device (MXNet's arithmetic; statistics synchronized across devices are not available)."""
 from .... import ndarray as _nd
 from ....ndarray import Embedding
 from ...block import Block, HybridBlock, HybridSequential, Sequential
 from ...nn import Identity
-from ....base import missing_attribute
 from ....symbol import Symbol
+from .sync_batch_norm import SyncBatchNorm
 
 __all__ = ["SparseEmbedding", "Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D",
-           "PixelShuffle2D", "PixelShuffle3D"]
-
-
-def __getattr__(name):
-    raise missing_attribute(__name__, name,
-                            {"SyncBatchNorm": "batch normalization synchronized across devices"})
+           "PixelShuffle2D", "PixelShuffle3D", "SyncBatchNorm"]
 
 
 def _factors(factor, count):
