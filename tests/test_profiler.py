@@ -1,5 +1,6 @@
 """mx.profiler: a working per-operator profiler (counts, backward and optimizer entries, pause,
-the Chrome trace dump), and nothing of it left in place once stopped."""
+the Chrome trace dump), and nothing of it left in place once stopped; the Domain, Task, Frame,
+Event, Counter and Marker objects, recorded under MXNet 1.9.1's categories."""
 import json
 
 import numpy
@@ -104,6 +105,65 @@ def test_bad_arguments_say_so(clean_profiler):
         profiler.set_state("go")
     with pytest.raises(ValueError, match="sort_by"):
         profiler.dumps(sort_by="name")
-    with pytest.raises(mx.MXNetError, match="profiler.Domain"):
-        profiler.Domain
+    with pytest.raises(AttributeError):
+        profiler.Domains
+    with pytest.raises(ValueError, match="scope"):
+        profiler.Domain("d").new_marker("m").mark("everywhere")
     assert mx.profiler is profiler
+
+
+def test_the_objects_record_under_mxnets_categories(clean_profiler, tmp_path):
+    # The categories, phases and counter values MXNet 1.9.1 writes for the same calls (its
+    # trace: tasks "mydomain", frames "mydomain,frame", events "event", counters "C" events of
+    # the domain with the value after each change, markers "mydomain,instant_marker").
+    domain = profiler.Domain("mydomain")
+    task, frame = domain.new_task("mytask"), domain.new_frame("myframe")
+    event, marker = profiler.Event("myevent"), domain.new_marker("mymarker")
+    counter = domain.new_counter("mycounter", 5)        # not running: the value only
+    task.start()
+    task.stop()                                         # not running: nothing recorded
+    profiler.set_config(filename=str(tmp_path / "trace.json"))
+    profiler.set_state("run")
+    counter.set_value(5)
+    for _ in range(2):
+        task.start()
+        task.stop()
+    frame.start()
+    frame.stop()
+    event.start()
+    event.stop()
+    counter += 3
+    counter.increment(2)
+    counter.decrement()
+    counter -= 4
+    counter.set_value(42)
+    marker.mark()
+    marker.mark("thread")
+    profiler.pause()
+    task.start()
+    task.stop()
+    marker.mark()
+    counter.increment()
+    profiler.resume()
+    frame.stop()                                        # no start: nothing
+    profiler.dump()
+    with open(tmp_path / "trace.json") as f:
+        events = json.load(f)["traceEvents"]
+    mine = [(e["cat"], e["name"], e["ph"]) for e in events]
+    assert mine.count(("mydomain", "mytask", "X")) == 2
+    assert mine.count(("mydomain,frame", "myframe", "X")) == 1
+    assert mine.count(("event", "myevent", "X")) == 1
+    assert [e["args"]["mycounter"] for e in events if e["ph"] == "C"] == [5, 8, 10, 9, 5, 42]
+    assert [e["s"] for e in events if e["ph"] == "i"] == ["p", "t"]
+    assert {e["cat"] for e in events if e["ph"] == "i"} == {"mydomain,instant_marker"}
+    table = json.loads(profiler.dumps(format="json"))
+    assert table["mydomain"]["mytask"]["Count"] == 2
+    assert table["mydomain"]["mycounter"] == {"Count": 6, "Min": 5, "Max": 42, "Last": 42}
+    assert table["mydomain,frame"]["myframe"]["Count"] == 1
+    assert table["event"]["myevent"]["Count"] == 1
+    assert table["mydomain,instant_marker"]["mymarker"]["Count"] == 2
+    text = profiler.dumps()
+    sections = [line for line in text.splitlines() if line in
+                ("event", "mydomain", "mydomain,frame", "mydomain,instant_marker")]
+    assert sections == ["event", "mydomain", "mydomain,frame", "mydomain,instant_marker"]
+    assert str(domain) == "mydomain" and str(task) == "mytask" and str(counter) == "mycounter"

@@ -12,6 +12,10 @@ arithmetic operators (``a + b``, ``a[i]``), the backward pass of each recorded o
 calls others counts as one: only the outermost call is timed. On a GPU each timed call waits
 for the device, so the times are the work's, not the launch's.
 
+``Domain`` (with its ``Task``, ``Frame``, ``Counter`` and ``Marker``) and ``Event`` mark up
+one's own code, as MXNet's do: their spans, values and instants go into the same table (a
+section a category) and trace (``_profile_objects``).
+
 Cost when not running: none. ``set_state('run')`` puts timing wrappers in place of the
 operators (module attributes and NDArray methods) and ``set_state('stop')`` puts the originals
 back, so no operator checks a flag while the profiler is off.
@@ -21,17 +25,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 
 from ._atomic import write_text_atomic
+from ._profile_objects import Counter, Domain, Event, Frame, Marker, Task
+from ._profile_record import MAX_EVENTS, OPERATOR, RECORD as _PROFILER
 from .base import missing_attribute
 
 __all__ = ["set_config", "set_state", "state", "pause", "resume", "dumps", "dump",
-           "dump_profile", "profiler_set_config", "profiler_set_state", "MAX_EVENTS"]
-
-# Events kept for dump(); past this many the oldest stay and newer ones only count in dumps().
-MAX_EVENTS = 1_000_000
+           "dump_profile", "profiler_set_config", "profiler_set_state", "MAX_EVENTS", "Domain",
+           "Task", "Frame", "Event", "Counter", "Marker"]
 
 _CONFIG_KEYS = {"filename", "profile_all", "profile_symbolic", "profile_imperative",
                 "profile_memory", "profile_api", "contiguous_dump", "continuous_dump",
@@ -53,45 +56,6 @@ _PRIVATE = {("ops", "_fully_connected"): "FullyConnected", ("nn", "_convolution"
             ("losses", "l2_loss_batch_mean"): "l2_loss"}
 _MODULES = ("ops", "nn", "more_ops", "creation", "normalization", "padding", "deconvolution",
             "rnn", "ctc", "losses", "random", "sampling")
-
-
-class _Local(threading.local):
-    depth = 0
-
-
-class _Profiler:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.config = {"filename": "profile.json", "aggregate_stats": False}
-        self.running = False
-        self.paused = False
-        self.local = _Local()
-        self.patched = []                     # (owner, name, original)
-        self.reset()
-
-    def reset(self):
-        self.stats = {}                       # name -> [count, total, min, max] in seconds
-        self.events = []
-        self.dropped = 0
-        self.origin = time.perf_counter()
-
-    def add(self, name, start, seconds):
-        with self.lock:
-            entry = self.stats.get(name)
-            if entry is None:
-                self.stats[name] = [1, seconds, seconds, seconds]
-            else:
-                entry[0] += 1
-                entry[1] += seconds
-                entry[2] = min(entry[2], seconds)
-                entry[3] = max(entry[3], seconds)
-            if len(self.events) < MAX_EVENTS:
-                self.events.append((name, start, seconds, threading.get_ident()))
-            else:
-                self.dropped += 1
-
-
-_PROFILER = _Profiler()
 
 
 def _wait(result):
@@ -308,31 +272,52 @@ def resume(profile_process="worker"):
     _PROFILER.paused = False
 
 
+_HEADER = "%-*s  %12s  %14s  %14s  %14s  %14s"
+_COUNTER_HEADER = "%-*s  %12s  %14s  %14s  %14s"
+
+
 def _table(sort_by="total", ascending=False):
     columns = {"total": 1, "avg": None, "min": 2, "max": 3, "count": 0}
     if sort_by not in columns:
         raise ValueError("profiler.dumps: sort_by must be one of %s" % ", ".join(columns))
     with _PROFILER.lock:
-        rows = [(name,) + tuple(v) for name, v in _PROFILER.stats.items()]
+        spans = {cat: [(name,) + tuple(v) for name, v in entries.items()]
+                 for cat, entries in _PROFILER.spans.items()}
+        counters = {cat: dict(entries) for cat, entries in _PROFILER.counters.items()}
+        marks = {cat: dict(entries) for cat, entries in _PROFILER.marks.items()}
 
     def key(row):
         if sort_by == "avg":
             return row[2] / row[1]
         return row[1 + columns[sort_by]]
-    rows.sort(key=key, reverse=not ascending)
-    width = max([len("Name")] + [len(r[0]) for r in rows])
-    lines = ["", "Profile Statistics:",
-             "\tNote the difference in units for different entries.", "",
-             "operator", "=================",
-             "%-*s  %12s  %14s  %14s  %14s  %14s" % (width, "Name", "Total Count", "Time (ms)",
-                                                     "Min Time (ms)", "Max Time (ms)",
-                                                     "Avg Time (ms)"),
-             "%-*s  %12s  %14s  %14s  %14s  %14s" % (width, "----", "-----------", "---------",
-                                                     "-------------", "-------------",
-                                                     "-------------")]
-    for name, count, total, low, high in rows:
-        lines.append("%-*s  %12d  %14.4f  %14.4f  %14.4f  %14.4f" % (
-            width, name, count, total * 1e3, low * 1e3, high * 1e3, total * 1e3 / count))
+    width = max([len("Name")] + [len(r[0]) for rows in spans.values() for r in rows] +
+                [len(n) for e in list(counters.values()) + list(marks.values()) for n in e])
+    lines = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
+    # One section a category, in MXNet's order (by name: a domain's own before its frames').
+    for category in sorted(set(spans) | set(counters) | set(marks)):
+        lines += ["", category, "================="]
+        rows = sorted(spans.get(category, ()), key=key, reverse=not ascending)
+        if rows:
+            lines += [_HEADER % (width, "Name", "Total Count", "Time (ms)", "Min Time (ms)",
+                                 "Max Time (ms)", "Avg Time (ms)"),
+                      _HEADER % (width, "----", "-----------", "---------", "-------------",
+                                 "-------------", "-------------")]
+        for name, count, total, low, high in rows:
+            lines.append("%-*s  %12d  %14.4f  %14.4f  %14.4f  %14.4f" % (
+                width, name, count, total * 1e3, low * 1e3, high * 1e3, total * 1e3 / count))
+        if category in marks:
+            lines += ["%-*s  %12s" % (width, "Marker", "Total Count"),
+                      "%-*s  %12s" % (width, "------", "-----------")]
+            for name, count in sorted(marks[category].items()):
+                lines.append("%-*s  %12d" % (width, name, count))
+        if category in counters:
+            lines += [_COUNTER_HEADER % (width, "Counter", "Changes", "Min Value", "Max Value",
+                                         "Last Value"),
+                      _COUNTER_HEADER % (width, "-------", "-------", "---------", "---------",
+                                         "----------")]
+            for name, (changes, low, high, last) in sorted(counters[category].items()):
+                lines.append("%-*s  %12d  %14d  %14d  %14d" % (width, name, changes, low, high,
+                                                               last))
     if _PROFILER.dropped:
         lines += ["", "(%d events past the first %d are counted above but not kept for dump())"
                   % (_PROFILER.dropped, MAX_EVENTS)]
@@ -340,22 +325,46 @@ def _table(sort_by="total", ascending=False):
 
 
 def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noqa: A002
-    """The table of operators: count, total, min, max and average time in ms (``format='json'``:
-    the same as JSON). ``reset`` clears the records."""
+    """The table of what was timed, a section a category (``operator``, and those of
+    ``Domain``'s objects and ``Event``s): count, total, min, max and average time in ms;
+    counters' changes and values; markers' counts (``format='json'``: the same as JSON).
+    ``reset`` clears the records."""
     if format not in ("table", "json"):
         raise ValueError("profiler.dumps: format must be 'table' or 'json', got %r" % (format,))
     if format == "json":
         with _PROFILER.lock:
-            text = json.dumps({"operator": {
-                name: {"Count": v[0], "Total": v[1] * 1e3, "Min": v[2] * 1e3, "Max": v[3] * 1e3,
-                       "Avg": v[1] * 1e3 / v[0]} for name, v in _PROFILER.stats.items()},
-                "Unit": {"Time": "ms"}}, sort_keys=True)
+            doc = {cat: {name: {"Count": v[0], "Total": v[1] * 1e3, "Min": v[2] * 1e3,
+                                "Max": v[3] * 1e3, "Avg": v[1] * 1e3 / v[0]}
+                         for name, v in entries.items()}
+                   for cat, entries in _PROFILER.spans.items()}
+            for cat, entries in _PROFILER.counters.items():
+                doc.setdefault(cat, {}).update(
+                    {name: {"Count": v[0], "Min": v[1], "Max": v[2], "Last": v[3]}
+                     for name, v in entries.items()})
+            for cat, entries in _PROFILER.marks.items():
+                doc.setdefault(cat, {}).update({name: {"Count": n} for name, n in entries.items()})
+            doc.setdefault(OPERATOR, {})
+            doc["Unit"] = {"Time": "ms"}
+            text = json.dumps(doc, sort_keys=True)
     else:
         text = _table(sort_by, ascending)
     if reset:
         with _PROFILER.lock:
             _PROFILER.reset()
     return text
+
+
+def _trace_event(event, origin, pid):
+    category, name, phase, start, seconds, tid, extra = event
+    out = {"name": name, "cat": category, "ph": phase, "pid": pid, "tid": tid,
+           "ts": round((start - origin) * 1e6, 3)}
+    if phase == "X":
+        out["dur"] = round(seconds * 1e6, 3)
+    elif phase == "C":
+        out["args"] = extra
+    else:
+        out["s"] = extra
+    return out
 
 
 def dump(finished=True, profile_process="worker"):
@@ -366,9 +375,7 @@ def dump(finished=True, profile_process="worker"):
     with _PROFILER.lock:
         origin = _PROFILER.origin
         pid = os.getpid()
-        events = [{"name": name, "cat": "operator", "ph": "X", "pid": pid, "tid": tid,
-                   "ts": round((start - origin) * 1e6, 3), "dur": round(seconds * 1e6, 3)}
-                  for name, start, seconds, tid in _PROFILER.events]
+        events = [_trace_event(event, origin, pid) for event in _PROFILER.events]
     path = _PROFILER.config["filename"]
     write_text_atomic(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
     return path
@@ -377,9 +384,5 @@ def dump(finished=True, profile_process="worker"):
 dump_profile = dump
 
 
-_ABSENT = {name: "custom profiler object (profiler.%s)" % name
-           for name in ("Domain", "Task", "Frame", "Event", "Counter", "Marker", "scope")}
-
-
 def __getattr__(name):
-    raise missing_attribute(__name__, name, _ABSENT)
+    raise missing_attribute(__name__, name, {})
