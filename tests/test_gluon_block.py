@@ -422,3 +422,47 @@ def test_repr():
     outer.add(net)
     assert repr(outer).splitlines()[1:3] == ["  (0): Sequential(", "    (0): Dense(3 -> 4, Activation(relu))"]
     assert repr(gluon.loss.L2Loss()) == "L2Loss(batch_axis=0, w=1.0)"
+
+
+def test_hook_handles_are_mxnets():
+    # Recorded from MXNet 1.9.1: the same function registered twice is one hook (keyed by
+    # id(hook)), so one detach removes it; a handle works as a context manager; a HookHandle
+    # attaches once, to an OrderedDict (a plain dict takes no weak reference in MXNet either).
+    import collections
+    import copy
+
+    calls = []
+
+    def hook(block, inputs, outputs):
+        calls.append("post")
+
+    def pre(block, inputs):
+        calls.append("pre")
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    first = net.register_forward_hook(hook)
+    net.register_forward_hook(hook)
+    net.register_forward_pre_hook(pre)
+    seen = []
+    for step in range(4):
+        if step == 1:
+            first.detach()
+        if step == 2:
+            with net.register_forward_hook(hook):
+                net(nd.ones((1, 3)))
+        else:
+            net(nd.ones((1, 3)))
+        seen.append(calls[:])
+        calls.clear()
+    assert seen == [["pre", "post"], ["pre"], ["pre", "post"], ["pre"]]
+    handle = gluon.utils.HookHandle()
+    hooks = collections.OrderedDict()
+    handle.attach(hooks, hook)
+    assert list(hooks.values()) == [hook]
+    with pytest.raises(AssertionError, match="attached twice"):
+        handle.attach(hooks, pre)
+    copy.copy(handle).detach()
+    handle.detach()
+    assert not hooks
+    with pytest.raises(TypeError):
+        gluon.utils.HookHandle().attach({}, hook)

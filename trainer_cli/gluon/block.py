@@ -23,6 +23,7 @@ from ..context import current_context
 from ..ndarray import NDArray
 from ..ndarray.interop import raw as _raw
 from . import cached_plan as _plans
+from .utils import HookHandle
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterError,
                         _assign_loaded)
 
@@ -225,16 +226,14 @@ class Block:
         _plans.bump_epoch()
 
     def register_forward_pre_hook(self, hook):
-        key = object()
-        self._forward_pre_hooks[key] = hook
-        _plans.bump_epoch()      # a hybridized block with hooks runs imperatively
-        return _HookHandle(self._forward_pre_hooks, key)
+        handle = _HookHandle()
+        handle.attach(self._forward_pre_hooks, hook)
+        return handle
 
     def register_forward_hook(self, hook):
-        key = object()
-        self._forward_hooks[key] = hook
-        _plans.bump_epoch()
-        return _HookHandle(self._forward_hooks, key)
+        handle = _HookHandle()
+        handle.attach(self._forward_hooks, hook)
+        return handle
 
     def apply(self, fn):
         for child in self._children.values():
@@ -343,20 +342,17 @@ class Block:
         print_summary(self, inputs)
 
 
-class _HookHandle:
-    def __init__(self, hooks, key):
-        self._hooks = hooks
-        self._key = key
+class _HookHandle(HookHandle):
+    """A block's hook handle: a hybridized block with hooks runs imperatively, so attaching or
+    detaching one makes the cached plans look again."""
 
-    def detach(self):
-        self._hooks.pop(self._key, None)
+    def attach(self, hooks_dict, hook):
+        super().attach(hooks_dict, hook)
         _plans.bump_epoch()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.detach()
+    def detach(self):
+        super().detach()
+        _plans.bump_epoch()
 
 
 _tracing = threading.local()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+import weakref
+from collections import OrderedDict
 
 import numpy
 
@@ -16,7 +18,7 @@ from ..ndarray.host_threads import even_pieces
 from ..ndarray.interop import raw as _raw
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "split_bounds", "check_sha1",
-           "download", "replace_file", "shape_is_known"]
+           "download", "replace_file", "shape_is_known", "HookHandle"]
 
 
 def split_bounds(size, num_slice):
@@ -130,6 +132,42 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
 def replace_file(src, dst):
     """Move ``src`` onto ``dst`` in one step (``os.replace``: atomic on one file system)."""
     os.replace(src, dst)
+
+
+class HookHandle:
+    """A hook's place in a dict of hooks (a block's forward hooks), which ``detach()`` (or
+    leaving a ``with`` block) removes; MXNet 1.9.1's, keyed by ``id(hook)``, so the same
+    function attached twice to one dict is there once."""
+
+    def __init__(self):
+        self._hooks_dict_ref = None
+        self._id = None
+
+    def attach(self, hooks_dict, hook):
+        if self._hooks_dict_ref is not None:
+            raise AssertionError("The same handle cannot be attached twice.")
+        self._id = id(hook)
+        hooks_dict[self._id] = hook
+        self._hooks_dict_ref = weakref.ref(hooks_dict)
+
+    def detach(self):
+        hooks_dict = None if self._hooks_dict_ref is None else self._hooks_dict_ref()
+        if hooks_dict is not None and self._id in hooks_dict:
+            del hooks_dict[self._id]
+
+    def __getstate__(self):
+        return (None if self._hooks_dict_ref is None else self._hooks_dict_ref(), self._id)
+
+    def __setstate__(self, state):
+        # A copy whose dict is gone refers to an empty one, as MXNet's.
+        self._hooks_dict_ref = weakref.ref(OrderedDict() if state[0] is None else state[0])
+        self._id = state[1]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
 
 
 def shape_is_known(shape):
