@@ -1,0 +1,64 @@
+"""Small cases in the style of "The Straight Dope" (the MXNet Gluon book), written once against
+MXNet's API: ``record(mx)`` runs them with the module given (``mxnet`` or ``trainer_cli``) and
+returns their numbers by name.
+
+    /work/mxvenv/bin/python tests/data/mxnet_straight_dope/make_straight_dope_records.py
+
+records ``straight_dope.npz``; tests/test_straight_dope.py replays them with trainer_cli."""
+import importlib
+
+import numpy as np
+
+
+def toy_ssd(mx, out):
+    """The book's SSD chapter: the contributed operators imported by module path
+    (``from mxnet.contrib.ndarray import MultiBoxPrior``), a class and a box predictor over one
+    feature map, the training targets, a focal and a smooth-L1 loss with their gradients, and
+    the detections."""
+    contrib = importlib.import_module(mx.__name__ + ".contrib.ndarray")
+    nd, autograd = mx.nd, mx.autograd
+    rng = np.random.RandomState(7)
+    x = nd.array(rng.rand(2, 3, 8, 8).astype(np.float32))
+    num_anchors, num_classes = 4, 2
+    w_cls = nd.array(rng.randn(num_anchors * (num_classes + 1), 3, 3, 3).astype(np.float32) * 0.1)
+    w_box = nd.array(rng.randn(num_anchors * 4, 3, 3, 3).astype(np.float32) * 0.1)
+    labels = nd.array(np.array([[[0, 0.1, 0.1, 0.5, 0.6], [1, 0.5, 0.4, 0.9, 0.9]],
+                                [[1, 0.2, 0.3, 0.7, 0.8], [-1, -1, -1, -1, -1]]], np.float32))
+    for w in (w_cls, w_box):
+        w.attach_grad()
+
+    def flatten_prediction(pred):
+        return nd.flatten(nd.transpose(pred, axes=(0, 2, 3, 1)))
+
+    anchors = contrib.MultiBoxPrior(x, sizes=[0.3, 0.5], ratios=[1, 2, 0.5])
+    with autograd.record():
+        cls = flatten_prediction(nd.Convolution(x, w_cls, kernel=(3, 3), pad=(1, 1),
+                                                num_filter=w_cls.shape[0], no_bias=True))
+        box = flatten_prediction(nd.Convolution(x, w_box, kernel=(3, 3), pad=(1, 1),
+                                                num_filter=w_box.shape[0], no_bias=True))
+        cls = cls.reshape((0, -1, num_classes + 1))
+        box_target, box_mask, cls_target = contrib.MultiBoxTarget(
+            anchors, labels, nd.transpose(cls, axes=(0, 2, 1)))
+        prob = nd.softmax(cls)
+        pt = nd.pick(prob, cls_target, axis=-1, keepdims=True)
+        focal = nd.mean(-0.25 * (1 - pt) ** 2 * nd.log(pt), axis=0, exclude=True)
+        smooth = nd.mean(nd.smooth_l1((box - box_target) * box_mask, scalar=1.0), axis=0,
+                         exclude=True)
+        loss = focal + smooth
+    loss.backward()
+    probs = nd.SoftmaxActivation(nd.transpose(cls, (0, 2, 1)), mode="channel")
+    det = contrib.MultiBoxDetection(probs, box, anchors, force_suppress=True, clip=False)
+    for name, value in (("anchors", anchors), ("box_target", box_target), ("box_mask", box_mask),
+                        ("cls_target", cls_target), ("loss", loss), ("grad_cls", w_cls.grad),
+                        ("grad_box", w_box.grad), ("detections", det)):
+        out["toy_ssd/" + name] = value.asnumpy()
+
+
+CASES = [toy_ssd]
+
+
+def record(mx):
+    out = {}
+    for case in CASES:
+        case(mx, out)
+    return out

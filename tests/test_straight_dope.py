@@ -1,0 +1,39 @@
+"""Code in the style of "The Straight Dope" (the MXNet Gluon book) gives MXNet 1.9.1's numbers
+(tests/data/mxnet_straight_dope/straight_dope.npz, recorded from the real MXNet by the same
+``straight_dope_cases.record``), and the module paths the book imports exist."""
+import importlib
+
+import numpy as np
+import pytest
+
+import replay
+import trainer_cli as mx
+
+RECORDED, straight_dope_cases = replay.recording("mxnet_straight_dope", "straight_dope.npz",
+                                                 "straight_dope_cases")
+OURS = straight_dope_cases.record(mx)
+
+
+def test_every_recorded_case_is_here():
+    assert sorted(OURS) == sorted(RECORDED)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_each_case_is_mxnets(name):
+    got, want = OURS[name], RECORDED[name]
+    replay.same_layout(got, want)
+    # Convolutions and reductions sum in another order than MXNet's: float32 rounding.
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_contrib_module_paths_are_the_operator_modules():
+    # ``from mxnet.contrib.ndarray import MultiBoxPrior``: the path, mx.contrib.nd and
+    # mx.nd.contrib are one module, as in MXNet (and the same for symbols).
+    by_path = importlib.import_module("trainer_cli.contrib.ndarray")
+    assert by_path is mx.contrib.nd is mx.contrib.ndarray is mx.nd.contrib
+    from trainer_cli.contrib.ndarray import MultiBoxDetection, MultiBoxPrior, MultiBoxTarget
+    assert MultiBoxPrior is mx.nd.contrib.MultiBoxPrior
+    assert (MultiBoxTarget, MultiBoxDetection) == (mx.nd.contrib.MultiBoxTarget,
+                                                   mx.nd.contrib.MultiBoxDetection)
+    sym_path = importlib.import_module("trainer_cli.contrib.symbol")
+    assert sym_path is mx.contrib.sym is mx.contrib.symbol is mx.sym.contrib
