@@ -189,8 +189,10 @@ _ADAPTED.update({
     "CTCLoss": _nd.CTCLoss,
     "ROIPooling": _nd.ROIPooling,
     "_np_cumsum": _nd.cumsum,
-    "_linalg_gemm2": _nd.linalg.gemm2,
 })
+# ... and ``_linalg_<name>`` nodes (F.linalg.<name>) as ``nd.linalg.<name>``.
+_ADAPTED.update({entry[0]: getattr(_nd.linalg, key[len("linalg."):])
+                 for key, entry in sorted(_OPS.items()) if key.startswith("linalg.")})
 _ADAPTED.update({op: _contrib(op[len("_contrib_"):]) for op in sorted(
     entry[0] for key, entry in _OPS.items() if key.startswith("contrib."))
     if op.startswith("_contrib_") and op not in _ADAPTED})

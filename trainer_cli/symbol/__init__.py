@@ -1,19 +1,19 @@
 """The symbol namespace (``mx.sym``), as far as exporting Gluon blocks and importing MXNet's
 symbol files need it: variables, the operators of Gluon's layers and common ``F`` functions
 recorded as graph nodes (``contrib``: MXNet's contributed operators that ``nd.contrib``
-computes), ``Group``, ``load``/``load_json`` and ``Symbol.tojson``/``save``.
+computes; ``linalg``: those of ``nd.linalg``), ``Group``, ``load``/``load_json`` and ``Symbol.tojson``/``save``.
 
 Symbols here are not executed (no ``bind``/``eval``/``simple_bind``, no shape inference):
 ``gluon.SymbolBlock`` runs a graph with ``nd`` (docs/compat.md).
 """
 from ._op_table import OPS as _OPS
-from . import contrib
+from . import contrib, linalg
 from .graph_json import load_graph as load, parse_graph as load_json
 from .symbol import Group, MXNetSymbolError, Symbol, Variable, make_op as _make_op, var
 from .custom import Custom
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "MXNetSymbolError", "zeros",
-           "ones", "contrib", "Custom"]
+           "ones", "contrib", "linalg", "Custom"]
 
 
 def zeros(shape, dtype=None, **kwargs):

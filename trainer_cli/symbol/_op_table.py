@@ -5,9 +5,10 @@ name -> (op, inputs, args, variadic, outputs, visible): the operator a node reco
 its array inputs in order, its other arguments in positional order, whether it takes
 any number of inputs, and the outputs of its node and those a symbol shows (as
 made with default arguments; some depend on them). A key contrib.<name> is
-F.contrib.<name>. OUTPUT_NAMES: op -> the names of the outputs a symbol can
-show, where MXNet's differ from output/output<i>; MUTATED_INPUTS: op -> the
-positions of the inputs it writes to (auxiliary states)."""
+F.contrib.<name>, a key linalg.<name> F.linalg.<name>. OUTPUT_NAMES: op ->
+the names of the outputs a symbol can show, where MXNet's differ from
+output/output<i>; MUTATED_INPUTS: op -> the positions of the inputs it writes
+to (auxiliary states)."""
 
 OPS = {
     'Activation': ('Activation', ('data',), ('act_type',), False, 1, 1),
@@ -169,6 +170,23 @@ OPS = {
     'gammaln': ('gammaln', ('data',), (), False, 1, 1),
     'gather_nd': ('gather_nd', ('data', 'indices'), (), False, 1, 1),
     'identity': ('_copy', ('data',), (), False, 1, 1),
+    'linalg.det': ('_linalg_det', ('A',), (), False, 3, 1),
+    'linalg.extractdiag': ('_linalg_extractdiag', ('A',), ('offset',), False, 1, 1),
+    'linalg.extracttrian': ('_linalg_extracttrian', ('A',), ('offset', 'lower'), False, 1, 1),
+    'linalg.gelqf': ('_linalg_gelqf', ('A',), (), False, 2, 2),
+    'linalg.gemm': ('_linalg_gemm', ('A', 'B', 'C'), ('transpose_a', 'transpose_b', 'alpha', 'beta', 'axis'), False, 1, 1),
+    'linalg.gemm2': ('_linalg_gemm2', ('A', 'B'), ('transpose_a', 'transpose_b', 'alpha', 'axis'), False, 1, 1),
+    'linalg.inverse': ('_linalg_inverse', ('A',), (), False, 1, 1),
+    'linalg.makediag': ('_linalg_makediag', ('A',), ('offset',), False, 1, 1),
+    'linalg.maketrian': ('_linalg_maketrian', ('A',), ('offset', 'lower'), False, 1, 1),
+    'linalg.potrf': ('_linalg_potrf', ('A',), (), False, 1, 1),
+    'linalg.potri': ('_linalg_potri', ('A',), (), False, 1, 1),
+    'linalg.slogdet': ('_linalg_slogdet', ('A',), (), False, 4, 2),
+    'linalg.sumlogdiag': ('_linalg_sumlogdiag', ('A',), (), False, 1, 1),
+    'linalg.syevd': ('_linalg_syevd', ('A',), (), False, 2, 2),
+    'linalg.syrk': ('_linalg_syrk', ('A',), ('transpose', 'alpha'), False, 1, 1),
+    'linalg.trmm': ('_linalg_trmm', ('A', 'B'), ('transpose', 'rightside', 'lower', 'alpha'), False, 1, 1),
+    'linalg.trsm': ('_linalg_trsm', ('A', 'B'), ('transpose', 'rightside', 'lower', 'alpha'), False, 1, 1),
     'linalg_gemm2': ('_linalg_gemm2', ('A', 'B'), ('transpose_a', 'transpose_b', 'alpha', 'axis'), False, 1, 1),
     'log': ('log', ('data',), (), False, 1, 1),
     'log10': ('log10', ('data',), (), False, 1, 1),

@@ -1,5 +1,6 @@
 """Writes trainer_cli/symbol/_op_table.py from real MXNet 1.9.1: for each operator function of
-``mx.sym`` (and of ``mx.sym.contrib``, keyed ``contrib.<name>``) that the symbol tracer knows,
+``mx.sym`` (and of ``mx.sym.contrib`` and ``mx.sym.linalg``, keyed ``contrib.<name>``,
+``linalg.<name>``) that the symbol tracer knows,
 its operator's own name, its input names, its other arguments in order, and how many outputs
 its node has (all, and those a symbol shows); beside it, for the operators whose outputs MXNet
 names other than ``output``/``output<i>``, those names (``OUTPUT_NAMES``), and the inputs each
@@ -44,6 +45,10 @@ getnnz gradientmultiplier index_array index_copy interleaved_matmul_encdec_qk
 interleaved_matmul_encdec_valatt interleaved_matmul_selfatt_qk interleaved_matmul_selfatt_valatt
 quadratic round_ste sign_ste SyncBatchNorm""".split()
 
+# mx.sym.linalg's operators (keyed linalg.<name>), which nd.linalg computes.
+LINALG = """gemm gemm2 potrf potri trmm trsm sumlogdiag syrk gelqf syevd inverse det slogdet
+extractdiag makediag extracttrian maketrian""".split()
+
 
 # Arguments an operator cannot be made without (any valid value: only the node's shape counts).
 _CONV = {"kernel": (1, 1), "num_filter": 1}
@@ -74,6 +79,8 @@ NEEDED = {"FullyConnected": {"num_hidden": 1}, "Convolution": _CONV, "Deconvolut
 def function(fname):
     if fname.startswith("contrib."):
         return getattr(mx.sym.contrib, fname[len("contrib."):], None)
+    if fname.startswith("linalg."):
+        return getattr(mx.sym.linalg, fname[len("linalg."):], None)
     return getattr(mx.sym, fname, None) or getattr(mx.sym._internal, fname, None)
 
 
@@ -128,7 +135,7 @@ def made(fn, args, kwargs):
 
 def main(path):
     table = {}
-    for fname in NAMES + ["contrib." + n for n in CONTRIB]:
+    for fname in NAMES + ["contrib." + n for n in CONTRIB] + ["linalg." + n for n in LINALG]:
         entry = info(fname)
         if entry is not None:
             table[fname] = entry
@@ -139,9 +146,10 @@ def main(path):
                 'its array inputs in order, its other arguments in positional order, whether it takes\n'
                 'any number of inputs, and the outputs of its node and those a symbol shows (as\n'
                 'made with default arguments; some depend on them). A key contrib.<name> is\n'
-                'F.contrib.<name>. OUTPUT_NAMES: op -> the names of the outputs a symbol can\n'
-                'show, where MXNet\'s differ from output/output<i>; MUTATED_INPUTS: op -> the\n'
-                'positions of the inputs it writes to (auxiliary states)."""\n\nOPS = ')
+                'F.contrib.<name>, a key linalg.<name> F.linalg.<name>. OUTPUT_NAMES: op ->\n'
+                'the names of the outputs a symbol can show, where MXNet\'s differ from\n'
+                'output/output<i>; MUTATED_INPUTS: op -> the positions of the inputs it writes\n'
+                'to (auxiliary states)."""\n\nOPS = ')
         f.write("{\n")
         for name in sorted(table):
             e = table[name]
