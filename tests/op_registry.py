@@ -598,6 +598,13 @@ DEVIATIONS += [
     Deviation("broadcast_to", "also broadcasts to more axes than the input has (NumPy's rule)",
               "MXNet 1.9.1 requires as many axes as the target shape; everything MXNet accepts "
               "gives MXNet's result"),
+    Deviation("reshape",
+              "`nd.reshape(x, shape)` (and `nd.Reshape`) to a shape of another size than the "
+              "input's (after `0`, `-1`, ... are resolved) raises `ShapeError`, as the method "
+              "`x.reshape()` does in both",
+              "MXNet 1.9.1 compiles its size check out and returns an array of the other size: "
+              "the input's first elements when smaller, memory past the input's end when larger "
+              "(garbage values, then heap corruption or a segmentation fault)"),
 ]
 
 

@@ -37,3 +37,17 @@ def test_contrib_module_paths_are_the_operator_modules():
                                                    mx.nd.contrib.MultiBoxDetection)
     sym_path = importlib.import_module("trainer_cli.contrib.symbol")
     assert sym_path is mx.contrib.sym is mx.contrib.symbol is mx.sym.contrib
+
+
+def test_reshape_operator_to_another_size_raises_where_mxnet_corrupts_memory():
+    # The book's tensor chapter folds a (5, 6) product into (4, 3, 2): MXNet 1.9.1's operator
+    # (its size check compiled out) returns 24 of the 30 values, and a larger target reads past
+    # the input (a crash later). Here both raise ShapeError, as the method x.reshape() does.
+    from trainer_cli.base import MXNetError, ShapeError
+    a = mx.nd.arange(30).reshape((5, 6))
+    for target in ((4, 3, 2), (4, 4, 2), (4, -1, 7)):
+        with pytest.raises(ShapeError, match="cannot make shape"):
+            mx.nd.reshape(a, target)
+        with pytest.raises(MXNetError):
+            mx.nd.Reshape(a, shape=target)
+    assert mx.nd.reshape(a, (3, -1, 2)).shape == (3, 5, 2)
