@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy
+
 from .base import MXNetError
 
 __all__ = [
@@ -248,6 +250,14 @@ def _run_backward(heads, head_grads, retain_graph, direct=False):
 
 
 def _propagate(nodes, node_grads, var_grads, retain_graph):
+    # MXNet's backward operators give inf and NaN silently (a diverging run's overflowing
+    # gradients). NumPy would warn from inside its own reductions (``g.sum(axis=0)``), pointing
+    # at NumPy's files, where ndarray's module filter cannot reach.
+    with numpy.errstate(all="ignore"):
+        _walk(nodes, node_grads, var_grads, retain_graph)
+
+
+def _walk(nodes, node_grads, var_grads, retain_graph):
     pop = node_grads.pop
     freed = False
     for node in nodes:

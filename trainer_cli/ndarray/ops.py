@@ -508,6 +508,11 @@ def _reduce(x, axis, keepdims, exclude, fwd, grad):
 
 
 def _sum_raw(d, a, k):
+    if type(d) is _np_ndarray:
+        # The ufunc itself, which ``d.sum`` calls through NumPy's ``_methods``: the same bits,
+        # and an overflow's RuntimeWarning then comes from this package, whose filter keeps
+        # it silent as MXNet's sum is (from ``_methods`` it would reach the program).
+        return _add_reduce(d, a, None, None, k)
     return d.sum(axis=a, keepdims=k)
 
 
@@ -545,7 +550,10 @@ def _mean_raw(d, a, k):
             if count == 1:          # x / 1 is x: a per-sample loss over one value, say
                 return out
             return _true_divide(out, numpy.intp(count), out=out, casting="unsafe", subok=False)
-    return d.mean(axis=a, keepdims=k)
+    # NumPy's mean warns from its own ``_methods`` module, past this package's warning filter;
+    # MXNet's mean overflows silently.
+    with numpy.errstate(over="ignore", invalid="ignore"):
+        return d.mean(axis=a, keepdims=k)
 
 
 _add_reduce = numpy.add.reduce

@@ -4,6 +4,8 @@ One module per optimizer; each holds its hyper-parameters (the constructor) and 
 written once over NumPy/CuPy arrays. ``Optimizer.opt_registry`` maps the lower-cased class names
 to the classes.
 """
+import warnings as _warnings
+
 from .optimizer import Optimizer, register, create
 from .sgd import SGD, ccSGD
 from .nag import NAG
@@ -40,3 +42,8 @@ __all__ = ["Optimizer", "register", "create", "names", "lookup", "Updater", "get
            "SGD", "ccSGD", "NAG", "Signum", "SGLD", "DCASGD", "LARS", "LBSGD", "Adam", "AdamW",
            "AdaGrad", "GroupAdaGrad", "RMSProp", "AdaDelta", "Ftrl", "Adamax", "Nadam", "FTML",
            "LAMB", "Test", "contrib"]
+
+# MXNet's update operators (sgd_update, adam_update, ...) turn an overflowing gradient into inf
+# and NaN weights silently; NumPy would warn from these modules' lines, as from the operators'
+# (ndarray's own filter).
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"trainer_cli\.optimizer\.")

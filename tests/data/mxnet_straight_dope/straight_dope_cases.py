@@ -54,7 +54,34 @@ def toy_ssd(mx, out):
         out["toy_ssd/" + name] = value.asnumpy()
 
 
-CASES = [toy_ssd]
+def diverging_sgd(mx, out):
+    """The book's SGD chapter with too large a learning rate: a Dense(1) regression whose
+    squared loss overflows within a few steps, so the gradients and weights become inf and then
+    NaN (MXNet gives them silently, without NumPy's RuntimeWarnings)."""
+    nd, autograd, gluon = mx.nd, mx.autograd, mx.gluon
+    rng = np.random.RandomState(3)
+    X = nd.array(rng.randn(200, 2).astype(np.float32))
+    y = 2 * X[:, 0] - 3.4 * X[:, 1] + 4.2
+    net = gluon.nn.Dense(1, in_units=2)
+    net.initialize()
+    net.weight.set_data(nd.array(rng.randn(1, 2).astype(np.float32)))
+    net.bias.set_data(nd.array(rng.randn(1).astype(np.float32)))
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 5})
+    square_loss = gluon.loss.L2Loss()
+    weights, losses = [], []
+    for i in list(range(0, 200, 10)) * 4:
+        with autograd.record():
+            loss = square_loss(net(X[i:i + 10]), y[i:i + 10])
+        loss.backward()
+        trainer.step(10)
+        weights.append(np.concatenate([net.weight.data().asnumpy().ravel(),
+                                       net.bias.data().asnumpy()]))
+        losses.append(square_loss(net(X), y).mean().asnumpy())
+    out["diverging_sgd/weights"] = np.stack(weights)
+    out["diverging_sgd/losses"] = np.stack(losses)
+
+
+CASES = [toy_ssd, diverging_sgd]
 
 
 def record(mx):
