@@ -167,6 +167,13 @@ def build(name, mx):
                 lambda F, x: (x > 0) * x + (x <= -0.5) * 2 + (x >= x.flip(1)) + (x < 0.1) * 3
                 + (0.2 < x) * 5 + (x >= 0.3) * (x < x * 2)))
             x = data(name, (3, 5))
+        elif name == "equal":
+            # == and != with symbols and scalars (MXNet records _equal, _not_equal and their
+            # scalar forms).
+            net.add(nn.Dense(4), nn.HybridLambda(
+                lambda F, x: F.where(F.round(x * 2) == 0, x * 3, x) + (F.round(x) != x.flip(1))
+                + (x.flip(1) == x.flip(1)) * 0.5 + (F.round(x) != 0) * 2))
+            x = data(name, (3, 5))
         elif name == "more_ops":
             net.add(nn.Dense(5), nn.HybridLambda(_more_ops))
             x = data(name, (3, 5))
@@ -202,7 +209,7 @@ def _more_ops(F, x):
 
 
 CASES = ("mlp", "conv2d", "conv1d3d", "norms", "embedding", "zoo", "rnn", "concurrent",
-         "compare", "more_ops")
+         "compare", "equal", "more_ops")
 
 # Model-zoo networks whose export is compared by the SHA-256 of MXNet's files (kept small).
 ZOO = {"mobilenetv2_0.25": 32}

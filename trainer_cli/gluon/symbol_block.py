@@ -162,6 +162,7 @@ _ADAPTED = {
     "_lesser_equal_scalar": _scalar(lambda x, s: x <= s),
     "_lesser_scalar": _scalar(lambda x, s: x < s),
     "_equal_scalar": _scalar(lambda x, s: x == s),
+    "_not_equal_scalar": _scalar(lambda x, s: x != s),
     "_power": _nd.power,
     "_maximum": _nd.maximum,
     "_minimum": _nd.minimum,
@@ -170,6 +171,7 @@ _ADAPTED = {
     "_lesser_equal": lambda a, b: a <= b,
     "_lesser": lambda a, b: a < b,
     "_equal": lambda a, b: a == b,
+    "_not_equal": lambda a, b: a != b,
 }
 
 

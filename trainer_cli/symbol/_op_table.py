@@ -74,6 +74,8 @@ OPS = {
     '_minus_scalar': ('_minus_scalar', ('data',), ('scalar', 'is_int'), False, 1, 1),
     '_mul': ('elemwise_mul', ('lhs', 'rhs'), (), False, 1, 1),
     '_mul_scalar': ('_mul_scalar', ('data',), ('scalar', 'is_int'), False, 1, 1),
+    '_not_equal': ('_not_equal', ('lhs', 'rhs'), (), False, 1, 1),
+    '_not_equal_scalar': ('_not_equal_scalar', ('data',), ('scalar', 'is_int'), False, 1, 1),
     '_ones': ('_ones', (), ('shape', 'ctx', 'dtype'), False, 1, 1),
     '_plus': ('elemwise_add', ('lhs', 'rhs'), (), False, 1, 1),
     '_plus_scalar': ('_plus_scalar', ('data',), ('scalar', 'is_int'), False, 1, 1),

@@ -241,8 +241,22 @@ class Symbol:
     def __neg__(self):
         return self.__mul__(-1.0)
 
-    # MXNet's comparisons (``mask = x > 0`` in a hybrid_forward). ``==`` and ``!=`` stay
-    # Python's identity tests: symbols are kept in lists and dicts while a graph is recorded.
+    # MXNet's comparisons (``mask = x > 0``, ``x == 0`` in a hybrid_forward). A symbol stays
+    # hashable by identity (the recorder keys dicts by symbols, which compare by identity
+    # first); its truth value is refused, as MXNet's, so that no ``in`` or ``if`` over symbols
+    # can take a recorded ``==`` for an answer.
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise TypeError("a Symbol has no truth value (it records a graph node: "
+                        "F.where(x == y, ...) rather than if x == y)")
+
+    def __eq__(self, other):
+        return self._binary(other, "_equal", "_equal_scalar")
+
+    def __ne__(self, other):
+        return self._binary(other, "_not_equal", "_not_equal_scalar")
+
     def __gt__(self, other):
         return self._binary(other, "_greater", "_greater_scalar")
 

@@ -28,7 +28,7 @@ _plus_scalar _minus_scalar _rminus_scalar _mul_scalar _div_scalar _rdiv_scalar _
 _rpower_scalar _maximum_scalar _minimum_scalar _Plus _Minus _Mul _Div _Power _PlusScalar
 _MinusScalar _RMinusScalar _MulScalar _DivScalar _RDivScalar _PowerScalar _RPowerScalar
 _copy _rnn_param_concat _greater _greater_scalar _lesser _lesser_scalar _equal _equal_scalar
-_greater_equal _greater_equal_scalar _lesser_equal _lesser_equal_scalar
+_greater_equal _greater_equal_scalar _lesser_equal _lesser_equal_scalar _not_equal _not_equal_scalar
 _maximum _minimum _zeros _ones RNN ROIPooling _plus _add _minus _sub _mul _div
 argsort batch_take broadcast_axis broadcast_equal broadcast_not_equal broadcast_greater
 broadcast_greater_equal broadcast_lesser broadcast_lesser_equal cumsum diag erfinv gamma gammaln
