@@ -21,6 +21,9 @@ def test_every_recorded_case_is_here():
 @pytest.mark.parametrize("name", sorted(RECORDED))
 def test_each_case_is_mxnets(name):
     got, want = OURS[name], RECORDED[name]
+    if want.dtype.kind in "Uiu":        # a program's printed lines, exit codes: exactly
+        np.testing.assert_array_equal(got, want)
+        return
     replay.same_layout(got, want)
     # Convolutions and reductions sum in another order than MXNet's: float32 rounding, which a
     # diverging run multiplies step after step (inf and NaN in the same places).

@@ -14,6 +14,7 @@ pickles (``get_mnist_pkl``), and the statistical checks of random generators are
 from __future__ import annotations
 
 import functools
+import logging
 import numbers
 import os
 import platform
@@ -667,6 +668,11 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5):
     if dirname is not None:
         fname = os.path.join(dirname, fname)
     if not overwrite and os.path.isfile(fname):
+        # MXNet logs this through the root logger's module function, whose first call gives the
+        # root logger its default handler at WARNING: a later logging.basicConfig(level=INFO) in
+        # the program is then a no-op, and its logging.info() lines stay unshown (the Straight
+        # Dope's conditional GAN after get_mnist()). The same call gives the same program output.
+        logging.info("%s exists, skipping download", fname)
         return fname
     raise NotDownloadedError(
         "%s: trainer_cli does not download files; fetch %s yourself and save it as %s "

@@ -81,7 +81,38 @@ def diverging_sgd(mx, out):
     out["diverging_sgd/losses"] = np.stack(losses)
 
 
-CASES = [toy_ssd, diverging_sgd]
+_LOGGING_SCRIPT = """
+import logging, os, sys
+import %s as mx
+open('t10k-labels-idx1-ubyte.gz', 'wb').close()
+print(os.path.basename(mx.test_utils.download('http://data.mxnet.io/data/mnist/t10k-labels-idx1-ubyte.gz')))
+print(len(logging.getLogger().handlers), logging.getLogger().level)
+logging.basicConfig(level=logging.INFO)
+logging.info('after basicConfig')
+logging.warning('a warning')
+"""
+
+
+def download_logging(mx, out):
+    """``test_utils.download`` of a file already there (as ``get_mnist()`` in the book's GAN
+    chapters): what a fresh program then prints, on stdout and stderr, when it goes on to
+    ``logging.basicConfig(level=logging.INFO)`` and logs."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, MXNET_ENGINE_TYPE="NaiveEngine")
+        done = subprocess.run([sys.executable, "-c", _LOGGING_SCRIPT % mx.__name__], cwd=tmp,
+                              capture_output=True, text=True, timeout=120, env=env)
+    # MXNet's engine announces itself on stderr, a C++ log line that is no logging record.
+    stderr = [line for line in done.stderr.splitlines() if "engine.cc" not in line]
+    out["download_logging/returncode"] = np.array(done.returncode)
+    out["download_logging/stdout"] = np.array(done.stdout.splitlines())
+    out["download_logging/stderr"] = np.array(stderr)
+
+
+CASES = [toy_ssd, diverging_sgd, download_logging]
 
 
 def record(mx):
