@@ -112,7 +112,28 @@ def download_logging(mx, out):
     out["download_logging/stderr"] = np.array(stderr)
 
 
-CASES = [toy_ssd, diverging_sgd, download_logging]
+def batchnorm_axis_out_of_range(mx, out):
+    """The book's time-series chapter: a BatchNorm (deferred, ``axis=1``) given a 1-D batch.
+    MXNet's deferred initialization fails with a ValueError that names the operator and its
+    check (its timestamp and source path left out here)."""
+    import re
+    messages, kinds = [], []
+    for axis in (1, 3, -3):
+        net = mx.gluon.nn.BatchNorm(axis=axis, center=False, prefix="bn_")
+        net.initialize()
+        try:
+            net(mx.nd.ones((4,)))
+            messages.append("")
+            kinds.append(0)
+        except Exception as exc:  # noqa: BLE001 - which one is the point
+            messages.append(re.sub(r"\[\d\d:\d\d:\d\d\] \S+\.cc:\d+: ", "",
+                                   str(exc).split("\n")[0]))
+            kinds.append(int(isinstance(exc, ValueError)) + 2 * int(isinstance(exc, IndexError)))
+    out["batchnorm_axis/messages"] = np.array(messages)
+    out["batchnorm_axis/is_value_error"] = np.array(kinds)
+
+
+CASES = [toy_ssd, diverging_sgd, download_logging, batchnorm_axis_out_of_range]
 
 
 def record(mx):

@@ -84,7 +84,17 @@ class BatchNorm(HybridBlock):
         super().cast(dtype)
 
     def infer_shape(self, x, *args):
-        channels = x.shape[self._axis]
+        axis = self._axis + len(x.shape) if self._axis < 0 else self._axis
+        if not 0 <= axis < len(x.shape):
+            # MXNet's BatchNorm shape rule refuses it, and the deferred initialization reports
+            # that as its ValueError (an IndexError here would escape `except ValueError` and
+            # `except MXNetError`); its axis is a size_t there, so a negative one wraps.
+            from .._shape_inference import ShapeInferenceError, _FAILED
+            raise ShapeInferenceError(
+                "%sMXNetError: Error in operator %sfwd: Check failed: channelAxis < "
+                "dshape.ndim() (%d vs. %d) : Channel axis out of range: %d"
+                % (_FAILED, self.prefix, axis % (1 << 64), len(x.shape), self._axis))
+        channels = x.shape[axis]
         for p in (self.gamma, self.beta, self.running_mean, self.running_var):
             p.shape = (channels,)
 
