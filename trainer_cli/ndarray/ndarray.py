@@ -16,6 +16,7 @@ from ..base import ShapeError
 from ..context import Context, array_module_of, current_context
 from . import integers as _integers
 from .one_element import one_element as _one_element
+from .numpy1_scalar import numpy1_scalar as _numpy1_scalar
 
 __all__ = ["NDArray", "unbroadcast"]
 
@@ -409,7 +410,8 @@ class NDArray:
     def asscalar(self):
         if self._data.size != 1:
             raise ValueError("The current array is not a scalar")
-        return self.asnumpy().reshape(-1)[0]
+        # A float32/float16 scalar that meets Python numbers as NumPy 1.x did (numpy1_scalar.py)
+        return _numpy1_scalar(self.asnumpy().reshape(-1)[0])
 
     def item(self):
         return self.asscalar().item()

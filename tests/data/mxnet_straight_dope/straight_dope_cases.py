@@ -133,7 +133,30 @@ def batchnorm_axis_out_of_range(mx, out):
     out["batchnorm_axis/is_value_error"] = np.array(kinds)
 
 
-CASES = [toy_ssd, diverging_sgd, download_logging, batchnorm_axis_out_of_range]
+def loss_totals(mx, out):
+    """The book's training loops total their losses in Python from ``asscalar()``: a running
+    sum divided by a float, a moving average, a per-epoch mean, as the loops print them."""
+    nd = mx.nd
+    rng = np.random.RandomState(11)
+    # Multiples of 1/8: every sum and mean of a batch is exact in float32, whatever order the
+    # reduction adds in; only the Python arithmetic on the scalars can round differently.
+    batches = [nd.array(rng.randint(0, 24, 8).astype(np.float32) / 8) for _ in range(25)]
+    cumulative, moving, correct = 0, 0.0, 0.0
+    for i, loss in enumerate(batches):
+        cumulative += nd.sum(loss).asscalar()
+        curr = nd.mean(loss).asscalar()
+        moving = curr if i == 0 else 0.99 * moving + 0.01 * curr
+        correct += nd.sum(loss > 1.5).asscalar()
+    num_batches = 200 / 7
+    half = nd.array([2.5], dtype="float16").asscalar()
+    values = [cumulative / num_batches, moving, correct / 200, cumulative, half * 3, 1 - half]
+    out["loss_totals/printed"] = np.array(["Epoch %s. Loss: %s" % (k, v)
+                                           for k, v in enumerate(values)])
+    out["loss_totals/types"] = np.array([type(v).__name__ for v in values])
+    out["loss_totals/values"] = np.array(values, dtype=np.float64)
+
+
+CASES = [toy_ssd, diverging_sgd, download_logging, batchnorm_axis_out_of_range, loss_totals]
 
 
 def record(mx):
