@@ -410,8 +410,12 @@ class NDArray:
     def asscalar(self):
         if self._data.size != 1:
             raise ValueError("The current array is not a scalar")
+        if self._data.ndim != 1:
+            # MXNet 1.9.1 returns ``asnumpy()[()]`` here: the one-element array itself, of the
+            # array's shape ((1, 1) prints as [[x]]); float() and int() take it (one_element.py).
+            return self.asnumpy()[()]
         # A float32/float16 scalar that meets Python numbers as NumPy 1.x did (numpy1_scalar.py)
-        return _numpy1_scalar(self.asnumpy().reshape(-1)[0])
+        return _numpy1_scalar(self.asnumpy()[0])
 
     def item(self):
         return self.asscalar().item()

@@ -156,7 +156,24 @@ def loss_totals(mx, out):
     out["loss_totals/values"] = np.array(values, dtype=np.float64)
 
 
-CASES = [toy_ssd, diverging_sgd, download_logging, batchnorm_axis_out_of_range, loss_totals]
+def asscalar_shapes(mx, out):
+    """``asscalar()`` of one-element arrays of one, two and three axes (a one-sample prediction
+    of a Dense layer is (1, 1)): what it returns, printed, and what float() and sums make of it."""
+    printed, floats = [], []
+    for shape in ((1,), (1, 1), (1, 1, 1)):
+        value = (mx.nd.ones(shape) * 2.5).asscalar()
+        total = 0.5 + value
+        # NumPy's own type under it (trainer_cli returns subclasses: numpy1_scalar, one_element)
+        kind = next(c for c in type(value).__mro__ if c.__module__ == "numpy")
+        printed.append("%s|%s|%s|%s" % (kind.__name__, getattr(value, "shape", ()),
+                                        str(value), str(total)))
+        floats.append(float(value))
+    out["asscalar_shapes/printed"] = np.array(printed)
+    out["asscalar_shapes/floats"] = np.array(floats)
+
+
+CASES = [toy_ssd, diverging_sgd, download_logging, batchnorm_axis_out_of_range, loss_totals,
+         asscalar_shapes]
 
 
 def record(mx):
