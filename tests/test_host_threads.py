@@ -148,10 +148,30 @@ def test_pieces_see_the_callers_numpy_errstate(three_threads):
     assert modes == ["raise"] * 12
 
 
+# What NumPy's OpenBLAS itself holds after ``import trainer_cli``: the exponent of its idle
+# threads' spin (0: its default, 2**28 cycles) and whether its pool was stopped to take it.
+_OPENBLAS_PROBE = """
+import ctypes, json, os, sys
+{first}
+import trainer_cli
+from trainer_cli import _openblas_idle
+import numpy
+from threadpoolctl import threadpool_info
+path = [i["filepath"] for i in threadpool_info() if i["internal_api"] == "openblas"][0]
+lib = ctypes.CDLL(path)
+lib.openblas_thread_timeout.restype = ctypes.c_uint
+numpy.ones((300, 300), numpy.float32) @ numpy.ones((300, 300), numpy.float32)
+print(json.dumps([os.environ.get("OPENBLAS_THREAD_TIMEOUT"), lib.openblas_thread_timeout()]))
+"""
+
+
 @pytest.mark.parametrize("user_value, numpy_first, expect", [
-    (None, False, "20"), ("28", False, "28"), (None, True, None)])
-def test_openblas_thread_timeout_is_set_only_before_numpy_and_never_over_the_users(
+    (None, False, ["20", 20]), ("28", False, ["28", 28]), (None, True, ["20", 20]),
+    ("28", True, ["28", 28])])
+def test_openblas_spins_briefly_unless_the_user_says_even_with_numpy_loaded_first(
         user_value, numpy_first, expect):
+    # NumPy's wheels carry OpenBLAS; its idle threads spin 2**20 cycles after import trainer_cli,
+    # whether NumPy was loaded before it (the pool restarted with the new value) or after.
     import json
     import os
     import subprocess
@@ -160,8 +180,8 @@ def test_openblas_thread_timeout_is_set_only_before_numpy_and_never_over_the_use
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     if user_value is not None:
         env["OPENBLAS_THREAD_TIMEOUT"] = user_value
-    code = ("import numpy; " if numpy_first else "") + \
-        "import os, json, trainer_cli; print(json.dumps(os.environ.get('OPENBLAS_THREAD_TIMEOUT')))"
+    code = _OPENBLAS_PROBE.format(first="import numpy; numpy.ones((300, 300)) @ numpy.ones("
+                                  "(300, 300))" if numpy_first else "")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, timeout=120)
     assert json.loads(out.stdout) == expect

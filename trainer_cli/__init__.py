@@ -14,10 +14,11 @@ import sys as _sys
 # and a spinning thread takes its core from the work that follows: the pieces of a convolution
 # (``ndarray.host_threads``), numba's passes. A LeNet step on two threads took 20-26 ms with
 # them spinning, 13-14 ms with 2**20 cycles (well over the gap between a step's GEMMs: the MLP
-# steps were unchanged). OpenBLAS reads it once, when NumPy loads it: set only where NumPy is not
-# loaded yet, and never over a value of the user's (docs/compat.md).
-if "numpy" not in _sys.modules:
-    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
+# steps were unchanged); one resnet18_v1 image 16-20 against 25-32 images/s. Never over a value
+# of the user's, and also where NumPy is loaded already (docs/compat.md).
+from ._openblas_idle import shorten_spin as _shorten_spin
+
+_shorten_spin()
 
 from . import base
 from .base import MXNetError
