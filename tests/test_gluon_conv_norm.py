@@ -268,3 +268,15 @@ def test_instance_norm_takes_float64():
     want = (x - x.mean(2, keepdims=True)) / np.sqrt(x.var(2, keepdims=True) + 1e-5)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+
+
+def test_batchnorm_refuses_an_axis_out_of_range_as_mxnet():
+    # MXNet 1.9.1: "Check failed: channelAxis < dshape.ndim() (3 vs. 3) : Channel axis out of
+    # range: 3" for axis 3 or -4 of 3-D data; -1 is the last axis. The modulo would have
+    # normalized over another axis without a word.
+    x, g = nd.ones((2, 3, 4)), nd.ones((3,))
+    for axis in (3, -4):
+        with pytest.raises(trainer_cli.MXNetError, match="Channel axis out of range: %d" % axis):
+            nd.BatchNorm(x, g, g, g, g, axis=axis)
+    g4 = nd.ones((4,))
+    assert nd.BatchNorm(x, g4, g4 * 0, g4 * 0, g4, axis=-1).shape == (2, 3, 4)

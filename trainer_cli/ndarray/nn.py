@@ -623,6 +623,10 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     half = x.dtype == numpy.float16 and gamma._data.dtype != numpy.float16
     if half:
         x = x.astype(gamma._data.dtype)
+    if not -x.ndim <= axis < x.ndim:
+        # MXNet's check; the modulo below would otherwise normalize over another axis.
+        raise ShapeError("BatchNorm: Channel axis out of range: %d (data of shape %s)"
+                         % (axis, x.shape))
     ax = axis % x.ndim
     red = tuple(i for i in range(x.ndim) if i != ax)
     bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
