@@ -280,3 +280,24 @@ def test_batchnorm_refuses_an_axis_out_of_range_as_mxnet():
             nd.BatchNorm(x, g, g, g, g, axis=axis)
     g4 = nd.ones((4,))
     assert nd.BatchNorm(x, g4, g4 * 0, g4 * 0, g4, axis=-1).shape == (2, 3, 4)
+
+
+def test_pooling_reads_the_first_values_of_a_longer_stride_or_pad_as_mxnet():
+    # Recorded from MXNet 1.9.1 (x = arange(84).reshape(2, 1, 6, 7), kernel 3x3): a pad or stride
+    # longer than the kernel has its first values used (GluonCV's DropBlock pads with four
+    # values); a shorter one is an error.
+    x = nd.array(np.arange(2 * 6 * 7, dtype=np.float32).reshape(2, 1, 6, 7))
+    for kwargs, shape, row in [
+            (dict(pad=(1, 2, 1, 2)), (2, 1, 6, 9), [7, 8, 9, 10]),
+            (dict(pad=(1, 2, 3)), (2, 1, 6, 9), [7, 8, 9, 10]),
+            (dict(stride=(2, 1, 3)), (2, 1, 2, 5), [16, 17, 18, 19]),
+            (dict(pad=(1, 1, 1, 1), pool_type="avg"), (2, 1, 6, 7),
+             [1.7777778, 3.0, 3.6666667, 4.3333335])]:
+        args = dict(kernel=(3, 3), pool_type="max")
+        args.update(kwargs)
+        y = nd.Pooling(x, **args)
+        assert y.shape == shape
+        np.testing.assert_allclose(y.asnumpy()[0, 0, 0, :4], row, rtol=1e-7)
+    for kwargs in (dict(pad=(1,)), dict(stride=(2,))):
+        with pytest.raises(ValueError):
+            nd.Pooling(x, kernel=(3, 3), pool_type="max", **kwargs)

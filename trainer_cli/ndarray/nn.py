@@ -51,6 +51,13 @@ def _tuple(value, n, default, what=None):
     return value
 
 
+def _leading(value, n):
+    """``value``'s first ``n`` entries where it is a sequence of more (else ``value``)."""
+    if isinstance(value, (tuple, list)) and len(value) > n:
+        return tuple(value[:n])
+    return value
+
+
 def _check_layout(layout, nsp):
     expected = {1: "NCW", 2: "NCHW", 3: "NCDHW"}[nsp]
     if layout is not None and layout != expected:
@@ -477,7 +484,9 @@ def Pooling(data=None, kernel=None, pool_type="max", global_pool=False, cudnn_of
     if global_pool:
         return _global_pool(data, pool_type)
     kernel = _tuple(kernel, nsp, 1)
-    stride, pad = _tuple(stride, nsp, 1), _tuple(pad, nsp, 0)
+    # MXNet's Pooling reads the first ``nsp`` values of a longer stride or pad and ignores the
+    # rest (GluonCV's DropBlock pads with four); Convolution refuses them.
+    stride, pad = _tuple(_leading(stride, nsp), nsp, 1), _tuple(_leading(pad, nsp), nsp, 0)
     out_sp = _pool_geometry(spatial, kernel, stride, pad, pooling_convention)
     # 'full' windows may run past the padding on the far side: pad enough for the last window.
     hi = tuple(max(p, (o - 1) * s + k - h - p) for h, k, s, p, o in zip(spatial, kernel, stride, pad, out_sp))
