@@ -30,11 +30,11 @@ def shorten_spin() -> list:
     os.environ[_VARIABLE] = SPIN_EXPONENT
     if "numpy" not in sys.modules:
         return []           # OpenBLAS reads it when NumPy loads it
+    import ctypes
+
     told = []
     for path in _loaded_openblas():
         try:
-            import ctypes
-
             lib = ctypes.CDLL(path)
             read_env, shutdown = lib.openblas_read_env, lib.blas_thread_shutdown_
             timeout = lib.openblas_thread_timeout

@@ -101,4 +101,3 @@ def _node(data, gamma, beta, x3, out, stats, slope, scale, eps, training, moving
         gbeta = sum_grad.reshape(beta._data.shape) if needs[2] else None
         return (None if gx is None else gx.reshape(data.shape)), ggamma, gbeta
     return _result(out, data._ctx, (data, gamma, beta), vjp)
-

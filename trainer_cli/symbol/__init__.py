@@ -9,7 +9,8 @@ Symbols here are not executed (no ``bind``/``eval``/``simple_bind``, no shape in
 from ._op_table import OPS as _OPS
 from . import contrib, linalg
 from .graph_json import load_graph as load, parse_graph as load_json
-from .symbol import Group, MXNetSymbolError, Symbol, Variable, make_op as _make_op, var
+from .symbol import (Group, MXNetSymbolError, Symbol, Variable, make_op as _make_op,
+                     op_namespace as _op_namespace, var)
 from .custom import Custom
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "MXNetSymbolError", "zeros",
@@ -37,10 +38,6 @@ class _Internal:
 _internal = _Internal()
 
 
-def __getattr__(name):
-    if name in _OPS:
-        fn = globals()[name] = _make_op(name)
-        return fn
-    raise AttributeError(
-        "module 'trainer_cli.symbol' has no attribute %r: the symbol namespace here covers "
-        "exporting Gluon blocks and importing their symbol files (docs/compat.md)" % name)
+__getattr__ = _op_namespace(globals(), "", lambda name: AttributeError(
+    "module 'trainer_cli.symbol' has no attribute %r: the symbol namespace here covers "
+    "exporting Gluon blocks and importing their symbol files (docs/compat.md)" % name))

@@ -9,25 +9,22 @@ subgraphs, and ``rand_zipfian``) are not here: a block calling them runs eagerly
 exported (docs/compat.md).
 """
 from ._op_table import OPS as _OPS
-from .symbol import make_op as _make_op
+from .symbol import op_namespace as _op_namespace
 
 __all__ = sorted(key[len("contrib."):] for key in _OPS if key.startswith("contrib."))
 
 _SUBGRAPHS = ("foreach", "while_loop", "cond", "rand_zipfian")
 
 
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    key = "contrib." + name
-    if key in _OPS:
-        fn = globals()[name] = _make_op(key)
-        return fn
+def _missing(name):
     if name in _SUBGRAPHS:
-        raise AttributeError(
+        return AttributeError(
             "symbol.contrib.%s is not available here: MXNet's symbol version records a subgraph "
             "(or several operators), which export does not write; the block runs eagerly "
             "(docs/compat.md)" % name)
-    raise AttributeError(
+    return AttributeError(
         "module 'trainer_cli.symbol.contrib' has no attribute %r: it holds the contrib "
         "operators that nd.contrib computes (docs/compat.md)" % name)
+
+
+__getattr__ = _op_namespace(globals(), "contrib.", _missing)

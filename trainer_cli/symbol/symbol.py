@@ -15,7 +15,8 @@ import numpy
 from . import naming
 from ._op_table import MUTATED_INPUTS, OPS, OUTPUT_NAMES
 
-__all__ = ["Symbol", "var", "Variable", "Group", "make_op", "MXNetSymbolError", "op_entry"]
+__all__ = ["Symbol", "var", "Variable", "Group", "make_op", "op_namespace", "MXNetSymbolError",
+           "op_entry"]
 
 # Inputs an operator writes to (auxiliary states): MXNet bumps the variable's version there.
 _MUTATED_INPUTS = {"BatchNorm": (3, 4)}
@@ -284,6 +285,18 @@ def _attr_string(key, value):
     if key == "dtype":
         return numpy.dtype(value).name
     return str(value)
+
+
+def op_namespace(module_globals, prefix, missing):
+    """The module ``__getattr__`` of a namespace of operator functions (``mx.sym``,
+    ``sym.contrib``, ``sym.linalg``): ``F.<name>`` is the table's ``<prefix><name>``, made on
+    first use and kept in the module; ``missing(name)`` is the error for any other name."""
+    def __getattr__(name):
+        if not name.startswith("__") and prefix + name in OPS:
+            fn = module_globals[name] = make_op(prefix + name)
+            return fn
+        raise missing(name)
+    return __getattr__
 
 
 def make_op(fname):
