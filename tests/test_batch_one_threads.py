@@ -21,8 +21,19 @@ from trainer_cli.ndarray import winograd as W
 pytest.importorskip("numba")
 
 
+@pytest.fixture(autouse=True)
+def _blas_threads_restored():
+    libs = [(lib, lib.num_threads) for lib in host_threads._blas()]
+    yield
+    for lib, count in libs:
+        lib.set_num_threads(count)
+
+
 def _threads(monkeypatch, count):
+    """``count`` piece threads, and as many BLAS threads (a product left whole runs on those)."""
     monkeypatch.setattr(host_threads, "blas_threads", lambda: count)
+    for lib in host_threads._blas():
+        lib.set_num_threads(count)
 
 
 def _spy(monkeypatch, module, name):
@@ -56,8 +67,9 @@ def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatc
         outputs.append(net(x).asnumpy())
     for other in outputs[1:]:
         np.testing.assert_array_equal(_bits(other), _bits(outputs[0]))
-    # At batch 1 the stem (by output rows), the 256-channel 7x7 layers (by filters) and the
-    # 28x28 and 14x14 Winograd layers were worked in parts.
+    # At batch 1 the stem (by output rows), the 256-channel 7x7 layers (their columns in parts,
+    # the product on the BLAS's threads) and the 28x28 and 14x14 Winograd layers were worked in
+    # parts.
     assert (any(split) and (any(steps) or any(own))) == (batch == 1)
     assert np.ptp(outputs[0], axis=0).max() > 0 if batch > 1 else np.isfinite(outputs[0]).all()
 
@@ -105,7 +117,7 @@ def _convolve(arrays, kernel, stride, pad, relu, kernels, monkeypatch):
 @pytest.mark.parametrize("xshape, f, kernel, stride, pad, same_sums", [
     ((1, 3, 21, 19), 40, (7, 7), (2, 2), (3, 3), None),      # im2col by output rows, last longer
     ((1, 5, 12, 13), 37, (3, 3), (2, 1), (1, 0), None),      # im2col by output rows
-    ((1, 6, 9, 9), 70, (3, 3), (2, 2), (1, 1), None),        # im2col by filters, the last longer
+    ((1, 6, 9, 9), 70, (3, 3), (2, 2), (1, 1), None),        # im2col: columns in parts
     ((1, 9, 11, 10), 13, (3, 3), (1, 1), (1, 2), None),      # Winograd in steps: a spare tile
     ((2, 7, 8, 9), 11, (3, 3), (1, 1), (1, 1), None),        # ... one piece of two images
     ((1, 9, 15, 10), 13, (3, 3), (1, 1), (1, 2), 16),        # Winograd in bands of tile rows
@@ -122,6 +134,7 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
     monkeypatch.setattr(NN, "SPLIT_ELEMENTS", 16)
     monkeypatch.setattr(NN, "ALIGN", 4)
     monkeypatch.setattr(NN, "MIN_BLOCK_WORK", 64)
+    monkeypatch.setattr(NN, "BLAS_SPLIT_WORK", 64)
     arrays = [_integers(xshape, 1), _integers((f, xshape[1]) + kernel, 2), _integers((f,), 3)]
     _threads(monkeypatch, 3)
     spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward"),
