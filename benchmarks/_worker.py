@@ -104,14 +104,16 @@ class Gluon:
         if impl == "mxnet":
             import mxnet as mx
             from mxnet import autograd, gluon, nd, optimizer
+            from mxnet import initializer
             self.sync = mx.nd.waitall
             self.version = mx.__version__
         else:
             import trainer_cli
-            from trainer_cli import autograd, gluon, nd, optimizer
+            from trainer_cli import autograd, gluon, initializer, nd, optimizer
             self.sync = lambda: None
             self.version = getattr(trainer_cli, "__version__", "dev")
         self.autograd, self.gluon, self.nd, self.optimizer = autograd, gluon, nd, optimizer
+        self.initializer = initializer
 
     def perceptron_step(self):
         """The tutorial's perceptron (lr 0.1 instead of 1, so that thousands of steps stay finite)."""
@@ -218,6 +220,22 @@ class Gluon:
         net(X)      # the blocks' BatchNorms learn their channel counts on the first call
         return self._train_step(net, X, y, batch_size, {"learning_rate": 0.01, "momentum": 0.9})
 
+    def book_step(self, name, batch_size):
+        """A training step of a "Dive into Deep Learning" chapter's network (``_book_nets``), as
+        the book's MXNet edition trains it: Xavier initialization, imperative blocks (no
+        hybridize), softmax cross-entropy, plain SGD at the book's learning rate; random
+        one-channel images of the book's size."""
+        import numpy as np
+        import _book_nets
+        side, lr = _book_nets.BOOK_NETS[name]
+        net = _book_nets.gluon_net(name, self.gluon, self.nd)
+        net.initialize(self.initializer.Xavier())
+        rng = np.random.RandomState(0)
+        X = self.nd.array(rng.uniform(size=(batch_size, 1, side, side)).astype(np.float32))
+        y = self.nd.array(rng.randint(0, 10, size=batch_size).astype(np.float32))
+        net(X)      # deferred shapes
+        return self._train_step(net, X, y, batch_size, {"learning_rate": lr})
+
     def resnet18_predict(self, batch_size):
         """The model zoo's ``resnet18_v1`` (ImageNet: 7x7 stride-2 stem, max pooling, 1000
         classes) on ``batch_size`` 3x224x224 images, outside ``autograd.record()`` (predict
@@ -306,10 +324,10 @@ class Torch:
             opt.step()
         return _with_weights(step, lambda: _torch_arrays(net.parameters()))
 
-    def _train_step(self, net, X, y):
+    def _train_step(self, net, X, y, lr=0.01, momentum=0.9):
         torch = self.torch
         criterion = torch.nn.CrossEntropyLoss()
-        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
 
         def step():
             opt.zero_grad()
@@ -345,6 +363,18 @@ class Torch:
         return self._train_step(_torch_resnet18(torch.nn, stem="cifar", classes=10),
                                 torch.rand(batch_size, 3, 32, 32),
                                 torch.randint(0, 10, (batch_size,)))
+
+    def book_step(self, name, batch_size):
+        import _book_nets
+        torch = self.torch
+        torch.manual_seed(0)
+        side, lr = _book_nets.BOOK_NETS[name]
+        net = _book_nets.torch_net(name, torch)
+        for m in net.modules():     # the book's Xavier initialization
+            if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+                torch.nn.init.xavier_uniform_(m.weight)
+        return self._train_step(net, torch.rand(batch_size, 1, side, side),
+                                torch.randint(0, 10, (batch_size,)), lr=lr, momentum=0.0)
 
     def resnet18_predict(self, batch_size):
         torch = self.torch
@@ -603,7 +633,10 @@ CNN_CASES = {"lenet_b64": "lenet_step", "cifar_conv4_b32": "cifar_step"}
 # round of three implementations stays within a minute or so.
 HEAVY_CASES = {"resnet18_cifar_b32": lambda lib: lib.resnet18_cifar_step(32),
                "resnet18_224_predict_b1": lambda lib: lib.resnet18_predict(1),
-               "resnet18_224_predict_b16": lambda lib: lib.resnet18_predict(16)}
+               "resnet18_224_predict_b16": lambda lib: lib.resnet18_predict(16),
+               "book_alexnet_b32": lambda lib: lib.book_step("alexnet", 32),
+               "book_googlenet_b32": lambda lib: lib.book_step("googlenet", 32),
+               "book_resnet_b32": lambda lib: lib.book_step("resnet", 32)}
 
 
 def run_case(case, lib, timing):

@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import _worker  # noqa: E402  (benchmarks/ is not a package)
 
-OPS = ("Convolution", "BatchNorm", "Activation", "Pooling", "FullyConnected")
+OPS = ("Convolution", "BatchNorm", "Activation", "Pooling", "FullyConnected", "Dropout", "relu",
+       "concat")
 
 
 def _label(name, args, kwargs):

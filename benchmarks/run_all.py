@@ -68,6 +68,12 @@ CASES = [
      {"torch": 1.0}, None),
     ("resnet18_224_predict_b16", "resnet18_v1 inference, batch 16 of 3x224x224", "steps/s", True,
      {"torch": 1.0}, None),
+    ("book_alexnet_b32", "d2l AlexNet (imperative blocks), batch 32 of 1x224x224, SGD", "steps/s",
+     True, {"mxnet": 1.0}, None),
+    ("book_googlenet_b32", "d2l GoogLeNet (imperative Inception blocks), batch 32 of 1x96x96, SGD",
+     "steps/s", True, {"mxnet": 1.0}, None),
+    ("book_resnet_b32", "d2l ResNet-18 (imperative Residual blocks), batch 32 of 1x96x96, SGD",
+     "steps/s", True, {"mxnet": 1.0}, None),
 ]
 PEERS = ("torch", "mxnet")
 ONE_THREAD_CASES = ("compression", "memory", "cli_help")

@@ -41,7 +41,7 @@ def _same_bits(a, b):
 
 
 KERNELS = ("_im2col", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows", "_col2im",
-           "_max_pool", "_max_pool_grad", "_max_pool_2x2", "_max_pool_2x2_grad",
+           "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2", "_max_pool_2x2_grad",
            "_max_pool_2x2_grad_short")
 
 
@@ -196,7 +196,11 @@ RELU_POOLS = [((4, 1, 12, 12), 20), ((3, 3, 10, 11), 6), ((3, 8, 11, 11), 12)]
 @pytest.mark.parametrize("kernels", [True, False])
 @pytest.mark.parametrize("second_use", [False, True])
 @pytest.mark.parametrize("case", range(len(RELU_POOLS)))
-def test_max_pool_of_a_relu_conv_masks_its_gradient_once(monkeypatch, case, second_use, kernels):
+@pytest.mark.parametrize("window", [{"kernel": (2, 2), "stride": (2, 2)},
+                                    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)},
+                                    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}])
+def test_max_pool_of_a_relu_conv_masks_its_gradient_once(monkeypatch, case, second_use, kernels,
+                                                        window):
     """Conv2D(activation='relu') then MaxPool2D: the pooling masks its gradient by ``pooled >
     0`` and the convolution skips its own mask (``_relu_masks``); the gradients equal those of a
     convolution, a ReLU op and the pooling (zeros may differ in sign). Where the convolution's
@@ -212,7 +216,7 @@ def test_max_pool_of_a_relu_conv_masks_its_gradient_once(monkeypatch, case, seco
                         lambda g: taken.append(real_take(g)) or taken[-1])
 
     def head(y):
-        pooled = nd.Pooling(y, kernel=(2, 2), stride=(2, 2), pool_type="max")
+        pooled = nd.Pooling(y, pool_type="max", **window)
         return pooled * 1.5 + (y * 0.25).sum() if second_use else pooled
 
     def fused(x, w, b):
@@ -236,6 +240,9 @@ POOLS = [
     ((2, 2, 6, 5), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1),
                     "pooling_convention": "full"}),
     ((3, 2, 7, 7), {"kernel": (3, 2), "stride": (1, 1)}),
+    ((2, 3, 6, 6), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),     # Inception's
+    ((2, 2, 9, 8), {"kernel": (3, 3), "stride": (2, 2)}),                     # AlexNet's
+    ((1, 2, 7, 9), {"kernel": (5, 4), "stride": (2, 3), "pad": (2, 1)}),
     ((2, 4, 26, 26), {"kernel": (2, 2), "stride": (2, 2)}),
     ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2)}),
     ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2), "pooling_convention": "full"}),
@@ -272,7 +279,7 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
         and "pooling_convention" not in kw
     grad_2x2 = "_max_pool_2x2_grad_short" if short else "_max_pool_2x2_grad"
     assert list(dict.fromkeys(calls)) == (["_max_pool_2x2", grad_2x2] if square
-                                          else ["_max_pool", "_max_pool_grad"])
+                                          else ["_max_pool_padded", "_max_pool_scatter"])
     _same_bits(out, ref_out)
     _same_bits(grads[0], ref_grads[0])
 

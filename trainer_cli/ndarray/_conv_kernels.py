@@ -186,7 +186,8 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     finite value); ``index``: the offset of the window's first element equal to it, -1 if none;
     None where no gradient is wanted (predict mode): the maxima alone, in a loop of selects over
     whole rows of windows that LLVM vectorizes (ResNet's 3x3 stride-2 pooling of a batch of 16
-    at 112x112: 104 -> 23 ms on one thread)."""
+    at 112x112: 104 -> 23 ms on one thread). With the index, windows other than disjoint 2x2
+    ones go through a padded copy of their planes (``_max_pool_padded_loop``)."""
     if len(kernel) != 2 or not _usable(x, out) or (index is not None and (
             type(index) is not _np_ndarray or not index.flags.c_contiguous)):
         return False
@@ -208,9 +209,11 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
         ix = index.reshape(-1)[a * oh * ow:z * oh * ow]
         if square:
             _max_pool_2x2(xs, z - a, h, w, oh, ow, outs, ix)
-        else:
-            _max_pool(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1], pad[0], pad[1],
-                      lowest, outs, oh, ow, ix)
+            return
+        size = (z - a) * ((oh - 1) * stride[0] + kernel[0]) * ((ow - 1) * stride[1] + kernel[1])
+        _max_pool_padded(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1], pad[0],
+                         pad[1], lowest, outs, oh, ow, ix, True, numpy.empty(3 * size, x.dtype),
+                         numpy.empty(size, ix.dtype))
 
     _host_threads.run(len(planes), piece)
     return True
@@ -240,10 +243,8 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
                                numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype),
                                pooled is not None, ps)
         else:
-            if pooled is not None:
-                gs = gs * (ps > 0)
-            _max_pool_grad(gs, ix, z - a, oh, ow, kernel[0], kernel[1], stride[0], stride[1],
-                           pad[0], pad[1], gxs, h, w)
+            _max_pool_scatter(gs, ix, z - a, oh, ow, kernel[0], kernel[1], stride[0], stride[1],
+                              pad[0], pad[1], gxs, h, w, pooled is not None, ps)
 
     _host_threads.run(len(planes), piece)
     return True
@@ -505,41 +506,9 @@ def _max_pool_2x2_grad_short_loop(g, index, planes, oh, ow, gx, h_, w_, masked, 
                     gx[_U(t + w_ + 1)] = 0.0 + gv * (1 if kk == 3 else 0)
 
 
-def _max_pool_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow, index):
-    # One pass per window: m follows NumPy's maximum(m, v) from the first element on; k is the
-    # first element equal to the final m (a strictly larger value moves it, an equal one, +-0
-    # included, does not), -1 once m is NaN (NaN equals nothing). Padding reads as ``lowest``.
-    for pl in range(planes):
-        src, dst = pl * h_ * w_, pl * oh * ow
-        for a in range(oh):
-            for b in range(ow):
-                m = lowest
-                k = 0
-                q = 0
-                for i in range(kh):
-                    h = a * sh + i - ph
-                    for j in range(kw):
-                        w = b * sw + j - pw
-                        v = x[_U(src + h * w_ + w)] if 0 <= h < h_ and 0 <= w < w_ else lowest
-                        if q == 0:
-                            m = v
-                            if v != v:
-                                k = -1
-                        elif k >= 0:
-                            if v != v:
-                                m, k = v, -1
-                            elif v > m:
-                                m, k = v, q
-                            elif not m > v:
-                                m = v
-                        q += 1
-                out[_U(dst + a * ow + b)] = m
-                index[_U(dst + a * ow + b)] = k
-
-
 def _max_pool_values_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow):
-    # ``_max_pool_loop``'s maxima without the index: each window's m is NumPy's maximum(m, v)
-    # over its elements in the same order (m if m is NaN, else v if v is NaN, else m if m > v,
+    # Each window's maximum without the index: m is NumPy's maximum(m, v) over its elements in
+    # row-major order (m if m is NaN, else v if v is NaN, else m if m > v,
     # else v), padding reading as ``lowest``; but offset by offset over a whole row of windows,
     # the row kept in ``out``, so that each pass is a vectorizable select.
     for pl in range(planes):
@@ -567,23 +536,98 @@ def _max_pool_values_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out
                         out[_U(at + b)] = lowest if first or not (m != m or m > lowest) else m
 
 
-def _max_pool_grad_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx, h_, w_):
-    # Window offset by window offset, as NumPy's per-offset strided adds.
+def _max_pool_padded_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow,
+                          index, with_index, scratch, offsets):
+    # Each window's maximum m, NumPy's maximum(m, v) over its elements in row-major order (m if
+    # m is NaN, else v if v is NaN, else m if m > v, else v), and its index, from a padded copy
+    # of the planes (``lowest`` around them) in the first third of ``scratch``. That rule keeps
+    # the first NaN of a window, else the last of its largest elements (+-0 equal): a choice
+    # among the window's elements that comes out the same whichever runs of them are folded
+    # first. So the copy is folded across kw columns (into the second third), that down kh
+    # rows (into the last), each a loop over the whole copy, as if every position started a window
+    # of stride 1: the ends of rows and planes fold into the next and are never read. The
+    # index (``offsets``, one a position) is then the first offset whose element equals the
+    # maximum (NaN equals nothing: -1), taken offset by offset from the last, again over the
+    # whole copy. The outputs are read off at their windows' positions. Planes of a few dozen
+    # values make loops of a row or window too short for LLVM's vector loops; these run the
+    # length of the piece (3x3 windows of stride 1 on 6x6 planes: 9x faster than window by
+    # window).
+    hp, wp = (oh - 1) * sh + kh, (ow - 1) * sw + kw
+    size = hp * wp
+    total = planes * size
+    for t in range(total):
+        scratch[_U(t)] = lowest
+    top, left = min(ph, hp), min(pw, wp)
+    rows = max(0, min(h_, hp - top))
+    cols = max(0, min(w_, wp - left))
+    for pl in range(planes):
+        for r in range(rows):
+            at, src = pl * size + (top + r) * wp + left, (pl * h_ + r) * w_
+            for c in range(cols):
+                scratch[_U(at + c)] = x[_U(src + c)]
+    span = total - (kw - 1) - (kh - 1) * wp
+    for t in range(total - (kw - 1)):
+        scratch[_U(total + t)] = scratch[_U(t)]
+    for j in range(1, kw):
+        for t in range(total - (kw - 1)):
+            m, v = scratch[_U(total + t)], scratch[_U(t + j)]
+            scratch[_U(total + t)] = m if (m != m) | (m > v) else v
+    folded = 2 * total
+    for t in range(span):
+        scratch[_U(folded + t)] = scratch[_U(total + t)]
+    for i in range(1, kh):
+        for t in range(span):
+            m, v = scratch[_U(folded + t)], scratch[_U(total + t + i * wp)]
+            scratch[_U(folded + t)] = m if (m != m) | (m > v) else v
+    if with_index:
+        for t in range(span):
+            offsets[_U(t)] = -1
+        for q in range(kh * kw - 1, -1, -1):
+            shift = (q // kw) * wp + q % kw
+            for t in range(span):
+                hit = scratch[_U(t + shift)] == scratch[_U(folded + t)]
+                offsets[_U(t)] = q if hit else offsets[_U(t)]
+    o = 0
+    for pl in range(planes):
+        for a in range(oh):
+            at = pl * size + a * sh * wp
+            for b in range(ow):
+                out[_U(o)] = scratch[_U(folded + at + b * sw)]
+                if with_index:
+                    index[_U(o)] = offsets[_U(at + b * sw)]
+                o += 1
+
+
+def _max_pool_scatter_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx, h_, w_,
+                           masked, pooled):
+    # The sums of window offset by window offset (NumPy's per-offset strided adds of
+    # ``g * (index == offset)``) in one pass: an element's terms come in offset order from the
+    # windows in reverse row-major order, so the windows are walked that way. A finite term
+    # goes to its window's maximum alone (every other element of the window gets +-0.0, which
+    # changes no sum that starts at +0.0); a term that is not (``g * 0`` is NaN) or a window
+    # without a maximum (NaN: index -1) goes to each element of the window, as there.
     for pl in range(planes):
         dst, src = pl * h_ * w_, pl * oh * ow
         for q in range(dst, dst + h_ * w_):
             gx[_U(q)] = 0
-        for i in range(kh):
-            a_lo, a_hi = _span(h_, i, sh, ph, oh)
-            for j in range(kw):
-                b_lo, b_hi = _span(w_, j, sw, pw, ow)
-                k = i * kw + j
-                for a in range(a_lo, a_hi):
-                    d0 = dst + (a * sh + i - ph) * w_ + j - pw
-                    at = src + a * ow
-                    for b in range(b_lo, b_hi):
-                        gx[_U(d0 + b * sw)] = gx[_U(d0 + b * sw)] \
-                            + g[_U(at + b)] * (1 if index[_U(at + b)] == k else 0)
+        for a in range(oh - 1, -1, -1):
+            for b in range(ow - 1, -1, -1):
+                o = src + a * ow + b
+                gv, kk = g[_U(o)], index[_U(o)]
+                if masked:      # the ReLU's mask at the window's maximum (_relu_masks)
+                    gv = gv * (1 if pooled[_U(o)] > 0 else 0)
+                if gv - gv == 0:
+                    if kk >= 0:
+                        hh, ww = a * sh + kk // kw - ph, b * sw + kk % kw - pw
+                        if 0 <= hh < h_ and 0 <= ww < w_:
+                            t = dst + hh * w_ + ww
+                            gx[_U(t)] = gx[_U(t)] + gv
+                    continue
+                for k in range(kh * kw):
+                    hh, ww = a * sh + k // kw - ph, b * sw + k % kw - pw
+                    if 0 <= hh < h_ and 0 <= ww < w_:
+                        t = dst + hh * w_ + ww
+                        gx[_U(t)] = gx[_U(t)] + gv * (1 if kk == k else 0)
 
 
 # The loops call these by name; compiled, they call them compiled (``_jit.Kernel``'s helpers).
@@ -597,9 +641,9 @@ _mask_rows = _jit.Kernel(_mask_rows_loop, {"_pairwise": _bk.pairwise})
 _totals = _jit.Kernel(_totals_loop)
 _grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _bk.pairwise})
 _col2im = _jit.Kernel(_col2im_loop, {"_span": span})
-_max_pool = _jit.Kernel(_max_pool_loop)
 _max_pool_values = _jit.Kernel(_max_pool_values_loop, {"_span": span})
-_max_pool_grad = _jit.Kernel(_max_pool_grad_loop, {"_span": span})
+_max_pool_padded = _jit.Kernel(_max_pool_padded_loop)
+_max_pool_scatter = _jit.Kernel(_max_pool_scatter_loop)
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)
 _max_pool_2x2_grad_short = _jit.Kernel(_max_pool_2x2_grad_short_loop)
