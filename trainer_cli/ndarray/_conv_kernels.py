@@ -199,21 +199,22 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
 
     def piece(i):
         a, z = planes[i]
-        if index is None:
-            _max_pool_values(x.reshape(-1)[a * h * w:z * h * w], z - a, h, w, kernel[0],
-                             kernel[1], stride[0], stride[1], pad[0], pad[1], lowest,
-                             out.reshape(-1)[a * oh * ow:z * oh * ow], oh, ow)
-            return
         xs = x.reshape(-1)[a * h * w:z * h * w]
         outs = out.reshape(-1)[a * oh * ow:z * oh * ow]
-        ix = index.reshape(-1)[a * oh * ow:z * oh * ow]
+        if index is None and square:
+            _max_pool_values(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1],
+                             pad[0], pad[1], lowest, outs, oh, ow)
+            return
+        ix = outs if index is None else index.reshape(-1)[a * oh * ow:z * oh * ow]
         if square:
             _max_pool_2x2(xs, z - a, h, w, oh, ow, outs, ix)
             return
         size = (z - a) * ((oh - 1) * stride[0] + kernel[0]) * ((ow - 1) * stride[1] + kernel[1])
         _max_pool_padded(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1], pad[0],
-                         pad[1], lowest, outs, oh, ow, ix, True, numpy.empty(3 * size, x.dtype),
-                         numpy.empty(size, ix.dtype))
+                         pad[1], lowest, outs, oh, ow, ix, index is not None,
+                         numpy.empty(size, x.dtype), numpy.empty(size, x.dtype),
+                         numpy.empty(size, x.dtype), numpy.empty(size if index is not None else 1,
+                                                                 ix.dtype))
 
     _host_threads.run(len(planes), piece)
     return True
@@ -243,8 +244,10 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
                                numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype),
                                pooled is not None, ps)
         else:
+            offsets = numpy.arange(kernel[0] * kernel[1])
             _max_pool_scatter(gs, ix, z - a, oh, ow, kernel[0], kernel[1], stride[0], stride[1],
-                              pad[0], pad[1], gxs, h, w, pooled is not None, ps)
+                              pad[0], pad[1], gxs, h, w, pooled is not None, ps,
+                              offsets // kernel[1], offsets % kernel[1])
 
     _host_threads.run(len(planes), piece)
     return True
@@ -537,26 +540,26 @@ def _max_pool_values_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out
 
 
 def _max_pool_padded_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow,
-                          index, with_index, scratch, offsets):
+                          index, with_index, padded, across, folded, offsets):
     # Each window's maximum m, NumPy's maximum(m, v) over its elements in row-major order (m if
-    # m is NaN, else v if v is NaN, else m if m > v, else v), and its index, from a padded copy
-    # of the planes (``lowest`` around them) in the first third of ``scratch``. That rule keeps
-    # the first NaN of a window, else the last of its largest elements (+-0 equal): a choice
-    # among the window's elements that comes out the same whichever runs of them are folded
-    # first. So the copy is folded across kw columns (into the second third), that down kh
-    # rows (into the last), each a loop over the whole copy, as if every position started a window
-    # of stride 1: the ends of rows and planes fold into the next and are never read. The
-    # index (``offsets``, one a position) is then the first offset whose element equals the
-    # maximum (NaN equals nothing: -1), taken offset by offset from the last, again over the
-    # whole copy. The outputs are read off at their windows' positions. Planes of a few dozen
-    # values make loops of a row or window too short for LLVM's vector loops; these run the
-    # length of the piece (3x3 windows of stride 1 on 6x6 planes: 9x faster than window by
-    # window).
+    # m is NaN, else v if v is NaN, else m if m > v, else v), and its index, from ``padded``, a
+    # copy of the planes with ``lowest`` around them. That rule keeps the first NaN of a window,
+    # else the last of its largest elements (+-0 equal): a choice among the window's elements
+    # that comes out the same whichever runs of them are folded first. So the copy is folded
+    # across kw columns (``across``), that down kh rows (``folded``), each a loop over the whole
+    # copy, as if every position started a window of stride 1: the ends of rows and planes fold
+    # into the next and are never read. The index (``offsets``, one a position) is then the
+    # first offset whose element equals the maximum (NaN equals nothing: -1), taken offset by
+    # offset from the last, again over the whole copy. The outputs are read off at their
+    # windows' positions. Planes of a few dozen values make loops of a row or a window too short
+    # for LLVM's vector loops; these run the length of the piece, over arrays of their own (in
+    # one buffer, LLVM's test for overlap kept them scalar): 3x3 windows of stride 1 on 6x6
+    # planes 7x faster than window by window.
     hp, wp = (oh - 1) * sh + kh, (ow - 1) * sw + kw
     size = hp * wp
     total = planes * size
     for t in range(total):
-        scratch[_U(t)] = lowest
+        padded[_U(t)] = lowest
     top, left = min(ph, hp), min(pw, wp)
     rows = max(0, min(h_, hp - top))
     cols = max(0, min(w_, wp - left))
@@ -564,48 +567,98 @@ def _max_pool_padded_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out
         for r in range(rows):
             at, src = pl * size + (top + r) * wp + left, (pl * h_ + r) * w_
             for c in range(cols):
-                scratch[_U(at + c)] = x[_U(src + c)]
-    span = total - (kw - 1) - (kh - 1) * wp
-    for t in range(total - (kw - 1)):
-        scratch[_U(total + t)] = scratch[_U(t)]
+                padded[_U(at + c)] = x[_U(src + c)]
+    wide = total - (kw - 1)
+    span = wide - (kh - 1) * wp
+    if kh == 3 and kw == 3:
+        _max_3x3(padded, across, folded, offsets, wide, span, wp, with_index, planes, size, sh,
+                 oh, (ow - 1) * sw + 1)
+    else:
+        _max_windows(padded, across, folded, offsets, wide, span, kh, kw, wp, with_index)
+    o = 0
+    for pl in range(planes):
+        for a in range(oh):
+            at = pl * size + a * sh * wp
+            for b in range(ow):
+                out[_U(o)] = folded[_U(at + b * sw)]
+                if with_index:
+                    index[_U(o)] = offsets[_U(at + b * sw)]
+                o += 1
+
+
+def _max_windows_loop(padded, across, folded, offsets, wide, span, kh, kw, wp, with_index):
+    for t in range(wide):
+        across[_U(t)] = padded[_U(t)]
     for j in range(1, kw):
-        for t in range(total - (kw - 1)):
-            m, v = scratch[_U(total + t)], scratch[_U(t + j)]
-            scratch[_U(total + t)] = m if (m != m) | (m > v) else v
-    folded = 2 * total
+        for t in range(wide):
+            m, v = across[_U(t)], padded[_U(t + j)]
+            across[_U(t)] = m if (m != m) | (m > v) else v
     for t in range(span):
-        scratch[_U(folded + t)] = scratch[_U(total + t)]
+        folded[_U(t)] = across[_U(t)]
     for i in range(1, kh):
         for t in range(span):
-            m, v = scratch[_U(folded + t)], scratch[_U(total + t + i * wp)]
-            scratch[_U(folded + t)] = m if (m != m) | (m > v) else v
+            m, v = folded[_U(t)], across[_U(t + i * wp)]
+            folded[_U(t)] = m if (m != m) | (m > v) else v
     if with_index:
         for t in range(span):
             offsets[_U(t)] = -1
         for q in range(kh * kw - 1, -1, -1):
             shift = (q // kw) * wp + q % kw
             for t in range(span):
-                hit = scratch[_U(t + shift)] == scratch[_U(folded + t)]
+                hit = padded[_U(t + shift)] == folded[_U(t)]
                 offsets[_U(t)] = q if hit else offsets[_U(t)]
-    o = 0
+
+
+def _max_3x3_loop(padded, across, folded, offsets, wide, span, wp, with_index, planes, size,
+                  sh, oh, reach):
+    # ``_max_windows_loop`` for 3x3 windows, each fold and the index in one pass. With a stride
+    # of rows, only the rows of windows that are outputs are folded down (``reach`` positions
+    # each, to the row's last window).
+    for t in range(wide):
+        m, v = padded[_U(t)], padded[_U(t + 1)]
+        m = m if (m != m) | (m > v) else v
+        v = padded[_U(t + 2)]
+        across[_U(t)] = m if (m != m) | (m > v) else v
+    if sh == 1:
+        _down_3(padded, across, folded, offsets, 0, span, wp, with_index)
+        return
     for pl in range(planes):
         for a in range(oh):
             at = pl * size + a * sh * wp
-            for b in range(ow):
-                out[_U(o)] = scratch[_U(folded + at + b * sw)]
-                if with_index:
-                    index[_U(o)] = offsets[_U(at + b * sw)]
-                o += 1
+            _down_3(padded, across, folded, offsets, at, at + reach, wp, with_index)
+
+
+def _down_3_loop(padded, across, folded, offsets, start, stop, wp, with_index):
+    for t in range(start, stop):
+        m, v = across[_U(t)], across[_U(t + wp)]
+        m = m if (m != m) | (m > v) else v
+        v = across[_U(t + 2 * wp)]
+        m = m if (m != m) | (m > v) else v
+        folded[_U(t)] = m
+        if with_index:
+            r1, r2 = t + wp, t + 2 * wp
+            k = -1
+            k = 8 if padded[_U(r2 + 2)] == m else k
+            k = 7 if padded[_U(r2 + 1)] == m else k
+            k = 6 if padded[_U(r2)] == m else k
+            k = 5 if padded[_U(r1 + 2)] == m else k
+            k = 4 if padded[_U(r1 + 1)] == m else k
+            k = 3 if padded[_U(r1)] == m else k
+            k = 2 if padded[_U(t + 2)] == m else k
+            k = 1 if padded[_U(t + 1)] == m else k
+            k = 0 if padded[_U(t)] == m else k
+            offsets[_U(t)] = k
 
 
 def _max_pool_scatter_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx, h_, w_,
-                           masked, pooled):
+                           masked, pooled, rows_of, cols_of):
     # The sums of window offset by window offset (NumPy's per-offset strided adds of
     # ``g * (index == offset)``) in one pass: an element's terms come in offset order from the
     # windows in reverse row-major order, so the windows are walked that way. A finite term
     # goes to its window's maximum alone (every other element of the window gets +-0.0, which
     # changes no sum that starts at +0.0); a term that is not (``g * 0`` is NaN) or a window
     # without a maximum (NaN: index -1) goes to each element of the window, as there.
+    # ``rows_of``/``cols_of``: each offset's row and column in the window (no division a term).
     for pl in range(planes):
         dst, src = pl * h_ * w_, pl * oh * ow
         for q in range(dst, dst + h_ * w_):
@@ -618,7 +671,7 @@ def _max_pool_scatter_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx,
                     gv = gv * (1 if pooled[_U(o)] > 0 else 0)
                 if gv - gv == 0:
                     if kk >= 0:
-                        hh, ww = a * sh + kk // kw - ph, b * sw + kk % kw - pw
+                        hh, ww = a * sh + rows_of[kk] - ph, b * sw + cols_of[kk] - pw
                         if 0 <= hh < h_ and 0 <= ww < w_:
                             t = dst + hh * w_ + ww
                             gx[_U(t)] = gx[_U(t)] + gv
@@ -642,7 +695,11 @@ _totals = _jit.Kernel(_totals_loop)
 _grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _bk.pairwise})
 _col2im = _jit.Kernel(_col2im_loop, {"_span": span})
 _max_pool_values = _jit.Kernel(_max_pool_values_loop, {"_span": span})
-_max_pool_padded = _jit.Kernel(_max_pool_padded_loop)
+_max_windows = _jit.Kernel(_max_windows_loop)
+_down_3 = _jit.Kernel(_down_3_loop, inline=True)
+_max_3x3 = _jit.Kernel(_max_3x3_loop, {"_down_3": _down_3})
+_max_pool_padded = _jit.Kernel(_max_pool_padded_loop, {"_max_windows": _max_windows,
+                                                       "_max_3x3": _max_3x3})
 _max_pool_scatter = _jit.Kernel(_max_pool_scatter_loop)
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)
