@@ -145,15 +145,20 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
 
     # Few column rows against many filters: each image's GEMM writes its (F, P) block of the
     # output in place, and the epilogue only adds the bias and takes the ReLU there (the
-    # transposing epilogue's pass over the output, the largest array, is gone).
-    per_image = host and groups == 1 and rows <= PER_IMAGE_ROWS < f
+    # transposing epilogue's pass over the output, the largest array, is gone). So does a 1x1
+    # convolution of stride 1 without padding on planes of POINTWISE_PLANE values or more, whose
+    # columns are each image itself: no column matrix is made either.
+    pointwise = host and groups == 1 and ksize == 1 and all(s == 1 for s in stride) \
+        and not any(pad) and plane >= POINTWISE_PLANE
+    per_image = host and groups == 1 and (rows <= PER_IMAGE_ROWS < f or pointwise)
 
     def forward(i):
         a, z = pieces[i]
         target = out[a:z]
         if per_image:
             blocks = target.reshape(z - a, f, plane)
-            cols = columns(a, z).reshape(rows, z - a, plane).transpose(1, 0, 2)
+            cols = x[a:z].reshape(z - a, c, plane) if pointwise else \
+                columns(a, z).reshape(rows, z - a, plane).transpose(1, 0, 2)
             numpy.matmul(wm[0], cols, out=blocks)
             if not _ck.bias_relu_rows(blocks, b, relu):
                 if b is not None:
@@ -196,8 +201,8 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
         # A max pooling of ``out`` may have applied the ReLU's mask already (_relu_masks).
         mask = relu and not _relu_masks.take_masked(g)
         if per_image:
-            return _per_image_vjp(g, out, mask, x, wm, columns, pieces, needs, bias is not None,
-                                  (kernel, stride, dilate, pad, out_sp))
+            return _per_image_vjp(g, out, mask, x, wm, None if pointwise else columns, pieces,
+                                  needs, bias is not None, (kernel, stride, dilate, pad, out_sp))
         if transposed:
             g2, gb = _grad_rows_t(g, out, mask, n, f, plane, bias_grad, xp)
             g2 = g2.reshape(n * plane, groups, f // groups)
@@ -259,6 +264,12 @@ PIECE_ELEMENTS = 1 << 17
 # Convolutions whose column matrix has at most this many rows (input channels x kernel size) and
 # more filters than that multiply image by image straight into the output (see ``forward``).
 PER_IMAGE_ROWS = 16
+# A pointwise convolution's images go straight to their GEMMs from planes of this many values
+# on (see ``forward``); on smaller ones the per-image GEMMs are too thin: 832 -> 384 channels at
+# 3x3, batch 32, forward 2.3 ms with the column matrix, 4.3 image by image. From 6x6 on, forward
+# and backward on one thread: 512 -> 64 channels at 6x6 4.65 -> 4.24 ms, 64 -> 64 at 24x24
+# 9.6 -> 9.2, 64 -> 128 at 56x56 109 -> 107 (two threads: 1.07x, 1.11x, 1.11x).
+POINTWISE_PLANE = 16
 
 
 def _one_image(wm, cols, bias, relu, target):
@@ -358,7 +369,10 @@ def _per_image_vjp(g, out, mask, x, wm, columns, pieces, needs, with_bias, geome
     (F, N, P) copy of the gradient is made, and each GEMM's operands are contiguous blocks
     (LeNet's first layer, one piece of 16 images alone: 1.9 -> 0.76 ms). The bias gradient comes
     out of the same GEMMs, from a row of ones below the columns (a pass of its own over the
-    gradient took 0.25 ms there, the extra column 0.035 ms)."""
+    gradient took 0.25 ms there, the extra column 0.035 ms). ``columns`` None: a pointwise
+    convolution, whose columns are the images themselves; the input's gradient is then its
+    GEMMs' result, and the bias gradient the gradient's sums (a row of ones would take a copy
+    of the input)."""
     n, f = out.shape[:2]
     _, _, rows = wm.shape
     plane = math.prod(out.shape[2:])
@@ -372,10 +386,20 @@ def _per_image_vjp(g, out, mask, x, wm, columns, pieces, needs, with_bias, geome
         a, z = pieces[i]
         if not _ck.mask_rows(g, o, mask, gm, a, z, None):
             numpy.multiply(g[a:z], o[a:z] > 0, out=gm[a:z])
-        if needs[0]:
+        if needs[0] and columns is None:
+            numpy.matmul(wm[0].T, gm[a:z], out=gx[a:z].reshape(z - a, rows, plane))
+        elif needs[0]:
             gcols = numpy.matmul(wm[0].T, gm[a:z])                                # (n, rows, P)
             gcols = numpy.ascontiguousarray(gcols.transpose(1, 0, 2)).reshape(rows, -1)
             _col2im(gcols, gx[a:z], *geometry, numpy)
+        if columns is None and (needs[1] or bias_grad):
+            part = (numpy.empty if needs[1] else numpy.zeros)((f, rows + 1), x.dtype)
+            if needs[1]:
+                images = x[a:z].reshape(z - a, rows, plane).transpose(0, 2, 1)    # (n, P, rows)
+                numpy.sum(numpy.matmul(gm[a:z], images), axis=0, out=part[:, :rows])
+            if bias_grad:
+                numpy.sum(gm[a:z].sum(axis=2), axis=0, out=part[:, rows])
+            return part
         if needs[1] or bias_grad:
             cols = columns(a, z, ones=bias_grad)[0]                        # (rows [+ 1], n * P)
             cols = cols.reshape(len(cols), z - a, plane).transpose(1, 2, 0)  # (n, P, rows [+ 1])
