@@ -1,6 +1,8 @@
-"""Where the time of a ResNet-18 case of ``run_all.py`` goes, layer kind by layer kind: this
+"""Where the time of a ResNet-18 case (or another of ``run_all.py``'s heavy cases: the book's
+AlexNet, GoogLeNet, ResNet) goes, layer kind by layer kind: this
 process's CPU time of each op call of ours (convolutions by kernel, stride and input shape,
-BatchNorm, ReLU, pooling, the residual add, the dense layer), forward and, for the training
+ReLU-fused ones too, BatchNorm, ReLU, pooling, Dropout, concat, the residual add, the dense
+layer), forward and, for the training
 step, backward (each op's vector-Jacobian function timed when autograd runs it), summed over
 the step and averaged over ``--steps`` steps, beside the step's own CPU time (the rest: the dense
 layer, the loss, the optimizer's update, the tape, Python).
@@ -9,7 +11,8 @@ layer, the loss, the optimizer's update, the tape, Python).
         python benchmarks/profile_resnet.py --case resnet18_cifar_b32 [--steps 3]
 
 Cases: ``resnet18_cifar_b32`` (the training step), ``resnet18_224_predict_b1`` and
-``resnet18_224_predict_b16`` (inference). Run it with one thread for figures that add up: with
+``resnet18_224_predict_b16`` (inference), ``book_alexnet_b32``, ``book_googlenet_b32`` and
+``book_resnet_b32`` (training steps). Run it with one thread for figures that add up: with
 several, a convolution's pieces run on the other threads too, and their CPU time lands in the
 op's row. ``--clock wall --threads 2`` times each op on the wall clock with the BLAS (and so
 the pieces) on two threads instead: beside a ``--clock wall --threads 1`` run, which layers
@@ -66,6 +69,27 @@ def instrument(nd, ndarray_module, autograd_node, clock=time.process_time):
 
     for name in OPS:
         setattr(nd, name, timed(name, getattr(nd, name)))
+    # Conv2D(activation='relu') calls the fused convolution itself, not nd.Convolution.
+    fused = nd.nn._convolution
+
+    def fused_label(data, weight, bias, kernel, stride, *rest):
+        return "Convolution %s stride %s of %s, ReLU" % (
+            "x".join(str(k) for k in weight.shape[2:]),
+            "x".join(str(s) for s in (stride or (1,) * (weight.ndim - 2))),
+            "x".join(str(d) for d in data.shape[1:]))
+
+    def convolution(*args):
+        label = fused_label(*args) if args[-1] else None
+        if label is None:
+            return fused(*args)
+        outer, current[0] = current[0], label
+        start = clock()
+        try:
+            return fused(*args)
+        finally:
+            spent[label + ", forward"] += clock() - start
+            current[0] = outer
+    nd.nn._convolution = convolution
     add = ndarray_module.NDArray.__add__
 
     def residual_add(a, b):
