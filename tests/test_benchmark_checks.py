@@ -64,6 +64,15 @@ def test_the_perceptron_step_passes_its_check():
     assert check == {"changes_weights": True, "finite": True}
 
 
+@pytest.mark.parametrize("name", ["alexnet", "googlenet", "resnet"])
+def test_the_book_networks_train_and_pass_their_check(name):
+    """The book chapters' cases (benchmarks/_book_nets.py) build as the book writes them and
+    take a step that changes the weights and keeps them finite, here on a batch of two."""
+    lib = _worker.Gluon("ours")
+    check = _worker.check_step(lib.book_step(name, 2), lib.sync)
+    assert check == {"changes_weights": True, "finite": True}
+
+
 def test_a_script_loop_that_does_nothing_is_refused():
     w = np.ones(3, np.float32)
     with pytest.raises(_worker.CheckFailed, match="changes_weights"):
