@@ -243,6 +243,7 @@ POOLS = [
     ((2, 3, 6, 6), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),     # Inception's
     ((2, 2, 9, 8), {"kernel": (3, 3), "stride": (2, 2)}),                     # AlexNet's
     ((1, 2, 7, 9), {"kernel": (5, 4), "stride": (2, 3), "pad": (2, 1)}),
+    ((1, 2, 14, 13), {"kernel": (12, 11), "stride": (1, 2), "pad": (1, 0)}),  # int32 index
     ((2, 4, 26, 26), {"kernel": (2, 2), "stride": (2, 2)}),
     ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2)}),
     ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2), "pooling_convention": "full"}),
