@@ -8,6 +8,7 @@ installed.
 """
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _conv_kernels as K
@@ -446,3 +447,41 @@ def test_convolutions_from_two_threads_at_once_give_their_own_bits(monkeypatch):
         _same_bits(together[case][0], alone[case][0])
         for got, expect in zip(together[case][1], alone[case][1]):
             _same_bits(got, expect)
+
+
+@settings(max_examples=60, deadline=None)
+@given(kh=st.integers(1, 5), kw=st.integers(1, 5), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       ph=st.integers(0, 2), pw=st.integers(0, 2), full=st.booleans(), h=st.integers(1, 12),
+       w=st.integers(1, 12), seed=st.integers(0, 2 ** 16), double=st.booleans())
+def test_any_max_pooling_window_is_numpys(kh, kw, sh, sw, ph, pw, full, h, w, seed, double):
+    """Random windows, strides, padding and conventions, data with ties, signed zeros, NaN and
+    infinities, a head with NaN: the recorded output, the predict-mode output and the gradient
+    are the NumPy path's bits."""
+    ph, pw = min(ph, kh // 2), min(pw, kw // 2)
+    if h + 2 * ph < kh or w + 2 * pw < kw:
+        return
+    dtype = np.float64 if double else np.float32
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.standard_normal((2, 2, h, w)) * 3).astype(dtype)
+    flat = x.reshape(-1)
+    flat[rng.integers(0, flat.size, 3)] = rng.choice(SPECIAL, 3)
+    kwargs = {"kernel": (kh, kw), "stride": (sh, sw), "pad": (ph, pw),
+              "pooling_convention": "full" if full else "valid"}
+    results, head = [], None
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(K, "MIN_SIZE", 1)
+        for kernels in (True, False):
+            monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+            x_nd = nd.array(x, dtype=dtype)
+            x_nd.attach_grad()
+            with autograd.record():
+                y = nd.Pooling(x_nd, pool_type="max", **kwargs)
+            if head is None:
+                head = rng.standard_normal(y.shape).astype(dtype)
+                head.reshape(-1)[0] = np.nan
+            with np.errstate(all="ignore"):
+                y.backward(nd.array(head, dtype=dtype))
+            predicted = nd.Pooling(nd.array(x, dtype=dtype), pool_type="max", **kwargs)
+            results.append((y.asnumpy(), predicted.asnumpy(), x_nd.grad.asnumpy()))
+    for got, expect in zip(*results):
+        _same_bits(got, expect)
