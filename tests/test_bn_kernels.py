@@ -79,6 +79,7 @@ def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case):
     range, and the NumPy path's bits on 1, 2 and 3 threads."""
     monkeypatch.setattr(B, "MIN_SIZE", 16)
     monkeypatch.setattr(B, "SPLIT_SIZE", 16)
+    monkeypatch.setattr(B, "SHIFT_SPLIT_SIZE", 16)
     shape = SHAPES[case]
     c = shape[1]
     x = _data(shape, np.float32, 31)
@@ -91,6 +92,7 @@ def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case):
         monkeypatch.setattr(host_threads, "blas_threads", lambda threads=threads: threads)
         got, calls = _run(arrays, head, True, True, False, monkeypatch)
         assert calls.count("_grad_input") == min(c, B.CHANNEL_PARTS)
+        assert calls.count("_scale_shift") == min(c, B.CHANNEL_PARTS)
         for a, b in zip(got, expect):
             _same_bits(a, b)
 

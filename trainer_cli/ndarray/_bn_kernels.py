@@ -34,13 +34,19 @@ import numpy
 from .. import _jit
 from . import host_threads as _host_threads
 
-__all__ = ["channel_sums", "scale_shift", "grad_sums", "grad_input", "MIN_SIZE", "SPLIT_SIZE"]
+__all__ = ["channel_sums", "scale_shift", "grad_sums", "grad_input", "MIN_SIZE", "SPLIT_SIZE",
+           "SHIFT_SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
 # A pass over this many elements (1 MiB of float32, about 0.3 ms) is split into CHANNEL_PARTS
 # ranges of channels; smaller ones would pay the threads' hand-over for little.
 SPLIT_SIZE = 1 << 18
 CHANNEL_PARTS = 8
+# ... but the scale and shift, one read and one write an element, runs at the memory's pace on
+# one thread until the arrays leave the cache: on two threads, in parts, it took longer below
+# this size (one image of 64x112x112 in predict mode 107 -> 261 us, 16 of 64x56x56 535 -> 817
+# us; 32 of 64x48x48, 4.7M values, 1502 -> 1159 us).
+SHIFT_SPLIT_SIZE = 1 << 22
 _np_ndarray = numpy.ndarray
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
 _STACK = 256        # pairwise's task stack: depth 3 per halving, 2**64 elements need < 200
@@ -72,11 +78,12 @@ def workspace(dtype, p):
             numpy.empty(p, dtype))
 
 
-def _by_channels(x, work):
-    """``work(c0, c1)`` for ranges of channels covering them all: one range for a small ``x``,
-    else CHANNEL_PARTS of them on the BLAS's thread count of threads."""
+def _by_channels(x, work, split=None):
+    """``work(c0, c1)`` for ranges of channels covering them all: one range for an ``x`` of fewer
+    than ``split`` (SPLIT_SIZE) elements, else CHANNEL_PARTS of them on the BLAS's thread count
+    of threads."""
     c = x.shape[1]
-    if x.size < SPLIT_SIZE or c < 2:
+    if x.size < (SPLIT_SIZE if split is None else split) or c < 2:
         work(0, c)
         return
     ranges = _host_threads.even_pieces(c, min(c, CHANNEL_PARTS))
@@ -101,7 +108,7 @@ def scale_shift(x, mean, scale, beta, out) -> None:
     n, c, p = _geometry(x)
     _by_channels(x, lambda c0, c1: _scale_shift(
         x.reshape(-1), n, c, p, c0, c1, mean.reshape(-1), scale.reshape(-1), beta.reshape(-1),
-        out.reshape(-1)))
+        out.reshape(-1)), SHIFT_SPLIT_SIZE)
 
 
 def grad_sums(g, x, mean, invstd, gsum, gxhat_sum) -> None:
