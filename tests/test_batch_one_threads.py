@@ -135,6 +135,7 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
     monkeypatch.setattr(NN, "ALIGN", 4)
     monkeypatch.setattr(NN, "MIN_BLOCK_WORK", 64)
     monkeypatch.setattr(NN, "BLAS_SPLIT_WORK", 64)
+    monkeypatch.setattr(K, "THREAD_ELEMENTS", 16)           # the column matrix in runs of rows
     arrays = [_integers(xshape, 1), _integers((f, xshape[1]) + kernel, 2), _integers((f,), 3)]
     _threads(monkeypatch, 3)
     spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward"),

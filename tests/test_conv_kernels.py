@@ -102,7 +102,7 @@ def _arrays(case, dtype, with_bias=True, special=True):
 
 
 # One piece (the whole batch), or one image per piece (``nn.PIECE_ELEMENTS``).
-PIECES = {"whole": 1 << 40, "by_image": 1}
+PIECES = {"whole": 1 << 40, "by_image": 1, "whole_in_parts": 1 << 40}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -113,6 +113,9 @@ PIECES = {"whole": 1 << 40, "by_image": 1}
 def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, case, pieces):
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(nd.nn, "PIECE_ELEMENTS", PIECES[pieces])
+    if pieces == "whole_in_parts":      # the batch one piece, its copies in parts on 3 threads
+        monkeypatch.setattr(K, "THREAD_ELEMENTS", 16)
+        monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
     xshape, wshape, kw = CONVS[case]
     arrays = _arrays(case, dtype, with_bias)
     conv = _conv(wshape, kw, relu)

@@ -329,7 +329,6 @@ def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
     """The forward pass of one image ``x`` into ``out`` on ``threads`` threads, in parts; False
     where the kernels do not take these arrays or the work makes one part (nothing done)."""
     kernel, stride, dilate, pad, out_sp = geometry
-    c = x.shape[1]
     groups, f, rows = wm.shape
     plane = math.prod(out_sp)
     # (``out``: of the columns' dtype and contiguous, as the kernel wants them)
@@ -356,9 +355,7 @@ def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
     if f * rows * plane < BLAS_SPLIT_WORK:      # the caller's GEMM, on one BLAS thread
         return False
     cols = numpy.empty((rows, plane), x.dtype)
-    units = _host_threads.even_pieces(c * kernel[0], min(c * kernel[0], SPLIT_PARTS * threads))
-    _host_threads.run(len(units), lambda i: _ck.im2col(x, kernel, stride, dilate, pad, out_sp,
-                                                       cols, units[i]))
+    _ck.im2col(x, kernel, stride, dilate, pad, out_sp, cols)      # in parts where it is large
     _one_image(wm, cols.reshape(1, rows, plane), bias, relu, out)
     return True
 
