@@ -265,6 +265,7 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
     oh, ow = g.shape[2:]
     square = _square(kernel, stride, pad, g.shape, gx.shape)
     planes = _plane_pieces(n * c, h * w)
+    rows_of, cols_of = divmod(numpy.arange(kernel[0] * kernel[1]), kernel[1])
 
     def piece(i):
         a, z = planes[i]
@@ -279,10 +280,9 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
                                numpy.empty(4 * (POOL_GRAD_CHUNK + ow), gx.dtype),
                                pooled is not None, ps)
         else:
-            offsets = numpy.arange(kernel[0] * kernel[1])
             _max_pool_scatter(gs, ix, z - a, oh, ow, kernel[0], kernel[1], stride[0], stride[1],
-                              pad[0], pad[1], gxs, h, w, pooled is not None, ps,
-                              offsets // kernel[1], offsets % kernel[1])
+                              pad[0], pad[1], gxs, h, w, pooled is not None, ps, rows_of,
+                              cols_of)
 
     _host_threads.run(len(planes), piece)
     return True
@@ -714,7 +714,7 @@ def _max_pool_scatter_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx,
                             gx[_U(t)] = gx[_U(t)] + gv
                     continue
                 for k in range(kh * kw):
-                    hh, ww = a * sh + k // kw - ph, b * sw + k % kw - pw
+                    hh, ww = a * sh + rows_of[k] - ph, b * sw + cols_of[k] - pw
                     if 0 <= hh < h_ and 0 <= ww < w_:
                         t = dst + hh * w_ + ww
                         gx[_U(t)] = gx[_U(t)] + gv * (1 if kk == k else 0)
