@@ -49,15 +49,25 @@ def _label(name, args, kwargs):
     return "%s of %s" % (name, shape)
 
 
+def _fused_label(data, weight, bias, kernel, stride, *rest):
+    return "Convolution %s stride %s of %s, ReLU" % (
+        "x".join(str(k) for k in weight.shape[2:]),
+        "x".join(str(s) for s in (stride or (1,) * (weight.ndim - 2))),
+        "x".join(str(d) for d in data.shape[1:]))
+
+
 def instrument(nd, ndarray_module, autograd_node, clock=time.process_time):
     """Time ``nd``'s ops of OPS and the residual add, forward, and the vector-Jacobian function
     each records, backward, on ``clock``; returns the dict of seconds by label."""
     spent = collections.defaultdict(float)
     current = [None]
 
-    def timed(name, fn):
+    def timed(label_of, fn):
+        """``fn`` timed under the label ``label_of(args, kwargs)`` gives (untimed where None)."""
         def call(*args, **kwargs):
-            label = _label(name, args, kwargs)
+            label = label_of(args, kwargs)
+            if label is None:
+                return fn(*args, **kwargs)
             outer, current[0] = current[0], label
             start = clock()
             try:
@@ -68,40 +78,14 @@ def instrument(nd, ndarray_module, autograd_node, clock=time.process_time):
         return call
 
     for name in OPS:
-        setattr(nd, name, timed(name, getattr(nd, name)))
+        setattr(nd, name, timed(lambda args, kwargs, name=name: _label(name, args, kwargs),
+                                getattr(nd, name)))
     # Conv2D(activation='relu') calls the fused convolution itself, not nd.Convolution.
-    fused = nd.nn._convolution
-
-    def fused_label(data, weight, bias, kernel, stride, *rest):
-        return "Convolution %s stride %s of %s, ReLU" % (
-            "x".join(str(k) for k in weight.shape[2:]),
-            "x".join(str(s) for s in (stride or (1,) * (weight.ndim - 2))),
-            "x".join(str(d) for d in data.shape[1:]))
-
-    def convolution(*args):
-        label = fused_label(*args) if args[-1] else None
-        if label is None:
-            return fused(*args)
-        outer, current[0] = current[0], label
-        start = clock()
-        try:
-            return fused(*args)
-        finally:
-            spent[label + ", forward"] += clock() - start
-            current[0] = outer
-    nd.nn._convolution = convolution
-    add = ndarray_module.NDArray.__add__
-
-    def residual_add(a, b):
-        outer, current[0] = current[0], "add (residual) of %s" % "x".join(
-            str(d) for d in a.shape[1:])
-        start = clock()
-        try:
-            return add(a, b)
-        finally:
-            spent[current[0] + ", forward"] += clock() - start
-            current[0] = outer
-    ndarray_module.NDArray.__add__ = residual_add
+    nd.nn._convolution = timed(lambda args, kwargs: _fused_label(*args) if args[-1] else None,
+                               nd.nn._convolution)
+    ndarray_module.NDArray.__add__ = timed(
+        lambda args, kwargs: "add (residual) of %s" % "x".join(str(d) for d in args[0].shape[1:]),
+        ndarray_module.NDArray.__add__)
 
     def node(inputs, vjp):
         label = current[0]
