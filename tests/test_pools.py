@@ -130,3 +130,47 @@ def test_terminate_that_never_returns_is_left_and_exit_does_not_wait_for_it():
         print("left")
     """)
     assert out.split() == ["left"]
+
+
+@pytest.mark.parametrize("cut", ["length_promising_more", "body_that_is_no_pickle"])
+def test_task_stream_cut_mid_message_does_not_stop_the_close(cut):
+    # A worker killed while reading a task leaves the rest of that message in the pipe: read as
+    # messages, the stream then waits for bytes that never come or fails to unpickle.
+    out = _run(f"""
+        import struct, time
+        import multiprocessing.pool
+        pool = multiprocessing.get_context("fork").Pool(1)
+        multiprocessing.pool.Pool._repopulate_pool_static = staticmethod(lambda *a: None)
+        worker = pool._pool[0]
+        pool.apply_async(die_holding_task_lock)
+        wait_ended(worker)
+        tail = (struct.pack("!i", 1000) + b"cut" if "{cut}" == "length_promising_more"
+                else struct.pack("!i", 3) + b"cut")
+        os.write(pool._inqueue._writer.fileno(), tail)
+        started = time.monotonic()
+        assert close_pool(pool, timeout=10) is True
+        assert time.monotonic() - started < 5
+        assert not any(t.is_alive() for t in
+                       (pool._worker_handler, pool._task_handler, pool._result_handler))
+        print("closed")
+    """)
+    assert out.split() == ["closed"]
+
+
+def test_terminate_that_fails_half_way_leaves_no_worker_starting_behind():
+    # terminate() stopped by an error after its first step: close_pool says so, and the pool's
+    # thread has ended, so no worker it starts outlives the pool (interpreter exit would wait
+    # for one).
+    out = _run("""
+        import multiprocessing.pool
+        def fail(*args):
+            raise EOFError("Ran out of input")
+        multiprocessing.pool.Pool._help_stuff_finish = staticmethod(fail)
+        pool = multiprocessing.get_context("fork").Pool(2)
+        assert pool.apply(os.getpid) in [w.pid for w in pool._pool]
+        assert close_pool(pool, timeout=10) is False
+        assert not pool._worker_handler.is_alive()
+        assert all(p.exitcode is not None for p in pool._pool)
+        print("left")
+    """)
+    assert out.split() == ["left"]

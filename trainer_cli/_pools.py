@@ -3,12 +3,16 @@
 ``Pool.terminate()`` can block forever: it first takes the task queue's read lock, which an idle
 worker holds while it waits for a task, so a worker killed there (the out-of-memory killer,
 SIGKILL) leaves the lock taken for good; a worker killed while writing a result does the same to
-the result queue's write lock. :func:`close_pool` kills the workers itself (a pool being closed
-has no work anyone wants), gives the parent private locks in place of those the dead workers
-shared, then runs ``terminate()``/``join()`` on a daemon thread that it waits for at most
+the result queue's write lock. A worker killed while reading a task leaves the task stream cut
+mid-message, and ``terminate()``'s drain of that stream then raises half way (leaving the pool's
+thread free to start a worker nobody ends, which interpreter exit then waits for) or waits for
+bytes that never come. :func:`close_pool` kills the workers itself (a pool being closed has no
+work anyone wants), gives the parent private locks in place of those the dead workers shared and
+a task-stream drain that reads bytes, not messages, stops the pool's thread from starting
+workers, then runs ``terminate()``/``join()`` on a daemon thread that it waits for at most
 ``timeout`` seconds. It reaches into the pool's private fields (``_pool``, ``_inqueue``,
-``_outqueue``, ``_terminate``), each with a fallback, because the standard library offers no
-bounded way to end a pool.
+``_outqueue``, ``_worker_handler``, ``_change_notifier``, ``_terminate``), each with a
+fallback, because the standard library offers no bounded way to end a pool.
 """
 from __future__ import annotations
 
@@ -50,8 +54,9 @@ def leave_stops_to_parent(parent: int):
 def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
     """End ``pool`` (a process or thread pool) within about ``timeout`` seconds: its worker
     processes are killed with SIGKILL, its threads ended. True when ``terminate()`` and
-    ``join()`` finished; False when they were left blocked on a daemon thread (the processes are
-    killed all the same, and interpreter exit does not wait for that pool)."""
+    ``join()`` finished; False when they were left blocked on a daemon thread or stopped half way
+    (the processes are killed all the same, no new one starts, and interpreter exit does not
+    wait for that pool)."""
     deadline = time.monotonic() + timeout
     # Unshared also when no worker is listed: the pool's own thread may be starting one in
     # place of a dead worker right now, which would take the shared task-queue lock and be
@@ -65,7 +70,16 @@ def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
         return ended
     if ended:
         _unshare_locks(pool)
-    ender = threading.Thread(target=_terminate_and_join, args=(pool,), daemon=True,
+        _drain_tasks_as_bytes(pool)
+    # Only now, with the locks unshared: the pool's thread, once stopped, sends the task thread
+    # the sentinel that makes it write to the result queue, whose lock a killed worker may hold.
+    # Stopped here and not left to terminate(), which can fail after its first step: a worker
+    # started then would live on unended (waiting forever on a lock held when it forked), and
+    # interpreter exit would wait for it.
+    _stop_worker_starts(pool, deadline)
+    _all_ended(_kill(pool), deadline)
+    finished = []
+    ender = threading.Thread(target=_terminate_and_join, args=(pool, finished), daemon=True,
                              name="close_pool")
     ender.start()
     while ender.is_alive():
@@ -75,7 +89,8 @@ def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
         ender.join(min(_KILL_EVERY_S, left))
         _kill(pool)      # the pool may have started workers in place of the killed ones
     if not ender.is_alive():
-        return True
+        _kill(pool)
+        return bool(finished) and _all_ended(_listed(pool), deadline)
     _kill(pool)
     # terminate() has run the pool's exit finalizer already; cancelled in any case so that
     # interpreter exit never runs it again and blocks where the thread is blocked.
@@ -89,10 +104,32 @@ def _cancel_exit_finalizer(pool):
         finalizer.cancel()
 
 
+def _stop_worker_starts(pool, deadline):
+    """What ``terminate()`` does first: the pool's thread is told to stop starting workers,
+    woken, and waited for (until ``deadline``)."""
+    handler = getattr(pool, "_worker_handler", None)
+    if handler is None or not hasattr(handler, "_state"):
+        return
+    from multiprocessing.pool import TERMINATE
+    handler._state = TERMINATE
+    notifier = getattr(pool, "_change_notifier", None)
+    if notifier is not None:
+        try:
+            notifier.put(None)
+        except (OSError, ValueError):
+            pass
+    if handler.is_alive() and handler is not threading.current_thread():
+        handler.join(max(0.0, deadline - time.monotonic()))
+
+
+def _listed(pool) -> list:
+    return [p for p in list(getattr(pool, "_pool", None) or ())
+            if hasattr(p, "kill") and getattr(p, "pid", None)]
+
+
 def _kill(pool) -> list:
     """SIGKILL to the pool's live worker processes (a thread pool has none); returns them."""
-    processes = [p for p in list(getattr(pool, "_pool", None) or ())
-                 if hasattr(p, "kill") and getattr(p, "pid", None)]
+    processes = _listed(pool)
     for process in processes:
         try:
             process.kill()     # sends nothing to a process already reaped (its pid is reused)
@@ -126,9 +163,36 @@ def _unshare_locks(pool):
             setattr(queue, name, threading.Lock())
 
 
-def _terminate_and_join(pool):
+class _ByteDrain:
+    """Stands in for the task queue's reading end once every worker is dead: ``terminate()``
+    drains it only to unblock the pool's task thread, and a stream a killed worker cut
+    mid-message cannot be read as messages (a wrong length waits forever, a wrong body raises)."""
+
+    def __init__(self, reader):
+        self._reader = reader
+
+    def poll(self, timeout=0.0):
+        return self._reader.poll(timeout)
+
+    def recv(self):
+        import os
+        os.read(self._reader.fileno(), 1 << 16)   # poll() said readable: returns at once
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
+
+
+def _drain_tasks_as_bytes(pool):
+    queue = getattr(pool, "_inqueue", None)
+    reader = getattr(queue, "_reader", None)
+    if reader is not None and hasattr(reader, "fileno") and hasattr(reader, "poll"):
+        queue._reader = _ByteDrain(reader)
+
+
+def _terminate_and_join(pool, finished: list):
     try:
         pool.terminate()
         pool.join()
     except Exception:   # a pool already broken: the processes are killed, nothing to report
-        pass
+        return
+    finished.append(True)
