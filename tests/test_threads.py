@@ -91,3 +91,59 @@ def test_config_key_and_train_log(tmp_path):
     log = (tmp_path / "runs").glob("*/train.log")
     assert "threads: 1 (set by the config's threads)" in next(log).read_text()
     assert result.status == "finished"
+
+
+def test_auto_keeps_the_count_a_checkpoint_was_made_with():
+    kept = threads.plan("auto", cores=2, load=8.0, layer_work=1 << 30, recorded=2)
+    assert kept.count == 2 and "as the checkpoint was made" in kept.how
+    assert threads.plan(3, cores=2, load=0.1, recorded=2).count == 3     # the config's wins
+    assert threads.recorded({"threads": 2}) == 2
+    for wrong in ({}, {"threads": None}, {"threads": True}, {"threads": 0}, {"threads": -1},
+                  {"threads": "2"}, {"threads": 2.0}, {"threads": 1 << 40}, None, []):
+        assert threads.recorded(wrong) is None
+
+
+def _recording_blas_limits(monkeypatch):
+    seen = []
+    real = threads.apply
+
+    def apply(thread_plan):
+        seen.append((thread_plan.count, thread_plan.how))
+        return real(thread_plan)
+    monkeypatch.setattr(threads, "apply", apply)
+    return seen
+
+
+def test_resume_evaluate_and_predict_run_on_the_checkpoints_count(tmp_path, monkeypatch):
+    # Some BLAS kernels round a product differently on another thread count: what follows a
+    # checkpoint uses its count, whatever the load says then.
+    import json
+    from pathlib import Path
+
+    import numpy as np
+    from trainer_cli.run import layout, resume_run
+    from trainer_cli.run.predict import predict_file
+    from trainer_cli.run.trained import evaluate_run
+
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "model: {name: mlp, args: {hidden: [8], classes: 2}}\n"
+        "data:\n  train: {type: synthetic, task: classification, num_samples: 40,"
+        " num_features: 4, num_classes: 2}\n  batch_size: 10\n  split: 0.25\n"
+        "loss: softmax_cross_entropy\nepochs: 2\ncheckpoint: {every_steps: 3, keep_last: 9}\n")
+    monkeypatch.setattr(threads, "_load_average", lambda: 0.0)
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    monkeypatch.setattr(threads, "SMALL_LAYER_WORK", 0)        # auto: 2 threads here
+    result = start_run(str(config), run_root=tmp_path / "runs", handle_signals=False)
+    run_dir = Path(result.summary["run_dir"])
+    meta = json.loads((layout.checkpoint_dir(run_dir, 3) / layout.META_FILE).read_text())
+    assert meta["threads"] == 2
+    monkeypatch.setattr(threads, "_load_average", lambda: 5.0)  # auto alone would pick 1 now
+    seen = _recording_blas_limits(monkeypatch)
+    resume_run(run_dir, 3, handle_signals=False)
+    assert seen[-1] == (2, "2 (auto: as the checkpoint was made)")
+    evaluate_run(run_dir)
+    assert seen[-1][0] == 2
+    np.save(tmp_path / "x.npy", np.ones((3, 4), np.float32))
+    predict_file(run_dir, tmp_path / "x.npy", tmp_path / "out.npy")
+    assert seen[-1][0] == 2 and len(seen) == 3

@@ -207,7 +207,7 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     n = len(x)
     ctx, dtype = trained.contexts[0], trained.dtype
     try:
-        with _Writer(output_path, n, how is not None) as writer:
+        with _Writer(output_path, n, how is not None) as writer, trained.run_threads():
             for start in range(0, n, bs):
                 rows = _rows(x, start, start + bs)
                 _check_finite(rows, start, input_path)

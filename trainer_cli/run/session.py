@@ -138,6 +138,7 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
                                                                          model_file))
         state = LoopState()
         step = 0
+        recorded_threads = None
         if point is not None:
             step, path = point
             with _capture_warnings() as loading:  # e.g. the optimizer's, on its states header
@@ -146,6 +147,7 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
             caught += loading
             _check_data(meta, parts, path)
             state = _loop_state(meta, step, path, parts, extending=bool(overrides))
+            recorded_threads = threads.recorded(meta)
             notes.append("resuming from %s (%s)" % (path.name, state.position_text()))
             if state.finished and not overrides:
                 notes.append("the run had finished there: nothing to train (-o epochs=N or "
@@ -179,7 +181,7 @@ def resume_run(run_dir, from_step: int | None = None, *, reporter=None,
         best_dir = layout.checkpoint_dir(run_dir, state.best["step"]) if state.best else None
         return _train(parts, run_dir if lock is not None else None, state, reporter,
                       handle_signals, caught, resumed_from=step, notes=notes, lock=lock,
-                      best_dir=best_dir)
+                      best_dir=best_dir, recorded_threads=recorded_threads)
     finally:
         if lock is not None:
             lock.release()
@@ -376,6 +378,7 @@ class _Recorder:
         self._session_samples0 = None
         self._slow_due = 0.0         # when progress next works out its slow fields
         self._slow_fields = None
+        self.threads = None          # the count the steps run on, once chosen
 
     def start_writer(self, expected_saves: int, lock=None):
         """Write background saves from a child process when the run will make enough of them
@@ -456,6 +459,7 @@ class _Recorder:
             # The best evaluation so far; a checkpoint whose step it names becomes `best`.
             "best": {k: v for k, v in st.best.items() if k != "values"} or None,
             "restored_best": loop.restored_best,
+            "threads": self.threads,
             "trainer_cli": __version__,
         }
         # The live arrays first: a save too large to copy is written from them, without a copy
@@ -640,7 +644,7 @@ class _NullRecorder:
 
 
 def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from, notes,
-           lock=None, best_dir=None) -> RunResult:
+           lock=None, best_dir=None, recorded_threads=None) -> RunResult:
     # Ranks other than 0 stay silent: rank 0 speaks for the job.
     reporter = reporter if reporter is not None and run_dir is not None else Reporter()
     own_lock = None
@@ -686,8 +690,10 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         loop.best_dir = best_dir
         samples = parts.config.data.batch_size // max(1, parts.num_workers * len(parts.contexts))
         thread_plan = threads.plan(parts.config.threads, threads.local_ranks(parts.num_workers),
-                                   layer_work=threads.layer_work(loop.params, samples))
+                                   layer_work=threads.layer_work(loop.params, samples),
+                                   recorded=recorded_threads)
         restore_threads = threads.apply(thread_plan)
+        recorder.threads = thread_plan.count
         headline = _headline(parts, run_dir, resumed_from)
         if run_dir is not None:
             recorder.log.write(headline)

@@ -60,13 +60,17 @@ SMALL_LAYER_WORK = 1 << 21
 
 
 def plan(requested="auto", ranks: int = 1, cores: int | None = None,
-         load: float | None = None, layer_work: int | None = None) -> ThreadPlan:
+         load: float | None = None, layer_work: int | None = None,
+         recorded: int | None = None) -> ThreadPlan:
     """The thread count for ``requested`` (``"auto"`` or a count), with ``ranks`` ranks of the
     job on this host, ``cores`` usable cores, a one-minute ``load`` (measured when None) and the
-    model's ``layer_work`` (see :func:`layer_work`; None: unknown)."""
+    model's ``layer_work`` (see :func:`layer_work`; None: unknown). ``recorded``: the count
+    a checkpoint of the run was made with (see :func:`recorded`), which "auto" keeps."""
     if requested not in (None, "auto"):
         count = int(requested)
         return ThreadPlan(count, "%d (set by the config's threads)" % count)
+    if recorded is not None:
+        return ThreadPlan(recorded, "%d (auto: as the checkpoint was made)" % recorded)
     cores = usable_cores() if cores is None else int(cores)
     share = max(1, cores // max(1, ranks))
     load = _load_average() if load is None else load
@@ -98,6 +102,21 @@ def _size(shape) -> int:
     for d in shape or ():
         n *= int(d)     # 0 for a dimension not known before the first batch
     return n
+
+
+# Some BLAS kernels give a product's elements other last bits on another thread count (OpenBLAS's
+# Haswell kernels, also run on AMD Zen; docs/compat.md): a resumed run, and evaluate and predict,
+# use the count the checkpoint was made with, so that their numbers are the run's bits whatever
+# the load average says when they start.
+MAX_RECORDED = 4096
+
+
+def recorded(meta) -> int | None:
+    """The thread count a checkpoint's meta records (None: none, or not a sane count)."""
+    count = meta.get("threads") if isinstance(meta, dict) else None
+    if isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= MAX_RECORDED:
+        return count
+    return None
 
 
 def apply(thread_plan: ThreadPlan):

@@ -8,6 +8,7 @@ for it; nothing is trained and nothing in the run directory is written.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from .. import random as _random
 from ..config import ConfigError, ConfigIssue
 from . import layout
 from . import model_record as _model_record
+from . import threads as _threads
 from .checkpoint import using_checkpoint
 from .layout import RunDirError
 
@@ -36,6 +38,21 @@ class Trained:
     checkpoint: Path
     features: list | None     # the per-sample feature shape the run trained on (None: unknown)
     notes: list
+    threads: int | None = None    # the thread count the checkpoint was made with (None: unknown)
+
+    @contextlib.contextmanager
+    def run_threads(self):
+        """The BLAS on the thread count the run's steps had (its config's, or the one the
+        checkpoint records), so that the network gives the run's bits on any BLAS."""
+        requested = getattr(self.config, "threads", None)
+        if self.threads is None and requested in (None, "auto"):
+            yield
+            return
+        restore = _threads.apply(_threads.plan(requested, recorded=self.threads))
+        try:
+            yield
+        finally:
+            restore()
 
 
 def check_use_overrides(overrides, command: str):
@@ -121,7 +138,8 @@ def _load_from(run_dir, step, folder, config, trusted, sample, sample_from) -> T
     net.load_parameters(str(params_path), ctx=contexts)
     return Trained(config=config, net=net, contexts=contexts,
                    dtype=numpy.dtype(config.model.dtype), step=step, checkpoint=folder,
-                   features=features, notes=[trusted] if trusted else [])
+                   features=features, notes=[trusted] if trusted else [],
+                   threads=_threads.recorded(meta))
 
 
 def evaluate_run(run_dir, which=None, overrides=(), on="val", trust_model_file=False,
@@ -163,9 +181,10 @@ def evaluate_run(run_dir, which=None, overrides=(), on="val", trust_model_file=F
     scaling = run_scaling(run_dir, config, data.x.shape[1:])
     if scaling is not None:
         data = scale_arrays(data, scaling, source)
-    values = evaluate_arrays(trained.net, build_loss(config), build_metrics(config), data,
-                             section.batch_size, trained.contexts[0], trained.dtype, "",
-                             progress)
+    with trained.run_threads():
+        values = evaluate_arrays(trained.net, build_loss(config), build_metrics(config), data,
+                                 section.batch_size, trained.contexts[0], trained.dtype, "",
+                                 progress)
     return layout.json_safe({
         "run_dir": str(run_dir), "checkpoint": str(trained.checkpoint), "step": trained.step,
         "data": source, "samples": len(data), "described": describe(data),

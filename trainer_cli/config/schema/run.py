@@ -72,7 +72,8 @@ class RunConfig(Section):
     threads: Union[Literal["auto"], Annotated[int, at.Ge(1)]] = Field(
         "auto", description="threads for BLAS and the optimizer update: a count, or auto (the "
                             "usable cores shared among this host's ranks, less those other work "
-                            "keeps busy)")
+                            "keeps busy, when the run starts; resume, evaluate and predict keep "
+                            "the count its checkpoint was made with)")
     precision: Annotated[Literal["float32", "float16"], WithJsonSchema(
         {"enum": ["float32", "float16", *_PRECISION_ALIASES, 16, 32]})] = Field(
         "float32", description="float16 (or fp16): float16 parameters with float32 master weights "
