@@ -105,7 +105,7 @@ def _size(shape) -> int:
 
 
 # Some BLAS kernels give a product's elements other last bits on another thread count (OpenBLAS's
-# Haswell kernels, also run on AMD Zen; docs/compat.md): a resumed run, and evaluate and predict,
+# Haswell kernels, run where there is no AVX-512; docs/compat.md): a resumed run, and evaluate and predict,
 # use the count the checkpoint was made with, so that their numbers are the run's bits whatever
 # the load average says when they start.
 MAX_RECORDED = 4096
