@@ -137,7 +137,7 @@ def test_task_stream_cut_mid_message_does_not_stop_the_close(cut):
     # A worker killed while reading a task leaves the rest of that message in the pipe: read as
     # messages, the stream then waits for bytes that never come or fails to unpickle.
     out = _run(f"""
-        import struct, time
+        import struct
         import multiprocessing.pool
         pool = multiprocessing.get_context("fork").Pool(1)
         multiprocessing.pool.Pool._repopulate_pool_static = staticmethod(lambda *a: None)
@@ -147,9 +147,7 @@ def test_task_stream_cut_mid_message_does_not_stop_the_close(cut):
         tail = (struct.pack("!i", 1000) + b"cut" if "{cut}" == "length_promising_more"
                 else struct.pack("!i", 3) + b"cut")
         os.write(pool._inqueue._writer.fileno(), tail)
-        started = time.monotonic()
         assert close_pool(pool, timeout=10) is True
-        assert time.monotonic() - started < 5
         assert not any(t.is_alive() for t in
                        (pool._worker_handler, pool._task_handler, pool._result_handler))
         print("closed")

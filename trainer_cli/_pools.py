@@ -16,6 +16,7 @@ fallback, because the standard library offers no bounded way to end a pool.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -35,7 +36,6 @@ def leave_stops_to_parent(parent: int):
     SIGUSR1 (a relayed Ctrl-C under ``trainer run --workers``), and SIGTERM ends the worker by its
     default action, silently. A worker also goes as soon as its parent ``parent`` does (killed
     with SIGKILL, the parent cannot end it)."""
-    import os
     import signal
 
     for name, action in (("SIGINT", signal.SIG_IGN), ("SIGHUP", signal.SIG_IGN),
@@ -89,8 +89,7 @@ def close_pool(pool, timeout: float = CLOSE_TIMEOUT_S) -> bool:
         ender.join(min(_KILL_EVERY_S, left))
         _kill(pool)      # the pool may have started workers in place of the killed ones
     if not ender.is_alive():
-        _kill(pool)
-        return bool(finished) and _all_ended(_listed(pool), deadline)
+        return bool(finished) and _all_ended(_kill(pool), deadline)
     _kill(pool)
     # terminate() has run the pool's exit finalizer already; cancelled in any case so that
     # interpreter exit never runs it again and blocks where the thread is blocked.
@@ -122,14 +121,10 @@ def _stop_worker_starts(pool, deadline):
         handler.join(max(0.0, deadline - time.monotonic()))
 
 
-def _listed(pool) -> list:
-    return [p for p in list(getattr(pool, "_pool", None) or ())
-            if hasattr(p, "kill") and getattr(p, "pid", None)]
-
-
 def _kill(pool) -> list:
     """SIGKILL to the pool's live worker processes (a thread pool has none); returns them."""
-    processes = _listed(pool)
+    processes = [p for p in list(getattr(pool, "_pool", None) or ())
+                 if hasattr(p, "kill") and getattr(p, "pid", None)]
     for process in processes:
         try:
             process.kill()     # sends nothing to a process already reaped (its pid is reused)
@@ -175,7 +170,6 @@ class _ByteDrain:
         return self._reader.poll(timeout)
 
     def recv(self):
-        import os
         os.read(self._reader.fileno(), 1 << 16)   # poll() said readable: returns at once
 
     def __getattr__(self, name):
