@@ -142,7 +142,7 @@ def _wait_for_step(proc, root, step):
         time.sleep(0.02)
 
 
-def _assert_gone(hosts, within=5.0):
+def _assert_gone(hosts, within=20.0):
     deadline = time.monotonic() + within
     while hosts.pids() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -178,12 +178,12 @@ def test_losing_a_host_ends_the_job_within_the_timeout(two_hosts, tmp_path, faul
         _ip("-n", two_hosts.names[0], "link", "set", "tr0", "down")
     else:
         two_hosts.kill([1])
-    # The deadline is a hang guard, not a speed test: without the abort, rank 0 would wait (or
-    # sit in MPI_Finalize) forever.
-    out, err = communicate_or_fail(proc, timeout + 10, "losing a host")
+    # The deadline is a hang guard, not a speed test (room for a machine busy with other tests):
+    # without the abort, rank 0 would wait (or sit in MPI_Finalize) forever.
+    out, err = communicate_or_fail(proc, timeout + 40, "losing a host")
     assert proc.returncode != 0
     if fault == "link down":
         assert "rank 0 of 2 (pid" in err
         assert "timed out after 3 s waiting for rank 1 in allreduce of key" in err
     # Both "hosts" are left empty: the far one's rank timed out and aborted on its own.
-    _assert_gone(two_hosts, within=timeout + 5.0)
+    _assert_gone(two_hosts, within=timeout + 30.0)
