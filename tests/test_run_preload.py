@@ -1,8 +1,13 @@
 """A run loads its kernels before its training clock, on a throwaway twin of the model
 (run/preload.py): the first step then loads nothing, the run's numbers are the same as without
 it, and a model file of the user's still runs once."""
+import os
+import subprocess
+import sys
+
 from run_helpers import REPO, final_arrays, metric_rows, only_run_dir, write_config
 from trainer_cli.run import session, start_run
+from trainer_cli.run.progress import Reporter
 
 # SMALL made large enough for the numba kernels (a 20-128-64-4 MLP, batches of 32), with dropout
 # (the random stream), gradient clipping (its norm) and validation.
@@ -109,3 +114,57 @@ def test_the_twins_warnings_stay_out_of_the_users_terminal(tmp_path):
     # NumPy's floating-point warnings are not repeated: the run's own check says it, with the step.
     assert "encountered" not in log and "update skipped" in log, log
     assert "not loaded ahead" not in log
+
+
+# --------------------------------------------------------------------------------------------
+# A run that waits for numba to compile says so, once (a first run on a machine would otherwise
+# sit silent before its first line).
+
+class _Messages(Reporter):
+    def __init__(self):
+        self.texts = []
+
+    def message(self, text):
+        self.texts.append(text)
+
+
+def _compile_two_kernels(parts):
+    import numba     # no cache: each call compiles afresh, as a kernel new to the machine would
+    numba.njit(lambda x: x + 1)(1)
+    numba.njit(lambda x: x * 2)(1.5)
+
+
+def test_a_run_that_compiles_kernels_says_so_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(session, "preload_kernels", _compile_two_kernels)
+    told = _Messages()
+    result = start_run(write_config(tmp_path), run_root=tmp_path / "runs", reporter=told)
+    assert result.status == "finished"
+    assert told.texts.count(session.COMPILING) == 1
+    log = (only_run_dir(tmp_path / "runs") / "train.log").read_text()
+    assert "compiled first, not yet in numba's cache)" in log
+
+
+def test_the_notice_is_for_compiling_only_and_only_within_its_block(tmp_path):
+    # numba's cache in a folder of the test's: the first process compiles, the second loads.
+    module = tmp_path / "one_kernel.py"
+    module.write_text("def add_one(x):\n    return x + 1\n")
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "import numba, one_kernel\n"
+        "from trainer_cli import _jit\n"
+        "_jit.warm_up()\n"
+        "told = []\n"
+        "kernel = numba.njit(one_kernel.add_one, cache=True)\n"
+        "with _jit.on_first_compile(lambda: told.append(1)):\n"
+        "    kernel(1)\n"
+        "    kernel(2.5)\n"
+        "numba.njit(lambda x: -x)(1)\n"
+        "print(len(told))\n" % str(tmp_path))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=env, cwd=REPO, timeout=300) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    # Two signatures compiled, told once; then both loaded from the cache, not told; the
+    # compile after the block is not told either.
+    assert [run.stdout.split() for run in runs] == [["1"], ["0"]]
