@@ -53,6 +53,17 @@ def _fresh_generators():
     trainer_cli.random.seed(0)
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker per CPU this process may run on (pytest-xdist would count physical
+    cores where psutil is installed: one on a 2-vCPU VM), at most 8, since a worker's memory
+    peaks at a few GB in the largest tests."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:      # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
 # ------------------------------------------------------------------------------------------------
 # Skips that cannot hide: with TRAINER_EXPECTED_SKIPS naming a file (CI's list for its machine),
 # the run fails unless the tests that skipped are exactly the ones listed (among those that ran).
