@@ -148,31 +148,33 @@ def warm_up() -> bool:
 
 class on_first_compile:
     """A ``with`` block in which ``tell()`` is called once, when numba first compiles a kernel
-    (not when it loads one from its cache), from the thread that compiles. Compiling is what a
-    first run on a machine waits for: about 30 s of a small CNN's first steps on a 2-core
-    machine, against 0.5 s to load the same kernels from the cache. Nothing is done where numba
-    is not imported (no kernel can compile then without importing it first: ``warm_up``)."""
+    (not when it loads one from its cache), from the thread that compiles; ``told`` says
+    whether it was. Compiling is what a first run on a machine waits for: about 30 s of a small
+    CNN's first steps on a 2-core machine, against 0.5 s to load the same kernels from the
+    cache. Nothing is done where numba is not imported (no kernel can compile then without
+    importing it first: ``warm_up``)."""
 
     def __init__(self, tell):
         self._tell = tell
+        self.told = False
         self._listener = None
 
     def __enter__(self):
         if loaded():
             from numba.core import event
 
-            told = []
+            watch = self
 
             class Listener(event.Listener):
-                def on_start(self_, ev):
-                    if not told:
-                        told.append(True)
+                def on_start(self, ev):
+                    if not watch.told:
+                        watch.told = True
                         try:
-                            self._tell()
+                            watch._tell()
                         except Exception:   # noqa: BLE001 - a notice must not stop the compile
                             pass
 
-                def on_end(self_, ev):
+                def on_end(self, ev):
                     pass
 
             self._listener = Listener()

@@ -660,7 +660,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
             own_lock.release()
         raise
     restore_threads = _nothing
-    compiling = _CompileNotice(reporter)
+    compiling = _jit.on_first_compile(lambda: reporter.message(COMPILING))
     # Everything after the recorder inside the try: a failure before training (a model that
     # cannot be set up, an MPI job that cannot start) still closes the logs and the writer
     # process and releases the lock.
@@ -682,7 +682,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         # clock starts, so that elapsed time, steps/s and the ETA measure training alone.
         warm_start = time.monotonic()
         _jit.warm_up()
-        compiling.watch.__enter__()
+        compiling.__enter__()
         preload_note = preload_kernels(parts)
         warm_s = time.monotonic() - warm_start
         if run_dir is not None:
@@ -745,7 +745,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
         return RunResult(status, summary, stopped_by if status == "interrupted" else None)
     finally:
         restore_threads()
-        compiling.watch.__exit__(None, None, None)
+        compiling.__exit__(None, None, None)
         with contextlib.suppress(OSError):    # a terminal or pipe gone: nobody left to tell
             reporter.close()
         # While an error propagates, a log that cannot be flushed (a full disk) must not hide it.
@@ -758,21 +758,9 @@ def _nothing():
     pass
 
 
-class _CompileNotice:
-    """Tells the user, once, that the run waits for numba to compile kernels: a first run on a
-    machine (or after an upgrade) would otherwise sit silent for up to a minute before its
-    first line, or stall at a step that meets a new kind of layer."""
-
-    def __init__(self, reporter):
-        self.reporter = reporter
-        self.told = False
-        self.watch = _jit.on_first_compile(self._tell)
-
-    def _tell(self):
-        self.told = True
-        self.reporter.message(COMPILING)
-
-
+# Told once when the run waits for numba to compile kernels: a first run on a machine (or after
+# an upgrade) would otherwise sit silent for up to a minute before its first line, or stall at a
+# step that meets a new kind of layer.
 COMPILING = ("compiling the CPU kernels for this machine's processor, once: later runs load "
              "them from numba's cache (a small CNN: about half a minute on 2 cores)")
 
