@@ -3,9 +3,10 @@ is cut and on however many threads it runs.
 
 The convolution parts that one image is worked in on several threads (bands of output rows,
 blocks of filters, a product left whole on the BLAS's threads) give the bits of one thread only
-where it does. OpenBLAS's SkylakeX kernels (AVX-512) do; its Haswell kernels, which it runs where
-there is no AVX-512 (AMD Zen 2 and 3 among others), do not: there an element's last bits depend on where its row and column fall in the
-kernel's tiles, which a cut or a thread count moves. Tests of those parts assert the bits where
+where it does. OpenBLAS's SkylakeX kernels (AVX-512) do; its Haswell kernels, which it runs
+where there is no AVX-512 (AMD Zen 2 and 3 among others), do not: there an element's last bits
+depend on where its row and column fall in the kernel's tiles, which a cut or a thread count
+moves. Tests of those parts assert the bits where
 the BLAS keeps them and a float32 rounding's distance elsewhere; the parts' own plumbing is
 tested bitwise on every machine with sums that are exact in any order.
 """

@@ -104,10 +104,10 @@ def _size(shape) -> int:
     return n
 
 
-# Some BLAS kernels give a product's elements other last bits on another thread count (OpenBLAS's
-# Haswell kernels, run where there is no AVX-512; docs/compat.md): a resumed run, and evaluate and predict,
-# use the count the checkpoint was made with, so that their numbers are the run's bits whatever
-# the load average says when they start.
+# Some BLAS kernels give a product's elements other last bits on another thread count
+# (OpenBLAS's Haswell kernels, run where there is no AVX-512; docs/compat.md): a resumed run,
+# and evaluate and predict, use the count the checkpoint was made with, so that their numbers
+# are the run's bits whatever the load average says when they start.
 MAX_RECORDED = 4096
 
 
