@@ -244,16 +244,21 @@ def test_a_stepwise_job_runs_in_spare_cycles_and_the_waiter_takes_over():
     runs the remaining steps itself, at its own priority."""
     job = BackgroundJob()
     ran = []
+    in_second_step = threading.Event()
 
     def steps():
         for i in range(5):
             ran.append((threading.current_thread() is threading.main_thread(), _priority()))
             if i == 1:
+                in_second_step.set()
                 job._hand_over.wait(30)     # until wait() asks for the rest
             yield
         return "done"
 
     job.start_steps(steps())
+    # Waited for: on a busy machine the thread may not have started its first step before
+    # wait() asks for the rest (the waiter then rightly runs every step itself).
+    assert in_second_step.wait(30)
     assert job.wait() == "done"
     main_priority = _priority()
     assert ran == [(False, 19), (False, 19)] + [(True, main_priority)] * 3
