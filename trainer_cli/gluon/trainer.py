@@ -184,6 +184,7 @@ class Trainer:
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
         self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
+        self._states_memo = state_file.LayoutMemo()
 
     # ----------------------------------------------------------------- the kvstore, decided once
     def _reset_kvstore(self):
@@ -525,11 +526,12 @@ class Trainer:
             return None
         names = {i: param.name for i, param in enumerate(self._params)}
         states = {pos: updater.states for pos, updater in enumerate(self._updaters)}
-        return state_file.states_arrays(states, self._optimizer, names, copy)
+        return state_file.states_arrays(states, self._optimizer, names, copy, self._states_memo)
 
     def load_states(self, fname):
         """Restore what ``save_states`` wrote; the optimizer (lr, counts, scheduler) comes from it."""
         self._prepare()
+        self._states_memo = state_file.LayoutMemo()   # nor keeps the replaced states alive
         if self._mode == STORE:
             self._kvstore.load_optimizer_states(fname)
             self._optimizer = self._kvstore._updater.optimizer

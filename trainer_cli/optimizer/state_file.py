@@ -47,7 +47,7 @@ from ..ndarray.sparse import RowSparseNDArray
 from .optimizer import Optimizer
 
 __all__ = ["StateFileError", "FORMAT", "VERSION", "dumps_states", "states_arrays", "loads_states",
-           "save_states_file", "load_states_file", "describe_states"]
+           "save_states_file", "load_states_file", "describe_states", "LayoutMemo"]
 
 FORMAT = "trainer-cli/optimizer-states"
 VERSION = 2
@@ -74,16 +74,50 @@ def dumps_states(states_by_device: dict, optimizer: Optimizer | None, param_name
 
 
 def states_arrays(states_by_device: dict, optimizer: Optimizer | None, param_names=None,
-                  copy=True) -> dict:
+                  copy=True, memo=None) -> dict:
     """The members of the ``.npz`` that :func:`dumps_states` writes (name -> host array). With
     ``copy=False`` host states are the live arrays themselves, for a write that ends before they
-    change."""
+    change. ``memo`` (a :class:`LayoutMemo` the caller keeps) lets a later call skip the walk of
+    states that are still the same objects holding the same host arrays; the result is the same
+    either way."""
     arrays: dict = {}
-    sparse_used = []
 
     def put(array) -> str:
         key = "a%d" % len(arrays)
         arrays[key] = _host(array, copy)
+        return key
+
+    leaves = memo.leaves(states_by_device) if memo is not None else None
+    if leaves is not None:
+        for leaf, _ in leaves:
+            put(leaf)
+        devices_json, version = memo.devices_json, memo.version
+    else:
+        devices_json, version, leaves = _walk_states(states_by_device, put)
+        if memo is not None:
+            memo.remember(states_by_device, leaves, devices_json, version)
+    # The header as json.dumps writes the whole dict (its default separators), the states'
+    # part from the walk's text.
+    text = json.dumps({"format": FORMAT, "version": version,
+                       "optimizer": None if optimizer is None
+                       else _describe_optimizer(optimizer, put)}, allow_nan=True)
+    text = text[:-1] + ', "devices": ' + devices_json
+    if param_names:
+        text += ', "param_names": ' + (memo.names_json(param_names) if memo is not None
+                                       else _names_json(param_names))
+    text += "}"
+    return {_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8), **arrays}
+
+
+def _walk_states(states_by_device: dict, put):
+    """``(the header's "devices" as JSON text, the file's version, [(state leaf, its host
+    array)])``, each array handed to ``put`` in the file's order."""
+    sparse_used = []
+    leaves = []
+
+    def stored(array) -> str:
+        key = put(array)
+        leaves.append((array, raw(array) if isinstance(array, NDArray) else array))
         return key
 
     def layout(state):
@@ -93,16 +127,16 @@ def states_arrays(states_by_device: dict, optimizer: Optimizer | None, param_nam
             return {type(state).__name__: [layout(s) for s in state]}
         if isinstance(state, RowSparseNDArray):
             sparse_used.append(True)
-            data = put(state.data)
+            data = stored(state.data)
             return {"row_sparse": {"shape": list(state.shape),
-                                   "dtype": _dtype_name(arrays[data].dtype),
-                                   "indices": put(state.indices), "data": data}}
+                                   "dtype": _dtype_name(raw(state.data).dtype),
+                                   "indices": stored(state.indices), "data": data}}
         if isinstance(state, NDArray) and state.stype != "default":
             raise TypeError("cannot save a %s optimizer state" % state.stype)
         if isinstance(state, NDArray) or hasattr(state, "shape"):
-            key = put(state)
-            return {"array": key, "dtype": _dtype_name(arrays[key].dtype),
-                    "shape": list(arrays[key].shape)}
+            key = stored(state)
+            host = leaves[-1][1]
+            return {"array": key, "dtype": _dtype_name(host.dtype), "shape": list(host.shape)}
         raise TypeError("cannot save optimizer state of type %s" % type(state).__name__)
 
     devices = []
@@ -110,13 +144,63 @@ def states_arrays(states_by_device: dict, optimizer: Optimizer | None, param_nam
         entries = [{"index": _json_key(index), "state": layout(state)}
                    for index, state in states_by_device[device_id].items()]
         devices.append({"device_id": int(device_id), "states": entries})
-    header = {"format": FORMAT, "version": VERSION if sparse_used else 1,
-              "optimizer": None if optimizer is None else _describe_optimizer(optimizer, put),
-              "devices": devices}
-    if param_names:
-        header["param_names"] = [[_json_key(i), str(n)] for i, n in sorted(param_names.items())]
-    text = json.dumps(header, allow_nan=True)
-    return {_HEADER: numpy.frombuffer(text.encode("utf-8"), dtype=numpy.uint8), **arrays}
+    return (json.dumps(devices, allow_nan=True), VERSION if sparse_used else 1,
+            None if sparse_used else leaves)
+
+
+def _names_json(param_names: dict) -> str:
+    return json.dumps([[_json_key(i), str(n)] for i, n in sorted(param_names.items())])
+
+
+class LayoutMemo:
+    """What :func:`states_arrays` worked out from a trainer's states last time. The walk and its
+    JSON are reused while every device's states are the same objects (a state's arrays are
+    updated in place) and each dense state array still holds the same host array, whose dtype
+    and shape the header records; anything else (a state replaced or added, a load, a sparse
+    or device state) walks again. Frequent checkpoints of a small model spend most of their
+    states' file here otherwise."""
+
+    __slots__ = ("_devices", "_leaves", "devices_json", "version", "_names", "_names_json")
+
+    def __init__(self):
+        self._devices = None
+        self._leaves = ()
+        self._names = None
+
+    def leaves(self, states_by_device: dict):
+        """``[(state array, its host array)]`` in the file's order, or None when the states
+        changed."""
+        devices = self._devices
+        if devices is None or len(devices) != len(states_by_device):
+            return None
+        for device_id, states, items in devices:
+            now = states_by_device.get(device_id)
+            if now is not states or len(now) != len(items):
+                return None
+            for (index, state), (now_index, now_state) in zip(items, now.items()):
+                if state is not now_state or index != now_index:
+                    return None
+        for leaf, host in self._leaves:
+            if raw(leaf) is not host:
+                return None
+        return self._leaves
+
+    def remember(self, states_by_device: dict, leaves, devices_json: str, version: int):
+        # Only dense states held as NumPy arrays: a sparse state's parts change shape each
+        # step, and a device array's host copy is new at each call.
+        if leaves is None or not all(isinstance(leaf, NDArray) and type(host) is numpy.ndarray
+                                     for leaf, host in leaves):
+            self._devices = None
+            return
+        self._devices = [(device_id, states, list(states.items()))
+                         for device_id, states in states_by_device.items()]
+        self._leaves = leaves
+        self.devices_json, self.version = devices_json, version
+
+    def names_json(self, param_names: dict) -> str:
+        if self._names != param_names:
+            self._names, self._names_json = dict(param_names), _names_json(param_names)
+        return self._names_json
 
 
 def _describe_optimizer(opt: Optimizer, put) -> dict:
