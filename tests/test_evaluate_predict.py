@@ -318,3 +318,38 @@ def test_resume_names_a_folder_in_place_of_the_best_pointer(run_dir, tmp_path):
     # The pointer, not the temporary file renamed onto it; and the cure that applies.
     assert message.startswith("cannot write %s: Is a directory" % pointer), message
     assert "Remove the folder in its place" in message and ".tmp-" not in message
+
+
+
+def _compiling(result):
+    """A stand-in for the command's library call whose model compiles two kernels."""
+    def call(*args, **kwargs):
+        import numba     # no cache: each call compiles afresh, as a kernel new to the machine
+        numba.njit(lambda x: x + 1)(1)
+        numba.njit(lambda x: x * 2)(1.5)
+        return result
+    return call
+
+
+def test_a_first_pass_that_compiles_kernels_says_so_once(run_dir, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from trainer_cli.cli import main
+    from trainer_cli.run import predict, trained
+
+    monkeypatch.setattr(trained, "evaluate_run", _compiling(
+        {"notes": [], "checkpoint": "step-1", "data": "val", "described": "30 samples",
+         "metrics": {"loss": 0.5}}))
+    monkeypatch.setattr(predict, "predict_file", _compiling(
+        {"notes": [], "output": "p.npy", "samples": 3, "classifier": False,
+         "checkpoint": "step-1"}))
+    notice = "note: compiling the CPU kernels"
+    runner = CliRunner()
+    for args in (["evaluate", str(run_dir)],
+                 ["predict", str(run_dir), "-i", "x.npy", "-O", str(tmp_path / "p.npy")]):
+        told = runner.invoke(main, args)
+        assert told.exit_code == 0, told.output
+        assert told.stderr.count(notice) == 1 and notice not in told.stdout
+        quiet = runner.invoke(main, args + ["--json"])
+        assert quiet.exit_code == 0, quiet.output
+        assert notice not in quiet.stderr and json.loads(quiet.stdout)

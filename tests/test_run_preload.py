@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from run_helpers import REPO, final_arrays, metric_rows, only_run_dir, write_config
+from trainer_cli import _jit
 from trainer_cli.run import session, start_run
 from trainer_cli.run.progress import Reporter
 
@@ -139,7 +140,7 @@ def test_a_run_that_compiles_kernels_says_so_once(tmp_path, monkeypatch):
     told = _Messages()
     result = start_run(write_config(tmp_path), run_root=tmp_path / "runs", reporter=told)
     assert result.status == "finished"
-    assert told.texts.count(session.COMPILING) == 1
+    assert told.texts.count(_jit.COMPILING) == 1
     log = (only_run_dir(tmp_path / "runs") / "train.log").read_text()
     assert "compiled first, not yet in numba's cache)" in log
 

@@ -19,7 +19,8 @@ import hashlib
 import os
 import types
 
-__all__ = ["enabled", "jit", "Kernel", "loaded", "on_first_compile", "ready", "warm_up"]
+__all__ = ["COMPILING", "enabled", "jit", "Kernel", "loaded", "on_first_compile", "ready",
+           "warm_up"]
 
 _numba = None        # the module once imported; False when unavailable or turned off
 
@@ -144,6 +145,13 @@ def warm_up() -> bool:
 
     _FIRST(numpy.zeros(1, dtype=numpy.float32))
     return True
+
+
+# Told once when a command waits for numba to compile kernels: a first run on a machine (or after
+# an upgrade) would otherwise sit silent for up to a minute before its first line, or stall at a
+# step that meets a new kind of layer.
+COMPILING = ("compiling the CPU kernels for this machine's processor, once: later runs load "
+             "them from numba's cache (a small CNN: about half a minute on 2 cores)")
 
 
 class on_first_compile:

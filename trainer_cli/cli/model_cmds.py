@@ -62,6 +62,19 @@ class _Progress:
             self.bar.__exit__(None, None, None)
 
 
+def _compile_notice(as_json: bool):
+    """A block that says once on stderr (not under --json) when the model's first pass waits for
+    numba to compile kernels, as ``trainer run`` does: a machine that never ran a kind of layer
+    compiles its kernels first, for up to a minute, before the progress bar's first pass."""
+    import contextlib
+
+    from .. import _jit
+
+    if as_json or not _jit.warm_up():
+        return contextlib.nullcontext()
+    return _jit.on_first_compile(lambda: click.echo("note: %s" % _jit.COMPILING, err=True))
+
+
 @click.command()
 @click.argument("run_dir", type=click.Path(), shell_complete=complete_run_dir)
 @from_option
@@ -87,8 +100,9 @@ def evaluate(run_dir, from_checkpoint, on, overrides, trust_model_file, as_json)
     which = parse_from(from_checkpoint)
     progress = _Progress(not as_json, "evaluating")
     try:
-        result = _build(as_json, lambda: evaluate_run(run_dir, which, overrides, on,
-                                                      trust_model_file, progress))
+        with _compile_notice(as_json):
+            result = _build(as_json, lambda: evaluate_run(run_dir, which, overrides, on,
+                                                          trust_model_file, progress))
     finally:
         progress.close()
     if as_json:
@@ -137,9 +151,10 @@ def predict(run_dir, input_path, output_path, from_checkpoint, key, batch_size, 
     which = parse_from(from_checkpoint)
     progress = _Progress(not as_json, "predicting")
     try:
-        result = _build(as_json, lambda: predict_file(
-            run_dir, input_path, output_path, which, key, overrides, trust_model_file,
-            batch_size, progress))
+        with _compile_notice(as_json):
+            result = _build(as_json, lambda: predict_file(
+                run_dir, input_path, output_path, which, key, overrides, trust_model_file,
+                batch_size, progress))
     finally:
         progress.close()
     if as_json:

@@ -660,7 +660,7 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
             own_lock.release()
         raise
     restore_threads = _nothing
-    compiling = _jit.on_first_compile(lambda: reporter.message(COMPILING))
+    compiling = _jit.on_first_compile(lambda: reporter.message(_jit.COMPILING))
     # Everything after the recorder inside the try: a failure before training (a model that
     # cannot be set up, an MPI job that cannot start) still closes the logs and the writer
     # process and releases the lock.
@@ -756,13 +756,6 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
 
 def _nothing():
     pass
-
-
-# Told once when the run waits for numba to compile kernels: a first run on a machine (or after
-# an upgrade) would otherwise sit silent for up to a minute before its first line, or stall at a
-# step that meets a new kind of layer.
-COMPILING = ("compiling the CPU kernels for this machine's processor, once: later runs load "
-             "them from numba's cache (a small CNN: about half a minute on 2 cores)")
 
 
 def _writer_trouble(exc) -> str:
