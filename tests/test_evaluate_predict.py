@@ -320,7 +320,6 @@ def test_resume_names_a_folder_in_place_of_the_best_pointer(run_dir, tmp_path):
     assert "Remove the folder in its place" in message and ".tmp-" not in message
 
 
-
 def _compiling(result):
     """A stand-in for the command's library call whose model compiles two kernels."""
     def call(*args, **kwargs):
