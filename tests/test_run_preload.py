@@ -169,3 +169,23 @@ def test_the_notice_is_for_compiling_only_and_only_within_its_block(tmp_path):
     # Two signatures compiled, told once; then both loaded from the cache, not told; the
     # compile after the block is not told either.
     assert [run.stdout.split() for run in runs] == [["1"], ["0"]]
+
+
+def test_a_block_entered_before_numba_is_imported_listens_once_a_kernel_imports_it():
+    # A command that may fail before any kernel runs (a wrong run directory) does not import
+    # numba for the notice's sake; the block starts listening when the first kernel does.
+    script = (
+        "import sys\n"
+        "from trainer_cli import _jit\n"
+        "told = []\n"
+        "with _jit.on_first_compile(lambda: told.append(1)) as watch:\n"
+        "    before = 'numba' in sys.modules\n"
+        "    kernel = _jit.jit(lambda x: x + 1)\n"
+        "    kernel(1)\n"
+        "    kernel(2.5)\n"
+        "_jit.jit(lambda x: -x)(1)\n"
+        "print(before, len(told), watch.told, len(_jit._waiting))\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=REPO, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", "1", "True", "0"]

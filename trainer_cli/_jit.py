@@ -23,6 +23,7 @@ __all__ = ["COMPILING", "enabled", "jit", "Kernel", "loaded", "on_first_compile"
            "warm_up"]
 
 _numba = None        # the module once imported; False when unavailable or turned off
+_waiting = []        # on_first_compile blocks entered before numba was imported
 
 
 def enabled() -> bool:
@@ -38,6 +39,9 @@ def enabled() -> bool:
                 _numba = False
             else:
                 _numba = numba
+                for watch in _waiting[:]:
+                    watch._listen()
+                _waiting.clear()
     return _numba is not False
 
 
@@ -159,8 +163,8 @@ class on_first_compile:
     (not when it loads one from its cache), from the thread that compiles; ``told`` says
     whether it was. Compiling is what a first run on a machine waits for: about 30 s of a small
     CNN's first steps on a 2-core machine, against 0.5 s to load the same kernels from the
-    cache. Nothing is done where numba is not imported (no kernel can compile then without
-    importing it first: ``warm_up``)."""
+    cache. Entered before numba is imported, the block starts listening when a kernel imports
+    it (``enabled``), so that a command importing nothing does not pay for the import."""
 
     def __init__(self, tell):
         self._tell = tell
@@ -169,27 +173,34 @@ class on_first_compile:
 
     def __enter__(self):
         if loaded():
-            from numba.core import event
-
-            watch = self
-
-            class Listener(event.Listener):
-                def on_start(self, ev):
-                    if not watch.told:
-                        watch.told = True
-                        try:
-                            watch._tell()
-                        except Exception:   # noqa: BLE001 - a notice must not stop the compile
-                            pass
-
-                def on_end(self, ev):
-                    pass
-
-            self._listener = Listener()
-            event.register("numba:compile", self._listener)
+            self._listen()
+        elif _numba is None:
+            _waiting.append(self)
         return self
 
+    def _listen(self):
+        from numba.core import event
+
+        watch = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev):
+                if not watch.told:
+                    watch.told = True
+                    try:
+                        watch._tell()
+                    except Exception:   # noqa: BLE001 - a notice must not stop the compile
+                        pass
+
+            def on_end(self, ev):
+                pass
+
+        self._listener = Listener()
+        event.register("numba:compile", self._listener)
+
     def __exit__(self, *exc):
+        if self in _waiting:
+            _waiting.remove(self)
         if self._listener is not None:
             from numba.core import event
 

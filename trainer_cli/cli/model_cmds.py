@@ -70,7 +70,7 @@ def _compile_notice(as_json: bool):
 
     from .. import _jit
 
-    if as_json or not _jit.warm_up():
+    if as_json:
         return contextlib.nullcontext()
     return _jit.on_first_compile(lambda: click.echo("note: %s" % _jit.COMPILING, err=True))
 
