@@ -5,15 +5,19 @@ exported as plain JSON-able data so that a run resumes with the exact same rando
 """
 from __future__ import annotations
 
+import random as _py_random
+import threading
+
 import numpy
 
 from .context import Context
 
-__all__ = ["seed", "generator", "get_state", "set_state"]
+__all__ = ["seed", "generator", "get_state", "set_state", "cpu_stream", "py_random"]
 
 _DEFAULT_SEED = 0
 _generators: dict = {}
 _gpu_seeds: dict = {}    # "gpuN" -> the seed its generator starts from when first made
+_keyed = threading.local()   # .stream: the cpu_stream this thread is inside, if any
 
 
 def _new_cpu_generator(seed_value):
@@ -23,6 +27,10 @@ def _new_cpu_generator(seed_value):
 def generator(ctx: Context | None = None):
     """The generator for ``ctx``: a numpy ``Generator`` on CPU, a cupy ``RandomState`` on GPU."""
     key = "gpu%d" % ctx.device_id if ctx is not None and ctx.is_gpu else "cpu"
+    if key == "cpu":
+        stream = getattr(_keyed, "stream", None)
+        if stream is not None:
+            return stream.cpu_generator()
     gen = _generators.get(key)
     if gen is None:
         if key == "cpu":
@@ -73,30 +81,49 @@ def set_state(state: dict) -> None:
     gen.bit_generator.state = state["cpu"]
 
 
+def py_random():
+    """The source of the library's draws from Python's ``random`` (the image transforms that
+    draw as MXNet's do): the ``random`` module itself, or inside a :class:`cpu_stream` on this
+    thread, that stream's own ``random.Random``."""
+    stream = getattr(_keyed, "stream", None)
+    return _py_random if stream is None else stream.python()
+
+
 class cpu_stream:
-    """``with cpu_stream(key):`` the CPU generator (and Python's ``random``, which some image
-    transforms draw from as MXNet's do) is a fresh stream of ``key`` (an int or a sequence of
-    ints, as NumPy's ``SeedSequence`` takes), and both are restored after: a draw inside depends
-    on ``key`` alone, and the run's own stream is left where it was."""
+    """``with cpu_stream(key):`` this thread's CPU generator, and the Python ``random`` of
+    :func:`py_random`, are fresh streams of ``key`` (an int or a sequence of ints, as NumPy's
+    ``SeedSequence`` takes): a draw inside depends on ``key`` alone. Other threads, the run's
+    own streams and Python's ``random`` module are not touched, so samples can be made on a
+    thread beside training. The streams are made at their first draw (a sample whose
+    transforms draw nothing costs nothing): the generator a ``PCG64`` of the key's
+    ``SeedSequence``, the Python one seeded with that sequence's first 64-bit word."""
+
+    __slots__ = ("_key", "_seq", "_gen", "_py", "_outer")
 
     def __init__(self, key):
-        self._seq = numpy.random.SeedSequence(key)
+        self._key = key
+        self._seq = self._gen = self._py = self._outer = None
+
+    def _sequence(self):
+        if self._seq is None:
+            self._seq = numpy.random.SeedSequence(self._key)
+        return self._seq
+
+    def cpu_generator(self):
+        if self._gen is None:
+            self._gen = numpy.random.Generator(numpy.random.PCG64(self._sequence()))
+        return self._gen
+
+    def python(self):
+        if self._py is None:
+            self._py = _py_random.Random(int(self._sequence().generate_state(1, numpy.uint64)[0]))
+        return self._py
 
     def __enter__(self):
-        import random as _py_random
-
-        self._saved = (_generators.get("cpu"), _py_random.getstate())
-        _generators["cpu"] = numpy.random.Generator(numpy.random.PCG64(self._seq))
-        _py_random.seed(int(self._seq.generate_state(1, numpy.uint64)[0]))
+        self._outer = getattr(_keyed, "stream", None)
+        _keyed.stream = self
         return self
 
     def __exit__(self, *exc):
-        import random as _py_random
-
-        gen, py_state = self._saved
-        if gen is None:
-            _generators.pop("cpu", None)
-        else:
-            _generators["cpu"] = gen
-        _py_random.setstate(py_state)
+        _keyed.stream = self._outer
         return False

@@ -20,6 +20,7 @@ import io
 import numbers
 import os
 import struct
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -244,10 +245,24 @@ class MXIndexedRecordIO(MXRecordIO):
             self.fidx.close()
             self.fidx = None
 
+    # The lock around a seek and its read (read_idx, read_idx_head), so that threads may read
+    # records of one reader at once; made anew in a forked process, where another thread may
+    # have held the parent's.
+    _lock = None
+    _lock_pid = None
+
     def __getstate__(self):
         state = super().__getstate__()
         state["fidx"] = None
+        state.pop("_lock", None)
+        state.pop("_lock_pid", None)
         return state
+
+    def _reading(self):
+        pid = os.getpid()
+        if self._lock_pid != pid:
+            self._lock, self._lock_pid = threading.Lock(), pid
+        return self._lock
 
     def seek(self, idx):
         """Position the reader at record ``idx`` (a key of the index)."""
@@ -268,8 +283,9 @@ class MXIndexedRecordIO(MXRecordIO):
 
     def read_idx(self, idx):
         """The record of key ``idx``."""
-        self.seek(idx)
-        record = self.read()
+        with self._reading():
+            self.seek(idx)
+            record = self.read()
         if record is None:
             raise RecordIOError("%s: the index %s points past the end of the file for key %r"
                                 % (self.uri, self.idx_path, idx))
@@ -278,10 +294,11 @@ class MXIndexedRecordIO(MXRecordIO):
     def read_idx_head(self, idx, size):
         """The first ``size`` bytes of record ``idx`` (fewer when it is shorter), without
         reading the rest of it: an image record's header and labels, say."""
-        self.seek(idx)
-        part = self._part(False)
-        if part is not None and part[1] == 0:
-            return self._file.read(min(size, part[2]))
+        with self._reading():
+            self.seek(idx)
+            part = self._part(False)
+            if part is not None and part[1] == 0:
+                return self._file.read(min(size, part[2]))
         return self.read_idx(idx)[:size]    # a record in parts (or none there): read it whole
 
     def write_idx(self, idx, buf):

@@ -4,10 +4,11 @@
 ``rows[index]`` is the float32 batch of those samples after the config's transforms. Random
 transforms draw from a stream of their own for every sample, keyed by ``(seed, epoch,
 sample)`` (:class:`trainer_cli.random.cpu_stream`), so a sample's augmentation is a pure
-function of the run's seed, the epoch and the sample: the same bits whichever batch, worker
-process or resumed session makes it, and the run's own random stream (dropout, ...) is not
-touched. ``num_workers`` worker processes share a batch's samples; they are forked, once, when
-the first batch is read.
+function of the run's seed, the epoch and the sample: the same bits whichever batch, thread,
+worker process or resumed session makes it, and the run's own random stream (dropout, ...) is
+not touched. The training loop reads the next batch on a thread while a step computes;
+``num_workers`` worker processes share a batch's samples; they are forked, once, when the
+first batch is read.
 """
 from __future__ import annotations
 
@@ -55,13 +56,43 @@ def build_transform(sections, where: str):
     return T.Compose(blocks)
 
 
-def _transformed(transform, image, key):
-    from .. import random as _random
-    from ..ndarray import array
+class Transformer:
+    """A config's transforms (a Compose) on NumPy images, in two parts: ``sample`` runs a
+    sample's transforms inside its keyed random stream; ``batch`` makes the float32 batch of
+    such samples. Where every transform works on the NumPy image, no NDArray is made, and the
+    trailing ``ToTensor`` and ``Normalize`` (element by element, drawing nothing) run once on
+    the stacked batch, which gives each sample's very bits at a fraction of the calls."""
 
-    with _random.cpu_stream(key):
-        out = transform(array(image, dtype=image.dtype))
-    return out.asnumpy().astype(numpy.float32, copy=False)
+    def __init__(self, compose):
+        from ..gluon.data.vision import transforms as T
+
+        self.compose = compose
+        chain = T.host_chain(compose)
+        cut = len(chain) if chain is not None else 0
+        while cut and isinstance(chain[cut - 1], (T.ToTensor, T.Normalize)):
+            cut -= 1
+        self.each = None if chain is None else chain[:cut]
+        self.tail = [] if chain is None else chain[cut:]
+
+    def sample(self, image, key):
+        from .. import random as _random
+        from ..gluon.data.vision.transforms import apply_on_host
+        from ..ndarray import array
+
+        with _random.cpu_stream(key):
+            if self.each is not None:
+                return apply_on_host(self.each, image)
+            out = self.compose(array(image, dtype=image.dtype))
+        return out.asnumpy()
+
+    def batch(self, samples) -> numpy.ndarray:
+        from ..gluon.data.vision.transforms import apply_on_host
+
+        shapes = {s.shape for s in samples}
+        if len(shapes) > 1:
+            raise DataError("images of different sizes after the transforms (%s): add a resize "
+                            "or crop transform" % ", ".join(str(s) for s in sorted(shapes)))
+        return apply_on_host(self.tail, numpy.stack(samples)).astype(numpy.float32, copy=False)
 
 
 class _Source:
@@ -114,15 +145,15 @@ class _Source:
 _worker = None
 
 
-def _worker_init(source, transform, parent):
+def _worker_init(source, transformer, parent):
     global _worker
-    _worker = (source, transform)
+    _worker = (source, transformer)
     leave_stops_to_parent(parent)
 
 
 def _worker_samples(task):
-    source, transform = _worker
-    return [_transformed(transform, source.image(p), key) for p, key in task]
+    source, transformer = _worker
+    return [transformer.sample(source.image(p), key) for p, key in task]
 
 
 class ImageRows:
@@ -133,7 +164,7 @@ class ImageRows:
 
     def __init__(self, source, transform, random, positions=None, seed=0, num_workers=0):
         self._source = source
-        self._transform = transform
+        self._transformer = Transformer(transform)
         self.random = random                 # whether any transform draws random numbers
         self.positions = numpy.arange(len(source)) if positions is None else positions
         self.seed = int(seed)
@@ -160,25 +191,20 @@ class ImageRows:
 
     def _sample(self, i):
         position = int(self.positions[i])
-        return _transformed(self._transform, self._source.image(position), self._key(position))
+        return self._transformer.batch(
+            [self._transformer.sample(self._source.image(position), self._key(position))])[0]
 
     def __getitem__(self, index) -> numpy.ndarray:
         rows = self.positions[index]
         rows = numpy.atleast_1d(rows)
         tasks = [(int(p), self._key(p)) for p in rows]
         if self.num_workers and tasks:
-            # Always in the workers: the loop may read ahead on a thread, where swapping the
-            # process's random stream (cpu_stream) would race with the training thread's draws.
             samples = self._from_workers(tasks)
         else:
-            samples = [_transformed(self._transform, self._source.image(p), key) for p, key in tasks]
+            samples = [self._transformer.sample(self._source.image(p), key) for p, key in tasks]
         if not samples:
             return numpy.zeros((0,) + self.shape[1:], dtype=numpy.float32)
-        shapes = {s.shape for s in samples}
-        if len(shapes) > 1:
-            raise DataError("images of different sizes after the transforms (%s): add a resize "
-                            "or crop transform" % ", ".join(str(s) for s in sorted(shapes)))
-        return numpy.stack(samples)
+        return self._transformer.batch(samples)
 
     def _from_workers(self, tasks):
         pool = self._worker_pool()
@@ -199,7 +225,7 @@ class ImageRows:
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
             self._pool = multiprocessing.get_context(method).Pool(
                 self.num_workers, initializer=_worker_init,
-                initargs=(self._source, self._transform, os.getpid()))
+                initargs=(self._source, self._transformer, os.getpid()))
             weakref.finalize(self, close_pool, self._pool)
         return self._pool
 

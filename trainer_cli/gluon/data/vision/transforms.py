@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-import random as _py_random
 
 import numpy
 
@@ -84,17 +83,28 @@ class Compose(Sequential):
         chain = _host_chain(self) if isinstance(x, NDArray) and not args else None
         if chain is None:
             return super().forward(x, *args)
-        img = _host(x)
-        for t in chain:
-            try:
-                img = t._on_host(img)
-            except Exception as exc:
-                # Named as a call of the block itself would name it (see Block.__call__).
-                if getattr(exc, "failed_block", None) is None:
-                    with contextlib.suppress(Exception):
-                        exc.failed_block = _block_call_text(t, (_back(img, x),))
-                raise
-        return _back(img, x)
+        return _back(apply_on_host(chain, _host(x), x), x)
+
+
+def apply_on_host(chain, img, like=None):
+    """The NumPy image ``img`` through the ``_OnHost`` transforms ``chain`` in turn; a failing
+    transform named on its error as a call of the block itself would name it (see
+    Block.__call__), ``like`` (an NDArray or None) giving the context of the input shown."""
+    for t in chain:
+        try:
+            img = t._on_host(img)
+        except Exception as exc:
+            if getattr(exc, "failed_block", None) is None:
+                with contextlib.suppress(Exception):
+                    exc.failed_block = _block_call_text(t, (_back(img, like),))
+            raise
+    return img
+
+
+def host_chain(compose):
+    """The ``_OnHost`` transforms a Compose applies, in order, or None where it holds another
+    kind of transform, a hook or a hybridized block (then only calling it gives its result)."""
+    return _host_chain(compose)
 
 
 def _host_chain(block):
@@ -248,17 +258,18 @@ def random_size_box(h, w, area, ratio):
     the image or a (min, max) pair, ``ratio`` the (min, max) aspect; None after 10 misses (the
     caller then takes the centre crop). ``mx.image.random_size_crop`` shares it."""
     src_area = h * w
+    draws = _random.py_random()
     if isinstance(area, numbers.Number):
         area = (area, 1.0)
     for _ in range(10):
-        target_area = _py_random.uniform(area[0], area[1]) * src_area
+        target_area = draws.uniform(area[0], area[1]) * src_area
         log_ratio = (numpy.log(ratio[0]), numpy.log(ratio[1]))
-        new_ratio = numpy.exp(_py_random.uniform(*log_ratio))
+        new_ratio = numpy.exp(draws.uniform(*log_ratio))
         new_w = int(round(numpy.sqrt(target_area * new_ratio)))
         new_h = int(round(numpy.sqrt(target_area / new_ratio)))
         if new_w <= w and new_h <= h:
-            x0 = _py_random.randint(0, w - new_w)
-            y0 = _py_random.randint(0, h - new_h)
+            x0 = draws.randint(0, w - new_w)
+            y0 = draws.randint(0, h - new_h)
             return x0, y0, new_w, new_h
     return None
 
@@ -338,7 +349,7 @@ class RandomApply(Sequential):
         self.p = p
 
     def forward(self, x):
-        if self.p < _py_random.random():
+        if self.p < _random.py_random().random():
             return x
         return self.transforms(x)
 
