@@ -122,13 +122,20 @@ def test_mapped_data_is_read_ahead_and_trains_to_the_same_bits(tmp_path, monkeyp
         "loss: softmax_cross_entropy\noptimizer: {name: adam, params: {learning_rate: 0.01}}\n"
         "epochs: 3\ncheckpoint: {every_epoch: true}\n")
     in_memory = start_run(config, run_root=tmp_path / "memory")
-    ahead = []
-    real = prefetch.Prefetcher.ahead
-    monkeypatch.setattr(prefetch.Prefetcher, "ahead", lambda self, rows: (ahead.append(1),
-                                                                          real(self, rows)))
+    served = []
+    real = prefetch.Prefetcher.get
+
+    def get(self, rows):
+        before = self.hits
+        out = real(self, rows)
+        served.append(self.hits - before)
+        return out
+
+    monkeypatch.setattr(prefetch.Prefetcher, "get", get)
     monkeypatch.setattr(data_mod, "MAP_BYTES", 1)
     mapped = start_run(config, run_root=tmp_path / "mapped")
-    assert len(ahead) > 10
+    # 8 batches an epoch: all but each epoch's first were read while the step before computed.
+    assert len(served) == 24 and sum(served) == 21
     for got, want in zip(final_arrays(mapped.summary["run_dir"]),
                          final_arrays(in_memory.summary["run_dir"])):
         assert_bitwise_equal(got, want)
@@ -151,6 +158,35 @@ def test_a_read_ahead_error_reaches_the_training_thread():
         p.ahead(second)
         with pytest.raises(OSError, match="Input/output"):
             p.get(second)
+        assert p.hits == 2
+    finally:
+        p.close()
+
+
+def test_the_next_batch_asked_for_keeps_the_one_asked_for_before():
+    # The loop asks for step k+1's batch before it takes step k's: both reads are kept, in
+    # order; a get drops the reads asked for before its own.
+    from trainer_cli.run.prefetch import Prefetcher
+
+    reads = []
+
+    def read(rows):
+        reads.append(int(rows[0]))
+        return rows + 1
+
+    p = Prefetcher(read)
+    try:
+        batches = [np.array([i]) for i in range(5)]
+        p.ahead(batches[0])
+        for k in range(4):
+            p.ahead(batches[k + 1])
+            assert p.get(batches[k]).tolist() == [k + 1]
+        assert p.hits == 4
+        p.ahead(batches[1])
+        p.ahead(batches[2])
+        assert p.get(batches[2]).tolist() == [3]           # the read of batches[1] dropped
+        assert p.hits == 5 and not p._pending
+        assert p.get(batches[4]).tolist() == [5]           # its read dropped: read now
     finally:
         p.close()
 

@@ -291,11 +291,44 @@ def test_mnist_files_train_through_the_runner(tmp_path, _fast_disk):
     assert "data.train.root" in missing and "not found" in missing
 
 
+def test_images_are_made_a_step_ahead_on_a_thread_with_the_same_bits(shapes_project, tmp_path,
+                                                                     _fast_disk, monkeypatch):
+    # num_workers 0: every batch but an epoch's first is made on the read-ahead thread while
+    # the step before it computes, and the run is the bits of one that makes each in place.
+    from trainer_cli.run import prefetch
+
+    served, real_get = [], prefetch.Prefetcher.get
+
+    def get(self, rows):
+        before = self.hits
+        out = real_get(self, rows)
+        served.append(self.hits - before)
+        return out
+
+    monkeypatch.setattr(prefetch.Prefetcher, "get", get)
+    ahead = start_run(shapes_project / "image_folder.yaml", ["epochs=2"], run_root=tmp_path / "a")
+    assert ahead.status == "finished"
+    steps = ahead.summary["steps"]
+    assert len(served) == steps and sum(served) == steps - 2     # each epoch's first read now
+
+    monkeypatch.setattr(prefetch.Prefetcher, "ahead", lambda self, rows: None)
+    in_place = start_run(shapes_project / "image_folder.yaml", ["epochs=2"],
+                         run_root=tmp_path / "b")
+    assert sum(served[steps:]) == 0
+    for got, want in zip(final_arrays(ahead.summary["run_dir"]),
+                         final_arrays(in_place.summary["run_dir"])):
+        assert_bitwise_equal(got, want)
+    assert metric_rows(ahead.summary["run_dir"]) == metric_rows(in_place.summary["run_dir"])
+
+
 def test_epoch_rows_and_summary_tell_the_wait_for_data(shapes_project, tmp_path, _fast_disk,
                                                        monkeypatch):
-    # Every image read made 2 ms slower: with num_workers 0 the training thread reads the 120
-    # training images itself, so the epoch's steps wait at least 0.24 s for their data.
-    from trainer_cli.run import images
+    # Every image read made 2 ms slower, and made in place (no read-ahead): the training
+    # thread makes the 120 training images itself, so the epoch's steps wait at least 0.24 s
+    # for their data.
+    from trainer_cli.run import images, prefetch
+
+    monkeypatch.setattr(prefetch.Prefetcher, "ahead", lambda self, rows: None)
 
     read = images._Source.image
 

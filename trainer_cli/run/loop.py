@@ -126,10 +126,11 @@ class TrainingLoop:
         self.scaler = _amp.loss_scaler(parts.trainer)
         if self.scaler is not None and state.amp:
             self.scaler.set_state(state.amp)
-        # Memory-mapped features: the next batch is read from the disk while a step computes
-        # (images made by worker processes too: the thread only waits for them).
+        # Memory-mapped features and images: the next batch is read from the disk, or its
+        # images made, on a thread while a step computes (whose kernels and GEMMs release the
+        # GIL); with image workers the thread only waits for them.
         self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) or \
-            getattr(parts.train.x, "num_workers", 0) else None
+            getattr(parts.train.x, "lazy_rows", False) else None
         # Image data: random transforms are keyed by the epoch (see run/images.py).
         self._set_epoch = getattr(parts.train.x, "set_epoch", None)
         # Text for a language model: the recurrent state runs on from batch to batch.
