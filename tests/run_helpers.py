@@ -63,6 +63,23 @@ class StopAt(Reporter):
             os.kill(os.getpid(), signal.SIGINT)
 
 
+def served_ahead(monkeypatch) -> list:
+    """Record, for every batch a run's loop takes from its read-ahead, whether a read made
+    ahead served it (1) or it was read then (0)."""
+    from trainer_cli.run import prefetch
+
+    served, real_get = [], prefetch.Prefetcher.get
+
+    def get(self, rows):
+        before = self.hits
+        out = real_get(self, rows)
+        served.append(self.hits - before)
+        return out
+
+    monkeypatch.setattr(prefetch.Prefetcher, "get", get)
+    return served
+
+
 def latest_dir(run_dir) -> Path:
     return layout.checkpoint_dir(run_dir, layout.read_latest(run_dir))
 

@@ -108,8 +108,8 @@ def test_a_split_of_mapped_features_keeps_row_numbers(tmp_path, monkeypatch):
 
 
 def test_mapped_data_is_read_ahead_and_trains_to_the_same_bits(tmp_path, monkeypatch):
-    from run_helpers import assert_bitwise_equal, final_arrays, no_fsync
-    from trainer_cli.run import prefetch, start_run
+    from run_helpers import assert_bitwise_equal, final_arrays, no_fsync, served_ahead
+    from trainer_cli.run import start_run
     no_fsync(monkeypatch)
     rng = np.random.default_rng(4)
     np.save(tmp_path / "x.npy", rng.standard_normal((300, 6)).astype(np.float32))
@@ -122,16 +122,7 @@ def test_mapped_data_is_read_ahead_and_trains_to_the_same_bits(tmp_path, monkeyp
         "loss: softmax_cross_entropy\noptimizer: {name: adam, params: {learning_rate: 0.01}}\n"
         "epochs: 3\ncheckpoint: {every_epoch: true}\n")
     in_memory = start_run(config, run_root=tmp_path / "memory")
-    served = []
-    real = prefetch.Prefetcher.get
-
-    def get(self, rows):
-        before = self.hits
-        out = real(self, rows)
-        served.append(self.hits - before)
-        return out
-
-    monkeypatch.setattr(prefetch.Prefetcher, "get", get)
+    served = served_ahead(monkeypatch)
     monkeypatch.setattr(data_mod, "MAP_BYTES", 1)
     mapped = start_run(config, run_root=tmp_path / "mapped")
     # 8 batches an epoch: all but each epoch's first were read while the step before computed.

@@ -12,7 +12,7 @@ import numpy
 import pytest
 
 from run_helpers import (CONFIGS, REPO, StopAt, assert_bitwise_equal, final_arrays, metric_rows,
-                         no_fsync, only_run_dir, run_trainer)
+                         no_fsync, only_run_dir, run_trainer, served_ahead)
 from trainer_cli.config import ConfigError, load_config
 from trainer_cli.run import layout, resume_run, start_run
 from trainer_cli.run.data import DataError
@@ -297,15 +297,7 @@ def test_images_are_made_a_step_ahead_on_a_thread_with_the_same_bits(shapes_proj
     # the step before it computes, and the run is the bits of one that makes each in place.
     from trainer_cli.run import prefetch
 
-    served, real_get = [], prefetch.Prefetcher.get
-
-    def get(self, rows):
-        before = self.hits
-        out = real_get(self, rows)
-        served.append(self.hits - before)
-        return out
-
-    monkeypatch.setattr(prefetch.Prefetcher, "get", get)
+    served = served_ahead(monkeypatch)
     ahead = start_run(shapes_project / "image_folder.yaml", ["epochs=2"], run_root=tmp_path / "a")
     assert ahead.status == "finished"
     steps = ahead.summary["steps"]
