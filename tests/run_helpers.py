@@ -63,9 +63,9 @@ class StopAt(Reporter):
             os.kill(os.getpid(), signal.SIGINT)
 
 
-def served_ahead(monkeypatch) -> list:
-    """Record, for every batch a run's loop takes from its read-ahead, whether a read made
-    ahead served it (1) or it was read then (0)."""
+def served_ahead(monkeypatch, training=True) -> list:
+    """Record, for every batch a run's training loop (``training=False``: an evaluation) takes
+    from its read-ahead, whether a read made ahead served it (1) or it was read then (0)."""
     from trainer_cli.run import prefetch
 
     served, real_get = [], prefetch.Prefetcher.get
@@ -73,7 +73,8 @@ def served_ahead(monkeypatch) -> list:
     def get(self, rows):
         before = self.hits
         out = real_get(self, rows)
-        served.append(self.hits - before)
+        if (getattr(self._read, "__name__", None) == "_worker_features") == training:
+            served.append(self.hits - before)
         return out
 
     monkeypatch.setattr(prefetch.Prefetcher, "get", get)

@@ -199,3 +199,31 @@ def test_mapped_features_that_scaling_takes_beyond_float32_are_refused_as_read(t
     assert np.array_equal(scaled.features(np.array([1, 2])), np.zeros((2, 3), np.float32))
     with pytest.raises(DataError, match=r"x\.npy: row 7 \(counting from 0\): feature 2, scaled"):
         scaled.features(np.array([3, 7, 0]))
+
+
+def test_evaluating_mapped_rows_reads_each_pass_ahead_with_the_same_figures(tmp_path,
+                                                                          monkeypatch):
+    from run_helpers import served_ahead
+    from trainer_cli import gluon, metric
+    from trainer_cli.run.loop import evaluate_arrays, validation_pass
+
+    rng = np.random.default_rng(6)
+    rows = 3 * validation_pass(2, np.zeros((1, 5), np.float32)) + 1      # four passes
+    np.save(tmp_path / "x.npy", rng.standard_normal((rows, 5)).astype(np.float32))
+    y = (np.arange(rows) % 3).astype(np.float32)
+    net = gluon.nn.Dense(3, in_units=5)
+    net.initialize()
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def evaluate(data):
+        return evaluate_arrays(net, loss, {"accuracy": metric.create("accuracy")}, data, 2, None,
+                               np.float32, "val_")
+
+    served = served_ahead(monkeypatch, training=False)
+    in_memory = evaluate(Arrays(np.load(tmp_path / "x.npy"), y))
+    assert served == []                      # rows in memory: no read-ahead
+    monkeypatch.setattr(data_mod, "MAP_BYTES", 1)
+    mapped = Arrays(data_mod._load_npy(tmp_path / "x.npy"), y)
+    assert is_mapped(mapped.x)
+    assert evaluate(mapped) == in_memory
+    assert served == [1, 1, 1, 1]              # every pass, the first too, read ahead

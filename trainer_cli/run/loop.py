@@ -623,19 +623,31 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
     # Text windows go through a batch (one window of every stream) at a time, the state carried.
     carry = CarriedState(net) if data.streams else None
     bs = data.streams if carry is not None else validation_pass(batch_size, data.x)
-    for start in range(0, len(data), bs):
-        x = data.features(slice(start, start + bs))
-        y = data.y[start:start + bs]
-        if carry is not None:
-            out = carry.forward(0, as_batch(x, ctx, dtype), ctx)
-        else:
-            out = net(as_batch(x, ctx, dtype))
-        loss = loss_fn(out, _array(y, ctx=ctx, dtype=dtype))
-        loss_sum = _loss_sum(loss)
-        acc.add_loss(loss_sum, loss.shape[0])
-        acc.add_outputs([(y, out)], loss_sum)
-        if progress is not None:
-            progress(min(start + bs, len(data)), len(data))
+    passes = [slice(start, start + bs) for start in range(0, len(data), bs)]
+    # Images and memory-mapped rows: the next pass is made or read while this one computes.
+    ahead = Prefetcher(data.features) if passes and (
+        is_mapped(data.x) or getattr(data.x, "lazy_rows", False)) else None
+    try:
+        if ahead is not None:
+            ahead.ahead(passes[0])
+        for i, rows in enumerate(passes):
+            if ahead is not None and i + 1 < len(passes):
+                ahead.ahead(passes[i + 1])
+            x = ahead.get(rows) if ahead is not None else data.features(rows)
+            y = data.y[rows]
+            if carry is not None:
+                out = carry.forward(0, as_batch(x, ctx, dtype), ctx)
+            else:
+                out = net(as_batch(x, ctx, dtype))
+            loss = loss_fn(out, _array(y, ctx=ctx, dtype=dtype))
+            loss_sum = _loss_sum(loss)
+            acc.add_loss(loss_sum, loss.shape[0])
+            acc.add_outputs([(y, out)], loss_sum)
+            if progress is not None:
+                progress(min(rows.stop, len(data)), len(data))
+    finally:
+        if ahead is not None:
+            ahead.close()
     return acc.values(prefix)
 
 
