@@ -12,7 +12,7 @@ import numpy
 
 from .context import Context
 
-__all__ = ["seed", "generator", "get_state", "set_state", "cpu_stream", "py_random"]
+__all__ = ["seed", "generator", "get_state", "set_state"]
 
 _DEFAULT_SEED = 0
 _generators: dict = {}

@@ -1,10 +1,10 @@
 """Reading the next batch's features while the current step computes.
 
 Worth it for memory-mapped data, whose rows come from the disk (NumPy's gathers release the GIL
-while they copy), and for images made by worker processes (the thread only waits for them); for
-data in memory a batch is gathered in microseconds and a thread would only add hand-overs. Reads
-are pure functions of the row ids, so results are the same bits whether a batch was read ahead
-or not.
+while they copy), and for images, made on the thread while the step's kernels and GEMMs leave it
+the interpreter, or by worker processes it waits for; for data in memory a batch is gathered in
+microseconds and a thread would only add hand-overs. Reads are pure functions of the row ids,
+so results are the same bits whether a batch was read ahead or not.
 """
 from __future__ import annotations
 
