@@ -259,11 +259,14 @@ POOLS = [
 @pytest.mark.parametrize("case", range(len(POOLS)))
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("chunk", [K.POOL_GRAD_CHUNK, 7, 24])   # 7: less than a window row
-@pytest.mark.parametrize("short", [False, True])    # the 2x2 gradient's zero-then-scatter loop
+# short: the 2x2 gradient's zero-then-scatter loop, and strided 3x3 windows folded down over
+# every row (not the outputs' rows alone)
+@pytest.mark.parametrize("short", [False, True])
 def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, short):
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(K, "POOL_GRAD_CHUNK", chunk)
     monkeypatch.setattr(K, "SHORT_POOL_ROW", 1 << 30 if short else 0)
+    monkeypatch.setattr(K, "SHORT_POOL_REACH", 1 << 30 if short else 0)
     if chunk == 7:      # and in pieces of a few planes, on three threads
         monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", 150)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)

@@ -227,6 +227,11 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     square = _square(kernel, stride, pad, out.shape, x.shape)
     lowest = numpy.finfo(x.dtype).min
     planes = _plane_pieces(n * c, h * w)
+    # Strided rows of windows shorter than SHORT_POOL_REACH: every row folded down, in a loop
+    # LLVM vectorizes, rather than the outputs' rows alone (GoogLeNet's stride-2 pooling of 12x12
+    # planes with the index 10.9 -> 5.4 ms, of 6x6 6.0 -> 2.9; 24x24 level; 48x48 and wider
+    # fare better row by row).
+    every_row = stride[0] == 1 or (ow - 1) * stride[1] + 1 < SHORT_POOL_REACH
 
     def piece(i):
         a, z = planes[i]
@@ -249,7 +254,7 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
         _max_pool_padded(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1], pad[0],
                          pad[1], lowest, outs, oh, ow, ix, index is not None,
                          numpy.empty(size, x.dtype), numpy.empty(size, x.dtype),
-                         numpy.empty(size, x.dtype), offsets)
+                         numpy.empty(size, x.dtype), offsets, every_row)
 
     _host_threads.run(len(planes), piece)
     return True
@@ -306,6 +311,8 @@ _U = numpy.uint64
 POOL_PIECE_ELEMENTS = 1 << 18
 POOL_GRAD_CHUNK = 2048  # windows per pass of the 2x2 max-pooling gradient (32 KiB of float32 terms)
 SHORT_POOL_ROW = 16     # up to this many windows a row, the 2x2 gradient zeroes, then scatters
+SHORT_POOL_REACH = 24   # 3x3 windows strided over rows shorter than this: every row folded down
+                        # (rows of a window's reach: (ow - 1) * stride + 1 positions)
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
 
@@ -577,7 +584,7 @@ def _max_pool_values_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out
 
 
 def _max_pool_padded_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out, oh, ow,
-                          index, with_index, padded, across, folded, offsets):
+                          index, with_index, padded, across, folded, offsets, every_row):
     # Each window's maximum m, NumPy's maximum(m, v) over its elements in row-major order (m if
     # m is NaN, else v if v is NaN, else m if m > v, else v), and its index, from ``padded``, a
     # copy of the planes with ``lowest`` around them. That rule keeps the first NaN of a window,
@@ -609,7 +616,7 @@ def _max_pool_padded_loop(x, planes, h_, w_, kh, kw, sh, sw, ph, pw, lowest, out
     span = wide - (kh - 1) * wp
     if kh == 3 and kw == 3:
         _max_3x3(padded, across, folded, offsets, wide, span, wp, with_index, planes, size, sh,
-                 oh, (ow - 1) * sw + 1)
+                 oh, (ow - 1) * sw + 1, every_row)
     else:
         _max_windows(padded, across, folded, offsets, wide, span, kh, kw, wp, with_index)
     o = 0
@@ -647,16 +654,17 @@ def _max_windows_loop(padded, across, folded, offsets, wide, span, kh, kw, wp, w
 
 
 def _max_3x3_loop(padded, across, folded, offsets, wide, span, wp, with_index, planes, size,
-                  sh, oh, reach):
+                  sh, oh, reach, every_row):
     # ``_max_windows_loop`` for 3x3 windows, each fold and the index in one pass. With a stride
-    # of rows, only the rows of windows that are outputs are folded down (``reach`` positions
-    # each, to the row's last window).
+    # of rows (and not ``every_row``), only the rows of windows that are outputs are folded
+    # down, ``reach`` positions each, to the row's last window; rows too short for LLVM's vector
+    # loops are all folded, in one loop over the piece (see ``max_pool``).
     for t in range(wide):
         m, v = padded[_U(t)], padded[_U(t + 1)]
         m = m if (m != m) | (m > v) else v
         v = padded[_U(t + 2)]
         across[_U(t)] = m if (m != m) | (m > v) else v
-    if sh == 1:
+    if every_row:
         _down_3(padded, across, folded, offsets, 0, span, wp, with_index)
         return
     for pl in range(planes):
