@@ -124,6 +124,24 @@ def test_predict_writes_outputs_classes_and_probabilities(run_dir, tmp_path):
                                rtol=1e-6, atol=1e-7)
 
 
+def test_predict_reads_a_mapped_input_a_pass_ahead_with_the_same_outputs(run_dir, tmp_path,
+                                                                         monkeypatch):
+    from run_helpers import served_ahead
+    from trainer_cli.run import data as data_mod
+
+    x = _val_split(run_dir).x
+    np.save(tmp_path / "x.npy", x)
+    predict_file(run_dir, tmp_path / "x.npy", tmp_path / "in_memory.npy", batch_size=7)
+    served = served_ahead(monkeypatch, training=False)
+    monkeypatch.setattr(data_mod, "MAP_BYTES", 1)
+    seen = []
+    predict_file(run_dir, tmp_path / "x.npy", tmp_path / "mapped.npy", batch_size=7,
+                 progress=lambda done, total: seen.append(done))
+    assert served == [1] * 5 and seen == [7, 14, 21, 28, 30]     # 30 samples in passes of 7
+    assert np.load(tmp_path / "mapped.npy").tobytes() == \
+        np.load(tmp_path / "in_memory.npy").tobytes()
+
+
 def test_predict_checks_its_input_and_output_like_training_data(run_dir, tmp_path):
     x = _val_split(run_dir).x.copy()
     x[4, 2] = np.inf

@@ -34,7 +34,8 @@ from numpy.lib import format as _npy_format
 from .._atomic import atomic_write, fsync_dir
 from .._outpath import check_output_path, write_failure
 from . import layout
-from .data import CSRRows, DataError, is_csr_npz, load_npy, read_csr
+from .data import CSRRows, DataError, is_csr_npz, is_mapped, load_npy, read_csr
+from .prefetch import Prefetcher
 
 __all__ = ["INPUT_SUFFIXES", "OUTPUT_SUFFIXES", "read_input", "predict_file"]
 
@@ -206,10 +207,22 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     bs = batch_size or validation_pass(trained.config.data.batch_size, x)
     n = len(x)
     ctx, dtype = trained.contexts[0], trained.dtype
+    passes = [slice(start, start + bs) for start in range(0, n, bs)]
+    # A memory-mapped input: the next pass's rows are read from the disk while this one computes.
+    ahead = Prefetcher(lambda rows: numpy.array(x[rows])) \
+        if is_mapped(x) and len(passes) > 1 else None
     try:
         with _Writer(output_path, n, how is not None) as writer, trained.run_threads():
-            for start in range(0, n, bs):
-                rows = _rows(x, start, start + bs)
+            if ahead is not None:
+                ahead.ahead(passes[0])
+            for i, part in enumerate(passes):
+                start = part.start
+                if ahead is not None:
+                    if i + 1 < len(passes):
+                        ahead.ahead(passes[i + 1])
+                    rows = ahead.get(part)
+                else:
+                    rows = _rows(x, start, part.stop)
                 _check_finite(rows, start, input_path)
                 if scaling is not None:       # the inputs as the model was trained on them
                     with numpy.errstate(over="ignore"):
@@ -225,6 +238,9 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
                     progress(min(start + bs, n), n)
     except OSError as exc:   # its folder read-only, the disk full: said of the output
         raise write_failure(output_path, exc, "predict output") from None
+    finally:
+        if ahead is not None:
+            ahead.close()
     return {"run_dir": str(run_dir), "checkpoint": str(trained.checkpoint), "step": trained.step,
             "input": str(input_path), "output": str(output_path), "samples": n,
             "output_shape": writer.shape, "classifier": how is not None,
