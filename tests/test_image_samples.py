@@ -6,6 +6,8 @@ import threading
 
 import numpy
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainer_cli import nd
 from trainer_cli import random as _random
@@ -126,3 +128,24 @@ def test_a_failing_transform_is_named_on_its_error():
     with pytest.raises(ValueError, match="2 values for an input of 3 channels") as info:
         transformer.batch([transformer.sample(_images(1)[0], 1)])
     assert "Normalize" in info.value.failed_block
+
+
+@settings(max_examples=80, deadline=None)
+@given(h=st.integers(1, 40), w=st.integers(1, 40), channels=st.sampled_from([1, 3, 4]),
+       dh=st.integers(1, 50), dw=st.integers(1, 50), view=st.booleans(),
+       seed=st.integers(0, 2 ** 16))
+def test_the_compiled_bilinear_resize_gives_the_numpy_passes_bits(h, w, channels, dh, dw, view,
+                                                                 seed):
+    from trainer_cli import _jit
+    from trainer_cli.ndarray import _opencv_resize as R
+
+    rng = numpy.random.default_rng(seed)
+    img = rng.integers(0, 256, (h + 2, w + 3, channels), dtype=numpy.uint8)
+    img = img[1:h + 1, 2:w + 2] if view else numpy.ascontiguousarray(img[:h, :w])  # a crop
+    assert _jit.enabled()
+    compiled = R._bilinear_u8(img, dh, dw)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_jit, "_numba", False)
+        passes = R._bilinear_u8(img, dh, dw)
+    assert compiled.dtype == numpy.uint8 and compiled.shape == passes.shape == (dh, dw, channels)
+    assert compiled.tobytes() == passes.tobytes()

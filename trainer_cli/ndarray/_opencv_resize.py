@@ -18,6 +18,8 @@ import functools
 
 import numpy
 
+from .. import _jit
+
 __all__ = ["resize", "INTERPOLATIONS"]
 
 INTERPOLATIONS = {0: "nearest", 1: "bilinear", 2: "bicubic", 3: "area", 4: "lanczos"}
@@ -72,6 +74,14 @@ def _bilinear_u8(src, dh, dw, taps=None):
     if taps is None:
         (x0, x1, ax0, ax1), (y0, y1, by0, by1) = (_fixed_linear_taps(w, dw, True),
                                                   _fixed_linear_taps(h, dh, False))
+        if src.ndim == 3 and _jit.loaded():
+            # One call instead of fifteen NumPy passes over a small image (a 24x28 crop
+            # resized to 32x32: 54-78 -> 21-29 us); only where numba is loaded already, so a
+            # pipeline that never loads it does not pay for its import.
+            out = numpy.empty((dh, dw, src.shape[2]), numpy.uint8)
+            _bilinear_u8_kernel(src, x0, x1, ax0.reshape(-1), ax1.reshape(-1), y0, y1,
+                                by0.reshape(-1), by1.reshape(-1), out)
+            return out
     else:
         (x0, x1, ax0, ax1), (y0, y1, by0, by1) = taps
         ax0, ax1 = (_fixed(a).astype(numpy.int32)[:, None] for a in (ax0, ax1))
@@ -97,6 +107,24 @@ def _bilinear_u8(src, dh, dw, taps=None):
     out += 2
     out >>= 2
     return numpy.minimum(out, 255, out=out).astype(numpy.uint8)
+
+
+def _bilinear_u8_loop(src, x0, x1, ax0, ax1, y0, y1, by0, by1, out):
+    # ``_bilinear_u8``'s passes pixel by pixel: the same integer arithmetic (every intermediate
+    # fits int32, so numba's int64 gives the same values, and all are non-negative).
+    dh, dw, channels = out.shape
+    for i in range(dh):
+        r0, r1, b0, b1 = y0[i], y1[i], by0[i], by1[i]
+        for j in range(dw):
+            c0, c1, a0, a1 = x0[j], x1[j], ax0[j], ax1[j]
+            for k in range(channels):
+                top = (src[r0, c0, k] * a0 + src[r0, c1, k] * a1) >> 4
+                low = (src[r1, c0, k] * a0 + src[r1, c1, k] * a1) >> 4
+                v = (((top * b0) >> 16) + ((low * b1) >> 16) + 2) >> 2
+                out[i, j, k] = min(v, 255)
+
+
+_bilinear_u8_kernel = _jit.Kernel(_bilinear_u8_loop)
 
 
 def _work(src):
