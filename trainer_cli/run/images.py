@@ -19,8 +19,10 @@ import weakref
 
 import numpy
 
+from .. import random as _random
 from .._pools import close_pool, leave_stops_to_parent
 from ..gluon.data.dataset import RecordFileDataset
+from ..ndarray import array as _nd_array
 from ..recordio import IR_HEADER_BYTES, MXIndexedRecordIO, RecordIOError, unpack
 from .data import Arrays, DataError
 
@@ -67,6 +69,7 @@ class Transformer:
         from ..gluon.data.vision import transforms as T
 
         self.compose = compose
+        self._apply = T.apply_on_host    # looked up once: sample() runs for every image
         chain = T.host_chain(compose)
         cut = len(chain) if chain is not None else 0
         while cut and isinstance(chain[cut - 1], (T.ToTensor, T.Normalize)):
@@ -75,24 +78,18 @@ class Transformer:
         self.tail = [] if chain is None else chain[cut:]
 
     def sample(self, image, key):
-        from .. import random as _random
-        from ..gluon.data.vision.transforms import apply_on_host
-        from ..ndarray import array
-
         with _random.cpu_stream(key):
             if self.each is not None:
-                return apply_on_host(self.each, image)
-            out = self.compose(array(image, dtype=image.dtype))
+                return self._apply(self.each, image)
+            out = self.compose(_nd_array(image, dtype=image.dtype))
         return out.asnumpy()
 
     def batch(self, samples) -> numpy.ndarray:
-        from ..gluon.data.vision.transforms import apply_on_host
-
         shapes = {s.shape for s in samples}
         if len(shapes) > 1:
             raise DataError("images of different sizes after the transforms (%s): add a resize "
                             "or crop transform" % ", ".join(str(s) for s in sorted(shapes)))
-        return apply_on_host(self.tail, numpy.stack(samples)).astype(numpy.float32, copy=False)
+        return self._apply(self.tail, numpy.stack(samples)).astype(numpy.float32, copy=False)
 
 
 class _Source:
