@@ -19,6 +19,7 @@ MPI the ranks' agreed answer), on a stop request, and always at the end.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
@@ -36,7 +37,7 @@ from ..ndarray import zeros as _zeros
 from . import grads
 from .data import as_batch, is_mapped
 from .finite import StepUndo, broken_part, update_was_finite
-from .prefetch import Prefetcher
+from .prefetch import Prefetcher, read_each
 from .recurrent import CarriedState
 from .state import Accumulator, BestTracker, EarlyStopping, LoopState
 
@@ -75,7 +76,7 @@ def _tells_skip(count) -> bool:
 
 class TrainingLoop:
     scaler = None  # precision float16: the Trainer's AMP loss scaler
-    _prefetch = None  # memory-mapped data: a Prefetcher of the next batch's features
+    _prefetch = None  # mapped rows and images: a Prefetcher of the next batch's features
     _set_epoch = None  # image data: keys the random transforms by the epoch
     _carry = None      # text data: the CarriedState of the language model
     _undo = None      # nan_policy skip: the StepUndo each update's copy goes into
@@ -625,15 +626,9 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
     bs = data.streams if carry is not None else validation_pass(batch_size, data.x)
     passes = [slice(start, start + bs) for start in range(0, len(data), bs)]
     # Images and memory-mapped rows: the next pass is made or read while this one computes.
-    ahead = Prefetcher(data.features) if passes and (
-        is_mapped(data.x) or getattr(data.x, "lazy_rows", False)) else None
-    try:
-        if ahead is not None:
-            ahead.ahead(passes[0])
-        for i, rows in enumerate(passes):
-            if ahead is not None and i + 1 < len(passes):
-                ahead.ahead(passes[i + 1])
-            x = ahead.get(rows) if ahead is not None else data.features(rows)
+    ahead = is_mapped(data.x) or getattr(data.x, "lazy_rows", False)
+    with contextlib.closing(read_each(data.features, passes, ahead)) as reads:
+        for rows, x in reads:
             y = data.y[rows]
             if carry is not None:
                 out = carry.forward(0, as_batch(x, ctx, dtype), ctx)
@@ -645,9 +640,6 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
             acc.add_outputs([(y, out)], loss_sum)
             if progress is not None:
                 progress(min(rows.stop, len(data)), len(data))
-    finally:
-        if ahead is not None:
-            ahead.close()
     return acc.values(prefix)
 
 

@@ -17,6 +17,7 @@ Output (by suffix), written batch by batch into a temporary file renamed at the 
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import io
@@ -35,7 +36,7 @@ from .._atomic import atomic_write, fsync_dir
 from .._outpath import check_output_path, write_failure
 from . import layout
 from .data import CSRRows, DataError, is_csr_npz, is_mapped, load_npy, read_csr
-from .prefetch import Prefetcher
+from .prefetch import read_each
 
 __all__ = ["INPUT_SUFFIXES", "OUTPUT_SUFFIXES", "read_input", "predict_file"]
 
@@ -209,20 +210,15 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
     ctx, dtype = trained.contexts[0], trained.dtype
     passes = [slice(start, start + bs) for start in range(0, n, bs)]
     # A memory-mapped input: the next pass's rows are read from the disk while this one computes.
-    ahead = Prefetcher(lambda rows: numpy.array(x[rows])) \
-        if is_mapped(x) and len(passes) > 1 else None
+    if is_mapped(x) and len(passes) > 1:
+        reads = read_each(lambda part: numpy.array(x[part]), passes, ahead=True)
+    else:
+        reads = read_each(lambda part: _rows(x, part.start, part.stop), passes, ahead=False)
     try:
-        with _Writer(output_path, n, how is not None) as writer, trained.run_threads():
-            if ahead is not None:
-                ahead.ahead(passes[0])
-            for i, part in enumerate(passes):
+        with _Writer(output_path, n, how is not None) as writer, trained.run_threads(), \
+                contextlib.closing(reads):
+            for part, rows in reads:
                 start = part.start
-                if ahead is not None:
-                    if i + 1 < len(passes):
-                        ahead.ahead(passes[i + 1])
-                    rows = ahead.get(part)
-                else:
-                    rows = _rows(x, start, part.stop)
                 _check_finite(rows, start, input_path)
                 if scaling is not None:       # the inputs as the model was trained on them
                     with numpy.errstate(over="ignore"):
@@ -238,9 +234,6 @@ def predict_file(run_dir, input_path, output_path, which=None, key=None, overrid
                     progress(min(start + bs, n), n)
     except OSError as exc:   # its folder read-only, the disk full: said of the output
         raise write_failure(output_path, exc, "predict output") from None
-    finally:
-        if ahead is not None:
-            ahead.close()
     return {"run_dir": str(run_dir), "checkpoint": str(trained.checkpoint), "step": trained.step,
             "input": str(input_path), "output": str(output_path), "samples": n,
             "output_shape": writer.shape, "classifier": how is not None,

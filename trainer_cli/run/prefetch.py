@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["Prefetcher"]
+__all__ = ["Prefetcher", "read_each"]
 
 # Reads kept: the loop asks for the next step's batch before it takes this step's, which was
 # asked for a step earlier and may still be on its way.
@@ -52,3 +52,23 @@ class Prefetcher:
     def close(self):
         self._drop()
         self._pool.shutdown(wait=True)
+
+
+def read_each(read, parts: list, ahead: bool):
+    """``(part, read(part))`` for each of ``parts`` in order; with ``ahead``, each read on a
+    thread while the caller works on the part before (the first one too). Close the generator
+    (``contextlib.closing``) where the caller may stop early: the thread ends then."""
+    if not ahead:
+        for part in parts:
+            yield part, read(part)
+        return
+    prefetcher = Prefetcher(read)
+    try:
+        if parts:
+            prefetcher.ahead(parts[0])
+        for i, part in enumerate(parts):
+            if i + 1 < len(parts):
+                prefetcher.ahead(parts[i + 1])
+            yield part, prefetcher.get(part)
+    finally:
+        prefetcher.close()
