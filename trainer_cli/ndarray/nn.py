@@ -21,6 +21,7 @@ import numpy
 from .. import autograd as _ag
 from .. import random as _random
 from ..base import ShapeError
+from . import _act_kernels
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
 from . import _relu_masks
@@ -920,11 +921,12 @@ def LeakyReLU(data=None, gamma=None, act_type="leaky", slope=0.25, lower_bound=0
     """MXNet's LeakyReLU family: 'leaky', 'elu', 'selu', 'gelu' and 'prelu' (learned ``gamma``)."""
     x = data._data
     xp = _xp_of(x)
-    pos = x > 0
     if act_type == "leaky":
-        out = xp.where(pos, x, x * slope)
-        local = lambda: xp.where(pos, 1, slope).astype(x.dtype)  # noqa: E731
-    elif act_type == "elu":
+        return _leaky(data, x, xp, float(slope))
+    if act_type == "gelu":
+        return _gelu(data, x, xp)
+    pos = x > 0
+    if act_type == "elu":
         em1 = xp.expm1(xp.minimum(x, 0))
         out = xp.where(pos, x, slope * em1)
         local = lambda: xp.where(pos, 1, slope * (em1 + 1)).astype(x.dtype)  # noqa: E731
@@ -932,10 +934,6 @@ def LeakyReLU(data=None, gamma=None, act_type="leaky", slope=0.25, lower_bound=0
         em1 = xp.expm1(xp.minimum(x, 0))
         out = _SELU_LAMBDA * xp.where(pos, x, _SELU_ALPHA * em1)
         local = lambda: (_SELU_LAMBDA * xp.where(pos, 1, _SELU_ALPHA * (em1 + 1))).astype(x.dtype)  # noqa: E731
-    elif act_type == "gelu":
-        cdf = 0.5 * (1 + _erf_raw(x / math.sqrt(2)))
-        out = x * cdf
-        local = lambda: cdf + x * xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # noqa: E731
     elif act_type == "prelu":
         return _prelu(data, gamma)
     else:
@@ -944,6 +942,46 @@ def LeakyReLU(data=None, gamma=None, act_type="leaky", slope=0.25, lower_bound=0
     if _recording_for(data):
         return _result(out, data._ctx, (data,), lambda g, needs: (g * local(),))
     return _wrap(out, data._ctx)
+
+
+def _leaky(data, x, xp, slope):
+    """``x`` where positive, else ``x * slope`` (the slope in ``x``'s dtype, as MXNet's float
+    parameter is); one pass each way by ``_act_kernels`` where its loop applies."""
+    out = _act_kernels.leaky(x, slope)
+    if out is None:
+        out = xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
+    if not _recording_for(data):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        gx = _act_kernels.leaky_grad(g, x, slope)
+        if gx is None:
+            gx = g * xp.where(x > 0, 1, slope).astype(x.dtype)
+        return (gx,)
+    return _result(out, data._ctx, (data,), vjp)
+
+
+def _gelu(data, x, xp):
+    """``x * cdf`` with ``cdf = 0.5 * (1 + erf(x / sqrt(2)))``, and its gradient; one pass each
+    way by ``_act_kernels`` where its loop applies (the same bits as its NumPy body)."""
+    if xp is numpy:
+        made = _act_kernels.gelu(x)
+        out, cdf = made if made is not None else _act_kernels.np_gelu(x)
+        grad = _act_kernels.gelu_grad
+    else:
+        cdf = 0.5 * (1 + _erf_raw(x / math.sqrt(2)))
+        out, grad = x * cdf, None
+    out = out.astype(x.dtype, copy=False)
+    if not _recording_for(data):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        gx = grad(g, x, cdf) if grad is not None else None
+        if gx is None:
+            gx = (_act_kernels.np_gelu_grad(g, x, cdf) if xp is numpy else
+                  g * (cdf + x * xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)))
+        return (gx,)
+    return _result(out, data._ctx, (data,), vjp)
 
 
 def _prelu(data, gamma):
