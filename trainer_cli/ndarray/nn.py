@@ -24,6 +24,7 @@ from ..base import ShapeError
 from . import _act_kernels
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
+from . import _layer_norm_kernels as _ln_kernels
 from . import _relu_masks
 from . import host_threads as _host_threads
 from . import winograd as _winograd
@@ -794,6 +795,10 @@ def LayerNorm(data=None, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_v
     x = data._data
     xp = _xp_of(x)
     ax = axis % x.ndim
+    if ax == x.ndim - 1 and not output_mean_var:
+        made = _ln_kernels.forward(x, gamma._data, beta._data, eps)
+        if made is not None:
+            return _layer_norm_result(data, gamma, beta, *made)
     bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
     mean = x.mean(axis=ax, keepdims=True)
     centered = x - mean
@@ -822,6 +827,32 @@ def LayerNorm(data=None, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_v
     if output_mean_var:
         return [result, _wrap(mean, data._ctx), _wrap(xp.sqrt(var + eps), data._ctx)]
     return result
+
+
+def _layer_norm_result(data, gamma, beta, out, xhat, invstd):
+    """LayerNorm's output over the last axis made by ``_ln_kernels``, with the gradients of the
+    NumPy path: the input's by the loop, gamma's and beta's by NumPy's sums over the rows."""
+    inputs = (data, gamma, beta)
+    if not _recording_for(*inputs):
+        return _wrap(out, data._ctx)
+    g = gamma._data
+    red = tuple(range(xhat.ndim - 1))
+
+    def vjp(gout, needs):
+        gx = ggamma = gbeta = None
+        if needs[0]:
+            gx = _ln_kernels.input_grad(gout, g, xhat, invstd)
+            if gx is None:
+                bshape = (1,) * (xhat.ndim - 1) + (xhat.shape[-1],)
+                gh = gout * g.reshape(bshape)
+                gx = (gh - gh.mean(axis=-1, keepdims=True)
+                      - xhat * (gh * xhat).mean(axis=-1, keepdims=True)) * invstd
+        if needs[1]:
+            ggamma = (gout * xhat).sum(axis=red).reshape(g.shape)
+        if needs[2]:
+            gbeta = gout.sum(axis=red).reshape(beta._data.shape)
+        return gx, ggamma, gbeta
+    return _result(out, data._ctx, inputs, vjp)
 
 
 # ----------------------------------------------------------------------------- Dropout
