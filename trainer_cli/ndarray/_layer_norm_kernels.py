@@ -64,10 +64,13 @@ def _by_rows(rows, width, dtype, work):
     _host_threads.run(len(ranges), lambda i: run(*ranges[i]))
 
 
-def forward(x, gamma, beta, eps):
+def forward(x, gamma, beta, eps, per_row=0):
     """``(out, xhat, invstd)`` of a LayerNorm over the last axis of ``x`` (``invstd`` of shape
-    ``x.shape[:-1] + (1,)``), or None where the loop does not apply."""
-    if not _usable(x, gamma, beta) or gamma.size != x.shape[-1] or beta.size != x.shape[-1]:
+    ``x.shape[:-1] + (1,)``), or None where the loop does not apply. ``gamma`` and ``beta``
+    hold a value per column, or with ``per_row`` = k one per row, row r taking entry r % k
+    (InstanceNorm's channels, GroupNorm's groups)."""
+    if not _usable(x, gamma, beta) or gamma.size != beta.size \
+            or gamma.size != (per_row or x.shape[-1]):
         return None
     width = x.shape[-1]
     rows = x.size // width
@@ -77,14 +80,14 @@ def forward(x, gamma, beta, eps):
     flat, o, h, inv = x.reshape(-1), out.reshape(-1), xhat.reshape(-1), invstd.reshape(-1)
     g, b = gamma.reshape(-1), beta.reshape(-1)
     _by_rows(rows, width, x.dtype, lambda r0, r1, tasks, values, scratch: _forward(
-        flat, width, g, b, t(eps), t(0), t(width), t(1), o, h, inv, r0, r1, tasks, values,
+        flat, width, g, b, per_row, t(eps), t(0), t(width), t(1), o, h, inv, r0, r1, tasks, values,
         scratch))
     return out, xhat, invstd
 
 
-def input_grad(gout, gamma, xhat, invstd):
-    """The input's gradient of the LayerNorm ``forward`` made (``xhat``, ``invstd``), or None
-    where the loop does not apply."""
+def input_grad(gout, gamma, xhat, invstd, per_row=0):
+    """The input's gradient of the LayerNorm ``forward`` made (``xhat``, ``invstd``; ``gamma`` and
+    ``per_row`` as it took them), or None where the loop does not apply."""
     if not _usable(gout, gamma, xhat, invstd) or gout.shape != xhat.shape:
         return None
     width = xhat.shape[-1]
@@ -94,7 +97,7 @@ def input_grad(gout, gamma, xhat, invstd):
     gf, h, inv, out = gout.reshape(-1), xhat.reshape(-1), invstd.reshape(-1), gx.reshape(-1)
     g = gamma.reshape(-1)
     _by_rows(rows, width, xhat.dtype, lambda r0, r1, tasks, values, scratch: _input_grad(
-        gf, width, g, h, inv, t(0), t(width), out, r0, r1, tasks, values, scratch))
+        gf, width, g, per_row, h, inv, t(0), t(width), out, r0, r1, tasks, values, scratch))
     return gx
 
 
@@ -104,8 +107,8 @@ def input_grad(gout, gamma, xhat, invstd):
 _U = numpy.uint64
 
 
-def _forward_loop(x, d, gamma, beta, eps, zero, dn, one, out, xhat, invstd, r0, r1, tasks, values,
-                  scratch):
+def _forward_loop(x, d, gamma, beta, per_row, eps, zero, dn, one, out, xhat, invstd, r0, r1, tasks,
+                  values, scratch):
     centered = scratch[0]
     squares = scratch[1]
     for r in range(r0, r1):
@@ -118,21 +121,36 @@ def _forward_loop(x, d, gamma, beta, eps, zero, dn, one, out, xhat, invstd, r0, 
         var = (zero + pairwise(squares, 0, d, zero, tasks, values)) / dn     # noqa: F821
         inv = one / numpy.sqrt(var + eps)
         invstd[r] = inv
-        for j in range(d):
-            h = centered[_U(j)] * inv
-            xhat[_U(at + j)] = h
-            out[_U(at + j)] = h * gamma[_U(j)] + beta[_U(j)]
+        if per_row:
+            scale, shift = gamma[r % per_row], beta[r % per_row]
+            for j in range(d):
+                h = centered[_U(j)] * inv
+                xhat[_U(at + j)] = h
+                out[_U(at + j)] = h * scale + shift
+        else:
+            for j in range(d):
+                h = centered[_U(j)] * inv
+                xhat[_U(at + j)] = h
+                out[_U(at + j)] = h * gamma[_U(j)] + beta[_U(j)]
 
 
-def _input_grad_loop(gout, d, gamma, xhat, invstd, zero, dn, gx, r0, r1, tasks, values, scratch):
+def _input_grad_loop(gout, d, gamma, per_row, xhat, invstd, zero, dn, gx, r0, r1, tasks, values,
+                     scratch):
     gh = scratch[0]
     ghx = scratch[1]
     for r in range(r0, r1):
         at = r * d
-        for j in range(d):
-            v = gout[_U(at + j)] * gamma[_U(j)]
-            gh[_U(j)] = v
-            ghx[_U(j)] = v * xhat[_U(at + j)]
+        if per_row:
+            scale = gamma[r % per_row]
+            for j in range(d):
+                v = gout[_U(at + j)] * scale
+                gh[_U(j)] = v
+                ghx[_U(j)] = v * xhat[_U(at + j)]
+        else:
+            for j in range(d):
+                v = gout[_U(at + j)] * gamma[_U(j)]
+                gh[_U(j)] = v
+                ghx[_U(j)] = v * xhat[_U(at + j)]
         m1 = (zero + pairwise(gh, 0, d, zero, tasks, values)) / dn      # noqa: F821
         m2 = (zero + pairwise(ghx, 0, d, zero, tasks, values)) / dn     # noqa: F821
         inv = invstd[r]

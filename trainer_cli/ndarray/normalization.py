@@ -1,6 +1,8 @@
-"""``InstanceNorm``, ``GroupNorm`` and ``LRN`` with MXNet 1.9.1's operator semantics; the first
-two written with the differentiable ``nd`` ops (their gradients come from those ops' own), LRN
-with MXNet's own gradient.
+"""``InstanceNorm``, ``GroupNorm`` and ``LRN`` with MXNet 1.9.1's operator semantics. On the CPU
+the first two normalize rows (a sample's channel, a sample's group: contiguous stretches) with
+closed-form gradients, in one loop each way (``_layer_norm_kernels``, LayerNorm's) or its NumPy
+body; on other array libraries they are composed of the differentiable ``nd`` ops, whose
+gradients come from those ops' own. LRN has MXNet's own gradient.
 
 Both normalize with the biased variance and ``1 / sqrt(var + eps)``. InstanceNorm normalizes each
 (sample, channel) over the spatial axes and applies per-channel ``gamma``/``beta``; GroupNorm
@@ -12,8 +14,9 @@ from __future__ import annotations
 import numpy
 
 from ..base import ShapeError
+from . import _layer_norm_kernels as _ln_kernels
 from . import ops
-from .ndarray import _result, _xp_of
+from .ndarray import _recording_for, _result, _wrap, _xp_of
 
 __all__ = ["InstanceNorm", "GroupNorm", "LRN"]
 
@@ -25,6 +28,52 @@ def _normalize(x, axes, eps):
     return centered * ops.rsqrt(var + eps)
 
 
+def _rows_normalized(data, gamma, beta, rows, per_row, eps):
+    """On the CPU: ``data`` normalized as ``rows`` rows (each over its own values, a contiguous
+    stretch), then row ``r`` scaled by ``gamma[r % per_row]`` and shifted by ``beta``'s; the
+    gradients in closed form. One loop each way by ``_ln_kernels`` where it applies, else its
+    NumPy body, here: the same bits. None for data it does not take (another array library,
+    dtype or layout): the caller then composes the ``nd`` ops."""
+    x, g, b = data._data, gamma._data, beta._data
+    if type(x) is not numpy.ndarray or x.dtype.kind != "f" or x.dtype.itemsize < 4 \
+            or not x.flags.c_contiguous or g.dtype != x.dtype or b.dtype != x.dtype \
+            or not x.size:
+        return None
+    x2 = x.reshape(rows, -1)
+    g, b = numpy.ascontiguousarray(g.reshape(-1)), numpy.ascontiguousarray(b.reshape(-1))
+    made = _ln_kernels.forward(x2, g, b, eps, per_row)
+    if made is None:
+        mean = x2.mean(axis=-1, keepdims=True)
+        centered = x2 - mean
+        var = (centered * centered).mean(axis=-1, keepdims=True)
+        invstd = 1 / numpy.sqrt(var + eps)
+        xhat = centered * invstd
+        g_rows, b_rows = (numpy.tile(v, rows // per_row).reshape(rows, 1) for v in (g, b))
+        made = xhat * g_rows + b_rows, xhat, invstd
+    out, xhat, invstd = made
+    inputs = (data, gamma, beta)
+    if not _recording_for(*inputs):
+        return _wrap(out.reshape(x.shape), data._ctx)
+    groups = (rows // per_row, per_row, -1)
+
+    def vjp(gout, needs):
+        gout2 = numpy.ascontiguousarray(gout).reshape(rows, -1)
+        gx = ggamma = gbeta = None
+        if needs[0]:
+            gx = _ln_kernels.input_grad(gout2, g, xhat, invstd, per_row)
+            if gx is None:
+                gh = gout2 * numpy.tile(g, rows // per_row).reshape(rows, 1)
+                gx = (gh - gh.mean(axis=-1, keepdims=True)
+                      - xhat * (gh * xhat).mean(axis=-1, keepdims=True)) * invstd
+            gx = gx.reshape(x.shape)
+        if needs[1]:
+            ggamma = (gout2 * xhat).reshape(groups).sum(axis=(0, 2)).reshape(gamma.shape)
+        if needs[2]:
+            gbeta = gout2.reshape(groups).sum(axis=(0, 2)).reshape(beta.shape)
+        return gx, ggamma, gbeta
+    return _result(out.reshape(x.shape), data._ctx, inputs, vjp)
+
+
 def InstanceNorm(data=None, gamma=None, beta=None, eps=1e-3, **kwargs):
     """``(N, C, ...)``: each sample's channel normalized over its spatial axes."""
     if data.ndim < 3:
@@ -34,6 +83,9 @@ def InstanceNorm(data=None, gamma=None, beta=None, eps=1e-3, **kwargs):
     if gamma.shape != (channels,) or beta.shape != (channels,):
         raise ShapeError("InstanceNorm: gamma %s and beta %s must have shape (%d,)"
                          % (gamma.shape, beta.shape, channels))
+    done = _rows_normalized(data, gamma, beta, data.shape[0] * channels, channels, eps)
+    if done is not None:
+        return done
     norm = _normalize(data, tuple(range(2, data.ndim)), eps)
     shape = (1, channels) + (1,) * (data.ndim - 2)
     return norm * gamma.reshape(shape) + beta.reshape(shape)
@@ -51,6 +103,9 @@ def GroupNorm(data=None, gamma=None, beta=None, num_groups=1, eps=1e-5, output_m
     if gamma.shape != (num_groups,) or beta.shape != (num_groups,):
         raise ShapeError("GroupNorm: gamma %s and beta %s must have shape (%d,), one per group"
                          % (gamma.shape, beta.shape, num_groups))
+    done = _rows_normalized(data, gamma, beta, n * num_groups, num_groups, eps)
+    if done is not None:
+        return done
     grouped = data.reshape((n, num_groups, -1))
     norm = _normalize(grouped, (2,), eps)
     norm = norm * gamma.reshape((1, num_groups, 1)) + beta.reshape((1, num_groups, 1))
