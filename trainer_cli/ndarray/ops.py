@@ -837,12 +837,35 @@ def repeat(data, repeats, axis=None):
 
         def vjp(g, needs):
             if axis is None:
-                return (g.reshape(-1, repeats).sum(axis=1).reshape(shape),)
+                return (_sum_repeats(g.reshape(-1, repeats), 1).reshape(shape),)
             ax = axis % len(shape)
             new = shape[:ax] + (shape[ax], repeats) + shape[ax + 1:]
-            return (g.reshape(new).sum(axis=ax + 1),)
+            return (_sum_repeats(g.reshape(new), ax + 1),)
         return _recorded(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
+
+
+# Below this many elements NumPy's own reduction costs less than a pass per repeat.
+_SHORT_SUM_MIN = 1 << 12
+
+
+def _sum_repeats(v, axis):
+    """``v.sum(axis=axis)`` for a float32/float64 ``v`` whose ``axis`` is short (a repeat's or an
+    upsampling's copies): NumPy reduces an axis of fewer than 8 values from +0.0, one value
+    after another (pairwise summation starts at 8), which is what the passes here do, one
+    strided add per value instead of NumPy's loop per output element (10.6 -> 0.4 ms for the
+    gradient of a 2x nearest upsampling of 16x64x16x16)."""
+    count = v.shape[axis]
+    if not 1 < count < 8 or type(v) is not _np_ndarray or v.dtype.kind != "f" \
+            or v.dtype.itemsize < 4 or v.size < _SHORT_SUM_MIN:     # float16 adds in float32
+        return v.sum(axis=axis)
+    index = [slice(None)] * v.ndim
+    index[axis] = 0
+    total = numpy.add(v.dtype.type(0), v[tuple(index)])
+    for k in range(1, count):
+        index[axis] = k
+        total += v[tuple(index)]
+    return total
 
 
 def slice_axis(data, axis, begin, end):
