@@ -24,6 +24,7 @@ from ..base import ShapeError
 from . import _act_kernels
 from . import _bn_kernels as _bk
 from . import _conv_kernels as _ck
+from . import _depthwise
 from . import _layer_norm_kernels as _ln_kernels
 from . import _relu_masks
 from . import host_threads as _host_threads
@@ -110,6 +111,8 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     if min(out_sp) <= 0:
         raise ShapeError("kernel %s (dilate %s) is larger than the padded input %s"
                          % (kernel, dilate, spatial))
+    if _depthwise.applies(x, w, groups, relu):
+        return _depthwise_convolution(data, weight, bias, (stride, dilate, pad, out_sp))
     if _winograd.applies(x, w, kernel, stride, dilate, groups, out_sp):
         return _winograd.convolution(data, weight, bias, pad, relu)
     ksize = math.prod(kernel)
@@ -244,6 +247,28 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
         if bias is not None:
             return gx, gw, gb
         return gx, gw
+    return _result(out, data._ctx, inputs, vjp)
+
+
+def _depthwise_convolution(data, weight, bias, geometry):
+    """A 2-D depthwise convolution on the CPU, tap by tap (``_depthwise``): its loops, or their
+    NumPy body where numba is not available."""
+    x, w = data._data, weight._data
+    b = None if bias is None else bias._data
+    out = _depthwise.forward(x, w, b, *geometry)
+    if out is None:
+        out = _depthwise.np_forward(x, w, b, *geometry)
+    inputs = (data, weight, bias) if bias is not None else (data, weight)
+    if not _recording_for(*inputs):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        made = _depthwise.backward(g, x, w, *geometry, needs[0], needs[1])
+        gx, gw = made if made is not None else _depthwise.np_backward(
+            g, x, w, *geometry, needs[0], needs[1])
+        if bias is None:
+            return gx, gw
+        return gx, gw, (g.sum(axis=(0, 2, 3)) if needs[2] else None)
     return _result(out, data._ctx, inputs, vjp)
 
 
