@@ -1,6 +1,6 @@
-"""LeakyReLU's ``leaky`` and ``gelu`` loops (``ndarray/_act_kernels``) give their NumPy bodies'
-bits, forward and backward, with NaN, infinities, signed zeros, subnormal and huge values in the
-data; through ``nd.LeakyReLU`` and the Gluon layers the same numbers come out with the loops off
+"""LeakyReLU's ``leaky``, ``gelu`` and ``prelu`` loops (``ndarray/_act_kernels``) give their
+NumPy bodies' bits, forward and backward, with NaN, infinities, signed zeros, subnormal and huge
+values in the data; through ``nd.LeakyReLU`` and the Gluon layers the same numbers come out with the loops off
 (``TRAINER_NO_NUMBA``-like) as on. Skipped where numba is not installed."""
 import math
 
@@ -93,6 +93,38 @@ def test_gelu_is_the_formula_to_float32_rounding(kernels_on):
     want_grad = 0.5 * (1 + erf) + xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
     np.testing.assert_allclose(out, want, rtol=2e-6, atol=5e-7)
     np.testing.assert_allclose(grad, want_grad, rtol=2e-6, atol=2e-7)
+
+
+@pytest.mark.parametrize("shape,channels", [((8, 6, 7, 9), 6), ((8, 6, 7, 9), 1), ((40, 30), 30),
+                                            ((5000,), 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_prelu_loops_are_the_numpy_bodies(monkeypatch, shape, channels, dtype):
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal(shape).astype(dtype)
+    x0.flat[:len(SPECIAL)] = SPECIAL
+    a0 = rng.standard_normal(channels).astype(dtype)
+    head = rng.standard_normal(shape).astype(dtype)
+
+    def run():
+        x, a = nd.array(x0, dtype=dtype), nd.array(a0, dtype=dtype)
+        x.attach_grad()
+        a.attach_grad()
+        with autograd.record():
+            y = nd.LeakyReLU(x, a, act_type="prelu")
+        y.backward(nd.array(head, dtype=dtype))
+        return [v.asnumpy() for v in (y, x.grad, a.grad)]
+
+    _loops_on(monkeypatch)
+    calls = []
+    real = K._prelu_forward
+    monkeypatch.setattr(K, "_prelu_forward", lambda *a: calls.append(1) or real(*a))
+    with np.errstate(all="ignore"):
+        on = run()
+        assert calls
+        monkeypatch.setattr(_jit, "_numba", False)
+        off = run()
+    for a, b in zip(on, off):
+        _same_bits(a, b)
 
 
 @pytest.mark.parametrize("act", ["gelu", "leaky", "layer_gelu", "layer_leaky"])

@@ -16,6 +16,8 @@ temporaries. A loop here does each pass in one:
   keep NumPy's exp).
 - ``leaky``: ``x`` where ``x > 0``, else ``x * slope``; the gradient ``g * 1`` or ``g * slope``
   (the slope rounded to the dtype, as NumPy's mixed arithmetic does). NaN takes the slope's side.
+- ``prelu``: the same with a learned slope per channel (axis 1); its gradient ``g`` or
+  ``g * slope``, and the slope's terms ``0`` or ``g * x`` in one pass (NumPy sums them).
 
 Each function returns None where its loop does not apply (no numba, another array library or
 dtype, a non-contiguous array, fewer than ``MIN_SIZE`` elements for a first compile); the caller
@@ -34,8 +36,8 @@ from . import host_threads as _host_threads
 from ._rnn_kernels import EXP_LOW, np_exp_neg
 from ._rnn_kernels import _exp_neg as _exp_neg_kernel
 
-__all__ = ["gelu", "gelu_grad", "leaky", "leaky_grad", "np_gelu", "np_gelu_grad", "MIN_SIZE",
-           "SPLIT_SIZE"]
+__all__ = ["gelu", "gelu_grad", "leaky", "leaky_grad", "prelu", "prelu_grad", "np_gelu",
+           "np_gelu_grad", "MIN_SIZE", "SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
 SPLIT_SIZE = 1 << 18
@@ -147,6 +149,48 @@ def leaky_grad(g, x, slope):
     return gx
 
 
+def _planes(x, slope):
+    """``(planes, channels, plane size)`` of ``x`` for a slope of ``slope.size`` values on axis 1
+    (one value: the whole array a plane)."""
+    if slope.size == 1 or x.ndim < 2:
+        return 1, 1, x.size
+    return x.shape[0] * x.shape[1], x.shape[1], x.size // (x.shape[0] * x.shape[1])
+
+
+def prelu(x, slope):
+    """``where(x > 0, x, x * slope)`` with ``slope`` per channel (or one value), by the loop; None
+    where it does not apply."""
+    if not _usable(x) or type(slope) is not _np_ndarray or slope.dtype is not x.dtype \
+            or (slope.size != 1 and (x.ndim < 2 or slope.size != x.shape[1])):
+        return None
+    out = numpy.empty_like(x)
+    planes, channels, size = _planes(x, slope)
+    flat, o, s = x.reshape(-1), out.reshape(-1), numpy.ascontiguousarray(slope.reshape(-1))
+    ranges = _host_threads.even_pieces(planes, 2 * _host_threads.blas_threads()) \
+        if x.size >= SPLIT_SIZE and planes > 1 else [(0, planes)]
+    _host_threads.run(len(ranges), lambda i: _prelu_forward(flat, s, channels, size, o,
+                                                             *ranges[i]))
+    return out
+
+
+def prelu_grad(g, x, slope, need_x, need_slope):
+    """``(g or g * slope where x <= 0, 0 or g * x where x <= 0)`` (None for what is not needed)
+    by the loop; None where it does not apply."""
+    if not _usable(g, x) or type(slope) is not _np_ndarray or slope.dtype is not x.dtype \
+            or (slope.size != 1 and (x.ndim < 2 or slope.size != x.shape[1])):
+        return None
+    gx = numpy.empty_like(x) if need_x else x
+    terms = numpy.empty_like(x) if need_slope else x
+    planes, channels, size = _planes(x, slope)
+    gf, xf, s = g.reshape(-1), x.reshape(-1), numpy.ascontiguousarray(slope.reshape(-1))
+    ranges = _host_threads.even_pieces(planes, 2 * _host_threads.blas_threads()) \
+        if x.size >= SPLIT_SIZE and planes > 1 else [(0, planes)]
+    _host_threads.run(len(ranges), lambda i: _prelu_backward(
+        gf, xf, s, channels, size, need_x, need_slope, x.dtype.type(0), gx.reshape(-1),
+        terms.reshape(-1), *ranges[i]))
+    return (gx if need_x else None), (terms if need_slope else None)
+
+
 # ----------------------------------------------------------------------------- the loops
 def _gelu_forward_loop(x, s2, half, one, out, cdf, i0, i1):
     for i in range(i0, i1):
@@ -181,8 +225,31 @@ def _leaky_backward_loop(g, x, slope, one, gx, i0, i1):
         gx[i] = g[i] * (one if x[i] > 0 else slope)
 
 
+def _prelu_forward_loop(x, slope, channels, size, out, p0, p1):
+    for p in range(p0, p1):
+        s = slope[p % channels]
+        for i in range(p * size, (p + 1) * size):
+            v = x[i]
+            out[i] = v if v > 0 else v * s
+
+
+def _prelu_backward_loop(g, x, slope, channels, size, need_x, need_slope, zero, gx, terms, p0,
+                         p1):
+    for p in range(p0, p1):
+        s = slope[p % channels]
+        for i in range(p * size, (p + 1) * size):
+            v = x[i]
+            gv = g[i]
+            if need_x:
+                gx[i] = gv if v > 0 else gv * s
+            if need_slope:
+                terms[i] = zero if v > 0 else gv * v
+
+
 _exp_or_zero_kernel = _jit.Kernel(_exp_or_zero, {"exp_neg": _exp_neg_kernel}, inline=True)
 _gelu_forward = _jit.Kernel(_gelu_forward_loop)
 _gelu_backward = _jit.Kernel(_gelu_backward_loop, {"exp_or_zero": _exp_or_zero_kernel})
 _leaky_forward = _jit.Kernel(_leaky_forward_loop)
 _leaky_backward = _jit.Kernel(_leaky_backward_loop)
+_prelu_forward = _jit.Kernel(_prelu_forward_loop)
+_prelu_backward = _jit.Kernel(_prelu_backward_loop)

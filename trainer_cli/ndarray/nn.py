@@ -1047,17 +1047,23 @@ def _prelu(data, gamma):
     if x.ndim > 1 and a.size > 1:
         shape[1] = a.size
     slope = a.reshape(shape)
-    pos = x > 0
-    out = xp.where(pos, x, x * slope)
+    out = _act_kernels.prelu(x, a)
+    if out is None:
+        out = xp.where(x > 0, x, x * slope)
     inputs = (data, gamma)
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
 
     def vjp(g, needs):
-        gx = xp.where(pos, g, g * slope) if needs[0] else None
+        made = _act_kernels.prelu_grad(g, x, a, needs[0], needs[1])
+        if made is not None:
+            gx, contrib = made
+        else:
+            pos = x > 0
+            gx = xp.where(pos, g, g * slope) if needs[0] else None
+            contrib = xp.where(pos, 0, g * x) if needs[1] else None
         ga = None
         if needs[1]:
-            contrib = xp.where(pos, 0, g * x)
             ga = (contrib.sum() if a.size == 1 else
                   contrib.sum(axis=tuple(i for i in range(x.ndim) if i != 1))).reshape(a.shape)
         return gx, ga
