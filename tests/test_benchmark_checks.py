@@ -130,3 +130,14 @@ def test_an_inference_step_is_checked_for_finite_input_dependent_repeatable_outp
     with pytest.raises(_worker.CheckFailed, match="repeatable"):
         _worker.check_predict(drifting)
 
+
+
+def test_every_layer_case_runs_on_our_side(capsys):
+    """benchmarks/bench_layers.py's cases (benchmarks/_layer_cases.py): each builds, passes its
+    finiteness check and is timed; PyTorch's side runs the same shapes where it is installed."""
+    import json
+    import _layer_cases
+    _layer_cases.main(["ours", "1", "1", "1"])
+    times = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(times) == set(_layer_cases.CASES)
+    assert all(len(v) == 1 and v[0] > 0 for v in times.values())
