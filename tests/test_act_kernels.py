@@ -161,3 +161,48 @@ def test_nd_and_gluon_give_the_same_numbers_with_the_loops_off(monkeypatch, act)
     off = run()
     for a, b in zip(on, off):
         _same_bits(a, b)
+
+
+@pytest.mark.parametrize("shape", [(32, 35, 1000), (64, 10), (7, 300), (5000, 3), (3, 4, 129)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("temperature", [None, 2.0])
+def test_softmax_rows_and_gradient_are_the_numpy_bodies(monkeypatch, shape, dtype, temperature):
+    rng = np.random.default_rng(8)
+    x0 = (rng.standard_normal(shape) * 3).astype(dtype)
+    x0.flat[::17] = -0.0
+    x0.reshape(-1, shape[-1])[1, 0] = np.inf       # a row of NaNs
+    head = rng.standard_normal(shape).astype(dtype)
+
+    def run():
+        x = nd.array(x0, dtype=dtype)
+        x.attach_grad()
+        with autograd.record():
+            y = nd.softmax(x, axis=-1, temperature=temperature)
+        y.backward(nd.array(head, dtype=dtype))
+        return [v.asnumpy() for v in (y, x.grad)]
+
+    _loops_on(monkeypatch)
+    calls = []
+    for name in ("_softmax_divide", "_softmax_backward"):
+        real = getattr(K, name)
+        monkeypatch.setattr(K, name, lambda *a, real=real, name=name: calls.append(name)
+                            or real(*a))
+    with np.errstate(all="ignore"):
+        on = run()
+        assert set(calls) == {"_softmax_divide", "_softmax_backward"}
+        monkeypatch.setattr(_jit, "_numba", False)
+        off = run()
+    for a, b in zip(on, off):
+        nan = np.isnan(a)
+        np.testing.assert_array_equal(nan, np.isnan(b))
+        _same_bits(a[~nan], b[~nan])
+
+
+def test_a_masked_softmax_keeps_its_zeros(monkeypatch):
+    _loops_on(monkeypatch)
+    x = nd.array(np.random.default_rng(9).standard_normal((4, 6)).astype(np.float32))
+    length = nd.array(np.array([0, 2, 6, 3]), dtype="int32")
+    with np.errstate(all="ignore"):
+        out = nd.softmax(x, length, axis=-1, use_length=True).asnumpy()
+    assert (out[0] == 0).all() and (out[1, 2:] == 0).all() and (out[3, 3:] == 0).all()
+    np.testing.assert_allclose(out[1:].sum(axis=1), 1, rtol=1e-6)

@@ -18,6 +18,10 @@ temporaries. A loop here does each pass in one:
   (the slope rounded to the dtype, as NumPy's mixed arithmetic does). NaN takes the slope's side.
 - ``prelu``: the same with a learned slope per channel (axis 1); its gradient ``g`` or
   ``g * slope``, and the slope's terms ``0`` or ``g * x`` in one pass (NumPy sums them).
+- ``softmax`` over the last axis: after NumPy's max, subtraction and ``exp`` (its own SIMD
+  code), each row divided by its sum (NumPy's pairwise summation from +0.0,
+  ``_bn_kernels.pairwise``) in one pass; the gradient ``out * (g - sum(g * out))`` (then
+  ``/ t`` for a temperature other than 1) a row at a time.
 
 Each function returns None where its loop does not apply (no numba, another array library or
 dtype, a non-contiguous array, fewer than ``MIN_SIZE`` elements for a first compile); the caller
@@ -32,12 +36,13 @@ import math
 import numpy
 
 from .. import _jit
+from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 from ._rnn_kernels import EXP_LOW, np_exp_neg
 from ._rnn_kernels import _exp_neg as _exp_neg_kernel
 
-__all__ = ["gelu", "gelu_grad", "leaky", "leaky_grad", "prelu", "prelu_grad", "np_gelu",
-           "np_gelu_grad", "MIN_SIZE", "SPLIT_SIZE"]
+__all__ = ["gelu", "gelu_grad", "leaky", "leaky_grad", "prelu", "prelu_grad", "softmax_rows",
+           "softmax_grad", "np_gelu", "np_gelu_grad", "MIN_SIZE", "SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
 SPLIT_SIZE = 1 << 18
@@ -191,6 +196,50 @@ def prelu_grad(g, x, slope, need_x, need_slope):
     return (gx if need_x else None), (terms if need_slope else None)
 
 
+def _row_ranges(rows, width):
+    """Ranges of ``rows`` rows of ``width`` values to work on the threads (one when small)."""
+    if rows * width < SPLIT_SIZE or rows < 2:
+        return [(0, rows)]
+    return _host_threads.even_pieces(rows, 2 * _host_threads.blas_threads())
+
+
+def softmax_rows(e):
+    """``e /= e.sum(axis=-1, keepdims=True)`` in place on the exponentials ``e`` (C-contiguous),
+    by the loop; False where it does not apply."""
+    if not _usable(e) or not e.ndim or not e.shape[-1]:
+        return False
+    width = e.shape[-1]
+    rows = e.size // width
+    flat, zero = e.reshape(-1), e.dtype.type(0)
+    ranges = _row_ranges(rows, width)
+
+    def work(i):
+        tasks, values, _ = _bk.workspace(e.dtype, 0)
+        _softmax_divide(flat, width, zero, tasks, values, *ranges[i])
+    _host_threads.run(len(ranges), work)
+    return True
+
+
+def softmax_grad(g, out, t):
+    """``out * (g - (g * out).sum(axis=-1, keepdims=True)) / t`` (no division for ``t`` = 1) by
+    the loop; None where it does not apply."""
+    if not _usable(g, out) or not out.ndim or not out.shape[-1]:
+        return None
+    width = out.shape[-1]
+    rows = out.size // width
+    gx = numpy.empty_like(out)
+    dtype = out.dtype
+    divide = t != 1
+    ranges = _row_ranges(rows, width)
+
+    def work(i):
+        tasks, values, scratch = _bk.workspace(dtype, width)
+        _softmax_backward(g.reshape(-1), out.reshape(-1), width, dtype.type(t), divide,
+                          dtype.type(0), gx.reshape(-1), tasks, values, scratch, *ranges[i])
+    _host_threads.run(len(ranges), work)
+    return gx
+
+
 # ----------------------------------------------------------------------------- the loops
 def _gelu_forward_loop(x, s2, half, one, out, cdf, i0, i1):
     for i in range(i0, i1):
@@ -246,6 +295,25 @@ def _prelu_backward_loop(g, x, slope, channels, size, need_x, need_slope, zero, 
                 terms[i] = zero if v > 0 else gv * v
 
 
+def _softmax_divide_loop(e, d, zero, tasks, values, r0, r1):
+    for r in range(r0, r1):
+        at = r * d
+        total = zero + pairwise(e, at, d, zero, tasks, values)     # noqa: F821
+        for j in range(at, at + d):
+            e[j] = e[j] / total
+
+
+def _softmax_backward_loop(g, out, d, t, divide, zero, gx, tasks, values, scratch, r0, r1):
+    for r in range(r0, r1):
+        at = r * d
+        for j in range(d):
+            scratch[j] = g[at + j] * out[at + j]
+        total = zero + pairwise(scratch, 0, d, zero, tasks, values)     # noqa: F821
+        for j in range(at, at + d):
+            v = out[j] * (g[j] - total)
+            gx[j] = v / t if divide else v
+
+
 _exp_or_zero_kernel = _jit.Kernel(_exp_or_zero, {"exp_neg": _exp_neg_kernel}, inline=True)
 _gelu_forward = _jit.Kernel(_gelu_forward_loop)
 _gelu_backward = _jit.Kernel(_gelu_backward_loop, {"exp_or_zero": _exp_or_zero_kernel})
@@ -253,3 +321,5 @@ _leaky_forward = _jit.Kernel(_leaky_forward_loop)
 _leaky_backward = _jit.Kernel(_leaky_backward_loop)
 _prelu_forward = _jit.Kernel(_prelu_forward_loop)
 _prelu_backward = _jit.Kernel(_prelu_backward_loop)
+_softmax_divide = _jit.Kernel(_softmax_divide_loop, {"pairwise": _bk.pairwise})
+_softmax_backward = _jit.Kernel(_softmax_backward_loop, {"pairwise": _bk.pairwise})

@@ -17,7 +17,7 @@ from .ndarray import (NDArray, _maximum_op, _minimum_op, _no_gradient, _recorded
                       _recording_for, _scalar, _scatter_add, _wrap, _xp_of, unbroadcast)
 from .. import autograd as _ag
 from ..base import IndexRangeError, ShapeError
-from . import _fc_cuda, _fc_kernels
+from . import _act_kernels, _fc_cuda, _fc_kernels
 from . import _special
 from . import integers as _integers
 
@@ -1058,8 +1058,17 @@ def _softmax_raw(d, axis, temperature):
     if temperature is not None and temperature != 1:
         d = d / temperature
     e = xp.exp(d - d.max(axis=axis, keepdims=True))
-    e /= e.sum(axis=axis, keepdims=True)
+    if not (axis % d.ndim == d.ndim - 1 and _act_kernels.softmax_rows(e)):
+        e /= e.sum(axis=axis, keepdims=True)
     return e
+
+
+def _softmax_grad(g, out, axis, t):
+    if axis % out.ndim == out.ndim - 1:
+        gx = _act_kernels.softmax_grad(g, out, t)
+        if gx is not None:
+            return gx
+    return out * (g - (g * out).sum(axis=axis, keepdims=True)) / t
 
 
 def _length_mask(d, length, axis):
@@ -1102,7 +1111,7 @@ def softmax(data, length=None, axis=-1, temperature=None, dtype=None, use_length
         t = 1 if temperature is None else temperature
 
         def vjp(g, needs):
-            return (out * (g - (g * out).sum(axis=axis, keepdims=True)) / t,)
+            return (_softmax_grad(g, out, axis, t),)
         return _recorded(out, data._ctx, (data,), vjp)
     return _wrap(out, data._ctx)
 
