@@ -41,12 +41,15 @@ _np_ndarray = numpy.ndarray
 SPLIT_SIZE = 1 << 16
 
 
-def applies(x, w, groups, relu) -> bool:
-    """A 2-D depthwise convolution of NumPy float arrays (C-contiguous), without a fused ReLU."""
+def applies(x, w, b, groups, relu) -> bool:
+    """A 2-D depthwise convolution of NumPy float arrays of one dtype (C-contiguous), without a
+    fused ReLU."""
     return (type(x) is _np_ndarray and type(w) is _np_ndarray and x.ndim == 4 and groups > 1
             and x.shape[1] == groups and w.shape[0] == groups and w.shape[1] == 1
             and x.dtype in (_F32, _F64) and w.dtype == x.dtype and x.flags.c_contiguous
-            and w.flags.c_contiguous and not relu)
+            and w.flags.c_contiguous and not relu
+            and (b is None or (type(b) is _np_ndarray and b.dtype == x.dtype
+                               and b.shape == (groups,))))
 
 
 def _geometry(x, w, stride, dilate, pad, out_sp):

@@ -111,7 +111,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     if min(out_sp) <= 0:
         raise ShapeError("kernel %s (dilate %s) is larger than the padded input %s"
                          % (kernel, dilate, spatial))
-    if _depthwise.applies(x, w, groups, relu):
+    if _depthwise.applies(x, w, None if bias is None else bias._data, groups, relu):
         return _depthwise_convolution(data, weight, bias, (stride, dilate, pad, out_sp))
     if _winograd.applies(x, w, kernel, stride, dilate, groups, out_sp):
         return _winograd.convolution(data, weight, bias, pad, relu)
