@@ -31,6 +31,7 @@ import numpy
 
 from .. import _jit
 from . import _bn_kernels as _bk
+from . import _conv_kernels as _ck
 from . import host_threads as _host_threads
 
 __all__ = ["applies", "np_forward", "np_backward", "forward", "backward"]
@@ -172,18 +173,6 @@ def backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
 _U = numpy.uint64
 
 
-def _inside(o, stride, offset, size, count):
-    """``(first, stop)``: the outputs ``o`` in ``range(count)`` whose input ``o * stride +
-    offset`` lies in ``range(size)``."""
-    first = 0
-    while first < count and first * stride + offset < 0:
-        first += 1
-    stop = first
-    while stop < count and stop * stride + offset < size:
-        stop += 1
-    return first, stop
-
-
 def _forward_loop(x, w, bias, with_bias, geo, zero, out, p0, p1):
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
     for p in range(p0, p1):
@@ -191,9 +180,9 @@ def _forward_loop(x, w, bias, with_bias, geo, zero, out, p0, p1):
         src = p * h * wd
         dst = p * oh * ow
         for ky in range(kh):
-            y0, y1 = inside(0, sh, ky * dh - ph, h, oh)         # noqa: F821
+            y0, y1 = span(h, ky * dh, sh, ph, oh)      # noqa: F821
             for kx in range(kw):
-                x0, x1 = inside(0, sw, kx * dw - pw, wd, ow)    # noqa: F821
+                x0, x1 = span(wd, kx * dw, sw, pw, ow)     # noqa: F821
                 wt = w[ch, ky * kw + kx]
                 pad_term = zero * wt
                 first = ky == 0 and kx == 0
@@ -229,9 +218,9 @@ def _weight_grad_loop(g, x, n_, c_, geo, zero, gw, c0, c1, tasks, values, scratc
     plane = oh * ow
     for ch in range(c0, c1):
         for ky in range(kh):
-            y0, y1 = inside(0, sh, ky * dh - ph, h, oh)         # noqa: F821
+            y0, y1 = span(h, ky * dh, sh, ph, oh)      # noqa: F821
             for kx in range(kw):
-                x0, x1 = inside(0, sw, kx * dw - pw, wd, ow)    # noqa: F821
+                x0, x1 = span(wd, kx * dw, sw, pw, ow)     # noqa: F821
                 total = zero
                 for n in range(n_):
                     src = (n * c_ + ch) * h * wd
@@ -278,7 +267,6 @@ def _input_grad_loop(g, w, c_, geo, zero, gx, plane, p0, p1):
                 gx[_U(dst + iy * wd + ix)] = plane[_U(line + ix)]
 
 
-_inside_kernel = _jit.Kernel(_inside, inline=True)
-_forward = _jit.Kernel(_forward_loop, {"inside": _inside_kernel})
-_weight_grad = _jit.Kernel(_weight_grad_loop, {"pairwise": _bk.pairwise, "inside": _inside_kernel})
+_forward = _jit.Kernel(_forward_loop, {"span": _ck.span})
+_weight_grad = _jit.Kernel(_weight_grad_loop, {"pairwise": _bk.pairwise, "span": _ck.span})
 _input_grad = _jit.Kernel(_input_grad_loop)
