@@ -40,9 +40,9 @@ from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
-__all__ = ["im2col", "takes_im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out",
-           "conv_grad_out_t", "mask_rows", "bias_totals", "takes_grad_rows", "col2im", "max_pool",
-           "max_pool_grad", "MIN_SIZE"]
+__all__ = ["im2col", "im2col_3d", "takes_im2col", "conv_epilogue", "bias_relu_rows",
+           "conv_grad_out", "conv_grad_out_t", "mask_rows", "bias_totals", "takes_grad_rows",
+           "col2im", "col2im_3d", "max_pool", "max_pool_grad", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _np_ndarray = numpy.ndarray
@@ -190,6 +190,30 @@ def conv_grad_out_t(g, out, relu, g2, sums) -> bool:
     _grad_out_t(g.reshape(-1), n, f, p, (out if relu else g).reshape(-1), relu, g2.reshape(-1),
                 sums is not None, g2.reshape(-1)[:f] if sums is None else sums, g.dtype.type(0),
                 tasks, values, rows)
+    return True
+
+
+def im2col_3d(x, kernel, stride, dilate, pad, out_sp, cols) -> bool:
+    """``im2col`` of a 3-D convolution: ``cols`` ``(C*kd*kh*kw, N*od*oh*ow)`` from ``x``
+    ``(N, C, D, H, W)``, the padding's windows zero; in runs of channels on several threads."""
+    if len(kernel) != 3 or not _usable(x, cols):
+        return False
+    n, c = x.shape[:2]
+    _in_parts(c, cols.size, lambda c0, c1: _im2col_3d(
+        x.reshape(-1), n, c, x.shape[2:], kernel, stride, dilate, pad, out_sp,
+        cols.reshape(-1), c0, c1))
+    return True
+
+
+def col2im_3d(gcols, kernel, stride, dilate, pad, out_sp, gx) -> bool:
+    """``col2im`` of a 3-D convolution: ``gx`` ``(N, C, D, H, W)`` = the sum over window offsets,
+    in order, of ``gcols``'s columns."""
+    if len(kernel) != 3 or not _usable(gcols, gx):
+        return False
+    n, c = gx.shape[:2]
+    _in_parts(c, gcols.size, lambda c0, c1: _col2im_3d(
+        gcols.reshape(-1), kernel, stride, dilate, pad, out_sp, gx.reshape(-1), n, c,
+        gx.shape[2:], c0, c1))
     return True
 
 
@@ -468,6 +492,69 @@ def _col2im_loop(cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, gx, n_, c_, h_, w
                                 gx[_U(d0 + b * sw)] = gx[_U(d0 + b * sw)] + cols[_U(at + b)]
 
 
+def _im2col_3d_loop(x, n_, c_, size, kernel, stride, dilate, pad, out_sp, cols, c0, c1):
+    # Rows (c, i, j, k) of the kernel's offsets, columns (n, a, b, e) of the outputs: each row's
+    # stretch for an image zeroed, then the outputs whose input is inside copied.
+    d_, h_, w_ = size
+    kd, kh, kw = kernel
+    od, oh, ow = out_sp
+    plane = od * oh * ow
+    length = n_ * plane
+    for c in range(c0, c1):
+        for i in range(kd):
+            a_lo, a_hi = _span(d_, i * dilate[0], stride[0], pad[0], od)
+            for j in range(kh):
+                b_lo, b_hi = _span(h_, j * dilate[1], stride[1], pad[1], oh)
+                for k in range(kw):
+                    e_lo, e_hi = _span(w_, k * dilate[2], stride[2], pad[2], ow)
+                    row = (((c * kd + i) * kh + j) * kw + k) * length
+                    for n in range(n_):
+                        base = row + n * plane
+                        for q in range(base, base + plane):
+                            cols[_U(q)] = 0
+                        src = (n * c_ + c) * d_ * h_ * w_
+                        for a in range(a_lo, a_hi):
+                            za = (a * stride[0] + i * dilate[0] - pad[0]) * h_
+                            for b in range(b_lo, b_hi):
+                                s0 = src + (za + b * stride[1] + j * dilate[1] - pad[1]) * w_ \
+                                    + k * dilate[2] - pad[2]
+                                at = base + (a * oh + b) * ow
+                                for e in range(e_lo, e_hi):
+                                    cols[_U(at + e)] = x[_U(s0 + e * stride[2])]
+
+
+def _col2im_3d_loop(cols, kernel, stride, dilate, pad, out_sp, gx, n_, c_, size, c0, c1):
+    # Each element's terms arrive in window-offset order, as NumPy's per-offset adds from zero.
+    d_, h_, w_ = size
+    kd, kh, kw = kernel
+    od, oh, ow = out_sp
+    plane = od * oh * ow
+    length = n_ * plane
+    volume = d_ * h_ * w_
+    for n in range(n_):
+        for q in range((n * c_ + c0) * volume, (n * c_ + c1) * volume):
+            gx[_U(q)] = 0
+    for c in range(c0, c1):
+        for i in range(kd):
+            a_lo, a_hi = _span(d_, i * dilate[0], stride[0], pad[0], od)
+            for j in range(kh):
+                b_lo, b_hi = _span(h_, j * dilate[1], stride[1], pad[1], oh)
+                for k in range(kw):
+                    e_lo, e_hi = _span(w_, k * dilate[2], stride[2], pad[2], ow)
+                    row = (((c * kd + i) * kh + j) * kw + k) * length
+                    for n in range(n_):
+                        dst = (n * c_ + c) * volume
+                        for a in range(a_lo, a_hi):
+                            za = (a * stride[0] + i * dilate[0] - pad[0]) * h_
+                            for b in range(b_lo, b_hi):
+                                d0 = dst + (za + b * stride[1] + j * dilate[1] - pad[1]) * w_ \
+                                    + k * dilate[2] - pad[2]
+                                at = row + n * plane + (a * oh + b) * ow
+                                for e in range(e_lo, e_hi):
+                                    t = _U(d0 + e * stride[2])
+                                    gx[t] = gx[t] + cols[_U(at + e)]
+
+
 def _max_pool_2x2_loop(x, planes, h_, w_, oh, ow, out, index):
     # The usual MaxPool2D(2): 2x2 windows, stride 2, no padding. The general loop's rule (NumPy's
     # maximum from the first element on) gives the first NaN if there is one, else the last
@@ -739,6 +826,8 @@ _mask_rows = _jit.Kernel(_mask_rows_loop, {"_pairwise": _bk.pairwise})
 _totals = _jit.Kernel(_totals_loop)
 _grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _bk.pairwise})
 _col2im = _jit.Kernel(_col2im_loop, {"_span": span})
+_im2col_3d = _jit.Kernel(_im2col_3d_loop, {"_span": span})
+_col2im_3d = _jit.Kernel(_col2im_3d_loop, {"_span": span})
 _max_pool_values = _jit.Kernel(_max_pool_values_loop, {"_span": span})
 _max_windows = _jit.Kernel(_max_windows_loop)
 _down_3 = _jit.Kernel(_down_3_loop, inline=True)
