@@ -5,7 +5,9 @@ kernel-sized patch of columns, which are added into the (stride-spaced, dilated)
 offset by offset; the padding is then cropped off and ``adj`` extra positions kept at the end.
 Its input gradient is an ordinary convolution of the output gradient (a strided window view and a
 GEMM), its weight gradient the GEMM of the input with those windows. Channels first, over the
-array module of the input, so NumPy and CuPy share it.
+array module of the input, so NumPy and CuPy share it; on the CPU the convolution's compiled
+loops (``_conv_kernels``) add the columns into the output and take the gradient's windows, the
+same values as the NumPy frame.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import itertools
 import math
 
 from ..base import ShapeError
+from . import _conv_kernels as _ck
 from .ndarray import _recording_for, _result, _wrap, _xp_of
 from .nn import _tuple
 
@@ -64,13 +67,20 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
     ksize, length = math.prod(kernel), n * math.prod(in_sp)
     xm = xp.moveaxis(x, 1, 0).reshape(groups, c // groups, length)
     wm = w.reshape(groups, c // groups, (f // groups) * ksize)
-    cols = xp.matmul(wm.transpose(0, 2, 1), xm).reshape((f,) + kernel + (n,) + in_sp)
-    frame = xp.zeros((f, n) + frame_sp, dtype=x.dtype)
+    cols = xp.matmul(wm.transpose(0, 2, 1), xm)
     lead = (slice(None), slice(None))
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        frame[lead + _window(offset, dilate, stride, in_sp)] += cols[(slice(None),) + offset]
     crop = tuple(slice(p, p + o) for p, o in zip(pad, out_sp))
-    out = xp.moveaxis(frame[lead + crop], 0, 1)
+    # On the CPU the columns are summed into the cropped output by the convolution's own loop
+    # (its input gradient's: the same sums in window-offset order from zero, 1 to 3-D).
+    out = xp.empty((n, f) + out_sp, dtype=x.dtype)
+    flat_cols = cols.reshape(f * ksize, length)
+    if not (_ck.col2im(flat_cols, kernel, stride, dilate, pad, in_sp, out)
+            or _ck.col2im_3d(flat_cols, kernel, stride, dilate, pad, in_sp, out)):
+        cols = cols.reshape((f,) + kernel + (n,) + in_sp)
+        frame = xp.zeros((f, n) + frame_sp, dtype=x.dtype)
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            frame[lead + _window(offset, dilate, stride, in_sp)] += cols[(slice(None),) + offset]
+        out = xp.moveaxis(frame[lead + crop], 0, 1)
     use_bias = bias is not None and not no_bias
     if use_bias:
         out = out + bias._data.reshape((f,) + (1,) * nsp)
@@ -80,16 +90,32 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
 
+    def _windows(g):
+        """The output gradient's windows ``(F * kernel, N * in)`` by the convolution's column
+        loop (the padding's zeros included; a copy, so the same values), or None."""
+        if type(g) is not type(x) or g.dtype != x.dtype:
+            return None
+        g = xp.ascontiguousarray(g)
+        made = xp.empty((f * ksize, length), dtype=g.dtype)
+        if _ck.im2col(g, kernel, stride, dilate, pad, in_sp, made) or \
+                _ck.im2col_3d(g, kernel, stride, dilate, pad, in_sp, made):
+            return made
+        return None
+
     def vjp(g, needs):
-        gframe = xp.zeros((f, n) + frame_sp, dtype=g.dtype)
-        gframe[lead + crop] = xp.moveaxis(g, 1, 0)
-        st = gframe.strides
-        # The frame seen through the forward's windows: (F, *kernel, N, *in), one GEMM operand.
-        view = xp.lib.stride_tricks.as_strided(
-            gframe, shape=(f,) + kernel + (n,) + in_sp,
-            strides=(st[0],) + tuple(st[2 + i] * dilate[i] for i in range(nsp)) + (st[1],)
-            + tuple(st[2 + i] * stride[i] for i in range(nsp)))
-        gcols = view.reshape(groups, (f // groups) * ksize, length)
+        gcols = _windows(g)
+        if gcols is None:
+            gframe = xp.zeros((f, n) + frame_sp, dtype=g.dtype)
+            gframe[lead + crop] = xp.moveaxis(g, 1, 0)
+            st = gframe.strides
+            # The frame seen through the forward's windows: (F, *kernel, N, *in), one GEMM
+            # operand.
+            view = xp.lib.stride_tricks.as_strided(
+                gframe, shape=(f,) + kernel + (n,) + in_sp,
+                strides=(st[0],) + tuple(st[2 + i] * dilate[i] for i in range(nsp)) + (st[1],)
+                + tuple(st[2 + i] * stride[i] for i in range(nsp)))
+            gcols = view
+        gcols = gcols.reshape(groups, (f // groups) * ksize, length)
         gx = gw = None
         if needs[0]:
             gx = xp.matmul(wm, gcols).reshape((c, n) + in_sp)
