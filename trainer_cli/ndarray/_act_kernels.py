@@ -251,33 +251,41 @@ def _gelu_forward_loop(x, s2, half, one, out, cdf, i0, i1):
 
 
 def _exp_or_zero(t):
-    if t < EXP_LOW:
-        return ZERO
-    return exp_neg(t)       # noqa: F821 - bound to the compiled _rnn_kernels.exp_neg
+    e = exp_neg(t)          # noqa: F821 - bound to the compiled _rnn_kernels.exp_neg
+    return ZERO if t < EXP_LOW else e
+
+
+# Indices as uint64 where they are used (see _conv_kernels: numba's check for negative indices
+# keeps LLVM from vectorizing).
+_U = numpy.uint64
 
 
 def _gelu_backward_loop(g, x, cdf, gx, i0, i1):
-    for i in range(i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
         v = x[i]
         e = exp_or_zero(NEG_HALF * v * v)   # noqa: F821 - bound to the compiled helper
         gx[i] = g[i] * (cdf[i] + v * e / SQRT_2PI_F32)
 
 
 def _leaky_forward_loop(x, slope, out, i0, i1):
-    for i in range(i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
         v = x[i]
         out[i] = v if v > 0 else v * slope
 
 
 def _leaky_backward_loop(g, x, slope, one, gx, i0, i1):
-    for i in range(i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
         gx[i] = g[i] * (one if x[i] > 0 else slope)
 
 
 def _prelu_forward_loop(x, slope, channels, size, out, p0, p1):
     for p in range(p0, p1):
         s = slope[p % channels]
-        for i in range(p * size, (p + 1) * size):
+        for k in range(p * size, (p + 1) * size):
+            i = _U(k)
             v = x[i]
             out[i] = v if v > 0 else v * s
 
@@ -286,7 +294,8 @@ def _prelu_backward_loop(g, x, slope, channels, size, need_x, need_slope, zero, 
                          p1):
     for p in range(p0, p1):
         s = slope[p % channels]
-        for i in range(p * size, (p + 1) * size):
+        for k in range(p * size, (p + 1) * size):
+            i = _U(k)
             v = x[i]
             gv = g[i]
             if need_x:
