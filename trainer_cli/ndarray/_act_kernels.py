@@ -1,5 +1,5 @@
-"""LeakyReLU's ``leaky`` and ``gelu`` activations in one numba loop a pass (CPU), with NumPy bodies
-that give the same bits.
+"""Activations in one numba loop a pass (CPU): LeakyReLU's ``leaky``, ``gelu`` and ``prelu``, and
+softmax's rows; each with a NumPy body that gives the same bits.
 
 In NumPy, GELU's forward calls Python's ``math.erf`` on every element (NumPy has no erf): about
 0.15 us an element, 160 ms for a million values forward and backward, 26 times PyTorch's time. The
@@ -46,12 +46,11 @@ __all__ = ["gelu", "gelu_grad", "leaky", "leaky_grad", "prelu", "prelu_grad", "s
 
 MIN_SIZE = 1 << 12
 SPLIT_SIZE = 1 << 18
-_F16, _F32, _F64 = (numpy.dtype(numpy.float16), numpy.dtype(numpy.float32),
-                    numpy.dtype(numpy.float64))
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
 _np_ndarray = numpy.ndarray
 _SQRT_2, _SQRT_2PI = math.sqrt(2), math.sqrt(2 * math.pi)
 _f = numpy.float32
-ZERO, HALF, ONE, NEG_HALF = _f(0), _f(0.5), _f(1), _f(-0.5)
+ZERO, NEG_HALF = _f(0), _f(-0.5)
 SQRT_2PI_F32 = _f(_SQRT_2PI)
 
 
