@@ -286,6 +286,23 @@ def summary_lines(records):
     return lines
 
 
+def side_records(sides, threads=None):
+    """Each side's record (``describe``), taken in a process of its own started as a benchmark
+    starts that side's (``peer_env(threads)``, the repository root as working directory);
+    ``sides`` maps a side to its Python interpreter."""
+    import json
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    records = []
+    for side, python in sides.items():
+        proc = subprocess.run([python, os.path.join(here, "_calibrate.py"), side],
+                              env=peer_env(threads), capture_output=True, text=True,
+                              cwd=os.path.dirname(here), timeout=300)
+        if proc.returncode == 0 and proc.stdout.strip():
+            records.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return records
+
+
 def main_with_record(main, side="ours"):
     """Run a benchmark's ``main()``, then print this process's record (ours: trainer_cli's ``nd``
     calibrated) under its figures: on stdout, or on stderr when ``--json`` keeps stdout for the

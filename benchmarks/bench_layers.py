@@ -44,17 +44,6 @@ def measure(side, cases, repeats, threads):
     return {k: v[0] for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}, None
 
 
-def describe_sides(threads):
-    records = []
-    for side in SIDES:
-        proc = subprocess.run([sys.executable, os.path.join(HERE, "_calibrate.py"), side],
-                              env=_calibrate.peer_env(threads), capture_output=True, text=True,
-                              cwd=ROOT, timeout=300)
-        if proc.returncode == 0 and proc.stdout.strip():
-            records.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    return records
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", nargs="+", default=list(_layer_cases.CASES),
@@ -89,7 +78,8 @@ def main(argv=None):
             "ours_ms": statistics.median(o for o, _ in pairs),
             "torch_ms": statistics.median(t for _, t in pairs),
             "ours_vs_torch": statistics.median(t / o for o, t in pairs)}
-    report["sides"] = describe_sides(args.threads)
+    report["sides"] = _calibrate.side_records({side: sys.executable for side in SIDES},
+                                              args.threads)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0

@@ -193,17 +193,6 @@ def measure(python, framework, cell, steps, threads, clock, where):
     return json.loads(proc.stdout.strip().splitlines()[-1]), None
 
 
-def describe_sides(sides, threads):
-    records = []
-    for side, python in sides.items():
-        proc = subprocess.run([python, os.path.join(HERE, "_calibrate.py"), side],
-                              env=_calibrate.peer_env(threads), capture_output=True, text=True,
-                              cwd=ROOT, timeout=300)
-        if proc.returncode == 0 and proc.stdout.strip():
-            records.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    return records
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default="lstm,gru", help="lstm, gru or both (comma-separated)")
@@ -259,7 +248,7 @@ def main(argv=None):
             ratios = [ours[r] / theirs[r] for r in ours if r in theirs]
             if ratios:
                 report["%s_vs_%s" % (cell, peer)] = statistics.median(ratios)
-    report["sides"] = describe_sides(sides, args.threads)
+    report["sides"] = _calibrate.side_records(sides, args.threads)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0

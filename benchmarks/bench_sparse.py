@@ -116,19 +116,6 @@ def measure(python, framework, optimizer, vocab, steps, device="cpu"):
     return json.loads(proc.stdout.strip().splitlines()[-1]), None
 
 
-def describe_sides(sides):
-    """Each side's record (``_calibrate``: machine, builds, environment, one-op calibration), taken
-    in a process started as ``measure`` starts that side's; ``sides`` maps a side to its Python."""
-    records = []
-    for side, python in sides.items():
-        proc = subprocess.run([python, os.path.join(HERE, "_calibrate.py"), side],
-                              env=_calibrate.peer_env(1), capture_output=True, text=True,
-                              cwd=ROOT, timeout=300)
-        if proc.returncode == 0 and proc.stdout.strip():
-            records.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    return records
-
-
 def _paired(ours, peer):
     """The median over the rounds holding both (``{round: rate}`` each) of ours/peer, or None.
     Each round measured both in adjacent processes."""
@@ -195,7 +182,8 @@ def main(argv=None):
         report["step_10M_over_1M"] = rows[("ours", "sgd")] / big
     # Each side's record (the one-op calibration is taken on the CPU, also for --gpu: a slow
     # interpreter or build shows there as well).
-    report["sides"] = describe_sides({f: p for f, _, _, p in cases})
+    # Each side's record, taken in a process started as ``measure`` starts that side's.
+    report["sides"] = _calibrate.side_records({f: p for f, _, _, p in cases}, 1)
     if args.json:
         print(json.dumps(report, indent=1))
         return
