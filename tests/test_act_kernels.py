@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from trainer_cli import _jit, autograd, nd
+from kernel_checks import count_calls, loops_off, loops_on, same_bits
+from trainer_cli import autograd, nd
 from trainer_cli.gluon import nn
 from trainer_cli.ndarray import _act_kernels as K
 
@@ -18,15 +19,9 @@ SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 1e-38, -1e-38, 3e3
            -2.0, 13.3, -13.3, 30.0, -30.0]
 
 
-def _loops_on(patch, min_size=16):
-    patch.setattr(_jit, "_numba", None)
-    patch.delenv("TRAINER_NO_NUMBA", raising=False)
-    patch.setattr(K, "MIN_SIZE", min_size)
-
-
 @pytest.fixture
 def kernels_on(monkeypatch):
-    _loops_on(monkeypatch)
+    loops_on(monkeypatch, K)
     return monkeypatch
 
 
@@ -37,11 +32,6 @@ def _data(n, dtype, seed):
     return a.astype(dtype)
 
 
-def _same_bits(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [17, 1000, 5000])
 def test_gelu_loops_are_the_numpy_bodies(kernels_on, dtype, n):
@@ -49,13 +39,13 @@ def test_gelu_loops_are_the_numpy_bodies(kernels_on, dtype, n):
     with np.errstate(all="ignore"):
         want_out, want_cdf = K.np_gelu(x)
         got_out, got_cdf = K.gelu(x)
-        _same_bits(got_out, want_out)
-        _same_bits(got_cdf, want_cdf)
+        same_bits(got_out, want_out)
+        same_bits(got_cdf, want_cdf)
         got = K.gelu_grad(g, x, got_cdf)
         if dtype is np.float64:
             assert got is None      # float64 keeps NumPy's exp
         else:
-            _same_bits(got, K.np_gelu_grad(g, x, want_cdf))
+            same_bits(got, K.np_gelu_grad(g, x, want_cdf))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -63,8 +53,8 @@ def test_gelu_loops_are_the_numpy_bodies(kernels_on, dtype, n):
 def test_leaky_loops_are_the_numpy_bodies(kernels_on, dtype, slope):
     x, g = _data(3000, dtype, 3), _data(3000, dtype, 4)
     with np.errstate(all="ignore"):
-        _same_bits(K.leaky(x, slope), np.where(x > 0, x, x * slope).astype(dtype))
-        _same_bits(K.leaky_grad(g, x, slope), g * np.where(x > 0, 1, slope).astype(dtype))
+        same_bits(K.leaky(x, slope), np.where(x > 0, x, x * slope).astype(dtype))
+        same_bits(K.leaky_grad(g, x, slope), g * np.where(x > 0, 1, slope).astype(dtype))
 
 
 @settings(max_examples=60, deadline=None)
@@ -74,11 +64,11 @@ def test_gelu_on_any_float32_values(values):
     x = np.array(values, dtype=np.float32)
     g = np.linspace(-2, 2, x.size, dtype=np.float32)
     with pytest.MonkeyPatch.context() as patch, np.errstate(all="ignore"):
-        _loops_on(patch, min_size=1)
+        loops_on(patch, K, min_size=1)
         out, cdf = K.gelu(x)
         want_out, want_cdf = K.np_gelu(x)
-        _same_bits(out, want_out)
-        _same_bits(K.gelu_grad(g, x, cdf), K.np_gelu_grad(g, x, want_cdf))
+        same_bits(out, want_out)
+        same_bits(K.gelu_grad(g, x, cdf), K.np_gelu_grad(g, x, want_cdf))
 
 
 def test_gelu_is_the_formula_to_float32_rounding(kernels_on):
@@ -114,17 +104,15 @@ def test_prelu_loops_are_the_numpy_bodies(monkeypatch, shape, channels, dtype):
         y.backward(nd.array(head, dtype=dtype))
         return [v.asnumpy() for v in (y, x.grad, a.grad)]
 
-    _loops_on(monkeypatch)
-    calls = []
-    real = K._prelu_forward
-    monkeypatch.setattr(K, "_prelu_forward", lambda *a: calls.append(1) or real(*a))
+    loops_on(monkeypatch, K)
+    calls = count_calls(monkeypatch, K, "_prelu_forward")
     with np.errstate(all="ignore"):
         on = run()
         assert calls
-        monkeypatch.setattr(_jit, "_numba", False)
+        loops_off(monkeypatch)
         off = run()
     for a, b in zip(on, off):
-        _same_bits(a, b)
+        same_bits(a, b)
 
 
 @pytest.mark.parametrize("act", ["gelu", "leaky", "layer_gelu", "layer_leaky"])
@@ -148,19 +136,14 @@ def test_nd_and_gluon_give_the_same_numbers_with_the_loops_off(monkeypatch, act)
         y.backward(nd.array(head))
         return y.asnumpy(), x.grad.asnumpy()
 
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    calls = []
-    for name in ("gelu", "leaky"):
-        real = getattr(K, "_%s_forward" % name)
-        monkeypatch.setattr(K, "_%s_forward" % name,
-                            lambda *a, real=real, name=name: calls.append(name) or real(*a))
+    loops_on(monkeypatch)
+    calls = count_calls(monkeypatch, K, "_gelu_forward", "_leaky_forward")
     on = run()
     assert calls, "the loop did not run"
-    monkeypatch.setattr(_jit, "_numba", False)      # as with TRAINER_NO_NUMBA=1
+    loops_off(monkeypatch)
     off = run()
     for a, b in zip(on, off):
-        _same_bits(a, b)
+        same_bits(a, b)
 
 
 @pytest.mark.parametrize("shape", [(32, 35, 1000), (64, 10), (7, 300), (5000, 3), (3, 4, 129)])
@@ -181,25 +164,19 @@ def test_softmax_rows_and_gradient_are_the_numpy_bodies(monkeypatch, shape, dtyp
         y.backward(nd.array(head, dtype=dtype))
         return [v.asnumpy() for v in (y, x.grad)]
 
-    _loops_on(monkeypatch)
-    calls = []
-    for name in ("_softmax_divide", "_softmax_backward"):
-        real = getattr(K, name)
-        monkeypatch.setattr(K, name, lambda *a, real=real, name=name: calls.append(name)
-                            or real(*a))
+    loops_on(monkeypatch, K)
+    calls = count_calls(monkeypatch, K, "_softmax_divide", "_softmax_backward")
     with np.errstate(all="ignore"):
         on = run()
         assert set(calls) == {"_softmax_divide", "_softmax_backward"}
-        monkeypatch.setattr(_jit, "_numba", False)
+        loops_off(monkeypatch)
         off = run()
     for a, b in zip(on, off):
-        nan = np.isnan(a)
-        np.testing.assert_array_equal(nan, np.isnan(b))
-        _same_bits(a[~nan], b[~nan])
+        same_bits(a, b, nan_sign=False)
 
 
 def test_a_masked_softmax_keeps_its_zeros(monkeypatch):
-    _loops_on(monkeypatch)
+    loops_on(monkeypatch, K)
     x = nd.array(np.random.default_rng(9).standard_normal((4, 6)).astype(np.float32))
     length = nd.array(np.array([0, 2, 6, 3]), dtype="int32")
     with np.errstate(all="ignore"):

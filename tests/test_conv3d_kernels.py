@@ -4,7 +4,8 @@ sums in window-offset order from zero), over strides, dilations, paddings and gr
 import numpy as np
 import pytest
 
-from trainer_cli import _jit, autograd, nd
+from kernel_checks import count_calls, loops_off, loops_on, same_bits
+from trainer_cli import autograd, nd
 from trainer_cli.ndarray import _conv_kernels as K
 
 pytest.importorskip("numba")
@@ -37,20 +38,12 @@ def _run(case, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
 def test_the_loops_give_the_window_slices_bits(monkeypatch, case, dtype):
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    monkeypatch.setattr(K, "MIN_SIZE", 16)
-    calls = []
-    for name in ("_im2col_3d", "_col2im_3d"):
-        real = getattr(K, name)
-        monkeypatch.setattr(K, name, lambda *a, real=real, name=name: calls.append(name)
-                            or real(*a))
+    loops_on(monkeypatch, K)
+    calls = count_calls(monkeypatch, K, "_im2col_3d", "_col2im_3d")
     with np.errstate(all="ignore"):
         on = _run(case, dtype)
         assert set(calls) == {"_im2col_3d", "_col2im_3d"}, calls
-        monkeypatch.setattr(_jit, "_numba", False)
+        loops_off(monkeypatch)
         off = _run(case, dtype)
     for a, b in zip(on, off):
-        nan = np.isnan(a)
-        np.testing.assert_array_equal(nan, np.isnan(b))
-        np.testing.assert_array_equal(a[~nan].view(np.uint8), b[~nan].view(np.uint8))
+        same_bits(a, b, nan_sign=False)

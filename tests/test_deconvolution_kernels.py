@@ -5,7 +5,8 @@ strides, dilations, paddings, ``adj`` and groups."""
 import numpy as np
 import pytest
 
-from trainer_cli import _jit, autograd, nd
+from kernel_checks import count_calls, loops_off, loops_on, same_bits
+from trainer_cli import autograd, nd
 from trainer_cli.ndarray import _conv_kernels as K
 
 pytest.importorskip("numba")
@@ -37,19 +38,13 @@ def _run(case, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
 def test_the_loops_give_the_frames_bits(monkeypatch, case, dtype):
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    monkeypatch.setattr(K, "MIN_SIZE", 16)
-    calls = []
-    for name in ("_col2im", "_col2im_3d", "_im2col", "_im2col_3d"):
-        real = getattr(K, name)
-        monkeypatch.setattr(K, name, lambda *a, real=real, name=name: calls.append(name)
-                            or real(*a))
+    loops_on(monkeypatch, K)
+    calls = count_calls(monkeypatch, K, "_col2im", "_col2im_3d", "_im2col", "_im2col_3d")
     on = _run(case, dtype)
     if len(case[2]) > 1:
         assert any(c.startswith("_col2im") for c in calls) and \
             any(c.startswith("_im2col") for c in calls), calls
-    monkeypatch.setattr(_jit, "_numba", False)
+    loops_off(monkeypatch)
     off = _run(case, dtype)
     for a, b in zip(on, off):
-        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+        same_bits(a, b)

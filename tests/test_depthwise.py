@@ -6,7 +6,8 @@ other convolution, and the Gluon layer trains through them."""
 import numpy as np
 import pytest
 
-from trainer_cli import _jit, autograd, gluon, initializer, nd
+from kernel_checks import count_calls, loops_off, loops_on, same_bits
+from trainer_cli import autograd, gluon, initializer, nd
 from trainer_cli.ndarray import _depthwise as D
 
 pytest.importorskip("numba")
@@ -30,10 +31,7 @@ def _out_sp(shape, kernel, stride, dilate, pad):
 
 def _same(a, b):
     """The same bits, except that a NaN may carry either sign where two NaNs met."""
-    assert a.dtype == b.dtype and a.shape == b.shape
-    nan = np.isnan(a)
-    np.testing.assert_array_equal(nan, np.isnan(b))
-    np.testing.assert_array_equal(a[~nan].view(np.uint8), b[~nan].view(np.uint8))
+    same_bits(a, b, nan_sign=False)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -83,10 +81,8 @@ def test_the_column_path_computes_the_same(monkeypatch, geometry):
         y.backward(nd.array(head, dtype="float64"))
         return [a.asnumpy() for a in (y, x.grad, w.grad, b.grad)]
 
-    calls = []
-    real = D.np_forward
-    monkeypatch.setattr(D, "np_forward", lambda *a: calls.append(1) or real(*a))
-    monkeypatch.setattr(_jit, "_numba", False)          # the NumPy body, counted
+    calls = count_calls(monkeypatch, D, "np_forward")
+    loops_off(monkeypatch)          # the NumPy body, counted
     taps = run()
     assert calls
     monkeypatch.setattr(D, "applies", lambda *a: False)
@@ -118,13 +114,12 @@ def test_a_depthwise_block_trains_the_same_with_and_without_numba(monkeypatch):
         return losses, [p.data().asnumpy() for p in net.collect_params().values()]
 
     import trainer_cli.random
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    loops_on(monkeypatch)
     trainer_cli.random.seed(0)
     losses, on = train()
     assert losses[-1] < losses[0]
-    monkeypatch.setattr(_jit, "_numba", False)
+    loops_off(monkeypatch)
     trainer_cli.random.seed(0)
     _, off = train()
     for a, b in zip(on, off):
-        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+        same_bits(a, b)

@@ -8,16 +8,12 @@ composed of nd ops. Skipped where numba is not installed."""
 import numpy as np
 import pytest
 
-from trainer_cli import _jit, autograd, nd
+from kernel_checks import count_calls, loops_off, loops_on, same_bits
+from trainer_cli import autograd, nd
 from trainer_cli.gluon import nn
 from trainer_cli.ndarray import _layer_norm_kernels as K
 
 pytest.importorskip("numba")
-
-
-def _same_bits(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
 def _inputs(shape, dtype, seed):
@@ -47,12 +43,7 @@ def _run(x0, gamma0, beta0, head, axis=-1, eps=1e-5):
 
 
 def _counted(monkeypatch):
-    calls = []
-    for name in ("_forward", "_input_grad"):
-        real = getattr(K, name)
-        monkeypatch.setattr(K, name, lambda *a, real=real, name=name: calls.append(name)
-                            or real(*a))
-    return calls
+    return count_calls(monkeypatch, K, "_forward", "_input_grad")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -60,27 +51,25 @@ def _counted(monkeypatch):
                                    (5000, 1), (1, 4096), (700, 129)])
 def test_the_loops_give_the_numpy_paths_bits(monkeypatch, dtype, shape):
     x, gamma, beta, head = _inputs(shape, dtype, 1)
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    loops_on(monkeypatch, K)
     calls = _counted(monkeypatch)
     with np.errstate(all="ignore"):
         on = _run(x, gamma, beta, head)
         assert set(calls) == {"_forward", "_input_grad"}, calls
-        monkeypatch.setattr(_jit, "_numba", False)      # as with TRAINER_NO_NUMBA=1
+        loops_off(monkeypatch)
         off = _run(x, gamma, beta, head)
     for got, want in zip(on, off):
-        _same_bits(got, want)
+        same_bits(got, want)
 
 
-def test_rows_are_split_among_threads_with_the_same_bits(monkeypatch):
+def test_rows_are_split_among_threads_with_thesame_bits(monkeypatch):
     x, gamma, beta, head = _inputs((600, 512), np.float32, 2)
     monkeypatch.setattr(K, "SPLIT_SIZE", 1 << 30)
     whole = _run(x, gamma, beta, head)
     monkeypatch.setattr(K, "SPLIT_SIZE", 1000)
     split = _run(x, gamma, beta, head)
     for got, want in zip(split, whole):
-        _same_bits(got, want)
+        same_bits(got, want)
 
 
 def test_other_axes_and_output_mean_var_keep_the_numpy_path(monkeypatch):
@@ -130,16 +119,14 @@ def _norm_inputs(kind, shape, dtype, seed, groups=2):
 def test_instance_and_group_norm_loops_give_their_numpy_bodies_bits(monkeypatch, kind, dtype,
                                                                     shape):
     inputs = _norm_inputs(kind, shape, dtype, 5)
-    monkeypatch.setattr(_jit, "_numba", None)
-    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
-    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    loops_on(monkeypatch, K)
     calls = _counted(monkeypatch)
     on = _run_norm(kind, *inputs)
     assert set(calls) == {"_forward", "_input_grad"}, calls
-    monkeypatch.setattr(_jit, "_numba", False)
+    loops_off(monkeypatch)
     off = _run_norm(kind, *inputs)
     for got, want in zip(on, off):
-        _same_bits(got, want)
+        same_bits(got, want)
 
 
 @pytest.mark.parametrize("kind", ["instance", "group"])

@@ -5,13 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from kernel_checks import same_bits
 from trainer_cli import autograd, nd
 from trainer_cli.ndarray import ops
-
-
-def _same_bits(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
 @settings(max_examples=40, deadline=None)
@@ -27,7 +23,7 @@ def test_the_passes_give_numpys_sum(monkeypatch_module, shape, count, axis, dtyp
     specials = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 6e4], dtype)
     v.flat[rng.integers(0, v.size, max(1, v.size // 4))] = rng.choice(specials, max(1, v.size // 4))
     with np.errstate(all="ignore"):
-        _same_bits(ops._sum_repeats(v, axis), v.sum(axis=axis))
+        same_bits(ops._sum_repeats(v, axis), v.sum(axis=axis))
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +55,11 @@ def test_repeat_and_upsampling_gradients(axis):
     else:
         new = x0.shape[:axis] + (x0.shape[axis], 3) + x0.shape[axis + 1:]
         want = head.reshape(new).sum(axis=axis + 1)
-    _same_bits(x.grad.asnumpy(), want)
+    same_bits(x.grad.asnumpy(), want)
     with autograd.record():
         up = nd.UpSampling(x, scale=2, sample_type="nearest")
     head = rng.standard_normal(up.shape).astype(np.float32)
     up.backward(nd.array(head))
     want = head.reshape(4, 16, 24, 10, 2).sum(axis=4).reshape(4, 16, 12, 2, 10).sum(axis=3)
-    _same_bits(x.grad.asnumpy(), want)
+    same_bits(x.grad.asnumpy(), want)
     np.testing.assert_array_equal(up.asnumpy(), x0.repeat(2, axis=2).repeat(2, axis=3))
