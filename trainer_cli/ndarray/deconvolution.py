@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy
+
 from ..base import ShapeError
 from . import _conv_kernels as _ck
 from .ndarray import _recording_for, _result, _wrap, _xp_of
@@ -72,10 +74,11 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
     crop = tuple(slice(p, p + o) for p, o in zip(pad, out_sp))
     # On the CPU the columns are summed into the cropped output by the convolution's own loop
     # (its input gradient's: the same sums in window-offset order from zero, 1 to 3-D).
-    out = xp.empty((n, f) + out_sp, dtype=x.dtype)
+    host = type(x) is numpy.ndarray
+    out = numpy.empty((n, f) + out_sp, dtype=x.dtype) if host else None
     flat_cols = cols.reshape(f * ksize, length)
-    if not (_ck.col2im(flat_cols, kernel, stride, dilate, pad, in_sp, out)
-            or _ck.col2im_3d(flat_cols, kernel, stride, dilate, pad, in_sp, out)):
+    if not host or not (_ck.col2im(flat_cols, kernel, stride, dilate, pad, in_sp, out)
+                        or _ck.col2im_3d(flat_cols, kernel, stride, dilate, pad, in_sp, out)):
         cols = cols.reshape((f,) + kernel + (n,) + in_sp)
         frame = xp.zeros((f, n) + frame_sp, dtype=x.dtype)
         for offset in itertools.product(*(range(k) for k in kernel)):
@@ -93,10 +96,10 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
     def _windows(g):
         """The output gradient's windows ``(F * kernel, N * in)`` by the convolution's column
         loop (the padding's zeros included; a copy, so the same values), or None."""
-        if type(g) is not type(x) or g.dtype != x.dtype:
+        if not host or type(g) is not numpy.ndarray or g.dtype != x.dtype:
             return None
-        g = xp.ascontiguousarray(g)
-        made = xp.empty((f * ksize, length), dtype=g.dtype)
+        g = numpy.ascontiguousarray(g)
+        made = numpy.empty((f * ksize, length), dtype=g.dtype)
         if _ck.im2col(g, kernel, stride, dilate, pad, in_sp, made) or \
                 _ck.im2col_3d(g, kernel, stride, dilate, pad, in_sp, made):
             return made
