@@ -1,6 +1,7 @@
 """3-D convolutions make their column matrix and sum its gradient back into the input in numba
-loops (``_conv_kernels.im2col_3d`` / ``col2im_3d``): the NumPy window slices' bits (a copy, and
-sums in window-offset order from zero), over strides, dilations, paddings and groups."""
+loops (``_conv_kernels.im2col`` / ``col2im`` take 3-D kernels too): the NumPy window slices'
+bits (a copy, and sums in window-offset order from zero), over strides, dilations, paddings and
+groups."""
 import numpy as np
 import pytest
 

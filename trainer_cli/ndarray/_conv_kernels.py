@@ -40,9 +40,9 @@ from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
-__all__ = ["im2col", "im2col_3d", "takes_im2col", "conv_epilogue", "bias_relu_rows",
-           "conv_grad_out", "conv_grad_out_t", "mask_rows", "bias_totals", "takes_grad_rows",
-           "col2im", "col2im_3d", "max_pool", "max_pool_grad", "MIN_SIZE"]
+__all__ = ["im2col", "takes_im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out",
+           "conv_grad_out_t", "mask_rows", "bias_totals", "takes_grad_rows", "col2im", "max_pool",
+           "max_pool_grad", "MIN_SIZE"]
 
 MIN_SIZE = 1 << 12
 _np_ndarray = numpy.ndarray
@@ -75,8 +75,17 @@ def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=Non
     ``c * kh + i`` (all by default); ``out_rows``: ``(start, stop)``, only the windows of
     those output rows, ``cols`` then ``(C*kh*kw, N*(stop - start)*ow)``. The whole matrix, of
     THREAD_ELEMENTS values or more, is filled in runs of rows on the BLAS's thread count of
-    threads (``_in_parts``)."""
-    if len(kernel) != 2 or not _usable(x, cols):
+    threads (``_in_parts``). A 3-D convolution's ``(N, C, D, H, W)`` (the whole matrix only)
+    fills ``(C*kd*kh*kw, N*od*oh*ow)``, the padding's windows zero, in runs of channels."""
+    if not _usable(x, cols):
+        return False
+    if len(kernel) == 3 and rows is None and out_rows is None:
+        n, c = x.shape[:2]
+        _in_parts(c, cols.size, lambda c0, c1: _im2col_3d(
+            x.reshape(-1), n, c, x.shape[2:], kernel, stride, dilate, pad, out_sp,
+            cols.reshape(-1), c0, c1))
+        return True
+    if len(kernel) != 2:
         return False
     n, c, h, w = x.shape
     r0, r1 = (0, out_sp[0]) if out_rows is None else out_rows
@@ -193,36 +202,18 @@ def conv_grad_out_t(g, out, relu, g2, sums) -> bool:
     return True
 
 
-def im2col_3d(x, kernel, stride, dilate, pad, out_sp, cols) -> bool:
-    """``im2col`` of a 3-D convolution: ``cols`` ``(C*kd*kh*kw, N*od*oh*ow)`` from ``x``
-    ``(N, C, D, H, W)``, the padding's windows zero; in runs of channels on several threads."""
-    if len(kernel) != 3 or not _usable(x, cols):
-        return False
-    n, c = x.shape[:2]
-    _in_parts(c, cols.size, lambda c0, c1: _im2col_3d(
-        x.reshape(-1), n, c, x.shape[2:], kernel, stride, dilate, pad, out_sp,
-        cols.reshape(-1), c0, c1))
-    return True
-
-
-def col2im_3d(gcols, kernel, stride, dilate, pad, out_sp, gx) -> bool:
-    """``col2im`` of a 3-D convolution: ``gx`` ``(N, C, D, H, W)`` = the sum over window offsets,
-    in order, of ``gcols``'s columns."""
-    if len(kernel) != 3 or not _usable(gcols, gx):
-        return False
-    n, c = gx.shape[:2]
-    _in_parts(c, gcols.size, lambda c0, c1: _col2im_3d(
-        gcols.reshape(-1), kernel, stride, dilate, pad, out_sp, gx.reshape(-1), n, c,
-        gx.shape[2:], c0, c1))
-    return True
-
-
 def col2im(gcols, kernel, stride, dilate, pad, out_sp, gx) -> bool:
-    """``gx`` ``(N, C, H, W)`` = the sum over window offsets, in order, of ``gcols``'s columns;
-    of THREAD_ELEMENTS values or more, in runs of channels on several threads (each channel's
-    sums are its own)."""
-    if len(kernel) != 2 or not _usable(gcols, gx):
+    """``gx`` ``(N, C, H, W)`` (or a 3-D convolution's ``(N, C, D, H, W)``) = the sum over window
+    offsets, in order, of ``gcols``'s columns; of THREAD_ELEMENTS values or more, in runs of
+    channels on several threads (each channel's sums are its own)."""
+    if len(kernel) not in (2, 3) or not _usable(gcols, gx):
         return False
+    if len(kernel) == 3:
+        n, c = gx.shape[:2]
+        _in_parts(c, gcols.size, lambda c0, c1: _col2im_3d(
+            gcols.reshape(-1), kernel, stride, dilate, pad, out_sp, gx.reshape(-1), n, c,
+            gx.shape[2:], c0, c1))
+        return True
     n, c, h, w = gx.shape
     _in_parts(c, gcols.size, lambda c0, c1: _col2im(
         gcols.reshape(-1), kernel[0], kernel[1], stride[0], stride[1], dilate[0], dilate[1],

@@ -77,8 +77,7 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
     host = type(x) is numpy.ndarray
     out = numpy.empty((n, f) + out_sp, dtype=x.dtype) if host else None
     flat_cols = cols.reshape(f * ksize, length)
-    if not host or not (_ck.col2im(flat_cols, kernel, stride, dilate, pad, in_sp, out)
-                        or _ck.col2im_3d(flat_cols, kernel, stride, dilate, pad, in_sp, out)):
+    if not host or not _ck.col2im(flat_cols, kernel, stride, dilate, pad, in_sp, out):
         cols = cols.reshape((f,) + kernel + (n,) + in_sp)
         frame = xp.zeros((f, n) + frame_sp, dtype=x.dtype)
         for offset in itertools.product(*(range(k) for k in kernel)):
@@ -100,8 +99,7 @@ def Deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
             return None
         g = numpy.ascontiguousarray(g)
         made = numpy.empty((f * ksize, length), dtype=g.dtype)
-        if _ck.im2col(g, kernel, stride, dilate, pad, in_sp, made) or \
-                _ck.im2col_3d(g, kernel, stride, dilate, pad, in_sp, made):
+        if _ck.im2col(g, kernel, stride, dilate, pad, in_sp, made):
             return made
         return None
 

@@ -130,8 +130,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
         xs = x[a:z]
         full = numpy.empty((c * ksize + ones, (z - a) * plane), x.dtype) if host else None
         cols = None if full is None else full[:c * ksize]
-        if cols is None or not (_ck.im2col(xs, kernel, stride, dilate, pad, out_sp, cols) or
-                                _ck.im2col_3d(xs, kernel, stride, dilate, pad, out_sp, cols)):
+        if cols is None or not _ck.im2col(xs, kernel, stride, dilate, pad, out_sp, cols):
             xpad = xp.pad(xs, ((0, 0), (0, 0)) + tuple((p, p) for p in pad)) if any(pad) else xs
             xpad = xp.ascontiguousarray(xpad)
             st = xpad.strides
@@ -443,8 +442,7 @@ def _per_image_vjp(g, out, mask, x, wm, columns, pieces, needs, with_bias, geome
 def _col2im(gcols, target, kernel, stride, dilate, pad, out_sp, xp):
     """The column gradient ``gcols`` ``(C * kernel, N * out)`` summed back into ``target``
     ``(N, C, spatial...)``, window offset by window offset."""
-    if _ck.col2im(gcols, kernel, stride, dilate, pad, out_sp, target) or \
-            _ck.col2im_3d(gcols, kernel, stride, dilate, pad, out_sp, target):
+    if _ck.col2im(gcols, kernel, stride, dilate, pad, out_sp, target):
         return
     n, c, spatial = target.shape[0], target.shape[1], target.shape[2:]
     gcols = gcols.reshape((c,) + kernel + (n,) + out_sp)
