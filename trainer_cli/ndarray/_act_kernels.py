@@ -73,13 +73,9 @@ def _usable(*arrays) -> bool:
 
 
 def _in_ranges(n, work):
-    """``work(start, stop)`` over ``range(n)``, in ranges on several threads when ``n`` is
-    large."""
-    if n < SPLIT_SIZE:
-        work(0, n)
-        return
-    ranges = _host_threads.even_pieces(n, 2 * _host_threads.blas_threads())
-    _host_threads.run(len(ranges), lambda i: work(*ranges[i]))
+    """``work(start, stop)`` over ``range(n)`` elements, in ranges on several threads when ``n``
+    is large."""
+    _host_threads.in_ranges(n, n, SPLIT_SIZE, work)
 
 
 # ----------------------------------------------------------------------------- NumPy bodies
@@ -170,10 +166,8 @@ def prelu(x, slope):
     out = numpy.empty_like(x)
     planes, channels, size = _planes(x, slope)
     flat, o, s = x.reshape(-1), out.reshape(-1), numpy.ascontiguousarray(slope.reshape(-1))
-    ranges = _host_threads.even_pieces(planes, 2 * _host_threads.blas_threads()) \
-        if x.size >= SPLIT_SIZE and planes > 1 else [(0, planes)]
-    _host_threads.run(len(ranges), lambda i: _prelu_forward(flat, s, channels, size, o,
-                                                             *ranges[i]))
+    _host_threads.in_ranges(planes, x.size, SPLIT_SIZE, lambda p0, p1: _prelu_forward(
+        flat, s, channels, size, o, p0, p1))
     return out
 
 
@@ -187,19 +181,10 @@ def prelu_grad(g, x, slope, need_x, need_slope):
     terms = numpy.empty_like(x) if need_slope else x
     planes, channels, size = _planes(x, slope)
     gf, xf, s = g.reshape(-1), x.reshape(-1), numpy.ascontiguousarray(slope.reshape(-1))
-    ranges = _host_threads.even_pieces(planes, 2 * _host_threads.blas_threads()) \
-        if x.size >= SPLIT_SIZE and planes > 1 else [(0, planes)]
-    _host_threads.run(len(ranges), lambda i: _prelu_backward(
+    _host_threads.in_ranges(planes, x.size, SPLIT_SIZE, lambda p0, p1: _prelu_backward(
         gf, xf, s, channels, size, need_x, need_slope, x.dtype.type(0), gx.reshape(-1),
-        terms.reshape(-1), *ranges[i]))
+        terms.reshape(-1), p0, p1))
     return (gx if need_x else None), (terms if need_slope else None)
-
-
-def _row_ranges(rows, width):
-    """Ranges of ``rows`` rows of ``width`` values to work on the threads (one when small)."""
-    if rows * width < SPLIT_SIZE or rows < 2:
-        return [(0, rows)]
-    return _host_threads.even_pieces(rows, 2 * _host_threads.blas_threads())
 
 
 def softmax_rows(e):
@@ -210,12 +195,11 @@ def softmax_rows(e):
     width = e.shape[-1]
     rows = e.size // width
     flat, zero = e.reshape(-1), e.dtype.type(0)
-    ranges = _row_ranges(rows, width)
 
-    def work(i):
+    def work(r0, r1):
         tasks, values, _ = _bk.workspace(e.dtype, 0)
-        _softmax_divide(flat, width, zero, tasks, values, *ranges[i])
-    _host_threads.run(len(ranges), work)
+        _softmax_divide(flat, width, zero, tasks, values, r0, r1)
+    _host_threads.in_ranges(rows, e.size, SPLIT_SIZE, work)
     return True
 
 
@@ -229,13 +213,12 @@ def softmax_grad(g, out, t):
     gx = numpy.empty_like(out)
     dtype = out.dtype
     divide = t != 1
-    ranges = _row_ranges(rows, width)
 
-    def work(i):
+    def work(r0, r1):
         tasks, values, scratch = _bk.workspace(dtype, width)
         _softmax_backward(g.reshape(-1), out.reshape(-1), width, dtype.type(t), divide,
-                          dtype.type(0), gx.reshape(-1), tasks, values, scratch, *ranges[i])
-    _host_threads.run(len(ranges), work)
+                          dtype.type(0), gx.reshape(-1), tasks, values, scratch, r0, r1)
+    _host_threads.in_ranges(rows, out.size, SPLIT_SIZE, work)
     return gx
 
 

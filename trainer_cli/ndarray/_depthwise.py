@@ -114,12 +114,6 @@ def np_backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
 
 
 # ----------------------------------------------------------------------------- entry points
-def _ranges(count, values):
-    if values < SPLIT_SIZE or count < 2:
-        return [(0, count)]
-    return _host_threads.even_pieces(count, min(count, 2 * _host_threads.blas_threads()))
-
-
 def forward(x, w, b, stride, dilate, pad, out_sp):
     """``np_forward``'s output by the loops, or None where numba is not available."""
     if not _jit.ready():
@@ -128,10 +122,9 @@ def forward(x, w, b, stride, dilate, pad, out_sp):
     out = numpy.empty((n, c) + tuple(out_sp), x.dtype)
     geo = _geometry(x, w, stride, dilate, pad, out_sp)
     bias = b if b is not None else numpy.zeros(c, x.dtype)
-    ranges = _ranges(n * c, out.size)
-    _host_threads.run(len(ranges), lambda i: _forward(
+    _host_threads.in_ranges(n * c, out.size, SPLIT_SIZE, lambda p0, p1: _forward(
         x.reshape(-1), w.reshape(c, -1), bias, b is not None, geo, x.dtype.type(0),
-        out.reshape(-1), *ranges[i]))
+        out.reshape(-1), p0, p1))
     return out
 
 
@@ -147,22 +140,18 @@ def backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
     gx = gw = None
     if need_w:
         gw = numpy.empty(w.shape, w.dtype)
-        ranges = _ranges(c, g.size)
-
-        def weights(i):
+        def weights(c0, c1):
             tasks, values, scratch = _bk.workspace(x.dtype, out_sp[0] * out_sp[1])
             _weight_grad(g.reshape(-1), x.reshape(-1), n, c, geo, zero, gw.reshape(c, -1),
-                         *ranges[i], tasks, values, scratch)
-        _host_threads.run(len(ranges), weights)
+                         c0, c1, tasks, values, scratch)
+        _host_threads.in_ranges(c, g.size, SPLIT_SIZE, weights)
     if need_x:
         gx = numpy.empty(x.shape, x.dtype)
-        ranges = _ranges(n * c, g.size)
-
-        def inputs(i):
+        def inputs(p0, p1):
             plane = numpy.empty((x.shape[2] + 2 * pad[0]) * (x.shape[3] + 2 * pad[1]), x.dtype)
             _input_grad(g.reshape(-1), w.reshape(c, -1), c, geo, zero, gx.reshape(-1), plane,
-                        *ranges[i])
-        _host_threads.run(len(ranges), inputs)
+                        p0, p1)
+        _host_threads.in_ranges(n * c, g.size, SPLIT_SIZE, inputs)
     return gx, gw
 
 

@@ -57,11 +57,7 @@ def _by_rows(rows, width, dtype, work):
     def run(r0, r1):
         tasks, values, _ = _bk.workspace(dtype, 0)
         work(r0, r1, tasks, values, numpy.empty((2, width), dtype))
-    if rows * width < SPLIT_SIZE or rows < 2:
-        run(0, rows)
-        return
-    ranges = _host_threads.even_pieces(rows, 2 * _host_threads.blas_threads())
-    _host_threads.run(len(ranges), lambda i: run(*ranges[i]))
+    _host_threads.in_ranges(rows, rows * width, SPLIT_SIZE, run)
 
 
 def forward(x, gamma, beta, eps, per_row=0):

@@ -19,7 +19,8 @@ import itertools
 import os
 import threading
 
-__all__ = ["run", "run_summed", "blas_threads", "even_pieces", "pieces", "one_blas_thread"]
+__all__ = ["run", "run_summed", "in_ranges", "blas_threads", "even_pieces", "pieces",
+           "one_blas_thread"]
 
 _controllers = None     # threadpoolctl's controllers of the loaded BLAS libraries, found once
 _busy = threading.Lock()   # one parallel run at a time; a concurrent caller runs its pieces alone
@@ -232,6 +233,18 @@ def run(count: int, piece, combine=None):
             _busy.release()
     if ordered.error is not None:
         raise ordered.error
+
+
+def in_ranges(count: int, values: int, split: int, work):
+    """``work(lo, hi)`` over ranges covering ``range(count)`` items: the whole range at once when
+    the work touches fewer than ``split`` ``values`` (or there is one item), else twice the
+    BLAS's thread count of ranges, on that many threads. Each item's arithmetic must not depend
+    on the range it falls in, so that the bits do not depend on the thread count."""
+    if values < split or count < 2:
+        work(0, count)
+        return
+    ranges = even_pieces(count, min(count, 2 * blas_threads()))
+    run(len(ranges), lambda i: work(*ranges[i]))
 
 
 def run_summed(count: int, piece):
