@@ -1,5 +1,6 @@
 """LayerNorm over the last axis in one numba loop forward and one for the input's gradient (CPU),
-with the NumPy operations of ``nd.LayerNorm`` as the reference, to the bit.
+with NumPy bodies (``np_normalized``, ``np_input_grad``: what ``nd.LayerNorm``, InstanceNorm and
+GroupNorm run where a loop does not apply) as the reference, to the bit.
 
 NumPy runs a LayerNorm as about ten whole-array passes each way (the row means by reduction, the
 centred copy and its square, the normalised copy, the scale and shift; the gradient's products,
@@ -17,7 +18,7 @@ on a transformer's (32, 35, 512). A loop here works a row at a time, in the cach
 Every operation is NumPy's in its order and dtype (numba without fastmath neither reassociates
 nor contracts), so the bits are the same. Each function returns None where the loop does not
 apply (no numba, another array library or dtype, non-contiguous arrays, small arrays before
-numba is loaded); the caller then runs the NumPy operations. Arrays of ``SPLIT_SIZE`` elements
+numba is loaded); the caller then runs the NumPy bodies. Arrays of ``SPLIT_SIZE`` elements
 or more are worked in ranges of rows on the BLAS's thread count of threads; a row's arithmetic
 does not depend on the range. ``tests/test_layer_norm_kernels.py`` compares the bits.
 """
@@ -29,7 +30,7 @@ from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
 
-__all__ = ["forward", "input_grad", "MIN_SIZE", "SPLIT_SIZE"]
+__all__ = ["forward", "input_grad", "np_normalized", "np_input_grad", "MIN_SIZE", "SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
 SPLIT_SIZE = 1 << 18
@@ -49,6 +50,24 @@ def _usable(x, *vectors) -> bool:
     if x.size < MIN_SIZE and not _jit.loaded():
         return False
     return _jit.ready()
+
+
+# ----------------------------------------------------------------------------- NumPy bodies
+def np_normalized(x, axis, eps, xp=numpy):
+    """``(xhat, invstd, mean, var)`` of ``x`` normalized over ``axis`` (kept as a length-1 axis
+    in the statistics), in the array library ``xp``: the operations the loops reproduce."""
+    mean = x.mean(axis=axis, keepdims=True)
+    centered = x - mean
+    var = (centered * centered).mean(axis=axis, keepdims=True)
+    invstd = 1 / xp.sqrt(var + eps)
+    return centered * invstd, invstd, mean, var
+
+
+def np_input_grad(gh, xhat, invstd, axis=-1):
+    """The input's gradient from ``gh``, the output gradient times gamma, as ``input_grad``'s
+    loop computes it."""
+    return (gh - gh.mean(axis=axis, keepdims=True)
+            - xhat * (gh * xhat).mean(axis=axis, keepdims=True)) * invstd
 
 
 def _by_rows(rows, width, dtype, work):

@@ -820,58 +820,37 @@ def LayerNorm(data=None, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_v
     x = data._data
     xp = _xp_of(x)
     ax = axis % x.ndim
+    made = None
     if ax == x.ndim - 1 and not output_mean_var:
         made = _ln_kernels.forward(x, gamma._data, beta._data, eps)
-        if made is not None:
-            return _layer_norm_result(data, gamma, beta, *made)
-    bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
-    mean = x.mean(axis=ax, keepdims=True)
-    centered = x - mean
-    var = (centered * centered).mean(axis=ax, keepdims=True)
-    invstd = 1 / xp.sqrt(var + eps)
-    xhat = centered * invstd
-    g = gamma._data.reshape(bshape)
-    out = xhat * g + beta._data.reshape(bshape)
-    inputs = (data, gamma, beta)
-    result = _wrap(out, data._ctx)
-    if _recording_for(*inputs):
-        red = tuple(i for i in range(x.ndim) if i != ax)
-
-        def vjp(gout, needs):
-            gx = ggamma = gbeta = None
-            if needs[0]:
-                gh = gout * g
-                gx = (gh - gh.mean(axis=ax, keepdims=True)
-                      - xhat * (gh * xhat).mean(axis=ax, keepdims=True)) * invstd
-            if needs[1]:
-                ggamma = (gout * xhat).sum(axis=red).reshape(gamma._data.shape)
-            if needs[2]:
-                gbeta = gout.sum(axis=red).reshape(beta._data.shape)
-            return gx, ggamma, gbeta
-        result = _result(out, data._ctx, inputs, vjp)
+    if made is None:
+        xhat, invstd, mean, var = _ln_kernels.np_normalized(x, ax, eps, xp)
+        bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
+        out = xhat * gamma._data.reshape(bshape) + beta._data.reshape(bshape)
+    else:
+        out, xhat, invstd = made
+    result = _layer_norm_result(data, gamma, beta, out, xhat, invstd, ax)
     if output_mean_var:
         return [result, _wrap(mean, data._ctx), _wrap(xp.sqrt(var + eps), data._ctx)]
     return result
 
 
-def _layer_norm_result(data, gamma, beta, out, xhat, invstd):
-    """LayerNorm's output over the last axis made by ``_ln_kernels``, with the gradients of the
-    NumPy path: the input's by the loop, gamma's and beta's by NumPy's sums over the rows."""
+def _layer_norm_result(data, gamma, beta, out, xhat, invstd, ax):
+    """LayerNorm's output with its gradients: the input's by ``_ln_kernels``' loop over the last
+    axis where it applies, else its NumPy body; gamma's and beta's by NumPy's sums."""
     inputs = (data, gamma, beta)
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
     g = gamma._data
-    red = tuple(range(xhat.ndim - 1))
+    red = tuple(i for i in range(xhat.ndim) if i != ax)
 
     def vjp(gout, needs):
         gx = ggamma = gbeta = None
         if needs[0]:
-            gx = _ln_kernels.input_grad(gout, g, xhat, invstd)
+            gx = _ln_kernels.input_grad(gout, g, xhat, invstd) if ax == xhat.ndim - 1 else None
             if gx is None:
-                bshape = (1,) * (xhat.ndim - 1) + (xhat.shape[-1],)
-                gh = gout * g.reshape(bshape)
-                gx = (gh - gh.mean(axis=-1, keepdims=True)
-                      - xhat * (gh * xhat).mean(axis=-1, keepdims=True)) * invstd
+                bshape = tuple(xhat.shape[ax] if i == ax else 1 for i in range(xhat.ndim))
+                gx = _ln_kernels.np_input_grad(gout * g.reshape(bshape), xhat, invstd, ax)
         if needs[1]:
             ggamma = (gout * xhat).sum(axis=red).reshape(g.shape)
         if needs[2]:

@@ -43,11 +43,7 @@ def _rows_normalized(data, gamma, beta, rows, per_row, eps):
     g, b = numpy.ascontiguousarray(g.reshape(-1)), numpy.ascontiguousarray(b.reshape(-1))
     made = _ln_kernels.forward(x2, g, b, eps, per_row)
     if made is None:
-        mean = x2.mean(axis=-1, keepdims=True)
-        centered = x2 - mean
-        var = (centered * centered).mean(axis=-1, keepdims=True)
-        invstd = 1 / numpy.sqrt(var + eps)
-        xhat = centered * invstd
+        xhat, invstd, _, _ = _ln_kernels.np_normalized(x2, -1, eps)
         g_rows, b_rows = (numpy.tile(v, rows // per_row).reshape(rows, 1) for v in (g, b))
         made = xhat * g_rows + b_rows, xhat, invstd
     out, xhat, invstd = made
@@ -63,8 +59,7 @@ def _rows_normalized(data, gamma, beta, rows, per_row, eps):
             gx = _ln_kernels.input_grad(gout2, g, xhat, invstd, per_row)
             if gx is None:
                 gh = gout2 * numpy.tile(g, rows // per_row).reshape(rows, 1)
-                gx = (gh - gh.mean(axis=-1, keepdims=True)
-                      - xhat * (gh * xhat).mean(axis=-1, keepdims=True)) * invstd
+                gx = _ln_kernels.np_input_grad(gh, xhat, invstd)
             gx = gx.reshape(x.shape)
         if needs[1]:
             ggamma = (gout2 * xhat).reshape(groups).sum(axis=(0, 2)).reshape(gamma.shape)
