@@ -74,6 +74,12 @@ def _tells_skip(count) -> bool:
     return count == 1
 
 
+def _reads_ahead(x) -> bool:
+    """Whether batches of the features ``x`` are read ahead on a thread: memory-mapped rows,
+    which come from the disk, and images, made from their files (``lazy_rows``)."""
+    return is_mapped(x) or getattr(x, "lazy_rows", False)
+
+
 class TrainingLoop:
     scaler = None  # precision float16: the Trainer's AMP loss scaler
     _prefetch = None  # mapped rows and images: a Prefetcher of the next batch's features
@@ -130,8 +136,8 @@ class TrainingLoop:
         # Memory-mapped features and images: the next batch is read from the disk, or its
         # images made, on a thread while a step computes (whose kernels and GEMMs release the
         # GIL); with image workers the thread only waits for them.
-        self._prefetch = Prefetcher(self._worker_features) if is_mapped(parts.train.x) or \
-            getattr(parts.train.x, "lazy_rows", False) else None
+        self._prefetch = Prefetcher(self._worker_features) if _reads_ahead(parts.train.x) \
+            else None
         # Image data: random transforms are keyed by the epoch (see run/images.py).
         self._set_epoch = getattr(parts.train.x, "set_epoch", None)
         # Text for a language model: the recurrent state runs on from batch to batch.
@@ -626,8 +632,7 @@ def evaluate_arrays(net, loss_fn, metrics: dict, data, batch_size: int, ctx, dty
     bs = data.streams if carry is not None else validation_pass(batch_size, data.x)
     passes = [slice(start, start + bs) for start in range(0, len(data), bs)]
     # Images and memory-mapped rows: the next pass is made or read while this one computes.
-    ahead = is_mapped(data.x) or getattr(data.x, "lazy_rows", False)
-    with contextlib.closing(read_each(data.features, passes, ahead)) as reads:
+    with contextlib.closing(read_each(data.features, passes, _reads_ahead(data.x))) as reads:
         for rows, x in reads:
             y = data.y[rows]
             if carry is not None:
