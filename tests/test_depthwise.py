@@ -21,6 +21,12 @@ GEOMETRIES = [  # (n, c, h, w), kernel, stride, dilate, pad
     ((4, 8, 30, 30), (3, 3), (1, 1), (1, 1), (0, 0)),
     ((2, 3, 5, 5), (3, 3), (3, 3), (1, 1), (3, 3)),
     ((2, 3, 4, 9), (3, 5), (1, 1), (3, 2), (4, 4)),
+    # planes of more than 128 outputs (several blocks of the pairwise sums), strides of rows or
+    # columns alone, and a stride that does not divide the padded plane
+    ((2, 3, 33, 29), (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((3, 2, 20, 18), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((2, 2, 17, 23), (3, 3), (2, 1), (2, 2), (2, 1)),
+    ((2, 2, 19, 16), (5, 3), (1, 3), (1, 1), (2, 1)),
 ]
 
 

@@ -49,7 +49,8 @@ CHANNEL_PARTS = 8
 SHIFT_SPLIT_SIZE = 1 << 22
 _np_ndarray = numpy.ndarray
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
-_STACK = 256        # pairwise's task stack: depth 3 per halving, 2**64 elements need < 200
+STACK = 256         # pairwise's task stack: depth 3 per halving, 2**64 elements need < 200
+BLOCK = 128         # NumPy's PW_BLOCKSIZE: pairwise_sum's longest run of eight running sums
 
 
 def usable(x, *others) -> bool:
@@ -74,7 +75,7 @@ def _geometry(x):
 
 def workspace(dtype, p):
     """``pairwise``'s task stack and values, and a row of ``p`` elements to sum from."""
-    return (numpy.empty((_STACK, 2), numpy.int64), numpy.empty(_STACK, dtype),
+    return (numpy.empty((STACK, 2), numpy.int64), numpy.empty(STACK, dtype),
             numpy.empty(p, dtype))
 
 
@@ -167,7 +168,7 @@ def _pairwise_loop(a, s, n, zero, tasks, values):
     """NumPy's pairwise_sum of ``a[s:s + n]``: above 128 elements the sum of both halves (the
     first rounded down to a multiple of 8), here with an explicit stack instead of recursion.
     A task ``(start, count)`` sums a range; ``(0, -1)`` adds the two sums on top of ``values``."""
-    if n <= 128:
+    if n <= BLOCK:
         return _block_sum(a, s, n, zero)
     top, vtop = 1, 0
     tasks[0, 0], tasks[0, 1] = s, n
@@ -179,7 +180,7 @@ def _pairwise_loop(a, s, n, zero, tasks, values):
             left = values[vtop - 2]
             vtop -= 1
             values[vtop - 1] = left + right
-        elif count <= 128:
+        elif count <= BLOCK:
             values[vtop] = _block_sum(a, start, count, zero)
             vtop += 1
         else:

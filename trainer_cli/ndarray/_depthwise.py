@@ -13,10 +13,12 @@ kernel), one plane at a time:
   infinite one);
 - the input's gradient: into a zero padded plane, ``+ g * w_t`` at tap ``t``'s positions, tap
   after tap, then the plane without its padding;
-- the weights' gradient: per channel and tap, the sum of ``g * x_t`` over the batch and the
-  plane in NumPy's order for ``(g * x_t).sum(axis=(0, 2, 3))`` (each image's plane by pairwise
-  summation, ``_bn_kernels.pairwise``, added to a total from +0.0 image by image); the bias's,
-  NumPy's ``g.sum(axis=(0, 2, 3))``.
+- the weights' gradient: per channel and tap, the products ``g * x_t`` added over the batch
+  position by position (image after image, from +0.0), then summed over the plane by NumPy's
+  pairwise summation (``_bn_kernels.pairwise``), the plane's rows laid ``width`` positions
+  apart (the loops' padded row, a stride phase's columns) with +0.0 in between, and up to its
+  last output; the bias's, NumPy's ``g.sum(axis=(0, 2, 3))``. (Summing the batch first keeps
+  the pairwise sums, whose additions wait on each other, to one a channel and tap.)
 
 ``np_forward`` and ``np_backward`` are those operations in NumPy (whole arrays, tap by tap); the
 numba loops do them element by element in the same order and precision, so both give the same
@@ -31,7 +33,6 @@ import numpy
 
 from .. import _jit
 from . import _bn_kernels as _bk
-from . import _conv_kernels as _ck
 from . import host_threads as _host_threads
 
 __all__ = ["applies", "np_forward", "np_backward", "forward", "backward"]
@@ -75,6 +76,17 @@ def _tap(a, ky, kx, stride, dilate, out_sp):
              x0:x0 + stride[1] * (out_sp[1] - 1) + 1:stride[1]]
 
 
+def _width(w, pad, stride):
+    """The positions of a row of the loops' padded plane (a stride phase's columns)."""
+    return (w + 2 * pad + stride - 1) // stride
+
+
+def _run(x, pad, stride, out_sp):
+    """How many positions of a tap's row-major products, rows of ``_width``, the loops sum: up
+    to the last output."""
+    return (out_sp[0] - 1) * _width(x.shape[3], pad[1], stride[1]) + out_sp[1]
+
+
 def np_forward(x, w, b, stride, dilate, pad, out_sp):
     padded = _padded(x, pad)
     c, kh, kw = w.shape[0], w.shape[2], w.shape[3]
@@ -98,10 +110,16 @@ def np_backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
     if need_w:
         padded = _padded(x, pad)
         gw = numpy.empty(w.shape, w.dtype)
+        width, run = _width(x.shape[3], pad[1], stride[1]), _run(x, pad, stride, out_sp)
+        rows = numpy.zeros((c, out_sp[0], width), g.dtype)
         for ky in range(kh):
             for kx in range(kw):
-                gw[:, 0, ky, kx] = (g * _tap(padded, ky, kx, stride, dilate, out_sp)).sum(
-                    axis=(0, 2, 3))
+                products = g * _tap(padded, ky, kx, stride, dilate, out_sp)
+                summed = numpy.zeros(products.shape[1:], g.dtype)
+                for image in products:
+                    summed = summed + image
+                rows[..., :out_sp[1]] = summed
+                gw[:, 0, ky, kx] = rows.reshape(c, -1)[:, :run].sum(axis=-1)
     if need_x:
         ph, pw = pad
         gpad = numpy.zeros(x.shape[:2] + (x.shape[2] + 2 * ph, x.shape[3] + 2 * pw), x.dtype)
@@ -114,6 +132,25 @@ def np_backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
 
 
 # ----------------------------------------------------------------------------- entry points
+def _layout(geo):
+    """The loops' padded plane, split by the stride's phases (``_pad_plane_loop``): its rows and
+    positions a row in each phase, each column phase's span of input columns ``[j0, j1)``, and
+    where each tap's view of the first output row starts."""
+    h, wd, kh, kw, sh, sw, dh, dw, ph, pw = geo[:10]
+    rows, width = -(-(h + 2 * ph) // sh), _width(wd, pw, sw)
+    spans = numpy.empty((sw, 2), numpy.int64)
+    for rc in range(sw):
+        j0 = min(width, max(0, -(-(pw - rc) // sw)))
+        spans[rc] = j0, max(j0, min(width, -(-(pw + wd - rc) // sw)))
+    starts = numpy.array([(((ky * dh % sh) * sw + kx * dw % sw) * rows + ky * dh // sh) * width
+                          + kx * dw // sw for ky in range(kh) for kx in range(kw)], numpy.int64)
+    return rows, width, spans, starts
+
+
+def _plane(x, geo, layout):
+    return numpy.zeros(geo[4] * geo[5] * layout[0] * layout[1], x.dtype)
+
+
 def forward(x, w, b, stride, dilate, pad, out_sp):
     """``np_forward``'s output by the loops, or None where numba is not available."""
     if not _jit.ready():
@@ -121,10 +158,12 @@ def forward(x, w, b, stride, dilate, pad, out_sp):
     n, c = x.shape[:2]
     out = numpy.empty((n, c) + tuple(out_sp), x.dtype)
     geo = _geometry(x, w, stride, dilate, pad, out_sp)
+    layout = _layout(geo)
     bias = b if b is not None else numpy.zeros(c, x.dtype)
+    run = _run(x, pad, stride, out_sp)
     _host_threads.in_ranges(n * c, out.size, SPLIT_SIZE, lambda p0, p1: _forward(
-        x.reshape(-1), w.reshape(c, -1), bias, b is not None, geo, x.dtype.type(0),
-        out.reshape(-1), p0, p1))
+        x.reshape(-1), w.reshape(c, -1), bias, b is not None, geo, layout, x.dtype.type(0),
+        out.reshape(-1), _plane(x, geo, layout), numpy.empty(run, x.dtype), p0, p1))
     return out
 
 
@@ -136,126 +175,170 @@ def backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
         return None
     n, c = x.shape[:2]
     geo = _geometry(x, w, stride, dilate, pad, out_sp)
+    layout = _layout(geo)
     zero = x.dtype.type(0)
+    taps = w.shape[2] * w.shape[3]
     gx = gw = None
+    run = _run(x, pad, stride, out_sp)
     if need_w:
         gw = numpy.empty(w.shape, w.dtype)
+
         def weights(c0, c1):
-            tasks, values, scratch = _bk.workspace(x.dtype, out_sp[0] * out_sp[1])
-            _weight_grad(g.reshape(-1), x.reshape(-1), n, c, geo, zero, gw.reshape(c, -1),
-                         c0, c1, tasks, values, scratch)
+            _weight_grad(g.reshape(-1), x.reshape(-1), n, c, geo, layout, zero,
+                         gw.reshape(c, -1), c0, c1, *_bk.workspace(x.dtype, 0)[:2],
+                         _plane(x, geo, layout), numpy.zeros(run, x.dtype),
+                         numpy.empty(taps * run, x.dtype))
         _host_threads.in_ranges(c, g.size, SPLIT_SIZE, weights)
     if need_x:
         gx = numpy.empty(x.shape, x.dtype)
-        def inputs(p0, p1):
-            plane = numpy.empty((x.shape[2] + 2 * pad[0]) * (x.shape[3] + 2 * pad[1]), x.dtype)
-            _input_grad(g.reshape(-1), w.reshape(c, -1), c, geo, zero, gx.reshape(-1), plane,
-                        p0, p1)
-        _host_threads.in_ranges(n * c, g.size, SPLIT_SIZE, inputs)
+        big = numpy.finfo(x.dtype).max
+        _host_threads.in_ranges(n * c, g.size, SPLIT_SIZE, lambda p0, p1: _input_grad(
+            g.reshape(-1), w.reshape(c, -1), c, geo, layout, zero, big, gx.reshape(-1),
+            _plane(x, geo, layout), numpy.zeros(run, x.dtype), p0, p1))
     return gx, gw
 
 
 # ----------------------------------------------------------------------------- the loops
 # Flat arrays, indices cast to uint64 where they are used (see _conv_kernels: numba's check for
-# negative indices keeps LLVM from vectorizing); each tap's positions inside the input run in
-# one branch-free loop, those on the padding take the padding's ``0 * w`` in loops of their own.
+# negative indices keeps LLVM from vectorizing). Each input plane is first copied into a zero
+# padded plane split by the stride's phases (padded row ``rr + i * sh``, column ``rc + j * sw``
+# at ``[rr][rc][i][j]``, rows of ``width`` positions), where each tap sees the outputs' rows
+# one after the other, ``width`` apart: a tap's products for the whole plane are one
+# contiguous run, ``(oh - 1) * width + ow`` long, whose positions past ``ow`` in a row are not
+# outputs (they are left out of the output, and are +0.0 in the weights' sums). A padding
+# position holds +0.0 and takes part as ``0 * w``, as in the NumPy body. The layout's
+# numbers come from ``_layout``, worked out once a call: integer divisions a plane cost as
+# much as a small plane's arithmetic.
 _U = numpy.uint64
 
 
-def _forward_loop(x, w, bias, with_bias, geo, zero, out, p0, p1):
+def _pad_plane_loop(x, src, geo, layout, pp):
+    """The input plane at ``src`` into ``pp``'s input positions; its padding positions are
+    never written, so they keep the +0.0 that ``_plane`` gave them."""
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
+    rows, width, spans, starts = layout
+    for iy in range(h):
+        rr, i = (iy + ph) % sh, (iy + ph) // sh
+        for rc in range(sw):
+            at = ((rr * sw + rc) * rows + i) * width
+            line = src + iy * wd + rc - pw
+            if sw == 1:
+                for j in range(spans[rc, 0], spans[rc, 1]):
+                    pp[_U(at + j)] = x[_U(line + j)]
+            else:
+                for j in range(spans[rc, 0], spans[rc, 1]):
+                    pp[_U(at + j)] = x[_U(line + j * sw)]
+
+
+def _forward_loop(x, w, bias, with_bias, geo, layout, zero, out, pp, acc, p0, p1):
+    h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
+    width, starts = layout[1], layout[3]
+    run = acc.shape[0]
     for p in range(p0, p1):
         ch = p % w.shape[0]
-        src = p * h * wd
+        _pad_plane(x, p * h * wd, geo, layout, pp)        # noqa: F821
+        for t in range(kh * kw):
+            at = starts[t]
+            wt = w[ch, t]
+            if t == 0:
+                for i in range(run):
+                    acc[_U(i)] = pp[_U(at + i)] * wt
+            else:
+                for i in range(run):
+                    acc[_U(i)] = acc[_U(i)] + pp[_U(at + i)] * wt
         dst = p * oh * ow
-        for ky in range(kh):
-            y0, y1 = span(h, ky * dh, sh, ph, oh)      # noqa: F821
-            for kx in range(kw):
-                x0, x1 = span(wd, kx * dw, sw, pw, ow)     # noqa: F821
-                wt = w[ch, ky * kw + kx]
-                pad_term = zero * wt
-                first = ky == 0 and kx == 0
-                for oy in range(oh):
-                    row = dst + oy * ow
-                    if oy < y0 or oy >= y1:
-                        for ox in range(ow):
-                            at = _U(row + ox)
-                            out[at] = pad_term if first else out[at] + pad_term
-                        continue
-                    line = src + (oy * sh + ky * dh - ph) * wd + kx * dw - pw
-                    for ox in range(x0):
-                        at = _U(row + ox)
-                        out[at] = pad_term if first else out[at] + pad_term
-                    if first:
-                        for ox in range(x0, x1):
-                            out[_U(row + ox)] = x[_U(line + ox * sw)] * wt
-                    else:
-                        for ox in range(x0, x1):
-                            at = _U(row + ox)
-                            out[at] = out[at] + x[_U(line + ox * sw)] * wt
-                    for ox in range(x1, ow):
-                        at = _U(row + ox)
-                        out[at] = pad_term if first else out[at] + pad_term
-        if with_bias:
-            b = bias[ch]
-            for i in range(oh * ow):
-                out[_U(dst + i)] = out[_U(dst + i)] + b
+        b = bias[ch]
+        for oy in range(oh):
+            row, line = dst + oy * ow, oy * width
+            if with_bias:
+                for ox in range(ow):
+                    out[_U(row + ox)] = acc[_U(line + ox)] + b
+            else:
+                for ox in range(ow):
+                    out[_U(row + ox)] = acc[_U(line + ox)]
 
 
-def _weight_grad_loop(g, x, n_, c_, geo, zero, gw, c0, c1, tasks, values, scratch):
+def _weight_grad_loop(g, x, n_, c_, geo, layout, zero, gw, c0, c1, tasks, values, pp, g_rows,
+                      sums):
+    """Per channel, each tap's products added over the images position by position into
+    ``sums`` (rows of ``width``), then each tap's positions summed by ``_bn_kernels.pairwise``
+    (NumPy's pairwise_sum), those past ``ow`` in a row as +0.0."""
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
-    plane = oh * ow
+    width, starts = layout[1], layout[3]
+    run = g_rows.shape[0]
+    taps = kh * kw
     for ch in range(c0, c1):
-        for ky in range(kh):
-            y0, y1 = span(h, ky * dh, sh, ph, oh)      # noqa: F821
-            for kx in range(kw):
-                x0, x1 = span(wd, kx * dw, sw, pw, ow)     # noqa: F821
-                total = zero
-                for n in range(n_):
-                    src = (n * c_ + ch) * h * wd
-                    gat = (n * c_ + ch) * plane
-                    for oy in range(oh):
-                        row = oy * ow
-                        if oy < y0 or oy >= y1:
-                            for ox in range(ow):
-                                scratch[_U(row + ox)] = g[_U(gat + row + ox)] * zero
-                            continue
-                        line = src + (oy * sh + ky * dh - ph) * wd + kx * dw - pw
-                        for ox in range(x0):
-                            scratch[_U(row + ox)] = g[_U(gat + row + ox)] * zero
-                        for ox in range(x0, x1):
-                            scratch[_U(row + ox)] = g[_U(gat + row + ox)] * x[_U(line + ox * sw)]
-                        for ox in range(x1, ow):
-                            scratch[_U(row + ox)] = g[_U(gat + row + ox)] * zero
-                    total = total + pairwise(scratch, 0, plane, zero, tasks, values)  # noqa: F821
-                gw[ch, ky * kw + kx] = total
+        for i in range(taps * run):
+            sums[_U(i)] = zero
+        for n in range(n_):
+            p = n * c_ + ch
+            _pad_plane(x, p * h * wd, geo, layout, pp)    # noqa: F821
+            gat = p * oh * ow
+            for oy in range(oh):
+                for ox in range(ow):
+                    g_rows[_U(oy * width + ox)] = g[_U(gat + oy * ow + ox)]
+            for t in range(taps):
+                at, dst = starts[t], t * run
+                for i in range(run):
+                    sums[_U(dst + i)] = sums[_U(dst + i)] + g_rows[_U(i)] * pp[_U(at + i)]
+        for t in range(taps):
+            dst = t * run
+            for oy in range(oh - 1):
+                for j in range(ow, width):
+                    sums[_U(dst + oy * width + j)] = zero
+            gw[ch, t] = _pairwise(sums, dst, run, zero, tasks, values)  # noqa: F821
 
 
-def _input_grad_loop(g, w, c_, geo, zero, gx, plane, p0, p1):
+def _input_grad_loop(g, w, c_, geo, layout, zero, big, gx, gp, g_rows, p0, p1):
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
-    pwd = wd + 2 * pw
-    size = (h + 2 * ph) * pwd
+    rows, width, spans, starts = layout
+    run = g_rows.shape[0]
     for p in range(p0, p1):
         ch = p % c_
         gat = p * oh * ow
-        for i in range(size):
-            plane[_U(i)] = zero
-        for ky in range(kh):
-            for kx in range(kw):
-                wt = w[ch, ky * kw + kx]
+        for i in range(gp.shape[0]):
+            gp[_U(i)] = zero
+        finite = True
+        for t in range(kh * kw):
+            finite = finite and abs(w[ch, t]) <= big
+        if finite:
+            # g's rows spread to ``width`` with zeros between: a zero's product with a finite
+            # weight is a signed zero, and adding one to a sum that began at +0.0 changes
+            # nothing (such a sum is never -0.0), so whole runs give the rows' bits
+            for oy in range(oh):
+                for ox in range(ow):
+                    g_rows[_U(oy * width + ox)] = g[_U(gat + oy * ow + ox)]
+            for t in range(kh * kw):
+                start = starts[t]
+                wt = w[ch, t]
+                for i in range(run):
+                    at = _U(start + i)
+                    gp[at] = gp[at] + g_rows[_U(i)] * wt
+        else:
+            for t in range(kh * kw):
+                start = starts[t]
+                wt = w[ch, t]
                 for oy in range(oh):
-                    line = (oy * sh + ky * dh) * pwd + kx * dw
+                    line = start + oy * width
                     grow = gat + oy * ow
                     for ox in range(ow):
-                        at = _U(line + ox * sw)
-                        plane[at] = plane[at] + g[_U(grow + ox)] * wt
+                        at = _U(line + ox)
+                        gp[at] = gp[at] + g[_U(grow + ox)] * wt
         dst = p * h * wd
-        for iy in range(h):
-            line = (iy + ph) * pwd + pw
-            for ix in range(wd):
-                gx[_U(dst + iy * wd + ix)] = plane[_U(line + ix)]
+        for rr in range(sh):
+            for i in range(rows):
+                iy = rr + i * sh - ph
+                if iy < 0 or iy >= h:
+                    continue
+                for rc in range(sw):
+                    at = ((rr * sw + rc) * rows + i) * width
+                    line = dst + iy * wd + rc - pw
+                    for j in range(spans[rc, 0], spans[rc, 1]):
+                        gx[_U(line + j * sw)] = gp[_U(at + j)]
 
 
-_forward = _jit.Kernel(_forward_loop, {"span": _ck.span})
-_weight_grad = _jit.Kernel(_weight_grad_loop, {"pairwise": _bk.pairwise, "span": _ck.span})
+_pad_plane = _jit.Kernel(_pad_plane_loop, inline=True)
+_forward = _jit.Kernel(_forward_loop, {"_pad_plane": _pad_plane})
+_weight_grad = _jit.Kernel(_weight_grad_loop, {"_pad_plane": _pad_plane,
+                                               "_pairwise": _bk.pairwise})
 _input_grad = _jit.Kernel(_input_grad_loop)
