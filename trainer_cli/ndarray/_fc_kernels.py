@@ -76,8 +76,9 @@ def relu_mask(g, x):
     not apply."""
     if not _usable(g, x) or g.shape != x.shape or not g.ndim:
         return None
-    width = g.shape[-1]         # rows of the last axis: the Dense mask's pass, no bias
-    masked, _ = relu_bias_grad(g.reshape(-1, width), x.reshape(-1, width), True, True, False)
+    # one row: the Dense mask's pass without a bias, in one inner loop (a row per last-axis
+    # stretch ran at 2-9 ns a value on convolutions' 5- to 10-wide planes)
+    masked, _ = relu_bias_grad(g.reshape(1, -1), x.reshape(1, -1), True, True, False)
     return masked.reshape(g.shape)
 
 
