@@ -29,6 +29,8 @@ the range. The fused ReLU of ``Conv2D(activation='relu')`` is left to the column
 """
 from __future__ import annotations
 
+import functools
+
 import numpy
 
 from .. import _jit
@@ -132,10 +134,12 @@ def np_backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
 
 
 # ----------------------------------------------------------------------------- entry points
+@functools.lru_cache(maxsize=256)
 def _layout(geo):
     """The loops' padded plane, split by the stride's phases (``_pad_plane_loop``): its rows and
     positions a row in each phase, each column phase's span of input columns ``[j0, j1)``, and
-    where each tap's view of the first output row starts."""
+    where each tap's view of the first output row starts. Kept per geometry (working it out
+    took 10 us, half a small layer's call); the loops only read it."""
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw = geo[:10]
     rows, width = -(-(h + 2 * ph) // sh), _width(wd, pw, sw)
     spans = numpy.empty((sw, 2), numpy.int64)
@@ -144,6 +148,7 @@ def _layout(geo):
         spans[rc] = j0, max(j0, min(width, -(-(pw + wd - rc) // sw)))
     starts = numpy.array([(((ky * dh % sh) * sw + kx * dw % sw) * rows + ky * dh // sh) * width
                           + kx * dw // sw for ky in range(kh) for kx in range(kw)], numpy.int64)
+    spans.flags.writeable = starts.flags.writeable = False
     return rows, width, spans, starts
 
 
