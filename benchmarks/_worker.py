@@ -236,6 +236,20 @@ class Gluon:
         net(X)      # deferred shapes
         return self._train_step(net, X, y, batch_size, {"learning_rate": lr})
 
+    def mobilenet_step(self, batch_size):
+        """The model zoo's ``mobilenet0_5`` (MobileNet v1, widths halved: depthwise 3x3 and 1x1
+        convolutions, each with BatchNorm and ReLU; 1000 classes) on 3x160x160 images, SGD with
+        momentum."""
+        import numpy as np
+        nd = self.nd
+        net = self.gluon.model_zoo.vision.mobilenet0_5()
+        net.initialize()
+        rng = np.random.RandomState(0)
+        X = nd.array(rng.uniform(size=(batch_size, 3, 160, 160)).astype(np.float32))
+        y = nd.array(rng.randint(0, 1000, size=batch_size).astype(np.float32))
+        net(X)      # deferred shapes
+        return self._train_step(net, X, y, batch_size, {"learning_rate": 0.01, "momentum": 0.9})
+
     def resnet18_predict(self, batch_size):
         """The model zoo's ``resnet18_v1`` (ImageNet: 7x7 stride-2 stem, max pooling, 1000
         classes) on ``batch_size`` 3x224x224 images, outside ``autograd.record()`` (predict
@@ -376,6 +390,13 @@ class Torch:
         return self._train_step(net, torch.rand(batch_size, 1, side, side),
                                 torch.randint(0, 10, (batch_size,)), lr=lr, momentum=0.0)
 
+    def mobilenet_step(self, batch_size):
+        torch = self.torch
+        torch.manual_seed(0)
+        return self._train_step(_torch_mobilenet(torch.nn, 0.5, 1000),
+                                torch.rand(batch_size, 3, 160, 160),
+                                torch.randint(0, 1000, (batch_size,)))
+
     def resnet18_predict(self, batch_size):
         torch = self.torch
         torch.manual_seed(0)
@@ -445,6 +466,26 @@ def _torch_resnet18(nn, stem, classes):
         layers += [BasicBlock(cin, channels, stride), BasicBlock(channels, channels, 1)]
         cin = channels
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
+    return nn.Sequential(*layers)
+
+
+def _torch_mobilenet(nn, multiplier, classes):
+    """MobileNet v1 as the Gluon model zoo builds it, in plain torch.nn: a 3x3 stride-2 stem,
+    thirteen depthwise-separable pairs (3x3 depthwise, then 1x1), each convolution followed by
+    BatchNorm and ReLU, global average pooling, a linear layer."""
+    def conv_bn(cin, cout, kernel=1, stride=1, groups=1):
+        return [nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+
+    def scaled(values):
+        return [int(v * multiplier) for v in values]
+    dw_channels = scaled([32, 64] + [128] * 2 + [256] * 2 + [512] * 6 + [1024])
+    channels = scaled([64] + [128] * 2 + [256] * 2 + [512] * 6 + [1024] * 2)
+    strides = [1, 2] * 3 + [1] * 5 + [2, 1]
+    layers = conv_bn(3, int(32 * multiplier), 3, 2)
+    for dwc, c, stride in zip(dw_channels, channels, strides):
+        layers += conv_bn(dwc, dwc, 3, stride, groups=dwc) + conv_bn(dwc, c)
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels[-1], classes)]
     return nn.Sequential(*layers)
 
 
@@ -636,7 +677,8 @@ HEAVY_CASES = {"resnet18_cifar_b32": lambda lib: lib.resnet18_cifar_step(32),
                "resnet18_224_predict_b16": lambda lib: lib.resnet18_predict(16),
                "book_alexnet_b32": lambda lib: lib.book_step("alexnet", 32),
                "book_googlenet_b32": lambda lib: lib.book_step("googlenet", 32),
-               "book_resnet_b32": lambda lib: lib.book_step("resnet", 32)}
+               "book_resnet_b32": lambda lib: lib.book_step("resnet", 32),
+               "mobilenet0_5_b8": lambda lib: lib.mobilenet_step(8)}
 
 
 def run_case(case, lib, timing):

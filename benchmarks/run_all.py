@@ -74,6 +74,8 @@ CASES = [
      "steps/s", True, {"mxnet": 1.0}, None),
     ("book_resnet_b32", "d2l ResNet-18 (imperative Residual blocks), batch 32 of 1x96x96, SGD",
      "steps/s", True, {"mxnet": 1.0}, None),
+    ("mobilenet0_5_b8", "model zoo mobilenet0_5 (depthwise-separable), batch 8 of 3x160x160, "
+     "SGD momentum", "steps/s", True, {}, None),
 ]
 PEERS = ("torch", "mxnet")
 ONE_THREAD_CASES = ("compression", "memory", "cli_help")

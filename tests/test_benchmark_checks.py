@@ -73,6 +73,14 @@ def test_the_book_networks_train_and_pass_their_check(name):
     assert check == {"changes_weights": True, "finite": True}
 
 
+def test_the_mobilenet_step_trains_and_passes_its_check():
+    """run_all's MobileNet case (the model zoo's mobilenet0_5: depthwise and 1x1 convolutions)
+    takes a step that changes the weights and keeps them finite, here on a batch of two."""
+    lib = _worker.Gluon("ours")
+    check = _worker.check_step(lib.mobilenet_step(2), lib.sync)
+    assert check == {"changes_weights": True, "finite": True}
+
+
 def test_a_script_loop_that_does_nothing_is_refused():
     w = np.ones(3, np.float32)
     with pytest.raises(_worker.CheckFailed, match="changes_weights"):
