@@ -167,8 +167,8 @@ def forward(x, w, b, stride, dilate, pad, out_sp):
     bias = b if b is not None else numpy.zeros(c, x.dtype)
     run = _run(x, pad, stride, out_sp)
     _host_threads.in_ranges(n * c, out.size, SPLIT_SIZE, lambda p0, p1: _forward(
-        x.reshape(-1), w.reshape(c, -1), bias, b is not None, geo, layout, x.dtype.type(0),
-        out.reshape(-1), _plane(x, geo, layout), numpy.empty(run, x.dtype), p0, p1))
+        x.reshape(-1), w.reshape(c, -1), bias, b is not None, geo, layout, out.reshape(-1),
+        _plane(x, geo, layout), numpy.empty(run, x.dtype), p0, p1))
     return out
 
 
@@ -221,7 +221,7 @@ def _pad_plane_loop(x, src, geo, layout, pp):
     """The input plane at ``src`` into ``pp``'s input positions; its padding positions are
     never written, so they keep the +0.0 that ``_plane`` gave them."""
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
-    rows, width, spans, starts = layout
+    rows, width, spans = layout[:3]
     for iy in range(h):
         rr, i = (iy + ph) % sh, (iy + ph) // sh
         for rc in range(sw):
@@ -235,7 +235,7 @@ def _pad_plane_loop(x, src, geo, layout, pp):
                     pp[_U(at + j)] = x[_U(line + j * sw)]
 
 
-def _forward_loop(x, w, bias, with_bias, geo, layout, zero, out, pp, acc, p0, p1):
+def _forward_loop(x, w, bias, with_bias, geo, layout, out, pp, acc, p0, p1):
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
     width, starts = layout[1], layout[3]
     run = acc.shape[0]
