@@ -346,16 +346,13 @@ def _input_grad_loop(g, w, c_, geo, layout, zero, big, gx, gp, g_rows, p0, p1):
                         at = _U(line + ox)
                         gp[at] = gp[at] + g[_U(grow + ox)] * wt
         dst = p * h * wd
-        for rr in range(sh):
-            for i in range(rows):
-                iy = rr + i * sh - ph
-                if iy < 0 or iy >= h:
-                    continue
-                for rc in range(sw):
-                    at = ((rr * sw + rc) * rows + i) * width
-                    line = dst + iy * wd + rc - pw
-                    for j in range(spans[rc, 0], spans[rc, 1]):
-                        gx[_U(line + j * sw)] = gp[_U(at + j)]
+        for iy in range(h):     # the input positions back, walked as _pad_plane walks them
+            rr, i = (iy + ph) % sh, (iy + ph) // sh
+            for rc in range(sw):
+                at = ((rr * sw + rc) * rows + i) * width
+                line = dst + iy * wd + rc - pw
+                for j in range(spans[rc, 0], spans[rc, 1]):
+                    gx[_U(line + j * sw)] = gp[_U(at + j)]
 
 
 _pad_plane = _jit.Kernel(_pad_plane_loop, inline=True)
