@@ -165,10 +165,13 @@ def test_softmax_rows_and_gradient_are_the_numpy_bodies(monkeypatch, shape, dtyp
         return [v.asnumpy() for v in (y, x.grad)]
 
     loops_on(monkeypatch, K)
-    calls = count_calls(monkeypatch, K, "_softmax_divide", "_softmax_backward")
+    # float32 rows take Cephes' exp in one loop a row; float64 NumPy's exp and the division loop.
+    loops = ({"_softmax_forward"} if dtype == np.float32 else {"_softmax_divide"}) \
+        | {"_softmax_backward"}
+    calls = count_calls(monkeypatch, K, *loops)
     with np.errstate(all="ignore"):
         on = run()
-        assert set(calls) == {"_softmax_divide", "_softmax_backward"}
+        assert set(calls) == loops
         loops_off(monkeypatch)
         off = run()
     for a, b in zip(on, off):
@@ -183,3 +186,140 @@ def test_a_masked_softmax_keeps_its_zeros(monkeypatch):
         out = nd.softmax(x, length, axis=-1, use_length=True).asnumpy()
     assert (out[0] == 0).all() and (out[1, 2:] == 0).all() and (out[3, 3:] == 0).all()
     np.testing.assert_allclose(out[1:].sum(axis=1), 1, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- Cephes' exp
+# float32 sigmoid, tanh, ELU/SELU and softmax/log-softmax over the last axis take Cephes' exp
+# (``_expf``): one loop where numba runs, the same operations over whole arrays where it does not.
+_EXP_CASES = {
+    "sigmoid": (lambda x: nd.sigmoid(x), {"_sigmoid_forward", "_sigmoid_backward"}),
+    "tanh": (lambda x: nd.tanh(x), {"_tanh_forward", "_tanh_backward"}),
+    "activation_sigmoid": (lambda x: nd.Activation(x, act_type="sigmoid"),
+                           {"_sigmoid_forward", "_sigmoid_backward"}),
+    "softrelu": (lambda x: nd.Activation(x, act_type="softrelu"), {"_sigmoid_forward"}),
+    "elu": (lambda x: nd.LeakyReLU(x, act_type="elu", slope=0.7),
+            {"_elu_forward", "_elu_backward"}),
+    "selu": (lambda x: nd.LeakyReLU(x, act_type="selu"), {"_elu_forward", "_elu_backward"}),
+    "layer_elu": (lambda x: nn.ELU(0.5)(x), {"_elu_forward", "_elu_backward"}),
+    "layer_selu": (lambda x: nn.SELU()(x), {"_elu_forward", "_elu_backward"}),
+    "layer_swish": (lambda x: nn.Swish(1.5)(x), {"_swish_forward", "_swish_backward"}),
+    "swish_ops": (lambda x: x * nd.sigmoid(1.5 * x), {"_sigmoid_forward", "_sigmoid_backward"}),
+    "log_softmax": (lambda x: nd.log_softmax(x, axis=-1),
+                    {"_log_softmax_shift", "_log_softmax_backward"}),
+    "log_softmax_t": (lambda x: nd.log_softmax(x, axis=-1, temperature=3.0),
+                      {"_log_softmax_shift", "_log_softmax_backward"}),
+    "softmax": (lambda x: nd.softmax(x, axis=-1), {"_softmax_forward", "_softmax_backward"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_EXP_CASES))
+@pytest.mark.parametrize("shape", [(20, 300), (3, 5, 7), (4099,)])
+def test_cephes_exp_loops_are_the_numpy_bodies(monkeypatch, case, shape):
+    fn, loops = _EXP_CASES[case]
+    n = int(np.prod(shape))
+    x0 = _data(n, np.float32, 11).reshape(shape)
+    head = _data(n, np.float32, 12).reshape(shape)
+    if case.endswith("softmax"):
+        head[~np.isfinite(head)] = 0.5
+
+    def run():
+        x = nd.array(x0)
+        x.attach_grad()
+        with autograd.record():
+            y = fn(x)
+        y.backward(nd.array(head))
+        return y.asnumpy(), x.grad.asnumpy()
+
+    loops_on(monkeypatch, K)
+    calls = count_calls(monkeypatch, K, *loops)
+    with np.errstate(all="ignore"):
+        on = run()
+        assert set(calls) == loops
+        loops_off(monkeypatch)
+        off = run()
+    for a, b in zip(on, off):
+        same_bits(a, b, nan_sign=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=1,
+                max_size=64))
+def test_cephes_exp_loops_on_any_float32_values(values):
+    from trainer_cli.ndarray import _expf as E
+    x = np.array(values, dtype=np.float32)
+    g = np.linspace(-2, 2, x.size, dtype=np.float32)
+    f = np.float32
+    with pytest.MonkeyPatch.context() as patch, np.errstate(all="ignore"):
+        loops_on(patch, K, min_size=1)
+        same_bits(K.sigmoid(x), E.np_sigmoid(x))
+        same_bits(K.tanh(x), E.np_tanh(x))
+        for scale in (None, 1.0507):
+            want_scale = None if scale is None else f(scale)
+            same_bits(K.elu(x, 0.3, scale), K.np_elu(x, f(0.3), want_scale))
+            same_bits(K.elu_grad(g, x, 0.3, scale), K.np_elu_grad(g, x, f(0.3), want_scale))
+        row = x.reshape(1, -1)
+        same_bits(K.softmax_f32(row), K.np_softmax_f32(row), nan_sign=False)
+        logp = K.log_softmax_f32(row)
+        same_bits(logp, K.np_log_softmax_f32(row), nan_sign=False)
+        same_bits(K.log_softmax_grad_f32(g.reshape(1, -1), logp),
+                  K.np_log_softmax_grad_f32(g.reshape(1, -1), logp), nan_sign=False)
+        t = -np.abs(x)
+        out = np.empty_like(t)
+        assert K.exp_or_zero(t, out)
+        same_bits(out, K.np_exp_or_zero(t))
+
+
+def _ulps(got, exact):
+    """|got - exact| in units of float32's spacing at the exact value."""
+    return np.abs(got.astype(np.float64) - exact) / np.spacing(np.abs(exact).astype(np.float32))
+
+
+def test_cephes_functions_are_within_a_few_ulp(kernels_on):
+    x = np.concatenate([-np.linspace(0, 87, 400001), -np.logspace(-30, 0, 1001),
+                        np.linspace(-9, 9, 100001)]).astype(np.float32)
+    neg = np.minimum(x, 0)
+    xd, negd = x.astype(np.float64), neg.astype(np.float64)
+    from trainer_cli.ndarray import _expf as E
+    assert _ulps(E.np_exp_neg(neg), np.exp(negd)).max() <= 3
+    assert _ulps(E.np_expm1_neg(neg), np.expm1(negd)).max() <= 1.5
+    assert _ulps(K.sigmoid(x), 1 / (1 + np.exp(-xd))).max() <= 4
+    tanh = np.tanh(xd)
+    assert _ulps(K.tanh(x)[tanh != 0], tanh[tanh != 0]).max() <= 4
+    assert np.signbit(E.np_expm1_neg(np.array([-0.0], np.float32)))[0]
+
+
+def test_elu_and_log_softmax_are_the_formulas(kernels_on):
+    x = np.linspace(-20, 5, 30001).astype(np.float32)
+    xd = x.astype(np.float64)
+    elu = nd.LeakyReLU(nd.array(x), act_type="elu", slope=0.7).asnumpy()
+    np.testing.assert_allclose(elu, np.where(xd > 0, xd, 0.7 * np.expm1(xd)), rtol=3e-7,
+                               atol=0)
+    rows = x[:30000].reshape(30, 1000)
+    want = rows - rows.max(axis=1, keepdims=True).astype(np.float64)
+    want -= np.log(np.exp(want).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(nd.log_softmax(nd.array(rows)).asnumpy(), want, rtol=1e-6,
+                               atol=1e-6)
+    # Exponentials under ln(FLT_MIN) are 0: a softmax keeps an impossible class at 0.
+    assert nd.softmax(nd.array([[0, -np.inf, -200.0]])).asnumpy().tolist() == [[1, 0, 0]]
+
+
+@pytest.mark.parametrize("beta", [1.0, 1.7])
+def test_swish_is_the_bits_of_its_recorded_operations(kernels_on, beta):
+    """Gluon's Swish runs as one operation on float32 CPU arrays; its output and gradient are
+    those of ``x * sigmoid(beta * x)`` recorded operation by operation (what MXNet's layer
+    and an exported graph run)."""
+    x0 = _data(6000, np.float32, 13).reshape(20, 300)
+    head = _data(6000, np.float32, 14).reshape(20, 300)
+    calls = count_calls(kernels_on, K, "_swish_forward", "_swish_backward")
+    results = []
+    for layer in (nn.Swish(beta), lambda x: x * nd.sigmoid(beta * x)):
+        x = nd.array(x0)
+        x.attach_grad()
+        with autograd.record(), np.errstate(all="ignore"):
+            y = layer(x)
+        with np.errstate(all="ignore"):
+            y.backward(nd.array(head))
+        results.append((y.asnumpy(), x.grad.asnumpy()))
+    assert set(calls) == {"_swish_forward", "_swish_backward"}
+    for a, b in zip(*results):
+        same_bits(a, b, nan_sign=False)

@@ -170,7 +170,8 @@ def test_activation_flatten_identity_lambda():
     assert nn.Identity()(x) is x
     np.testing.assert_array_equal(nn.Lambda("relu")(x).asnumpy(), expected["relu"])
     np.testing.assert_array_equal(nn.Lambda(lambda v: v * 2)(x).asnumpy(), x.asnumpy() * 2)
-    np.testing.assert_array_equal(nn.HybridLambda("tanh")(x).asnumpy(), np.tanh(x.asnumpy()))
+    np.testing.assert_allclose(nn.HybridLambda("tanh")(x).asnumpy(), np.tanh(x.asnumpy()),
+                               rtol=1e-6)
     np.testing.assert_array_equal(nn.HybridLambda(lambda F, v: F.abs(v))(x).asnumpy(),
                                   np.abs(x.asnumpy()))
     with pytest.raises(ValueError):

@@ -10,7 +10,7 @@ temporaries. A loop here does each pass in one:
   (the C library's ``erf``, which ``math.erf`` and numba's both call) rounded to the dtype, every
   other operation in the dtype in NumPy's order: the same bits as the NumPy body.
 - its gradient ``g * (cdf + x * exp(-0.5 * x * x) / sqrt(2 pi))``: the exp is Cephes'
-  single-precision one (``_rnn_kernels.exp_neg``, written out for whole arrays and for one
+  single-precision one (``_expf.exp_neg``, written out for whole arrays and for one
   element; NumPy's SIMD ``exp`` is no function a scalar loop can reproduce), taken as 0 below
   ``ln(FLT_MIN)``, where the exact value is a subnormal number; float32 only (float64 and float16
   keep NumPy's exp).
@@ -38,11 +38,16 @@ import numpy
 from .. import _jit
 from . import _bn_kernels as _bk
 from . import host_threads as _host_threads
-from ._rnn_kernels import EXP_LOW, np_exp_neg
-from ._rnn_kernels import _exp_neg as _exp_neg_kernel
+from ._expf import EXP_LOW, ONE, np_exp_neg, np_expm1_neg, np_sigmoid
+from ._expf import _exp_neg as _exp_neg_kernel
+from ._expf import _expm1_neg, _sigmoid, _tanh
 
 __all__ = ["gelu", "gelu_grad", "leaky", "leaky_grad", "prelu", "prelu_grad", "softmax_rows",
-           "softmax_grad", "np_gelu", "np_gelu_grad", "MIN_SIZE", "SPLIT_SIZE"]
+           "softmax_grad", "np_gelu", "np_gelu_grad", "sigmoid", "tanh", "sigmoid_grad",
+           "tanh_grad", "elu", "elu_grad", "np_elu", "np_elu_grad", "softmax_f32",
+           "np_softmax_f32", "log_softmax_f32", "np_log_softmax_f32", "log_softmax_grad_f32",
+           "np_log_softmax_grad_f32", "exp_or_zero", "np_exp_or_zero", "swish", "swish_grad",
+           "np_swish", "np_swish_grad", "MIN_SIZE", "SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
 SPLIT_SIZE = 1 << 18
@@ -90,7 +95,7 @@ def np_gelu(x):
     return x * cdf, cdf
 
 
-def _np_exp_or_zero(t):
+def np_exp_or_zero(t):
     """``exp(t)`` for float32 ``t <= 0`` by Cephes' expf, 0 below ``ln(FLT_MIN)``."""
     return numpy.where(t < EXP_LOW, ZERO, np_exp_neg(t))
 
@@ -98,10 +103,55 @@ def _np_exp_or_zero(t):
 def np_gelu_grad(g, x, cdf):
     """GELU's input gradient from the output gradient ``g``, the input ``x`` and ``cdf``."""
     if x.dtype == _F32:
-        e = _np_exp_or_zero(NEG_HALF * x * x)
+        e = np_exp_or_zero(NEG_HALF * x * x)
     else:
         e = numpy.exp(-0.5 * x * x)
     return g * (cdf + x * e / _SQRT_2PI)
+
+
+def np_elu(x, alpha, scale):
+    """ELU (``scale`` None) or SELU of float32 ``x``: ``x`` where positive, else
+    ``alpha * expm1(x)``; times ``scale``."""
+    y = numpy.where(x > ZERO, x, alpha * np_expm1_neg(numpy.where(x > ZERO, ZERO, x)))
+    return y if scale is None else scale * y
+
+
+def np_elu_grad(g, x, alpha, scale):
+    """``g`` times the derivative of ``np_elu``: ``1`` or ``alpha * exp(x)``, times ``scale``."""
+    d = numpy.where(x > ZERO, ONE, alpha * np_exp_neg(numpy.where(x > ZERO, ZERO, x)))
+    return g * (d if scale is None else scale * d)
+
+
+def np_swish(x, beta):
+    """``(x * s, s)`` with ``s = sigmoid(x * beta)``, float32 ``x`` and ``beta``: Gluon's
+    Swish, the operations of ``x * F.sigmoid(beta * x)`` in their order."""
+    s = np_sigmoid(x * beta)
+    return x * s, s
+
+
+def np_swish_grad(g, x, s, beta):
+    """Swish's input gradient as the recorded operations give it: ``g * s`` from the product,
+    plus ``g * x`` through the sigmoid's gradient and the scaling."""
+    return g * s + (((g * x) * s) * (ONE - s)) * beta
+
+
+def np_softmax_f32(x):
+    """Softmax of float32 ``x`` over its last axis (exponentials under ``ln(FLT_MIN)``, where
+    the exact value is subnormal, are 0: a masked entry's ``-inf`` gives 0)."""
+    e = np_exp_or_zero(x - x.max(axis=-1, keepdims=True))
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
+
+
+def np_log_softmax_f32(x):
+    """Log-softmax of float32 ``x`` over its last axis."""
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - numpy.log(np_exp_or_zero(shifted).sum(axis=-1, keepdims=True))
+
+
+def np_log_softmax_grad_f32(g, out):
+    """``g - exp(out) * sum(g)`` over the last axis of float32 ``out``, a log-softmax."""
+    return g - np_exp_or_zero(out) * g.sum(axis=-1, keepdims=True)
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -222,6 +272,145 @@ def softmax_grad(g, out, t):
     return gx
 
 
+def _elementwise(loop, x, *args):
+    """``loop(flat x, *args, flat out, i0, i1)`` over ``x`` into a new array, or None where the
+    loop does not apply (float32 only)."""
+    if not _usable(x) or x.dtype is not _F32:
+        return None
+    out = numpy.empty_like(x)
+    flat, o = x.reshape(-1), out.reshape(-1)
+    _in_ranges(flat.size, lambda i0, i1: loop(flat, *args, o, i0, i1))
+    return out
+
+
+def exp_or_zero(t, out):
+    """``out[...] = np_exp_or_zero(t)`` (float32 ``t <= 0``) by the loop; False where it does
+    not apply (then nothing is written)."""
+    if not _usable(t, out) or t.dtype is not _F32:
+        return False
+    flat, o = t.reshape(-1), out.reshape(-1)
+    _in_ranges(flat.size, lambda i0, i1: _exp_or_zero_forward(flat, o, i0, i1))
+    return True
+
+
+def sigmoid(x):
+    """``_expf.np_sigmoid(x)`` of float32 ``x`` by the loop, or None where it does not apply."""
+    return _elementwise(_sigmoid_forward, x)
+
+
+def tanh(x):
+    """``_expf.np_tanh(x)`` of float32 ``x`` by the loop, or None where it does not apply."""
+    return _elementwise(_tanh_forward, x)
+
+
+def elu(x, alpha, scale):
+    """``np_elu(x, alpha, scale)`` by the loop (float32), or None where it does not apply."""
+    return _elementwise(_elu_forward, x, _f(alpha), _f(1 if scale is None else scale),
+                        scale is not None)
+
+
+def swish(x, beta):
+    """``np_swish(x, beta)`` by the loop (float32), or None where it does not apply."""
+    if not _usable(x) or x.dtype is not _F32:
+        return None
+    out, s = numpy.empty_like(x), numpy.empty_like(x)
+    flat, o, sf = x.reshape(-1), out.reshape(-1), s.reshape(-1)
+    _in_ranges(flat.size, lambda i0, i1: _swish_forward(flat, _f(beta), o, sf, i0, i1))
+    return out, s
+
+
+def swish_grad(g, x, s, beta):
+    """``np_swish_grad(g, x, s, beta)`` by the loop (float32), or None."""
+    if not _usable(g, x, s) or x.dtype is not _F32:
+        return None
+    return _grad_of(_swish_backward, g, x, s.reshape(-1), _f(beta))
+
+
+def _grad_of(loop, g, x, *args):
+    if not _usable(g, x):
+        return None
+    gx = numpy.empty_like(x)
+    gf, xf, out = g.reshape(-1), x.reshape(-1), gx.reshape(-1)
+    _in_ranges(xf.size, lambda i0, i1: loop(gf, xf, *args, out, i0, i1))
+    return gx
+
+
+def elu_grad(g, x, alpha, scale):
+    """``np_elu_grad(g, x, alpha, scale)`` by the loop (float32), or None."""
+    if x.dtype is not _F32:
+        return None
+    return _grad_of(_elu_backward, g, x, _f(alpha), _f(1 if scale is None else scale),
+                    scale is not None)
+
+
+def sigmoid_grad(g, out):
+    """``g * out * (1 - out)`` (``out`` the sigmoid) by the loop, or None."""
+    return _grad_of(_sigmoid_backward, g, out, out.dtype.type(1))
+
+
+def tanh_grad(g, out):
+    """``g * (1 - out * out)`` (``out`` the tanh) by the loop, or None."""
+    return _grad_of(_tanh_backward, g, out, out.dtype.type(1))
+
+
+def _rows_f32(x):
+    """``(rows, width)`` of a float32 array worked over its last axis by a row loop, or None."""
+    if not _usable(x) or x.dtype is not _F32 or not x.ndim or not x.shape[-1]:
+        return None
+    return x.size // x.shape[-1], x.shape[-1]
+
+
+def softmax_f32(x):
+    """``np_softmax_f32(x)`` by the loop, or None where it does not apply."""
+    shape = _rows_f32(x)
+    if shape is None:
+        return None
+    rows, width = shape
+    top = numpy.ascontiguousarray(x.max(axis=-1).reshape(-1))
+    out = numpy.empty_like(x)
+
+    def work(r0, r1):
+        tasks, values, _ = _bk.workspace(_F32, 0)
+        _softmax_forward(x.reshape(-1), top, width, ZERO, out.reshape(-1), tasks, values, r0, r1)
+    _host_threads.in_ranges(rows, x.size, SPLIT_SIZE, work)
+    return out
+
+
+def log_softmax_f32(x):
+    """``np_log_softmax_f32(x)`` by the loop, or None where it does not apply."""
+    shape = _rows_f32(x)
+    if shape is None:
+        return None
+    rows, width = shape
+    top = numpy.ascontiguousarray(x.max(axis=-1).reshape(-1))
+    out = numpy.empty_like(x)
+    sums = numpy.empty(rows, _F32)
+
+    def work(r0, r1):
+        tasks, values, scratch = _bk.workspace(_F32, width)
+        _log_softmax_shift(x.reshape(-1), top, width, ZERO, out.reshape(-1), sums, tasks,
+                           values, scratch, r0, r1)
+    _host_threads.in_ranges(rows, x.size, SPLIT_SIZE, work)
+    out -= numpy.log(sums).reshape(x.shape[:-1] + (1,))
+    return out
+
+
+def log_softmax_grad_f32(g, out):
+    """``np_log_softmax_grad_f32(g, out)`` by the loop, or None where it does not apply."""
+    shape = _rows_f32(out)
+    if shape is None or not _usable(g, out):
+        return None
+    rows, width = shape
+    gx = numpy.empty_like(out)
+
+    def work(r0, r1):
+        tasks, values, _ = _bk.workspace(_F32, 0)
+        _log_softmax_backward(g.reshape(-1), out.reshape(-1), width, ZERO, gx.reshape(-1),
+                              tasks, values, r0, r1)
+    _host_threads.in_ranges(rows, out.size, SPLIT_SIZE, work)
+    return gx
+
+
 # ----------------------------------------------------------------------------- the loops
 def _gelu_forward_loop(x, s2, half, one, out, cdf, i0, i1):
     for i in range(i0, i1):
@@ -233,7 +422,7 @@ def _gelu_forward_loop(x, s2, half, one, out, cdf, i0, i1):
 
 
 def _exp_or_zero(t):
-    e = exp_neg(t)          # noqa: F821 - bound to the compiled _rnn_kernels.exp_neg
+    e = exp_neg(t)          # noqa: F821 - bound to the compiled _expf.exp_neg
     return ZERO if t < EXP_LOW else e
 
 
@@ -290,19 +479,120 @@ def _softmax_divide_loop(e, d, zero, tasks, values, r0, r1):
     for r in range(r0, r1):
         at = r * d
         total = zero + pairwise(e, at, d, zero, tasks, values)     # noqa: F821
-        for j in range(at, at + d):
+        for k in range(at, at + d):
+            j = _U(k)
             e[j] = e[j] / total
 
 
 def _softmax_backward_loop(g, out, d, t, divide, zero, gx, tasks, values, scratch, r0, r1):
     for r in range(r0, r1):
-        at = r * d
-        for j in range(d):
+        at = _U(r * d)
+        for k in range(d):
+            j = _U(k)
             scratch[j] = g[at + j] * out[at + j]
         total = zero + pairwise(scratch, 0, d, zero, tasks, values)     # noqa: F821
-        for j in range(at, at + d):
+        for k in range(d):
+            j = at + _U(k)
             v = out[j] * (g[j] - total)
             gx[j] = v / t if divide else v
+
+
+def _exp_or_zero_forward_loop(t, out, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        out[i] = exp_or_zero(t[i])      # noqa: F821 - bound to the compiled helper
+
+
+def _sigmoid_forward_loop(x, out, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        out[i] = sigmoid_one(x[i])      # noqa: F821 - bound to the compiled _expf.sigmoid
+
+
+def _tanh_forward_loop(x, out, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        out[i] = tanh_one(x[i])         # noqa: F821 - bound to the compiled _expf.tanh
+
+
+def _sigmoid_backward_loop(g, o, one, gx, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        v = o[i]
+        gx[i] = g[i] * v * (one - v)
+
+
+def _tanh_backward_loop(g, o, one, gx, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        v = o[i]
+        gx[i] = g[i] * (one - v * v)
+
+
+def _swish_forward_loop(x, beta, out, s, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        v = x[i]
+        e = sigmoid_one(v * beta)       # noqa: F821 - bound to the compiled _expf.sigmoid
+        s[i] = e
+        out[i] = v * e
+
+
+def _swish_backward_loop(g, x, s, beta, gx, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        gv, e = g[i], s[i]
+        gx[i] = gv * e + (((gv * x[i]) * e) * (ONE - e)) * beta
+
+
+def _elu_forward_loop(x, alpha, scale, scaled, out, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        v = x[i]
+        e = alpha * expm1_neg(ZERO if v > ZERO else v)      # noqa: F821 - _expf.expm1_neg
+        y = v if v > ZERO else e
+        out[i] = scale * y if scaled else y
+
+
+def _elu_backward_loop(g, x, alpha, scale, scaled, gx, i0, i1):
+    for k in range(i0, i1):
+        i = _U(k)
+        v = x[i]
+        e = alpha * exp_neg(ZERO if v > ZERO else v)        # noqa: F821 - _expf.exp_neg
+        d = ONE if v > ZERO else e
+        gx[i] = g[i] * (scale * d if scaled else d)
+
+
+def _softmax_forward_loop(x, top, d, zero, out, tasks, values, r0, r1):
+    for r in range(r0, r1):
+        at, m = r * d, top[r]
+        for k in range(at, at + d):
+            j = _U(k)
+            out[j] = exp_or_zero(x[j] - m)      # noqa: F821 - bound to the compiled helper
+        total = zero + pairwise(out, at, d, zero, tasks, values)     # noqa: F821
+        for k in range(at, at + d):
+            j = _U(k)
+            out[j] = out[j] / total
+
+
+def _log_softmax_shift_loop(x, top, d, zero, out, sums, tasks, values, scratch, r0, r1):
+    for r in range(r0, r1):
+        at, m = r * d, top[r]
+        for k in range(d):
+            j = _U(k)
+            v = x[_U(at) + j] - m
+            out[_U(at) + j] = v
+            scratch[j] = exp_or_zero(v)        # noqa: F821 - bound to the compiled helper
+        sums[r] = zero + pairwise(scratch, 0, d, zero, tasks, values)     # noqa: F821
+
+
+def _log_softmax_backward_loop(g, out, d, zero, gx, tasks, values, r0, r1):
+    for r in range(r0, r1):
+        at = r * d
+        total = zero + pairwise(g, at, d, zero, tasks, values)     # noqa: F821
+        for k in range(at, at + d):
+            j = _U(k)
+            gx[j] = g[j] - exp_or_zero(out[j]) * total     # noqa: F821
 
 
 _exp_or_zero_kernel = _jit.Kernel(_exp_or_zero, {"exp_neg": _exp_neg_kernel}, inline=True)
@@ -314,3 +604,18 @@ _prelu_forward = _jit.Kernel(_prelu_forward_loop)
 _prelu_backward = _jit.Kernel(_prelu_backward_loop)
 _softmax_divide = _jit.Kernel(_softmax_divide_loop, {"pairwise": _bk.pairwise})
 _softmax_backward = _jit.Kernel(_softmax_backward_loop, {"pairwise": _bk.pairwise})
+_sigmoid_forward = _jit.Kernel(_sigmoid_forward_loop, {"sigmoid_one": _sigmoid})
+_tanh_forward = _jit.Kernel(_tanh_forward_loop, {"tanh_one": _tanh})
+_sigmoid_backward = _jit.Kernel(_sigmoid_backward_loop)
+_tanh_backward = _jit.Kernel(_tanh_backward_loop)
+_elu_forward = _jit.Kernel(_elu_forward_loop, {"expm1_neg": _expm1_neg})
+_elu_backward = _jit.Kernel(_elu_backward_loop, {"exp_neg": _exp_neg_kernel})
+_softmax_forward = _jit.Kernel(_softmax_forward_loop, {"exp_or_zero": _exp_or_zero_kernel,
+                                                       "pairwise": _bk.pairwise})
+_log_softmax_shift = _jit.Kernel(_log_softmax_shift_loop, {"exp_or_zero": _exp_or_zero_kernel,
+                                                           "pairwise": _bk.pairwise})
+_log_softmax_backward = _jit.Kernel(_log_softmax_backward_loop,
+                                    {"exp_or_zero": _exp_or_zero_kernel, "pairwise": _bk.pairwise})
+_exp_or_zero_forward = _jit.Kernel(_exp_or_zero_forward_loop, {"exp_or_zero": _exp_or_zero_kernel})
+_swish_forward = _jit.Kernel(_swish_forward_loop, {"sigmoid_one": _sigmoid})
+_swish_backward = _jit.Kernel(_swish_backward_loop)

@@ -2,8 +2,9 @@
 
 On a classifier's scores (a batch of tens of rows of tens of classes) the loss is a dozen NumPy
 calls forward and as many backward, each costing more in dispatch than in arithmetic. The
-kernels do what those calls do, element by element in NumPy's order; the exponential and the
-logarithm stay NumPy's (their rounding is NumPy's own SIMD code). Forward, after NumPy's
+kernels do what those calls do, element by element in NumPy's order; the exponential is that of
+``_log_softmax_raw`` (Cephes' for float32, ``_act_kernels``; NumPy's for float64), the logarithm
+NumPy's. Forward, after NumPy's
 ``shifted = d - max`` and ``log(sum(exp(shifted)))``: ``logp = shifted - that``, the label's
 entry picked (labels cast to int64 and clipped, as ``pick`` does) and negated, summed from +0.0
 over the one value per sample. Backward, from ``exp(logp)``: the picked one-hot times the negated
@@ -24,7 +25,7 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from . import _bn_kernels, _fc_kernels
+from . import _act_kernels, _bn_kernels, _fc_kernels
 
 __all__ = ["applies", "log_softmax_parts", "forward", "backward", "MIN_SIZE"]
 
@@ -50,7 +51,7 @@ def log_softmax_parts(scores):
 
     On C-contiguous scores the max and the subtraction are one kernel pass and the row sums
     another (NumPy's reductions over ten-odd values per row cost microseconds each); ``exp``
-    and ``log`` stay NumPy's. Other layouts take NumPy's calls, whose order of summation
+    is ``_exp``'s, ``log`` NumPy's. Other layouts take NumPy's calls, whose order of summation
     depends on the layout. The one difference: where a row's largest value is a zero of both
     signs, NumPy and the kernel may pick a different one as the max, which can only change the
     sign of a zero in ``shifted``. Nothing after it sees that sign: such a row's exponentials
@@ -58,7 +59,7 @@ def log_softmax_parts(scores):
     wide = _wide(scores)
     if not scores.flags.c_contiguous:
         shifted = scores - scores.max(axis=1, keepdims=True)
-        return shifted, numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
+        return shifted, numpy.log(_exp(shifted).sum(axis=1, keepdims=True))
     if wide:        # NumPy's SIMD max and subtraction outrun the scalar loop on long rows
         shifted = scores - scores.max(axis=1, keepdims=True)
     else:
@@ -74,11 +75,26 @@ def log_softmax_parts(scores):
         zero = scores.dtype.type(0)
         for r in range(0, scores.shape[0], rows):
             part = block[:min(rows, scores.shape[0] - r)]
-            numpy.exp(shifted[r:r + rows], out=part)
+            _exp(shifted[r:r + rows], out=part)
             _row_sums_wide(part, sums[r:r + rows], zero, tasks, values)
     else:
-        _row_sums(numpy.exp(shifted), sums)
+        _row_sums(_exp(shifted), sums)
     return shifted, numpy.log(sums)
+
+
+def _exp(t, out=None):
+    """``exp(t)`` of ``t <= 0`` as ``_log_softmax_raw`` takes it: Cephes' for float32
+    (``_act_kernels.exp_or_zero``), NumPy's for float64."""
+    if t.dtype != numpy.float32:
+        return numpy.exp(t, out=out)
+    if out is None:
+        out = numpy.empty_like(t)
+    # An elementwise loop: the transposes of column-ordered arrays are as good.
+    flip = not t.flags.c_contiguous and t.flags.f_contiguous and out.flags.f_contiguous
+    if not (_act_kernels.exp_or_zero(t.T, out.T) if flip else
+            _act_kernels.exp_or_zero(t, out)):
+        out[...] = _act_kernels.np_exp_or_zero(t)
+    return out
 
 
 def _wide(scores):
@@ -110,7 +126,7 @@ def backward(head, logp, idx):
     indices of ``forward``, or None."""
     if type(head) is not _np_ndarray or head.dtype != logp.dtype or head.size != logp.shape[0]:
         return None
-    e = numpy.exp(logp)
+    e = _exp(logp)
     if _wide(logp):
         dtype = logp.dtype
         tasks, values, row = _bn_kernels.workspace(dtype, logp.shape[1])

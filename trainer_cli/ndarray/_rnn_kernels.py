@@ -1,20 +1,10 @@
 """The fused RNN operator's gate math for one time step (the pointwise part after the GEMMs),
 as one numba loop per mode and direction, with a NumPy body that gives the same bits.
 
-The gate nonlinearities are not NumPy's ``exp``/``tanh`` (SIMD code whose last bits no scalar
-loop reproduces) but Cephes' single-precision ``expf``/``tanhf`` (within 3 ulp of the true
-values), written out here twice as the same float32 operations in the same order: once for whole
-arrays (``np_exp_neg``, ``np_sigmoid``, ``np_tanh``: the NumPy reference, which also runs without
-numba) and once for one element (``exp_neg``, ``sigmoid``, ``tanh``: what the loops inline).
-Every constant is a float32 scalar, so no operation is promoted to float64 in either body; numba
-without fastmath neither reassociates nor contracts a multiply-add, so each operation rounds as
-NumPy's does. Branches are NumPy's ``where`` on one side, ``if`` on the other, on the same
-condition.
-
-``exp_neg`` takes arguments <= 0 only (the sigmoid and tanh below pass ``-|x|``): the range
-reduction ``x = n ln2 + r`` then needs powers of two ``2**n`` for ``n`` in ``[-126, 0]``, read
-from a table (exact), and arguments under ``ln(FLT_MIN)`` are raised to it (their exp is below
-``1.2e-38``, which no gate resolves).
+The gate nonlinearities are not NumPy's ``exp``/``tanh`` but Cephes' single-precision
+``expf``/``tanhf`` (``_expf``: ``np_sigmoid``/``np_tanh`` for whole arrays in the NumPy bodies,
+which also run without numba, and ``sigmoid``/``tanh`` for one element in the loops: the same
+float32 operations in the same order).
 
 The step functions (``lstm_forward`` ... ``rnn_backward``) take float32 C-contiguous NumPy arrays
 and run the loop when ``_jit.ready()`` (numba importable, not turned off) and the step has
@@ -28,26 +18,14 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from .ndarray import _xp_of
+from ._expf import ONE, ZERO, np_sigmoid, np_tanh, sigmoid, tanh
+from ._expf import _sigmoid, _tanh
 
 __all__ = ["usable", "np_sigmoid", "np_tanh", "lstm_forward", "gru_forward", "rnn_forward",
            "lstm_backward", "gru_backward", "rnn_backward"]
 
 _F32 = numpy.dtype(numpy.float32)
 MIN_SIZE = 1 << 12
-_f = numpy.float32
-ZERO, HALF, ONE, NEG_TWO = _f(0), _f(0.5), _f(1), _f(-2)
-# expf (Cephes): x = n*ln2 + r with ln2 split in two (C1 exact in 9 bits, so n*C1 is exact).
-LOG2E = _f(1.44269504088896341)
-C1, C2 = _f(0.693359375), _f(-2.12194440e-4)
-E0, E1, E2, E3, E4, E5 = (_f(1.9875691500e-4), _f(1.3981999507e-3), _f(8.3334519073e-3),
-                          _f(4.1665795894e-2), _f(1.6666665459e-1), _f(5.0000001201e-1))
-EXP_LOW = _f(-87.33654475)                     # ln(FLT_MIN): 2**n stays a normal number
-POW2 = numpy.array([2.0 ** k for k in range(-126, 1)], dtype=numpy.float32)   # 2**(i - 126)
-# tanhf (Cephes): an odd polynomial under 0.625, (1 - e) / (1 + e) with e = exp(-2|x|) above.
-TANH_SMALL = _f(0.625)
-T0, T1, T2, T3, T4 = (_f(-5.70498872745e-3), _f(2.06390887954e-2), _f(-5.37397155531e-2),
-                      _f(1.33314422036e-1), _f(-3.33332819422e-1))
 
 
 def usable(*arrays) -> bool:
@@ -56,89 +34,6 @@ def usable(*arrays) -> bool:
         if type(a) is not numpy.ndarray or a.dtype is not _F32:
             return False
     return True
-
-
-# ----------------------------------------------------------------------------- whole arrays
-def np_exp_neg(x):
-    """``exp(x)`` for float32 ``x <= 0`` (or NaN)."""
-    x = numpy.where(x < EXP_LOW, EXP_LOW, x)
-    nf = numpy.floor(x * LOG2E + HALF)
-    x = x - nf * C1
-    x = x - nf * C2
-    z = x * x
-    y = (((((E0 * x + E1) * x + E2) * x + E3) * x + E4) * x + E5) * z + x + ONE
-    with numpy.errstate(invalid="ignore"):
-        n = numpy.where(nf == nf, nf, ZERO).astype(numpy.int64)    # a NaN reads any entry
-    return y * numpy.take(_pow2(x), n + 126)
-
-
-_POW2_BY_MODULE = {}
-
-
-def _pow2(like):
-    """``POW2`` in the array module of ``like`` (NumPy's own, or a copy on the device)."""
-    xp = _xp_of(like)
-    if xp is numpy:
-        return POW2
-    table = _POW2_BY_MODULE.get(xp)
-    if table is None:
-        table = _POW2_BY_MODULE[xp] = xp.asarray(POW2)
-    return table
-
-
-def np_sigmoid(x):
-    e = np_exp_neg(-numpy.abs(x))
-    return numpy.where(x >= ZERO, ONE / (ONE + e), e / (ONE + e))
-
-
-def np_tanh(x):
-    a = numpy.abs(x)
-    z = x * x
-    small = ((((T0 * z + T1) * z + T2) * z + T3) * z + T4) * z * x + x
-    e = np_exp_neg(a * NEG_TWO)
-    big = (ONE - e) / (ONE + e)
-    big = numpy.where(x < ZERO, -big, big)
-    return numpy.where(a < TANH_SMALL, small, big)
-
-
-# ----------------------------------------------------------------------------- one element
-def exp_neg(x):
-    # Selects, not branches, and the table read at an unsigned index: LLVM then vectorizes a
-    # loop that calls this (GELU's gradient over a million values 10.2 -> 3.7 ms). A NaN reads
-    # 2**0, and y * 1 is y, bit for bit.
-    x = EXP_LOW if x < EXP_LOW else x
-    nf = numpy.floor(x * LOG2E + HALF)
-    x = x - nf * C1
-    x = x - nf * C2
-    z = x * x
-    y = (((((E0 * x + E1) * x + E2) * x + E3) * x + E4) * x + E5) * z + x + ONE
-    n = nf if nf == nf else ZERO
-    return y * POW2[numpy.uint64(numpy.int64(n) + 126)]
-
-
-def sigmoid(x):
-    e = exp_neg(-abs(x))
-    if x >= ZERO:
-        return ONE / (ONE + e)
-    return e / (ONE + e)
-
-
-def tanh(x):
-    a = abs(x)
-    if a < TANH_SMALL:
-        z = x * x
-        return ((((T0 * z + T1) * z + T2) * z + T3) * z + T4) * z * x + x
-    e = exp_neg(a * NEG_TWO)
-    big = (ONE - e) / (ONE + e)
-    if x < ZERO:
-        return -big
-    return big
-
-
-_exp_neg = _jit.Kernel(exp_neg, inline=True)
-_sigmoid = _jit.Kernel(sigmoid, {"exp_neg": _exp_neg}, inline=True)
-_tanh = _jit.Kernel(tanh, {"exp_neg": _exp_neg}, inline=True)
-_GATE_HELPERS = {"sigmoid": _sigmoid, "tanh": _tanh}
 
 
 # ----------------------------------------------------------------------------- the loops
@@ -309,6 +204,7 @@ def _np_rnn_backward(dh, y, da, relu):
         numpy.multiply(dh, ONE - y * y, out=da)
 
 
+_GATE_HELPERS = {"sigmoid": _sigmoid, "tanh": _tanh}
 _LOOPS = {name: _jit.Kernel(loop, _GATE_HELPERS) for name, loop in (
     ("lstm_forward", _lstm_forward_loop), ("gru_forward", _gru_forward_loop),
     ("rnn_forward", _rnn_forward_loop), ("lstm_backward", _lstm_backward_loop),

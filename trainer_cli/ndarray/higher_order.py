@@ -98,8 +98,6 @@ def _unary_rules():
         _ops.arctanh: lambda g, x, c: g / (1 - _ops.square(x)),
         _ops.radians: lambda g, x, c: g * float(numpy.pi / 180),
         _ops.degrees: lambda g, x, c: g * float(180 / numpy.pi),
-        _ops.tanh: lambda g, x, c: g * (1 - _ops.square(_ops.tanh(x))),
-        _ops.sigmoid: lambda g, x, c: (lambda s: g * s * (1 - s))(_ops.sigmoid(x)),
         _ops.softrelu: lambda g, x, c: g * _ops.sigmoid(x),
         _ops.clip: lambda g, x, c: g * _const(((x._data >= c["lo"]) & (x._data <= c["hi"]))
                                               .astype(x._data.dtype), x),
@@ -109,6 +107,9 @@ def _unary_rules():
         for code in _inner_codes(op):
             table[code] = rule
     table[_ops._square_grad.__code__] = lambda g, x, c: 2 * g * x
+    table[_ops._tanh_grad.__code__] = lambda g, x, c: g * (1 - _ops.square(_ops.tanh(x)))
+    table[_ops._sigmoid_grad.__code__] = \
+        lambda g, x, c: (lambda s: g * s * (1 - s))(_ops.sigmoid(x))
     table[_ops._relu_grad.__code__] = \
         lambda g, x, c: g * _const((x._data > 0).astype(x._data.dtype), x)
     table[_ops._zero_grad.__code__] = lambda g, x, c: _ops.zeros_like(x)

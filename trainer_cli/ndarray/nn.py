@@ -29,7 +29,7 @@ from . import _layer_norm_kernels as _ln_kernels
 from . import _relu_masks
 from . import host_threads as _host_threads
 from . import winograd as _winograd
-from .ndarray import _recording_for, _result, _scatter_add, _wrap, _xp_of
+from .ndarray import NDArray, _recording_for, _result, _scatter_add, _wrap, _xp_of
 from .sparse import embedding_grad, embedding_of_rows
 from .ops import _erf_raw
 from .ops import flatten as _flatten
@@ -960,6 +960,8 @@ def LeakyReLU(data=None, gamma=None, act_type="leaky", slope=0.25, lower_bound=0
         return _leaky(data, x, xp, float(slope))
     if act_type == "gelu":
         return _gelu(data, x, xp)
+    if act_type in ("elu", "selu") and type(x) is numpy.ndarray and x.dtype == numpy.float32:
+        return _elu(data, x, act_type, float(slope))
     pos = x > 0
     if act_type == "elu":
         em1 = xp.expm1(xp.minimum(x, 0))
@@ -977,6 +979,47 @@ def LeakyReLU(data=None, gamma=None, act_type="leaky", slope=0.25, lower_bound=0
     if _recording_for(data):
         return _result(out, data._ctx, (data,), lambda g, needs: (g * local(),))
     return _wrap(out, data._ctx)
+
+
+def _elu(data, x, act_type, slope):
+    """ELU and SELU of float32 on the CPU: ``expm1`` and the gradient's ``exp`` are Cephes'
+    (``_expf``), one pass each way by ``_act_kernels`` where its loop applies, else the same
+    operations over whole arrays."""
+    alpha, scale = (slope, None) if act_type == "elu" else (_SELU_ALPHA, _SELU_LAMBDA)
+    out = _act_kernels.elu(x, alpha, scale)
+    if out is None:
+        out = _act_kernels.np_elu(x, numpy.float32(alpha),
+                                  None if scale is None else numpy.float32(scale))
+    if not _recording_for(data):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        gx = _act_kernels.elu_grad(g, x, alpha, scale)
+        if gx is None:
+            gx = _act_kernels.np_elu_grad(g, x, numpy.float32(alpha),
+                                          None if scale is None else numpy.float32(scale))
+        return (gx,)
+    return _result(out, data._ctx, (data,), vjp)
+
+
+def swish_f32(data, beta):
+    """Gluon's Swish ``x * sigmoid(beta * x)`` of a dense float32 array on the CPU as one
+    operation: one pass each way by ``_act_kernels`` where its loop applies, else the same
+    operations over whole arrays; the bits of the three recorded operations it replaces. None
+    for other arrays (the layer then records those)."""
+    x = data._data
+    if type(data) is not NDArray or type(x) is not numpy.ndarray or x.dtype != numpy.float32:
+        return None
+    b = numpy.float32(beta)
+    made = _act_kernels.swish(x, b)
+    out, s = made if made is not None else _act_kernels.np_swish(x, b)
+    if not _recording_for(data):
+        return _wrap(out, data._ctx)
+
+    def vjp(g, needs):
+        gx = _act_kernels.swish_grad(g, x, s, b)
+        return (_act_kernels.np_swish_grad(g, x, s, b) if gx is None else gx,)
+    return _result(out, data._ctx, (data,), vjp)
 
 
 def _leaky(data, x, xp, slope):

@@ -17,7 +17,7 @@ from .ndarray import (NDArray, _maximum_op, _minimum_op, _no_gradient, _recorded
                       _recording_for, _scalar, _scatter_add, _wrap, _xp_of, unbroadcast)
 from .. import autograd as _ag
 from ..base import IndexRangeError, ShapeError
-from . import _act_kernels, _fc_cuda, _fc_kernels
+from . import _act_kernels, _expf, _fc_cuda, _fc_kernels
 from . import _special
 from . import integers as _integers
 
@@ -128,19 +128,42 @@ def cos(x):
     return _unary(x, lambda d: _xp_of(d).cos(d), lambda g, d, o: -g * _xp_of(d).sin(d))
 
 
+# On the CPU, float32 sigmoid and tanh are Cephes' (``_expf``): one vectorized loop where numba
+# runs, the same operations over whole arrays where it does not; NumPy's SIMD exp is slower here
+# and no loop reproduces its bits.
+def _tanh_raw(d):
+    if type(d) is _np_ndarray and d.dtype == numpy.float32:
+        out = _act_kernels.tanh(d)
+        return _expf.np_tanh(d) if out is None else out
+    return _xp_of(d).tanh(d)
+
+
+def _tanh_grad(g, d, o):
+    gx = _act_kernels.tanh_grad(g, o)
+    return g * (1 - o * o) if gx is None else gx
+
+
 def tanh(x):
-    return _unary(x, lambda d: _xp_of(d).tanh(d), lambda g, d, o: g * (1 - o * o))
+    return _unary(x, _tanh_raw, _tanh_grad)
 
 
 def _sigmoid_raw(d):
+    if type(d) is _np_ndarray and d.dtype == numpy.float32:
+        out = _act_kernels.sigmoid(d)
+        return _expf.np_sigmoid(d) if out is None else out
     xp = _xp_of(d)
     # Split by sign so that exp never overflows, for float32 and float64 alike.
     e = xp.exp(-xp.abs(d))
     return _float_like(xp.where(d >= 0, 1 / (1 + e), e / (1 + e)), d)
 
 
+def _sigmoid_grad(g, d, o):
+    gx = _act_kernels.sigmoid_grad(g, o)
+    return g * o * (1 - o) if gx is None else gx
+
+
 def sigmoid(x):
-    return _unary(x, _sigmoid_raw, lambda g, d, o: g * o * (1 - o))
+    return _unary(x, _sigmoid_raw, _sigmoid_grad)
 
 
 def _relu_raw(d):
@@ -1053,10 +1076,20 @@ def _fc_grad(g, out, relu, bias_grad, sums=None):
 
 
 # ----------------------------------------------------------------------------- activations
+def _f32_rows(d, axis):
+    """Whether a softmax of ``d`` over ``axis`` is one of float32 rows on the CPU: those take
+    Cephes' exp (``_act_kernels``), by one loop a row where numba runs."""
+    return type(d) is _np_ndarray and d.dtype == numpy.float32 and d.ndim \
+        and axis % d.ndim == d.ndim - 1
+
+
 def _softmax_raw(d, axis, temperature):
     xp = _xp_of(d)
     if temperature is not None and temperature != 1:
         d = d / temperature
+    if _f32_rows(d, axis):
+        out = _act_kernels.softmax_f32(d)
+        return _act_kernels.np_softmax_f32(d) if out is None else out
     e = xp.exp(d - d.max(axis=axis, keepdims=True))
     if not (axis % d.ndim == d.ndim - 1 and _act_kernels.softmax_rows(e)):
         e /= e.sum(axis=axis, keepdims=True)
@@ -1120,12 +1153,19 @@ def _log_softmax_raw(d, axis, temperature):
     xp = _xp_of(d)
     if temperature is not None and temperature != 1:
         d = d / temperature
+    if _f32_rows(d, axis):
+        out = _act_kernels.log_softmax_f32(d)
+        return _act_kernels.np_log_softmax_f32(d) if out is None else out
     shifted = d - d.max(axis=axis, keepdims=True)
     return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
 
 def _log_softmax_grad(g, out, axis, t):
-    g = g - _xp_of(out).exp(out) * g.sum(axis=axis, keepdims=True)
+    if _f32_rows(out, axis) and type(g) is _np_ndarray and g.dtype == out.dtype:
+        gx = _act_kernels.log_softmax_grad_f32(g, out)
+        g = _act_kernels.np_log_softmax_grad_f32(g, out) if gx is None else gx
+    else:
+        g = g - _xp_of(out).exp(out) * g.sum(axis=axis, keepdims=True)
     return g if t == 1 else g / t
 
 
