@@ -94,6 +94,10 @@ case("elu", "ELU, 16x64x32x32", [N4])((
     _ours_layer(_gluon("ELU")), _torch_pass(lambda nn: nn.ELU())))
 case("swish", "Swish / SiLU, 16x64x32x32", [N4])((
     _ours_layer(_gluon("Swish")), _torch_pass(lambda nn: nn.SiLU())))
+case("sigmoid", "Activation('sigmoid'), 16x64x32x32", [N4])((
+    _ours_layer(_gluon("Activation", "sigmoid")), _torch_pass(lambda nn: nn.Sigmoid())))
+case("tanh", "Activation('tanh'), 16x64x32x32", [N4])((
+    _ours_layer(_gluon("Activation", "tanh")), _torch_pass(lambda nn: nn.Tanh())))
 case("layer_norm", "LayerNorm(512), 32x35x512", [(32, 35, 512)])((
     _ours_layer(_gluon("LayerNorm", in_channels=512)),
     _torch_pass(lambda nn: nn.LayerNorm(512))))
@@ -111,6 +115,9 @@ case("upsampling", "nearest upsampling x2, 16x64x16x16", [(16, 64, 16, 16)])((
 case("softmax", "softmax over the last axis, 32x35x1000", [(32, 35, 1000)])((
     _ours_op(lambda nd, x: nd.softmax(x, axis=-1)),
     _torch_pass(fn=lambda torch, x: torch.softmax(x, -1))))
+case("log_softmax", "log_softmax over the last axis, 32x35x1000", [(32, 35, 1000)])((
+    _ours_op(lambda nd, x: nd.log_softmax(x, axis=-1)),
+    _torch_pass(fn=lambda torch, x: torch.log_softmax(x, -1))))
 case("batch_dot", "batch_dot 32x35x64 by 32x64x35", [(32, 35, 64), (32, 64, 35)])((
     _ours_op(lambda nd, a, b: nd.batch_dot(a, b)),
     _torch_pass(fn=lambda torch, a, b: torch.bmm(a, b))))

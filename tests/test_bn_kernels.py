@@ -18,7 +18,7 @@ from test_conv_kernels import _data, _same_bits, assert_training_is_bitwise
 pytest.importorskip("numba")
 
 SHAPES = [(4, 3, 9, 9), (5, 4, 1, 1), (3, 2, 1, 7), (2, 3, 17, 19), (3, 2, 40, 40),
-          (2, 3, 4, 5, 6), (4, 3, 200), (1, 2, 64, 33)]
+          (2, 3, 4, 5, 6), (4, 3, 200), (1, 2, 64, 33), (6, 40, 4, 4)]
 
 
 def _run(arrays, head, kernels, training, fix_gamma, monkeypatch):
@@ -135,3 +135,32 @@ def test_cifar_block_training_is_bitwise_with_and_without_kernels(monkeypatch):
                        nn.BatchNorm(in_channels=8), nn.Activation("relu")]
         return blocks + [nn.GlobalAvgPool2D(), nn.Dense(10, in_units=8)]
     assert_training_is_bitwise(monkeypatch, layers, (4, 3, 8, 8), 0.5, 1.5)
+
+
+def test_batch_statistics_are_the_float64_ones_to_float32_rounding(monkeypatch):
+    """The channel sums' order (the batch first, then each plane pairwise) keeps the statistics
+    and the gradient's sums within float32 rounding of float64's, kernels on or off."""
+    rng = np.random.default_rng(41)
+    x = (rng.standard_normal((16, 24, 5, 5)) * 3 + 1).astype(np.float32)
+    head = rng.standard_normal(x.shape).astype(np.float32)
+    xd, hd = x.astype(np.float64), head.astype(np.float64)
+    mean = xd.mean(axis=(0, 2, 3), keepdims=True)
+    invstd = 1 / np.sqrt(xd.var(axis=(0, 2, 3), keepdims=True) + 1e-5)
+    xhat = (xd - mean) * invstd
+    want_out = xhat
+    want_gbeta = hd.sum(axis=(0, 2, 3))
+    want_ggamma = (hd * xhat).sum(axis=(0, 2, 3))
+    for kernels in (True, False):
+        monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+        monkeypatch.setattr(B, "MIN_SIZE", 16)
+        data = nd.array(x)
+        gamma, beta = nd.ones(24), nd.zeros(24)
+        for a in (data, gamma, beta):
+            a.attach_grad()
+        with autograd.record():
+            out = nd.BatchNorm(data, gamma, beta, nd.zeros(24), nd.ones(24), fix_gamma=False,
+                               eps=1e-5)
+        out.backward(nd.array(head))
+        np.testing.assert_allclose(out.asnumpy(), want_out, rtol=1e-5, atol=2e-6)
+        np.testing.assert_allclose(beta.grad.asnumpy(), want_gbeta, rtol=1e-5, atol=2e-5)
+        np.testing.assert_allclose(gamma.grad.asnumpy(), want_ggamma, rtol=1e-5, atol=2e-5)

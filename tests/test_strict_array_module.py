@@ -1,6 +1,6 @@
 """The array-module-generic code paths run on a stand-in for CuPy that refuses hidden host
 transfers (``standin_xp``), and give the bits they give on NumPy (the values, to float32's last
-bits, where the CPU takes Cephes' exp: ``_CEPHES_ON_THE_CPU``).
+bits, where the CPU's arithmetic is its own: ``_CPU_OWN_ARITHMETIC``).
 
 No GPU is lent to this project in practice, so nothing else would notice a rule that quietly
 pulls a device array to the host (``numpy.asarray``, ``float(x)``, a host array mixed into
@@ -33,17 +33,22 @@ CONFIGS = {
 SHAPES = [(3, 4), (5, 2)]
 
 
-# On the CPU, float32 sigmoid, tanh, ELU/SELU, softmax and log-softmax take Cephes' exp
-# (``ndarray/_expf``); a device array takes its own library's exp. These agree to float32's last
-# bits, not bitwise.
-_CEPHES_ON_THE_CPU = {"softmax", "log_softmax", "sigmoid_tanh_softrelu", "elu",
-                      "SoftmaxCrossEntropyLoss", "SigmoidBinaryCrossEntropyLoss", "LogisticLoss"}
+# Host arithmetic of the CPU's own, which a device array leaves to its library: float32 sigmoid,
+# tanh, ELU/SELU, softmax and log-softmax take Cephes' exp (``ndarray/_expf``), and BatchNorm's
+# channel sums add the batch first (``_bn_kernels.np_channel_sums``), where the device takes its
+# library's exp and reduction. These agree to float32's last bits, not bitwise.
+_CPU_OWN_ARITHMETIC = {"softmax", "log_softmax", "sigmoid_tanh_softrelu", "elu",
+                       "SoftmaxCrossEntropyLoss", "SigmoidBinaryCrossEntropyLoss", "LogisticLoss",
+                       "batch_norm", "batch_norm_fixed_gamma"}
 
 
 def _same_result(host, device, case):
     assert host.dtype == device.dtype and host.shape == device.shape
-    if case in _CEPHES_ON_THE_CPU:
-        numpy.testing.assert_allclose(device, host, rtol=2e-6, atol=1e-7, err_msg=case)
+    if case in _CPU_OWN_ARITHMETIC:
+        # Sums of terms of order 1 that cancel (BatchNorm's gradients of a head of ones) keep
+        # their rounding as an absolute error.
+        atol = 1e-5 if case.startswith("batch_norm") else 1e-7
+        numpy.testing.assert_allclose(device, host, rtol=2e-6, atol=atol, err_msg=case)
     else:
         assert host.tobytes() == device.tobytes(), case
 

@@ -687,16 +687,25 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     if fix_gamma:
         gamma._data[...] = 1
     training = _ag._state.training and not use_global_stats
-    # The kernels' passes (numba) for the (N, C, ...) layout; the same numbers as the NumPy path.
-    fast = ax == 1 and _bk.usable(x, gamma._data, beta._data)
+    # The (N, C, ...) layout sums by channel in the kernels' order (_bn_kernels), by their
+    # passes (numba) where they apply; the same numbers either way.
+    ordered = ax == 1 and _bk.ordered(x)
+    fast = ordered and _bk.usable(x, gamma._data, beta._data)
     if training:
-        if fast:
+        if ordered:
             mean = numpy.empty(x.shape[1], x.dtype)
-            _bk.channel_sums(x, None, mean)
+            if fast:
+                _bk.channel_sums(x, None, mean)
+            else:
+                mean[...] = _bk.np_channel_sums(x)
             # As NumPy's mean: the sum divided by the count as an intp, in place.
             numpy.true_divide(mean, numpy.intp(count), out=mean, casting="unsafe")
             var = numpy.empty(x.shape[1], x.dtype)
-            _bk.channel_sums(x, mean, var)
+            if fast:
+                _bk.channel_sums(x, mean, var)
+            else:
+                centered = x - mean.reshape(bshape)
+                var[...] = _bk.np_channel_sums(centered * centered)
             numpy.true_divide(var, numpy.intp(count), out=var, casting="unsafe")
             mean, var = mean.reshape(bshape), var.reshape(bshape)
         else:
@@ -718,7 +727,7 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
         out = (x - mean) * scale + beta_b
     moving = (moving_mean, moving_var, momentum, eps) if training else None
     result = _finish_bn(data, x, gamma, beta, out, (mean, invstd), scale, red, moving,
-                        fix_gamma, count, fast, half)
+                        fix_gamma, count, fast, ordered, half)
     if output_mean_var:
         # MXNet's second and third outputs are the batch mean and inverse standard deviation.
         return [result, _wrap(mean.reshape(-1), data._ctx), _wrap(invstd.reshape(-1), data._ctx)]
@@ -741,7 +750,7 @@ def _update_moving(moving, mean, invstd):
 
 
 def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, count, fast,
-               half):
+               ordered, half):
     """The node of BatchNorm: ``stats`` (mean, invstd) give ``xhat = (x - mean) * invstd``,
     recomputed in the backward pass rather than kept from the forward one. ``moving``: the
     moving statistics a training batch updates when the backward pass reaches this node (None
@@ -752,7 +761,7 @@ def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, 
     if not _recording_for(data, gamma, beta):
         return _wrap(out, data._ctx)
     training = moving is not None
-    vjp = _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast)
+    vjp = _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast, ordered)
     if training:
         stats_vjp = vjp
 
@@ -768,10 +777,17 @@ def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, 
     return _result(out, data._ctx, (data, gamma, beta), vjp)
 
 
-def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast):
-    """BatchNorm's vjp on ``x`` (the array the forward normalized)."""
+def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast, ordered):
+    """BatchNorm's vjp on ``x`` (the array the forward normalized); ``ordered``: its channel
+    sums are ``_bn_kernels.np_channel_sums``'."""
     xp = _xp_of(x)
     mean, invstd = stats
+
+    def sums(a, keepdims=False):
+        if ordered and type(a) is numpy.ndarray:
+            total = _bk.np_channel_sums(a)
+            return total.reshape(mean.shape) if keepdims else total
+        return a.sum(axis=red, keepdims=keepdims)
 
     def vjp(g, needs):
         if fast and _bk.usable(g, x):
@@ -781,16 +797,16 @@ def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast)
         xhat = (x - mean) * invstd
         if needs[0]:
             if training:
-                gmean = g.sum(axis=red, keepdims=True) / count
-                proj = (g * xhat).sum(axis=red, keepdims=True) / count
+                gmean = sums(g, True) / count
+                proj = sums(g * xhat, True) / count
                 gx = (g - gmean - xhat * proj) * scale
             else:
                 gx = g * scale
         if needs[1]:
             ggamma = (xp.zeros(gamma._data.shape, dtype=gamma._data.dtype) if fix_gamma
-                      else (g * xhat).sum(axis=red).reshape(gamma._data.shape))
+                      else sums(g * xhat).reshape(gamma._data.shape))
         if needs[2]:
-            gbeta = g.sum(axis=red).reshape(beta._data.shape)
+            gbeta = sums(g).reshape(beta._data.shape)
         return gx, ggamma, gbeta
     return vjp
 
