@@ -19,6 +19,12 @@ the other, on the same condition.
 ``2**n`` for ``n`` in ``[-126, 0]`` (the NumPy body reads them from a table; both exact), and
 arguments under ``ln(FLT_MIN)`` are raised to it (their exp is below ``1.2e-38``).
 
+``erf`` (GELU's, float32): ``z + z * Q(z**2)`` for ``|z| < 0.7``, else ``1 - exp(-z**2) * R(z)``,
+``Q`` and ``R`` polynomials fitted here (least squares on Chebyshev nodes, relative error) to
+``erf(z)/z - 1`` and to ``erfc(z) * exp(z**2)`` on ``[0.7, 4]``; ``|z|`` above 4 taken as 4,
+where float32's ``erf`` is 1. Within 2 ulp of the true values (about 2.5 times the rounding of
+a double-precision ``erf``, which cost 8 ns a value here and does not vectorize).
+
 ``expm1_neg`` (ELU's, SELU's ``exp(x) - 1`` for ``x <= 0``, where ``exp(x) - 1`` itself would
 lose every digit near 0): the Taylor polynomial to degree 8 on ``[-0.5, 0]`` (within 1.02 ulp
 of the true values there), ``exp_neg(x) - 1`` below (within 1.15 ulp); ``-0.0`` stays ``-0.0``.
@@ -32,7 +38,7 @@ import numpy
 from .. import _jit
 from .ndarray import _xp_of
 
-__all__ = ["np_exp_neg", "np_sigmoid", "np_tanh", "np_expm1_neg", "EXP_LOW"]
+__all__ = ["np_exp_neg", "np_sigmoid", "np_tanh", "np_expm1_neg", "np_erf", "EXP_LOW"]
 
 _f = numpy.float32
 ZERO, HALF, ONE, NEG_TWO = _f(0), _f(0.5), _f(1), _f(-2)
@@ -51,6 +57,18 @@ T0, T1, T2, T3, T4 = (_f(-5.70498872745e-3), _f(2.06390887954e-2), _f(-5.3739715
 # expm1 near 0: x + x**2 * (1/2! + x/3! + ... + x**6/8!).
 EXPM1_SMALL = _f(-0.5)
 M2, M3, M4, M5, M6, M7, M8 = (_f(1 / math.factorial(k)) for k in range(2, 9))
+# erf: below ERF_SMALL z + z*Q(z*z), Q highest power first; above, 1 - exp(-z*z) * R(z - ERF_MID)
+# up to ERF_HIGH.
+ERF_SMALL, ERF_MID, ERF_HIGH = _f(0.7), _f(2.35), _f(4)
+Q5, Q4, Q3, Q2, Q1, Q0 = (_f(-6.980582256801426e-4), _f(5.142168141901493e-3),
+                          _f(-2.6846302673220634e-2), _f(0.11283576488494873),
+                          _f(-0.37612631916999817), _f(0.12837916612625122))
+R12, R11, R10, R9, R8, R7, R6, R5, R4, R3, R2, R1, R0 = (
+    _f(1.698089135970804e-07), _f(-7.503643359996204e-07), _f(1.4956185623304918e-06),
+    _f(-5.0537682909634896e-06), _f(2.301246058777906e-05), _f(-8.388997957808897e-05),
+    _f(2.8436272987164557e-04), _f(-9.530913084745407e-04), _f(3.095807507634163e-03),
+    _f(-9.662715718150139e-03), _f(2.8898276388645172e-02), _f(-8.240406960248947e-02),
+    _f(0.22254787385463715))
 
 
 # ----------------------------------------------------------------------------- whole arrays
@@ -103,6 +121,28 @@ def np_expm1_neg(x):
     return numpy.where(x >= EXPM1_SMALL, small, np_exp_neg(x) - ONE)
 
 
+def _erf_small(z, w):
+    return z + z * (((((Q5 * w + Q4) * w + Q3) * w + Q2) * w + Q1) * w + Q0)
+
+
+def _erfc_scaled(t):
+    """``erfc(z) * exp(z**2)`` at ``t = z - ERF_MID``."""
+    r = R12 * t + R11
+    for c in (R10, R9, R8, R7, R6, R5, R4, R3, R2, R1, R0):
+        r = r * t + c
+    return r
+
+
+def np_erf(x):
+    """``erf(x)`` of float32 ``x``."""
+    a = numpy.abs(x)
+    z = numpy.where(a > ERF_HIGH, ERF_HIGH, a)
+    w = z * z
+    big = ONE - np_exp_neg(-w) * _erfc_scaled(z - ERF_MID)
+    r = numpy.where(z < ERF_SMALL, _erf_small(z, w), big)
+    return numpy.where(x < ZERO, -r, r)
+
+
 # ----------------------------------------------------------------------------- one element
 def float32_from_bits(bits):
     """The float32 whose bit pattern is the integer ``bits`` (a bitcast when compiled)."""
@@ -148,6 +188,19 @@ def expm1_neg(x):
     return small if x >= EXPM1_SMALL else big
 
 
+def erf(x):
+    a = abs(x)
+    z = ERF_HIGH if a > ERF_HIGH else a
+    w = z * z
+    small = z + z * (((((Q5 * w + Q4) * w + Q3) * w + Q2) * w + Q1) * w + Q0)
+    t = z - ERF_MID
+    r = ((((((((((((R12 * t + R11) * t + R10) * t + R9) * t + R8) * t + R7) * t + R6) * t + R5)
+                * t + R4) * t + R3) * t + R2) * t + R1) * t + R0)
+    big = ONE - exp_neg(-w) * r
+    e = small if z < ERF_SMALL else big
+    return -e if x < ZERO else e
+
+
 class _BitsKernel(_jit.Kernel):
     """``float32_from_bits`` as a numba intrinsic: a truncation to 32 bits and a bitcast, which
     LLVM vectorizes (a table read at a computed index it does not)."""
@@ -182,3 +235,4 @@ _exp_neg = _jit.Kernel(exp_neg, {"float32_from_bits": _float32_from_bits}, inlin
 _sigmoid = _jit.Kernel(sigmoid, {"exp_neg": _exp_neg}, inline=True)
 _tanh = _jit.Kernel(tanh, {"exp_neg": _exp_neg}, inline=True)
 _expm1_neg = _jit.Kernel(expm1_neg, {"exp_neg": _exp_neg}, inline=True)
+_erf = _jit.Kernel(erf, {"exp_neg": _exp_neg}, inline=True)
