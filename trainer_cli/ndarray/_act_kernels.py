@@ -362,14 +362,21 @@ def _rows_f32(x):
     return x.size // x.shape[-1], x.shape[-1]
 
 
-def softmax_f32(x):
-    """``np_softmax_f32(x)`` by the loop, or None where it does not apply."""
+def _row_tops(x):
+    """``(rows, width, each row's maximum, an output like x)`` for a softmax's row loop, or None
+    where it does not apply."""
     shape = _rows_f32(x)
     if shape is None:
         return None
-    rows, width = shape
-    top = numpy.ascontiguousarray(x.max(axis=-1).reshape(-1))
-    out = numpy.empty_like(x)
+    return shape + (numpy.ascontiguousarray(x.max(axis=-1).reshape(-1)), numpy.empty_like(x))
+
+
+def softmax_f32(x):
+    """``np_softmax_f32(x)`` by the loop, or None where it does not apply."""
+    made = _row_tops(x)
+    if made is None:
+        return None
+    rows, width, top, out = made
 
     def work(r0, r1):
         tasks, values, _ = _bk.workspace(_F32, 0)
@@ -380,12 +387,10 @@ def softmax_f32(x):
 
 def log_softmax_f32(x):
     """``np_log_softmax_f32(x)`` by the loop, or None where it does not apply."""
-    shape = _rows_f32(x)
-    if shape is None:
+    made = _row_tops(x)
+    if made is None:
         return None
-    rows, width = shape
-    top = numpy.ascontiguousarray(x.max(axis=-1).reshape(-1))
-    out = numpy.empty_like(x)
+    rows, width, top, out = made
     sums = numpy.empty(rows, _F32)
 
     def work(r0, r1):
