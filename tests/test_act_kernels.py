@@ -39,13 +39,14 @@ def test_gelu_loops_are_the_numpy_bodies(kernels_on, dtype, n):
     with np.errstate(all="ignore"):
         want_out, want_cdf = K.np_gelu(x)
         got_out, got_cdf = K.gelu(x)
-        same_bits(got_out, want_out)
-        same_bits(got_cdf, want_cdf)
+        # The data hold a NaN: the float32 erf's selects may pass on either sign of it.
+        same_bits(got_out, want_out, nan_sign=False)
+        same_bits(got_cdf, want_cdf, nan_sign=False)
         got = K.gelu_grad(g, x, got_cdf)
         if dtype is np.float64:
             assert got is None      # float64 keeps NumPy's exp
         else:
-            same_bits(got, K.np_gelu_grad(g, x, want_cdf))
+            same_bits(got, K.np_gelu_grad(g, x, want_cdf), nan_sign=False)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
