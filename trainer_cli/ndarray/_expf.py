@@ -121,16 +121,17 @@ def np_expm1_neg(x):
     return numpy.where(x >= EXPM1_SMALL, small, np_exp_neg(x) - ONE)
 
 
-def _erf_small(z, w):
+# erf's two polynomials are arithmetic only: the same functions serve whole arrays and, compiled
+# into ``erf``, one element.
+def erf_small(z, w):
+    """``erf(z)`` for ``0 <= z < ERF_SMALL``, ``w = z * z``."""
     return z + z * (((((Q5 * w + Q4) * w + Q3) * w + Q2) * w + Q1) * w + Q0)
 
 
-def _erfc_scaled(t):
+def erfc_scaled(t):
     """``erfc(z) * exp(z**2)`` at ``t = z - ERF_MID``."""
-    r = R12 * t + R11
-    for c in (R10, R9, R8, R7, R6, R5, R4, R3, R2, R1, R0):
-        r = r * t + c
-    return r
+    return ((((((((((((R12 * t + R11) * t + R10) * t + R9) * t + R8) * t + R7) * t + R6) * t
+                   + R5) * t + R4) * t + R3) * t + R2) * t + R1) * t + R0)
 
 
 def np_erf(x):
@@ -138,8 +139,8 @@ def np_erf(x):
     a = numpy.abs(x)
     z = numpy.where(a > ERF_HIGH, ERF_HIGH, a)
     w = z * z
-    big = ONE - np_exp_neg(-w) * _erfc_scaled(z - ERF_MID)
-    r = numpy.where(z < ERF_SMALL, _erf_small(z, w), big)
+    big = ONE - np_exp_neg(-w) * erfc_scaled(z - ERF_MID)
+    r = numpy.where(z < ERF_SMALL, erf_small(z, w), big)
     return numpy.where(x < ZERO, -r, r)
 
 
@@ -192,12 +193,8 @@ def erf(x):
     a = abs(x)
     z = ERF_HIGH if a > ERF_HIGH else a
     w = z * z
-    small = z + z * (((((Q5 * w + Q4) * w + Q3) * w + Q2) * w + Q1) * w + Q0)
-    t = z - ERF_MID
-    r = ((((((((((((R12 * t + R11) * t + R10) * t + R9) * t + R8) * t + R7) * t + R6) * t + R5)
-                * t + R4) * t + R3) * t + R2) * t + R1) * t + R0)
-    big = ONE - exp_neg(-w) * r
-    e = small if z < ERF_SMALL else big
+    big = ONE - exp_neg(-w) * erfc_scaled(z - ERF_MID)
+    e = erf_small(z, w) if z < ERF_SMALL else big
     return -e if x < ZERO else e
 
 
@@ -235,4 +232,6 @@ _exp_neg = _jit.Kernel(exp_neg, {"float32_from_bits": _float32_from_bits}, inlin
 _sigmoid = _jit.Kernel(sigmoid, {"exp_neg": _exp_neg}, inline=True)
 _tanh = _jit.Kernel(tanh, {"exp_neg": _exp_neg}, inline=True)
 _expm1_neg = _jit.Kernel(expm1_neg, {"exp_neg": _exp_neg}, inline=True)
-_erf = _jit.Kernel(erf, {"exp_neg": _exp_neg}, inline=True)
+_erf = _jit.Kernel(erf, {"exp_neg": _exp_neg,
+                         "erf_small": _jit.Kernel(erf_small, inline=True),
+                         "erfc_scaled": _jit.Kernel(erfc_scaled, inline=True)}, inline=True)
