@@ -111,9 +111,9 @@ def channel_sums(x, mean, sums) -> None:
     n, c, p = _geometry(x)
 
     def work(c0, c1):
-        tasks, values, _ = workspace(x.dtype, 0)
+        tasks, values, acc = workspace(x.dtype, (c1 - c0) * p)
         _sums(x.reshape(-1), n, c, p, c0, c1, sums if mean is None else mean, mean is not None,
-              x.dtype.type(0), sums, numpy.empty((c1 - c0) * p, x.dtype), tasks, values)
+              x.dtype.type(0), sums, acc, tasks, values)
     _by_channels(x, work)
 
 
@@ -131,11 +131,9 @@ def grad_sums(g, x, mean, invstd, gsum, gxhat_sum) -> None:
     n, c, p = _geometry(x)
 
     def work(c0, c1):
-        tasks, values, _ = workspace(x.dtype, 0)
-        width = (c1 - c0) * p
+        tasks, values, acc_g = workspace(x.dtype, (c1 - c0) * p)
         _grad_sums(g.reshape(-1), x.reshape(-1), n, c, p, c0, c1, mean, invstd, x.dtype.type(0),
-                   gsum, gxhat_sum, numpy.empty(width, x.dtype), numpy.empty(width, x.dtype),
-                   tasks, values)
+                   gsum, gxhat_sum, acc_g, numpy.empty_like(acc_g), tasks, values)
     _by_channels(x, work)
 
 

@@ -189,10 +189,10 @@ def backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
         gw = numpy.empty(w.shape, w.dtype)
 
         def weights(c0, c1):
+            tasks, values, sums = _bk.workspace(x.dtype, taps * run)
             _weight_grad(g.reshape(-1), x.reshape(-1), n, c, geo, layout, zero,
-                         gw.reshape(c, -1), c0, c1, *_bk.workspace(x.dtype, 0)[:2],
-                         _plane(x, geo, layout), numpy.zeros(run, x.dtype),
-                         numpy.empty(taps * run, x.dtype))
+                         gw.reshape(c, -1), c0, c1, tasks, values, _plane(x, geo, layout),
+                         numpy.zeros(run, x.dtype), sums)
         _host_threads.in_ranges(c, g.size, SPLIT_SIZE, weights)
     if need_x:
         gx = numpy.empty(x.shape, x.dtype)
