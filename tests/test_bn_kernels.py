@@ -103,8 +103,7 @@ def test_pairwise_is_numpys_sum():
     for dtype in (np.float32, np.float64):
         for n in (1, 7, 8, 9, 127, 128, 129, 136, 255, 1000, 4099, 70001):
             a = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
-            tasks = np.empty((B.STACK, 2), np.int64)
-            values = np.empty(B.STACK, dtype)
+            tasks, values, _ = B.workspace(dtype, 0)
             got = B.pairwise(a, 0, n, a.dtype.type(0), tasks, values)
             assert np.asarray(got, dtype).tobytes() == a.sum().tobytes(), n
 

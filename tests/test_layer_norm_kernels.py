@@ -1,10 +1,13 @@
 """LayerNorm's loops over the last axis (``ndarray/_layer_norm_kernels``) give the NumPy path's
 bits: output and the gradients of the input, gamma and beta, for rows short and long (NumPy's
 pairwise summation splits rows above 128 values), constant rows (zero variance), rows with NaN,
-infinities and signed zeros, float32 and float64; other axes keep the NumPy path. InstanceNorm
-and GroupNorm run the same loops on their rows (a sample's channel, a sample's group): the same
-bits as their NumPy bodies, and their closed-form gradients those of the same normalization
-composed of nd ops. Skipped where numba is not installed."""
+infinities and signed zeros, float32 and float64, on one thread and in ranges on several, for
+an input that is a leaf (its gradient written into its buffer) or computed, with any of the
+three gradients wanted; other axes keep the NumPy path, and a backward pass the loop does not
+take runs the NumPy body on the rows made again. InstanceNorm and GroupNorm run the same loops
+on their rows (a sample's channel, a sample's group): the same bits as their NumPy bodies, and
+their closed-form gradients those of the same normalization composed of nd ops. Skipped where
+numba is not installed."""
 import numpy as np
 import pytest
 
@@ -12,6 +15,7 @@ from kernel_checks import count_calls, loops_off, loops_on, same_bits
 from trainer_cli import autograd, nd
 from trainer_cli.gluon import nn
 from trainer_cli.ndarray import _layer_norm_kernels as K
+from trainer_cli.ndarray import host_threads
 
 pytest.importorskip("numba")
 
@@ -31,19 +35,32 @@ def _inputs(shape, dtype, seed):
     return x, gamma, beta, head
 
 
-def _run(x0, gamma0, beta0, head, axis=-1, eps=1e-5):
+def _run(x0, gamma0, beta0, head, axis=-1, eps=1e-5, leaf=True, grads=(True, True, True)):
+    """Output and the wanted gradients (None for the others); with ``leaf=False`` the input
+    reaches LayerNorm through an op, so that its gradient is not written into a buffer."""
     x, gamma, beta = nd.array(x0, dtype=x0.dtype), nd.array(gamma0, dtype=x0.dtype), \
         nd.array(beta0, dtype=x0.dtype)
-    for a in (x, gamma, beta):
-        a.attach_grad()
+    for a, wanted in zip((x, gamma, beta), grads):
+        if wanted:
+            a.attach_grad()
     with autograd.record():
-        y = nd.LayerNorm(x, gamma, beta, axis=axis, eps=eps)
+        y = nd.LayerNorm(x if leaf else x * 1, gamma, beta, axis=axis, eps=eps)
     y.backward(nd.array(head, dtype=x0.dtype))
-    return [a.asnumpy() for a in (y, x.grad, gamma.grad, beta.grad)]
+    return [y.asnumpy()] + [a.grad.asnumpy() if wanted else None
+                            for a, wanted in zip((x, gamma, beta), grads)]
 
 
 def _counted(monkeypatch):
-    return count_calls(monkeypatch, K, "_forward", "_input_grad")
+    return count_calls(monkeypatch, K, "_forward", "_backward", "_column_sums")
+
+
+def _same(got, want):
+    """The same bits; a NaN's sign may differ where two NaNs meet in a sum (the rows holding NaN
+    and infinities give NaN gradients, added down the rows)."""
+    for a, b in zip(got, want):
+        assert (a is None) == (b is None)
+        if a is not None:
+            same_bits(a, b, nan_sign=False)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -55,21 +72,57 @@ def test_the_loops_give_the_numpy_paths_bits(monkeypatch, dtype, shape):
     calls = _counted(monkeypatch)
     with np.errstate(all="ignore"):
         on = _run(x, gamma, beta, head)
-        assert set(calls) == {"_forward", "_input_grad"}, calls
+        assert {"_forward", "_backward"} <= set(calls), calls
         loops_off(monkeypatch)
         off = _run(x, gamma, beta, head)
-    for got, want in zip(on, off):
-        same_bits(got, want)
+    _same(on, off)
 
 
-def test_rows_are_split_among_threads_with_thesame_bits(monkeypatch):
+@pytest.mark.parametrize("grads", [(True, False, False), (False, True, True), (False, True, False),
+                                   (True, False, True)])
+@pytest.mark.parametrize("leaf", [True, False])
+def test_any_of_the_gradients_for_a_leaf_or_a_computed_input(monkeypatch, grads, leaf):
+    x, gamma, beta, head = _inputs((40, 300), np.float32, 7)
+    loops_on(monkeypatch, K)
+    calls = _counted(monkeypatch)
+    with np.errstate(all="ignore"):
+        on = _run(x, gamma, beta, head, leaf=leaf, grads=grads)
+        assert calls == ["_forward", "_backward"], calls
+        loops_off(monkeypatch)
+        off = _run(x, gamma, beta, head, leaf=leaf, grads=grads)
+    _same(on, off)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_rows_are_split_among_threads_with_the_same_bits(monkeypatch, threads):
+    """In ranges of rows the column sums of gamma's and beta's gradients are made after the
+    loop, in ranges of columns; on one thread the loop makes them in one call."""
     x, gamma, beta, head = _inputs((600, 512), np.float32, 2)
-    monkeypatch.setattr(K, "SPLIT_SIZE", 1 << 30)
-    whole = _run(x, gamma, beta, head)
-    monkeypatch.setattr(K, "SPLIT_SIZE", 1000)
-    split = _run(x, gamma, beta, head)
-    for got, want in zip(split, whole):
-        same_bits(got, want)
+    loops_on(monkeypatch, K)
+    with np.errstate(all="ignore"):
+        whole = _run(x, gamma, beta, head)
+        monkeypatch.setattr(K, "SPLIT_SIZE", 1000)
+        monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
+        calls = _counted(monkeypatch)
+        split = _run(x, gamma, beta, head)
+    parts = 1 if threads == 1 else 2 * threads
+    assert calls == ["_forward"] * parts + ["_backward"] * parts + ["_column_sums"] * (
+        0 if threads == 1 else 2 * threads), calls
+    _same(split, whole)
+
+
+def test_a_backward_pass_the_loop_does_not_take_runs_the_numpy_body(monkeypatch):
+    """The forward by the loop, the backward by the NumPy body on the normalized rows made again
+    from the kept mean and invstd (as for a head gradient of another layout)."""
+    x, gamma, beta, head = _inputs((30, 200), np.float64, 8)
+    loops_on(monkeypatch, K)
+    with np.errstate(all="ignore"):
+        want = _run(x, gamma, beta, head)
+        monkeypatch.setattr(K, "backward", lambda *a: None)
+        calls = _counted(monkeypatch)
+        got = _run(x, gamma, beta, head)
+    assert calls == ["_forward"]
+    _same(got, want)
 
 
 def test_other_axes_and_output_mean_var_keep_the_numpy_path(monkeypatch):
@@ -122,21 +175,28 @@ def test_instance_and_group_norm_loops_give_their_numpy_bodies_bits(monkeypatch,
     loops_on(monkeypatch, K)
     calls = _counted(monkeypatch)
     on = _run_norm(kind, *inputs)
-    assert set(calls) == {"_forward", "_input_grad"}, calls
+    assert set(calls) == {"_forward", "_backward"}, calls
     loops_off(monkeypatch)
     off = _run_norm(kind, *inputs)
-    for got, want in zip(on, off):
-        same_bits(got, want)
+    _same(on, off)
 
 
-@pytest.mark.parametrize("kind", ["instance", "group"])
-def test_the_closed_form_gradients_are_the_composed_ops(monkeypatch, kind):
-    """float64: the rows' closed-form output and gradients against the same normalization
-    composed of nd ops (their gradients from autograd), which other array libraries run."""
-    from trainer_cli.ndarray import normalization
-    inputs = _norm_inputs(kind, (4, 6, 5, 3), np.float64, 6)
-    closed = _run_norm(kind, *inputs)
-    monkeypatch.setattr(normalization, "_rows_normalized", lambda *a: None)
-    composed = _run_norm(kind, *inputs)
-    for got, want in zip(closed, composed):
-        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_group_norm_long_rows_in_ranges(monkeypatch, threads, groups):
+    """Rows of 16,384 and 32,768 values (beyond NumPy's 8,192-value buffer), in ranges of rows
+    on several threads: with two groups each row's sums are its own, so the loop makes them in
+    any range; with one group gamma is one value, which NumPy adds pairwise over the whole
+    array, and so does the backward pass."""
+    inputs = _norm_inputs("group", (4, 4, 64, 128), np.float32, 9, groups=groups)
+    loops_on(monkeypatch, K)
+    monkeypatch.setattr(K, "SPLIT_SIZE", 1000)
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
+    calls = _counted(monkeypatch)
+    on = _run_norm("group", *inputs, groups=groups)
+    rows = 4 * groups
+    assert calls.count("_backward") == (1 if threads == 1 else min(rows, 2 * threads)), calls
+    assert "_column_sums" not in calls
+    loops_off(monkeypatch)
+    off = _run_norm("group", *inputs, groups=groups)
+    _same(on, off)

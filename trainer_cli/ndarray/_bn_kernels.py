@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
+from . import _lane_sums
 from . import host_threads as _host_threads
 
 __all__ = ["channel_sums", "scale_shift", "grad_sums", "grad_input", "ordered", "np_channel_sums",
@@ -52,8 +53,20 @@ CHANNEL_PARTS = 8
 SHIFT_SPLIT_SIZE = 1 << 22
 _np_ndarray = numpy.ndarray
 _F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
-STACK = 256         # pairwise's task stack: depth 3 per halving, 2**64 elements need < 200
 BLOCK = 128         # NumPy's PW_BLOCKSIZE: pairwise_sum's longest run of eight running sums
+# pairwise's workspace (``workspace``): ``tasks`` rows of two int64 hold a plan of up to
+# MAX_LEAVES block sums and their additions, then the walk's stack (3 rows per halving: 2**64
+# elements need < 200) and its slots (one per halving); ``values`` holds the plan's sums.
+MAX_LEAVES = 512
+_LEAVES = 2
+_JOINS = _LEAVES + MAX_LEAVES
+_WALK = _JOINS + MAX_LEAVES
+_WALK_SLOTS = _WALK + 200
+STACK = _WALK_SLOTS + 70
+_JOINED = MAX_LEAVES
+# Halving a count above 128 leaves parts of 64 or more, so a sum of up to this many elements
+# has at most MAX_LEAVES blocks.
+PLAN_MAX = 64 * MAX_LEAVES
 
 
 def ordered(x) -> bool:
@@ -88,9 +101,11 @@ def _geometry(x):
 
 
 def workspace(dtype, p):
-    """``pairwise``'s task stack and values, and a row of ``p`` elements to sum from."""
-    return (numpy.empty((STACK, 2), numpy.int64), numpy.empty(STACK, dtype),
-            numpy.empty(p, dtype))
+    """``pairwise``'s tasks (no plan in them yet) and values, and a row of ``p`` elements to sum
+    from."""
+    tasks = numpy.empty((STACK, 2), numpy.int64)
+    tasks[0, 0] = -1
+    return tasks, numpy.empty(STACK, dtype), numpy.empty(p, dtype)
 
 
 def _by_channels(x, work, split=None):
@@ -152,25 +167,15 @@ _U = numpy.uint64
 
 
 def _block_sum_loop(a, s, n, zero):
-    """NumPy's pairwise_sum for ``n <= 128``: sequential below 8, else eight running sums."""
+    """NumPy's pairwise_sum for ``n <= 128``: sequential below 8, else eight running sums (one
+    vector of eight lanes when compiled: ``_lane_sums``)."""
     if n < 8:
         res = zero
         for i in range(n):
             res = res + a[_U(s + i)]
         return res
-    r0, r1, r2, r3 = a[_U(s)], a[_U(s + 1)], a[_U(s + 2)], a[_U(s + 3)]
-    r4, r5, r6, r7 = a[_U(s + 4)], a[_U(s + 5)], a[_U(s + 6)], a[_U(s + 7)]
     whole = n - n % 8
-    for i in range(8, whole, 8):
-        at = s + i
-        r0 = r0 + a[_U(at)]
-        r1 = r1 + a[_U(at + 1)]
-        r2 = r2 + a[_U(at + 2)]
-        r3 = r3 + a[_U(at + 3)]
-        r4 = r4 + a[_U(at + 4)]
-        r5 = r5 + a[_U(at + 5)]
-        r6 = r6 + a[_U(at + 6)]
-        r7 = r7 + a[_U(at + 7)]
+    r0, r1, r2, r3, r4, r5, r6, r7 = lane_sums(a, s, whole)       # noqa: F821
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     for i in range(whole, n):
         res = res + a[_U(s + i)]
@@ -179,13 +184,65 @@ def _block_sum_loop(a, s, n, zero):
 
 def _pairwise_loop(a, s, n, zero, tasks, values):
     """NumPy's pairwise_sum of ``a[s:s + n]``: above 128 elements the sum of both halves (the
-    first rounded down to a multiple of 8), here with an explicit stack instead of recursion.
-    A task ``(start, count)`` sums a range; ``(0, -1)`` adds the two sums on top of ``values``."""
-    if n <= BLOCK:
-        return _block_sum(a, s, n, zero)
-    top, vtop = 1, 0
-    tasks[0, 0], tasks[0, 1] = s, n
-    while top > 0:
+    first rounded down to a multiple of 8). The halving depends on ``n`` alone, so it is worked
+    out once into a plan kept in ``tasks`` (``_plan``), used again while ``n`` stays the same (a
+    caller sums rows of one width): the leaves' block sums, then the additions of the tree,
+    each into its own slot of ``values``, without a stack to wait on. Sums of more than
+    ``PLAN_MAX`` elements halve with an explicit stack instead (``_stacked_sum``)."""
+    if n > PLAN_MAX:
+        return _stacked_sum(a, s, n, zero, tasks, values)
+    if tasks[0, 0] != n:
+        _plan(n, tasks)
+    leaves, joins = tasks[0, 1], tasks[1, 0]
+    # One call of the block sum, compiled into each caller once (a block alone: no joins).
+    for i in range(leaves):
+        values[i] = _block_sum(a, s + tasks[_LEAVES + i, 0], tasks[_LEAVES + i, 1], zero)
+    for k in range(joins):
+        values[_JOINED + k] = values[tasks[_JOINS + k, 0]] + values[tasks[_JOINS + k, 1]]
+    return values[_JOINED + joins - 1] if joins else values[0]
+
+
+def _plan_loop(n, tasks):
+    """The halving of ``n`` (PLAN_MAX at most) as a plan in ``tasks``: row 0 ``(n, leaves)``,
+    row 1 ``(joins, 0)``; from row ``_LEAVES`` each leaf's ``(offset, count)`` in order, its sum
+    going to slot ``i`` of ``values``; from row ``_JOINS`` each addition's two slots in the order
+    the recursion adds them, its sum going to slot ``_JOINED + k``. The walk's own stack, a task
+    ``(offset, count)`` or ``(0, -1)`` for an addition, and the slots of the sums made so far,
+    lie after the plan."""
+    top, slots, leaves, joins = _WALK, _WALK_SLOTS, 0, 0
+    tasks[top, 0], tasks[top, 1] = 0, n
+    top += 1
+    while top > _WALK:
+        top -= 1
+        start, count = tasks[top, 0], tasks[top, 1]
+        if count < 0:
+            tasks[_JOINS + joins, 0] = tasks[slots - 2, 0]
+            tasks[_JOINS + joins, 1] = tasks[slots - 1, 0]
+            slots -= 1
+            tasks[slots - 1, 0] = _JOINED + joins
+            joins += 1
+        elif count <= BLOCK:
+            tasks[_LEAVES + leaves, 0], tasks[_LEAVES + leaves, 1] = start, count
+            tasks[slots, 0] = leaves
+            slots += 1
+            leaves += 1
+        else:
+            half = count // 2
+            half -= half % 8
+            tasks[top, 0], tasks[top, 1] = 0, -1
+            tasks[top + 1, 0], tasks[top + 1, 1] = start + half, count - half
+            tasks[top + 2, 0], tasks[top + 2, 1] = start, half
+            top += 3
+    tasks[0, 0], tasks[0, 1] = n, leaves
+    tasks[1, 0], tasks[1, 1] = joins, 0
+
+
+def _stacked_sum_loop(a, s, n, zero, tasks, values):
+    """``pairwise`` by an explicit stack: a task ``(start, count)`` sums a range; ``(0, -1)``
+    adds the two sums on top of ``values``. Its stack lies after the plan, which it keeps."""
+    top, vtop = _WALK + 1, 0
+    tasks[_WALK, 0], tasks[_WALK, 1] = s, n
+    while top > _WALK:
         top -= 1
         start, count = tasks[top, 0], tasks[top, 1]
         if count < 0:
@@ -271,10 +328,15 @@ def _grad_input_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, gmean, proj, scale,
 # 1.33 ms, 256 of 6x6 1.37 -> 1.14, 128 of 12x12 1.82 -> 1.50). Compiling ``pairwise`` itself
 # into each of its seven callers gained little more and took a fresh process's first
 # BatchNorm from 2.7 to 4.1 s of compiling.
+lane_sums = _lane_sums.lane_sums
 _block_sum = _block_sum_loop
-block_sum = _jit.Kernel(_block_sum_loop, inline=True)
+block_sum = _jit.Kernel(_block_sum_loop, {"lane_sums": _lane_sums.LANE_SUMS}, inline=True)
+_plan = _plan_loop
+_stacked_sum = _stacked_sum_loop
 _pairwise = pairwise_loop = _pairwise_loop
-pairwise = _jit.Kernel(_pairwise_loop, {"_block_sum": block_sum})
+pairwise = _jit.Kernel(_pairwise_loop, inline=True, helpers={
+    "_block_sum": block_sum, "_plan": _jit.Kernel(_plan_loop),
+    "_stacked_sum": _jit.Kernel(_stacked_sum_loop, {"_block_sum": block_sum})})
 _sums = _jit.Kernel(_sums_loop, {"_pairwise": pairwise})
 _scale_shift = _jit.Kernel(_scale_shift_loop)
 _grad_sums = _jit.Kernel(_grad_sums_loop, {"_pairwise": pairwise})

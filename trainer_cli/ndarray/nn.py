@@ -836,43 +836,63 @@ def LayerNorm(data=None, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_v
     x = data._data
     xp = _xp_of(x)
     ax = axis % x.ndim
-    made = None
     if ax == x.ndim - 1 and not output_mean_var:
         made = _ln_kernels.forward(x, gamma._data, beta._data, eps)
-    if made is None:
-        xhat, invstd, mean, var = _ln_kernels.np_normalized(x, ax, eps, xp)
-        bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
-        out = xhat * gamma._data.reshape(bshape) + beta._data.reshape(bshape)
-    else:
-        out, xhat, invstd = made
+        if made is not None:
+            return _layer_norm_rows_result(data, gamma, beta, *made)
+    xhat, invstd, mean, var = _ln_kernels.np_normalized(x, ax, eps, xp)
+    bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
+    out = xhat * gamma._data.reshape(bshape) + beta._data.reshape(bshape)
     result = _layer_norm_result(data, gamma, beta, out, xhat, invstd, ax)
     if output_mean_var:
         return [result, _wrap(mean, data._ctx), _wrap(xp.sqrt(var + eps), data._ctx)]
     return result
 
 
-def _layer_norm_result(data, gamma, beta, out, xhat, invstd, ax):
-    """LayerNorm's output with its gradients: the input's by ``_ln_kernels``' loop over the last
-    axis where it applies, else its NumPy body; gamma's and beta's by NumPy's sums."""
+def _layer_norm_rows_result(data, gamma, beta, out, mean, invstd):
+    """LayerNorm's output over the last axis made by ``_ln_kernels.forward``, with its gradients
+    from that module's backward loop (the input's written straight into its gradient buffer
+    where it may be), or, where that loop does not apply, from the NumPy body on the normalized
+    rows made again."""
     inputs = (data, gamma, beta)
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
-    g = gamma._data
-    red = tuple(i for i in range(xhat.ndim) if i != ax)
+    x, g, beta_shape = data._data, gamma._data, beta._data.shape
 
     def vjp(gout, needs):
-        gx = ggamma = gbeta = None
-        if needs[0]:
-            gx = _ln_kernels.input_grad(gout, g, xhat, invstd) if ax == xhat.ndim - 1 else None
-            if gx is None:
-                bshape = tuple(xhat.shape[ax] if i == ax else 1 for i in range(xhat.ndim))
-                gx = _ln_kernels.np_input_grad(gout * g.reshape(bshape), xhat, invstd, ax)
-        if needs[1]:
-            ggamma = (gout * xhat).sum(axis=red).reshape(g.shape)
-        if needs[2]:
-            gbeta = gout.sum(axis=red).reshape(beta._data.shape)
-        return gx, ggamma, gbeta
+        buf = _ag.direct_grad_buffer(data) if needs[0] else None
+        made = _ln_kernels.backward(gout, x, g, mean, invstd, 0, needs, buf)
+        if made is None:
+            return _layer_norm_vjp(gout, needs, g, beta_shape, _ln_kernels.np_xhat(x, mean, invstd),
+                                   invstd.reshape(x.shape[:-1] + (1,)), x.ndim - 1)
+        gx, ggamma, gbeta = made
+        return (_ag.WRITTEN if buf is not None else gx, None if ggamma is None
+                else ggamma.reshape(g.shape), None if gbeta is None else gbeta.reshape(beta_shape))
     return _result(out, data._ctx, inputs, vjp)
+
+
+def _layer_norm_vjp(gout, needs, g, beta_shape, xhat, invstd, ax):
+    """The gradients of a LayerNorm by its NumPy body."""
+    red = tuple(i for i in range(xhat.ndim) if i != ax)
+    gx = ggamma = gbeta = None
+    if needs[0]:
+        bshape = tuple(xhat.shape[ax] if i == ax else 1 for i in range(xhat.ndim))
+        gx = _ln_kernels.np_input_grad(gout * g.reshape(bshape), xhat, invstd, ax)
+    if needs[1]:
+        ggamma = (gout * xhat).sum(axis=red).reshape(g.shape)
+    if needs[2]:
+        gbeta = gout.sum(axis=red).reshape(beta_shape)
+    return gx, ggamma, gbeta
+
+
+def _layer_norm_result(data, gamma, beta, out, xhat, invstd, ax):
+    """LayerNorm's output with its gradients by the NumPy body."""
+    inputs = (data, gamma, beta)
+    if not _recording_for(*inputs):
+        return _wrap(out, data._ctx)
+    g, beta_shape = gamma._data, beta._data.shape
+    return _result(out, data._ctx, inputs,
+                   lambda gout, needs: _layer_norm_vjp(gout, needs, g, beta_shape, xhat, invstd, ax))
 
 
 # ----------------------------------------------------------------------------- Dropout

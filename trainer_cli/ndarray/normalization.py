@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy
 
+from .. import autograd as _ag
 from ..base import ShapeError
 from . import _layer_norm_kernels as _ln_kernels
 from . import ops
@@ -45,8 +46,9 @@ def _rows_normalized(data, gamma, beta, rows, per_row, eps):
     if made is None:
         xhat, invstd, _, _ = _ln_kernels.np_normalized(x2, -1, eps)
         g_rows, b_rows = (numpy.tile(v, rows // per_row).reshape(rows, 1) for v in (g, b))
-        made = xhat * g_rows + b_rows, xhat, invstd
-    out, xhat, invstd = made
+        out, mean = xhat * g_rows + b_rows, None
+    else:
+        out, mean, invstd = made
     inputs = (data, gamma, beta)
     if not _recording_for(*inputs):
         return _wrap(out.reshape(x.shape), data._ctx)
@@ -54,15 +56,24 @@ def _rows_normalized(data, gamma, beta, rows, per_row, eps):
 
     def vjp(gout, needs):
         gout2 = numpy.ascontiguousarray(gout).reshape(rows, -1)
+        if mean is not None:
+            buf = _ag.direct_grad_buffer(data) if needs[0] else None
+            made = _ln_kernels.backward(gout2, x2, g, mean, invstd, per_row, needs,
+                                        None if buf is None else buf.reshape(rows, -1))
+            if made is not None:
+                gx, ggamma, gbeta = made
+                return (_ag.WRITTEN if buf is not None else None if gx is None
+                        else gx.reshape(x.shape), None if ggamma is None
+                        else ggamma.reshape(gamma.shape), None if gbeta is None
+                        else gbeta.reshape(beta.shape))
+        rows_xhat = xhat if mean is None else _ln_kernels.np_xhat(x2, mean, invstd)
+        rows_invstd = invstd if mean is None else invstd.reshape(rows, 1)
         gx = ggamma = gbeta = None
         if needs[0]:
-            gx = _ln_kernels.input_grad(gout2, g, xhat, invstd, per_row)
-            if gx is None:
-                gh = gout2 * numpy.tile(g, rows // per_row).reshape(rows, 1)
-                gx = _ln_kernels.np_input_grad(gh, xhat, invstd)
-            gx = gx.reshape(x.shape)
+            gh = gout2 * numpy.tile(g, rows // per_row).reshape(rows, 1)
+            gx = _ln_kernels.np_input_grad(gh, rows_xhat, rows_invstd).reshape(x.shape)
         if needs[1]:
-            ggamma = (gout2 * xhat).reshape(groups).sum(axis=(0, 2)).reshape(gamma.shape)
+            ggamma = (gout2 * rows_xhat).reshape(groups).sum(axis=(0, 2)).reshape(gamma.shape)
         if needs[2]:
             gbeta = gout2.reshape(groups).sum(axis=(0, 2)).reshape(beta.shape)
         return gx, ggamma, gbeta
