@@ -13,6 +13,7 @@ from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _bn_kernels as B
 from trainer_cli.ndarray import host_threads
 
+from kernel_checks import loops_on
 from test_conv_kernels import _data, _same_bits, assert_training_is_bitwise
 
 pytest.importorskip("numba")
@@ -97,15 +98,27 @@ def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case):
             _same_bits(a, b)
 
 
-def test_pairwise_is_numpys_sum():
-    """The summation alone, on rows long enough for several halvings, against NumPy's."""
+@pytest.mark.parametrize("compiled", [True, False])
+def test_pairwise_is_numpys_sum(monkeypatch, compiled):
+    """The summation alone, on rows long enough for several halvings (and beyond the planned
+    widths), from an offset, of a contiguous array and of a strided view, against NumPy's; one
+    workspace throughout, so that each width's plan replaces the last one's. Compiled (the
+    block's eight sums as one vector) and as plain Python."""
+    if compiled:
+        loops_on(monkeypatch)
+        pairwise = B.pairwise.compiled()
+    else:
+        pairwise = B.pairwise_loop
     rng = np.random.default_rng(3)
+    widths = (0, 1, 7, 8, 9, 127, 128, 129, 136, 255, 512, 1000, 512, 4099, B.PLAN_MAX,
+              B.PLAN_MAX + 1, 70001)
     for dtype in (np.float32, np.float64):
-        for n in (1, 7, 8, 9, 127, 128, 129, 136, 255, 1000, 4099, 70001):
-            a = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
-            tasks, values, _ = B.workspace(dtype, 0)
-            got = B.pairwise(a, 0, n, a.dtype.type(0), tasks, values)
-            assert np.asarray(got, dtype).tobytes() == a.sum().tobytes(), n
+        tasks, values, _ = B.workspace(dtype, 0)
+        for n in widths if compiled else widths[:12]:
+            a = (rng.standard_normal(2 * n + 6) * 10.0 ** rng.integers(-3, 4, 2 * n + 6)).astype(dtype)
+            for view in (a, a[::2]):
+                got = pairwise(view, 3, n, a.dtype.type(0), tasks, values)
+                assert np.asarray(got, dtype).tobytes() == view[3:3 + n].sum().tobytes(), n
 
 
 def test_batchnorm_kernels_decline_what_they_do_not_take(monkeypatch):
