@@ -115,7 +115,8 @@ def test_pairwise_is_numpys_sum(monkeypatch, compiled):
     for dtype in (np.float32, np.float64):
         tasks, values, _ = B.workspace(dtype, 0)
         for n in widths if compiled else widths[:12]:
-            a = (rng.standard_normal(2 * n + 6) * 10.0 ** rng.integers(-3, 4, 2 * n + 6)).astype(dtype)
+            size = 2 * n + 6
+            a = (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 4, size)).astype(dtype)
             for view in (a, a[::2]):
                 got = pairwise(view, 3, n, a.dtype.type(0), tasks, values)
                 assert np.asarray(got, dtype).tobytes() == view[3:3 + n].sum().tobytes(), n

@@ -202,6 +202,17 @@ def _pairwise_loop(a, s, n, zero, tasks, values):
     return values[_JOINED + joins - 1] if joins else values[0]
 
 
+def _halve_loop(tasks, top, start, count):
+    """The task on top of the walk's stack (``count`` > BLOCK) replaced by its addition and its
+    halves, NumPy's first half (rounded down to a multiple of 8) on top; the new top."""
+    half = count // 2
+    half -= half % 8
+    tasks[top, 0], tasks[top, 1] = 0, -1
+    tasks[top + 1, 0], tasks[top + 1, 1] = start + half, count - half
+    tasks[top + 2, 0], tasks[top + 2, 1] = start, half
+    return top + 3
+
+
 def _plan_loop(n, tasks):
     """The halving of ``n`` (PLAN_MAX at most) as a plan in ``tasks``: row 0 ``(n, leaves)``,
     row 1 ``(joins, 0)``; from row ``_LEAVES`` each leaf's ``(offset, count)`` in order, its sum
@@ -227,12 +238,7 @@ def _plan_loop(n, tasks):
             slots += 1
             leaves += 1
         else:
-            half = count // 2
-            half -= half % 8
-            tasks[top, 0], tasks[top, 1] = 0, -1
-            tasks[top + 1, 0], tasks[top + 1, 1] = start + half, count - half
-            tasks[top + 2, 0], tasks[top + 2, 1] = start, half
-            top += 3
+            top = _halve(tasks, top, start, count)
     tasks[0, 0], tasks[0, 1] = n, leaves
     tasks[1, 0], tasks[1, 1] = joins, 0
 
@@ -254,12 +260,7 @@ def _stacked_sum_loop(a, s, n, zero, tasks, values):
             values[vtop] = _block_sum(a, start, count, zero)
             vtop += 1
         else:
-            half = count // 2
-            half -= half % 8
-            tasks[top, 0], tasks[top, 1] = 0, -1
-            tasks[top + 1, 0], tasks[top + 1, 1] = start + half, count - half
-            tasks[top + 2, 0], tasks[top + 2, 1] = start, half
-            top += 3
+            top = _halve(tasks, top, start, count)
     return values[0]
 
 
@@ -325,18 +326,23 @@ def _grad_input_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, gmean, proj, scale,
 # The loops call these by name; compiled, they call them compiled (``_jit.Kernel``'s helpers).
 # A row's block sums are compiled into ``pairwise``: a second call per row of a small plane cost
 # as much as its sum (batch 32, one thread, forward and backward: 512 channels of 3x3 1.55 ->
-# 1.33 ms, 256 of 6x6 1.37 -> 1.14, 128 of 12x12 1.82 -> 1.50). Compiling ``pairwise`` itself
-# into each of its seven callers gained little more and took a fresh process's first
-# BatchNorm from 2.7 to 4.1 s of compiling.
+# 1.33 ms, 256 of 6x6 1.37 -> 1.14, 128 of 12x12 1.82 -> 1.50). ``pairwise`` is compiled into
+# its callers too, with one block sum in it and the plan's making left a call: the call cost
+# 20 ns a row, a fifth of a 512-value row's sum. When it held the stack's walk and two block
+# sums, that took a fresh process's first BatchNorm from 2.7 to 4.1 s of compiling; now 3.0 ->
+# 3.4 s, LayerNorm's 2.0 -> 3.8 s.
 lane_sums = _lane_sums.lane_sums
 _block_sum = _block_sum_loop
 block_sum = _jit.Kernel(_block_sum_loop, {"lane_sums": _lane_sums.LANE_SUMS}, inline=True)
+_halve = _halve_loop
 _plan = _plan_loop
 _stacked_sum = _stacked_sum_loop
 _pairwise = pairwise_loop = _pairwise_loop
+_halve_kernel = _jit.Kernel(_halve_loop, inline=True)
 pairwise = _jit.Kernel(_pairwise_loop, inline=True, helpers={
-    "_block_sum": block_sum, "_plan": _jit.Kernel(_plan_loop),
-    "_stacked_sum": _jit.Kernel(_stacked_sum_loop, {"_block_sum": block_sum})})
+    "_block_sum": block_sum, "_plan": _jit.Kernel(_plan_loop, {"_halve": _halve_kernel}),
+    "_stacked_sum": _jit.Kernel(_stacked_sum_loop, {"_block_sum": block_sum,
+                                                     "_halve": _halve_kernel})})
 _sums = _jit.Kernel(_sums_loop, {"_pairwise": pairwise})
 _scale_shift = _jit.Kernel(_scale_shift_loop)
 _grad_sums = _jit.Kernel(_grad_sums_loop, {"_pairwise": pairwise})

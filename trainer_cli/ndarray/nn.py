@@ -891,8 +891,8 @@ def _layer_norm_result(data, gamma, beta, out, xhat, invstd, ax):
     if not _recording_for(*inputs):
         return _wrap(out, data._ctx)
     g, beta_shape = gamma._data, beta._data.shape
-    return _result(out, data._ctx, inputs,
-                   lambda gout, needs: _layer_norm_vjp(gout, needs, g, beta_shape, xhat, invstd, ax))
+    return _result(out, data._ctx, inputs, lambda gout, needs: _layer_norm_vjp(
+        gout, needs, g, beta_shape, xhat, invstd, ax))
 
 
 # ----------------------------------------------------------------------------- Dropout

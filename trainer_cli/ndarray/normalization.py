@@ -48,7 +48,7 @@ def _rows_normalized(data, gamma, beta, rows, per_row, eps):
         g_rows, b_rows = (numpy.tile(v, rows // per_row).reshape(rows, 1) for v in (g, b))
         out, mean = xhat * g_rows + b_rows, None
     else:
-        out, mean, invstd = made
+        (out, mean, invstd), xhat = made, None
     inputs = (data, gamma, beta)
     if not _recording_for(*inputs):
         return _wrap(out.reshape(x.shape), data._ctx)
@@ -62,10 +62,12 @@ def _rows_normalized(data, gamma, beta, rows, per_row, eps):
                                         None if buf is None else buf.reshape(rows, -1))
             if made is not None:
                 gx, ggamma, gbeta = made
-                return (_ag.WRITTEN if buf is not None else None if gx is None
-                        else gx.reshape(x.shape), None if ggamma is None
-                        else ggamma.reshape(gamma.shape), None if gbeta is None
-                        else gbeta.reshape(beta.shape))
+                if buf is not None:
+                    gx = _ag.WRITTEN
+                elif gx is not None:
+                    gx = gx.reshape(x.shape)
+                return (gx, None if ggamma is None else ggamma.reshape(gamma.shape),
+                        None if gbeta is None else gbeta.reshape(beta.shape))
         rows_xhat = xhat if mean is None else _ln_kernels.np_xhat(x2, mean, invstd)
         rows_invstd = invstd if mean is None else invstd.reshape(rows, 1)
         gx = ggamma = gbeta = None
