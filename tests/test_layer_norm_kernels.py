@@ -93,6 +93,32 @@ def test_any_of_the_gradients_for_a_leaf_or_a_computed_input(monkeypatch, grads,
     _same(on, off)
 
 
+def test_an_output_gradient_not_in_rows_takes_the_loop(monkeypatch):
+    """A head gradient laid out column-major (as an op's gradient may come: a view of another
+    layout) is made contiguous and takes the loop: the bits of the NumPy path given the same
+    gradient in rows."""
+    from trainer_cli.ndarray.ndarray import _wrap
+    x0, gamma0, beta0, head = _inputs((30, 20, 64), np.float32, 10)
+
+    def run(layout):
+        x, gamma, beta = (nd.array(a) for a in (x0, gamma0, beta0))
+        for a in (x, gamma, beta):
+            a.attach_grad()
+        with autograd.record():
+            y = nd.LayerNorm(x, gamma, beta)
+        y.backward(_wrap(np.asarray(head, order=layout), x.context))
+        return [a.asnumpy() for a in (y, x.grad, gamma.grad, beta.grad)]
+
+    loops_on(monkeypatch, K)
+    calls = _counted(monkeypatch)
+    with np.errstate(all="ignore"):
+        on = run("F")
+        assert calls == ["_forward", "_backward"], calls
+        loops_off(monkeypatch)
+        off = run("C")
+    _same(on, off)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_rows_are_split_among_threads_with_the_same_bits(monkeypatch, threads):
     """In ranges of rows the column sums of gamma's and beta's gradients are made after the

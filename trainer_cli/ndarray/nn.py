@@ -860,6 +860,8 @@ def _layer_norm_rows_result(data, gamma, beta, out, mean, invstd):
     x, g, beta_shape = data._data, gamma._data, beta._data.shape
 
     def vjp(gout, needs):
+        if type(gout) is numpy.ndarray:     # a transpose's gradient, say: the loop wants rows
+            gout = numpy.ascontiguousarray(gout)
         buf = _ag.direct_grad_buffer(data) if needs[0] else None
         made = _ln_kernels.backward(gout, x, g, mean, invstd, 0, needs, buf)
         if made is None:
