@@ -119,21 +119,25 @@ def test_an_output_gradient_not_in_rows_takes_the_loop(monkeypatch):
     _same(on, off)
 
 
+@pytest.mark.parametrize("column_split", [1000, 1 << 40])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_rows_are_split_among_threads_with_the_same_bits(monkeypatch, threads):
-    """In ranges of rows the column sums of gamma's and beta's gradients are made after the
-    loop, in ranges of columns; on one thread the loop makes them in one call."""
+def test_rows_are_split_among_threads_with_the_same_bits(monkeypatch, threads, column_split):
+    """In ranges of rows (from COLUMN_SPLIT_SIZE elements on, where the backward pass makes
+    gamma's and beta's gradients) the column sums are made after the loop, in ranges of columns;
+    on one thread, or below that size, the loop makes them in one call."""
     x, gamma, beta, head = _inputs((600, 512), np.float32, 2)
     loops_on(monkeypatch, K)
     with np.errstate(all="ignore"):
         whole = _run(x, gamma, beta, head)
         monkeypatch.setattr(K, "SPLIT_SIZE", 1000)
+        monkeypatch.setattr(K, "COLUMN_SPLIT_SIZE", column_split)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
         calls = _counted(monkeypatch)
         split = _run(x, gamma, beta, head)
     parts = 1 if threads == 1 else 2 * threads
-    assert calls == ["_forward"] * parts + ["_backward"] * parts + ["_column_sums"] * (
-        0 if threads == 1 else 2 * threads), calls
+    backward_parts = parts if column_split == 1000 else 1
+    assert calls == ["_forward"] * parts + ["_backward"] * backward_parts + ["_column_sums"] * (
+        0 if backward_parts == 1 else 2 * threads), calls
     _same(split, whole)
 
 
