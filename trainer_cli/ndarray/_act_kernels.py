@@ -370,12 +370,18 @@ def _rows_f32(x):
 
 
 def _row_tops(x):
-    """``(rows, width, each row's maximum, an output like x)`` for a softmax's row loop, or None
-    where it does not apply."""
+    """``(rows, width, room for each row's maximum, an output like x)`` for a softmax's row
+    loop, or None where it does not apply; ``_tops`` fills the maxima of a range of rows."""
     shape = _rows_f32(x)
     if shape is None:
         return None
-    return shape + (numpy.ascontiguousarray(x.max(axis=-1).reshape(-1)), numpy.empty_like(x))
+    return shape + (numpy.empty(shape[0], _F32), numpy.empty_like(x))
+
+
+def _tops(x, width, top, r0, r1):
+    """NumPy's maxima of rows ``r0..r1`` of ``x`` into ``top``: in each range's own thread (a
+    row's maximum is the same whatever range it falls in)."""
+    numpy.max(x.reshape(-1, width)[r0:r1], axis=-1, out=top[r0:r1])
 
 
 def softmax_f32(x):
@@ -386,6 +392,7 @@ def softmax_f32(x):
     rows, width, top, out = made
 
     def work(r0, r1):
+        _tops(x, width, top, r0, r1)
         tasks, values, _ = _bk.workspace(_F32, 0)
         _softmax_forward(x.reshape(-1), top, width, ZERO, out.reshape(-1), tasks, values, r0, r1)
     _host_threads.in_ranges(rows, x.size, SPLIT_SIZE, work)
@@ -401,6 +408,7 @@ def log_softmax_f32(x):
     sums = numpy.empty(rows, _F32)
 
     def work(r0, r1):
+        _tops(x, width, top, r0, r1)
         tasks, values, scratch = _bk.workspace(_F32, width)
         _log_softmax_shift(x.reshape(-1), top, width, ZERO, out.reshape(-1), sums, tasks,
                            values, scratch, r0, r1)
