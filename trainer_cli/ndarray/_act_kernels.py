@@ -412,8 +412,9 @@ def log_softmax_f32(x):
         tasks, values, scratch = _bk.workspace(_F32, width)
         _log_softmax_shift(x.reshape(-1), top, width, ZERO, out.reshape(-1), sums, tasks,
                            values, scratch, r0, r1)
+        # NumPy's log and subtraction, as before, on the rows this thread just wrote.
+        out.reshape(-1, width)[r0:r1] -= numpy.log(sums[r0:r1]).reshape(-1, 1)
     _host_threads.in_ranges(rows, x.size, SPLIT_SIZE, work)
-    out -= numpy.log(sums).reshape(x.shape[:-1] + (1,))
     return out
 
 
