@@ -143,6 +143,7 @@ def test_softmax_ce_kernels_give_the_numpy_bits(dtype, shape, order):
     labels[4:8] = [numpy.nan, numpy.inf, 1.9, -0.5]   # cast and clipped as pick does
     head = rng.standard_normal(batch).astype(dtype)
     head[5] = -0.0
+    head[6:8] = [numpy.inf, numpy.nan]  # a row's one-hot sum made and added (0 * inf is NaN)
     scores = numpy.asarray(scores, order=order)     # F: a Dense layer's transposed product
     with numpy.errstate(all="ignore"):
         reference = _ce_step(scores, labels, head, kernels=False)

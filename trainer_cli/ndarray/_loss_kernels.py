@@ -177,26 +177,35 @@ def _backward_loop(head, e, idx, grad):
             row[j] = row[j] - e[i, j] * total
 
 
+def _one_hot_total_loop(neg, k, classes, zero, row, tasks, values):
+    """``zero +`` the pairwise sum of the one-hot row ``(1 if j == k else 0) * neg``: for a
+    finite ``neg`` that is ``zero + neg`` exactly (the other terms are zeros of its sign), so the
+    row is made and summed only where ``neg`` is not finite (``0 * inf`` is NaN) and there is
+    more than one class."""
+    if neg - neg == 0 or classes == 1:
+        return zero + neg
+    for j in range(classes):
+        row[j] = (1 if j == k else 0) * neg
+    return zero + _pairwise(row, 0, classes, zero, tasks, values)
+
+
 def _backward_wide_loop(head, e, idx, grad, row, zero, tasks, values):
-    # As _backward_loop, the one-hot row built in ``row`` first: ``grad`` may be ``e``.
+    # As _backward_loop: ``grad`` may be ``e``.
     classes = e.shape[1]
     for i in range(e.shape[0]):
         neg = -head[i]
+        k = idx[i]
+        total = _one_hot_total(neg, k, classes, zero, row, tasks, values)
         for j in range(classes):
-            row[j] = (1 if j == idx[i] else 0) * neg
-        total = zero + _pairwise(row, 0, classes, zero, tasks, values)
-        for j in range(classes):
-            grad[i, j] = row[j] - e[i, j] * total
+            hot = neg if j == k else neg * zero        # (1 or 0) * neg, as in the row
+            grad[i, j] = hot - e[i, j] * total
 
 
 def _backward_cols_loop(head, e_t, idx, grad_t, row, totals, zero, tasks, values):
     # _backward_wide_loop on the transposes: each row's sum first, then column by column.
     classes, batch = e_t.shape
     for i in range(batch):
-        neg = -head[i]
-        for j in range(classes):
-            row[j] = (1 if j == idx[i] else 0) * neg
-        totals[i] = zero + _pairwise(row, 0, classes, zero, tasks, values)
+        totals[i] = _one_hot_total(-head[i], idx[i], classes, zero, row, tasks, values)
     for j in range(classes):
         for i in range(batch):
             neg = -head[i]
@@ -250,7 +259,9 @@ _shift = _jit.Kernel(_shift_loop)
 _row_sums = _jit.Kernel(_row_sums_loop, {"_pairwise_block": _fc_kernels.pairwise_block})
 # Rows of any length: NumPy's pairwise summation with its halving above 128 values.
 _pairwise = _bn_kernels.pairwise_loop
-_backward_wide = _jit.Kernel(_backward_wide_loop, {"_pairwise": _bn_kernels.pairwise})
+_one_hot_total = _one_hot_total_loop
+one_hot_total = _jit.Kernel(_one_hot_total_loop, {"_pairwise": _bn_kernels.pairwise})
+_backward_wide = _jit.Kernel(_backward_wide_loop, {"_one_hot_total": one_hot_total})
 _row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
-_backward_cols = _jit.Kernel(_backward_cols_loop, {"_pairwise": _bn_kernels.pairwise})
+_backward_cols = _jit.Kernel(_backward_cols_loop, {"_one_hot_total": one_hot_total})
 _forward_cols = _jit.Kernel(_forward_cols_loop, {"_label_index": label_index})
