@@ -184,6 +184,10 @@ def test_log_softmax_parts_are_numpys_up_to_the_sign_of_a_zero(dtype, monkeypatc
     # The kernel itself is under test, also in a run that turns numba off for everything else.
     monkeypatch.setattr(_jit, "_numba", None)
     monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    column_loops = []       # float32 scores by columns: shift, exp and sums in one loop
+    real = _loss_kernels._shift_exp_sums_cols
+    monkeypatch.setattr(_loss_kernels, "_shift_exp_sums_cols",
+                        lambda *a: column_loops.append(1) or real(*a))
     rng = numpy.random.RandomState(5)
     for trial in range(300):
         batch, classes = rng.randint(1, 20), rng.randint(1, _loss_kernels._fc_kernels._BLOCK + 1)
@@ -202,3 +206,4 @@ def test_log_softmax_parts_are_numpys_up_to_the_sign_of_a_zero(dtype, monkeypatc
             _same_bits(log_sum, want_log_sum)
             numpy.testing.assert_array_equal(shifted, want_shifted)     # -0.0 == 0.0, NaN == NaN
             assert shifted.flags.c_contiguous == want_shifted.flags.c_contiguous
+    assert bool(column_loops) == (dtype == numpy.float32)

@@ -58,7 +58,17 @@ def log_softmax_parts(scores):
     sum to 2 or more, so ``shifted - log_sum`` rounds the same either way."""
     wide = _wide(scores)
     if not scores.flags.c_contiguous:
-        shifted = scores - scores.max(axis=1, keepdims=True)
+        top = scores.max(axis=1, keepdims=True)
+        if scores.dtype == numpy.float32 and scores.flags.f_contiguous:
+            # A Dense layer's transposed product: NumPy's subtraction, Cephes' exp and NumPy's
+            # sum over the classes (class by class, from +0.0, on this layout) in one loop down
+            # the columns, without an array of the exponentials.
+            shifted = numpy.empty_like(scores)
+            sums = numpy.empty((scores.shape[0], 1), scores.dtype)
+            _shift_exp_sums_cols(scores.T, top.reshape(-1), shifted.T, sums.reshape(-1),
+                                 scores.dtype.type(0))
+            return shifted, numpy.log(sums)
+        shifted = scores - top
         return shifted, numpy.log(_exp(shifted).sum(axis=1, keepdims=True))
     if wide:        # NumPy's SIMD max and subtraction outrun the scalar loop on long rows
         shifted = scores - scores.max(axis=1, keepdims=True)
@@ -226,6 +236,17 @@ def _forward_cols_loop(shifted_t, log_sum, labels, logp_t, loss, idx):
         loss[i] = abs(v) if v == 0 else v
 
 
+def _shift_exp_sums_cols_loop(scores_t, top, shifted_t, sums, zero):
+    classes, batch = scores_t.shape
+    for i in range(batch):
+        sums[i] = zero
+    for j in range(classes):
+        for i in range(batch):
+            v = scores_t[j, i] - top[i]
+            shifted_t[j, i] = v
+            sums[i] = sums[i] + exp_or_zero(v)     # noqa: F821 - _act_kernels' Cephes exp
+
+
 def _row_sums_wide_loop(e, sums, zero, tasks, values):
     for i in range(e.shape[0]):
         sums[i, 0] = zero + _pairwise(e[i], 0, e.shape[1], zero, tasks, values)
@@ -265,3 +286,5 @@ _backward_wide = _jit.Kernel(_backward_wide_loop, {"_one_hot_total": one_hot_tot
 _row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
 _backward_cols = _jit.Kernel(_backward_cols_loop, {"_one_hot_total": one_hot_total})
 _forward_cols = _jit.Kernel(_forward_cols_loop, {"_label_index": label_index})
+_shift_exp_sums_cols = _jit.Kernel(_shift_exp_sums_cols_loop,
+                                   {"exp_or_zero": _act_kernels._exp_or_zero_kernel})
