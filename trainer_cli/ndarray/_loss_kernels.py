@@ -136,17 +136,26 @@ def backward(head, logp, idx):
     indices of ``forward``, or None."""
     if type(head) is not _np_ndarray or head.dtype != logp.dtype or head.size != logp.shape[0]:
         return None
-    e = _exp(logp)
     if _wide(logp):
+        # float32: each row's (or column's) exponentials made in the loop into a row of
+        # scratch (Cephes' exp, as ``_exp``), never a whole array of them; float64: NumPy's
+        # exp first, its array then taking the gradient.
         dtype = logp.dtype
+        fused = dtype == numpy.float32
+        src = logp if fused else _exp(logp)
+        grad = numpy.empty_like(logp) if fused else src
         tasks, values, row = _bn_kernels.workspace(dtype, logp.shape[1])
-        if _by_columns(e):
+        if _by_columns(src):
             totals = numpy.empty(logp.shape[0], dtype)
-            _backward_cols(head.reshape(-1), e.T, idx, e.T, row, totals, dtype.type(0), tasks,
-                           values)
+            (_backward_cols_exp if fused else _backward_cols)(
+                head.reshape(-1), src.T, idx, grad.T, row, totals, dtype.type(0), tasks, values,
+                numpy.empty(logp.shape[0], dtype))
         else:
-            _backward_wide(head.reshape(-1), e, idx, e, row, dtype.type(0), tasks, values)
-        return e
+            (_backward_wide_exp if fused else _backward_wide)(
+                head.reshape(-1), src, idx, grad, row, dtype.type(0), tasks, values,
+                numpy.empty(logp.shape[1], dtype))
+        return grad
+    e = _exp(logp)
     grad = numpy.empty_like(logp)
     _backward(head.reshape(-1), e, idx, grad)
     return grad
@@ -199,28 +208,41 @@ def _one_hot_total_loop(neg, k, classes, zero, row, tasks, values):
     return zero + _pairwise(row, 0, classes, zero, tasks, values)
 
 
-def _backward_wide_loop(head, e, idx, grad, row, zero, tasks, values):
-    # As _backward_loop: ``grad`` may be ``e``.
-    classes = e.shape[1]
-    for i in range(e.shape[0]):
+def _backward_wide_loop(head, src, idx, grad, row, zero, tasks, values, scratch):
+    # As _backward_loop, each row's exponentials ``line(src, i, scratch)``: ``src``'s row
+    # itself, or made from the log-probabilities into ``scratch``. ``grad`` may be ``src``.
+    classes = src.shape[1]
+    for i in range(src.shape[0]):
         neg = -head[i]
         k = idx[i]
         total = _one_hot_total(neg, k, classes, zero, row, tasks, values)
+        e = line(src, i, scratch)       # noqa: F821 - _as_is or _exps
         for j in range(classes):
             hot = neg if j == k else neg * zero        # (1 or 0) * neg, as in the row
-            grad[i, j] = hot - e[i, j] * total
+            grad[i, j] = hot - e[j] * total
 
 
-def _backward_cols_loop(head, e_t, idx, grad_t, row, totals, zero, tasks, values):
+def _backward_cols_loop(head, src_t, idx, grad_t, row, totals, zero, tasks, values, scratch):
     # _backward_wide_loop on the transposes: each row's sum first, then column by column.
-    classes, batch = e_t.shape
+    classes, batch = src_t.shape
     for i in range(batch):
         totals[i] = _one_hot_total(-head[i], idx[i], classes, zero, row, tasks, values)
     for j in range(classes):
+        e = line(src_t, j, scratch)     # noqa: F821 - _as_is or _exps
         for i in range(batch):
             neg = -head[i]
             hot = neg if j == idx[i] else neg * zero       # (1 or 0) * neg, as in the row
-            grad_t[j, i] = hot - e_t[j, i] * totals[i]
+            grad_t[j, i] = hot - e[i] * totals[i]
+
+
+def _as_is(src, i, scratch):
+    return src[i]
+
+
+def _exps(src, i, scratch):
+    for j in range(src.shape[1]):
+        scratch[j] = exp_or_zero(src[i, j])        # noqa: F821 - _act_kernels' Cephes exp
+    return scratch
 
 
 def _forward_cols_loop(shifted_t, log_sum, labels, logp_t, loss, idx):
@@ -281,10 +303,17 @@ _row_sums = _jit.Kernel(_row_sums_loop, {"_pairwise_block": _fc_kernels.pairwise
 # Rows of any length: NumPy's pairwise summation with its halving above 128 values.
 _pairwise = _bn_kernels.pairwise_loop
 _one_hot_total = _one_hot_total_loop
+line = _as_is
 one_hot_total = _jit.Kernel(_one_hot_total_loop, {"_pairwise": _bn_kernels.pairwise})
-_backward_wide = _jit.Kernel(_backward_wide_loop, {"_one_hot_total": one_hot_total})
+_given = {"_one_hot_total": one_hot_total, "line": _jit.Kernel(_as_is, inline=True)}
+_made = {"_one_hot_total": one_hot_total,
+         "line": _jit.Kernel(_exps, {"exp_or_zero": _act_kernels._exp_or_zero_kernel},
+                             inline=True)}
+_backward_wide = _jit.Kernel(_backward_wide_loop, _given)
+_backward_wide_exp = _jit.Kernel(_backward_wide_loop, _made)
 _row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
-_backward_cols = _jit.Kernel(_backward_cols_loop, {"_one_hot_total": one_hot_total})
+_backward_cols = _jit.Kernel(_backward_cols_loop, _given)
+_backward_cols_exp = _jit.Kernel(_backward_cols_loop, _made)
 _forward_cols = _jit.Kernel(_forward_cols_loop, {"_label_index": label_index})
 _shift_exp_sums_cols = _jit.Kernel(_shift_exp_sums_cols_loop,
                                    {"exp_or_zero": _act_kernels._exp_or_zero_kernel})
