@@ -26,10 +26,14 @@ import numpy
 
 from .. import _jit
 from . import _act_kernels, _bn_kernels, _fc_kernels
+from . import host_threads as _host_threads
 
 __all__ = ["applies", "log_softmax_parts", "forward", "backward", "MIN_SIZE"]
 
 MIN_SIZE = 512
+# Scores stored by columns of this many values or more have their element-wise passes worked in
+# ranges of classes on the BLAS's thread count of threads.
+SPLIT_SIZE = 1 << 20
 _EXP_BLOCK = 1 << 16        # values of exp(shifted) at a time on wide rows (256 KiB of float32)
 _FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 _INT64_MIN = numpy.iinfo(numpy.int64).min
@@ -119,10 +123,17 @@ def forward(shifted, log_sum, label):
     loss = numpy.empty(shifted.shape[0], shifted.dtype)
     idx = numpy.empty(shifted.shape[0], numpy.int64)
     if _by_columns(shifted):
-        _forward_cols(shifted.T, log_sum, label.reshape(-1), logp.T, loss, idx)
+        _by_classes(shifted, lambda j0, j1: _forward_cols(shifted.T, log_sum, logp.T, j0, j1))
+        _cols_loss(logp.T, label.reshape(-1), loss, idx)
     else:
         _forward(shifted, log_sum, label.reshape(-1), logp, loss, idx)
     return loss, logp, idx
+
+
+def _by_classes(scores, work):
+    """``work(j0, j1)`` over ranges of the classes covering them, on the BLAS's thread count of
+    threads for SPLIT_SIZE scores or more (each value's arithmetic is its own)."""
+    _host_threads.in_ranges(scores.shape[1], scores.size, SPLIT_SIZE, work)
 
 
 def _by_columns(a):
@@ -147,9 +158,11 @@ def backward(head, logp, idx):
         tasks, values, row = _bn_kernels.workspace(dtype, logp.shape[1])
         if _by_columns(src):
             totals = numpy.empty(logp.shape[0], dtype)
-            (_backward_cols_exp if fused else _backward_cols)(
-                head.reshape(-1), src.T, idx, grad.T, row, totals, dtype.type(0), tasks, values,
-                numpy.empty(logp.shape[0], dtype))
+            _cols_totals(head.reshape(-1), idx, logp.shape[1], totals, row, dtype.type(0),
+                         tasks, values)
+            _by_classes(src, lambda j0, j1: (_backward_cols_exp if fused else _backward_cols)(
+                head.reshape(-1), src.T, idx, grad.T, totals, dtype.type(0),
+                numpy.empty(logp.shape[0], dtype), j0, j1))
         else:
             (_backward_wide_exp if fused else _backward_wide)(
                 head.reshape(-1), src, idx, grad, row, dtype.type(0), tasks, values,
@@ -222,12 +235,16 @@ def _backward_wide_loop(head, src, idx, grad, row, zero, tasks, values, scratch)
             grad[i, j] = hot - e[j] * total
 
 
-def _backward_cols_loop(head, src_t, idx, grad_t, row, totals, zero, tasks, values, scratch):
-    # _backward_wide_loop on the transposes: each row's sum first, then column by column.
-    classes, batch = src_t.shape
-    for i in range(batch):
+def _cols_totals_loop(head, idx, classes, totals, row, zero, tasks, values):
+    for i in range(head.shape[0]):
         totals[i] = _one_hot_total(-head[i], idx[i], classes, zero, row, tasks, values)
-    for j in range(classes):
+
+
+def _backward_cols_loop(head, src_t, idx, grad_t, totals, zero, scratch, j0, j1):
+    # _backward_wide_loop on the transposes, column by column (classes j0..j1), each row's sum
+    # made first (``_cols_totals_loop``).
+    batch = src_t.shape[1]
+    for j in range(j0, j1):
         e = line(src_t, j, scratch)     # noqa: F821 - _as_is or _exps
         for i in range(batch):
             neg = -head[i]
@@ -245,12 +262,17 @@ def _exps(src, i, scratch):
     return scratch
 
 
-def _forward_cols_loop(shifted_t, log_sum, labels, logp_t, loss, idx):
-    # _forward_loop on the transposes.
-    classes, batch = shifted_t.shape
-    for j in range(classes):
+def _forward_cols_loop(shifted_t, log_sum, logp_t, j0, j1):
+    # _forward_loop on the transposes: the log-probabilities of classes j0..j1, ...
+    batch = shifted_t.shape[1]
+    for j in range(j0, j1):
         for i in range(batch):
             logp_t[j, i] = shifted_t[j, i] - log_sum[i, 0]
+
+
+def _cols_loss_loop(logp_t, labels, loss, idx):
+    # ... then each sample's loss from them.
+    classes, batch = logp_t.shape
     for i in range(batch):
         k = _label_index(labels[i], classes)
         idx[i] = k
@@ -314,6 +336,8 @@ _backward_wide_exp = _jit.Kernel(_backward_wide_loop, _made)
 _row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
 _backward_cols = _jit.Kernel(_backward_cols_loop, _given)
 _backward_cols_exp = _jit.Kernel(_backward_cols_loop, _made)
-_forward_cols = _jit.Kernel(_forward_cols_loop, {"_label_index": label_index})
+_cols_totals = _jit.Kernel(_cols_totals_loop, {"_one_hot_total": one_hot_total})
+_forward_cols = _jit.Kernel(_forward_cols_loop)
+_cols_loss = _jit.Kernel(_cols_loss_loop, {"_label_index": label_index})
 _shift_exp_sums_cols = _jit.Kernel(_shift_exp_sums_cols_loop,
                                    {"exp_or_zero": _act_kernels._exp_or_zero_kernel})
