@@ -12,9 +12,15 @@ head gradient, its row sums (NumPy's pairwise sum) and ``g - exp(logp) * sum``.
 
 Rows of more than ``_fc_kernels._BLOCK`` classes (a language model's softmax over its
 vocabulary) sum as NumPy does through ``_bn_kernels``' general pairwise summation, and their
-passes write in place where NumPy allocates: ``logp`` over ``shifted``, the gradient over
-``exp(logp)`` (on 10,000 classes each such array is tens of megabytes, which glibc maps afresh
-and the kernel zeroes page by page at every step).
+passes write in place where NumPy allocates: ``logp`` over ``shifted`` (on 10,000 classes each
+such array is tens of megabytes, which glibc maps afresh and the kernel zeroes page by page at
+every step). On those rows: the one-hot row's sum is ``0 + (-head)`` exactly for a finite head
+(the other terms are zeros of its sign), so it is made and summed only for a non-finite one;
+float32 scores stored by columns (``Dense``'s transposed product) are shifted, exponentiated and
+summed class by class (NumPy's order on that layout) in one loop; the float32 gradient makes
+each row's or column's exponentials into a row of scratch inside its loop, never an array of
+them; and the passes over scores by columns whose values are independent (the log-probabilities,
+the gradient) run in ranges of classes on the BLAS's threads.
 
 ``applies`` says where they do not (no numba, other layouts or dtypes, fewer than ``MIN_SIZE``
 scores), and ``backward`` returns None for a head gradient of
