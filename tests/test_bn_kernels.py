@@ -11,6 +11,7 @@ import pytest
 
 from trainer_cli import _jit, autograd, gluon, nd
 from trainer_cli.ndarray import _bn_kernels as B
+from trainer_cli.ndarray import _pairwise as P
 from trainer_cli.ndarray import host_threads
 
 from kernel_checks import loops_on
@@ -106,14 +107,14 @@ def test_pairwise_is_numpys_sum(monkeypatch, compiled):
     block's eight sums as one vector) and as plain Python."""
     if compiled:
         loops_on(monkeypatch)
-        pairwise = B.pairwise.compiled()
+        pairwise = P.pairwise.compiled()
     else:
-        pairwise = B.pairwise_loop
+        pairwise = P.pairwise_loop
     rng = np.random.default_rng(3)
-    widths = (0, 1, 7, 8, 9, 127, 128, 129, 136, 255, 512, 1000, 512, 4099, B.PLAN_MAX,
-              B.PLAN_MAX + 1, 70001)
+    widths = (0, 1, 7, 8, 9, 127, 128, 129, 136, 255, 512, 1000, 512, 4099, P.PLAN_MAX,
+              P.PLAN_MAX + 1, 70001)
     for dtype in (np.float32, np.float64):
-        tasks, values, _ = B.workspace(dtype, 0)
+        tasks, values, _ = P.workspace(dtype, 0)
         for n in widths if compiled else widths[:12]:
             size = 2 * n + 6
             a = (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 4, size)).astype(dtype)

@@ -26,7 +26,7 @@ temporaries. A loop here does each pass in one:
   ``sigmoid``/``tanh`` from the output, ELU's ``alpha * exp(x)`` below 0.
 - ``softmax`` over the last axis: float32 rows in one loop (``exp(x - max)``, 0 below
   ``ln(FLT_MIN)``, NumPy's max first); float64 after NumPy's max, subtraction and ``exp``, each
-  row divided by its sum (NumPy's pairwise summation from +0.0, ``_bn_kernels.pairwise``) in one
+  row divided by its sum (NumPy's pairwise summation from +0.0, ``_pairwise.pairwise``) in one
   pass; the gradient ``out * (g - sum(g * out))`` (then ``/ t`` for a temperature other than 1)
   a row at a time. ``log_softmax`` of float32 rows likewise, its gradient
   ``g - exp(out) * sum(g)``.
@@ -44,7 +44,7 @@ import math
 import numpy
 
 from .. import _jit
-from . import _bn_kernels as _bk
+from . import _pairwise as _pw
 from . import host_threads as _host_threads
 from ._expf import EXP_LOW, ONE, np_erf, np_exp_neg, np_expm1_neg, np_sigmoid
 from ._expf import _exp_neg as _exp_neg_kernel
@@ -256,7 +256,7 @@ def softmax_rows(e):
     flat, zero = e.reshape(-1), e.dtype.type(0)
 
     def work(r0, r1):
-        tasks, values, _ = _bk.workspace(e.dtype, 0)
+        tasks, values, _ = _pw.workspace(e.dtype, 0)
         _softmax_divide(flat, width, zero, tasks, values, r0, r1)
     _host_threads.in_ranges(rows, e.size, SPLIT_SIZE, work)
     return True
@@ -274,7 +274,7 @@ def softmax_grad(g, out, t):
     divide = t != 1
 
     def work(r0, r1):
-        tasks, values, scratch = _bk.workspace(dtype, width)
+        tasks, values, scratch = _pw.workspace(dtype, width)
         _softmax_backward(g.reshape(-1), out.reshape(-1), width, dtype.type(t), divide,
                           dtype.type(0), gx.reshape(-1), tasks, values, scratch, r0, r1)
     _host_threads.in_ranges(rows, out.size, SPLIT_SIZE, work)
@@ -393,7 +393,7 @@ def softmax_f32(x):
 
     def work(r0, r1):
         _tops(x, width, top, r0, r1)
-        tasks, values, _ = _bk.workspace(_F32, 0)
+        tasks, values, _ = _pw.workspace(_F32, 0)
         _softmax_forward(x.reshape(-1), top, width, ZERO, out.reshape(-1), tasks, values, r0, r1)
     _host_threads.in_ranges(rows, x.size, SPLIT_SIZE, work)
     return out
@@ -409,7 +409,7 @@ def log_softmax_f32(x):
 
     def work(r0, r1):
         _tops(x, width, top, r0, r1)
-        tasks, values, scratch = _bk.workspace(_F32, width)
+        tasks, values, scratch = _pw.workspace(_F32, width)
         _log_softmax_shift(x.reshape(-1), top, width, ZERO, out.reshape(-1), sums, tasks,
                            values, scratch, r0, r1)
         # NumPy's log and subtraction, as before, on the rows this thread just wrote.
@@ -427,7 +427,7 @@ def log_softmax_grad_f32(g, out):
     gx = numpy.empty_like(out)
 
     def work(r0, r1):
-        tasks, values, _ = _bk.workspace(_F32, 0)
+        tasks, values, _ = _pw.workspace(_F32, 0)
         _log_softmax_backward(g.reshape(-1), out.reshape(-1), width, ZERO, gx.reshape(-1),
                               tasks, values, r0, r1)
     _host_threads.in_ranges(rows, out.size, SPLIT_SIZE, work)
@@ -635,8 +635,8 @@ _leaky_forward = _jit.Kernel(_leaky_forward_loop)
 _leaky_backward = _jit.Kernel(_leaky_backward_loop)
 _prelu_forward = _jit.Kernel(_prelu_forward_loop)
 _prelu_backward = _jit.Kernel(_prelu_backward_loop)
-_softmax_divide = _jit.Kernel(_softmax_divide_loop, {"pairwise": _bk.pairwise})
-_softmax_backward = _jit.Kernel(_softmax_backward_loop, {"pairwise": _bk.pairwise})
+_softmax_divide = _jit.Kernel(_softmax_divide_loop, {"pairwise": _pw.pairwise})
+_softmax_backward = _jit.Kernel(_softmax_backward_loop, {"pairwise": _pw.pairwise})
 _sigmoid_forward = _jit.Kernel(_sigmoid_forward_loop, {"sigmoid_one": _sigmoid})
 _tanh_forward = _jit.Kernel(_tanh_forward_loop, {"tanh_one": _tanh})
 _sigmoid_backward = _jit.Kernel(_sigmoid_backward_loop)
@@ -644,11 +644,11 @@ _tanh_backward = _jit.Kernel(_tanh_backward_loop)
 _elu_forward = _jit.Kernel(_elu_forward_loop, {"expm1_neg": _expm1_neg})
 _elu_backward = _jit.Kernel(_elu_backward_loop, {"exp_neg": _exp_neg_kernel})
 _softmax_forward = _jit.Kernel(_softmax_forward_loop, {"exp_or_zero": _exp_or_zero_kernel,
-                                                       "pairwise": _bk.pairwise})
+                                                       "pairwise": _pw.pairwise})
 _log_softmax_shift = _jit.Kernel(_log_softmax_shift_loop, {"exp_or_zero": _exp_or_zero_kernel,
-                                                           "pairwise": _bk.pairwise})
+                                                           "pairwise": _pw.pairwise})
 _log_softmax_backward = _jit.Kernel(_log_softmax_backward_loop,
-                                    {"exp_or_zero": _exp_or_zero_kernel, "pairwise": _bk.pairwise})
+                                    {"exp_or_zero": _exp_or_zero_kernel, "pairwise": _pw.pairwise})
 _exp_or_zero_forward = _jit.Kernel(_exp_or_zero_forward_loop, {"exp_or_zero": _exp_or_zero_kernel})
 _swish_forward = _jit.Kernel(_swish_forward_loop, {"sigmoid_one": _sigmoid})
 _swish_backward = _jit.Kernel(_swish_backward_loop)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from . import _bn_kernels as _bk
+from . import _pairwise as _pw
 from . import host_threads as _host_threads
 
 __all__ = ["im2col", "takes_im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out",
@@ -172,7 +172,7 @@ def mask_rows(g, out, relu, gm, lo, hi, row_sums) -> bool:
     if not takes_grad_rows(g, out, relu, gm, row_sums):
         return False
     n, f, p = g.shape
-    tasks, values, _ = _bk.workspace(g.dtype, 0)
+    tasks, values, _ = _pw.workspace(g.dtype, 0)
     sums = g.reshape(-1)[:1] if row_sums is None else row_sums.reshape(-1)
     _mask_rows(g.reshape(-1), out.reshape(-1), lo, hi, f, p, relu, gm.reshape(-1),
                row_sums is not None, sums, g.dtype.type(0), tasks, values)
@@ -195,7 +195,7 @@ def conv_grad_out_t(g, out, relu, g2, sums) -> bool:
     if not _usable(g, g2, out if relu else None, sums):
         return False
     n, f, p = g.shape
-    tasks, values, rows = _bk.workspace(g.dtype, _BLOCK * p)
+    tasks, values, rows = _pw.workspace(g.dtype, _BLOCK * p)
     _grad_out_t(g.reshape(-1), n, f, p, (out if relu else g).reshape(-1), relu, g2.reshape(-1),
                 sums is not None, g2.reshape(-1)[:f] if sums is None else sums, g.dtype.type(0),
                 tasks, values, rows)
@@ -429,7 +429,7 @@ def _totals_loop(row_sums, n_, f_, zero, sums):
 
 def _grad_out_t_loop(g, n_, f_, p_, out, relu, g2, with_sums, sums, zero, tasks, values, rows):
     # A transpose in blocks of _BLOCK filters: their (n, f) rows are masked into ``rows`` (where
-    # each one's sum is taken, in NumPy's order: see _bn_kernels), then written out position by
+    # each one's sum is taken, in NumPy's order: see _pairwise), then written out position by
     # position, _BLOCK contiguous values at a time (a column at a time ran 3x slower).
     if with_sums:
         for f in range(f_):
@@ -811,11 +811,11 @@ _span = _span_loop
 span = _jit.Kernel(_span_loop)
 _im2col = _jit.Kernel(_im2col_loop, {"_span": span})
 _epilogue = _jit.Kernel(_epilogue_loop)
-_pairwise = _bk.pairwise_loop
+_pairwise = _pw.pairwise_loop
 _grad_out = _jit.Kernel(_grad_out_loop)
-_mask_rows = _jit.Kernel(_mask_rows_loop, {"_pairwise": _bk.pairwise})
+_mask_rows = _jit.Kernel(_mask_rows_loop, {"_pairwise": _pw.pairwise})
 _totals = _jit.Kernel(_totals_loop)
-_grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _bk.pairwise})
+_grad_out_t = _jit.Kernel(_grad_out_t_loop, {"_pairwise": _pw.pairwise})
 _col2im = _jit.Kernel(_col2im_loop, {"_span": span})
 _im2col_3d = _jit.Kernel(_im2col_3d_loop, {"_span": span})
 _col2im_3d = _jit.Kernel(_col2im_3d_loop, {"_span": span})

@@ -15,7 +15,7 @@ kernel), one plane at a time:
   after tap, then the plane without its padding;
 - the weights' gradient: per channel and tap, the products ``g * x_t`` added over the batch
   position by position (image after image, from +0.0), then summed over the plane by NumPy's
-  pairwise summation (``_bn_kernels.pairwise``), the plane's rows laid ``width`` positions
+  pairwise summation (``_pairwise.pairwise``), the plane's rows laid ``width`` positions
   apart (the loops' padded row, a stride phase's columns) with +0.0 in between, and up to its
   last output; the bias's, NumPy's ``g.sum(axis=(0, 2, 3))``. (Summing the batch first keeps
   the pairwise sums, whose additions wait on each other, to one a channel and tap.)
@@ -34,7 +34,7 @@ import functools
 import numpy
 
 from .. import _jit
-from . import _bn_kernels as _bk
+from . import _pairwise as _pw
 from . import host_threads as _host_threads
 
 __all__ = ["applies", "np_forward", "np_backward", "forward", "backward"]
@@ -189,7 +189,7 @@ def backward(g, x, w, stride, dilate, pad, out_sp, need_x, need_w):
         gw = numpy.empty(w.shape, w.dtype)
 
         def weights(c0, c1):
-            tasks, values, sums = _bk.workspace(x.dtype, taps * run)
+            tasks, values, sums = _pw.workspace(x.dtype, taps * run)
             _weight_grad(g.reshape(-1), x.reshape(-1), n, c, geo, layout, zero,
                          gw.reshape(c, -1), c0, c1, tasks, values, _plane(x, geo, layout),
                          numpy.zeros(run, x.dtype), sums)
@@ -282,7 +282,7 @@ def _forward_loop(x, w, bias, with_bias, geo, layout, out, pp, acc, p0, p1):
 def _weight_grad_loop(g, x, n_, c_, geo, layout, zero, gw, c0, c1, tasks, values, pp, g_rows,
                       sums):
     """Per channel, each tap's products added over the images position by position into
-    ``sums`` (rows of ``width``), then each tap's positions summed by ``_bn_kernels.pairwise``
+    ``sums`` (rows of ``width``), then each tap's positions summed by ``_pairwise.pairwise``
     (NumPy's pairwise_sum), those past ``ow`` in a row as +0.0."""
     h, wd, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geo
     width, starts = layout[1], layout[3]
@@ -358,5 +358,5 @@ def _input_grad_loop(g, w, c_, geo, layout, zero, big, gx, gp, g_rows, p0, p1):
 _pad_plane = _jit.Kernel(_pad_plane_loop, inline=True)
 _forward = _jit.Kernel(_forward_loop, {"_pad_plane": _pad_plane})
 _weight_grad = _jit.Kernel(_weight_grad_loop, {"_pad_plane": _pad_plane,
-                                               "_pairwise": _bk.pairwise})
+                                               "_pairwise": _pw.pairwise})
 _input_grad = _jit.Kernel(_input_grad_loop)

@@ -1,7 +1,7 @@
 """Eight running sums over a stretch of an array, as one vector of eight lanes when compiled.
 
 NumPy's pairwise summation adds a block of up to 128 values in eight running sums, sum ``k``
-taking the values at offsets ``k``, ``k + 8``, ``k + 16``, ... (``_bn_kernels.pairwise``). Written
+taking the values at offsets ``k``, ``k + 8``, ``k + 16``, ... (``_pairwise.pairwise``). Written
 as eight scalar variables, LLVM kept them scalar: eight dependent chains of scalar adds, about
 half a cycle a value, which was a third of LayerNorm's time. Lane ``k`` of one vector of eight
 holds sum ``k``, and a vector add is each lane's scalar add, the same IEEE operation in the same

@@ -10,7 +10,7 @@ only each row's mean and ``invstd`` for the backward pass, which makes the norma
 from the input (the same operations, so the same bits) rather than reading a stored copy:
 
 - forward: the row's mean, ``(0 + pairwise sum) / D`` as NumPy's ``mean`` adds it (its pairwise
-  summation, ``_bn_kernels.pairwise``); the centred values and their squares' mean the same way;
+  summation, ``_pairwise.pairwise``); the centred values and their squares' mean the same way;
   ``invstd = 1 / sqrt(var + eps)``; ``xhat = (x - mean) * invstd`` and ``xhat * gamma + beta``;
 - backward, the input's gradient: with ``gh = g * gamma``,
   ``((gh - mean(gh)) - xhat * mean(gh * xhat)) * invstd``, the means as above; gamma's and
@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from . import _bn_kernels as _bk
+from . import _pairwise as _pw
 from . import host_threads as _host_threads
 
 __all__ = ["forward", "backward", "np_normalized", "np_input_grad", "np_xhat", "MIN_SIZE",
@@ -97,10 +97,10 @@ def _one_call(rows, width, split) -> bool:
 
 def _by_rows(rows, width, dtype, scratch_rows, split, work):
     """``work(r0, r1, tasks, values, scratch)`` over ranges of ``rows`` (one range where
-    ``_one_call``), each with a workspace of its own (``_bk.workspace``: the pairwise sum's
+    ``_one_call``), each with a workspace of its own (``_pw.workspace``: the pairwise sum's
     stack, and ``scratch_rows`` rows)."""
     def run(r0, r1):
-        tasks, values, _ = _bk.workspace(dtype, 0)
+        tasks, values, _ = _pw.workspace(dtype, 0)
         work(r0, r1, tasks, values, numpy.empty((scratch_rows, width), dtype))
     if _one_call(rows, width, split):
         run(0, rows)
@@ -263,6 +263,6 @@ def _column_sums_loop(gout, x, d, rows, means, invstd, c0, c1, ga, gb):
             gb[_U(j)] = gb[_U(j)] + v
 
 
-_forward = _jit.Kernel(_forward_loop, {"pairwise": _bk.pairwise})
-_backward = _jit.Kernel(_backward_loop, {"pairwise": _bk.pairwise})
+_forward = _jit.Kernel(_forward_loop, {"pairwise": _pw.pairwise})
+_backward = _jit.Kernel(_backward_loop, {"pairwise": _pw.pairwise})
 _column_sums = _jit.Kernel(_column_sums_loop)

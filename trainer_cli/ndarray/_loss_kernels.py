@@ -11,7 +11,7 @@ over the one value per sample. Backward, from ``exp(logp)``: the picked one-hot 
 head gradient, its row sums (NumPy's pairwise sum) and ``g - exp(logp) * sum``.
 
 Rows of more than ``_fc_kernels._BLOCK`` classes (a language model's softmax over its
-vocabulary) sum as NumPy does through ``_bn_kernels``' general pairwise summation, and their
+vocabulary) sum as NumPy does through ``_pairwise``' general pairwise summation, and their
 passes write in place where NumPy allocates: ``logp`` over ``shifted`` (on 10,000 classes each
 such array is tens of megabytes, which glibc maps afresh and the kernel zeroes page by page at
 every step). On those rows: the one-hot row's sum is ``0 + (-head)`` exactly for a finite head
@@ -31,7 +31,8 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
-from . import _act_kernels, _bn_kernels, _fc_kernels
+from . import _act_kernels, _fc_kernels
+from . import _pairwise as _pw
 from . import host_threads as _host_threads
 
 __all__ = ["applies", "log_softmax_parts", "forward", "backward", "MIN_SIZE"]
@@ -89,7 +90,7 @@ def log_softmax_parts(scores):
     if wide:
         # The exponentials a few rows at a time into one small buffer: never a whole array of
         # them (NumPy's exp is element-wise, so the bits do not depend on the blocks).
-        tasks, values, _row = _bn_kernels.workspace(scores.dtype, 0)
+        tasks, values, _row = _pw.workspace(scores.dtype, 0)
         rows = max(1, _EXP_BLOCK // scores.shape[1])
         block = numpy.empty((min(rows, scores.shape[0]), scores.shape[1]), scores.dtype)
         zero = scores.dtype.type(0)
@@ -161,7 +162,7 @@ def backward(head, logp, idx):
         fused = dtype == numpy.float32
         src = logp if fused else _exp(logp)
         grad = numpy.empty_like(logp) if fused else src
-        tasks, values, row = _bn_kernels.workspace(dtype, logp.shape[1])
+        tasks, values, row = _pw.workspace(dtype, logp.shape[1])
         if _by_columns(src):
             totals = numpy.empty(logp.shape[0], dtype)
             _cols_totals(head.reshape(-1), idx, logp.shape[1], totals, row, dtype.type(0),
@@ -329,17 +330,17 @@ _backward = _jit.Kernel(_backward_loop, {"_pairwise_block": _fc_kernels.pairwise
 _shift = _jit.Kernel(_shift_loop)
 _row_sums = _jit.Kernel(_row_sums_loop, {"_pairwise_block": _fc_kernels.pairwise_block})
 # Rows of any length: NumPy's pairwise summation with its halving above 128 values.
-_pairwise = _bn_kernels.pairwise_loop
+_pairwise = _pw.pairwise_loop
 _one_hot_total = _one_hot_total_loop
 line = _as_is
-one_hot_total = _jit.Kernel(_one_hot_total_loop, {"_pairwise": _bn_kernels.pairwise})
+one_hot_total = _jit.Kernel(_one_hot_total_loop, {"_pairwise": _pw.pairwise})
 _given = {"_one_hot_total": one_hot_total, "line": _jit.Kernel(_as_is, inline=True)}
 _made = {"_one_hot_total": one_hot_total,
          "line": _jit.Kernel(_exps, {"exp_or_zero": _act_kernels._exp_or_zero_kernel},
                              inline=True)}
 _backward_wide = _jit.Kernel(_backward_wide_loop, _given)
 _backward_wide_exp = _jit.Kernel(_backward_wide_loop, _made)
-_row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _bn_kernels.pairwise})
+_row_sums_wide = _jit.Kernel(_row_sums_wide_loop, {"_pairwise": _pw.pairwise})
 _backward_cols = _jit.Kernel(_backward_cols_loop, _given)
 _backward_cols_exp = _jit.Kernel(_backward_cols_loop, _made)
 _cols_totals = _jit.Kernel(_cols_totals_loop, {"_one_hot_total": one_hot_total})
