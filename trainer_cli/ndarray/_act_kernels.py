@@ -164,6 +164,17 @@ def np_log_softmax_grad_f32(g, out):
 
 
 # ----------------------------------------------------------------------------- entry points
+def _grad_of(loop, g, x, *args):
+    """``loop(flat g, flat x, *args, flat gx, i0, i1)`` into a new ``gx`` like ``x``: an
+    element-wise gradient, or None where the loop does not apply."""
+    if not _usable(g, x):
+        return None
+    gx = numpy.empty_like(x)
+    gf, xf, out = g.reshape(-1), x.reshape(-1), gx.reshape(-1)
+    _in_ranges(xf.size, lambda i0, i1: loop(gf, xf, *args, out, i0, i1))
+    return gx
+
+
 def gelu(x):
     """``np_gelu(x)`` by the loop, or None where it does not apply."""
     if not _usable(x):
@@ -180,10 +191,7 @@ def gelu_grad(g, x, cdf):
     """``np_gelu_grad(g, x, cdf)`` by the loop (float32), or None where it does not apply."""
     if not _usable(g, x, cdf) or x.dtype is not _F32:
         return None
-    gx = numpy.empty_like(x)
-    gf, xf, cf, out = g.reshape(-1), x.reshape(-1), cdf.reshape(-1), gx.reshape(-1)
-    _in_ranges(xf.size, lambda i0, i1: _gelu_backward(gf, xf, cf, out, i0, i1))
-    return gx
+    return _grad_of(_gelu_backward, g, x, cdf.reshape(-1))
 
 
 def leaky(x, slope):
@@ -199,13 +207,8 @@ def leaky(x, slope):
 
 def leaky_grad(g, x, slope):
     """``g * where(x > 0, 1, slope)`` by the loop, or None where it does not apply."""
-    if not _usable(g, x):
-        return None
-    gx = numpy.empty_like(x)
-    gf, xf, out = g.reshape(-1), x.reshape(-1), gx.reshape(-1)
     t = x.dtype.type
-    _in_ranges(xf.size, lambda i0, i1: _leaky_backward(gf, xf, t(slope), t(1), out, i0, i1))
-    return gx
+    return _grad_of(_leaky_backward, g, x, t(slope), t(1))
 
 
 def _planes(x, slope):
@@ -333,15 +336,6 @@ def swish_grad(g, x, s, beta):
     if not _usable(g, x, s) or x.dtype is not _F32:
         return None
     return _grad_of(_swish_backward, g, x, s.reshape(-1), _f(beta))
-
-
-def _grad_of(loop, g, x, *args):
-    if not _usable(g, x):
-        return None
-    gx = numpy.empty_like(x)
-    gf, xf, out = g.reshape(-1), x.reshape(-1), gx.reshape(-1)
-    _in_ranges(xf.size, lambda i0, i1: loop(gf, xf, *args, out, i0, i1))
-    return gx
 
 
 def elu_grad(g, x, alpha, scale):
