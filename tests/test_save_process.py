@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -349,3 +350,56 @@ def test_nan_and_inf_in_meta_are_written_as_null_by_the_child_and_here(tmp_path)
         assert written["metrics"] == {"val_loss": None, "train_loss": None, "acc": 0.5}
         assert written["loop"] == {"latest": [None, 1.0]}
     assert meta["metrics"]["val_loss"] != meta["metrics"]["val_loss"]    # the caller's is kept
+
+
+def test_arrays_in_meta_travel_with_the_files_and_are_encoded_as_here(tmp_path):
+    """A language model's carried state sits in meta as arrays: the child gets them from the
+    shared file and writes meta.json as a save in this process does (dtype, shape, base64),
+    and they read back bit for bit."""
+    from trainer_cli.run import checkpoint
+    from trainer_cli.run.recurrent import CarriedState
+
+    state = [np.arange(6, dtype=np.float32).reshape(2, 3) / 7, np.array([np.nan, -0.0, 1e300])]
+    files = {layout.PARAMS_FILE: {"w": np.ones(3, np.float32)},
+             layout.STATES_FILE: {"0.mean": np.zeros(3, np.float32)}}
+    meta = {"loop": {"carried": {"0": state}, "step": 1}}
+    run_dir = tmp_path / "run"
+    (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
+    writer = SaveProcess()
+    try:
+        writer.start(run_dir, 1, files, meta, keep_last=5)
+        child = _strict_json(writer.wait() / layout.META_FILE)
+    finally:
+        writer.close()
+    here = _strict_json(checkpoint.write_checkpoint(run_dir, 2, files, meta) / layout.META_FILE)
+    assert child["loop"] == here["loop"]
+    entries = child["loop"]["carried"]["0"]
+    assert [(e["dtype"], e["shape"]) for e in entries] == [("float32", [2, 3]), ("float64", [3])]
+    carried = CarriedState(SimpleNamespace(begin_state=lambda batch_size, ctx=None: []))
+    carried.set_state(child["loop"]["carried"])
+    for read, a in zip(carried.get_state()["0"], state):
+        assert read.dtype == a.dtype and read.tobytes() == a.tobytes()
+
+
+def test_a_shared_file_used_again_holds_each_saves_own_values(tmp_path):
+    """Saves one after another reuse the shared files and their arrays' places: every
+    checkpoint holds the values handed over for it, also when a longer request moves the
+    arrays further into the file."""
+    run_dir = tmp_path / "run"
+    (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
+    writer = SaveProcess()
+    paths = []
+    try:
+        for step in range(1, 7):
+            meta = {"epoch": step, "note": "x" * (6000 if step >= 4 else 10)}
+            writer.start(run_dir, step, _two_saves(step), meta, keep_last=10)
+            paths.append(writer.wait())
+    finally:
+        writer.close()
+    for step, path in enumerate(paths, 1):
+        layout.verify_checkpoint(path)
+        assert _strict_json(path / layout.META_FILE)["epoch"] == step
+        for name, arrays in _two_saves(step).items():
+            with np.load(path / name, allow_pickle=False) as z:
+                for member, a in arrays.items():
+                    assert np.array_equal(z[member], a)

@@ -131,7 +131,8 @@ class PendingCheckpoint:
                         files=described,
                         saved_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             with open_new_file(self._tmp / layout.META_FILE) as f:
-                f.write((json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+                f.write((json.dumps(meta, indent=1, sort_keys=True, default=layout.meta_array)
+                         + "\n").encode("utf-8"))
                 os.fsync(f.fileno())
             fsync_dir(self._tmp)
             os.rename(self._tmp, self.final)

@@ -33,11 +33,14 @@ is a symbolic link is refused: checkpoints are folders of the run directory itse
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
 import os
 import re
 from pathlib import Path
+
+import numpy
 
 from .._bounded import MiB, load_json, open_regular, read_regular_text
 
@@ -46,7 +49,8 @@ __all__ = [
     "PARAMS_FILE", "STATES_FILE", "KVSTORE_FILE", "META_FILE", "META_FORMAT", "RunDirError",
     "checkpoint_name", "checkpoint_dir", "list_checkpoints", "read_latest", "read_best", "read_meta",
     "check_not_linked", "check_not_run_file",
-    "verify_checkpoint", "newest_intact", "file_digest", "json_safe", "LATEST_LIMIT", "META_LIMIT",
+    "verify_checkpoint", "newest_intact", "file_digest", "json_safe", "meta_array", "LATEST_LIMIT",
+    "META_LIMIT",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -73,6 +77,17 @@ def json_safe(value):
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def meta_array(value) -> dict:
+    """An array as meta.json holds it (a language model's carried state): its dtype, shape and
+    bytes in base64. The ``default`` of ``json.dumps`` for a meta whose live form holds arrays,
+    so that they are encoded only by whoever writes the file."""
+    if not isinstance(value, numpy.ndarray):
+        raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+    value = numpy.ascontiguousarray(value)
+    return {"dtype": value.dtype.name, "shape": list(value.shape),
+            "data": base64.b64encode(value.tobytes()).decode("ascii")}
 
 
 # The most bytes each small file may hold (they hold a few hundred to a few thousand).

@@ -7,8 +7,9 @@ every batch), detached from the graph after each batch so that gradients stop at
 start (truncated back-propagation through time), and starts afresh at each epoch.
 
 A checkpoint holds the state (``loop.carried`` in meta.json: each array's dtype, shape and
-base64 bytes), so a resumed run continues the streams with exactly the state an uninterrupted
-run would have had.
+base64 bytes, ``layout.meta_array``), so a resumed run continues the streams with exactly the
+state an uninterrupted run would have had. The loop hands the arrays over as they are: the
+process that writes meta.json encodes them, off the training thread when a writer process saves.
 """
 from __future__ import annotations
 
@@ -66,28 +67,26 @@ class CarriedState:
         return out
 
     def get_state(self) -> dict:
-        """The states as JSON-able data (see the module's docstring)."""
+        """The states: ``{device number as text: [host arrays]}``, copies taken now, which
+        meta.json holds encoded (see the module's docstring)."""
         out = {}
         for device, arrays in sorted(self._states.items()):
-            out[str(device)] = [_encode(a.asnumpy()) for a in arrays]
+            out[str(device)] = [a.asnumpy() for a in arrays]
         for device, arrays in self._restored.items():   # not yet used since the resume
-            out.setdefault(str(device), [_encode(a) for a in arrays])
+            out.setdefault(str(device), list(arrays))
         return out
 
     def set_state(self, data: dict) -> None:
-        """The states :meth:`get_state` gave (checked by :func:`check_encoded` on reading)."""
+        """The states :meth:`get_state` gave, as arrays or as meta.json holds them (checked by
+        :func:`check_encoded` on reading)."""
         self.reset()
         self._restored = {int(device): [_decode(e) for e in arrays]
                           for device, arrays in (data or {}).items()}
 
 
-def _encode(array: numpy.ndarray) -> dict:
-    array = numpy.ascontiguousarray(array)
-    return {"dtype": array.dtype.name, "shape": list(array.shape),
-            "data": base64.b64encode(array.tobytes()).decode("ascii")}
-
-
-def _decode(entry: dict) -> numpy.ndarray:
+def _decode(entry) -> numpy.ndarray:
+    if isinstance(entry, numpy.ndarray):
+        return entry.copy()
     raw = base64.b64decode(entry["data"].encode("ascii"), validate=True)
     return numpy.frombuffer(raw, dtype=entry["dtype"]).reshape(entry["shape"]).copy()
 

@@ -41,6 +41,10 @@ from . import layout
 __all__ = ["SaveProcess", "WriterGone", "can_share", "available"]
 
 _ALIGN = 64
+_HEAD_ROUND = 4096
+# The key of an array's place in a request's meta: a NUL, which no name of meta's own (fields,
+# options, metrics) holds.
+_ARRAY = "\u0000array"
 _READY = b"ready"
 _START_TIMEOUT_S = 60.0
 _EXIT_TIMEOUT_S = 60.0
@@ -73,7 +77,7 @@ def available() -> bool:
 def can_share(files: dict) -> bool:
     """Whether every array of ``files`` (name -> {member: array}) can be rebuilt in the child from
     its dtype string (plain numeric and boolean types)."""
-    return all(isinstance(a, numpy.ndarray) and a.dtype.kind in "biufc" and not a.dtype.fields
+    return all(isinstance(a, numpy.ndarray) and _shareable(a)
                for arrays in files.values() for a in arrays.values())
 
 
@@ -81,10 +85,26 @@ def _aligned(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
+def _head(request_len: int) -> int:
+    """Where a request of ``request_len`` bytes puts its arrays: a multiple of ``_HEAD_ROUND``,
+    so that the request's few bytes more or less from one save to the next move nothing."""
+    return (request_len + _HEAD_ROUND - 1) // _HEAD_ROUND * _HEAD_ROUND
+
+
+def _copies(places, views) -> dict:
+    """``files`` as :meth:`SaveProcess.start` was given them, from their shared copies."""
+    found = iter(views)
+    return {name: {member: next(found) for member, *_ in members} for name, members in places}
+
+
+def _shareable(a) -> bool:
+    return a.dtype.kind in "biufc" and not a.dtype.fields
+
+
 class _Shared:
     """A shared memory file and its mapping in this process."""
 
-    __slots__ = ("fd", "map", "size")
+    __slots__ = ("fd", "map", "size", "_places", "_head", "_views")
 
     def __init__(self, size: int):
         self.fd = os.memfd_create("trainer-checkpoint", os.MFD_CLOEXEC)
@@ -95,6 +115,17 @@ class _Shared:
             os.close(self.fd)
             raise
         self.size = size
+        self._places, self._head, self._views = None, None, None
+
+    def views(self, places, head: int) -> list:
+        """Arrays over this file where ``places`` (a request's ``files``) puts its members after
+        ``head`` bytes, in order: those of the last call when both are the same."""
+        if head != self._head or places != self._places:
+            self._views = [numpy.ndarray(shape, numpy.dtype(dtype), buffer=self.map,
+                                         offset=head + at)
+                           for _, members in places for _, at, dtype, shape in members]
+            self._places, self._head = places, head
+        return self._views
 
     def close(self):
         # The mapping stays while arrays made from it (a lost writer's saves) are alive.
@@ -121,7 +152,10 @@ class SaveProcess:
             theirs.close()
         self._sock = ours
         self._buffers = []      # _Shared files, at most DEPTH
-        self._pending = collections.deque()   # (step, copies, meta, folder, buffer), in order
+        self._places, self._places_json = None, None   # the last request's arrays, and as text
+        self._root = (None, None)   # the last run folder, and its checkpoints' folder
+        # (step, run folder, places, views, meta, buffer) of each save, in order
+        self._pending = collections.deque()
         try:
             ours.settimeout(_START_TIMEOUT_S)
             ready = ours.recv(16)
@@ -154,7 +188,9 @@ class SaveProcess:
 
     def start(self, run_dir, step: int, files: dict, meta: dict, keep_last: int, keep_best=None):
         """Copy ``files`` (name -> {member: host array}) and hand the save of checkpoint ``step``
-        to the child; fewer than DEPTH saves may be in flight (wait() for one first)."""
+        to the child; fewer than DEPTH saves may be in flight (wait() for one first). Arrays
+        inside ``meta`` (a carried recurrent state) travel in the shared file too; the child
+        encodes them into meta.json."""
         assert len(self._pending) < DEPTH, "wait() for a save first"
         places, offset = [], 0
         for name, arrays in files.items():
@@ -163,32 +199,48 @@ class SaveProcess:
                 members.append([member, offset, a.dtype.str, a.shape])
                 offset = _aligned(offset + a.nbytes)
             places.append([name, members])
-        request = json.dumps({
-            "run_dir": str(run_dir), "step": int(step), "meta": meta, "files": places,
-            "keep_last": keep_last,
-            "keep_best": None if keep_best is None else {"metric": keep_best.metric,
-                                                         "mode": keep_best.mode},
-        }).encode("utf-8")
-        head = _aligned(len(request))
+        in_meta = []
+
+        def shared_array(value):
+            nonlocal offset
+            if not isinstance(value, numpy.ndarray) or not _shareable(value):
+                raise TypeError("meta holds a %s, which cannot be handed over"
+                                % type(value).__name__)
+            in_meta.append((offset, value))
+            place = {_ARRAY: [offset, value.dtype.str, value.shape]}
+            offset = _aligned(offset + value.nbytes)
+            return place
+
+        if places != self._places:
+            # The same arrays at every save of a run: their places' text is made once.
+            self._places, self._places_json = places, json.dumps(places)
+        request = ('{"run_dir": %s, "step": %d, "keep_last": %d, "keep_best": %s, "files": %s, '
+                   '"meta": %s}' % (
+                       json.dumps(str(run_dir)), step, keep_last,
+                       "null" if keep_best is None else json.dumps(
+                           {"metric": keep_best.metric, "mode": keep_best.mode}),
+                       self._places_json, json.dumps(meta, default=shared_array))
+                   ).encode("utf-8")
+        # The arrays' place moves only when a request outgrows its page-rounded head: the
+        # views into a shared file are kept and used again while it stays put.
+        head = _head(len(request))
         shared = self._reserve(head + offset)
         shared.map[:len(request)] = request
-        copies = {}
-        for (name, members), arrays in zip(places, files.values()):
-            copies[name] = {}
-            for (member, at, _, shape), a in zip(members, arrays.values()):
-                view = numpy.ndarray(a.shape, a.dtype, buffer=shared.map, offset=head + at)
-                numpy.copyto(view, a, casting="no")
-                copies[name][member] = view
-        folder = Path(run_dir) / layout.CHECKPOINTS / layout.checkpoint_name(step)
-        self._pending.append((step, copies, meta, folder, shared))
+        views = shared.views(places, head)
+        for view, a in zip(views, (a for arrays in files.values() for a in arrays.values())):
+            numpy.copyto(view, a, casting="no")
+        for at, value in in_meta:
+            numpy.copyto(numpy.ndarray(value.shape, value.dtype, buffer=shared.map,
+                                       offset=head + at), value, casting="no")
+        self._pending.append((step, run_dir, places, views, meta, shared))
         try:
-            socket.send_fds(self._sock, [b"%d" % len(request)], [shared.fd])
+            socket.send_fds(self._sock, [b"%d %d" % (len(request), head)], [shared.fd])
         except OSError as exc:
             raise self._gone("could not be reached (%s)" % (exc.strerror or exc)) from None
 
     def _reserve(self, size: int) -> _Shared:
         """A shared file of at least ``size`` bytes that no save in flight uses."""
-        used = [entry[4] for entry in self._pending]
+        used = [entry[5] for entry in self._pending]
         free = next((b for b in self._buffers if all(b is not u for u in used)), None)
         if free is not None and size <= free.size:
             return free
@@ -212,7 +264,10 @@ class SaveProcess:
             reply = b""
         if not reply:
             raise self._gone("ended during a save")
-        folder = self._pending.popleft()[3]
+        step, run_dir = self._pending.popleft()[:2]
+        if self._root[0] != run_dir:
+            self._root = (run_dir, Path(run_dir) / layout.CHECKPOINTS)
+        folder = self._root[1] / layout.checkpoint_name(step)
         if reply == _OK:
             return folder
         answer = json.loads(reply)
@@ -222,7 +277,8 @@ class SaveProcess:
         raise RuntimeError(answer["error"])
 
     def _gone(self, what) -> WriterGone:
-        pending = [(step, copies, meta) for step, copies, meta, _, _ in self._pending] or None
+        pending = [(step, _copies(places, views), meta)
+                   for step, _, places, views, meta, _ in self._pending] or None
         self._pending.clear()
         self.close()
         return WriterGone("(pid %d) %s, exit code %s" % (self._proc.pid, what,
@@ -259,7 +315,8 @@ def _serve(sock):
                 os.close(fd)
             return
         try:
-            reply = _save(checkpoint, fds[0], int(msg))
+            request_len, head = (int(n) for n in msg.split())
+            reply = _save(checkpoint, fds[0], request_len, head)
         finally:
             os.close(fds[0])
         try:
@@ -268,10 +325,17 @@ def _serve(sock):
             return
 
 
-def _save(checkpoint, fd, request_len) -> bytes:
+def _save(checkpoint, fd, request_len, head) -> bytes:
     with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mapped:
-        request = json.loads(bytes(mapped[:request_len]))
-        head = _aligned(request_len)
+        def array_in_meta(entry):
+            if len(entry) != 1 or _ARRAY not in entry:
+                return entry
+            at, dtype, shape = entry[_ARRAY]
+            # A copy: meta outlives the mapping's views (`del files` below).
+            return numpy.ndarray(tuple(shape), numpy.dtype(dtype), buffer=mapped,
+                                 offset=head + at).copy()
+
+        request = json.loads(bytes(mapped[:request_len]), object_hook=array_in_meta)
         files = {name: {member: numpy.ndarray(tuple(shape), numpy.dtype(dtype), buffer=mapped,
                                               offset=head + at)
                         for member, at, dtype, shape in members}

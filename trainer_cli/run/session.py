@@ -465,12 +465,13 @@ class _Recorder:
         # The live arrays first: a save too large to copy is written from them, without a copy
         # that would double the model's memory.
         files = _ckpt.snapshot(parts.net, parts.trainer, residuals, copy=False)
+        nbytes = _nbytes(files) if files is not None else 0
         to_writer = (files is not None and not st.finished and self._writer is not None
-                     and _nbytes(files) <= BACKGROUND_SAVE_BYTES and can_share(files))
+                     and nbytes <= BACKGROUND_SAVE_BYTES and can_share(files))
         if to_writer:
             # The writer saves in order: one save may still be going on while this one is
             # handed over (see save_process.DEPTH), unless the copies would take much memory.
-            self._make_room(1 if _nbytes(files) <= SECOND_SAVE_BYTES else 0)
+            self._make_room(1 if nbytes <= SECOND_SAVE_BYTES else 0)
         else:
             self.flush()  # the saves before first: their errors, log lines and pruning in order
         with self._log_errors():
@@ -479,7 +480,7 @@ class _Recorder:
         if files is None or st.finished:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
             self._finished_save(self._save(st.step, files, meta))
-        elif _nbytes(files) > BACKGROUND_SAVE_BYTES:
+        elif nbytes > BACKGROUND_SAVE_BYTES:
             # The arrays' bytes go to the files now, in numpy.save's time; the CRCs, digests,
             # fsyncs and `latest` follow from the files while training goes on.
             self._saving.start_steps(self._finish_steps(self._begin(st.step, files, meta)))
