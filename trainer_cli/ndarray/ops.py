@@ -996,7 +996,10 @@ def fc_forward(x, w, b, flatten, relu):
         # the left operand: the same dot products, the same bits, a transposed (F-order) result.
         # Bias and ReLU go on the contiguous transpose, where the loops are fastest.
         out_t = w @ x2.T
-        if not _fc_kernels.bias_relu(out_t, b, True, relu):
+        # The kernels' size floor is looked at here too: a tiny layer (a perceptron's) then
+        # skips their calls, as it skips the CUDA ones on the CPU.
+        if not (out_t.size >= _fc_kernels.MIN_SIZE
+                and _fc_kernels.bias_relu(out_t, b, True, relu)):
             if b is not None:
                 out_t += b.reshape(-1, 1)
             if relu:
@@ -1004,7 +1007,9 @@ def fc_forward(x, w, b, flatten, relu):
         out = out_t.T
     else:
         out = x2 @ w.T
-        if not _fc_kernels.bias_relu(out, b, False, relu) and not _fc_cuda.bias_relu(out, b, relu):
+        fused = (out.size >= _fc_kernels.MIN_SIZE and _fc_kernels.bias_relu(out, b, False, relu)
+                 if type(out) is _np_ndarray else _fc_cuda.bias_relu(out, b, relu))
+        if not fused:
             if b is not None:
                 out += b
             if relu:
@@ -1063,7 +1068,7 @@ def _fc_grad(g, out, relu, bias_grad, sums=None):
     CuPy ones of a batch's rows (``_fc_cuda``); None where neither applies."""
     if type(g) is not _np_ndarray:
         return _fc_cuda.relu_bias_grad(g, out, relu, bias_grad, sums)
-    if g.ndim != 2:
+    if g.ndim != 2 or g.size < _fc_kernels.MIN_SIZE:
         return None
     if g.flags.c_contiguous:
         return _fc_kernels.relu_bias_grad(g, out, True, relu, bias_grad, sums)
