@@ -249,14 +249,6 @@ def _run_backward(heads, head_grads, retain_graph, direct=False):
     return var_grads
 
 
-def _propagate(nodes, node_grads, var_grads, retain_graph):
-    # MXNet's backward operators give inf and NaN silently (a diverging run's overflowing
-    # gradients). NumPy would warn from inside its own reductions (``g.sum(axis=0)``), pointing
-    # at NumPy's files, where ndarray's module filter cannot reach.
-    with numpy.errstate(all="ignore"):
-        _walk(nodes, node_grads, var_grads, retain_graph)
-
-
 def _walk(nodes, node_grads, var_grads, retain_graph):
     pop = node_grads.pop
     freed = False
@@ -299,6 +291,20 @@ def _walk(nodes, node_grads, var_grads, retain_graph):
             "the graph was already freed by an earlier backward(), and no array with "
             "attach_grad() is reached otherwise; pass retain_graph=True to that backward() to "
             "differentiate through it again")
+
+
+# MXNet's backward operators give inf and NaN silently (a diverging run's overflowing
+# gradients). NumPy would warn from inside its own reductions (``g.sum(axis=0)``), pointing at
+# NumPy's files, where ndarray's module filter cannot reach. On NumPy 2 errstate as a decorator
+# is made once and keeps each call's state to that call (a new errstate per backward cost a tiny
+# model's step 5k instructions more); NumPy 1's keeps it on the object, which a nested or
+# concurrent backward would overwrite, so there each backward makes its own.
+if int(numpy.__version__.split(".")[0]) >= 2:
+    _propagate = numpy.errstate(all="ignore")(_walk)
+else:
+    def _propagate(nodes, node_grads, var_grads, retain_graph):
+        with numpy.errstate(all="ignore"):
+            _walk(nodes, node_grads, var_grads, retain_graph)
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
