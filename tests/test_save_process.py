@@ -330,13 +330,12 @@ def _strict_json(path):
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
-def test_nan_and_inf_in_meta_are_written_as_null_by_the_child_and_here(tmp_path):
+def _meta_written_by_the_child_and_here(tmp_path, meta):
+    """meta.json of a checkpoint the child wrote with ``meta``, and of one written here."""
     from trainer_cli.run import checkpoint
 
     files = {layout.PARAMS_FILE: {"w": np.ones(3, np.float32)},
              layout.STATES_FILE: {"0.mean": np.zeros(3, np.float32)}}
-    meta = {"metrics": {"val_loss": float("nan"), "train_loss": float("inf"), "acc": 0.5},
-            "loop": {"latest": [float("-inf"), 1.0]}}
     run_dir = tmp_path / "run"
     (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
     writer = SaveProcess()
@@ -346,6 +345,13 @@ def test_nan_and_inf_in_meta_are_written_as_null_by_the_child_and_here(tmp_path)
     finally:
         writer.close()
     here = _strict_json(checkpoint.write_checkpoint(run_dir, 2, files, meta) / layout.META_FILE)
+    return child, here
+
+
+def test_nan_and_inf_in_meta_are_written_as_null_by_the_child_and_here(tmp_path):
+    meta = {"metrics": {"val_loss": float("nan"), "train_loss": float("inf"), "acc": 0.5},
+            "loop": {"latest": [float("-inf"), 1.0]}}
+    child, here = _meta_written_by_the_child_and_here(tmp_path, meta)
     for written in (child, here):
         assert written["metrics"] == {"val_loss": None, "train_loss": None, "acc": 0.5}
         assert written["loop"] == {"latest": [None, 1.0]}
@@ -356,22 +362,11 @@ def test_arrays_in_meta_travel_with_the_files_and_are_encoded_as_here(tmp_path):
     """A language model's carried state sits in meta as arrays: the child gets them from the
     shared file and writes meta.json as a save in this process does (dtype, shape, base64),
     and they read back bit for bit."""
-    from trainer_cli.run import checkpoint
     from trainer_cli.run.recurrent import CarriedState
 
     state = [np.arange(6, dtype=np.float32).reshape(2, 3) / 7, np.array([np.nan, -0.0, 1e300])]
-    files = {layout.PARAMS_FILE: {"w": np.ones(3, np.float32)},
-             layout.STATES_FILE: {"0.mean": np.zeros(3, np.float32)}}
-    meta = {"loop": {"carried": {"0": state}, "step": 1}}
-    run_dir = tmp_path / "run"
-    (run_dir / layout.CHECKPOINTS).mkdir(parents=True)
-    writer = SaveProcess()
-    try:
-        writer.start(run_dir, 1, files, meta, keep_last=5)
-        child = _strict_json(writer.wait() / layout.META_FILE)
-    finally:
-        writer.close()
-    here = _strict_json(checkpoint.write_checkpoint(run_dir, 2, files, meta) / layout.META_FILE)
+    child, here = _meta_written_by_the_child_and_here(
+        tmp_path, {"loop": {"carried": {"0": state}, "step": 1}})
     assert child["loop"] == here["loop"]
     entries = child["loop"]["carried"]["0"]
     assert [(e["dtype"], e["shape"]) for e in entries] == [("float32", [2, 3]), ("float64", [3])]
