@@ -14,7 +14,7 @@ import pytest
 from run_helpers import (CONFIGS, REPO, StopAt, assert_bitwise_equal, final_arrays, metric_rows,
                          no_fsync, only_run_dir, run_trainer, served_ahead)
 from trainer_cli.config import ConfigError, load_config
-from trainer_cli.run import layout, resume_run, start_run
+from trainer_cli.run import layout, resume_run, session, start_run
 from trainer_cli.run.data import DataError
 from trainer_cli.run.layout import RunDirError
 from trainer_cli.run.trained import evaluate_run
@@ -146,6 +146,31 @@ def test_char_lm_resume_carries_the_lstm_state_bitwise(tmp_path, _fast_disk):
     # run's validation did: the same numbers.
     again = evaluate_run(done.summary["run_dir"])["metrics"]
     assert (again["loss"], again["perplexity"]) == (metrics["val_loss"], metrics["val_perplexity"])
+
+
+def test_char_lm_resumes_bitwise_from_a_state_the_writer_process_saved(tmp_path, _fast_disk,
+                                                                       monkeypatch):
+    # The writer process gets the carried state as arrays and encodes it into meta.json itself.
+    monkeypatch.setattr(session, "PROCESS_SAVES", 1)
+    handed = []
+
+    class Counted(session.SaveProcess):
+        def start(self, run_dir, step, *args, **kwargs):
+            handed.append(step)
+            return super().start(run_dir, step, *args, **kwargs)
+
+    monkeypatch.setattr(session, "SaveProcess", Counted)
+    ref = start_run(CONFIGS / "char_lm.yaml", ["epochs=2", "checkpoint.keep_last=10"],
+                    run_root=tmp_path / "ref")
+    assert ref.status == "finished" and 10 in handed   # step 10: mid-epoch (13 batches each)
+    run_dir = tmp_path / "again"
+    shutil.copytree(ref.summary["run_dir"], run_dir)
+    meta = json.loads((layout.checkpoint_dir(run_dir, 10) / layout.META_FILE).read_text())
+    assert [e["shape"] for e in meta["loop"]["carried"]["0"]] == [[1, 16, 64], [1, 16, 64]]
+    assert resume_run(run_dir, from_step=10).status == "finished"
+    for got, want in zip(final_arrays(run_dir), final_arrays(ref.summary["run_dir"])):
+        assert_bitwise_equal(got, want)
+    assert metric_rows(run_dir) == metric_rows(ref.summary["run_dir"])
 
 
 def test_a_checkpoint_with_a_damaged_carried_state_is_refused(tmp_path, _fast_disk):
