@@ -5,13 +5,14 @@ A save on a thread of this process costs the training thread more than the threa
 its zip writing and its returns from each write and fsync take the GIL in turn with training
 (a 3 ms save cost a 0.2 ms step loop about 9 ms). Here the training thread copies the arrays into
 a shared memory file (``memfd``), writes the request (run folder, step, meta.json's fields, each
-array's place) at its head, and sends the file's descriptor over a socket. Arrays inside meta (a
-language model's carried state) go into the file too, and the child encodes them into meta.json. The child writes the
-checkpoint with :func:`.checkpoint.write_checkpoint` and prunes, exactly as the thread would, then
-answers ``ok`` or the error; :meth:`SaveProcess.wait` takes the answers in order, and errors
-surface where a thread's would. Up to ``DEPTH`` saves are in flight, each in a shared file of its
-own, which the child writes one after another: a save whose fsyncs outlast the steps to the next
-checkpoint holds up training only when the one before it is not done either.
+array's place) at its head, and sends the file's descriptor over a socket; arrays inside meta (a
+language model's carried state) go into the file too, and the child encodes them into meta.json.
+The child writes the checkpoint with :func:`.checkpoint.write_checkpoint` and prunes, exactly as
+the thread would, then answers ``ok`` or the error; :meth:`SaveProcess.wait` takes the answers in
+order, and errors surface where a thread's would. Up to ``DEPTH`` saves are in flight, each in a
+shared file of its own, which the child writes one after another: a save whose fsyncs outlast
+the steps to the next checkpoint holds up training only when the one before it is not done
+either.
 
 Safety: the child ignores the stop signals (SIGINT, SIGTERM, SIGHUP: the parent decides when a
 run stops, and says so by closing the socket) and sits in a session of its own, out of a
