@@ -231,9 +231,10 @@ def _join_mpi_job():
 
 def _launch(argv, as_json, quiet, workers) -> int:
     """The same command, without --workers, as ``workers`` MPI ranks."""
+    from .._own_python import module_argv
     from ..run.launch import LaunchError, launch_workers
 
-    argv = [sys.executable, "-m", "trainer_cli.cli"] + argv
+    argv = module_argv("trainer_cli.cli") + argv
     argv += ["--json"] if as_json else []
     argv += ["--quiet"] if quiet else []
     if not (quiet or as_json) and sys.stderr.isatty():  # rank 0 draws the live line for us
