@@ -1,6 +1,6 @@
 """The perceptron's training step in CPU instructions, by phase: a figure that load does not move.
 
-    python benchmarks/bench_step_instructions.py [--steps 2000]
+    python benchmarks/bench_step_instructions.py [--steps 2000] [--whole-step-only]
 
 Runs the step of ``run_all.py``'s perceptron case (hybridized Dense(1), batch 8, L2Loss,
 ``autograd.record``, ``backward``, ``gluon.Trainer`` SGD) under valgrind's callgrind, which counts
@@ -9,7 +9,8 @@ difference divided by ``--steps`` is one step without the start-up. Phases: the 
 loss, up to the backward, and the whole step; the Trainer's step is the difference. On a shared
 machine this tells two versions of the code apart where timings cannot (it says nothing of cache
 misses or the peer; run_all.py gives the ratios). Needs ``valgrind`` on PATH; takes about a
-minute per phase.
+minute per phase; ``--whole-step-only`` counts the whole step alone (a third of the time, for
+telling two versions apart).
 """
 from __future__ import annotations
 
@@ -65,6 +66,8 @@ def _instructions(phase: str, steps: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--whole-step-only", action="store_true",
+                        help="count the whole step alone, not its phases")
     parser.add_argument("--child", choices=_PHASES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -73,12 +76,15 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH (apt-get install valgrind)")
     per_phase = {}
-    for phase in _PHASES:
+    for phase in _PHASES[-1:] if args.whole_step_only else _PHASES:
         warm = 300
         per_phase[phase] = (_instructions(phase, warm + args.steps)
                             - _instructions(phase, warm)) / args.steps
-    forward, backward, full = (per_phase[p] for p in _PHASES)
     print("perceptron step, instructions per step (callgrind, %d steps):" % args.steps)
+    if args.whole_step_only:
+        print("  %-15s %8.0f" % ("whole step", per_phase[_PHASES[-1]]))
+        return
+    forward, backward, full = (per_phase[p] for p in _PHASES)
     for name, value in (("forward + loss", forward), ("backward", backward - forward),
                         ("Trainer.step", full - backward), ("whole step", full)):
         print("  %-15s %8.0f  (%4.1f%%)" % (name, value, 100 * value / full))
