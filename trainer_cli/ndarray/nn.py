@@ -31,6 +31,7 @@ from . import host_threads as _host_threads
 from . import winograd as _winograd
 from .ndarray import NDArray, _recording_for, _result, _scatter_add, _wrap, _xp_of
 from .sparse import embedding_grad, embedding_of_rows
+from .normalization import rows_loop_grads
 from .ops import _erf_raw
 from .ops import flatten as _flatten
 
@@ -862,14 +863,11 @@ def _layer_norm_rows_result(data, gamma, beta, out, mean, invstd):
     def vjp(gout, needs):
         if type(gout) is numpy.ndarray:     # a transpose's gradient, say: the loop wants rows
             gout = numpy.ascontiguousarray(gout)
-        buf = _ag.direct_grad_buffer(data) if needs[0] else None
-        made = _ln_kernels.backward(gout, x, g, mean, invstd, 0, needs, buf)
+        made = rows_loop_grads(data, gamma, beta, gout, x, g, mean, invstd, 0, needs)
         if made is None:
             return _layer_norm_vjp(gout, needs, g, beta_shape, _ln_kernels.np_xhat(x, mean, invstd),
                                    invstd.reshape(x.shape[:-1] + (1,)), x.ndim - 1)
-        gx, ggamma, gbeta = made
-        return (_ag.WRITTEN if buf is not None else gx, None if ggamma is None
-                else ggamma.reshape(g.shape), None if gbeta is None else gbeta.reshape(beta_shape))
+        return made
     return _result(out, data._ctx, inputs, vjp)
 
 

@@ -19,7 +19,7 @@ from . import _layer_norm_kernels as _ln_kernels
 from . import ops
 from .ndarray import _recording_for, _result, _wrap, _xp_of
 
-__all__ = ["InstanceNorm", "GroupNorm", "LRN"]
+__all__ = ["InstanceNorm", "GroupNorm", "LRN", "rows_loop_grads"]
 
 
 def _normalize(x, axes, eps):
@@ -27,6 +27,25 @@ def _normalize(x, axes, eps):
     centered = x - mean
     var = ops.mean(ops.square(centered), axis=axes, keepdims=True)
     return centered * ops.rsqrt(var + eps)
+
+
+def rows_loop_grads(data, gamma, beta, gout, x, g, mean, invstd, per_row, needs):
+    """The gradients of a normalization of rows (LayerNorm's, ``per_row`` 0; GroupNorm's and
+    InstanceNorm's) by ``_ln_kernels.backward`` on the rows ``x`` that its ``forward`` took with
+    ``g``, shaped as ``data``, ``gamma`` and ``beta``; the input's written straight into its
+    gradient buffer where it may be (``autograd.WRITTEN``). None where the loop does not apply."""
+    buf = _ag.direct_grad_buffer(data) if needs[0] else None
+    made = _ln_kernels.backward(gout, x, g, mean, invstd, per_row, needs,
+                                None if buf is None else buf.reshape(x.shape))
+    if made is None:
+        return None
+    gx, ggamma, gbeta = made
+    if buf is not None:
+        gx = _ag.WRITTEN
+    elif gx is not None:
+        gx = gx.reshape(data.shape)
+    return (gx, None if ggamma is None else ggamma.reshape(gamma.shape),
+            None if gbeta is None else gbeta.reshape(beta.shape))
 
 
 def _rows_normalized(data, gamma, beta, rows, per_row, eps):
@@ -57,17 +76,9 @@ def _rows_normalized(data, gamma, beta, rows, per_row, eps):
     def vjp(gout, needs):
         gout2 = numpy.ascontiguousarray(gout).reshape(rows, -1)
         if mean is not None:
-            buf = _ag.direct_grad_buffer(data) if needs[0] else None
-            made = _ln_kernels.backward(gout2, x2, g, mean, invstd, per_row, needs,
-                                        None if buf is None else buf.reshape(rows, -1))
+            made = rows_loop_grads(data, gamma, beta, gout2, x2, g, mean, invstd, per_row, needs)
             if made is not None:
-                gx, ggamma, gbeta = made
-                if buf is not None:
-                    gx = _ag.WRITTEN
-                elif gx is not None:
-                    gx = gx.reshape(x.shape)
-                return (gx, None if ggamma is None else ggamma.reshape(gamma.shape),
-                        None if gbeta is None else gbeta.reshape(beta.shape))
+                return made
         rows_xhat = xhat if mean is None else _ln_kernels.np_xhat(x2, mean, invstd)
         rows_invstd = invstd if mean is None else invstd.reshape(rows, 1)
         gx = ggamma = gbeta = None
