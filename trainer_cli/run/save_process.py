@@ -33,7 +33,6 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy
@@ -156,7 +155,6 @@ class SaveProcess:
         self._sock = ours
         self._buffers = []      # _Shared files, at most DEPTH
         self._places, self._places_json = None, None   # the last request's arrays, and as text
-        self._root = (None, None)   # the last run folder, and its checkpoints' folder
         # (step, run folder, places, views, meta, buffer) of each save, in order
         self._pending = collections.deque()
         try:
@@ -268,9 +266,7 @@ class SaveProcess:
         if not reply:
             raise self._gone("ended during a save")
         step, run_dir = self._pending.popleft()[:2]
-        if self._root[0] != run_dir:
-            self._root = (run_dir, Path(run_dir) / layout.CHECKPOINTS)
-        folder = self._root[1] / layout.checkpoint_name(step)
+        folder = layout.checkpoint_dir(run_dir, step)
         if reply == _OK:
             return folder
         answer = json.loads(reply)
