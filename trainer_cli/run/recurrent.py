@@ -77,16 +77,14 @@ class CarriedState:
         return out
 
     def set_state(self, data: dict) -> None:
-        """The states :meth:`get_state` gave, as arrays or as meta.json holds them (checked by
+        """The states :meth:`get_state` gave, in meta.json's encoding (checked by
         :func:`check_encoded` on reading)."""
         self.reset()
         self._restored = {int(device): [_decode(e) for e in arrays]
                           for device, arrays in (data or {}).items()}
 
 
-def _decode(entry) -> numpy.ndarray:
-    if isinstance(entry, numpy.ndarray):
-        return entry.copy()
+def _decode(entry: dict) -> numpy.ndarray:
     raw = base64.b64decode(entry["data"].encode("ascii"), validate=True)
     return numpy.frombuffer(raw, dtype=entry["dtype"]).reshape(entry["shape"]).copy()
 
