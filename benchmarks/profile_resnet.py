@@ -80,6 +80,10 @@ def instrument(nd, ndarray_module, autograd_node, clock=time.process_time):
     for name in OPS:
         setattr(nd, name, timed(lambda args, kwargs, name=name: _label(name, args, kwargs),
                                 getattr(nd, name)))
+    # A hybridized sequence's BatchNorm and the ReLU after it run as one op.
+    nd.contrib.BatchNormWithReLU = timed(
+        lambda args, kwargs: _label("BatchNorm+ReLU", args, kwargs),
+        nd.contrib.BatchNormWithReLU)
     # Conv2D(activation='relu') calls the fused convolution itself, not nd.Convolution.
     nd.nn._convolution = timed(lambda args, kwargs: _fused_label(*args) if args[-1] else None,
                                nd.nn._convolution)

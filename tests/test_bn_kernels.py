@@ -75,6 +75,67 @@ def test_batchnorm_kernels_are_numpys(monkeypatch, dtype, training, fix_gamma, c
         _same_bits(a, b)
 
 
+def _predict(arrays, kernels, fix_gamma, relu, monkeypatch):
+    """Predict mode outside recording, BatchNorm or BatchNormWithReLU; the output and the
+    kernels that ran."""
+    monkeypatch.setattr(_jit, "_numba", None if kernels else False)
+    monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
+    calls = []
+    if kernels:
+        for name in ("_sums", "_scale_shift", "_predict"):
+            monkeypatch.setattr(B, name, _counting(getattr(B, name), name, calls))
+    x, gamma, beta, mm, mv = (nd.array(a, dtype=a.dtype) for a in arrays)
+    op = nd.contrib.BatchNormWithReLU if relu else nd.BatchNorm
+    with np.errstate(all="ignore"):
+        out = op(x, gamma, beta, mm, mv, eps=1e-3, fix_gamma=fix_gamma)
+    return out.asnumpy(), calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fix_gamma", [False, True])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("case", range(len(SHAPES)))
+def test_predict_mode_in_one_pass_is_numpys(monkeypatch, dtype, fix_gamma, relu, case):
+    """Outside recording, predict mode's BatchNorm (and the ReLU after it) is one kernel that
+    makes each channel's scale itself: the bits of NumPy's BatchNorm and then relu, with NaN,
+    infinities, zero and tiny variances (eps decides) and negative values around the ReLU."""
+    monkeypatch.setattr(B, "MIN_SIZE", 16)
+    shape = SHAPES[case]
+    c = shape[1]
+    x = _data(shape, dtype, 31, special=True)
+    gamma, beta = _data(c, dtype, 32, special=False), _data(c, dtype, 33, special=False)
+    mm = _data(c, dtype, 34, special=False)
+    mv = np.abs(_data(c, dtype, 35, special=False)) + 0.5
+    mv[0] = 0                              # the scale is 1 / sqrt(eps) there
+    mv[-1] = dtype(1e-7)                   # eps rounded to the dtype before the add
+    arrays = [x, gamma, beta, mm, mv]
+    got, calls = _predict(arrays, True, fix_gamma, relu, monkeypatch)
+    expect, _ = _predict(arrays, False, fix_gamma, relu, monkeypatch)
+    assert calls == ["_predict"]
+    if relu:
+        assert (expect < 0).sum() == 0 and np.isnan(expect).any()
+    _same_bits(got, expect)
+
+
+def test_predict_pass_on_threads_and_float16_data_is_numpys(monkeypatch):
+    """Large arrays: the pass runs in ranges of channels on several threads; float16 data
+    beside float32 parameters is computed in float32 and given back in float16."""
+    monkeypatch.setattr(B, "MIN_SIZE", 16)
+    monkeypatch.setattr(B, "SHIFT_SPLIT_SIZE", 64)
+    monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
+    c = 8
+    for dtype in (np.float32, np.float16):
+        with np.errstate(over="ignore"):        # float16: the largest values become inf
+            x = _data((2, c, 9, 9), dtype, 41, special=True)
+        params = [_data(c, np.float32, seed, special=False) for seed in (42, 43, 44)]
+        mv = np.abs(_data(c, np.float32, 45, special=False)) + 0.5
+        arrays = [x] + params + [mv]
+        got, calls = _predict(arrays, True, False, True, monkeypatch)
+        expect, _ = _predict(arrays, False, False, True, monkeypatch)
+        assert calls == ["_predict"] * B.CHANNEL_PARTS and got.dtype == dtype
+        _same_bits(got, expect)
+
+
 @pytest.mark.parametrize("case", range(len(SHAPES)))
 def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case):
     """Large arrays are worked in ranges of channels on several threads: each pass once per

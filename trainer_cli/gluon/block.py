@@ -14,6 +14,7 @@ from collections import OrderedDict
 
 import numpy
 
+from .. import autograd as _ag
 from .. import initializer as _init
 from .. import ndarray as _nd
 from .. import symbol as _sym
@@ -321,11 +322,7 @@ class Block:
         try:
             out = self.forward(*args)
         except Exception as exc:
-            # The innermost block names itself on the error (outer blocks leave it), so that a
-            # runner can say which layer failed on what shapes; the error itself is unchanged.
-            if getattr(exc, "failed_block", None) is None:
-                with contextlib.suppress(Exception):
-                    exc.failed_block = _block_call_text(self, args)
+            _name_failed_block(exc, self, args)
             raise
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
@@ -591,6 +588,14 @@ def _block_call_text(block, args) -> str:
     return "%r (%s; %s)" % (block.name, type(block).__name__, "; ".join(parts))
 
 
+def _name_failed_block(exc, block, args):
+    """The innermost block names itself on the error (outer blocks leave it), so that a runner
+    can say which layer failed on what shapes; the error itself is unchanged."""
+    if getattr(exc, "failed_block", None) is None:
+        with contextlib.suppress(Exception):
+            exc.failed_block = _block_call_text(block, args)
+
+
 def _holds_array(args):
     for arg in args:
         if isinstance(arg, NDArray) or (isinstance(arg, (list, tuple)) and _holds_array(arg)):
@@ -599,6 +604,14 @@ def _holds_array(args):
 
 
 def _sequential_forward(self, x, *args):
+    if not args and type(x) is NDArray and not _ag.is_recording():
+        # Predicting: a BatchNorm and the ReLU after it in one pass, with the numbers of the
+        # two calls.
+        if self._fused_epoch != _plans.epoch.value:
+            object.__setattr__(self, "_fused", _relu_fused_steps(self))
+            object.__setattr__(self, "_fused_epoch", _plans.epoch.value)
+        if self._fused is not None:
+            return _fused_forward(self._fused, x)
     for block in self._children.values():
         x = block(x, *args)
         args = ()
@@ -610,7 +623,65 @@ def _sequential_forward(self, x, *args):
     return x
 
 
+def _hooked(block):
+    return bool(block._forward_pre_hooks or block._forward_hooks)
+
+
+def _relu_fused_steps(seq):
+    """``seq``'s children as ``(block, relu)`` steps, where ``relu`` is the ReLU that follows a
+    block able to apply it in its own pass (``_forward_relu``: BatchNorm in predict mode) and
+    neither has hooks (which must see each output); None where no pair is."""
+    children = list(seq._children.values())
+    steps, fused, i = [], False, 0
+    while i < len(children):
+        block = children[i]
+        relu = children[i + 1] if i + 1 < len(children) else None
+        if relu is not None and hasattr(block, "_forward_relu") \
+                and getattr(relu, "_plain_relu", _no)() and not _hooked(block) \
+                and not _hooked(relu):
+            steps.append((block, relu))
+            fused = True
+            i += 2
+        else:
+            steps.append((block, None))
+            i += 1
+    return steps if fused else None
+
+
+def _no():
+    return False
+
+
+def _fused_forward(steps, x):
+    """``_sequential_forward`` of these steps: a block with its ReLU calls ``_forward_relu``,
+    falling back to both calls where that gives None."""
+    args = ()
+    for block, relu in steps:
+        out = None
+        if relu is not None and not args and type(x) is NDArray:
+            try:
+                out = block._forward_relu(x)
+            except Exception as exc:
+                _name_failed_block(exc, block, (x,))
+                raise
+        if out is not None:
+            x = out
+            continue
+        for each in (block,) if relu is None else (block, relu):
+            x = each(x, *args)
+            args = ()
+            if isinstance(x, (tuple, list)):
+                args = tuple(x[1:])
+                x = x[0]
+    if args:
+        x = (x,) + tuple(args)
+    return x
+
+
 class _SequentialMixin:
+    _fused = None           # _relu_fused_steps, made again when the plans' epoch moves
+    _fused_epoch = -1
+
     def add(self, *blocks):
         for block in blocks:
             self.register_child(block)

@@ -7,6 +7,8 @@ megabytes. The kernels do the same arithmetic in five passes that keep nothing b
 
 - ``channel_sums``: per channel, the sum of ``x`` (or, given the mean, of ``(x - mean)**2``);
 - ``scale_shift``: ``(x - mean) * scale + beta``;
+- ``predict``: predict mode's whole BatchNorm from the moving statistics (each channel's scale
+  made inside the loop), optionally with the ReLU that follows it;
 - ``grad_sums``: per channel, the sums of ``g`` and of ``g * ((x - mean) * invstd)``;
 - ``grad_input``: ``((g - gmean) - ((x - mean) * invstd) * proj) * scale``.
 
@@ -38,7 +40,7 @@ from .. import _jit
 from . import _pairwise as _pw
 from . import host_threads as _host_threads
 
-__all__ = ["channel_sums", "scale_shift", "grad_sums", "grad_input", "ordered", "np_channel_sums",
+__all__ = ["channel_sums", "scale_shift", "predict", "grad_sums", "grad_input", "ordered", "np_channel_sums",
            "MIN_SIZE", "SPLIT_SIZE", "SHIFT_SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
@@ -118,6 +120,25 @@ def scale_shift(x, mean, scale, beta, out) -> None:
         out.reshape(-1)), SHIFT_SPLIT_SIZE)
 
 
+def predict(x, mean, var, gamma, beta, eps, fix_gamma, relu):
+    """``(x - mean) * scale + beta`` as a new array, ``scale = 1 / sqrt(var + eps)`` times
+    ``gamma`` unless ``fix_gamma``, all per channel ``(C,)``, each channel's scale rounded as
+    NumPy rounds ``1 / sqrt(var + eps) * gamma`` in the dtype (``eps`` taken to it first, as
+    NumPy takes a Python float); ``relu``: then ``relu`` as ``_fc_kernels`` computes it (NaN
+    kept, the rest not above 0 made +0). None unless ``usable(x, mean, var, gamma, beta)``.
+    One pass over the data and no per-channel NumPy calls: a batch-1 image's BatchNorm in
+    predict mode is mostly those calls."""
+    if not usable(x, mean, var, gamma, beta):
+        return None
+    out = numpy.empty_like(x)
+    n, c, p = _geometry(x)
+    t = x.dtype.type
+    _by_channels(x, lambda c0, c1: _predict(
+        x.reshape(-1), n, c, p, c0, c1, mean, var, gamma, beta, t(eps), t(1), t(0),
+        bool(fix_gamma), bool(relu), out.reshape(-1)), SHIFT_SPLIT_SIZE)
+    return out
+
+
 def grad_sums(g, x, mean, invstd, gsum, gxhat_sum) -> None:
     """Per channel: ``gsum`` = ``np_channel_sums(g)``, ``gxhat_sum`` = that of
     ``g * ((x - mean) * invstd)``."""
@@ -173,6 +194,24 @@ def _scale_shift_loop(x, n_, c_, p_, c0, c1, mean, scale, beta, out):
                 out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
 
 
+def _predict_loop(x, n_, c_, p_, c0, c1, mean, var, gamma, beta, eps, one, zero, fix_gamma,
+                  relu, out):
+    for n in range(n_):
+        for c in range(c0, c1):
+            row = (n * c_ + c) * p_
+            sc = one / numpy.sqrt(var[c] + eps)
+            if not fix_gamma:
+                sc = sc * gamma[c]
+            m, b = mean[c], beta[c]
+            if relu:
+                for p in range(p_):
+                    v = (x[_U(row + p)] - m) * sc + b
+                    out[_U(row + p)] = v if v > zero or v != v else zero
+            else:
+                for p in range(p_):
+                    out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
+
+
 def _grad_sums_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, zero, gsum, gxhat_sum, acc_g,
                     acc_gxhat, tasks, values):
     for n in range(n_):
@@ -207,5 +246,6 @@ def _grad_input_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, gmean, proj, scale,
 _pairwise = _pw.pairwise_loop
 _sums = _jit.Kernel(_sums_loop, {"_pairwise": _pw.pairwise})
 _scale_shift = _jit.Kernel(_scale_shift_loop)
+_predict = _jit.Kernel(_predict_loop)
 _grad_sums = _jit.Kernel(_grad_sums_loop, {"_pairwise": _pw.pairwise})
 _grad_input = _jit.Kernel(_grad_input_loop)

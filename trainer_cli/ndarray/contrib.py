@@ -26,7 +26,7 @@ from .creation import zeros
 from .ctc import CTCLoss, ctc_loss
 from .more_ops import logical_and
 from .ndarray import NDArray, _result, _wrap, _xp_of
-from .nn import BatchNorm, Embedding
+from .nn import Embedding, batch_norm
 from .random import uniform
 from . import adamw as _adamw, boxes as _boxes, deformable as _deformable
 from . import multibox as _multibox, resize as _resize, roi as _roi
@@ -394,13 +394,10 @@ def BatchNormWithReLU(data=None, gamma=None, beta=None, moving_mean=None,  # noq
                       **kwargs):
     """``relu(BatchNorm(...))`` with BatchNorm's arguments (MXNet's fused operator behind
     ``gluon.nn.BatchNormReLU``); with ``output_mean_var`` the batch mean and variance follow,
-    as BatchNorm gives them."""
-    out = BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=eps, momentum=momentum,
-                    fix_gamma=fix_gamma, use_global_stats=use_global_stats,
-                    output_mean_var=output_mean_var, axis=axis, cudnn_off=cudnn_off, **kwargs)
-    if output_mean_var:
-        return [_ops.relu(out[0])] + list(out[1:])
-    return _ops.relu(out)
+    as BatchNorm gives them. Where nothing records and the moving statistics normalize, both
+    are one pass over the data."""
+    return batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
+                      use_global_stats, output_mean_var, axis, True)
 
 
 def SparseEmbedding(data=None, weight=None, input_dim=None, output_dim=None,  # noqa: N802

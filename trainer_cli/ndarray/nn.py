@@ -34,6 +34,7 @@ from .sparse import embedding_grad, embedding_of_rows
 from .normalization import rows_loop_grads
 from .ops import _erf_raw
 from .ops import flatten as _flatten
+from .ops import relu as _relu
 
 __all__ = ["Convolution", "Pooling", "BatchNorm", "LayerNorm", "Dropout", "Embedding", "LeakyReLU",
            "Flatten"]
@@ -670,6 +671,14 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
     the moving statistics. ``fix_gamma`` uses a scale of 1 (and sets ``gamma`` to 1, as MXNet
     does) with a zero gamma gradient.
     """
+    return batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
+                      use_global_stats, output_mean_var, axis, False)
+
+
+def batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
+               use_global_stats, output_mean_var, axis, relu):
+    """``BatchNorm``, followed by ``relu`` when ``relu`` (``contrib.BatchNormWithReLU``): in
+    one pass where nothing records and the moving statistics normalize, else as two ops."""
     x = data._data
     xp = _xp_of(x)
     # float16 data beside float32 parameters (net.cast keeps BatchNorm's in float32, as MXNet):
@@ -682,12 +691,22 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
         raise ShapeError("BatchNorm: Channel axis out of range: %d (data of shape %s)"
                          % (axis, x.shape))
     ax = axis % x.ndim
-    red = tuple(i for i in range(x.ndim) if i != ax)
-    bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
-    count = x.size // x.shape[ax]
     if fix_gamma:
         gamma._data[...] = 1
     training = _ag._state.training and not use_global_stats
+    if not training and not output_mean_var and ax == 1 and type(x) is numpy.ndarray \
+            and not _recording_for(data, gamma, beta):
+        out = _bk.predict(x, moving_mean._data, moving_var._data, gamma._data, beta._data, eps,
+                          fix_gamma, relu)
+        if out is not None:
+            return _wrap(out.astype(numpy.float16) if half else out, data._ctx)
+    if relu:
+        out = batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
+                         use_global_stats, output_mean_var, axis, False)
+        return [_relu(out[0])] + list(out[1:]) if output_mean_var else _relu(out)
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    bshape = tuple(x.shape[ax] if i == ax else 1 for i in range(x.ndim))
+    count = x.size // x.shape[ax]
     # The (N, C, ...) layout sums by channel in the kernels' order (_bn_kernels), by their
     # passes (numba) where they apply; the same numbers either way.
     ordered = ax == 1 and _bk.ordered(x)

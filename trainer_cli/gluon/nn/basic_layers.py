@@ -28,6 +28,11 @@ class Activation(HybridBlock):
     def hybrid_forward(self, F, x):
         return F.Activation(x, act_type=self._act_type, name="fwd")
 
+    def _plain_relu(self):
+        """Whether this layer is ``relu`` as ``Activation`` computes it (a layer before it may
+        apply it in its own pass: ``HybridSequential``)."""
+        return type(self) is Activation and self._act_type == "relu"
+
     def __repr__(self):
         return "Activation(%s)" % self._act_type
 

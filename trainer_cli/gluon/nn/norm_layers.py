@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy
 
+from ... import ndarray as _nd
 from ..block import HybridBlock
+from ..parameter import DeferredInitializationError
 
 __all__ = ["Dropout", "BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "Embedding"]
 
@@ -100,6 +102,20 @@ class BatchNorm(HybridBlock):
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
+
+    def _forward_relu(self, x):
+        """``relu(self(x))`` for a hybridized sequence whose next layer is that ReLU: one pass
+        over the data in predict mode (``contrib.BatchNormWithReLU``). None for a subclass (it
+        may compute otherwise) and for parameters still waiting for their shapes."""
+        if type(self) is not BatchNorm:
+            return None
+        ctx = x.context
+        try:
+            params = [p.data(ctx) for p in (self.gamma, self.beta, self.running_mean,
+                                            self.running_var)]
+        except DeferredInitializationError:
+            return None
+        return _nd.contrib.BatchNormWithReLU(x, *params, name="fwd", **self._kwargs)
 
     def __repr__(self):
         in_channels = self.gamma.shape[0]

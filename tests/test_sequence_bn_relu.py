@@ -1,0 +1,200 @@
+"""A sequence's BatchNorm and the ReLU after it run as one op when nothing records.
+
+``Sequential`` / ``HybridSequential`` call ``BatchNorm._forward_relu`` (one pass over the data
+in predict mode) in place of the two layers. What the user sees must not change: the same bits
+as the two calls, the hooks of either layer seeing what they saw, the tape of a recorded
+forward, deferred shapes, subclasses and errors naming the layer that failed.
+"""
+import numpy as np
+import pytest
+
+from trainer_cli import autograd, nd
+from trainer_cli.gluon import nn
+from trainer_cli.gluon.model_zoo import vision
+from trainer_cli.ndarray import contrib as nd_contrib
+
+
+def _counted(monkeypatch):
+    """The calls of the fused op, counted."""
+    calls = []
+    fused = nd_contrib.BatchNormWithReLU
+
+    def counting(*args, **kwargs):
+        calls.append(args[0].shape)
+        return fused(*args, **kwargs)
+    monkeypatch.setattr(nd.contrib, "BatchNormWithReLU", counting)
+    return calls
+
+
+def _randomize_statistics(net, seed=0):
+    rng = np.random.default_rng(seed)
+    for name, p in net.collect_params().items():
+        r = rng.random(p.shape, dtype=np.float32)
+        if name.endswith(("running_mean", "beta")):
+            p.set_data(nd.array(r * 0.4 - 0.2))
+        elif name.endswith(("running_var", "gamma")):
+            p.set_data(nd.array(r + 0.5))
+
+
+def _net(kind=nn.HybridSequential, bn=nn.BatchNorm, act="relu"):
+    net = kind()
+    net.add(nn.Conv2D(6, 3, padding=1), bn(), nn.Activation(act), nn.Conv2D(4, 3), bn(),
+            nn.Activation(act), nn.Dense(3))
+    net.initialize()
+    return net
+
+
+def _x(shape=(2, 3, 40, 40), seed=1):
+    return nd.array(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _one_by_one(net, x):
+    for block in net._children.values():
+        x = block(x)
+    return x
+
+
+def _identity_hook(block, args, out):
+    return None
+
+
+@pytest.mark.parametrize("kind", [nn.HybridSequential, nn.Sequential])
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_predicting_fuses_each_pair_with_the_bits_of_the_two_calls(monkeypatch, kind, hybridize):
+    calls = _counted(monkeypatch)
+    net = _net(kind)
+    x = _x()
+    net(x)
+    _randomize_statistics(net)
+    if hybridize:
+        net.hybridize()
+    expect = _one_by_one(net, x).asnumpy()
+    del calls[:]
+    got = net(x).asnumpy()
+    assert calls == [(2, 6, 40, 40), (2, 4, 38, 38)]
+    assert got.tobytes() == expect.tobytes()
+
+
+def test_the_model_zoos_resnet_predicts_the_unfused_bits(monkeypatch):
+    """A hook on every BatchNorm keeps the layers apart: the network's output is the same."""
+    calls = _counted(monkeypatch)
+    net = vision.resnet18_v1(classes=10)
+    net.initialize()
+    x = _x((1, 3, 64, 64))
+    net(x)
+    _randomize_statistics(net)
+    del calls[:]
+    fused = net(x).asnumpy()
+    assert len(calls) == 9              # the stem and the first BatchNorm of each block
+    bns = []
+    net.apply(lambda b: bns.append(b) if type(b) is nn.BatchNorm else None)
+    handles = [b.register_forward_hook(_identity_hook) for b in bns]
+    del calls[:]
+    apart = net(x).asnumpy()
+    assert calls == []
+    assert np.isfinite(fused).all() and fused.tobytes() == apart.tobytes()
+    for handle in handles:
+        handle.detach()
+    assert net(x).asnumpy().tobytes() == fused.tobytes() and len(calls) == 9
+
+
+@pytest.mark.parametrize("where", ["bn pre", "bn", "relu pre", "relu"])
+def test_a_hook_on_either_layer_sees_what_it_saw(monkeypatch, where):
+    calls = _counted(monkeypatch)
+    net = _net()
+    x = _x()
+    net(x)
+    bn, relu = net[1], net[2]
+    seen = []
+    block = bn if where.startswith("bn") else relu
+    if where.endswith("pre"):
+        handle = block.register_forward_pre_hook(lambda b, args: seen.append(args[0].asnumpy()))
+    else:
+        handle = block.register_forward_hook(lambda b, args, out: seen.append(out.asnumpy()))
+    out = net(x).asnumpy()
+    assert len(seen) == 1 and calls == [(2, 4, 38, 38)]     # the second pair only
+    if where == "bn":
+        assert (seen[0] < 0).any()                  # the BatchNorm's output, before the ReLU
+    handle.detach()
+    del calls[:]
+    assert net(x).asnumpy().tobytes() == out.tobytes() and len(calls) == 2
+
+
+def test_recording_keeps_both_layers_on_the_tape(monkeypatch):
+    calls = _counted(monkeypatch)
+    net = _net()
+    x = _x()
+    net(x)
+    del calls[:]
+    x.attach_grad()
+    with autograd.record(train_mode=False):
+        out = net(x)
+    out.backward()
+    assert calls == []
+    grad = x.grad.asnumpy().copy()
+    with autograd.record(train_mode=False):
+        y = _one_by_one(net, x)
+    y.backward()
+    assert y.asnumpy().tobytes() == out.asnumpy().tobytes()
+    assert x.grad.asnumpy().tobytes() == grad.tobytes()
+
+
+def test_training_mode_without_recording_normalizes_by_the_batch(monkeypatch):
+    _counted(monkeypatch)
+    net = _net()
+    x = _x()
+    net(x)
+    _randomize_statistics(net)
+    with autograd.train_mode():
+        got = net(x).asnumpy()
+        expect = _one_by_one(net, x).asnumpy()
+    assert got.tobytes() == expect.tobytes()
+    assert got.tobytes() != net(x).asnumpy().tobytes()     # predict mode: moving statistics
+
+
+def test_deferred_shapes_are_found_by_the_first_call_then_pairs_fuse(monkeypatch):
+    calls = _counted(monkeypatch)
+    net = _net()
+    x = _x()
+    first = net(x).asnumpy()
+    assert net[1].gamma.shape == (6,)
+    second = net(x).asnumpy()
+    assert first.tobytes() == second.tobytes() and len(calls) >= 2
+
+
+@pytest.mark.parametrize("bn,act", [(nn.BatchNormReLU, "relu"), (nn.BatchNorm, "tanh")])
+def test_other_layers_are_not_fused(monkeypatch, bn, act):
+    """A BatchNorm subclass computes its own way (BatchNormReLU calls the fused op itself, once
+    per layer), another activation is not a ReLU."""
+    calls = _counted(monkeypatch)
+    net = _net(bn=bn, act=act)
+    x = _x()
+    net(x)
+    _randomize_statistics(net)
+    del calls[:]
+    got = net(x).asnumpy()
+    assert len(calls) == (2 if bn is nn.BatchNormReLU else 0)
+    assert got.tobytes() == _one_by_one(net, x).asnumpy().tobytes()
+
+
+def test_an_error_in_the_fused_op_names_the_batchnorm():
+    net = nn.HybridSequential()
+    net.add(nn.BatchNorm(in_channels=3), nn.Activation("relu"))
+    net.initialize()
+    with pytest.raises(Exception) as info:
+        net(_x((2, 5, 4, 4)))
+    assert net[0].name in info.value.failed_block
+    assert "(2, 5, 4, 4)" in info.value.failed_block
+
+
+def test_children_added_later_are_seen(monkeypatch):
+    calls = _counted(monkeypatch)
+    net = nn.HybridSequential()
+    net.add(nn.BatchNorm(in_channels=3))
+    net.initialize()
+    x = _x((2, 3, 8, 8))
+    net(x)
+    relu = nn.Activation("relu")
+    net.add(relu)
+    out = net(x).asnumpy()
+    assert len(calls) == 1 and (out >= 0).all() and (out > 0).any()
