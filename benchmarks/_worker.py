@@ -518,6 +518,7 @@ def _predictor(predict):
     def step():
         predict()
     step.check = lambda: check_predict(predict)
+    step.outputs = predict
     return step
 
 

@@ -23,7 +23,7 @@ SHAPES = [(4, 3, 9, 9), (5, 4, 1, 1), (3, 2, 1, 7), (2, 3, 17, 19), (3, 2, 40, 4
           (2, 3, 4, 5, 6), (4, 3, 200), (1, 2, 64, 33), (6, 40, 4, 4)]
 
 
-def _run(arrays, head, kernels, training, fix_gamma, monkeypatch):
+def _run(arrays, head, kernels, training, fix_gamma, monkeypatch, relu=False):
     monkeypatch.setattr(_jit, "_numba", None if kernels else False)
     monkeypatch.delenv("TRAINER_NO_NUMBA", raising=False)
     calls = []
@@ -36,8 +36,8 @@ def _run(arrays, head, kernels, training, fix_gamma, monkeypatch):
         a.attach_grad()
     with np.errstate(all="ignore"):
         with autograd.record(train_mode=training):
-            out = nd.BatchNorm(x, gamma, beta, mm, mv, eps=1e-3, momentum=0.9,
-                               fix_gamma=fix_gamma)
+            op = nd.contrib.BatchNormWithReLU if relu else nd.BatchNorm
+            out = op(x, gamma, beta, mm, mv, eps=1e-3, momentum=0.9, fix_gamma=fix_gamma)
         out.backward(nd.array(head, dtype=head.dtype))
     return ([out.asnumpy(), x.grad.asnumpy(), gamma.grad.asnumpy(), beta.grad.asnumpy(),
              mm.asnumpy(), mv.asnumpy()], calls)
@@ -55,7 +55,11 @@ def _counting(kernel, name, calls):
 @pytest.mark.parametrize("fix_gamma", [False, True])
 @pytest.mark.parametrize("case", range(len(SHAPES)))
 @pytest.mark.parametrize("special", [False, True])
-def test_batchnorm_kernels_are_numpys(monkeypatch, dtype, training, fix_gamma, case, special):
+@pytest.mark.parametrize("relu", [False, True])
+def test_batchnorm_kernels_are_numpys(monkeypatch, dtype, training, fix_gamma, case, special,
+                                      relu):
+    """With ``relu`` (BatchNormWithReLU): one node whose pass applies the ReLU and whose
+    backward masks the gradient first, against the NumPy path's two ops."""
     monkeypatch.setattr(B, "MIN_SIZE", 16)
     shape = SHAPES[case]
     c = shape[1]
@@ -67,8 +71,8 @@ def test_batchnorm_kernels_are_numpys(monkeypatch, dtype, training, fix_gamma, c
     mv = np.abs(_data(c, dtype, 26, special=False)) + 0.5
     head = _data(shape, dtype, 27, special=special)
     arrays = [x, gamma, beta, mm, mv]
-    got, calls = _run(arrays, head, True, training, fix_gamma, monkeypatch)
-    expect, _ = _run(arrays, head, False, training, fix_gamma, monkeypatch)
+    got, calls = _run(arrays, head, True, training, fix_gamma, monkeypatch, relu)
+    expect, _ = _run(arrays, head, False, training, fix_gamma, monkeypatch, relu)
     assert calls == ((["_sums", "_sums"] if training else []) + ["_scale_shift", "_grad_sums"]
                      + (["_grad_input"] if training else []))
     for a, b in zip(got, expect):

@@ -120,23 +120,42 @@ def test_a_hook_on_either_layer_sees_what_it_saw(monkeypatch, where):
     assert net(x).asnumpy().tobytes() == out.tobytes() and len(calls) == 2
 
 
-def test_recording_keeps_both_layers_on_the_tape(monkeypatch):
+def _twins(monkeypatch):
+    """Two nets of the same parameters; the second runs its layers one by one."""
+    nets = []
+    for _ in range(2):
+        net = _net()
+        net(_x())
+        nets.append(net)
+    _randomize_statistics(nets[0])
+    for a, b in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
+        b.set_data(a.data())
+    return nets
+
+
+@pytest.mark.parametrize("train_mode", [True, False])
+def test_recorded_pairs_give_the_two_layers_outputs_gradients_and_statistics(monkeypatch,
+                                                                            train_mode):
+    """Recorded (training mode: batch statistics, moving ones updated by the backward pass;
+    predict mode: moving statistics), one node for the pair: the output, the input's and every
+    parameter's gradient and the moving statistics are the two layers' bits."""
     calls = _counted(monkeypatch)
-    net = _net()
-    x = _x()
-    net(x)
-    del calls[:]
-    x.attach_grad()
-    with autograd.record(train_mode=False):
-        out = net(x)
-    out.backward()
-    assert calls == []
-    grad = x.grad.asnumpy().copy()
-    with autograd.record(train_mode=False):
-        y = _one_by_one(net, x)
-    y.backward()
-    assert y.asnumpy().tobytes() == out.asnumpy().tobytes()
-    assert x.grad.asnumpy().tobytes() == grad.tobytes()
+    fused, apart = _twins(monkeypatch)
+    head = _x((2, 3), seed=7)
+    results = []
+    for net, run in ((fused, lambda x: net(x)), (apart, lambda x: _one_by_one(apart, x))):
+        x = _x()
+        x.attach_grad()
+        del calls[:]
+        with autograd.record(train_mode=train_mode):
+            out = run(x)
+        out.backward(head)
+        results.append([out, x.grad] + [p.grad() if p.grad_req != "null" else p.data()
+                                         for p in net.collect_params().values()])
+        assert len(calls) == (2 if net is fused else 0)
+    for a, b in zip(*results):
+        assert a.asnumpy().tobytes() == b.asnumpy().tobytes()
+    assert (results[0][1].asnumpy() != 0).any()
 
 
 def test_training_mode_without_recording_normalizes_by_the_batch(monkeypatch):

@@ -14,7 +14,6 @@ from collections import OrderedDict
 
 import numpy
 
-from .. import autograd as _ag
 from .. import initializer as _init
 from .. import ndarray as _nd
 from .. import symbol as _sym
@@ -604,9 +603,9 @@ def _holds_array(args):
 
 
 def _sequential_forward(self, x, *args):
-    if not args and type(x) is NDArray and not _ag.is_recording():
-        # Predicting: a BatchNorm and the ReLU after it in one pass, with the numbers of the
-        # two calls.
+    if not args and type(x) is NDArray:
+        # A BatchNorm and the ReLU after it as one op (one pass forward), with the numbers and
+        # gradients of the two.
         if self._fused_epoch != _plans.epoch.value:
             object.__setattr__(self, "_fused", _relu_fused_steps(self))
             object.__setattr__(self, "_fused_epoch", _plans.epoch.value)
@@ -629,8 +628,8 @@ def _hooked(block):
 
 def _relu_fused_steps(seq):
     """``seq``'s children as ``(block, relu)`` steps, where ``relu`` is the ReLU that follows a
-    block able to apply it in its own pass (``_forward_relu``: BatchNorm in predict mode) and
-    neither has hooks (which must see each output); None where no pair is."""
+    block able to apply it in its own pass (``_forward_relu``: BatchNorm) and neither has hooks
+    (which must see each output); None where no pair is."""
     children = list(seq._children.values())
     steps, fused, i = [], False, 0
     while i < len(children):

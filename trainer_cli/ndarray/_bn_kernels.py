@@ -112,12 +112,14 @@ def channel_sums(x, mean, sums) -> None:
     _by_channels(x, work)
 
 
-def scale_shift(x, mean, scale, beta, out) -> None:
-    """``out = (x - mean) * scale + beta``, per channel vectors (any shape of C values)."""
+def scale_shift(x, mean, scale, beta, out, relu=False) -> None:
+    """``out = (x - mean) * scale + beta``, per channel vectors (any shape of C values);
+    ``relu``: then the ReLU, as ``predict`` applies it."""
     n, c, p = _geometry(x)
+    zero = x.dtype.type(0)
     _by_channels(x, lambda c0, c1: _scale_shift(
         x.reshape(-1), n, c, p, c0, c1, mean.reshape(-1), scale.reshape(-1), beta.reshape(-1),
-        out.reshape(-1)), SHIFT_SPLIT_SIZE)
+        bool(relu), zero, out.reshape(-1)), SHIFT_SPLIT_SIZE)
 
 
 def predict(x, mean, var, gamma, beta, eps, fix_gamma, relu):
@@ -185,13 +187,18 @@ def _sums_loop(x, n_, c_, p_, c0, c1, mean, centered, zero, sums, acc, tasks, va
         sums[c] = zero + _pairwise(acc, (c - c0) * p_, p_, zero, tasks, values)
 
 
-def _scale_shift_loop(x, n_, c_, p_, c0, c1, mean, scale, beta, out):
+def _scale_shift_loop(x, n_, c_, p_, c0, c1, mean, scale, beta, relu, zero, out):
     for n in range(n_):
         for c in range(c0, c1):
             row = (n * c_ + c) * p_
             m, sc, b = mean[c], scale[c], beta[c]
-            for p in range(p_):
-                out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
+            if relu:
+                for p in range(p_):
+                    v = (x[_U(row + p)] - m) * sc + b
+                    out[_U(row + p)] = v if v > zero or v != v else zero
+            else:
+                for p in range(p_):
+                    out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
 
 
 def _predict_loop(x, n_, c_, p_, c0, c1, mean, var, gamma, beta, eps, one, zero, fix_gamma,

@@ -394,8 +394,8 @@ def BatchNormWithReLU(data=None, gamma=None, beta=None, moving_mean=None,  # noq
                       **kwargs):
     """``relu(BatchNorm(...))`` with BatchNorm's arguments (MXNet's fused operator behind
     ``gluon.nn.BatchNormReLU``); with ``output_mean_var`` the batch mean and variance follow,
-    as BatchNorm gives them. Where nothing records and the moving statistics normalize, both
-    are one pass over the data."""
+    as BatchNorm gives them. On the CPU's kernels both are one pass over the data and, when
+    recorded, one node whose backward masks the gradient as the ReLU's does."""
     return batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
                       use_global_stats, output_mean_var, axis, True)
 

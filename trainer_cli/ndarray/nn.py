@@ -32,7 +32,7 @@ from . import winograd as _winograd
 from .ndarray import NDArray, _recording_for, _result, _scatter_add, _wrap, _xp_of
 from .sparse import embedding_grad, embedding_of_rows
 from .normalization import rows_loop_grads
-from .ops import _erf_raw
+from .ops import _erf_raw, _relu_grad, _relu_raw
 from .ops import flatten as _flatten
 from .ops import relu as _relu
 
@@ -677,8 +677,9 @@ def BatchNorm(data=None, gamma=None, beta=None, moving_mean=None, moving_var=Non
 
 def batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
                use_global_stats, output_mean_var, axis, relu):
-    """``BatchNorm``, followed by ``relu`` when ``relu`` (``contrib.BatchNormWithReLU``): in
-    one pass where nothing records and the moving statistics normalize, else as two ops."""
+    """``BatchNorm``, followed by ``relu`` when ``relu`` (``contrib.BatchNormWithReLU``): one
+    pass and one node where BatchNorm's kernels apply (the bits of the two ops), else the two
+    ops."""
     x = data._data
     xp = _xp_of(x)
     # float16 data beside float32 parameters (net.cast keeps BatchNorm's in float32, as MXNet):
@@ -700,7 +701,8 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_ga
                           fix_gamma, relu)
         if out is not None:
             return _wrap(out.astype(numpy.float16) if half else out, data._ctx)
-    if relu:
+    if relu and (output_mean_var or half or ax != 1
+                 or not _bk.usable(x, gamma._data, beta._data)):
         out = batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
                          use_global_stats, output_mean_var, axis, False)
         return [_relu(out[0])] + list(out[1:]) if output_mean_var else _relu(out)
@@ -741,13 +743,15 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_ga
     beta_b = beta._data.reshape(bshape)
     if fast and _bk.usable(x, mean, scale, beta_b):
         out = numpy.empty(x.shape, x.dtype)
-        _bk.scale_shift(x, mean, scale, beta_b, out)
+        _bk.scale_shift(x, mean, scale, beta_b, out, relu)
     else:
         fast = False
         out = (x - mean) * scale + beta_b
+        if relu:
+            out = _relu_raw(out)
     moving = (moving_mean, moving_var, momentum, eps) if training else None
     result = _finish_bn(data, x, gamma, beta, out, (mean, invstd), scale, red, moving,
-                        fix_gamma, count, fast, ordered, half)
+                        fix_gamma, count, fast, ordered, half, relu)
     if output_mean_var:
         # MXNet's second and third outputs are the batch mean and inverse standard deviation.
         return [result, _wrap(mean.reshape(-1), data._ctx), _wrap(invstd.reshape(-1), data._ctx)]
@@ -770,12 +774,14 @@ def _update_moving(moving, mean, invstd):
 
 
 def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, count, fast,
-               ordered, half):
+               ordered, half, relu=False):
     """The node of BatchNorm: ``stats`` (mean, invstd) give ``xhat = (x - mean) * invstd``,
     recomputed in the backward pass rather than kept from the forward one. ``moving``: the
     moving statistics a training batch updates when the backward pass reaches this node (None
     otherwise). ``half``: ``data`` is float16, ``x`` its float32 copy, and the output and input
-    gradient are float16."""
+    gradient are float16. ``relu``: ``out`` is the ReLU of the normalized values (not with
+    ``half``); the gradient is masked as the ReLU's own backward masks it (``out > 0`` where
+    the values were above 0) before BatchNorm's, so one node gives the two ops' gradients."""
     if half:
         out = out.astype(numpy.float16)
     if not _recording_for(data, gamma, beta):
@@ -794,6 +800,11 @@ def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, 
         def vjp(g, needs):
             gx, ggamma, gbeta = vjp32(g.astype(x.dtype), needs)
             return (None if gx is None else gx.astype(numpy.float16)), ggamma, gbeta
+    if relu:
+        normalized_vjp = vjp
+
+        def vjp(g, needs):
+            return normalized_vjp(_relu_grad(g, out, None), needs)
     return _result(out, data._ctx, (data, gamma, beta), vjp)
 
 

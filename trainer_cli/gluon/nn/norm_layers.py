@@ -104,9 +104,10 @@ class BatchNorm(HybridBlock):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
     def _forward_relu(self, x):
-        """``relu(self(x))`` for a hybridized sequence whose next layer is that ReLU: one pass
-        over the data in predict mode (``contrib.BatchNormWithReLU``). None for a subclass (it
-        may compute otherwise) and for parameters still waiting for their shapes."""
+        """``relu(self(x))`` for a sequence whose next layer is that ReLU, as one op
+        (``contrib.BatchNormWithReLU``: one pass over the data, one node when recorded). None
+        for a subclass (it may compute otherwise) and for parameters still waiting for their
+        shapes."""
         if type(self) is not BatchNorm:
             return None
         ctx = x.context
