@@ -133,14 +133,22 @@ def _twins(monkeypatch):
     return nets
 
 
+@pytest.mark.parametrize("hybridize", [False, True])
 @pytest.mark.parametrize("train_mode", [True, False])
 def test_recorded_pairs_give_the_two_layers_outputs_gradients_and_statistics(monkeypatch,
-                                                                            train_mode):
+                                                                            train_mode,
+                                                                            hybridize):
     """Recorded (training mode: batch statistics, moving ones updated by the backward pass;
-    predict mode: moving statistics), one node for the pair: the output, the input's and every
-    parameter's gradient and the moving statistics are the two layers' bits."""
+    predict mode: moving statistics), one node for the pair, eager or as a step of the cached
+    plan: the output, the input's and every parameter's gradient and the moving statistics
+    are the two layers' bits."""
     calls = _counted(monkeypatch)
     fused, apart = _twins(monkeypatch)
+    if hybridize:
+        fused.hybridize()
+        fused(_x())         # records the graph export would write
+        fused(_x())         # makes the plan (predict mode: the statistics stay)
+        assert fused._plan is not None
     head = _x((2, 3), seed=7)
     results = []
     for net, run in ((fused, lambda x: net(x)), (apart, lambda x: _one_by_one(apart, x))):

@@ -628,14 +628,15 @@ def _hooked(block):
 
 def _relu_fused_steps(seq):
     """``seq``'s children as ``(block, relu)`` steps, where ``relu`` is the ReLU that follows a
-    block able to apply it in its own pass (``_forward_relu``: BatchNorm) and neither has hooks
-    (which must see each output); None where no pair is."""
+    block able to apply it in its own pass (``_takes_relu``, ``_forward_relu``: BatchNorm) and
+    neither has hooks (which must see each output); None where no pair is. A cached plan takes
+    the same pairs."""
     children = list(seq._children.values())
     steps, fused, i = [], False, 0
     while i < len(children):
         block = children[i]
         relu = children[i + 1] if i + 1 < len(children) else None
-        if relu is not None and hasattr(block, "_forward_relu") \
+        if relu is not None and getattr(block, "_takes_relu", _no)() \
                 and getattr(relu, "_plain_relu", _no)() and not _hooked(block) \
                 and not _hooked(relu):
             steps.append((block, relu))

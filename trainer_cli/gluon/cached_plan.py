@@ -6,11 +6,13 @@ records one tape node for the whole block, whose backward runs the steps' backwa
 (``ndarray/plan_steps.py``, which owns that array and tape work): no Block dispatch, hooks,
 parameter lookups by name or tape walk per layer.
 
-Two kinds of step, both computing exactly what the eager layer computes:
+Three kinds of step, each computing exactly what the eager layers compute:
 
 - ``_DenseStep`` (Dense, with its ReLU fused when it has one): ``ops.fc_forward`` and
   ``ops.fc_backward``, the very functions the eager FullyConnected op runs, on raw arrays: no
   NDArray and no tape node of its own.
+- ``_ReLUFusedStep``: a BatchNorm and the ReLU after it in a sequence as one op, the pairs
+  an eager sequence takes (``block._relu_fused_steps``), with the two layers' numbers.
 - ``_OpStep`` (every other layer whose class declares ``_plan_step = "op"``: activations,
   Dropout, BatchNorm, convolutions, pooling, ...): the layer's own ``hybrid_forward`` on the nd
   module, called directly each time, so Dropout draws from the random stream in the same order,
@@ -105,8 +107,14 @@ def _add_steps(block, steps):
     _check_hooks(block)
     kind = _kind(block)
     if kind == "sequence":
-        for child in block._children.values():
-            _add_steps(child, steps)
+        from .block import _relu_fused_steps
+        pairs = _relu_fused_steps(block) or [(child, None) for child in block._children.values()]
+        for child, relu in pairs:
+            if relu is None:
+                _add_steps(child, steps)
+            else:
+                _check_params(child)
+                steps.append(_ReLUFusedStep(child))
         return
     _check_params(block)
     # What the layer calls itself (a Dense's or a convolution's activation) runs inside its
@@ -191,6 +199,19 @@ class _OpStep(_steps.OpStep):
             return block.hybrid_forward(_nd, x, **dict(zip(self.names, params)))
         except Exception as exc:
             _name_block(exc, block, x)
+            raise
+
+
+class _ReLUFusedStep(_OpStep):
+    """A layer and the ReLU after it (``_forward_relu``: BatchNorm's one op)."""
+
+    __slots__ = ()
+
+    def call(self, x, params):
+        try:
+            return self.block._forward_relu(x, params)
+        except Exception as exc:
+            _name_block(exc, self.block, x)
             raise
 
 

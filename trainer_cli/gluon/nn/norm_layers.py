@@ -103,19 +103,22 @@ class BatchNorm(HybridBlock):
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
-    def _forward_relu(self, x):
+    def _takes_relu(self):
+        """Whether the ReLU after this layer may run inside it (``_forward_relu``): not for a
+        subclass, which may compute otherwise."""
+        return type(self) is BatchNorm
+
+    def _forward_relu(self, x, params=None):
         """``relu(self(x))`` for a sequence whose next layer is that ReLU, as one op
-        (``contrib.BatchNormWithReLU``: one pass over the data, one node when recorded). None
-        for a subclass (it may compute otherwise) and for parameters still waiting for their
-        shapes."""
-        if type(self) is not BatchNorm:
-            return None
-        ctx = x.context
-        try:
-            params = [p.data(ctx) for p in (self.gamma, self.beta, self.running_mean,
-                                            self.running_var)]
-        except DeferredInitializationError:
-            return None
+        (``contrib.BatchNormWithReLU``: one pass over the data, one node when recorded);
+        ``params``: the parameters' arrays in their order here (a cached plan's). None while
+        the parameters wait for their shapes."""
+        if params is None:
+            ctx = x.context
+            try:
+                params = [p.data(ctx) for p in self._reg_params.values()]
+            except DeferredInitializationError:
+                return None
         return _nd.contrib.BatchNormWithReLU(x, *params, name="fwd", **self._kwargs)
 
     def __repr__(self):
