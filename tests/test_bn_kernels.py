@@ -141,7 +141,8 @@ def test_predict_pass_on_threads_and_float16_data_is_numpys(monkeypatch):
 
 
 @pytest.mark.parametrize("case", range(len(SHAPES)))
-def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case):
+@pytest.mark.parametrize("relu", [False, True])
+def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case, relu):
     """Large arrays are worked in ranges of channels on several threads: each pass once per
     range, and the NumPy path's bits on 1, 2 and 3 threads."""
     monkeypatch.setattr(B, "MIN_SIZE", 16)
@@ -154,10 +155,10 @@ def test_batchnorm_by_channel_ranges_on_threads_is_numpys(monkeypatch, case):
     mm, mv = _data(c, np.float32, 35, special=False), np.ones(c, np.float32)
     head = _data(shape, np.float32, 37)
     arrays = [x, gamma, beta, mm, mv]
-    expect, _ = _run(arrays, head, False, True, False, monkeypatch)
+    expect, _ = _run(arrays, head, False, True, False, monkeypatch, relu)
     for threads in (1, 2, 3):
         monkeypatch.setattr(host_threads, "blas_threads", lambda threads=threads: threads)
-        got, calls = _run(arrays, head, True, True, False, monkeypatch)
+        got, calls = _run(arrays, head, True, True, False, monkeypatch, relu)
         assert calls.count("_grad_input") == min(c, B.CHANNEL_PARTS)
         assert calls.count("_scale_shift") == min(c, B.CHANNEL_PARTS)
         for a, b in zip(got, expect):

@@ -10,7 +10,10 @@ megabytes. The kernels do the same arithmetic in five passes that keep nothing b
 - ``predict``: predict mode's whole BatchNorm from the moving statistics (each channel's scale
   made inside the loop), optionally with the ReLU that follows it;
 - ``grad_sums``: per channel, the sums of ``g`` and of ``g * ((x - mean) * invstd)``;
-- ``grad_input``: ``((g - gmean) - ((x - mean) * invstd) * proj) * scale``.
+- ``grad_input``: ``((g - gmean) - ((x - mean) * invstd) * proj) * scale``;
+
+the backward two taking ``g`` masked by a ReLU's output where BatchNorm and the ReLU after it
+are one node.
 
 The per-channel arithmetic between them (means, variance, ``1 / sqrt(var + eps)``, the moving
 statistics) stays NumPy's on arrays of C values, shared with the NumPy path.
@@ -40,8 +43,8 @@ from .. import _jit
 from . import _pairwise as _pw
 from . import host_threads as _host_threads
 
-__all__ = ["channel_sums", "scale_shift", "predict", "grad_sums", "grad_input", "ordered", "np_channel_sums",
-           "MIN_SIZE", "SPLIT_SIZE", "SHIFT_SPLIT_SIZE"]
+__all__ = ["channel_sums", "scale_shift", "predict", "grad_sums", "grad_input", "ordered",
+           "np_channel_sums", "MIN_SIZE", "SPLIT_SIZE", "SHIFT_SPLIT_SIZE"]
 
 MIN_SIZE = 1 << 12
 # A pass over this many elements (1 MiB of float32, about 0.3 ms) is split into CHANNEL_PARTS
@@ -141,24 +144,31 @@ def predict(x, mean, var, gamma, beta, eps, fix_gamma, relu):
     return out
 
 
-def grad_sums(g, x, mean, invstd, gsum, gxhat_sum) -> None:
+def grad_sums(g, x, mean, invstd, gsum, gxhat_sum, relu_out=None) -> None:
     """Per channel: ``gsum`` = ``np_channel_sums(g)``, ``gxhat_sum`` = that of
-    ``g * ((x - mean) * invstd)``."""
+    ``g * ((x - mean) * invstd)``; ``relu_out``: of ``g`` masked first as the ReLU's backward
+    masks it, ``g * (1 if relu_out > 0 else 0)`` (a BatchNorm + ReLU node)."""
     n, c, p = _geometry(x)
+    t = x.dtype.type
+    mask = g if relu_out is None else relu_out
 
     def work(c0, c1):
         tasks, values, acc_g = _pw.workspace(x.dtype, (c1 - c0) * p)
-        _grad_sums(g.reshape(-1), x.reshape(-1), n, c, p, c0, c1, mean, invstd, x.dtype.type(0),
-                   gsum, gxhat_sum, acc_g, numpy.empty_like(acc_g), tasks, values)
+        _grad_sums(g.reshape(-1), x.reshape(-1), n, c, p, c0, c1, mean, invstd, t(0),
+                   gsum, gxhat_sum, acc_g, numpy.empty_like(acc_g), tasks, values,
+                   mask.reshape(-1), relu_out is not None, t(1))
     _by_channels(x, work)
 
 
-def grad_input(g, x, mean, invstd, gmean, proj, scale, gx) -> None:
-    """``gx = ((g - gmean) - ((x - mean) * invstd) * proj) * scale``, per channel vectors."""
+def grad_input(g, x, mean, invstd, gmean, proj, scale, gx, relu_out=None) -> None:
+    """``gx = ((g - gmean) - ((x - mean) * invstd) * proj) * scale``, per channel vectors;
+    ``relu_out``: ``g`` masked first, as in ``grad_sums``."""
     n, c, p = _geometry(x)
+    t = x.dtype.type
+    mask = g if relu_out is None else relu_out
     _by_channels(x, lambda c0, c1: _grad_input(
         g.reshape(-1), x.reshape(-1), n, c, p, c0, c1, mean, invstd, gmean, proj, scale,
-        gx.reshape(-1)))
+        gx.reshape(-1), mask.reshape(-1), relu_out is not None, t(0), t(1)))
 
 
 # ----------------------------------------------------------------------------- the loops
@@ -187,40 +197,35 @@ def _sums_loop(x, n_, c_, p_, c0, c1, mean, centered, zero, sums, acc, tasks, va
         sums[c] = zero + _pairwise(acc, (c - c0) * p_, p_, zero, tasks, values)
 
 
+def _shift_plane_loop(x, row, p_, m, sc, b, relu, zero, out):
+    # One channel's plane of one image: (x - m) * sc + b, then the ReLU (NaN kept).
+    if relu:
+        for p in range(p_):
+            v = (x[_U(row + p)] - m) * sc + b
+            out[_U(row + p)] = v if v > zero or v != v else zero
+    else:
+        for p in range(p_):
+            out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
+
+
 def _scale_shift_loop(x, n_, c_, p_, c0, c1, mean, scale, beta, relu, zero, out):
     for n in range(n_):
         for c in range(c0, c1):
-            row = (n * c_ + c) * p_
-            m, sc, b = mean[c], scale[c], beta[c]
-            if relu:
-                for p in range(p_):
-                    v = (x[_U(row + p)] - m) * sc + b
-                    out[_U(row + p)] = v if v > zero or v != v else zero
-            else:
-                for p in range(p_):
-                    out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
+            _shift_plane(x, (n * c_ + c) * p_, p_, mean[c], scale[c], beta[c], relu, zero, out)
 
 
 def _predict_loop(x, n_, c_, p_, c0, c1, mean, var, gamma, beta, eps, one, zero, fix_gamma,
                   relu, out):
     for n in range(n_):
         for c in range(c0, c1):
-            row = (n * c_ + c) * p_
             sc = one / numpy.sqrt(var[c] + eps)
             if not fix_gamma:
                 sc = sc * gamma[c]
-            m, b = mean[c], beta[c]
-            if relu:
-                for p in range(p_):
-                    v = (x[_U(row + p)] - m) * sc + b
-                    out[_U(row + p)] = v if v > zero or v != v else zero
-            else:
-                for p in range(p_):
-                    out[_U(row + p)] = (x[_U(row + p)] - m) * sc + b
+            _shift_plane(x, (n * c_ + c) * p_, p_, mean[c], sc, beta[c], relu, zero, out)
 
 
 def _grad_sums_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, zero, gsum, gxhat_sum, acc_g,
-                    acc_gxhat, tasks, values):
+                    acc_gxhat, tasks, values, mask, masked, one):
     for n in range(n_):
         first = n == 0
         base = (n * c_ + c0) * p_
@@ -230,6 +235,8 @@ def _grad_sums_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, zero, gsum, gxhat_su
             for k in range(p_):
                 i, j = _U(at + k), _U(base + at + k)
                 gv = g[j]
+                if masked:
+                    gv = gv * (one if mask[j] > zero else zero)
                 t = gv * ((x[j] - m) * inv)
                 acc_g[i] = gv if first else acc_g[i] + gv
                 acc_gxhat[i] = t if first else acc_gxhat[i] + t
@@ -239,20 +246,30 @@ def _grad_sums_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, zero, gsum, gxhat_su
         gxhat_sum[c] = zero + _pairwise(acc_gxhat, at, p_, zero, tasks, values)
 
 
-def _grad_input_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, gmean, proj, scale, gx):
+def _grad_input_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, gmean, proj, scale, gx, mask,
+                     masked, zero, one):
     for n in range(n_):
         for c in range(c0, c1):
             row = (n * c_ + c) * p_
             m, inv, gm, pr, sc = mean[c], invstd[c], gmean[c], proj[c], scale[c]
-            for p in range(p_):
-                xhat = (x[_U(row + p)] - m) * inv
-                gx[_U(row + p)] = ((g[_U(row + p)] - gm) - xhat * pr) * sc
+            if masked:
+                for p in range(p_):
+                    gv = g[_U(row + p)] * (one if mask[_U(row + p)] > zero else zero)
+                    xhat = (x[_U(row + p)] - m) * inv
+                    gx[_U(row + p)] = ((gv - gm) - xhat * pr) * sc
+            else:
+                for p in range(p_):
+                    xhat = (x[_U(row + p)] - m) * inv
+                    gx[_U(row + p)] = ((g[_U(row + p)] - gm) - xhat * pr) * sc
 
 
-# The loops call the pairwise sum by this name; compiled, they call it compiled.
+# The loops call their helpers by these names; compiled, they call them compiled (the plane's
+# shift inlined).
 _pairwise = _pw.pairwise_loop
 _sums = _jit.Kernel(_sums_loop, {"_pairwise": _pw.pairwise})
-_scale_shift = _jit.Kernel(_scale_shift_loop)
-_predict = _jit.Kernel(_predict_loop)
+_shift_plane = _shift_plane_loop
+_shift_plane_inline = {"_shift_plane": _jit.Kernel(_shift_plane_loop, inline=True)}
+_scale_shift = _jit.Kernel(_scale_shift_loop, _shift_plane_inline)
+_predict = _jit.Kernel(_predict_loop, _shift_plane_inline)
 _grad_sums = _jit.Kernel(_grad_sums_loop, {"_pairwise": _pw.pairwise})
 _grad_input = _jit.Kernel(_grad_input_loop)

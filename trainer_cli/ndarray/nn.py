@@ -787,7 +787,8 @@ def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, 
     if not _recording_for(data, gamma, beta):
         return _wrap(out, data._ctx)
     training = moving is not None
-    vjp = _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast, ordered)
+    vjp = _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast, ordered,
+                  out if relu else None)
     if training:
         stats_vjp = vjp
 
@@ -800,17 +801,15 @@ def _finish_bn(data, x, gamma, beta, out, stats, scale, red, moving, fix_gamma, 
         def vjp(g, needs):
             gx, ggamma, gbeta = vjp32(g.astype(x.dtype), needs)
             return (None if gx is None else gx.astype(numpy.float16)), ggamma, gbeta
-    if relu:
-        normalized_vjp = vjp
-
-        def vjp(g, needs):
-            return normalized_vjp(_relu_grad(g, out, None), needs)
     return _result(out, data._ctx, (data, gamma, beta), vjp)
 
 
-def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast, ordered):
+def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast, ordered,
+            relu_out=None):
     """BatchNorm's vjp on ``x`` (the array the forward normalized); ``ordered``: its channel
-    sums are ``_bn_kernels.np_channel_sums``'."""
+    sums are ``_bn_kernels.np_channel_sums``'. ``relu_out``: the node's output is the ReLU of
+    BatchNorm's, and the gradient is masked first as the ReLU's backward masks it (inside the
+    kernels' passes where they run)."""
     xp = _xp_of(x)
     mean, invstd = stats
 
@@ -823,7 +822,9 @@ def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast,
     def vjp(g, needs):
         if fast and _bk.usable(g, x):
             return _bn_grad_kernels(g, x, mean, invstd, scale, needs, training, fix_gamma, count,
-                                    gamma._data, beta._data)
+                                    gamma._data, beta._data, relu_out)
+        if relu_out is not None:
+            g = _relu_grad(g, relu_out, None)
         gx = ggamma = gbeta = None
         xhat = (x - mean) * invstd
         if needs[0]:
@@ -842,18 +843,23 @@ def _bn_vjp(x, gamma, beta, stats, scale, red, training, fix_gamma, count, fast,
     return vjp
 
 
-def _bn_grad_kernels(g, x, mean, invstd, scale, needs, training, fix_gamma, count, gamma, beta):
-    """BatchNorm's vjp in two passes (``_bn_kernels``), bitwise the NumPy path's."""
+def _bn_grad_kernels(g, x, mean, invstd, scale, needs, training, fix_gamma, count, gamma, beta,
+                     relu_out=None):
+    """BatchNorm's vjp in two passes (``_bn_kernels``), bitwise the NumPy path's; ``relu_out``
+    as ``_bn_vjp``'s."""
+    if relu_out is not None and not (training and _bk.usable(relu_out, x)):
+        g, relu_out = _relu_grad(g, relu_out, None), None
     channels = x.shape[1]
     gsum = numpy.empty(channels, x.dtype)
     gxhat_sum = numpy.empty(channels, x.dtype)
     mean_c, invstd_c, scale_c = mean.reshape(-1), invstd.reshape(-1), scale.reshape(-1)
-    _bk.grad_sums(g, x, mean_c, invstd_c, gsum, gxhat_sum)
+    _bk.grad_sums(g, x, mean_c, invstd_c, gsum, gxhat_sum, relu_out)
     gx = None
     if needs[0]:
         if training:
             gx = numpy.empty(x.shape, x.dtype)
-            _bk.grad_input(g, x, mean_c, invstd_c, gsum / count, gxhat_sum / count, scale_c, gx)
+            _bk.grad_input(g, x, mean_c, invstd_c, gsum / count, gxhat_sum / count, scale_c, gx,
+                           relu_out)
         else:
             gx = g * scale
     ggamma = (numpy.zeros(gamma.shape, dtype=gamma.dtype) if fix_gamma
