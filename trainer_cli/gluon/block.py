@@ -603,20 +603,32 @@ def _holds_array(args):
 
 
 def _sequential_forward(self, x, *args):
+    steps = None
     if not args and type(x) is NDArray:
-        # A BatchNorm and the ReLU after it as one op (one pass forward), with the numbers and
-        # gradients of the two.
+        # A BatchNorm and the ReLU after it as one op (one pass each way), with the numbers
+        # and gradients of the two.
         if self._fused_epoch != _plans.epoch.value:
             object.__setattr__(self, "_fused", _relu_fused_steps(self))
             object.__setattr__(self, "_fused_epoch", _plans.epoch.value)
-        if self._fused is not None:
-            return _fused_forward(self._fused, x)
-    for block in self._children.values():
-        x = block(x, *args)
-        args = ()
-        if isinstance(x, (tuple, list)):
-            args = tuple(x[1:])
-            x = x[0]
+        steps = self._fused
+    if steps is None:
+        steps = [(block, None) for block in self._children.values()]
+    for block, relu in steps:
+        if relu is not None and not args and type(x) is NDArray:
+            try:
+                out = block._forward_relu(x)
+            except Exception as exc:
+                _name_failed_block(exc, block, (x,))
+                raise
+            if out is not None:
+                x = out
+                continue
+        for each in (block,) if relu is None else (block, relu):
+            x = each(x, *args)
+            args = ()
+            if isinstance(x, (tuple, list)):
+                args = tuple(x[1:])
+                x = x[0]
     if args:
         x = (x,) + tuple(args)
     return x
@@ -630,7 +642,7 @@ def _relu_fused_steps(seq):
     """``seq``'s children as ``(block, relu)`` steps, where ``relu`` is the ReLU that follows a
     block able to apply it in its own pass (``_takes_relu``, ``_forward_relu``: BatchNorm) and
     neither has hooks (which must see each output); None where no pair is. A cached plan takes
-    the same pairs."""
+    the same pairs; ``_forward_relu`` giving None (shapes not known yet) runs both layers."""
     children = list(seq._children.values())
     steps, fused, i = [], False, 0
     while i < len(children):
@@ -650,32 +662,6 @@ def _relu_fused_steps(seq):
 
 def _no():
     return False
-
-
-def _fused_forward(steps, x):
-    """``_sequential_forward`` of these steps: a block with its ReLU calls ``_forward_relu``,
-    falling back to both calls where that gives None."""
-    args = ()
-    for block, relu in steps:
-        out = None
-        if relu is not None and not args and type(x) is NDArray:
-            try:
-                out = block._forward_relu(x)
-            except Exception as exc:
-                _name_failed_block(exc, block, (x,))
-                raise
-        if out is not None:
-            x = out
-            continue
-        for each in (block,) if relu is None else (block, relu):
-            x = each(x, *args)
-            args = ()
-            if isinstance(x, (tuple, list)):
-                args = tuple(x[1:])
-                x = x[0]
-    if args:
-        x = (x,) + tuple(args)
-    return x
 
 
 class _SequentialMixin:
