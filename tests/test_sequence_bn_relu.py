@@ -1,9 +1,10 @@
-"""A sequence's BatchNorm and the ReLU after it run as one op when nothing records.
+"""A sequence's BatchNorm and the ReLU after it run as one op.
 
-``Sequential`` / ``HybridSequential`` call ``BatchNorm._forward_relu`` (one pass over the data
-in predict mode) in place of the two layers. What the user sees must not change: the same bits
-as the two calls, the hooks of either layer seeing what they saw, the tape of a recorded
-forward, deferred shapes, subclasses and errors naming the layer that failed.
+``Sequential`` / ``HybridSequential`` (and a hybridized one's cached plan) call
+``BatchNorm._forward_relu`` (``contrib.BatchNormWithReLU``: one pass over the data, one node
+when recorded) in place of the two layers. What the user sees must not change: the bits of the
+two calls, forward and backward, moving statistics included, the hooks of either layer seeing
+what they saw, deferred shapes, subclasses and errors naming the layer that failed.
 """
 import numpy as np
 import pytest
