@@ -226,3 +226,56 @@ def test_children_added_later_are_seen(monkeypatch):
     net.add(relu)
     out = net(x).asnumpy()
     assert len(calls) == 1 and (out >= 0).all() and (out > 0).any()
+
+
+def _conv_net(kind, relu_of_its_own=False):
+    net = kind()
+    net.add(nn.Conv2D(5, 3, padding=1, activation="relu" if relu_of_its_own else None))
+    if not relu_of_its_own:
+        net.add(nn.Activation("relu"))
+    net.add(nn.MaxPool2D(2), nn.Conv2D(4, 3), nn.Activation("relu"), nn.Dense(3))
+    net.initialize()
+    return net
+
+
+@pytest.mark.parametrize("kind", [nn.HybridSequential, nn.Sequential])
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_a_convolution_takes_the_relu_after_it_as_activation_relu_does(monkeypatch, kind,
+                                                                       hybridize):
+    """Conv2D then Activation('relu') in a sequence: the ReLU-fused convolution that
+    ``Conv2D(activation='relu')`` runs (the max pooling after it masking the gradient once),
+    with the bits of the two layers, forward and backward."""
+    from trainer_cli.gluon.nn import conv_layers
+    fused_calls = []
+    convolution = conv_layers._nn._convolution
+
+    def counting(*args):
+        fused_calls.append(args[-1])
+        return convolution(*args)
+    monkeypatch.setattr(conv_layers._nn, "_convolution", counting)
+    nets = [_conv_net(kind) for _ in range(2)]
+    x = _x((2, 3, 20, 20))
+    for net in nets:
+        net(x)
+    for a, b in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
+        b.set_data(a.data())
+    if hybridize:
+        nets[0].hybridize()
+        nets[0](x)
+        nets[0](x)
+    results = []
+    for net, run in ((nets[0], nets[0]), (nets[1], lambda v: _one_by_one(nets[1], v))):
+        xv = _x((2, 3, 20, 20))
+        xv.attach_grad()
+        del fused_calls[:]
+        with autograd.record():
+            out = run(xv)
+        out.backward()
+        assert fused_calls == ([True, True] if net is nets[0] else [False, False])
+        results.append([out, xv.grad] + [p.grad() for p in net.collect_params().values()])
+    for a, b in zip(*results):
+        assert a.asnumpy().tobytes() == b.asnumpy().tobytes()
+    del fused_calls[:]
+    own = _conv_net(kind, relu_of_its_own=True)
+    own(x)
+    assert fused_calls[:1] == [True]         # activation='relu': the layer's own fused op

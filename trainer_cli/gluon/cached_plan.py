@@ -11,8 +11,9 @@ Three kinds of step, each computing exactly what the eager layers compute:
 - ``_DenseStep`` (Dense, with its ReLU fused when it has one): ``ops.fc_forward`` and
   ``ops.fc_backward``, the very functions the eager FullyConnected op runs, on raw arrays: no
   NDArray and no tape node of its own.
-- ``_ReLUFusedStep``: a BatchNorm and the ReLU after it in a sequence as one op, the pairs
-  an eager sequence takes (``block._relu_fused_steps``), with the two layers' numbers.
+- ``_ReLUFusedStep``: a BatchNorm or a convolution and the ReLU after it in a sequence as one
+  op, the pairs an eager sequence takes (``block._relu_fused_steps``), with the two layers'
+  numbers.
 - ``_OpStep`` (every other layer whose class declares ``_plan_step = "op"``: activations,
   Dropout, BatchNorm, convolutions, pooling, ...): the layer's own ``hybrid_forward`` on the nd
   module, called directly each time, so Dropout draws from the random stream in the same order,
@@ -203,7 +204,7 @@ class _OpStep(_steps.OpStep):
 
 
 class _ReLUFusedStep(_OpStep):
-    """A layer and the ReLU after it (``_forward_relu``: BatchNorm's one op)."""
+    """A layer and the ReLU after it as the layer's one op (``_forward_relu``)."""
 
     __slots__ = ()
 
