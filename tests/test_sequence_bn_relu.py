@@ -279,3 +279,48 @@ def test_a_convolution_takes_the_relu_after_it_as_activation_relu_does(monkeypat
     own = _conv_net(kind, relu_of_its_own=True)
     own(x)
     assert fused_calls[:1] == [True]         # activation='relu': the layer's own fused op
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_a_dense_takes_the_relu_after_it_as_activation_relu_does(monkeypatch, hybridize):
+    """Dense then Activation('relu'): the ReLU-fused FullyConnected of ``Dense(activation=
+    'relu')`` (in a plan: the Dense step with its ReLU), the bits of the two layers."""
+    from trainer_cli.gluon.nn import basic_layers
+    relu_flags = []
+    fully_connected = basic_layers._ops._fully_connected
+
+    def counting(*args):
+        relu_flags.append(args[-1])
+        return fully_connected(*args)
+    monkeypatch.setattr(basic_layers._ops, "_fully_connected", counting)
+    nets = []
+    for _ in range(2):
+        net = nn.HybridSequential()
+        net.add(nn.Dense(16), nn.Activation("relu"), nn.Dense(8, use_bias=False),
+                nn.Activation("relu"), nn.Dense(3))
+        net.initialize()
+        nets.append(net)
+    x = _x((4, 10))
+    for net in nets:
+        net(x)
+    for a, b in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
+        b.set_data(a.data())
+    if hybridize:
+        nets[0].hybridize()
+        nets[0](x)
+        nets[0](x)
+        assert nets[0]._plan is not None and [s.relu for s in nets[0]._plan.steps] == \
+            [True, True, False]
+    results = []
+    for net, run in ((nets[0], nets[0]), (nets[1], lambda v: _one_by_one(nets[1], v))):
+        xv = _x((4, 10))
+        xv.attach_grad()
+        del relu_flags[:]
+        with autograd.record():
+            out = run(xv)
+        out.backward()
+        if not hybridize or net is nets[1]:
+            assert relu_flags == ([True, True, False] if net is nets[0] else [False] * 3)
+        results.append([out, xv.grad] + [p.grad() for p in net.collect_params().values()])
+    for a, b in zip(*results):
+        assert a.asnumpy().tobytes() == b.asnumpy().tobytes()

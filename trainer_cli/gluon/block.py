@@ -605,8 +605,8 @@ def _holds_array(args):
 def _sequential_forward(self, x, *args):
     steps = None
     if not args and type(x) is NDArray:
-        # A BatchNorm or a convolution and the ReLU after it as one op (one pass less each
-        # way), with the numbers and gradients of the two.
+        # A BatchNorm, a convolution or a Dense and the ReLU after it as one op (one pass less
+        # each way), with the numbers and gradients of the two.
         if self._fused_epoch != _plans.epoch.value:
             object.__setattr__(self, "_fused", _relu_fused_steps(self))
             object.__setattr__(self, "_fused_epoch", _plans.epoch.value)
@@ -641,7 +641,7 @@ def _hooked(block):
 def _relu_fused_steps(seq):
     """``seq``'s children as ``(block, relu)`` steps, where ``relu`` is the ReLU that follows a
     block able to apply it in its own pass (``_takes_relu``, ``_forward_relu``: BatchNorm, the
-    convolutions) and neither has hooks (which must see each output); None where no pair is. A
+    convolutions, Dense) and neither has hooks (which must see each output); None where no pair is. A
     cached plan takes the same pairs; ``_forward_relu`` giving None (shapes not known yet) runs
     both layers."""
     children = list(seq._children.values())

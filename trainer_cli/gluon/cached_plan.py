@@ -13,7 +13,7 @@ Three kinds of step, each computing exactly what the eager layers compute:
   NDArray and no tape node of its own.
 - ``_ReLUFusedStep``: a BatchNorm or a convolution and the ReLU after it in a sequence as one
   op, the pairs an eager sequence takes (``block._relu_fused_steps``), with the two layers'
-  numbers.
+  numbers (a Dense and the ReLU after it: a ``_DenseStep`` with its ReLU).
 - ``_OpStep`` (every other layer whose class declares ``_plan_step = "op"``: activations,
   Dropout, BatchNorm, convolutions, pooling, ...): the layer's own ``hybrid_forward`` on the nd
   module, called directly each time, so Dropout draws from the random stream in the same order,
@@ -115,7 +115,9 @@ def _add_steps(block, steps):
                 _add_steps(child, steps)
             else:
                 _check_params(child)
-                steps.append(_ReLUFusedStep(child))
+                # A Dense's step takes the ReLU as it takes its own activation='relu'.
+                steps.append(_DenseStep(child, True) if _kind(child) == "dense"
+                             else _ReLUFusedStep(child))
         return
     _check_params(block)
     # What the layer calls itself (a Dense's or a convolution's activation) runs inside its

@@ -91,6 +91,22 @@ class Dense(HybridBlock):
             return _ops._fully_connected(x, weight, bias, self._flatten, True)
         return act(_ops._fully_connected(x, weight, bias, self._flatten, False))
 
+    def _takes_relu(self):
+        """Whether an ``Activation('relu')`` after this layer in a sequence may run inside it,
+        as ``activation='relu'`` does: a plain Dense without an activation of its own."""
+        return type(self) is Dense and self.act is None
+
+    def _forward_relu(self, x, params=None):
+        """``relu(self(x))`` as one op (see ``BatchNorm._forward_relu``); None while the
+        parameters wait for their shapes."""
+        if params is None:
+            try:
+                params = [p.data(x.context) for p in self._reg_params.values()]
+            except DeferredInitializationError:
+                return None
+        return _ops._fully_connected(x, params[0], params[1] if len(params) == 2 else None,
+                                     self._flatten, True)
+
     def __repr__(self):
         shape = self.weight.shape
         return "Dense(%s -> %s, %s)" % (shape[1] if shape and shape[1] else None, shape[0],
