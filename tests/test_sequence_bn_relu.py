@@ -228,6 +228,51 @@ def test_children_added_later_are_seen(monkeypatch):
     assert len(calls) == 1 and (out >= 0).all() and (out > 0).any()
 
 
+def _flags_of(monkeypatch, module, name):
+    """The last argument (the ReLU flag) of each call of ``module.name``."""
+    flags = []
+    real = getattr(module, name)
+
+    def counting(*args):
+        flags.append(args[-1])
+        return real(*args)
+    monkeypatch.setattr(module, name, counting)
+    return flags
+
+
+def _same_parameters(make, x, hybridize):
+    """Two nets made by ``make``, the second holding the first's parameters; the first
+    hybridized (and its plan made) when asked."""
+    nets = [make() for _ in range(2)]
+    for net in nets:
+        net(x)
+    for a, b in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
+        b.set_data(a.data())
+    if hybridize:
+        nets[0].hybridize()
+        nets[0](x)          # records the graph export would write
+        nets[0](x)          # makes the plan
+    return nets
+
+
+def _recorded_whole_and_apart(nets, shape, flags, check_flags):
+    """The first net called whole and the second layer by layer, recorded, backward: their
+    outputs, input gradients and parameter gradients have the same bits; ``check_flags(net,
+    flags)`` sees each run's flags."""
+    results = []
+    for net, run in ((nets[0], nets[0]), (nets[1], lambda v: _one_by_one(nets[1], v))):
+        xv = _x(shape)
+        xv.attach_grad()
+        del flags[:]
+        with autograd.record():
+            out = run(xv)
+        out.backward()
+        check_flags(net is nets[0], list(flags))
+        results.append([out, xv.grad] + [p.grad() for p in net.collect_params().values()])
+    for a, b in zip(*results):
+        assert a.asnumpy().tobytes() == b.asnumpy().tobytes()
+
+
 def _conv_net(kind, relu_of_its_own=False):
     net = kind()
     net.add(nn.Conv2D(5, 3, padding=1, activation="relu" if relu_of_its_own else None))
@@ -246,38 +291,15 @@ def test_a_convolution_takes_the_relu_after_it_as_activation_relu_does(monkeypat
     ``Conv2D(activation='relu')`` runs (the max pooling after it masking the gradient once),
     with the bits of the two layers, forward and backward."""
     from trainer_cli.gluon.nn import conv_layers
-    fused_calls = []
-    convolution = conv_layers._nn._convolution
+    fused_calls = _flags_of(monkeypatch, conv_layers._nn, "_convolution")
+    nets = _same_parameters(lambda: _conv_net(kind), _x((2, 3, 20, 20)), hybridize)
 
-    def counting(*args):
-        fused_calls.append(args[-1])
-        return convolution(*args)
-    monkeypatch.setattr(conv_layers._nn, "_convolution", counting)
-    nets = [_conv_net(kind) for _ in range(2)]
-    x = _x((2, 3, 20, 20))
-    for net in nets:
-        net(x)
-    for a, b in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
-        b.set_data(a.data())
-    if hybridize:
-        nets[0].hybridize()
-        nets[0](x)
-        nets[0](x)
-    results = []
-    for net, run in ((nets[0], nets[0]), (nets[1], lambda v: _one_by_one(nets[1], v))):
-        xv = _x((2, 3, 20, 20))
-        xv.attach_grad()
-        del fused_calls[:]
-        with autograd.record():
-            out = run(xv)
-        out.backward()
-        assert fused_calls == ([True, True] if net is nets[0] else [False, False])
-        results.append([out, xv.grad] + [p.grad() for p in net.collect_params().values()])
-    for a, b in zip(*results):
-        assert a.asnumpy().tobytes() == b.asnumpy().tobytes()
+    def check(whole, flags):
+        assert flags == ([True, True] if whole else [False, False])
+    _recorded_whole_and_apart(nets, (2, 3, 20, 20), fused_calls, check)
     del fused_calls[:]
     own = _conv_net(kind, relu_of_its_own=True)
-    own(x)
+    own(_x((2, 3, 20, 20)))
     assert fused_calls[:1] == [True]         # activation='relu': the layer's own fused op
 
 
@@ -286,41 +308,19 @@ def test_a_dense_takes_the_relu_after_it_as_activation_relu_does(monkeypatch, hy
     """Dense then Activation('relu'): the ReLU-fused FullyConnected of ``Dense(activation=
     'relu')`` (in a plan: the Dense step with its ReLU), the bits of the two layers."""
     from trainer_cli.gluon.nn import basic_layers
-    relu_flags = []
-    fully_connected = basic_layers._ops._fully_connected
+    relu_flags = _flags_of(monkeypatch, basic_layers._ops, "_fully_connected")
 
-    def counting(*args):
-        relu_flags.append(args[-1])
-        return fully_connected(*args)
-    monkeypatch.setattr(basic_layers._ops, "_fully_connected", counting)
-    nets = []
-    for _ in range(2):
+    def make():
         net = nn.HybridSequential()
         net.add(nn.Dense(16), nn.Activation("relu"), nn.Dense(8, use_bias=False),
                 nn.Activation("relu"), nn.Dense(3))
         net.initialize()
-        nets.append(net)
-    x = _x((4, 10))
-    for net in nets:
-        net(x)
-    for a, b in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
-        b.set_data(a.data())
+        return net
+    nets = _same_parameters(make, _x((4, 10)), hybridize)
     if hybridize:
-        nets[0].hybridize()
-        nets[0](x)
-        nets[0](x)
-        assert nets[0]._plan is not None and [s.relu for s in nets[0]._plan.steps] == \
-            [True, True, False]
-    results = []
-    for net, run in ((nets[0], nets[0]), (nets[1], lambda v: _one_by_one(nets[1], v))):
-        xv = _x((4, 10))
-        xv.attach_grad()
-        del relu_flags[:]
-        with autograd.record():
-            out = run(xv)
-        out.backward()
-        if not hybridize or net is nets[1]:
-            assert relu_flags == ([True, True, False] if net is nets[0] else [False] * 3)
-        results.append([out, xv.grad] + [p.grad() for p in net.collect_params().values()])
-    for a, b in zip(*results):
-        assert a.asnumpy().tobytes() == b.asnumpy().tobytes()
+        assert [step.relu for step in nets[0]._plan.steps] == [True, True, False]
+
+    def check(whole, flags):
+        if not (hybridize and whole):       # a plan's Dense steps are not this op
+            assert flags == ([True, True, False] if whole else [False] * 3)
+    _recorded_whole_and_apart(nets, (4, 10), relu_flags, check)

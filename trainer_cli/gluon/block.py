@@ -411,6 +411,22 @@ class HybridBlock(Block):
             return _as_lists(super().__call__(x, *args))
         return super().__call__(x, *args)
 
+    def _takes_relu(self):
+        """Whether an ``Activation('relu')`` after this layer in a sequence may run inside it
+        (``_relu_op``): layers whose op has a ReLU-fused form say so."""
+        return False
+
+    def _forward_relu(self, x, params=None):
+        """``relu(self(x))`` as the layer's one op, ``_relu_op(x, *arrays)`` on its own
+        parameters' arrays in their order (``params``: a cached plan's); None while they wait
+        for their shapes (the sequence then calls both layers)."""
+        if params is None:
+            try:
+                params = [p.data(x.context) for p in self._reg_params.values()]
+            except DeferredInitializationError:
+                return None
+        return self._relu_op(x, *params)
+
     def _replan(self):
         """The cached plan of this block for the current epoch, or None where it has none."""
         now = _plans.epoch.value

@@ -88,24 +88,15 @@ class Dense(HybridBlock):
         if type(act) is Activation and act._act_type == "relu" and not act._forward_hooks \
                 and not act._forward_pre_hooks:
             # The usual hidden layer: one op and one recorded node instead of two.
-            return _ops._fully_connected(x, weight, bias, self._flatten, True)
+            return self._relu_op(x, weight, bias)
         return act(_ops._fully_connected(x, weight, bias, self._flatten, False))
 
     def _takes_relu(self):
-        """Whether an ``Activation('relu')`` after this layer in a sequence may run inside it,
-        as ``activation='relu'`` does: a plain Dense without an activation of its own."""
+        # As activation='relu' does: a plain Dense without an activation of its own.
         return type(self) is Dense and self.act is None
 
-    def _forward_relu(self, x, params=None):
-        """``relu(self(x))`` as one op (see ``BatchNorm._forward_relu``); None while the
-        parameters wait for their shapes."""
-        if params is None:
-            try:
-                params = [p.data(x.context) for p in self._reg_params.values()]
-            except DeferredInitializationError:
-                return None
-        return _ops._fully_connected(x, params[0], params[1] if len(params) == 2 else None,
-                                     self._flatten, True)
+    def _relu_op(self, x, weight, bias=None):
+        return _ops._fully_connected(x, weight, bias, self._flatten, True)
 
     def __repr__(self):
         shape = self.weight.shape

@@ -17,7 +17,6 @@ from ...ndarray import nn as _nn
 from ...ndarray import NDArray
 from ...symbol import Symbol
 from ..block import HybridBlock
-from ..parameter import DeferredInitializationError
 from .basic_layers import Activation
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
@@ -85,28 +84,15 @@ class _Conv(HybridBlock):
     def _alias(self):
         return "conv"
 
-    def _relu_convolution(self, x, weight, bias):
+    def _relu_op(self, x, weight, bias=None):
         kw = self._op_kwargs
         return _nn._convolution(x, weight, bias, kw["kernel"], kw["stride"], kw["dilate"],
                                 kw["pad"], kw["num_filter"], kw["num_group"], kw["layout"], True)
 
     def _takes_relu(self):
-        """Whether an ``Activation('relu')`` after this layer in a sequence may run inside it, as
-        ``activation='relu'`` does: a plain channels-first convolution without an activation
-        of its own."""
+        # As activation='relu' does: a plain channels-first convolution without an activation
+        # of its own.
         return type(self) in (Conv1D, Conv2D, Conv3D) and self.act is None and not self._last
-
-    def _forward_relu(self, x, params=None):
-        """``relu(self(x))`` as one op (see ``BatchNorm._forward_relu``); None while the
-        parameters wait for their shapes."""
-        if params is None:
-            ctx = x.context
-            try:
-                params = [p.data(ctx) for p in self._reg_params.values()]
-            except DeferredInitializationError:
-                return None
-        return self._relu_convolution(x, *params) if len(params) == 2 else \
-            self._relu_convolution(x, params[0], None)
 
     def _weight_shape(self, in_channels):
         """(out, in // groups, *kernel), or channels last (out, *kernel, in // groups)."""
@@ -125,7 +111,7 @@ class _Conv(HybridBlock):
                 and not act._forward_hooks and not act._forward_pre_hooks:
             # The usual hidden layer: one op and one recorded node, the ReLU fused into the
             # convolution's output pass (and its mask into the gradient's).
-            return self._relu_convolution(x, weight, bias)
+            return self._relu_op(x, weight, bias)
         op = getattr(F, self._op_name)
         if isinstance(x, Symbol):
             # MXNet's operators take channels-last layouts themselves: the graph says so.

@@ -10,7 +10,6 @@ import numpy
 
 from ... import ndarray as _nd
 from ..block import HybridBlock
-from ..parameter import DeferredInitializationError
 
 __all__ = ["Dropout", "BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "Embedding"]
 
@@ -104,22 +103,13 @@ class BatchNorm(HybridBlock):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
     def _takes_relu(self):
-        """Whether the ReLU after this layer may run inside it (``_forward_relu``): not for a
-        subclass, which may compute otherwise."""
+        # Not a subclass, which may compute otherwise.
         return type(self) is BatchNorm
 
-    def _forward_relu(self, x, params=None):
-        """``relu(self(x))`` for a sequence whose next layer is that ReLU, as one op
-        (``contrib.BatchNormWithReLU``: one pass over the data, one node when recorded);
-        ``params``: the parameters' arrays in their order here (a cached plan's). None while
-        the parameters wait for their shapes."""
-        if params is None:
-            ctx = x.context
-            try:
-                params = [p.data(ctx) for p in self._reg_params.values()]
-            except DeferredInitializationError:
-                return None
-        return _nd.contrib.BatchNormWithReLU(x, *params, name="fwd", **self._kwargs)
+    def _relu_op(self, x, gamma, beta, running_mean, running_var):
+        # One pass over the data, one node when recorded.
+        return _nd.contrib.BatchNormWithReLU(x, gamma, beta, running_mean, running_var,
+                                             name="fwd", **self._kwargs)
 
     def __repr__(self):
         in_channels = self.gamma.shape[0]
