@@ -69,15 +69,17 @@ def test_a_run_hands_over_a_save_while_the_one_before_is_in_flight(tmp_path, mon
     class Held(SaveProcess):
         def start(self, *args, **kwargs):
             busy_at_start.append(self.busy)
-            super().start(*args, **kwargs)
             if len(busy_at_start) == 1:
+                # Stopped before the save is handed over: stopped after it, a child that got
+                # the core first (a loaded machine) could finish the save before the stop.
                 os.kill(self.pid, signal.SIGSTOP)
                 # Should the run wait for the held save after all, it is let go in the end
                 # (and the assertion below fails) rather than waiting forever.
                 timers.append(threading.Timer(20.0, let_go, (self.pid,)))
                 timers[-1].daemon = True
                 timers[-1].start()
-            elif len(busy_at_start) == 2:
+            super().start(*args, **kwargs)
+            if len(busy_at_start) == 2:
                 os.kill(self.pid, signal.SIGCONT)
 
     monkeypatch.setattr(session, "SaveProcess", Held)
