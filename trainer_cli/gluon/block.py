@@ -619,18 +619,13 @@ def _holds_array(args):
 
 
 def _sequential_forward(self, x, *args):
-    steps = None
-    if not args and type(x) is NDArray:
-        # A BatchNorm, a convolution or a Dense and the ReLU after it as one op (one pass less
-        # each way), with the numbers and gradients of the two.
-        if self._fused_epoch != _plans.epoch.value:
-            object.__setattr__(self, "_fused", _relu_fused_steps(self))
-            object.__setattr__(self, "_fused_epoch", _plans.epoch.value)
-        steps = self._fused
-    if steps is None:
-        steps = [(block, None) for block in self._children.values()]
-    for block, relu in steps:
+    if self._steps_epoch != _plans.epoch.value:
+        object.__setattr__(self, "_steps", _relu_fused_steps(self))
+        object.__setattr__(self, "_steps_epoch", _plans.epoch.value)
+    for block, relu in self._steps:
         if relu is not None and not args and type(x) is NDArray:
+            # A BatchNorm, a convolution or a Dense and the ReLU after it as one op (one pass
+            # less each way), with the numbers and gradients of the two.
             try:
                 out = block._forward_relu(x)
             except Exception as exc:
@@ -657,11 +652,11 @@ def _hooked(block):
 def _relu_fused_steps(seq):
     """``seq``'s children as ``(block, relu)`` steps, where ``relu`` is the ReLU that follows a
     block able to apply it in its own pass (``_takes_relu``, ``_forward_relu``: BatchNorm, the
-    convolutions, Dense) and neither has hooks (which must see each output); None where no pair is. A
-    cached plan takes the same pairs; ``_forward_relu`` giving None (shapes not known yet) runs
-    both layers."""
+    convolutions, Dense) and neither has hooks (which must see each output); ``(block, None)``
+    for the other children. A cached plan takes the same pairs; ``_forward_relu`` giving None
+    (shapes not known yet), or an input other than one NDArray, runs both layers."""
     children = list(seq._children.values())
-    steps, fused, i = [], False, 0
+    steps, i = [], 0
     while i < len(children):
         block = children[i]
         relu = children[i + 1] if i + 1 < len(children) else None
@@ -669,12 +664,11 @@ def _relu_fused_steps(seq):
                 and getattr(relu, "_plain_relu", _no)() and not _hooked(block) \
                 and not _hooked(relu):
             steps.append((block, relu))
-            fused = True
             i += 2
         else:
             steps.append((block, None))
             i += 1
-    return steps if fused else None
+    return steps
 
 
 def _no():
@@ -682,8 +676,8 @@ def _no():
 
 
 class _SequentialMixin:
-    _fused = None           # _relu_fused_steps, made again when the plans' epoch moves
-    _fused_epoch = -1
+    _steps = None           # _relu_fused_steps, made again when the plans' epoch moves
+    _steps_epoch = -1
 
     def add(self, *blocks):
         for block in blocks:

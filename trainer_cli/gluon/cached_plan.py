@@ -109,8 +109,7 @@ def _add_steps(block, steps):
     kind = _kind(block)
     if kind == "sequence":
         from .block import _relu_fused_steps
-        pairs = _relu_fused_steps(block) or [(child, None) for child in block._children.values()]
-        for child, relu in pairs:
+        for child, relu in _relu_fused_steps(block):
             if relu is None:
                 _add_steps(child, steps)
             else:

@@ -252,15 +252,12 @@ def _grad_input_loop(g, x, n_, c_, p_, c0, c1, mean, invstd, gmean, proj, scale,
         for c in range(c0, c1):
             row = (n * c_ + c) * p_
             m, inv, gm, pr, sc = mean[c], invstd[c], gmean[c], proj[c], scale[c]
-            if masked:
-                for p in range(p_):
-                    gv = g[_U(row + p)] * (one if mask[_U(row + p)] > zero else zero)
-                    xhat = (x[_U(row + p)] - m) * inv
-                    gx[_U(row + p)] = ((gv - gm) - xhat * pr) * sc
-            else:
-                for p in range(p_):
-                    xhat = (x[_U(row + p)] - m) * inv
-                    gx[_U(row + p)] = ((g[_U(row + p)] - gm) - xhat * pr) * sc
+            for p in range(p_):
+                gv = g[_U(row + p)]
+                if masked:
+                    gv = gv * (one if mask[_U(row + p)] > zero else zero)
+                xhat = (x[_U(row + p)] - m) * inv
+                gx[_U(row + p)] = ((gv - gm) - xhat * pr) * sc
 
 
 # The loops call their helpers by these names; compiled, they call them compiled (the plane's

@@ -695,8 +695,7 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_ga
     if fix_gamma:
         gamma._data[...] = 1
     training = _ag._state.training and not use_global_stats
-    if not training and not output_mean_var and ax == 1 and type(x) is numpy.ndarray \
-            and not _recording_for(data, gamma, beta):
+    if not training and not output_mean_var and ax == 1 and not _recording_for(data, gamma, beta):
         out = _bk.predict(x, moving_mean._data, moving_var._data, gamma._data, beta._data, eps,
                           fix_gamma, relu)
         if out is not None:
