@@ -41,7 +41,7 @@ def _same_bits(a, b):
     np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-KERNELS = ("_im2col", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows", "_col2im",
+KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows", "_col2im",
            "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2", "_max_pool_2x2_grad",
            "_max_pool_2x2_grad_short")
 
@@ -105,16 +105,24 @@ def _arrays(case, dtype, with_bias=True, special=True):
 PIECES = {"whole": 1 << 40, "by_image": 1, "whole_in_parts": 1 << 40}
 
 
+def _out_width(xshape, wshape, kw):
+    pad, stride, dilate = kw.get("pad", (0, 0)), kw.get("stride", (1, 1)), kw.get("dilate", (1, 1))
+    return (xshape[3] + 2 * pad[1] - dilate[1] * (wshape[3] - 1) - 1) // stride[1] + 1
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize("case", range(len(CONVS)))
 @pytest.mark.parametrize("pieces", sorted(PIECES))
-def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, case, pieces):
+@pytest.mark.parametrize("gather", [True, False])   # narrow outputs: the gather's im2col, or not
+def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, case, pieces,
+                                        gather):
     monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(K, "GATHER_WIDTH", K.GATHER_WIDTH if gather else 0)
     monkeypatch.setattr(nd.nn, "PIECE_ELEMENTS", PIECES[pieces])
     if pieces == "whole_in_parts":      # the batch one piece, its copies in parts on 3 threads
-        monkeypatch.setattr(K, "THREAD_ELEMENTS", 16)
+        monkeypatch.setattr(K, "THREAD_ELEMENTS", 1)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
     xshape, wshape, kw = CONVS[case]
     arrays = _arrays(case, dtype, with_bias)
@@ -127,11 +135,12 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     per_image = kw.get("num_group", 1) == 1 and rows <= nd.nn.PER_IMAGE_ROWS < wshape[0]
     # Pieces of one image: the GEMM writes into the output, the epilogue adds in place.
     epilogue = with_bias or relu or not (pieces == "by_image" or xshape[0] == 1)
+    columns = "_im2col_gather" if _out_width(xshape, wshape, kw) <= K.GATHER_WIDTH else "_im2col"
     if per_image:
-        expect = {"_im2col", "_col2im"} | ({"_epilogue"} if with_bias or relu else set()) \
+        expect = {columns, "_col2im"} | ({"_epilogue"} if with_bias or relu else set()) \
             | ({"_mask_rows"} if relu else set())
     else:
-        expect = {"_im2col", "_grad_out_t" if transposed else "_grad_out", "_col2im"} \
+        expect = {columns, "_grad_out_t" if transposed else "_grad_out", "_col2im"} \
             | ({"_epilogue"} if epilogue else set())
     assert set(calls) == expect
     _same_bits(out, ref_out)
@@ -491,3 +500,61 @@ def test_any_max_pooling_window_is_numpys(kh, kw, sh, sw, ph, pw, full, h, w, se
             results.append((y.asnumpy(), predicted.asnumpy(), x_nd.grad.asnumpy()))
     for got, expect in zip(*results):
         _same_bits(got, expect)
+
+
+def _windows(x, kernel, stride, dilate, pad, out_sp):
+    """The column matrix ``(C*kh*kw, N*oh*ow)`` of ``x``, window by window in Python."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw), (oh, ow) = kernel, stride, dilate, pad, out_sp
+    cols = np.zeros((c * kh * kw, n * oh * ow), x.dtype)
+    for ci in range(c):
+        for i in range(kh):
+            for j in range(kw):
+                for m in range(n):
+                    for a in range(oh):
+                        for b in range(ow):
+                            r, s = a * sh + i * dh - ph, b * sw + j * dw - pw
+                            if 0 <= r < h and 0 <= s < w:
+                                cols[(ci * kh + i) * kw + j, (m * oh + a) * ow + b] = x[m, ci, r, s]
+    return cols
+
+
+@settings(max_examples=80, deadline=None)
+@given(kh=st.integers(1, 4), kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       dh=st.integers(1, 2), dw=st.integers(1, 2), ph=st.integers(0, 3), pw=st.integers(0, 3),
+       h=st.integers(1, 9), w=st.integers(1, 9), n=st.integers(1, 3), c=st.integers(1, 4),
+       seed=st.integers(0, 2 ** 16), double=st.booleans(), split=st.booleans())
+def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph, pw, h, w, n, c,
+                                                      seed, double, split):
+    """The row-by-row im2col and the gather's, on random geometries (padding beyond the kernel's
+    reach included) and batches, whole or in runs of (channel, kernel row) pairs on three threads:
+    every value of every window in its place, bit for bit (NaN, signed zeros), zeros outside."""
+    out_sp = ((h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1)
+    if min(out_sp) <= 0:
+        return
+    dtype = np.float64 if double else np.float32
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    flat = x.reshape(-1)
+    flat[rng.integers(0, flat.size, 3)] = rng.choice(SPECIAL, 3)
+    geometry = ((kh, kw), (sh, sw), (dh, dw), (ph, pw), out_sp)
+    expect = _windows(x, *geometry)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_jit, "_numba", None)
+        monkeypatch.setattr(K, "MIN_SIZE", 1)
+        if split:
+            monkeypatch.setattr(K, "THREAD_ELEMENTS", 1)
+            monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
+        for width, kernel in ((0, "_im2col"), (1 << 30, "_im2col_gather")):
+            monkeypatch.setattr(K, "GATHER_WIDTH", width)
+            calls = []
+            monkeypatch.setattr(K, kernel, _counting(getattr(K, kernel), kernel, calls))
+            cols = np.full(expect.shape, np.nan, dtype)
+            assert K.im2col(x, *geometry, cols)
+            assert calls and set(calls) == {kernel}
+            _same_bits(cols, expect)
+            # The rows of some (channel, kernel row) pairs alone, as a split image's parts make.
+            lo, hi = sorted(rng.integers(0, c * kh + 1, 2))
+            part = np.full(expect.shape, np.nan, dtype)
+            assert K.im2col(x, *geometry, part, rows=(lo, hi))
+            _same_bits(part[lo * kw:hi * kw], expect[lo * kw:hi * kw])

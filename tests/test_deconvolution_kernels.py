@@ -39,7 +39,8 @@ def _run(case, dtype):
 @pytest.mark.parametrize("case", CASES)
 def test_the_loops_give_the_frames_bits(monkeypatch, case, dtype):
     loops_on(monkeypatch, K)
-    calls = count_calls(monkeypatch, K, "_col2im", "_col2im_3d", "_im2col", "_im2col_3d")
+    calls = count_calls(monkeypatch, K, "_col2im", "_col2im_3d", "_im2col", "_im2col_gather",
+                        "_im2col_3d")
     on = _run(case, dtype)
     if len(case[2]) > 1:
         assert any(c.startswith("_col2im") for c in calls) and \
