@@ -135,7 +135,8 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     per_image = kw.get("num_group", 1) == 1 and rows <= nd.nn.PER_IMAGE_ROWS < wshape[0]
     # Pieces of one image: the GEMM writes into the output, the epilogue adds in place.
     epilogue = with_bias or relu or not (pieces == "by_image" or xshape[0] == 1)
-    columns = "_im2col_gather" if _out_width(xshape, wshape, kw) <= K.GATHER_WIDTH else "_im2col"
+    columns = "_im2col_gather" if _out_width(xshape, wshape, kw) <= K.GATHER_WIDTH \
+        and wshape[2] * wshape[3] > 1 else "_im2col"
     if per_image:
         expect = {columns, "_col2im"} | ({"_epilogue"} if with_bias or relu else set()) \
             | ({"_mask_rows"} if relu else set())
@@ -547,6 +548,8 @@ def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph
             monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
         for width, kernel in ((0, "_im2col"), (1 << 30, "_im2col_gather")):
             monkeypatch.setattr(K, "GATHER_WIDTH", width)
+            if kh * kw == 1:
+                kernel = "_im2col"      # 1x1 kernels are never gathered
             calls = []
             monkeypatch.setattr(K, kernel, _counting(getattr(K, kernel), kernel, calls))
             cols = np.full(expect.shape, np.nan, dtype)

@@ -74,10 +74,12 @@ def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=Non
     ``rows``: ``(start, stop)``, only the rows of those (channel, kernel row) pairs, counted
     ``c * kh + i`` (all by default); ``out_rows``: ``(start, stop)``, only the windows of
     those output rows, ``cols`` then ``(C*kh*kw, N*(stop - start)*ow)``. All output rows of
-    at most GATHER_WIDTH windows each are gathered through a padded copy of each channel. The
-    whole matrix, of THREAD_ELEMENTS values or more (GATHER_THREAD_FACTOR times that for the
-    gather), is filled in runs of rows on the BLAS's thread count of threads (``_in_parts``). A 3-D convolution's ``(N, C, D, H, W)`` (the whole matrix only)
-    fills ``(C*kd*kh*kw, N*od*oh*ow)``, the padding's windows zero, in runs of channels."""
+    at most GATHER_WIDTH windows each (kernels larger than 1x1) are gathered through a padded
+    copy of each channel. The whole matrix, of THREAD_ELEMENTS values or more
+    (GATHER_THREAD_FACTOR times that for the gather), is filled in runs of rows on the BLAS's
+    thread count of threads (``_in_parts``). A 3-D convolution's ``(N, C, D, H, W)`` (the whole
+    matrix only) fills ``(C*kd*kh*kw, N*od*oh*ow)``, the padding's windows zero, in runs of
+    channels."""
     if not _usable(x, cols):
         return False
     if len(kernel) == 3 and rows is None and out_rows is None:
@@ -91,11 +93,12 @@ def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=Non
     n, c, h, w = x.shape
     r0, r1 = (0, out_sp[0]) if out_rows is None else out_rows
     padded_size = (h + 2 * pad[0]) * (w + 2 * pad[1])
-    if out_rows is None and out_sp[1] <= GATHER_WIDTH and padded_size < 1 << 31:
+    if out_rows is None and out_sp[1] <= GATHER_WIDTH and kernel[0] * kernel[1] > 1 \
+            and n * padded_size <= GATHER_PADDED:
         def fill(lo, hi):
             _im2col_gather(x.reshape(-1), n, c, h, w, kernel[0], kernel[1], stride[0], stride[1],
                            dilate[0], dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], lo, hi,
-                           cols.reshape(-1), numpy.empty(padded_size, x.dtype),
+                           cols.reshape(-1), numpy.empty(n * padded_size, x.dtype),
                            numpy.empty(kernel[0] * kernel[1] * out_sp[0] * out_sp[1],
                                        numpy.int32))
         factor = GATHER_THREAD_FACTOR
@@ -119,13 +122,17 @@ def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=Non
 # left: 512 channels at 3x3, batch 32, the column matrix 1.9 ms and the gradient's 0.9 ms.
 THREAD_ELEMENTS = 1 << 16
 SPLIT_PARTS = 2
-# Output rows of at most GATHER_WIDTH windows are made by ``_im2col_gather_loop``: row by row,
-# the span arithmetic and three short loops a row cost more than the copies (512 channels at 7x7,
-# one image: 0.39 ms, 0.13 by the gather; 1.3x at 14 wide, 0.84x at 28). Those copies are fast
-# enough that handing a part to another thread costs more than it saves below
+# Output rows of at most GATHER_WIDTH windows (of kernels larger than 1x1) are made by
+# ``_im2col_gather_loop``: row by row, the span arithmetic and three short loops a row cost more
+# than the copies. One thread, 3x3 kernels: 512 channels at 7x7, one image 0.39 -> 0.13 ms, 16
+# images 2.65 -> 1.46 ms; 512 at 4x4, 32 images, 2.6 -> 1.05 ms; 256 at 14x14 stride 2, 16 images,
+# 1.21 -> 0.85 ms. Wider rows (8 and 16 at stride 2, 32 images: 0.88x, 0.92x) and 1x1 kernels,
+# which read a quarter of a plane the copy makes whole (0.6-0.9x), stay row by row. Those copies
+# are fast enough that handing a part to another thread costs more than it saves below
 # GATHER_THREAD_FACTOR times THREAD_ELEMENTS values.
-GATHER_WIDTH = 16
+GATHER_WIDTH = 7
 GATHER_THREAD_FACTOR = 16
+GATHER_PADDED = 1 << 22     # values of the padded planes at most (16 MiB of float32)
 
 
 def _in_parts(count, size, work, factor=1):
@@ -400,11 +407,13 @@ def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, 
 
 def _im2col_gather_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi,
                         cols, padded, table):
-    # ``_im2col_loop``'s matrix (all output rows) for narrow outputs: each channel copied once
-    # into ``padded`` (zeros around it), then every row of cols read from there through
-    # ``table``, the offset in the padded plane of each (kernel offset, output position), in
-    # one loop of oh * ow gathers: no bounds to work out per output row.
+    # ``_im2col_loop``'s matrix (all output rows) for narrow outputs: each channel's planes
+    # copied once into ``padded`` (one plane an image, zeros around each), then every row of
+    # cols read from there through ``table``, the offset in a padded plane of each (kernel
+    # offset, output position), in loops of oh * ow gathers: no bounds to work out per output
+    # row, and each row of cols written front to back.
     hp, wp = h_ + 2 * ph, w_ + 2 * pw
+    size = hp * wp
     plane = oh * ow
     length = n_ * plane
     for i in range(kh):
@@ -413,24 +422,26 @@ def _im2col_gather_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, o
             for a in range(oh):
                 for b in range(ow):
                     table[_U(r + a * ow + b)] = (a * sh + i * dh) * wp + b * sw + j * dw
-    for t in range(hp * wp):
+    for t in range(n_ * size):
         padded[_U(t)] = 0
-    for n in range(n_):
-        held = -1
-        for ci in range(lo, hi):
-            c, i = ci // kh, ci % kh
-            if c != held:
-                src = (n * c_ + c) * h_ * w_
+    held = -1
+    for ci in range(lo, hi):
+        c, i = ci // kh, ci % kh
+        if c != held:
+            for n in range(n_):
+                src, dst = (n * c_ + c) * h_ * w_, n * size
                 for r in range(h_):
-                    at = (r + ph) * wp + pw
+                    at = dst + (r + ph) * wp + pw
                     for q in range(w_):
                         padded[_U(at + q)] = x[_U(src + r * w_ + q)]
-                held = c
-            for j in range(kw):
-                row = ((c * kh + i) * kw + j) * length + n * plane
-                r = (i * kw + j) * plane
+            held = c
+        for j in range(kw):
+            row = ((c * kh + i) * kw + j) * length
+            r = (i * kw + j) * plane
+            for n in range(n_):
+                at, base = row + n * plane, n * size
                 for q in range(plane):
-                    cols[_U(row + q)] = padded[_U(table[_U(r + q)])]
+                    cols[_U(at + q)] = padded[_U(base + table[_U(r + q)])]
 
 
 def _epilogue_loop(res, f_, n_, p_, bias, with_bias, relu, out, from_fnp):
