@@ -41,9 +41,9 @@ def _same_bits(a, b):
     np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows", "_col2im",
-           "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2", "_max_pool_2x2_grad",
-           "_max_pool_2x2_grad_short")
+KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows",
+           "_col2im", "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2",
+           "_max_pool_2x2_grad", "_max_pool_2x2_grad_short")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -516,7 +516,8 @@ def _windows(x, kernel, stride, dilate, pad, out_sp):
                         for b in range(ow):
                             r, s = a * sh + i * dh - ph, b * sw + j * dw - pw
                             if 0 <= r < h and 0 <= s < w:
-                                cols[(ci * kh + i) * kw + j, (m * oh + a) * ow + b] = x[m, ci, r, s]
+                                row, col = (ci * kh + i) * kw + j, (m * oh + a) * ow + b
+                                cols[row, col] = x[m, ci, r, s]
     return cols
 
 
@@ -530,7 +531,8 @@ def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph
     """The row-by-row im2col and the gather's, on random geometries (padding beyond the kernel's
     reach included) and batches, whole or in runs of (channel, kernel row) pairs on three threads:
     every value of every window in its place, bit for bit (NaN, signed zeros), zeros outside."""
-    out_sp = ((h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1)
+    out_sp = ((h + 2 * ph - dh * (kh - 1) - 1) // sh + 1,
+              (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1)
     if min(out_sp) <= 0:
         return
     dtype = np.float64 if double else np.float32
