@@ -91,22 +91,22 @@ def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=Non
     if len(kernel) != 2:
         return False
     n, c, h, w = x.shape
-    r0, r1 = (0, out_sp[0]) if out_rows is None else out_rows
+    geometry = (x.reshape(-1), n, c, h, w, kernel[0], kernel[1], stride[0], stride[1],
+                dilate[0], dilate[1], pad[0], pad[1], out_sp[0], out_sp[1])
     padded_size = (h + 2 * pad[0]) * (w + 2 * pad[1])
     if out_rows is None and out_sp[1] <= GATHER_WIDTH and kernel[0] * kernel[1] > 1 \
             and n * padded_size <= GATHER_PADDED:
         def fill(lo, hi):
-            _im2col_gather(x.reshape(-1), n, c, h, w, kernel[0], kernel[1], stride[0], stride[1],
-                           dilate[0], dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], lo, hi,
-                           cols.reshape(-1), numpy.empty(n * padded_size, x.dtype),
+            _im2col_gather(*geometry, lo, hi, cols.reshape(-1),
+                           numpy.empty(n * padded_size, x.dtype),
                            numpy.empty(kernel[0] * kernel[1] * out_sp[0] * out_sp[1],
                                        numpy.int32))
         factor = GATHER_THREAD_FACTOR
     else:
+        r0, r1 = (0, out_sp[0]) if out_rows is None else out_rows
+
         def fill(lo, hi):
-            _im2col(x.reshape(-1), n, c, h, w, kernel[0], kernel[1], stride[0], stride[1],
-                    dilate[0], dilate[1], pad[0], pad[1], out_sp[0], out_sp[1], lo, hi, r0, r1,
-                    cols.reshape(-1))
+            _im2col(*geometry, lo, hi, r0, r1, cols.reshape(-1))
         factor = 1
     if rows is not None:
         fill(*rows)
