@@ -1,7 +1,8 @@
 """1x1 convolutions of stride 1 without padding (``nn.POINTWISE_PLANE``): each image multiplied
 straight into the output, no column matrix made, forward or backward; the values and gradients
 of the column path to rounding, finite differences agree, and the bits do not depend on the
-thread count."""
+thread count. Each shape is tried where the weight gradient is summed image by image and where
+it is one GEMM over all the images (many channels on a small plane)."""
 import numpy as np
 import pytest
 
@@ -33,11 +34,18 @@ def _arrays(shape, filters, bias, dtype=np.float64, seed=0):
             rng.standard_normal(filters).astype(dtype) if bias else None]
 
 
+# (input shape, filters): the weight gradient image by image, then in one GEMM
+# (filters x channels >= plane x (filters + channels)).
+SHAPES = [((3, 5, 6, 7), 4), ((3, 40, 4, 4), 32)]
+
+
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("needs", [(True, True, True), (True, False, True), (False, True, False)])
-def test_pointwise_is_the_column_path_without_columns(monkeypatch, relu, bias, needs):
-    arrays = _arrays((3, 5, 6, 7), 4, bias)
+@pytest.mark.parametrize("shape, filters", SHAPES)
+def test_pointwise_is_the_column_path_without_columns(monkeypatch, relu, bias, needs, shape,
+                                                      filters):
+    arrays = _arrays(shape, filters, bias)
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(NN, "PIECE_ELEMENTS", 64)        # several pieces of the batch
     monkeypatch.setattr(NN, "POINTWISE_PLANE", 1 << 30)
@@ -56,13 +64,15 @@ def test_pointwise_is_the_column_path_without_columns(monkeypatch, relu, bias, n
             np.testing.assert_allclose(got, expect, rtol=1e-12, atol=1e-12)
 
 
-def test_pointwise_gradients_are_finite_differences():
-    x, w, b = _arrays((2, 3, 4, 5), 4, True, seed=3)
+@pytest.mark.parametrize("shape, filters", [((2, 3, 4, 5), 4), ((2, 12, 2, 2), 10)])
+def test_pointwise_gradients_are_finite_differences(shape, filters):
+    x, w, b = _arrays(shape, filters, True, seed=3)
     _, (gx, gw, gb) = _conv([x, w, b], False)
-    head = np.cos(np.arange(2 * 4 * 4 * 5)).reshape(2, 4, 4, 5)
+    n, c, h, wd = shape
+    head = np.cos(np.arange(n * filters * h * wd)).reshape(n, filters, h, wd)
 
     def value(x, w, b):
-        y = np.einsum("fc,ncp->nfp", w[:, :, 0, 0], x.reshape(2, 3, 20)) + b[None, :, None]
+        y = np.einsum("fc,ncp->nfp", w[:, :, 0, 0], x.reshape(n, c, h * wd)) + b[None, :, None]
         return float((y.reshape(head.shape) * head).sum())
 
     for arr, grad in ((x, gx), (w, gw), (b, gb)):
@@ -77,8 +87,9 @@ def test_pointwise_gradients_are_finite_differences():
             assert abs((up - down) / 2e-6 - grad.reshape(-1)[i]) < 1e-6
 
 
-def test_pointwise_gives_the_same_bits_on_one_two_and_three_threads(monkeypatch):
-    arrays = _arrays((9, 16, 8, 8), 24, True, dtype=np.float32, seed=5)
+@pytest.mark.parametrize("shape, filters", [((9, 16, 8, 8), 24), ((9, 40, 4, 4), 32)])
+def test_pointwise_gives_the_same_bits_on_one_two_and_three_threads(monkeypatch, shape, filters):
+    arrays = _arrays(shape, filters, True, dtype=np.float32, seed=5)
     monkeypatch.setattr(NN, "PIECE_ELEMENTS", 2048)
     results = []
     for count in (1, 2, 3):
@@ -88,3 +99,31 @@ def test_pointwise_gives_the_same_bits_on_one_two_and_three_threads(monkeypatch)
     for other in results[1:]:
         for got, expect in zip(other, results[0]):
             np.testing.assert_array_equal(got.view(np.uint32), expect.view(np.uint32))
+
+
+@pytest.mark.parametrize("n, channels, filters, side, one_gemm", [
+    (3, 5, 4, 6, False), (4, 40, 32, 4, True), (2, 64, 64, 5, True), (2, 64, 64, 6, False),
+    (1, 7, 3, 1, True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pointwise_weight_grad_sums_every_image(monkeypatch, n, channels, filters, side,
+                                                one_gemm, dtype):
+    """Both ways of the weight gradient give the sum of the images' products (to rounding), and
+    the way is the one the rule picks: one GEMM, of copies of the two operands, where filters x
+    channels >= plane x (filters + channels)."""
+    rng = np.random.default_rng(n * 100 + side)
+    plane = side * side
+    gm = rng.standard_normal((n, filters, plane)).astype(dtype)
+    x = rng.standard_normal((n, channels, side, side)).astype(dtype)
+    out = np.full((filters, channels + 1), np.nan, dtype)
+    copies = []
+    real = np.ascontiguousarray
+    monkeypatch.setattr(NN.numpy, "ascontiguousarray",
+                        lambda *a, **k: copies.append(1) or real(*a, **k))
+    NN._pointwise_weight_grad(gm, x, out[:, :channels])
+    monkeypatch.undo()
+    assert len(copies) == (2 if one_gemm else 0)
+    expect = np.einsum("nfp,ncp->fc", gm.astype(np.float64),
+                       x.reshape(n, channels, plane).astype(np.float64))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out[:, :channels], expect, rtol=tol, atol=tol * plane * n)
+    assert np.isnan(out[:, channels]).all()     # the column beside it (the bias's) untouched
