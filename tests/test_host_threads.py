@@ -191,7 +191,21 @@ def test_pieces_keep_within_the_budget_with_one_item_at_least():
     assert host_threads.pieces(10, 3, 9) == host_threads.even_pieces(10, 4)   # 3 items each
     assert host_threads.pieces(10, 3, 1000) == [(0, 10)]
     assert host_threads.pieces(4, 50, 10) == [(0, 1), (1, 2), (2, 3), (3, 4)]  # over budget
+    assert host_threads.pieces(3, 50, 10) == [(0, 1), (1, 2), (2, 3)]   # odd, one item each
     assert host_threads.pieces(0, 3, 9) == [(0, 0)]
+    assert host_threads.pieces(6, 1, 3) == host_threads.even_pieces(6, 2)
+
+
+@pytest.mark.parametrize("n, per", [(32, 7), (32, 11), (32, 3), (9, 2), (64, 5), (19, 6)])
+def test_pieces_of_several_items_come_in_an_even_count(n, per):
+    """Five pieces of seven items become four of eight: an odd count above one, of pieces of
+    several items, loses one piece (two threads then share them evenly), and no piece grows
+    past half as large again as the budget."""
+    found = host_threads.pieces(n, 10, 10 * per)
+    count = -(-n // per)
+    assert len(found) == (count - 1 if count > 2 and count % 2 else count)
+    assert found == host_threads.even_pieces(n, len(found))
+    assert max(z - a for a, z in found) <= 1.5 * per
 
 
 def test_many_quick_runs_combine_every_piece_and_keep_their_workers(three_threads):
