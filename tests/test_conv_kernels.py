@@ -80,7 +80,8 @@ CONVS = [
     ((2, 4, 12, 12), (6, 2, 3, 3), {"dilate": (2, 2), "pad": (2, 1), "num_group": 2}),
     ((5, 1, 28, 28), (32, 1, 3, 3), {}),
     ((2, 3, 8, 8), (4, 3, 1, 1), {"stride": (3, 3)}),
-    # Rows enough for the (N * P, F) gradient layout (nn.TRANSPOSED_GRAD_ROWS), with groups too.
+    # Rows enough for the (N * P, F) gradient layout (nn.TRANSPOSED_GRAD_ROWS; on these few
+    # positions only where the test lowers TRANSPOSED_GRAD_POSITIONS), with groups too.
     ((2, 64, 7, 6), (5, 64, 3, 3), {"pad": (1, 1)}),
     ((2, 128, 5, 5), (6, 64, 3, 3), {"num_group": 2, "stride": (2, 1)}),
 ]
@@ -121,6 +122,11 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(K, "GATHER_WIDTH", K.GATHER_WIDTH if gather else 0)
     monkeypatch.setattr(nd.nn, "PIECE_ELEMENTS", PIECES[pieces])
+    # Wide rows: float32 takes the (N * P, F) gradient layout on these few positions, float64
+    # the (F, N * P) one, as a batch of fewer than TRANSPOSED_GRAD_POSITIONS does.
+    positions = "few" if dtype == np.float32 else "default"
+    if positions == "few":
+        monkeypatch.setattr(nd.nn, "TRANSPOSED_GRAD_POSITIONS", 1)
     if pieces == "whole_in_parts":      # the batch one piece, its copies in parts on 3 threads
         monkeypatch.setattr(K, "THREAD_ELEMENTS", 1)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
@@ -130,7 +136,7 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     out, grads, calls = _run(conv, arrays, 4, True, monkeypatch)
     ref_out, ref_grads, _ = _run(conv, arrays, 4, False, monkeypatch)
     rows = (xshape[1] // kw.get("num_group", 1)) * wshape[2] * wshape[3]
-    transposed = rows >= nd.nn.TRANSPOSED_GRAD_ROWS
+    transposed = rows >= nd.nn.TRANSPOSED_GRAD_ROWS and positions == "few"
     # Few rows against many filters: GEMMs image by image into the output, the epilogue in place.
     per_image = kw.get("num_group", 1) == 1 and rows <= nd.nn.PER_IMAGE_ROWS < wshape[0]
     # Pieces of one image: the GEMM writes into the output, the epilogue adds in place.

@@ -204,7 +204,7 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
 
     def vjp(g, needs):
         bias_grad = bias is not None and needs[2]
-        transposed = rows >= TRANSPOSED_GRAD_ROWS
+        transposed = rows >= TRANSPOSED_GRAD_ROWS and n * plane >= TRANSPOSED_GRAD_POSITIONS
         # A max pooling of ``out`` may have applied the ReLU's mask already (_relu_masks).
         mask = relu and not _relu_masks.take_masked(g)
         if per_image:
@@ -486,6 +486,13 @@ def _col2im(gcols, target, kernel, stride, dilate, pad, out_sp, xp):
 # (benchmarks/bench_conv.py's steps): the CIFAR-sized step (64 channels, 576 rows) 396 -> 384 ms;
 # LeNet's step (9 and 288 rows) 0.5 ms slower with its conv2 transposed, 0.8 ms with conv1 too.
 TRANSPOSED_GRAD_ROWS = 512
+# ... and from this many output positions in the batch on: the weight gradient then comes out as
+# (rows, F) and is copied to (F, rows), a transpose of the weights' size, whose strided copy
+# (about 5 ns a value where the weights outgrow the cache) outweighs the GEMM's gain on few
+# positions. ResNet-18's 512-channel 3x3 layer on 3x3 planes, batch 32 (288 positions; the
+# copy of 2.4M values 12 ms against a 14 ms product), forward and backward on one thread 59.3
+# -> 47.5 ms; 256 -> 512 channels at 6x6 of stride 2 28.6 -> 23.8; level from 1152 positions on.
+TRANSPOSED_GRAD_POSITIONS = 1024
 
 
 def _grad_rows(g, out, relu, a, z, g2, xp):
