@@ -47,6 +47,40 @@ def test_before_training_any_stop_signal_ends_at_once_with_its_code():
         assert got.value.exit_code == code
 
 
+def test_after_a_stopped_run_late_copies_are_ignored_and_a_new_signal_still_ends_it(monkeypatch):
+    """An MPI rank whose run stopped because another rank had the signal may get its own copy
+    while it writes the summary: within the window it is ignored, with the handlers kept
+    past the block (the copy can come as late as the process's exit); later it raises."""
+    monkeypatch.setattr(signals, "REPEAT_WINDOW_S", 0.2)
+    before = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
+    try:
+        with signals.exit_on_signal():
+            signals.run_stopped()
+            try:
+                _send(signal.SIGTERM)            # a late copy: ignored
+            except signals.Interrupted:
+                pytest.fail("a late copy of the stop raised")
+        # Still ours after the block (called here, not sent: the default action would end
+        # the test process), and a copy there is ignored too.
+        handler = signal.getsignal(signal.SIGTERM)
+        assert handler != before[signal.SIGTERM] and callable(handler)
+        handler(signal.SIGTERM, None)
+        time.sleep(0.25)
+        with pytest.raises(signals.Interrupted) as got:
+            _send(signal.SIGHUP)                 # past the window: a stop of its own
+        assert got.value.exit_code == 143
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def test_a_run_not_stopped_by_a_signal_gives_the_handlers_back():
+    before = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
+    with signals.exit_on_signal():
+        pass
+    assert {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS} == before
+
+
 def test_the_launchers_sigusr1_means_sigint_only_when_it_says_so(monkeypatch):
     monkeypatch.setenv(signals.ENV_RELAY, "1")
     with signals.StopOnSignal() as stop:

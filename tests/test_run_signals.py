@@ -121,6 +121,51 @@ def test_a_signal_checkpoints_at_an_agreed_step_and_resume_is_exact(tmp_path, re
             assert_bitwise_equal(got, want)
 
 
+def _rank_pids(pids) -> dict:
+    """rank -> pid of the job's ranks among ``pids`` (by PMI_RANK in their environment)."""
+    ranks = {}
+    for pid in pids:
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        for entry in env:
+            if entry.startswith(b"PMI_RANK="):
+                ranks[int(entry.split(b"=", 1)[1])] = pid
+    return ranks
+
+
+@pytest.mark.dist
+@pytest.mark.skipif(not have_mpi(), reason="needs the dist extra (mpi4py + mpich)")
+def test_a_ranks_own_copy_of_the_stop_arriving_after_its_run_ended_is_ignored(tmp_path):
+    """mpiexec's proxy forwards a stop to each rank; on a loaded machine one rank's copy can come
+    after the ranks, stopping together on the other's, have ended their runs. Rank 1 alone is
+    signalled here, and rank 0's copy sent once its run has logged the stop: the job still
+    exits 143 with rank 0's summary (the copy once killed rank 0 while it wrote it)."""
+    folder = slow_run_folder(tmp_path, "dist_sync")
+    proc = _start(folder, ["run", "run.yaml", "--run-dir", "runs", "--json"], 2)
+    pids = _job_pids(proc, 2)
+    _wait_for(lambda: logged_step(folder / "runs") >= 20, proc, "step 20")
+    ranks = _rank_pids(pids)
+    assert sorted(ranks) == [0, 1]
+    os.kill(ranks[1], signal.SIGTERM)
+    def stop_logged():
+        return any("interrupted after step" in p.read_text()
+                   for p in (folder / "runs").glob("*/" + layout.LOG_FILE))
+    _wait_for(stop_logged, proc, "the stop logged")
+    try:
+        os.kill(ranks[0], signal.SIGTERM)
+    except ProcessLookupError:
+        pass    # rank 0 already gone: nothing late to ignore, the checks below still hold
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert_all_gone(pids)
+    summary = json.loads(out)
+    assert summary["status"] == "interrupted"
+    assert layout.read_latest(only_run_dir(folder / "runs")) == summary["steps"]
+
+
 # --------------------------------------------------------------------------------------------
 # A second signal: at once, same code, the previous checkpoint intact
 

@@ -50,7 +50,7 @@ from .loop import NonFiniteError, TrainingLoop
 from .progress import Reporter
 from .rundir import RunLock, create_run_dir
 from .scaling import write_scaling
-from .signals import AgreedStop, CheckpointClock, StopOnSignal
+from .signals import AgreedStop, CheckpointClock, StopOnSignal, run_stopped
 from .signals import exit_code as _signal_exit_code
 from .state import Accumulator, EarlyStopping, LoopState
 
@@ -715,6 +715,8 @@ def _train(parts, run_dir, state, reporter, handle_signals, caught, resumed_from
                 _capture_warnings() as more, numpy.errstate(all="ignore"):
             try:
                 status = loop.run()
+                if status == "interrupted":
+                    run_stopped()   # late copies of the stop are not a second one
                 recorder.flush()
                 if isinstance(stop, AgreedStop):
                     stop.close()

@@ -17,14 +17,13 @@ the MPI exchange) happens in the loop's own flow.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
 import time
 
 __all__ = ["StopOnSignal", "AgreedStop", "CheckpointClock", "Interrupted", "exit_code", "exit_on_signal",
-           "STOP_SIGNALS", "REPEAT_WINDOW_S", "ENV_RELAY"]
+           "run_stopped", "STOP_SIGNALS", "REPEAT_WINDOW_S", "ENV_RELAY"]
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                      if hasattr(signal, name))
@@ -75,18 +74,50 @@ def _restore(old: dict):
         signal.signal(sig, handler)
 
 
-@contextlib.contextmanager
-def exit_on_signal():
-    """While setting up a run: any stop signal raises :class:`Interrupted` at once (nothing to
-    save yet), so that SIGTERM and SIGHUP also end with their exit code and a message."""
-    def handle(signame):
+# When this process's run last ended on a stop signal: see exit_on_signal.
+_stopped_at = None
+
+
+def run_stopped():
+    """The run ended on a stop signal, this process's own or, under MPI, another rank's (see
+    :class:`exit_on_signal`)."""
+    global _stopped_at
+    _stopped_at = time.monotonic()
+
+
+class exit_on_signal:
+    """Around a whole run (its setup, training under :class:`StopOnSignal`, and what follows):
+    outside training any stop signal raises :class:`Interrupted` at once (nothing to save yet),
+    so that SIGTERM and SIGHUP also end with their exit code and a message.
+
+    After a run that ended on a stop signal (:func:`run_stopped`) the process's own copy of that
+    stop may still be on its way. Under MPI the ranks stop together as soon as one of them has
+    a signal, and on a loaded machine another rank's copy, forwarded by mpiexec's proxy, can
+    come after that rank's run has ended, while it closes its logs or writes the summary: a
+    raise there would abort the job without its summary, the default action kill the rank (the
+    launcher then reports it as died). For :data:`REPEAT_WINDOW_S` from the stop a signal counts
+    as such a copy and is ignored; a later one raises as before. The handlers then stay until
+    the process exits, since the copy may come as late as that."""
+
+    def __init__(self):
+        self._old = {}
+
+    def _handle(self, signame):
+        if _stopped_at is not None and time.monotonic() - _stopped_at < REPEAT_WINDOW_S:
+            return
         raise Interrupted(signame)
 
-    old = _install(handle)
-    try:
-        yield
-    finally:
-        _restore(old)
+    def __enter__(self):
+        global _stopped_at
+        _stopped_at = None
+        self._old = _install(self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if _stopped_at is None:
+            _restore(self._old)
+        self._old = {}
+        return False
 
 
 class StopOnSignal:
