@@ -150,6 +150,7 @@ def test_a_ranks_own_copy_of_the_stop_arriving_after_its_run_ended_is_ignored(tm
     ranks = _rank_pids(pids)
     assert sorted(ranks) == [0, 1]
     os.kill(ranks[1], signal.SIGTERM)
+
     def stop_logged():
         return any("interrupted after step" in p.read_text()
                    for p in (folder / "runs").glob("*/" + layout.LOG_FILE))
