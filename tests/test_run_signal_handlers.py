@@ -50,8 +50,10 @@ def test_before_training_any_stop_signal_ends_at_once_with_its_code():
 def test_after_a_stopped_run_late_copies_are_ignored_and_a_new_signal_still_ends_it(monkeypatch):
     """An MPI rank whose run stopped because another rank had the signal may get its own copy
     while it writes the summary: within the window it is ignored, with the handlers kept
-    past the block (the copy can come as late as the process's exit); later it raises."""
+    past the block in a rank (the copy can come as late as the process's exit); later it
+    raises."""
     monkeypatch.setattr(signals, "REPEAT_WINDOW_S", 0.2)
+    monkeypatch.setenv("PMI_RANK", "0")
     before = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
     try:
         with signals.exit_on_signal():
@@ -74,10 +76,17 @@ def test_after_a_stopped_run_late_copies_are_ignored_and_a_new_signal_still_ends
             signal.signal(sig, handler)
 
 
-def test_a_run_not_stopped_by_a_signal_gives_the_handlers_back():
+@pytest.mark.parametrize("stopped", [False, True])
+def test_outside_an_mpi_rank_the_handlers_are_given_back(monkeypatch, stopped):
+    """A run a signal did not stop, or any run of a process that is not an MPI rank (the CLI
+    in a test's process), gives the previous handlers back after the block."""
+    for name in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(name, raising=False)
     before = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
     with signals.exit_on_signal():
-        pass
+        if stopped:
+            signals.run_stopped()
+            _send(signal.SIGTERM)                # inside the block: a late copy, ignored
     assert {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS} == before
 
 

@@ -145,15 +145,41 @@ def parse_from(text):
 
 
 def _finish(start, as_json, quiet):
-    from ..report.jsonout import dumps, error_dict
-    from ..run import RunFailed
+    from ..report.jsonout import dumps
     from ..run.progress import choose_reporter
     from ..run.signals import exit_on_signal
 
     reporter = choose_reporter(quiet or as_json)
+    # The summary below is written under the same handlers: a stop signal's late copy, after
+    # the run stopped on it, must not end the process before the summary is out.
+    with exit_on_signal():
+        result = _started(start, reporter, as_json)
+        summary = result.summary
+        if summary.get("run_dir") is not None:
+            from ..report.run_end import end_of_run
+            from . import STARTED
+
+            summary = dict(summary, **end_of_run(summary["run_dir"]))
+            summary["command_s"] = round(time.monotonic() - STARTED, 3)
+        if summary.get("run_dir") is None:
+            pass  # an MPI rank other than 0: rank 0 reports
+        elif as_json:
+            click.echo(dumps(summary))
+        elif not quiet:
+            from .._printable import printable
+
+            click.echo(printable(_human(summary), keep_newlines=True))
+        if result.exit_code:
+            sys.exit(result.exit_code)
+
+
+def _started(start, reporter, as_json):
+    """``start(reporter)``'s result; a failure told on stdout too under ``--json``."""
+    from ..report.jsonout import dumps, error_dict
+    from ..run import RunFailed
+
     try:
-        with exit_on_signal():
-            result = start(reporter)
+        return start(reporter)
     except RunFailed as exc:
         if as_json and exc.summary.get("run_dir"):
             click.echo(dumps(dict(exc.summary, error=str(exc))))
@@ -163,23 +189,6 @@ def _finish(start, as_json, quiet):
         if as_json:
             click.echo(dumps(error_dict(exc)))
         raise
-    summary = result.summary
-    if summary.get("run_dir") is not None:
-        from ..report.run_end import end_of_run
-        from . import STARTED
-
-        summary = dict(summary, **end_of_run(summary["run_dir"]))
-        summary["command_s"] = round(time.monotonic() - STARTED, 3)
-    if summary.get("run_dir") is None:
-        pass  # an MPI rank other than 0: rank 0 reports
-    elif as_json:
-        click.echo(dumps(summary))
-    elif not quiet:
-        from .._printable import printable
-
-        click.echo(printable(_human(summary), keep_newlines=True))
-    if result.exit_code:
-        sys.exit(result.exit_code)
 
 
 def _human(summary) -> str:

@@ -96,8 +96,9 @@ class exit_on_signal:
     come after that rank's run has ended, while it closes its logs or writes the summary: a
     raise there would abort the job without its summary, the default action kill the rank (the
     launcher then reports it as died). For :data:`REPEAT_WINDOW_S` from the stop a signal counts
-    as such a copy and is ignored; a later one raises as before. The handlers then stay until
-    the process exits, since the copy may come as late as that."""
+    as such a copy and is ignored; a later one raises as before. In an MPI rank the handlers
+    then stay until the process exits (MPI_Finalize and the launcher's "bye" come after the
+    block); elsewhere the block gives the previous handlers back."""
 
     def __init__(self):
         self._old = {}
@@ -114,10 +115,15 @@ class exit_on_signal:
         return self
 
     def __exit__(self, *exc):
-        if _stopped_at is None:
+        if _stopped_at is None or not _in_mpi_rank():
             _restore(self._old)
         self._old = {}
         return False
+
+
+def _in_mpi_rank() -> bool:
+    """Whether this process is a rank that mpiexec (MPICH's, Open MPI's, or PMIx's) started."""
+    return any(name in os.environ for name in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"))
 
 
 class StopOnSignal:
