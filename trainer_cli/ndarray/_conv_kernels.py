@@ -74,8 +74,8 @@ def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=Non
     ``rows``: ``(start, stop)``, only the rows of those (channel, kernel row) pairs, counted
     ``c * kh + i`` (all by default); ``out_rows``: ``(start, stop)``, only the windows of
     those output rows, ``cols`` then ``(C*kh*kw, N*(stop - start)*ow)``. All output rows of
-    at most GATHER_WIDTH windows each (kernels larger than 1x1) are gathered through a padded
-    copy of each channel. The whole matrix, of THREAD_ELEMENTS values or more
+    at most GATHER_WIDTH windows each (kernels larger than 1x1, padded planes of at most
+    GATHER_PADDED values in all) are gathered through a padded copy of each channel. The whole matrix, of THREAD_ELEMENTS values or more
     (GATHER_THREAD_FACTOR times that for the gather), is filled in runs of rows on the BLAS's
     thread count of threads (``_in_parts``). A 3-D convolution's ``(N, C, D, H, W)`` (the whole
     matrix only) fills ``(C*kd*kh*kw, N*od*oh*ow)``, the padding's windows zero, in runs of

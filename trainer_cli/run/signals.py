@@ -122,8 +122,8 @@ class exit_on_signal:
 
 
 def _in_mpi_rank() -> bool:
-    """Whether this process is a rank that mpiexec (MPICH's, Open MPI's, or PMIx's) started."""
-    return any(name in os.environ for name in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"))
+    from ..kvstore.mpi import launched_by_mpiexec   # the environment alone, no mpi4py
+    return launched_by_mpiexec()
 
 
 class StopOnSignal:
