@@ -43,7 +43,8 @@ def _same_bits(a, b):
 
 KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows",
            "_col2im", "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2",
-           "_max_pool_2x2_grad", "_max_pool_2x2_grad_short")
+           "_max_pool_2x2_grad", "_max_pool_2x2_grad_short", "_max_3x3_lanes",
+           "_max_3x3_lanes_grad")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -268,6 +269,14 @@ POOLS = [
     ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2)}),
     ((2, 3, 11, 9), {"kernel": (2, 2), "stride": (2, 2), "pooling_convention": "full"}),
     ((2, 3, 10, 10), {"kernel": (2, 2), "stride": (2, 2), "pad": (1, 1)}),
+    # 3x3 windows in lanes: whole tiles of 16 planes and 16 positions and the rest, no padding,
+    # padding on one axis with the far windows past it, a padding of 2
+    ((2, 20, 6, 7), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
+    ((2, 17, 5, 6), {"kernel": (3, 3), "stride": (1, 1)}),
+    ((1, 18, 7, 5), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 0),
+                     "pooling_convention": "full"}),
+    ((1, 20, 5, 5), {"kernel": (3, 3), "stride": (1, 1), "pad": (2, 2)}),
+    ((2, 9, 8, 9), {"kernel": (3, 3), "stride": (2, 1), "pad": (1, 1)}),
 ]
 
 
@@ -286,6 +295,9 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
     if chunk == 7:      # and in pieces of a few planes, on three threads
         monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", 150)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
+    if short:   # 3x3 windows' lanes: blocks of 16 planes and a part block (tiles, then lanes)
+        monkeypatch.setattr(K, "MAX_LANES", 16)
+        monkeypatch.setattr(K, "LANES_BLOCK_ELEMENTS", 1)
     shape, kw = POOLS[case]
     x = _data(shape, dtype, 11)
     if ties:    # equal values and signed zeros inside windows: the first one takes the gradient
@@ -302,8 +314,36 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
     square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
         and "pooling_convention" not in kw
     grad_2x2 = "_max_pool_2x2_grad_short" if short else "_max_pool_2x2_grad"
-    assert list(dict.fromkeys(calls)) == (["_max_pool_2x2", grad_2x2] if square
-                                          else ["_max_pool_padded", "_max_pool_scatter"])
+    assert list(dict.fromkeys(calls)) == (
+        ["_max_pool_2x2", grad_2x2] if square else ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
+        if kw["kernel"] == (3, 3) and kw["stride"] == (1, 1)
+        else ["_max_pool_padded", "_max_pool_scatter"])
+    _same_bits(out, ref_out)
+    _same_bits(grads[0], ref_grads[0])
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("lanes", [16, 256])
+def test_3x3_pooling_in_lanes_with_and_without_nan_is_numpys(monkeypatch, nan, lanes):
+    """Inception's 3x3 stride-1 windows in lanes: a block of planes without NaN takes the plain
+    maximum, one with a NaN NumPy's rule; both give NumPy's bits (ties, signed zeros, -inf),
+    forward and backward, in blocks of 16 planes (one with the NaN) or one block."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(K, "MAX_LANES", lanes)
+    x = np.round(_data((3, 22, 6, 7), np.float32, 21, special=False) * 4)
+    x[..., ::5] = -0.0
+    x[..., 2::5] = 0.0
+    x[1, 3, :3, :3] = -np.inf
+    if nan:
+        x[1, 1, 2, 3] = np.nan      # plane 23: the second block of 16
+
+    def pool(x):
+        return nd.Pooling(x, pool_type="max", kernel=(3, 3), stride=(1, 1), pad=(1, 1))
+
+    out, grads, calls = _run(pool, [x], 12, True, monkeypatch)
+    ref_out, ref_grads, _ = _run(pool, [x], 12, False, monkeypatch)
+    assert list(dict.fromkeys(calls)) == ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
+    assert np.isnan(out).any() == nan
     _same_bits(out, ref_out)
     _same_bits(grads[0], ref_grads[0])
 

@@ -19,7 +19,8 @@ GEMMs themselves:
   offset (NumPy: one strided ``+=`` per offset into a padded buffer);
 - ``max_pool`` / ``max_pool_grad``: the window maximum with the index of its first occurrence, and
   the gradient routed back through that index (NumPy: ``maximum`` per offset, then per offset a
-  comparison, a mask and a multiply-add), masked first by a ReLU below it (``_relu_masks``).
+  comparison, a mask and a multiply-add), masked first by a ReLU below it (``_relu_masks``);
+  Inception's 3x3 stride-1 windows on planes turned into lanes, the gradient gathered.
 
 Each does, element by element, the operations of the NumPy code it replaces in the same order, so
 the results are bitwise equal (NaN, infinities and signed zeros included): copies are copies; the
@@ -257,9 +258,12 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     """``out`` ``(N, C, oh, ow)``: each window's maximum (padding counts as the dtype's lowest
     finite value); ``index``: the offset of the window's first element equal to it, -1 if none;
     None where no gradient is wanted (predict mode): the maxima alone. Disjoint 2x2 windows have
-    loops of their own; any other goes through a padded copy of its planes
-    (``_max_pool_padded_loop``: ResNet's 3x3 stride-2 pooling of one image at 112x112, predict
-    mode, 1.32 -> 0.43 ms on one thread against a loop of selects over each row of windows)."""
+    loops of their own; 3x3 windows of stride 1 with the index, theirs, on blocks of planes
+    turned into lanes (``_max_3x3_lanes_loop``; ``index`` is then laid out as those lanes,
+    which only ``max_pool_grad`` reads: see ``_lanes_block``); any other goes through a padded
+    copy of its planes (``_max_pool_padded_loop``: ResNet's 3x3 stride-2 pooling of one image
+    at 112x112, predict mode, 1.32 -> 0.43 ms on one thread against a loop of selects over
+    each row of windows)."""
     if len(kernel) != 2 or not _usable(x, out) or (index is not None and (
             type(index) is not _np_ndarray or not index.flags.c_contiguous)):
         return False
@@ -274,10 +278,18 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     # fare better row by row).
     every_row = stride[0] == 1 or (ow - 1) * stride[1] + 1 < SHORT_POOL_REACH
 
+    lanes = _lanes_block(kernel, stride, h * w, oh * ow) if index is not None else 0
+
     def piece(i):
         a, z = planes[i]
         xs = x.reshape(-1)[a * h * w:z * h * w]
         outs = out.reshape(-1)[a * oh * ow:z * oh * ow]
+        if lanes:
+            ob = numpy.empty(oh * ow * lanes, x.dtype)
+            _max_3x3_lanes(xs, z - a, h, w, pad[0], pad[1], lowest, lanes, outs, oh, ow,
+                           index.reshape(-1)[a * oh * ow:z * oh * ow],
+                           numpy.empty((h * w + 1) * lanes, x.dtype), ob)
+            return
         if index is None and square:
             _max_pool_values(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1],
                              pad[0], pad[1], lowest, outs, oh, ow)
@@ -312,6 +324,8 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
     square = _square(kernel, stride, pad, g.shape, gx.shape)
     planes = _plane_pieces(n * c, h * w)
     rows_of, cols_of = divmod(numpy.arange(kernel[0] * kernel[1]), kernel[1])
+    # The index of 3x3 stride-1 windows is in the forward kernel's lanes (see max_pool).
+    lanes = _lanes_block(kernel, stride, h * w, oh * ow)
 
     def piece(i):
         a, z = planes[i]
@@ -319,7 +333,14 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
                        index.reshape(-1)[a * oh * ow:z * oh * ow],
                        gx.reshape(-1)[a * h * w:z * h * w])
         ps = gs if pooled is None else pooled.reshape(-1)[a * oh * ow:z * oh * ow]
-        if square and ow <= SHORT_POOL_ROW:
+        if lanes:
+            one = gx.dtype.type(1)
+            _max_3x3_lanes_grad(gs, ix, z - a, oh, ow, pad[0], pad[1], gxs, h, w,
+                                pooled is not None, ps, lanes,
+                                numpy.empty((oh * ow + 1) * lanes, gx.dtype),
+                                numpy.empty((oh * ow + 1) * lanes, index.dtype),
+                                numpy.empty(max(h * w, oh * ow) * lanes, gx.dtype), one, one - one)
+        elif square and ow <= SHORT_POOL_ROW:
             _max_pool_2x2_grad_short(gs, ix, z - a, oh, ow, gxs, h, w, pooled is not None, ps)
         elif square:
             _max_pool_2x2_grad(gs, ix, z - a, oh, ow, gxs, h, w,
@@ -332,6 +353,21 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
 
     _host_threads.run(len(planes), piece)
     return True
+
+
+def _lanes_block(kernel, stride, size: int, out_size: int) -> int:
+    """How many planes of ``size`` values the 3x3 stride-1 windows' kernels turn into lanes at a
+    time (``_max_3x3_lanes_loop``): about LANES_BLOCK_ELEMENTS values, whole tiles of 16 planes,
+    at most MAX_LANES; 0 for other windows. Strided 3x3 windows keep the padded planes and the
+    scatter: their elements lie in one to four windows each, and a gradient in lanes (four
+    reads an element, or a pass a window offset) was no faster than the scatter on 24x24 and
+    48x48 planes and slower on 12x12, forward and backward together. The pieces and these
+    blocks depend on the shapes alone: the gradient finds the index where the forward pass
+    left it."""
+    if tuple(kernel) != (3, 3) or tuple(stride) != (1, 1):
+        return 0
+    per = LANES_BLOCK_ELEMENTS // max(size, out_size, 1)
+    return max(16, min(MAX_LANES, per - per % 16))
 
 
 def _plane_pieces(planes: int, plane_size: int) -> list:
@@ -354,6 +390,8 @@ POOL_GRAD_CHUNK = 2048  # windows per pass of the 2x2 max-pooling gradient (32 K
 SHORT_POOL_ROW = 16     # up to this many windows a row, the 2x2 gradient zeroes, then scatters
 SHORT_POOL_REACH = 24   # 3x3 windows strided over rows shorter than this: every row folded down
                         # (rows of a window's reach: (ow - 1) * stride + 1 positions)
+LANES_BLOCK_ELEMENTS = 1 << 15  # 3x3 stride-1 max pooling: input values a block of lanes holds
+MAX_LANES = 256                 # and its planes at most (_lanes_block)
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
 
@@ -871,6 +909,180 @@ def _max_pool_scatter_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx,
                         gx[_U(t)] = gx[_U(t)] + gv * (1 if kk == k else 0)
 
 
+def _to_lanes_loop(x, p0, nb, size, xb):
+    # Planes p0 .. p0 + nb of x (``size`` values each) into xb as (size, nb): position by
+    # position, the planes side by side. In 16 x 16 tiles, each read and written in cache lines.
+    full, pfull = nb - nb % 16, size - size % 16
+    for l0 in range(0, full, 16):
+        for q0 in range(0, pfull, 16):
+            for p in range(16):
+                for lane in range(16):
+                    xb[_U((q0 + p) * nb + l0 + lane)] = x[_U((p0 + l0 + lane) * size + q0 + p)]
+        for p in range(pfull, size):
+            for lane in range(16):
+                xb[_U(p * nb + l0 + lane)] = x[_U((p0 + l0 + lane) * size + p)]
+    for lane in range(full, nb):
+        for p in range(size):
+            xb[_U(p * nb + lane)] = x[_U((p0 + lane) * size + p)]
+
+
+def _from_lanes_loop(xb, p0, nb, size, x):
+    # The inverse of _to_lanes_loop.
+    full, pfull = nb - nb % 16, size - size % 16
+    for l0 in range(0, full, 16):
+        for q0 in range(0, pfull, 16):
+            for lane in range(16):
+                for p in range(16):
+                    x[_U((p0 + l0 + lane) * size + q0 + p)] = xb[_U((q0 + p) * nb + l0 + lane)]
+        for lane in range(16):
+            for p in range(pfull, size):
+                x[_U((p0 + l0 + lane) * size + p)] = xb[_U(p * nb + l0 + lane)]
+    for lane in range(full, nb):
+        for p in range(size):
+            x[_U((p0 + lane) * size + p)] = xb[_U(p * nb + lane)]
+
+
+def _lane_row_loop(h, w, h_, w_, nb, outside):
+    # Where input position (h, w) starts in a block of lanes (``outside``: the row of padding).
+    return (h * w_ + w) * nb if 0 <= h < h_ and 0 <= w < w_ else outside
+
+
+def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, index, xb, ob):
+    # 3x3 windows of stride 1 with their index, block by block of up to ``block`` planes turned
+    # into lanes (_to_lanes_loop): a window's nine elements are then nine runs of the block's
+    # planes side by side, and each window one loop over the lanes, which LLVM vectorizes
+    # whatever the planes' width (on 6x6 planes the padded copy's rows and read-out are loops
+    # of a few values). Padding reads a row of ``lowest``. The maximum is NumPy's maximum(m, v)
+    # over the window in row-major order, as in _max_pool_padded_loop; a block without NaN
+    # takes the plain ``m if m > v else v``, the same there and half the work. The index is the
+    # first offset whose element equals the maximum (-1 if none: NaN), left in the block's
+    # lanes for _max_3x3_lanes_grad_loop.
+    size, osize = h_ * w_, oh * ow
+    for p0 in range(0, planes, block):
+        nb = min(block, planes - p0)
+        _to_lanes(x, p0, nb, size, xb)
+        outside = size * nb
+        for t in range(outside, outside + nb):
+            xb[_U(t)] = lowest
+        plain = True
+        for t in range(outside):
+            v = xb[_U(t)]
+            plain = plain & (v == v)
+        at = p0 * osize
+        for a in range(oh):
+            h = a - ph
+            for b in range(ow):
+                w = b - pw
+                s0 = _lane_row(h, w, h_, w_, nb, outside)
+                s1 = _lane_row(h, w + 1, h_, w_, nb, outside)
+                s2 = _lane_row(h, w + 2, h_, w_, nb, outside)
+                s3 = _lane_row(h + 1, w, h_, w_, nb, outside)
+                s4 = _lane_row(h + 1, w + 1, h_, w_, nb, outside)
+                s5 = _lane_row(h + 1, w + 2, h_, w_, nb, outside)
+                s6 = _lane_row(h + 2, w, h_, w_, nb, outside)
+                s7 = _lane_row(h + 2, w + 1, h_, w_, nb, outside)
+                s8 = _lane_row(h + 2, w + 2, h_, w_, nb, outside)
+                o = (a * ow + b) * nb
+                for lane in range(nb):
+                    v0, v1, v2 = xb[_U(s0 + lane)], xb[_U(s1 + lane)], xb[_U(s2 + lane)]
+                    v3, v4, v5 = xb[_U(s3 + lane)], xb[_U(s4 + lane)], xb[_U(s5 + lane)]
+                    v6, v7, v8 = xb[_U(s6 + lane)], xb[_U(s7 + lane)], xb[_U(s8 + lane)]
+                    if plain:
+                        m = v0 if v0 > v1 else v1
+                        m = m if m > v2 else v2
+                        m = m if m > v3 else v3
+                        m = m if m > v4 else v4
+                        m = m if m > v5 else v5
+                        m = m if m > v6 else v6
+                        m = m if m > v7 else v7
+                        m = m if m > v8 else v8
+                    else:
+                        m = v0 if (v0 != v0) | (v0 > v1) else v1
+                        m = m if (m != m) | (m > v2) else v2
+                        m = m if (m != m) | (m > v3) else v3
+                        m = m if (m != m) | (m > v4) else v4
+                        m = m if (m != m) | (m > v5) else v5
+                        m = m if (m != m) | (m > v6) else v6
+                        m = m if (m != m) | (m > v7) else v7
+                        m = m if (m != m) | (m > v8) else v8
+                    ob[_U(o + lane)] = m
+                    # int32, the lanes' width: int64 selects took twice the registers
+                    k = numpy.int32(-1)
+                    k = numpy.int32(8) if v8 == m else k
+                    k = numpy.int32(7) if v7 == m else k
+                    k = numpy.int32(6) if v6 == m else k
+                    k = numpy.int32(5) if v5 == m else k
+                    k = numpy.int32(4) if v4 == m else k
+                    k = numpy.int32(3) if v3 == m else k
+                    k = numpy.int32(2) if v2 == m else k
+                    k = numpy.int32(1) if v1 == m else k
+                    k = numpy.int32(0) if v0 == m else k
+                    index[_U(at + o + lane)] = k
+        _from_lanes(ob, p0, nb, osize, out)
+
+
+def _lane_window_loop(h, w, i, j, ph, pw, oh, ow, nb, none):
+    # Where the stride-1 window that has input (h, w) at offset (i, j) starts in a block of
+    # lanes (``none``: a row of zero gradients).
+    a, b = h + ph - i, w + pw - j
+    return (a * ow + b) * nb if 0 <= a < oh and 0 <= b < ow else none
+
+
+def _max_3x3_lanes_grad_loop(g, index, planes, oh, ow, ph, pw, gx, h_, w_, masked, pooled,
+                             block, gb, ib, xb, one, zero):
+    # The gradient of _max_3x3_lanes_loop's stride-1 windows as a gather, in the same blocks of
+    # lanes: each input element's terms in offset order, ``g * (index == offset)`` from the
+    # windows that have it at offsets 0 .. 8 (a window past the edge: a row of zeros), the sum
+    # starting at +0.0. That is _max_pool_scatter_loop's sum term for term: there a finite term
+    # goes to its maximum alone, and the others' +-0.0 (and the zero rows' +0.0) would change
+    # no such sum; a term that is not finite goes to every element, as here. ``masked``: g
+    # times (pooled > 0) first.
+    size, osize = h_ * w_, oh * ow
+    for p0 in range(0, planes, block):
+        nb = min(block, planes - p0)
+        none = _lanes_grad_rows(g, index, p0, nb, osize, masked, pooled, gb, ib, xb, one, zero)
+        for h in range(h_):
+            for w in range(w_):
+                w0 = _lane_window(h, w, 0, 0, ph, pw, oh, ow, nb, none)
+                w1 = _lane_window(h, w, 0, 1, ph, pw, oh, ow, nb, none)
+                w2 = _lane_window(h, w, 0, 2, ph, pw, oh, ow, nb, none)
+                w3 = _lane_window(h, w, 1, 0, ph, pw, oh, ow, nb, none)
+                w4 = _lane_window(h, w, 1, 1, ph, pw, oh, ow, nb, none)
+                w5 = _lane_window(h, w, 1, 2, ph, pw, oh, ow, nb, none)
+                w6 = _lane_window(h, w, 2, 0, ph, pw, oh, ow, nb, none)
+                w7 = _lane_window(h, w, 2, 1, ph, pw, oh, ow, nb, none)
+                w8 = _lane_window(h, w, 2, 2, ph, pw, oh, ow, nb, none)
+                e = (h * w_ + w) * nb
+                for lane in range(nb):
+                    s = zero + gb[_U(w0 + lane)] * (one if ib[_U(w0 + lane)] == 0 else zero)
+                    s = s + gb[_U(w1 + lane)] * (one if ib[_U(w1 + lane)] == 1 else zero)
+                    s = s + gb[_U(w2 + lane)] * (one if ib[_U(w2 + lane)] == 2 else zero)
+                    s = s + gb[_U(w3 + lane)] * (one if ib[_U(w3 + lane)] == 3 else zero)
+                    s = s + gb[_U(w4 + lane)] * (one if ib[_U(w4 + lane)] == 4 else zero)
+                    s = s + gb[_U(w5 + lane)] * (one if ib[_U(w5 + lane)] == 5 else zero)
+                    s = s + gb[_U(w6 + lane)] * (one if ib[_U(w6 + lane)] == 6 else zero)
+                    s = s + gb[_U(w7 + lane)] * (one if ib[_U(w7 + lane)] == 7 else zero)
+                    s = s + gb[_U(w8 + lane)] * (one if ib[_U(w8 + lane)] == 8 else zero)
+                    xb[_U(e + lane)] = s
+        _from_lanes(xb, p0, nb, size, gx)
+
+
+def _lanes_grad_rows_loop(g, index, p0, nb, osize, masked, pooled, gb, ib, xb, one, zero):
+    # A block's gradient rows in lanes (times pooled > 0 where ``masked``) and its index rows,
+    # each followed by a row of zeros (index -1); returns where that row starts.
+    _to_lanes(g, p0, nb, osize, gb)
+    if masked:
+        _to_lanes(pooled, p0, nb, osize, xb)
+        for t in range(osize * nb):
+            gb[_U(t)] = gb[_U(t)] * (one if xb[_U(t)] > 0 else zero)
+    none, at = osize * nb, p0 * osize
+    for t in range(none):
+        ib[_U(t)] = index[_U(at + t)]
+    for t in range(none, none + nb):
+        gb[_U(t)] = zero
+        ib[_U(t)] = -1
+    return none
+
 # The loops call these by name; compiled, they call them compiled (``_jit.Kernel``'s helpers).
 _span = _span_loop
 span = _jit.Kernel(_span_loop)
@@ -895,3 +1107,14 @@ _max_pool_scatter = _jit.Kernel(_max_pool_scatter_loop)
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)
 _max_pool_2x2_grad_short = _jit.Kernel(_max_pool_2x2_grad_short_loop)
+_to_lanes = _jit.Kernel(_to_lanes_loop)
+_from_lanes = _jit.Kernel(_from_lanes_loop)
+_lane_row = _jit.Kernel(_lane_row_loop, inline=True)
+_lane_window = _jit.Kernel(_lane_window_loop, inline=True)
+_max_3x3_lanes = _jit.Kernel(_max_3x3_lanes_loop, {"_to_lanes": _to_lanes,
+                                                   "_from_lanes": _from_lanes,
+                                                   "_lane_row": _lane_row})
+_lanes_grad_rows = _jit.Kernel(_lanes_grad_rows_loop, {"_to_lanes": _to_lanes})
+_max_3x3_lanes_grad = _jit.Kernel(_max_3x3_lanes_grad_loop, {"_lanes_grad_rows": _lanes_grad_rows,
+                                                             "_from_lanes": _from_lanes,
+                                                             "_lane_window": _lane_window})
