@@ -81,6 +81,8 @@ CONVS = [
     ((2, 4, 12, 12), (6, 2, 3, 3), {"dilate": (2, 2), "pad": (2, 1), "num_group": 2}),
     ((5, 1, 28, 28), (32, 1, 3, 3), {}),
     ((2, 3, 8, 8), (4, 3, 1, 1), {"stride": (3, 3)}),
+    # 1x1 of stride 1 on planes too small to multiply image by image: the columns a copy
+    ((3, 20, 3, 3), (6, 20, 1, 1), {}),
     # Rows enough for the (N * P, F) gradient layout (nn.TRANSPOSED_GRAD_ROWS; on these few
     # positions only where the test lowers TRANSPOSED_GRAD_POSITIONS), with groups too.
     ((2, 64, 7, 6), (5, 64, 3, 3), {"pad": (1, 1)}),
@@ -144,12 +146,15 @@ def test_convolution_kernels_are_numpys(monkeypatch, dtype, relu, with_bias, cas
     epilogue = with_bias or relu or not (pieces == "by_image" or xshape[0] == 1)
     columns = "_im2col_gather" if _out_width(xshape, wshape, kw) <= K.GATHER_WIDTH \
         and wshape[2] * wshape[3] > 1 else "_im2col"
+    pointwise = wshape[2:] == (1, 1) and "stride" not in kw and "pad" not in kw
     if per_image:
         expect = {columns, "_col2im"} | ({"_epilogue"} if with_bias or relu else set()) \
             | ({"_mask_rows"} if relu else set())
     else:
         expect = {columns, "_grad_out_t" if transposed else "_grad_out", "_col2im"} \
             | ({"_epilogue"} if epilogue else set())
+    if pointwise:       # copies, not loops
+        expect -= {"_im2col", "_col2im"}
     assert set(calls) == expect
     _same_bits(out, ref_out)
     for got, expect in zip(grads, ref_grads):
@@ -602,10 +607,35 @@ def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph
             monkeypatch.setattr(K, kernel, _counting(getattr(K, kernel), kernel, calls))
             cols = np.full(expect.shape, np.nan, dtype)
             assert K.im2col(x, *geometry, cols)
-            assert calls and set(calls) == {kernel}
+            # 1x1 of stride 1 without padding: a copy of the planes, no loop
+            copy = (kh, kw, sh, sw, ph, pw) == (1, 1, 1, 1, 0, 0)
+            assert set(calls) == (set() if copy else {kernel})
             _same_bits(cols, expect)
             # The rows of some (channel, kernel row) pairs alone, as a split image's parts make.
             lo, hi = sorted(rng.integers(0, c * kh + 1, 2))
             part = np.full(expect.shape, np.nan, dtype)
             assert K.im2col(x, *geometry, part, rows=(lo, hi))
             _same_bits(part[lo * kw:hi * kw], expect[lo * kw:hi * kw])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pointwise_columns_and_their_gradient_are_the_loops_copies(monkeypatch, dtype):
+    """A 1x1 kernel of stride 1 without padding: the column matrix is a transposing copy of the
+    planes and the column gradient goes back as +0.0 plus each value (so -0.0 comes out +0.0),
+    the bits the window loops give."""
+    monkeypatch.setattr(_jit, "_numba", None)
+    monkeypatch.setattr(K, "MIN_SIZE", 1)
+    x = _data((3, 5, 2, 3), dtype, 31)
+    geometry = ((1, 1), (1, 1), (1, 1), (0, 0), (2, 3))
+    cols = np.full((5, 18), np.nan, dtype)
+    assert K.im2col(x, *geometry, cols)
+    _same_bits(cols, _windows(x, *geometry))
+    gcols = _data((5, 18), dtype, 32)
+    gcols.reshape(-1)[:4] = [-0.0, 0.0, np.inf, -np.inf]
+    gx = np.full(x.shape, np.nan, dtype)
+    assert K.col2im(gcols, *geometry, gx)
+    loops = np.full(x.shape, np.nan, dtype)
+    K._col2im(gcols.reshape(-1), 1, 1, 1, 1, 1, 1, 0, 0, 2, 3, loops.reshape(-1), 3, 5, 2, 3,
+              0, 5)
+    _same_bits(gx, loops)
+    assert not np.signbit(gx[0, 0, 0, 0])
