@@ -64,6 +64,26 @@ def test_pointwise_is_the_column_path_without_columns(monkeypatch, relu, bias, n
             np.testing.assert_allclose(got, expect, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_many_channels_on_a_small_plane_take_the_columns(monkeypatch, relu):
+    """Filters x channels >= 2 x plane x (filters + channels): one GEMM a piece over the column
+    matrix (a copy of the planes) instead of the images' thin GEMMs; the same values to
+    rounding as image by image."""
+    arrays = _arrays((3, 64, 4, 4), 64, True)
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(NN, "POINTWISE_COLUMNS", 1 << 30)
+    ref_out, ref_grads = _conv(arrays, relu)
+    monkeypatch.setattr(NN, "POINTWISE_COLUMNS", 2)
+    made = []
+    real_im2col = K.im2col
+    monkeypatch.setattr(K, "im2col", lambda *a, **k: made.append(1) or real_im2col(*a, **k))
+    out, grads = _conv(arrays, relu)
+    assert made
+    np.testing.assert_allclose(out, ref_out, rtol=1e-13, atol=1e-13)
+    for got, expect in zip(grads, ref_grads):
+        np.testing.assert_allclose(got, expect, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("shape, filters", [((2, 3, 4, 5), 4), ((2, 12, 2, 2), 10)])
 def test_pointwise_gradients_are_finite_differences(shape, filters):
     x, w, b = _arrays(shape, filters, True, seed=3)

@@ -154,9 +154,12 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
     # output in place, and the epilogue only adds the bias and takes the ReLU there (the
     # transposing epilogue's pass over the output, the largest array, is gone). So does a 1x1
     # convolution of stride 1 without padding on planes of POINTWISE_PLANE values or more, whose
-    # columns are each image itself: no column matrix is made either.
+    # columns are each image itself: no column matrix is made either; unless its weights
+    # outweigh POINTWISE_COLUMNS times what its operands hold a plane (many channels on a small
+    # plane), where the images' GEMMs are too thin.
     pointwise = host and groups == 1 and ksize == 1 and all(s == 1 for s in stride) \
-        and not any(pad) and plane >= POINTWISE_PLANE
+        and not any(pad) and plane >= POINTWISE_PLANE \
+        and f * c < POINTWISE_COLUMNS * plane * (f + c)
     per_image = host and groups == 1 and (rows <= PER_IMAGE_ROWS < f or pointwise)
 
     def forward(i):
@@ -299,6 +302,12 @@ PER_IMAGE_ROWS = 16
 # and backward on one thread: 512 -> 64 channels at 6x6 4.65 -> 4.24 ms, 64 -> 64 at 24x24
 # 9.6 -> 9.2, 64 -> 128 at 56x56 109 -> 107 (two threads: 1.07x, 1.11x, 1.11x).
 POINTWISE_PLANE = 16
+# With the column matrix a copy of the planes (``_conv_kernels.im2col``), one GEMM a piece beats
+# the images' GEMMs where ``F C >= 2 P (F + C)``. Forward and backward, batch 32, one thread:
+# 832 -> 384 channels at 4x4 13.5 -> 12.0 ms, 528 -> 256 at 6x6 12.1 -> 11.5, 512 -> 128 at
+# 6x6 6.3 -> 6.1, 512 -> 512 at 7x7 (8 images) 7.7 -> 7.3; below that ratio the images' GEMMs
+# win (128 -> 64 at 5x5, 1.7: 0.64 against 0.73 ms; 64 -> 64 at 6x6, 0.9: 0.47 against 0.54).
+POINTWISE_COLUMNS = 2
 
 
 def _one_image(wm, cols, bias, relu, target):
