@@ -369,10 +369,13 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
         x[..., 1::3] = 0.0
         x[0, 0, :2, :2] = -np.inf
     calls = []
-    for name in ("_max_pool_values", "_max_pool_padded"):
+    for name in ("_max_pool_values", "_max_pool_padded", "_max_3x3_lanes"):
         monkeypatch.setattr(K, name, _counting(getattr(K, name), name, calls))
     square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
         and "pooling_convention" not in kw
+    # 3x3 stride-1 windows on small planes in lanes (K.LANES_PREDICT_PLANE)
+    lanes = kw["kernel"] == (3, 3) and kw["stride"] == (1, 1) \
+        and shape[2] * shape[3] <= K.LANES_PREDICT_PLANE
 
     def predict(kernels, pieces=K.POOL_PIECE_ELEMENTS):
         monkeypatch.setattr(_jit, "_numba", None if kernels else False)
@@ -380,7 +383,8 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
         return nd.Pooling(nd.array(x, dtype=dtype), pool_type="max", **kw).asnumpy()
 
     got = predict(True)
-    assert calls == ["_max_pool_values" if square else "_max_pool_padded"]
+    assert calls == ["_max_pool_values" if square else "_max_3x3_lanes" if lanes
+                     else "_max_pool_padded"]
     _same_bits(got, predict(False))
     monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
     _same_bits(predict(True, pieces=150), got)

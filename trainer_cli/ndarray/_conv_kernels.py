@@ -275,9 +275,10 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     """``out`` ``(N, C, oh, ow)``: each window's maximum (padding counts as the dtype's lowest
     finite value); ``index``: the offset of the window's first element equal to it, -1 if none;
     None where no gradient is wanted (predict mode): the maxima alone. Disjoint 2x2 windows have
-    loops of their own; 3x3 windows of stride 1 with the index, theirs, on blocks of planes
-    turned into lanes (``_max_3x3_lanes_loop``; ``index`` is then laid out as those lanes,
-    which only ``max_pool_grad`` reads: see ``_lanes_block``); any other goes through a padded
+    loops of their own; 3x3 windows of stride 1 (in predict mode only on planes of up to
+    LANES_PREDICT_PLANE values), theirs, on blocks of planes turned into lanes
+    (``_max_3x3_lanes_loop``; ``index`` is then laid out as those lanes, which only
+    ``max_pool_grad`` reads: see ``_lanes_block``); any other goes through a padded
     copy of its planes (``_max_pool_padded_loop``: ResNet's 3x3 stride-2 pooling of one image
     at 112x112, predict mode, 1.32 -> 0.43 ms on one thread against a loop of selects over
     each row of windows)."""
@@ -295,7 +296,11 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     # fare better row by row).
     every_row = stride[0] == 1 or (ow - 1) * stride[1] + 1 < SHORT_POOL_REACH
 
-    lanes = _lanes_block(kernel, stride, h * w, oh * ow) if index is not None else 0
+    # Predict mode in lanes on small planes alone: without the index to find and the gradient
+    # to gather, the padded planes are faster from 12x12 on (1.2-2x), the lanes up to 7x7
+    # (0.52-0.84x, one thread).
+    lanes = _lanes_block(kernel, stride, h * w, oh * ow) \
+        if index is not None or h * w <= LANES_PREDICT_PLANE else 0
 
     def piece(i):
         a, z = planes[i]
@@ -303,9 +308,10 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
         outs = out.reshape(-1)[a * oh * ow:z * oh * ow]
         if lanes:
             ob = numpy.empty(oh * ow * lanes, x.dtype)
-            _max_3x3_lanes(xs, z - a, h, w, pad[0], pad[1], lowest, lanes, outs, oh, ow,
-                           index.reshape(-1)[a * oh * ow:z * oh * ow],
-                           numpy.empty((h * w + 1) * lanes, x.dtype), ob)
+            ix = numpy.empty(1, numpy.int8) if index is None else \
+                index.reshape(-1)[a * oh * ow:z * oh * ow]
+            _max_3x3_lanes(xs, z - a, h, w, pad[0], pad[1], lowest, lanes, outs, oh, ow, ix,
+                           index is not None, numpy.empty((h * w + 1) * lanes, x.dtype), ob)
             return
         if index is None and square:
             _max_pool_values(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1],
@@ -409,6 +415,7 @@ SHORT_POOL_REACH = 24   # 3x3 windows strided over rows shorter than this: every
                         # (rows of a window's reach: (ow - 1) * stride + 1 positions)
 LANES_BLOCK_ELEMENTS = 1 << 15  # 3x3 stride-1 max pooling: input values a block of lanes holds
 MAX_LANES = 256                 # and its planes at most (_lanes_block)
+LANES_PREDICT_PLANE = 64        # predict mode: planes of at most this many values in lanes
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
 
@@ -964,7 +971,8 @@ def _lane_row_loop(h, w, h_, w_, nb, outside):
     return (h * w_ + w) * nb if 0 <= h < h_ and 0 <= w < w_ else outside
 
 
-def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, index, xb, ob):
+def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, index, with_index,
+                        xb, ob):
     # 3x3 windows of stride 1 with their index, block by block of up to ``block`` planes turned
     # into lanes (_to_lanes_loop): a window's nine elements are then nine runs of the block's
     # planes side by side, and each window one loop over the lanes, which LLVM vectorizes
@@ -973,7 +981,7 @@ def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, i
     # over the window in row-major order, as in _max_pool_padded_loop; a block without NaN
     # takes the plain ``m if m > v else v``, the same there and half the work. The index is the
     # first offset whose element equals the maximum (-1 if none: NaN), left in the block's
-    # lanes for _max_3x3_lanes_grad_loop.
+    # lanes for _max_3x3_lanes_grad_loop (``with_index``; predict mode wants the maxima alone).
     size, osize = h_ * w_, oh * ow
     for p0 in range(0, planes, block):
         nb = min(block, planes - p0)
@@ -1023,6 +1031,8 @@ def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, i
                         m = m if (m != m) | (m > v7) else v7
                         m = m if (m != m) | (m > v8) else v8
                     ob[_U(o + lane)] = m
+                    if not with_index:
+                        continue
                     # int32, the lanes' width: int64 selects took twice the registers
                     k = numpy.int32(-1)
                     k = numpy.int32(8) if v8 == m else k
