@@ -328,13 +328,17 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
 
 
 @pytest.mark.parametrize("nan", [False, True])
-@pytest.mark.parametrize("lanes", [16, 256])
+@pytest.mark.parametrize("lanes", [16, 256, "planes too large"])
 def test_3x3_pooling_in_lanes_with_and_without_nan_is_numpys(monkeypatch, nan, lanes):
     """Inception's 3x3 stride-1 windows in lanes: a block of planes without NaN takes the plain
     maximum, one with a NaN NumPy's rule; both give NumPy's bits (ties, signed zeros, -inf),
-    forward and backward, in blocks of 16 planes (one with the NaN) or one block."""
+    forward and backward, in blocks of 16 planes (one with the NaN) or one block; planes larger
+    than LANES_MAX_PLANE go through the padded planes and the scatter."""
     monkeypatch.setattr(K, "MIN_SIZE", 16)
-    monkeypatch.setattr(K, "MAX_LANES", lanes)
+    if lanes == "planes too large":
+        monkeypatch.setattr(K, "LANES_MAX_PLANE", 41)       # the planes below hold 42
+    else:
+        monkeypatch.setattr(K, "MAX_LANES", lanes)
     x = np.round(_data((3, 22, 6, 7), np.float32, 21, special=False) * 4)
     x[..., ::5] = -0.0
     x[..., 2::5] = 0.0
@@ -347,7 +351,9 @@ def test_3x3_pooling_in_lanes_with_and_without_nan_is_numpys(monkeypatch, nan, l
 
     out, grads, calls = _run(pool, [x], 12, True, monkeypatch)
     ref_out, ref_grads, _ = _run(pool, [x], 12, False, monkeypatch)
-    assert list(dict.fromkeys(calls)) == ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
+    assert list(dict.fromkeys(calls)) == (["_max_pool_padded", "_max_pool_scatter"]
+                                          if lanes == "planes too large"
+                                          else ["_max_3x3_lanes", "_max_3x3_lanes_grad"])
     assert np.isnan(out).any() == nan
     _same_bits(out, ref_out)
     _same_bits(grads[0], ref_grads[0])

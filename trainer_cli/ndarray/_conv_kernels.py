@@ -381,13 +381,17 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
 def _lanes_block(kernel, stride, size: int, out_size: int) -> int:
     """How many planes of ``size`` values the 3x3 stride-1 windows' kernels turn into lanes at a
     time (``_max_3x3_lanes_loop``): about LANES_BLOCK_ELEMENTS values, whole tiles of 16 planes,
-    at most MAX_LANES; 0 for other windows. Strided 3x3 windows keep the padded planes and the
+    at most MAX_LANES; 0 for other windows, and for planes of more than LANES_MAX_PLANE values,
+    whose rows are long enough for the padded planes' loops (forward and backward, one thread:
+    lanes 0.77-0.80x their time at 24x24 and 28x28, 0.97x at 32x32, 1.10x at 40x40, 1.18x at
+    56x56, 1.47x at 112x112). Strided 3x3 windows keep the padded planes and the
     scatter: their elements lie in one to four windows each, and a gradient in lanes (four
     reads an element, or a pass a window offset) was no faster than the scatter on 24x24 and
     48x48 planes and slower on 12x12, forward and backward together. The pieces and these
     blocks depend on the shapes alone: the gradient finds the index where the forward pass
     left it."""
-    if tuple(kernel) != (3, 3) or tuple(stride) != (1, 1):
+    if tuple(kernel) != (3, 3) or tuple(stride) != (1, 1) \
+            or max(size, out_size) > LANES_MAX_PLANE:
         return 0
     per = LANES_BLOCK_ELEMENTS // max(size, out_size, 1)
     return max(16, min(MAX_LANES, per - per % 16))
@@ -415,7 +419,8 @@ SHORT_POOL_REACH = 24   # 3x3 windows strided over rows shorter than this: every
                         # (rows of a window's reach: (ow - 1) * stride + 1 positions)
 LANES_BLOCK_ELEMENTS = 1 << 15  # 3x3 stride-1 max pooling: input values a block of lanes holds
 MAX_LANES = 256                 # and its planes at most (_lanes_block)
-LANES_PREDICT_PLANE = 64        # predict mode: planes of at most this many values in lanes
+LANES_MAX_PLANE = 1024          # planes of at most this many values in lanes
+LANES_PREDICT_PLANE = 64        # in predict mode, at most this many
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
 
