@@ -384,12 +384,11 @@ def _lanes_block(kernel, stride, size: int, out_size: int) -> int:
     at most MAX_LANES; 0 for other windows, and for planes of more than LANES_MAX_PLANE values,
     whose rows are long enough for the padded planes' loops (forward and backward, one thread:
     lanes 0.77-0.80x their time at 24x24 and 28x28, 0.97x at 32x32, 1.10x at 40x40, 1.18x at
-    56x56, 1.47x at 112x112). Strided 3x3 windows keep the padded planes and the
-    scatter: their elements lie in one to four windows each, and a gradient in lanes (four
-    reads an element, or a pass a window offset) was no faster than the scatter on 24x24 and
-    48x48 planes and slower on 12x12, forward and backward together. The pieces and these
-    blocks depend on the shapes alone: the gradient finds the index where the forward pass
-    left it."""
+    56x56, 1.47x at 112x112). Strided 3x3 windows keep the padded planes and the scatter:
+    their elements lie in one to four windows each, and a gradient in lanes (four reads an
+    element, or a pass a window offset) was no faster than the scatter on 24x24 and 48x48
+    planes and slower on 12x12, forward and backward together. The pieces and these blocks
+    depend on the shapes alone: the gradient finds the index where the forward pass left it."""
     if tuple(kernel) != (3, 3) or tuple(stride) != (1, 1) \
             or max(size, out_size) > LANES_MAX_PLANE:
         return 0
