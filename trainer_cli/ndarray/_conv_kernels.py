@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy
 
 from .. import _jit
+from . import _lanes
 from . import _pairwise as _pw
 from . import host_threads as _host_threads
 
@@ -392,8 +393,7 @@ def _lanes_block(kernel, stride, size: int, out_size: int) -> int:
     if tuple(kernel) != (3, 3) or tuple(stride) != (1, 1) \
             or max(size, out_size) > LANES_MAX_PLANE:
         return 0
-    per = LANES_BLOCK_ELEMENTS // max(size, out_size, 1)
-    return max(16, min(MAX_LANES, per - per % 16))
+    return _lanes.block(max(size, out_size), LANES_BLOCK_ELEMENTS, MAX_LANES)
 
 
 def _plane_pieces(planes: int, plane_size: int) -> list:
@@ -937,39 +937,6 @@ def _max_pool_scatter_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx,
                         gx[_U(t)] = gx[_U(t)] + gv * (1 if kk == k else 0)
 
 
-def _to_lanes_loop(x, p0, nb, size, xb):
-    # Planes p0 .. p0 + nb of x (``size`` values each) into xb as (size, nb): position by
-    # position, the planes side by side. In 16 x 16 tiles, each read and written in cache lines.
-    full, pfull = nb - nb % 16, size - size % 16
-    for l0 in range(0, full, 16):
-        for q0 in range(0, pfull, 16):
-            for p in range(16):
-                for lane in range(16):
-                    xb[_U((q0 + p) * nb + l0 + lane)] = x[_U((p0 + l0 + lane) * size + q0 + p)]
-        for p in range(pfull, size):
-            for lane in range(16):
-                xb[_U(p * nb + l0 + lane)] = x[_U((p0 + l0 + lane) * size + p)]
-    for lane in range(full, nb):
-        for p in range(size):
-            xb[_U(p * nb + lane)] = x[_U((p0 + lane) * size + p)]
-
-
-def _from_lanes_loop(xb, p0, nb, size, x):
-    # The inverse of _to_lanes_loop.
-    full, pfull = nb - nb % 16, size - size % 16
-    for l0 in range(0, full, 16):
-        for q0 in range(0, pfull, 16):
-            for lane in range(16):
-                for p in range(16):
-                    x[_U((p0 + l0 + lane) * size + q0 + p)] = xb[_U((q0 + p) * nb + l0 + lane)]
-        for lane in range(16):
-            for p in range(pfull, size):
-                x[_U((p0 + l0 + lane) * size + p)] = xb[_U(p * nb + l0 + lane)]
-    for lane in range(full, nb):
-        for p in range(size):
-            x[_U((p0 + lane) * size + p)] = xb[_U(p * nb + lane)]
-
-
 def _lane_row_loop(h, w, h_, w_, nb, outside):
     # Where input position (h, w) starts in a block of lanes (``outside``: the row of padding).
     return (h * w_ + w) * nb if 0 <= h < h_ and 0 <= w < w_ else outside
@@ -978,7 +945,7 @@ def _lane_row_loop(h, w, h_, w_, nb, outside):
 def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, index, with_index,
                         xb, ob):
     # 3x3 windows of stride 1 with their index, block by block of up to ``block`` planes turned
-    # into lanes (_to_lanes_loop): a window's nine elements are then nine runs of the block's
+    # into lanes (``_lanes``): a window's nine elements are then nine runs of the block's
     # planes side by side, and each window one loop over the lanes, which LLVM vectorizes
     # whatever the planes' width (on 6x6 planes the padded copy's rows and read-out are loops
     # of a few values). Padding reads a row of ``lowest``. The maximum is NumPy's maximum(m, v)
@@ -1050,13 +1017,6 @@ def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, i
                     k = numpy.int32(0) if v0 == m else k
                     index[_U(at + o + lane)] = k
         _from_lanes(ob, p0, nb, osize, out)
-
-
-def _lane_window_loop(h, w, i, j, ph, pw, oh, ow, nb, none):
-    # Where the stride-1 window that has input (h, w) at offset (i, j) starts in a block of
-    # lanes (``none``: a row of zero gradients).
-    a, b = h + ph - i, w + pw - j
-    return (a * ow + b) * nb if 0 <= a < oh and 0 <= b < ow else none
 
 
 def _max_3x3_lanes_grad_loop(g, index, planes, oh, ow, ph, pw, gx, h_, w_, masked, pooled,
@@ -1138,10 +1098,8 @@ _max_pool_scatter = _jit.Kernel(_max_pool_scatter_loop)
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)
 _max_pool_2x2_grad_short = _jit.Kernel(_max_pool_2x2_grad_short_loop)
-_to_lanes = _jit.Kernel(_to_lanes_loop)
-_from_lanes = _jit.Kernel(_from_lanes_loop)
 _lane_row = _jit.Kernel(_lane_row_loop, inline=True)
-_lane_window = _jit.Kernel(_lane_window_loop, inline=True)
+_to_lanes, _from_lanes, _lane_window = _lanes.to_lanes, _lanes.from_lanes, _lanes.window
 _max_3x3_lanes = _jit.Kernel(_max_3x3_lanes_loop, {"_to_lanes": _to_lanes,
                                                    "_from_lanes": _from_lanes,
                                                    "_lane_row": _lane_row})
