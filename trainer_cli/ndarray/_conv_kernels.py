@@ -948,11 +948,6 @@ def _max_pool_scatter_loop(g, index, planes, oh, ow, kh, kw, sh, sw, ph, pw, gx,
                         gx[_U(t)] = gx[_U(t)] + gv * (1 if kk == k else 0)
 
 
-def _lane_row_loop(h, w, h_, w_, nb, outside):
-    # Where input position (h, w) starts in a block of lanes (``outside``: the row of padding).
-    return (h * w_ + w) * nb if 0 <= h < h_ and 0 <= w < w_ else outside
-
-
 def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, index, with_index,
                         xb, ob):
     # 3x3 windows of stride 1 with their index, block by block of up to ``block`` planes turned
@@ -980,15 +975,15 @@ def _max_3x3_lanes_loop(x, planes, h_, w_, ph, pw, lowest, block, out, oh, ow, i
             h = a - ph
             for b in range(ow):
                 w = b - pw
-                s0 = _lane_row(h, w, h_, w_, nb, outside)
-                s1 = _lane_row(h, w + 1, h_, w_, nb, outside)
-                s2 = _lane_row(h, w + 2, h_, w_, nb, outside)
-                s3 = _lane_row(h + 1, w, h_, w_, nb, outside)
-                s4 = _lane_row(h + 1, w + 1, h_, w_, nb, outside)
-                s5 = _lane_row(h + 1, w + 2, h_, w_, nb, outside)
-                s6 = _lane_row(h + 2, w, h_, w_, nb, outside)
-                s7 = _lane_row(h + 2, w + 1, h_, w_, nb, outside)
-                s8 = _lane_row(h + 2, w + 2, h_, w_, nb, outside)
+                s0 = _lane_at(h, w, h_, w_, nb, outside)
+                s1 = _lane_at(h, w + 1, h_, w_, nb, outside)
+                s2 = _lane_at(h, w + 2, h_, w_, nb, outside)
+                s3 = _lane_at(h + 1, w, h_, w_, nb, outside)
+                s4 = _lane_at(h + 1, w + 1, h_, w_, nb, outside)
+                s5 = _lane_at(h + 1, w + 2, h_, w_, nb, outside)
+                s6 = _lane_at(h + 2, w, h_, w_, nb, outside)
+                s7 = _lane_at(h + 2, w + 1, h_, w_, nb, outside)
+                s8 = _lane_at(h + 2, w + 2, h_, w_, nb, outside)
                 o = (a * ow + b) * nb
                 for lane in range(nb):
                     v0, v1, v2 = xb[_U(s0 + lane)], xb[_U(s1 + lane)], xb[_U(s2 + lane)]
@@ -1045,15 +1040,17 @@ def _max_3x3_lanes_grad_loop(g, index, planes, oh, ow, ph, pw, gx, h_, w_, maske
         none = _lanes_grad_rows(g, index, p0, nb, osize, masked, pooled, gb, ib, xb, one, zero)
         for h in range(h_):
             for w in range(w_):
-                w0 = _lane_window(h, w, 0, 0, ph, pw, oh, ow, nb, none)
-                w1 = _lane_window(h, w, 0, 1, ph, pw, oh, ow, nb, none)
-                w2 = _lane_window(h, w, 0, 2, ph, pw, oh, ow, nb, none)
-                w3 = _lane_window(h, w, 1, 0, ph, pw, oh, ow, nb, none)
-                w4 = _lane_window(h, w, 1, 1, ph, pw, oh, ow, nb, none)
-                w5 = _lane_window(h, w, 1, 2, ph, pw, oh, ow, nb, none)
-                w6 = _lane_window(h, w, 2, 0, ph, pw, oh, ow, nb, none)
-                w7 = _lane_window(h, w, 2, 1, ph, pw, oh, ow, nb, none)
-                w8 = _lane_window(h, w, 2, 2, ph, pw, oh, ow, nb, none)
+                # the windows with (h, w) at offsets (0, 0) .. (2, 2): (a, b) = (r - i, c - j)
+                r, c = h + ph, w + pw
+                w0 = _lane_at(r, c, oh, ow, nb, none)
+                w1 = _lane_at(r, c - 1, oh, ow, nb, none)
+                w2 = _lane_at(r, c - 2, oh, ow, nb, none)
+                w3 = _lane_at(r - 1, c, oh, ow, nb, none)
+                w4 = _lane_at(r - 1, c - 1, oh, ow, nb, none)
+                w5 = _lane_at(r - 1, c - 2, oh, ow, nb, none)
+                w6 = _lane_at(r - 2, c, oh, ow, nb, none)
+                w7 = _lane_at(r - 2, c - 1, oh, ow, nb, none)
+                w8 = _lane_at(r - 2, c - 2, oh, ow, nb, none)
                 e = (h * w_ + w) * nb
                 for lane in range(nb):
                     s = zero + gb[_U(w0 + lane)] * (one if ib[_U(w0 + lane)] == 0 else zero)
@@ -1109,12 +1106,11 @@ _max_pool_scatter = _jit.Kernel(_max_pool_scatter_loop)
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
 _max_pool_2x2_grad = _jit.Kernel(_max_pool_2x2_grad_loop)
 _max_pool_2x2_grad_short = _jit.Kernel(_max_pool_2x2_grad_short_loop)
-_lane_row = _jit.Kernel(_lane_row_loop, inline=True)
-_to_lanes, _from_lanes, _lane_window = _lanes.to_lanes, _lanes.from_lanes, _lanes.window
+_to_lanes, _from_lanes, _lane_at = _lanes.to_lanes, _lanes.from_lanes, _lanes.at
 _max_3x3_lanes = _jit.Kernel(_max_3x3_lanes_loop, {"_to_lanes": _to_lanes,
                                                    "_from_lanes": _from_lanes,
-                                                   "_lane_row": _lane_row})
+                                                   "_lane_at": _lane_at})
 _lanes_grad_rows = _jit.Kernel(_lanes_grad_rows_loop, {"_to_lanes": _to_lanes})
 _max_3x3_lanes_grad = _jit.Kernel(_max_3x3_lanes_grad_loop, {"_lanes_grad_rows": _lanes_grad_rows,
                                                              "_from_lanes": _from_lanes,
-                                                             "_lane_window": _lane_window})
+                                                             "_lane_at": _lane_at})

@@ -14,7 +14,7 @@ import numpy
 
 from .. import _jit
 
-__all__ = ["to_lanes", "from_lanes", "window", "block"]
+__all__ = ["to_lanes", "from_lanes", "at", "block"]
 
 # Indices as uint64 where they are used (see _conv_kernels: numba's check for negative indices
 # keeps LLVM from vectorizing).
@@ -59,13 +59,13 @@ def _from_lanes_loop(xb, p0, nb, size, x):
         for p in range(size):
             x[_U((p0 + lane) * size + p)] = xb[_U(p * nb + lane)]
 
-def _window_loop(h, w, i, j, ph, pw, oh, ow, nb, none):
-    # Where the stride-1 window that has input (h, w) at its offset (i, j) starts in a block of
-    # lanes of outputs (``none``: past the edge, a row of zeros the caller keeps).
-    a, b = h + ph - i, w + pw - j
-    return (a * ow + b) * nb if 0 <= a < oh and 0 <= b < ow else none
+
+def _at_loop(r, c, rows, cols, nb, outside):
+    # Where position (r, c) of planes of ``rows`` x ``cols`` starts in a block of ``nb`` lanes;
+    # ``outside`` (a row the caller keeps: padding, zeros) where it lies off the planes.
+    return (r * cols + c) * nb if 0 <= r < rows and 0 <= c < cols else outside
 
 
 to_lanes = _jit.Kernel(_to_lanes_loop)
 from_lanes = _jit.Kernel(_from_lanes_loop)
-window = _jit.Kernel(_window_loop, inline=True)
+at = _jit.Kernel(_at_loop, inline=True)
