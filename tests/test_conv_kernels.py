@@ -44,7 +44,7 @@ def _same_bits(a, b):
 KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows",
            "_col2im", "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2",
            "_max_pool_2x2_grad", "_max_pool_2x2_grad_short", "_max_3x3_lanes",
-           "_max_3x3_lanes_grad")
+           "_max_3x3_lanes_grad", "_max_3x3_halving")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -282,7 +282,17 @@ POOLS = [
                      "pooling_convention": "full"}),
     ((1, 20, 5, 5), {"kernel": (3, 3), "stride": (1, 1), "pad": (2, 2)}),
     ((2, 9, 8, 9), {"kernel": (3, 3), "stride": (2, 1), "pad": (1, 1)}),
+    # 3x3 windows of stride 2 halving planes of even sizes (ResNet's, GoogLeNet's): one window
+    # a plane, wide planes, tall ones
+    ((3, 5, 2, 2), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    ((2, 3, 6, 10), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    ((2, 2, 12, 4), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
 ]
+
+
+def _halving(shape, kw):
+    return kw["kernel"] == (3, 3) and kw["stride"] == (2, 2) and kw.get("pad") == (1, 1) \
+        and "pooling_convention" not in kw and shape[2] % 2 == 0 and shape[3] % 2 == 0
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -322,6 +332,7 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
     assert list(dict.fromkeys(calls)) == (
         ["_max_pool_2x2", grad_2x2] if square else ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
         if kw["kernel"] == (3, 3) and kw["stride"] == (1, 1)
+        else ["_max_3x3_halving", "_max_pool_scatter"] if _halving(shape, kw)
         else ["_max_pool_padded", "_max_pool_scatter"])
     _same_bits(out, ref_out)
     _same_bits(grads[0], ref_grads[0])
@@ -360,6 +371,48 @@ def test_3x3_pooling_in_lanes_with_and_without_nan_is_numpys(monkeypatch, nan, l
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 3, 2, 2), (2, 5, 8, 6), (1, 7, 4, 12)])
+def test_halving_3x3_pooling_keeps_the_padded_planes_maxima_and_index(monkeypatch, dtype, shape):
+    """3x3 windows of stride 2 that halve the planes, taken straight from them: the maxima and
+    the index (which offset of each window, padding included, the gradient reads) of the
+    padded planes' kernel, bit for bit: NaN, ties, signed zeros, and windows whose largest
+    element is the padding (every element in the plane -inf or the lowest value), on every side;
+    in pieces of a few planes on three threads too."""
+    monkeypatch.setattr(K, "MIN_SIZE", 1)
+    lowest = np.finfo(dtype).min
+    x = np.round(_data(shape, dtype, 31, special=False) * 2)
+    flat = x.reshape(-1)
+    flat[::7] = -0.0
+    flat[3::7] = 0.0
+    flat[5::29] = np.nan
+    x[-1, 0, 1, 1] = np.nan
+    x[0, 0] = -np.inf
+    x[0, 1, :, :2] = lowest
+    x[0, 1, :2] = lowest
+    x[-1, -1, -2:] = -np.inf
+    x[-1, -1, :, -1] = lowest
+    oh, ow = shape[2] // 2, shape[3] // 2
+
+    def pooled(halving, pieces=K.POOL_PIECE_ELEMENTS, threads=1):
+        monkeypatch.setattr(K, "_halving", (lambda *a: True) if halving else (lambda *a: False))
+        monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", pieces)
+        monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
+        out = np.empty(shape[:2] + (oh, ow), dtype)
+        index = np.empty(out.shape, np.int8)
+        maxima = np.empty(out.shape, dtype)
+        assert K.max_pool(x, (3, 3), (2, 2), (1, 1), out, index)
+        assert K.max_pool(x, (3, 3), (2, 2), (1, 1), maxima, None)
+        _same_bits(maxima, out)
+        return out, index
+
+    out, index = pooled(False)
+    assert (index == 0).any() and (index == -1).any()   # the padding, NaN
+    for halved in (pooled(True), pooled(True, pieces=2 * shape[2] * shape[3], threads=3)):
+        _same_bits(halved[0], out)
+        np.testing.assert_array_equal(halved[1], index)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(POOLS)))
 @pytest.mark.parametrize("ties", [False, True])
 def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
@@ -375,7 +428,7 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
         x[..., 1::3] = 0.0
         x[0, 0, :2, :2] = -np.inf
     calls = []
-    for name in ("_max_pool_values", "_max_pool_padded", "_max_3x3_lanes"):
+    for name in ("_max_pool_values", "_max_pool_padded", "_max_3x3_lanes", "_max_3x3_halving"):
         monkeypatch.setattr(K, name, _counting(getattr(K, name), name, calls))
     square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
         and "pooling_convention" not in kw
@@ -390,7 +443,7 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
 
     got = predict(True)
     assert calls == ["_max_pool_values" if square else "_max_3x3_lanes" if lanes
-                     else "_max_pool_padded"]
+                     else "_max_3x3_halving" if _halving(shape, kw) else "_max_pool_padded"]
     _same_bits(got, predict(False))
     monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
     _same_bits(predict(True, pieces=150), got)
