@@ -44,7 +44,7 @@ def _same_bits(a, b):
 KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows",
            "_col2im", "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2",
            "_max_pool_2x2_grad", "_max_pool_2x2_grad_short", "_max_3x3_lanes",
-           "_max_3x3_lanes_grad", "_max_3x3_halving")
+           "_max_3x3_lanes_grad", "_max_3x3_halving", "_max_3x3_halving_grad")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -287,6 +287,7 @@ POOLS = [
     ((3, 5, 2, 2), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
     ((2, 3, 6, 10), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
     ((2, 2, 12, 4), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    ((2, 3, 8, 8), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
 ]
 
 
@@ -332,7 +333,9 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
     assert list(dict.fromkeys(calls)) == (
         ["_max_pool_2x2", grad_2x2] if square else ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
         if kw["kernel"] == (3, 3) and kw["stride"] == (1, 1)
-        else ["_max_3x3_halving", "_max_pool_scatter"] if _halving(shape, kw)
+        else ["_max_3x3_halving", "_max_3x3_halving_grad"
+              if shape[3] // 2 >= K.HALVING_GRAD_ROW else "_max_pool_scatter"]
+        if _halving(shape, kw)
         else ["_max_pool_padded", "_max_pool_scatter"])
     _same_bits(out, ref_out)
     _same_bits(grads[0], ref_grads[0])
