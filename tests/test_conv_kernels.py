@@ -44,7 +44,8 @@ def _same_bits(a, b):
 KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows",
            "_col2im", "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2",
            "_max_pool_2x2_grad", "_max_pool_2x2_grad_short", "_max_3x3_lanes",
-           "_max_3x3_lanes_grad", "_max_3x3_halving", "_max_3x3_halving_grad")
+           "_max_3x3_lanes_grad", "_max_3x3_direct", "_max_3x3_halving_grad",
+           "_max_3x3_same_grad")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -215,8 +216,10 @@ def test_conv2d_relu_layer_is_conv_then_relu(monkeypatch, dtype):
 
 
 # A per-image convolution (one channel, 20 filters), im2col's general path (3 channels, 6
-# filters), Winograd's (8 channels, 12 filters).
-RELU_POOLS = [((4, 1, 12, 12), 20), ((3, 3, 10, 11), 6), ((3, 8, 11, 11), 12)]
+# filters), Winograd's (8 channels, 12 filters); outputs of 12x13, whose 3x3 stride-1 windows
+# are taken straight from the planes.
+RELU_POOLS = [((4, 1, 12, 12), 20), ((3, 3, 10, 11), 6), ((3, 8, 11, 11), 12),
+              ((2, 2, 14, 15), 6)]
 
 
 @pytest.mark.parametrize("kernels", [True, False])
@@ -288,12 +291,22 @@ POOLS = [
     ((2, 3, 6, 10), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
     ((2, 2, 12, 4), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
     ((2, 3, 8, 8), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    # 3x3 windows of stride 1 on rows of SAME_ROW or more, straight from the planes: one row,
+    # two, many
+    ((2, 3, 1, 12), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
+    ((2, 2, 2, 13), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
+    ((2, 3, 7, 12), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
 ]
 
 
 def _halving(shape, kw):
     return kw["kernel"] == (3, 3) and kw["stride"] == (2, 2) and kw.get("pad") == (1, 1) \
         and "pooling_convention" not in kw and shape[2] % 2 == 0 and shape[3] % 2 == 0
+
+
+def _same_rows(shape, kw):
+    return kw["kernel"] == (3, 3) and kw["stride"] == (1, 1) and kw.get("pad") == (1, 1) \
+        and "pooling_convention" not in kw and shape[3] >= K.SAME_ROW
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -331,9 +344,11 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
         and "pooling_convention" not in kw
     grad_2x2 = "_max_pool_2x2_grad_short" if short else "_max_pool_2x2_grad"
     assert list(dict.fromkeys(calls)) == (
-        ["_max_pool_2x2", grad_2x2] if square else ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
+        ["_max_pool_2x2", grad_2x2] if square
+        else ["_max_3x3_direct", "_max_3x3_same_grad"] if _same_rows(shape, kw)
+        else ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
         if kw["kernel"] == (3, 3) and kw["stride"] == (1, 1)
-        else ["_max_3x3_halving", "_max_3x3_halving_grad"
+        else ["_max_3x3_direct", "_max_3x3_halving_grad"
               if shape[3] // 2 >= K.HALVING_GRAD_ROW else "_max_pool_scatter"]
         if _halving(shape, kw)
         else ["_max_pool_padded", "_max_pool_scatter"])
@@ -374,45 +389,51 @@ def test_3x3_pooling_in_lanes_with_and_without_nan_is_numpys(monkeypatch, nan, l
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(2, 3, 2, 2), (2, 5, 8, 6), (1, 7, 4, 12)])
-def test_halving_3x3_pooling_keeps_the_padded_planes_maxima_and_index(monkeypatch, dtype, shape):
-    """3x3 windows of stride 2 that halve the planes, taken straight from them: the maxima and
-    the index (which offset of each window, padding included, the gradient reads) of the
-    padded planes' kernel, bit for bit: NaN, ties, signed zeros, and windows whose largest
-    element is the padding (every element in the plane -inf or the lowest value), on every side;
-    in pieces of a few planes on three threads too."""
+@pytest.mark.parametrize("stride", [2, 1])
+@pytest.mark.parametrize("shape", [(2, 3, 2, 2), (2, 5, 8, 6), (1, 7, 4, 12), (2, 2, 1, 4)])
+def test_3x3_pooling_straight_from_the_planes_keeps_the_padded_planes_maxima_and_index(
+        monkeypatch, dtype, stride, shape):
+    """3x3 windows of padding 1, of stride 2 halving the planes or of stride 1 keeping them,
+    taken straight from the planes: the maxima and the index (which offset of each window,
+    padding included, the gradient reads) of the padded planes' kernel, bit for bit: NaN, ties,
+    signed zeros, and windows whose largest element is the padding (every element in the plane
+    -inf or the lowest value), on every side; in pieces of a few planes on three threads too."""
+    if stride == 2 and shape[2] % 2:
+        return
     monkeypatch.setattr(K, "MIN_SIZE", 1)
+    monkeypatch.setattr(K, "_lanes_block", lambda *a: 0)
     lowest = np.finfo(dtype).min
     x = np.round(_data(shape, dtype, 31, special=False) * 2)
     flat = x.reshape(-1)
     flat[::7] = -0.0
     flat[3::7] = 0.0
     flat[5::29] = np.nan
-    x[-1, 0, 1, 1] = np.nan
+    x[-1, 0, -1, 1] = np.nan
     x[0, 0] = -np.inf
     x[0, 1, :, :2] = lowest
     x[0, 1, :2] = lowest
     x[-1, -1, -2:] = -np.inf
     x[-1, -1, :, -1] = lowest
-    oh, ow = shape[2] // 2, shape[3] // 2
+    out_sp = (shape[2] // stride, shape[3] // stride)
 
-    def pooled(halving, pieces=K.POOL_PIECE_ELEMENTS, threads=1):
-        monkeypatch.setattr(K, "_halving", (lambda *a: True) if halving else (lambda *a: False))
+    def pooled(direct, pieces=K.POOL_PIECE_ELEMENTS, threads=1):
+        monkeypatch.setattr(K, "_halving", lambda *a: direct and stride == 2)
+        monkeypatch.setattr(K, "_same_rows", lambda *a: direct and stride == 1)
         monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", pieces)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
-        out = np.empty(shape[:2] + (oh, ow), dtype)
+        out = np.empty(shape[:2] + out_sp, dtype)
         index = np.empty(out.shape, np.int8)
         maxima = np.empty(out.shape, dtype)
-        assert K.max_pool(x, (3, 3), (2, 2), (1, 1), out, index)
-        assert K.max_pool(x, (3, 3), (2, 2), (1, 1), maxima, None)
+        assert K.max_pool(x, (3, 3), (stride, stride), (1, 1), out, index)
+        assert K.max_pool(x, (3, 3), (stride, stride), (1, 1), maxima, None)
         _same_bits(maxima, out)
         return out, index
 
     out, index = pooled(False)
     assert (index == 0).any() and (index == -1).any()   # the padding, NaN
-    for halved in (pooled(True), pooled(True, pieces=2 * shape[2] * shape[3], threads=3)):
-        _same_bits(halved[0], out)
-        np.testing.assert_array_equal(halved[1], index)
+    for direct in (pooled(True), pooled(True, pieces=2 * shape[2] * shape[3], threads=3)):
+        _same_bits(direct[0], out)
+        np.testing.assert_array_equal(direct[1], index)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -431,13 +452,13 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
         x[..., 1::3] = 0.0
         x[0, 0, :2, :2] = -np.inf
     calls = []
-    for name in ("_max_pool_values", "_max_pool_padded", "_max_3x3_lanes", "_max_3x3_halving"):
+    for name in ("_max_pool_values", "_max_pool_padded", "_max_3x3_lanes", "_max_3x3_direct"):
         monkeypatch.setattr(K, name, _counting(getattr(K, name), name, calls))
     square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
         and "pooling_convention" not in kw
     # 3x3 stride-1 windows on small planes in lanes (K.LANES_PREDICT_PLANE)
     lanes = kw["kernel"] == (3, 3) and kw["stride"] == (1, 1) \
-        and shape[2] * shape[3] <= K.LANES_PREDICT_PLANE
+        and shape[2] * shape[3] <= K.LANES_PREDICT_PLANE and not _same_rows(shape, kw)
 
     def predict(kernels, pieces=K.POOL_PIECE_ELEMENTS):
         monkeypatch.setattr(_jit, "_numba", None if kernels else False)
@@ -446,7 +467,8 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
 
     got = predict(True)
     assert calls == ["_max_pool_values" if square else "_max_3x3_lanes" if lanes
-                     else "_max_3x3_halving" if _halving(shape, kw) else "_max_pool_padded"]
+                     else "_max_3x3_direct" if _halving(shape, kw) or _same_rows(shape, kw)
+                     else "_max_pool_padded"]
     _same_bits(got, predict(False))
     monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
     _same_bits(predict(True, pieces=150), got)

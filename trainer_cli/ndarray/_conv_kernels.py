@@ -280,6 +280,14 @@ def _halving(kernel, stride, pad, small, large) -> bool:
             and small[2:] == (large[2] // 2, large[3] // 2))
 
 
+def _same_rows(kernel, stride, pad, small, large) -> bool:
+    """Inception's 3x3 windows of stride 1 and padding 1 (the planes keep their size) over rows
+    of at least SAME_ROW positions: taken straight from the planes, as the halving windows are;
+    shorter rows go into lanes (``_lanes_block``)."""
+    return (tuple(kernel) == (3, 3) and tuple(stride) == (1, 1) and tuple(pad) == (1, 1)
+            and small[2:] == large[2:] and large[3] >= SAME_ROW)
+
+
 def max_pool(x, kernel, stride, pad, out, index) -> bool:
     """``out`` ``(N, C, oh, ow)``: each window's maximum (padding counts as the dtype's lowest
     finite value); ``index``: the offset of the window's first element equal to it, -1 if none;
@@ -290,15 +298,16 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     ``max_pool_grad`` reads: see ``_lanes_block``); any other goes through a padded
     copy of its planes (``_max_pool_padded_loop``: ResNet's 3x3 stride-2 pooling of one image
     at 112x112, predict mode, 1.32 -> 0.43 ms on one thread against a loop of selects over
-    each row of windows); 3x3 windows of stride 2 that halve the planes straight from them
-    (``_max_3x3_halving_loop``)."""
+    each row of windows); 3x3 windows of stride 2 that halve the planes, and those of stride 1
+    that keep them on rows long enough, straight from the planes (``_max_3x3_direct_loop``)."""
     if len(kernel) != 2 or not _usable(x, out) or (index is not None and (
             type(index) is not _np_ndarray or not index.flags.c_contiguous)):
         return False
     n, c, h, w = x.shape
     oh, ow = out.shape[2:]
     square = _square(kernel, stride, pad, out.shape, x.shape)
-    halving = _halving(kernel, stride, pad, out.shape, x.shape)
+    direct = _halving(kernel, stride, pad, out.shape, x.shape) \
+        or _same_rows(kernel, stride, pad, out.shape, x.shape)
     lowest = numpy.finfo(x.dtype).min
     planes = _plane_pieces(n * c, h * w)
     # Strided rows of windows shorter than SHORT_POOL_REACH: every row folded down, in a loop
@@ -311,7 +320,7 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     # to gather, the padded planes are faster from 12x12 on (1.2-2x), the lanes up to 7x7
     # (0.52-0.84x, one thread).
     lanes = _lanes_block(kernel, stride, h * w, oh * ow) \
-        if index is not None or h * w <= LANES_PREDICT_PLANE else 0
+        if not direct and (index is not None or h * w <= LANES_PREDICT_PLANE) else 0
 
     def piece(i):
         a, z = planes[i]
@@ -324,12 +333,12 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
             _max_3x3_lanes(xs, z - a, h, w, pad[0], pad[1], lowest, lanes, outs, oh, ow, ix,
                            index is not None, numpy.empty((h * w + 1) * lanes, x.dtype), ob)
             return
-        if halving:
+        if direct:
             ix = numpy.empty(1, numpy.int8) if index is None else \
                 index.reshape(-1)[a * oh * ow:z * oh * ow]
             rows = (z - a) * h * ow
-            _max_3x3_halving(xs, z - a, h, w, lowest, outs, ix, index is not None,
-                             numpy.empty(rows, x.dtype), numpy.empty(rows, numpy.int8))
+            _max_3x3_direct(xs, z - a, h, w, stride[0], lowest, outs, ix, index is not None,
+                            numpy.empty(rows, x.dtype), numpy.empty(rows, numpy.int8))
             return
         if index is None and square:
             _max_pool_values(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1],
@@ -359,7 +368,8 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
     where the window puts that offset; with ``pooled`` (the windows' maxima), of ``g * (pooled >
     0)`` instead (a ReLU's mask, ``_relu_masks``), piece by piece. Windows that halve the planes
     (``_halving``) gather each element's terms (``_max_3x3_halving_grad_loop``) where their
-    rows hold HALVING_GRAD_ROW windows or more; others are scattered."""
+    rows hold HALVING_GRAD_ROW windows or more, as do those of stride 1 taken straight from the
+    planes (``_same_rows``, ``_max_3x3_same_grad_loop``); others are scattered."""
     if len(kernel) != 2 or not _usable(gx, g, pooled) or index.shape != g.shape:
         return False
     n, c, h, w = gx.shape
@@ -369,7 +379,8 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
     rows_of, cols_of = divmod(numpy.arange(kernel[0] * kernel[1]), kernel[1])
     offsets = rows_of * w + cols_of
     # The index of 3x3 stride-1 windows is in the forward kernel's lanes (see max_pool).
-    lanes = _lanes_block(kernel, stride, h * w, oh * ow)
+    same = _same_rows(kernel, stride, pad, g.shape, gx.shape)
+    lanes = 0 if same else _lanes_block(kernel, stride, h * w, oh * ow)
     halving = _halving(kernel, stride, pad, g.shape, gx.shape) and ow >= HALVING_GRAD_ROW
 
     def piece(i):
@@ -385,6 +396,12 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
                                 numpy.empty((oh * ow + 1) * lanes, gx.dtype),
                                 numpy.empty((oh * ow + 1) * lanes, index.dtype),
                                 numpy.empty(max(h * w, oh * ow) * lanes, gx.dtype), one, one - one)
+        elif same:
+            size = (z - a) * (h + 2) * (w + 2)
+            one = gx.dtype.type(1)
+            _max_3x3_same_grad(gs, ix, z - a, h, w, gxs, pooled is not None, ps,
+                               numpy.empty(size, gx.dtype), numpy.empty(size, index.dtype),
+                               numpy.empty(size, gx.dtype), one - one, one)
         elif halving:
             size = (z - a) * (oh + 1) * (ow + 1)
             one = gx.dtype.type(1)
@@ -445,6 +462,7 @@ SHORT_POOL_ROW = 16     # up to this many windows a row, the 2x2 gradient zeroes
 SHORT_POOL_REACH = 24   # 3x3 windows strided over rows shorter than this: every row folded down
                         # (rows of a window's reach: (ow - 1) * stride + 1 positions)
 HALVING_GRAD_ROW = 4    # 3x3 stride-2 halving windows: rows of at least this many gathered
+SAME_ROW = 12           # 3x3 stride-1 windows: rows of at least this many straight from the planes
 LANES_BLOCK_ELEMENTS = 1 << 15  # 3x3 stride-1 max pooling: input values a block of lanes holds
 MAX_LANES = 256                 # and its planes at most (_lanes_block)
 LANES_MAX_PLANE = 1024          # planes of at most this many values in lanes
@@ -933,21 +951,24 @@ def _down_3_loop(padded, across, folded, offsets, start, stop, wp, with_index):
             offsets[_U(t)] = k
 
 
-def _max_3x3_halving_loop(x, planes, h_, w_, lowest, out, index, with_index, across, first):
-    # ``_max_pool_padded_loop``'s maxima and index for 3x3 windows of stride 2 and padding 1
-    # over planes of even height and width, without the padded copy or folds of positions no
-    # window starts at: window (a, b) spans rows 2a - 1 .. 2a + 1 and columns 2b - 1 .. 2b + 1,
-    # so across the whole piece a row's fold of window column b is x[2t - 1], x[2t], x[2t + 1]
-    # with t = row * ow + b, one loop over strided loads LLVM vectorizes (column 0, whose left
-    # neighbour is the padding, mended after). ``first``: the first of the three equal to that
-    # fold. Each output row then folds three of those rows down; the window's first element
-    # equal to its maximum is in the first of its rows whose fold equals the maximum (an element
-    # equals it only where its row's fold does, NaN nowhere), at that row's ``first``.
-    # (GoogLeNet's 64x48x48 batch, one thread, with the index: 5.6 -> 3.3 ms.)
-    ow, oh = w_ >> 1, h_ >> 1
+def _max_3x3_direct_loop(x, planes, h_, w_, step, lowest, out, index, with_index, across,
+                         first):
+    # ``_max_pool_padded_loop``'s maxima and index for 3x3 windows of padding 1, of stride 2
+    # over planes of even height and width (``_halving``) or of stride 1 (``_same_rows``),
+    # without the padded copy or folds at positions no window starts at: window (a, b) spans
+    # rows step a - 1 .. step a + 1 and columns step b - 1 .. step b + 1, so across the whole
+    # piece a row's fold of window column b is x[step t - 1], x[step t], x[step t + 1] with
+    # t = row * ow + b, one loop LLVM vectorizes (column 0, whose left neighbour is the padding,
+    # and with stride 1 the last column, mended after). ``first``: the first of the three equal
+    # to that fold. Each output row then folds three of those rows down; the window's first
+    # element equal to its maximum is in the first of its rows whose fold equals the maximum
+    # (an element equals it only where its row's fold does, NaN nowhere), at that row's
+    # ``first``. Batch 32, one thread, with the index: GoogLeNet's 64x48x48 of stride 2 5.6 ->
+    # 3.3 ms; 256x12x12 of stride 1 1.8 -> 1.2 ms against the lanes, 64x24x24 1.8 -> 0.8.
+    ow, oh = w_ // step, h_ // step
     total = planes * h_ * ow
-    for t in range(1, total):
-        p, q, r = x[_U(2 * t - 1)], x[_U(2 * t)], x[_U(2 * t + 1)]
+    for t in range(1, total - 1 if step == 1 else total):
+        p, q, r = x[_U(step * t - 1)], x[_U(step * t)], x[_U(step * t + 1)]
         m = p if (p != p) | (p > q) else q
         m = m if (m != m) | (m > r) else r
         across[_U(t)] = m
@@ -957,7 +978,8 @@ def _max_3x3_halving_loop(x, planes, h_, w_, lowest, out, index, with_index, acr
             first[_U(t)] = 0 if p == m else j
     for row in range(planes * h_):
         t = row * ow
-        q, r = x[_U(2 * t)], x[_U(2 * t + 1)]
+        q = x[_U(step * t)]
+        r = x[_U(step * t + 1)] if step * ow > 1 else lowest
         m = lowest if not (q != q or q > lowest) else q
         m = m if (m != m) | (m > r) else r
         across[_U(t)] = m
@@ -965,40 +987,98 @@ def _max_3x3_halving_loop(x, planes, h_, w_, lowest, out, index, with_index, acr
             j = 2 if r == m else -1
             j = 1 if q == m else j
             first[_U(t)] = 0 if lowest == m else j
+        if step == 1 and ow > 1:       # the last column: its right neighbour is the padding
+            t += ow - 1
+            p, q = x[_U(t - 1)], x[_U(t)]
+            m = p if (p != p) | (p > q) else q
+            m = m if (m != m) | (m > lowest) else lowest
+            across[_U(t)] = m
+            if with_index:
+                j = 2 if lowest == m else -1
+                j = 1 if q == m else j
+                first[_U(t)] = 0 if p == m else j
     o = 0
     for pl in range(planes):
         for a in range(oh):
-            start = (pl * h_ + 2 * a) * ow
+            start = (pl * h_ + step * a) * ow
+            top, bottom = a == 0, step * a + 1 == h_
             for b in range(ow):
                 t = start + b
-                p = lowest if a == 0 else across[_U(t - ow)]
-                q, r = across[_U(t)], across[_U(t + ow)]
+                p = lowest if top else across[_U(t - ow)]
+                q = across[_U(t)]
+                r = lowest if bottom else across[_U(t + ow)]
                 m = p if (p != p) | (p > q) else q
                 m = m if (m != m) | (m > r) else r
                 out[_U(o + b)] = m
                 if with_index:
-                    k = 6 + first[_U(t + ow)] if r == m else -1
+                    k = (6 if bottom else 6 + first[_U(t + ow)]) if r == m else -1
                     k = 3 + first[_U(t)] if q == m else k
-                    index[_U(o + b)] = (0 if a == 0 else first[_U(t - ow)]) if p == m else k
+                    index[_U(o + b)] = (0 if top else first[_U(t - ow)]) if p == m else k
             o += ow
+
+
+def _max_3x3_same_grad_loop(g, index, planes, h_, w_, gx, masked, pooled, gb, kb, sums, zero,
+                            one):
+    # ``_max_pool_scatter_loop``'s sums for 3x3 windows of stride 1 and padding 1, gathered:
+    # the element at (r, c) is offset 3 i + j of window (r + 1 - i, c + 1 - j), and the
+    # scatter's walk (windows in reverse row-major order) reaches those windows in rising
+    # offset; each term is ``g * (index == offset)``, added to +0.0 in that order (a term the
+    # scatter leaves out is +-0.0 here, which changes no such sum), so the bits are the same.
+    # The gradients and index go to ``gb``/``kb``, planes with a border of zeros (windows that
+    # are not there), so that one loop over the whole piece reads every element's nine
+    # windows; its sums (``sums``, in the bordered layout) are then copied into place. (256x12x12
+    # with its ReLU's mask, batch 32, one thread: 4.0 -> 1.5 ms against the lanes' gather.)
+    wide = w_ + 2
+    size = (h_ + 2) * wide
+    for pl in range(planes):
+        base = pl * size
+        for b in range(wide):
+            gb[_U(base + b)] = zero
+            gb[_U(base + size - wide + b)] = zero
+        for r in range(h_):
+            at, src = base + (r + 1) * wide, (pl * h_ + r) * w_
+            gb[_U(at)] = zero
+            for c in range(w_):
+                gv = g[_U(src + c)]
+                if masked:      # the ReLU's mask at the window's maximum (_relu_masks)
+                    gv = gv * (one if pooled[_U(src + c)] > 0 else zero)
+                gb[_U(at + 1 + c)] = gv
+                kb[_U(at + 1 + c)] = index[_U(src + c)]
+            gb[_U(at + w_ + 1)] = zero
+    for t in range(wide + 1, planes * size - wide - 1):
+        v = zero + gb[_U(t + wide + 1)] * (one if kb[_U(t + wide + 1)] == 0 else zero)
+        v = v + gb[_U(t + wide)] * (one if kb[_U(t + wide)] == 1 else zero)
+        v = v + gb[_U(t + wide - 1)] * (one if kb[_U(t + wide - 1)] == 2 else zero)
+        v = v + gb[_U(t + 1)] * (one if kb[_U(t + 1)] == 3 else zero)
+        v = v + gb[_U(t)] * (one if kb[_U(t)] == 4 else zero)
+        v = v + gb[_U(t - 1)] * (one if kb[_U(t - 1)] == 5 else zero)
+        v = v + gb[_U(t - wide + 1)] * (one if kb[_U(t - wide + 1)] == 6 else zero)
+        v = v + gb[_U(t - wide)] * (one if kb[_U(t - wide)] == 7 else zero)
+        sums[_U(t)] = v + gb[_U(t - wide - 1)] * (one if kb[_U(t - wide - 1)] == 8 else zero)
+    for pl in range(planes):
+        for r in range(h_):
+            at, dst = pl * size + (r + 1) * wide + 1, (pl * h_ + r) * w_
+            for c in range(w_):
+                gx[_U(dst + c)] = sums[_U(at + c)]
 
 
 def _max_3x3_halving_grad_loop(g, index, planes, h_, w_, gx, masked, pooled, gb, kb, even, odd,
                                zero, one):
-    # ``_max_pool_scatter_loop``'s sums for the windows of ``_max_3x3_halving_loop``, gathered:
-    # the element at (2a + u, 2b + v) lies in window (a, b) and, for u or v = 1, in those below
-    # and right of it, at offsets that rise as the scatter's walk (windows in reverse row-major
-    # order) reaches them: (2a, 2b) is offset 4 of window (a, b); (2a, 2b + 1) offset 3 of
-    # (a, b + 1), then 5 of (a, b); (2a + 1, 2b) 1 of (a + 1, b), then 7; (2a + 1, 2b + 1) 0 of
-    # (a + 1, b + 1), 2 of (a + 1, b), 6 of (a, b + 1), 8 of (a, b). Each term is
-    # ``g * (index == offset)``, added to +0.0 in that order: a term the scatter leaves out (not
-    # the window's maximum, g finite) is +-0.0 here, which changes no such sum, and the others
-    # are its terms, so the bits are the same. The gradients and index go to ``gb``/``kb``,
-    # planes of (oh + 1) x (ow + 1) with zeros past the last row and column (windows that are
-    # not there), so that one loop over the whole piece reads every window's neighbours; it
-    # writes the even and the odd rows of the planes (``even``/``odd``, two values a window),
-    # which are then copied into place. (GoogLeNet's 192x24x24 batch with its ReLU's mask, one
-    # thread: 5.0 -> 1.7 ms; on 6x6 planes the short rows' copies cost more than the scatter.)
+    # ``_max_pool_scatter_loop``'s sums for the halving windows of ``_max_3x3_direct_loop``,
+    # gathered: the element at (2a + u, 2b + v) lies in window (a, b) and, for u or v = 1, in
+    # those below and right of it, at offsets that rise as the scatter's walk (windows in
+    # reverse row-major order) reaches them: (2a, 2b) is offset 4 of window (a, b); (2a, 2b + 1)
+    # offset 3 of (a, b + 1), then 5 of (a, b); (2a + 1, 2b) 1 of (a + 1, b), then 7;
+    # (2a + 1, 2b + 1) 0 of (a + 1, b + 1), 2 of (a + 1, b), 6 of (a, b + 1), 8 of (a, b). Each
+    # term is ``g * (index == offset)``, added to +0.0 in that order: a term the scatter leaves
+    # out (not the window's maximum, g finite) is +-0.0 here, which changes no such sum, and
+    # the others are its terms, so the bits are the same. The gradients and index go to
+    # ``gb``/``kb``, planes of (oh + 1) x (ow + 1) with zeros past the last row and column
+    # (windows that are not there), so that one loop over the whole piece reads every window's
+    # neighbours; it writes the even and the odd rows of the planes (``even``/``odd``, two
+    # values a window), which are then copied into place. (GoogLeNet's 192x24x24 batch with its
+    # ReLU's mask, one thread: 5.0 -> 1.7 ms; on 6x6 planes the short rows' copies cost more
+    # than the scatter.)
     oh, ow = h_ >> 1, w_ >> 1
     wide = ow + 1
     size = (oh + 1) * wide
@@ -1236,7 +1316,8 @@ _down_3 = _jit.Kernel(_down_3_loop, inline=True)
 _max_3x3 = _jit.Kernel(_max_3x3_loop, {"_down_3": _down_3})
 _max_pool_padded = _jit.Kernel(_max_pool_padded_loop, {"_max_windows": _max_windows,
                                                        "_max_3x3": _max_3x3})
-_max_3x3_halving = _jit.Kernel(_max_3x3_halving_loop)
+_max_3x3_direct = _jit.Kernel(_max_3x3_direct_loop)
+_max_3x3_same_grad = _jit.Kernel(_max_3x3_same_grad_loop)
 _max_3x3_halving_grad = _jit.Kernel(_max_3x3_halving_grad_loop)
 _max_pool_scatter = _jit.Kernel(_max_pool_scatter_loop)
 _max_pool_2x2 = _jit.Kernel(_max_pool_2x2_loop)
