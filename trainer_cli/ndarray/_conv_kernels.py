@@ -337,8 +337,10 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
             ix = numpy.empty(1, numpy.int8) if index is None else \
                 index.reshape(-1)[a * oh * ow:z * oh * ow]
             rows = (z - a) * h * ow
+            down, at = (numpy.empty(rows, x.dtype), numpy.empty(rows, numpy.int8)) \
+                if stride[0] == 2 else (outs, ix)
             _max_3x3_direct(xs, z - a, h, w, stride[0], lowest, outs, ix, index is not None,
-                            numpy.empty(rows, x.dtype), numpy.empty(rows, numpy.int8))
+                            numpy.empty(rows, x.dtype), numpy.empty(rows, numpy.int8), down, at)
             return
         if index is None and square:
             _max_pool_values(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1],
@@ -951,70 +953,111 @@ def _down_3_loop(padded, across, folded, offsets, start, stop, wp, with_index):
             offsets[_U(t)] = k
 
 
+def _fold_3_loop(p, q, r):
+    # NumPy's maximum over p, q, r in that order, and the first of the three equal to it (-1
+    # where it is NaN).
+    m = p if (p != p) | (p > q) else q
+    m = m if (m != m) | (m > r) else r
+    j = 2 if r == m else -1
+    j = 1 if q == m else j
+    return m, 0 if p == m else j
+
+
 def _max_3x3_direct_loop(x, planes, h_, w_, step, lowest, out, index, with_index, across,
-                         first):
+                         first, down, at):
     # ``_max_pool_padded_loop``'s maxima and index for 3x3 windows of padding 1, of stride 2
     # over planes of even height and width (``_halving``) or of stride 1 (``_same_rows``),
     # without the padded copy or folds at positions no window starts at: window (a, b) spans
     # rows step a - 1 .. step a + 1 and columns step b - 1 .. step b + 1, so across the whole
     # piece a row's fold of window column b is x[step t - 1], x[step t], x[step t + 1] with
-    # t = row * ow + b, one loop LLVM vectorizes (column 0, whose left neighbour is the padding,
-    # and with stride 1 the last column, mended after). ``first``: the first of the three equal
-    # to that fold. Each output row then folds three of those rows down; the window's first
-    # element equal to its maximum is in the first of its rows whose fold equals the maximum
-    # (an element equals it only where its row's fold does, NaN nowhere), at that row's
-    # ``first``. Batch 32, one thread, with the index: GoogLeNet's 64x48x48 of stride 2 5.6 ->
-    # 3.3 ms; 256x12x12 of stride 1 1.8 -> 1.2 ms against the lanes, 64x24x24 1.8 -> 0.8.
+    # t = row * ow + b, one loop LLVM vectorizes (a loop for each stride: a stride it does not
+    # know keeps its loads scalar; column 0, whose left neighbour is the padding, and with
+    # stride 1 the last column, mended after). ``first``: the first of the three equal to that
+    # fold. Then every row folds the rows above and below it down, again one loop over the
+    # piece (into ``out`` itself with stride 1; with stride 2 into ``down``, whose even rows
+    # are the outputs), and each plane's top row (and with stride 1 its bottom row) is mended
+    # with the padding. The window's first element equal to its maximum is in the first of its
+    # rows whose fold equals the maximum (an element equals it only where its row's fold does,
+    # NaN nowhere), at that row's ``first``. Batch 32, one thread, with the index: GoogLeNet's
+    # 64x48x48 of stride 2 5.6 -> 3.3 ms; 256x12x12 of stride 1 1.8 -> 1.2 ms against the
+    # lanes, 64x24x24 1.8 -> 0.8.
     ow, oh = w_ // step, h_ // step
     total = planes * h_ * ow
-    for t in range(1, total - 1 if step == 1 else total):
-        p, q, r = x[_U(step * t - 1)], x[_U(step * t)], x[_U(step * t + 1)]
-        m = p if (p != p) | (p > q) else q
-        m = m if (m != m) | (m > r) else r
-        across[_U(t)] = m
-        if with_index:
-            j = 2 if r == m else -1
-            j = 1 if q == m else j
-            first[_U(t)] = 0 if p == m else j
-    for row in range(planes * h_):
-        t = row * ow
-        q = x[_U(step * t)]
-        r = x[_U(step * t + 1)] if step * ow > 1 else lowest
-        m = lowest if not (q != q or q > lowest) else q
-        m = m if (m != m) | (m > r) else r
-        across[_U(t)] = m
-        if with_index:
-            j = 2 if r == m else -1
-            j = 1 if q == m else j
-            first[_U(t)] = 0 if lowest == m else j
-        if step == 1 and ow > 1:       # the last column: its right neighbour is the padding
-            t += ow - 1
-            p, q = x[_U(t - 1)], x[_U(t)]
+    if step == 2:
+        for t in range(1, total):
+            p, q, r = x[_U(2 * t - 1)], x[_U(2 * t)], x[_U(2 * t + 1)]
             m = p if (p != p) | (p > q) else q
-            m = m if (m != m) | (m > lowest) else lowest
+            m = m if (m != m) | (m > r) else r
             across[_U(t)] = m
             if with_index:
-                j = 2 if lowest == m else -1
+                j = 2 if r == m else -1
                 j = 1 if q == m else j
                 first[_U(t)] = 0 if p == m else j
-    o = 0
+    else:
+        for t in range(1, total - 1):
+            p, q, r = x[_U(t - 1)], x[_U(t)], x[_U(t + 1)]
+            m = p if (p != p) | (p > q) else q
+            m = m if (m != m) | (m > r) else r
+            across[_U(t)] = m
+            if with_index:
+                j = 2 if r == m else -1
+                j = 1 if q == m else j
+                first[_U(t)] = 0 if p == m else j
+    for row in range(planes * h_):      # column 0: its left neighbour is the padding
+        t = row * ow
+        m, j = _fold_3(lowest, x[_U(step * t)], x[_U(step * t + 1)])
+        across[_U(t)] = m
+        if with_index:
+            first[_U(t)] = j
+    if step == 1:                       # and the last column, its right one
+        for row in range(planes * h_):
+            t = row * ow + ow - 1
+            m, j = _fold_3(x[_U(t - 1)], x[_U(t)], lowest)
+            across[_U(t)] = m
+            if with_index:
+                first[_U(t)] = j
+    rows_out = out if step == 1 else down
+    rows_index = index if step == 1 else at
+    for t in range(ow, total - ow):
+        p, q, r = across[_U(t - ow)], across[_U(t)], across[_U(t + ow)]
+        m = p if (p != p) | (p > q) else q
+        m = m if (m != m) | (m > r) else r
+        rows_out[_U(t)] = m
+        if with_index:
+            k = 6 + first[_U(t + ow)] if r == m else -1
+            k = 3 + first[_U(t)] if q == m else k
+            rows_index[_U(t)] = first[_U(t - ow)] if p == m else k
+    if step == 2:                       # the outputs' rows below the first
+        for pl in range(planes):
+            for a in range(1, oh):
+                o, t = (pl * oh + a) * ow, (pl * h_ + 2 * a) * ow
+                for b in range(ow):
+                    out[_U(o + b)] = down[_U(t + b)]
+                    if with_index:
+                        index[_U(o + b)] = at[_U(t + b)]
+    below = ow if h_ > 1 else 0         # each plane's first row: the padding above it
     for pl in range(planes):
-        for a in range(oh):
-            start = (pl * h_ + step * a) * ow
-            top, bottom = a == 0, step * a + 1 == h_
+        o, start = pl * oh * ow, pl * h_ * ow
+        for b in range(ow):
+            t = start + b
+            r = across[_U(t + below)] if below else lowest
+            m, i = _fold_3(lowest, across[_U(t)], r)
+            out[_U(o + b)] = m
+            if with_index:
+                k = (first[_U(t + below)] + 6 if below else 6) if i == 2 else -1
+                k = first[_U(t)] + 3 if i == 1 else k
+                index[_U(o + b)] = 0 if i == 0 else k
+    if step == 1 and h_ > 1:            # and with stride 1 its last, the padding below it
+        for pl in range(planes):
+            start = (pl * h_ + h_ - 1) * ow
             for b in range(ow):
                 t = start + b
-                p = lowest if top else across[_U(t - ow)]
-                q = across[_U(t)]
-                r = lowest if bottom else across[_U(t + ow)]
-                m = p if (p != p) | (p > q) else q
-                m = m if (m != m) | (m > r) else r
-                out[_U(o + b)] = m
+                m, i = _fold_3(across[_U(t - ow)], across[_U(t)], lowest)
+                out[_U(t)] = m
                 if with_index:
-                    k = (6 if bottom else 6 + first[_U(t + ow)]) if r == m else -1
-                    k = 3 + first[_U(t)] if q == m else k
-                    index[_U(o + b)] = (0 if top else first[_U(t - ow)]) if p == m else k
-            o += ow
+                    k = 6 if i == 2 else -1
+                    k = first[_U(t)] + 3 if i == 1 else k
+                    index[_U(t)] = first[_U(t - ow)] if i == 0 else k
 
 
 def _max_3x3_same_grad_loop(g, index, planes, h_, w_, gx, masked, pooled, gb, kb, sums, zero,
@@ -1316,7 +1359,8 @@ _down_3 = _jit.Kernel(_down_3_loop, inline=True)
 _max_3x3 = _jit.Kernel(_max_3x3_loop, {"_down_3": _down_3})
 _max_pool_padded = _jit.Kernel(_max_pool_padded_loop, {"_max_windows": _max_windows,
                                                        "_max_3x3": _max_3x3})
-_max_3x3_direct = _jit.Kernel(_max_3x3_direct_loop)
+_fold_3 = _jit.Kernel(_fold_3_loop, inline=True)
+_max_3x3_direct = _jit.Kernel(_max_3x3_direct_loop, {"_fold_3": _fold_3})
 _max_3x3_same_grad = _jit.Kernel(_max_3x3_same_grad_loop)
 _max_3x3_halving_grad = _jit.Kernel(_max_3x3_halving_grad_loop)
 _max_pool_scatter = _jit.Kernel(_max_pool_scatter_loop)
