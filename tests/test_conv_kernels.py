@@ -44,8 +44,8 @@ def _same_bits(a, b):
 KERNELS = ("_im2col", "_im2col_gather", "_epilogue", "_grad_out", "_grad_out_t", "_mask_rows",
            "_col2im", "_max_pool_padded", "_max_pool_scatter", "_max_pool_2x2",
            "_max_pool_2x2_grad", "_max_pool_2x2_grad_short", "_max_3x3_lanes",
-           "_max_3x3_lanes_grad", "_max_3x3_direct", "_max_3x3_halving_grad",
-           "_max_3x3_same_grad")
+           "_max_3x3_lanes_grad", "_max_3x3_halving", "_max_3x3_halving_grad",
+           "_max_3x3_same", "_max_3x3_same_grad")
 
 
 def _run(fn, arrays, head_seed, kernels, monkeypatch, special_head=True, module=K,
@@ -227,6 +227,7 @@ RELU_POOLS = [((4, 1, 12, 12), 20), ((3, 3, 10, 11), 6), ((3, 8, 11, 11), 12),
 @pytest.mark.parametrize("case", range(len(RELU_POOLS)))
 @pytest.mark.parametrize("window", [{"kernel": (2, 2), "stride": (2, 2)},
                                     {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)},
+                                    {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 0)},
                                     {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}])
 def test_max_pool_of_a_relu_conv_masks_its_gradient_once(monkeypatch, case, second_use, kernels,
                                                         window):
@@ -291,11 +292,13 @@ POOLS = [
     ((2, 3, 6, 10), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
     ((2, 2, 12, 4), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
     ((2, 3, 8, 8), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
-    # 3x3 windows of stride 1 on rows of SAME_ROW or more, straight from the planes: one row,
-    # two, many
+    # 3x3 windows of stride 1 and padding 1 straight from the planes: one row, one column, two
+    # of each, many, one position
     ((2, 3, 1, 12), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
-    ((2, 2, 2, 13), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
+    ((2, 3, 9, 1), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
+    ((2, 2, 2, 2), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
     ((2, 3, 7, 12), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
+    ((4, 5, 1, 1), {"kernel": (3, 3), "stride": (1, 1), "pad": (1, 1)}),
 ]
 
 
@@ -304,9 +307,9 @@ def _halving(shape, kw):
         and "pooling_convention" not in kw and shape[2] % 2 == 0 and shape[3] % 2 == 0
 
 
-def _same_rows(shape, kw):
+def _same(shape, kw):
     return kw["kernel"] == (3, 3) and kw["stride"] == (1, 1) and kw.get("pad") == (1, 1) \
-        and "pooling_convention" not in kw and shape[3] >= K.SAME_ROW
+        and "pooling_convention" not in kw
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -345,10 +348,10 @@ def test_max_pool_kernels_are_numpys(monkeypatch, dtype, case, ties, chunk, shor
     grad_2x2 = "_max_pool_2x2_grad_short" if short else "_max_pool_2x2_grad"
     assert list(dict.fromkeys(calls)) == (
         ["_max_pool_2x2", grad_2x2] if square
-        else ["_max_3x3_direct", "_max_3x3_same_grad"] if _same_rows(shape, kw)
+        else ["_max_3x3_same", "_max_3x3_same_grad"] if _same(shape, kw)
         else ["_max_3x3_lanes", "_max_3x3_lanes_grad"]
         if kw["kernel"] == (3, 3) and kw["stride"] == (1, 1)
-        else ["_max_3x3_direct", "_max_3x3_halving_grad"
+        else ["_max_3x3_halving", "_max_3x3_halving_grad"
               if shape[3] // 2 >= K.HALVING_GRAD_ROW else "_max_pool_scatter"]
         if _halving(shape, kw)
         else ["_max_pool_padded", "_max_pool_scatter"])
@@ -376,7 +379,7 @@ def test_3x3_pooling_in_lanes_with_and_without_nan_is_numpys(monkeypatch, nan, l
         x[1, 1, 2, 3] = np.nan      # plane 23: the second block of 16
 
     def pool(x):
-        return nd.Pooling(x, pool_type="max", kernel=(3, 3), stride=(1, 1), pad=(1, 1))
+        return nd.Pooling(x, pool_type="max", kernel=(3, 3), stride=(1, 1), pad=(1, 0))
 
     out, grads, calls = _run(pool, [x], 12, True, monkeypatch)
     ref_out, ref_grads, _ = _run(pool, [x], 12, False, monkeypatch)
@@ -390,7 +393,8 @@ def test_3x3_pooling_in_lanes_with_and_without_nan_is_numpys(monkeypatch, nan, l
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("stride", [2, 1])
-@pytest.mark.parametrize("shape", [(2, 3, 2, 2), (2, 5, 8, 6), (1, 7, 4, 12), (2, 2, 1, 4)])
+@pytest.mark.parametrize("shape", [(2, 3, 2, 2), (2, 5, 8, 6), (1, 7, 4, 12), (2, 2, 1, 4),
+                                   (3, 2, 5, 1)])
 def test_3x3_pooling_straight_from_the_planes_keeps_the_padded_planes_maxima_and_index(
         monkeypatch, dtype, stride, shape):
     """3x3 windows of padding 1, of stride 2 halving the planes or of stride 1 keeping them,
@@ -408,7 +412,7 @@ def test_3x3_pooling_straight_from_the_planes_keeps_the_padded_planes_maxima_and
     flat[::7] = -0.0
     flat[3::7] = 0.0
     flat[5::29] = np.nan
-    x[-1, 0, -1, 1] = np.nan
+    x[-1, 0, -1, -1] = np.nan
     x[0, 0] = -np.inf
     x[0, 1, :, :2] = lowest
     x[0, 1, :2] = lowest
@@ -418,7 +422,7 @@ def test_3x3_pooling_straight_from_the_planes_keeps_the_padded_planes_maxima_and
 
     def pooled(direct, pieces=K.POOL_PIECE_ELEMENTS, threads=1):
         monkeypatch.setattr(K, "_halving", lambda *a: direct and stride == 2)
-        monkeypatch.setattr(K, "_same_rows", lambda *a: direct and stride == 1)
+        monkeypatch.setattr(K, "_same", lambda *a: direct and stride == 1)
         monkeypatch.setattr(K, "POOL_PIECE_ELEMENTS", pieces)
         monkeypatch.setattr(host_threads, "blas_threads", lambda: threads)
         out = np.empty(shape[:2] + out_sp, dtype)
@@ -452,13 +456,14 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
         x[..., 1::3] = 0.0
         x[0, 0, :2, :2] = -np.inf
     calls = []
-    for name in ("_max_pool_values", "_max_pool_padded", "_max_3x3_lanes", "_max_3x3_direct"):
+    for name in ("_max_pool_values", "_max_pool_padded", "_max_3x3_lanes", "_max_3x3_halving",
+                 "_max_3x3_same"):
         monkeypatch.setattr(K, name, _counting(getattr(K, name), name, calls))
     square = kw["kernel"] == (2, 2) and kw["stride"] == (2, 2) and "pad" not in kw \
         and "pooling_convention" not in kw
     # 3x3 stride-1 windows on small planes in lanes (K.LANES_PREDICT_PLANE)
     lanes = kw["kernel"] == (3, 3) and kw["stride"] == (1, 1) \
-        and shape[2] * shape[3] <= K.LANES_PREDICT_PLANE and not _same_rows(shape, kw)
+        and shape[2] * shape[3] <= K.LANES_PREDICT_PLANE and not _same(shape, kw)
 
     def predict(kernels, pieces=K.POOL_PIECE_ELEMENTS):
         monkeypatch.setattr(_jit, "_numba", None if kernels else False)
@@ -467,8 +472,8 @@ def test_max_pool_outside_record_is_numpys(monkeypatch, dtype, case, ties):
 
     got = predict(True)
     assert calls == ["_max_pool_values" if square else "_max_3x3_lanes" if lanes
-                     else "_max_3x3_direct" if _halving(shape, kw) or _same_rows(shape, kw)
-                     else "_max_pool_padded"]
+                     else "_max_3x3_halving" if _halving(shape, kw)
+                     else "_max_3x3_same" if _same(shape, kw) else "_max_pool_padded"]
     _same_bits(got, predict(False))
     monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
     _same_bits(predict(True, pieces=150), got)
