@@ -348,13 +348,14 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
             ix = numpy.empty(1, numpy.int8) if index is None else \
                 index.reshape(-1)[a * oh * ow:z * oh * ow]
             rows = (z - a) * h * ow
-            scratch = numpy.empty(rows, x.dtype), numpy.empty(rows, numpy.int8)
+            firsts = rows if index is not None else 1       # the index's scratch, unread else
+            scratch = numpy.empty(rows, x.dtype), numpy.empty(firsts, numpy.int8)
             if same:
                 _max_3x3_same(xs, z - a, h, w, lowest, outs, ix, index is not None,
                               edges[:rows], *scratch)
             else:
                 _max_3x3_halving(xs, z - a, h, w, lowest, outs, ix, index is not None, *scratch,
-                                 numpy.empty(rows, x.dtype), numpy.empty(rows, numpy.int8))
+                                 numpy.empty(rows, x.dtype), numpy.empty(firsts, numpy.int8))
             return
         if index is None and square:
             _max_pool_values(xs, z - a, h, w, kernel[0], kernel[1], stride[0], stride[1],
