@@ -20,7 +20,9 @@ GEMMs themselves:
 - ``max_pool`` / ``max_pool_grad``: the window maximum with the index of its first occurrence, and
   the gradient routed back through that index (NumPy: ``maximum`` per offset, then per offset a
   comparison, a mask and a multiply-add), masked first by a ReLU below it (``_relu_masks``);
-  Inception's 3x3 stride-1 windows on planes turned into lanes, the gradient gathered.
+  3x3 windows of stride 2 that halve the planes and Inception's of stride 1 and padding 1
+  straight from the planes, other 3x3 stride-1 windows on planes turned into lanes, their
+  gradients gathered.
 
 Each does, element by element, the operations of the NumPy code it replaces in the same order, so
 the results are bitwise equal (NaN, infinities and signed zeros included): copies are copies; the
@@ -301,8 +303,9 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     """``out`` ``(N, C, oh, ow)``: each window's maximum (padding counts as the dtype's lowest
     finite value); ``index``: the offset of the window's first element equal to it, -1 if none;
     None where no gradient is wanted (predict mode): the maxima alone. Disjoint 2x2 windows have
-    loops of their own; 3x3 windows of stride 1 (in predict mode only on planes of up to
-    LANES_PREDICT_PLANE values), theirs, on blocks of planes turned into lanes
+    loops of their own; other 3x3 windows of stride 1 than Inception's (below; in predict mode
+    only on planes of up to LANES_PREDICT_PLANE values), theirs, on blocks of planes turned into
+    lanes
     (``_max_3x3_lanes_loop``; ``index`` is then laid out as those lanes, which only
     ``max_pool_grad`` reads: see ``_lanes_block``); any other goes through a padded
     copy of its planes (``_max_pool_padded_loop``: ResNet's 3x3 stride-2 pooling of one image
@@ -395,7 +398,8 @@ def max_pool_grad(g, index, kernel, stride, pad, gx, pooled=None) -> bool:
     planes = _plane_pieces(n * c, h * w)
     rows_of, cols_of = divmod(numpy.arange(kernel[0] * kernel[1]), kernel[1])
     offsets = rows_of * w + cols_of
-    # The index of 3x3 stride-1 windows is in the forward kernel's lanes (see max_pool).
+    # The index of other 3x3 stride-1 windows than Inception's is in the forward kernel's
+    # lanes (see max_pool).
     same = _same(kernel, stride, pad, g.shape, gx.shape)
     edges = _edges(h, w, max(z - a for a, z in planes)) if same else None
     lanes = 0 if same else _lanes_block(kernel, stride, h * w, oh * ow)
@@ -467,7 +471,8 @@ def _lanes_block(kernel, stride, size: int, out_size: int) -> int:
     at most MAX_LANES; 0 for other windows, and for planes of more than LANES_MAX_PLANE values,
     whose rows are long enough for the padded planes' loops (forward and backward, one thread:
     lanes 0.77-0.80x their time at 24x24 and 28x28, 0.97x at 32x32, 1.10x at 40x40, 1.18x at
-    56x56, 1.47x at 112x112). Strided 3x3 windows keep the padded planes and the scatter:
+    56x56, 1.47x at 112x112). Inception's windows (padding 1, ``_same``) are taken straight
+    from the planes instead, faster on every size. Strided 3x3 windows do not take the lanes:
     their elements lie in one to four windows each, and a gradient in lanes (four reads an
     element, or a pass a window offset) was no faster than the scatter on 24x24 and 48x48
     planes and slower on 12x12, forward and backward together. The pieces and these blocks
@@ -1015,14 +1020,10 @@ def _max_3x3_halving_loop(x, planes, h_, w_, lowest, out, index, with_index, acr
     ow, oh = w_ >> 1, h_ >> 1
     total = planes * h_ * ow
     for t in range(1, total):
-        p, q, r = x[_U(2 * t - 1)], x[_U(2 * t)], x[_U(2 * t + 1)]
-        m = p if (p != p) | (p > q) else q
-        m = m if (m != m) | (m > r) else r
+        m, j = _fold_3(x[_U(2 * t - 1)], x[_U(2 * t)], x[_U(2 * t + 1)])
         across[_U(t)] = m
         if with_index:
-            j = 2 if r == m else -1
-            j = 1 if q == m else j
-            first[_U(t)] = 0 if p == m else j
+            first[_U(t)] = j
     for row in range(planes * h_):      # column 0: its left neighbour is the padding
         t = row * ow
         m, j = _fold_3(lowest, x[_U(2 * t)], x[_U(2 * t + 1)])
@@ -1067,7 +1068,7 @@ def _max_3x3_same_loop(x, planes, h_, w_, lowest, out, index, with_index, edges,
     # Batch 32, one thread, the input cold, with the index, against the lanes: 512x6x6 1.38 ->
     # 0.78 ms, 832x3x3 0.57 -> 0.43, 256x12x12 3.1 -> 1.4.
     total = planes * h_ * w_
-    for t in range(1, total - 1):
+    for t in range(1, total - 1):     # written out: through _fold_3 this loop took 1.4x
         e = edges[_U(t)]
         p = lowest if e & 1 else x[_U(t - 1)]
         q = x[_U(t)]
