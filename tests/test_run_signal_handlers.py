@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from trainer_cli.kvstore import mpi
 from trainer_cli.run import signals
 
 
@@ -80,7 +81,7 @@ def test_after_a_stopped_run_late_copies_are_ignored_and_a_new_signal_still_ends
 def test_outside_an_mpi_rank_the_handlers_are_given_back(monkeypatch, stopped):
     """A run a signal did not stop, or any run of a process that is not an MPI rank (the CLI
     in a test's process), gives the previous handlers back after the block."""
-    for name in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+    for name in mpi.RANK_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     before = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
     with signals.exit_on_signal():

@@ -37,7 +37,7 @@ import numpy
 __all__ = [
     "DistributedError", "DistributedTimeoutError", "load_mpi", "job", "wait", "timeout",
     "install_abort_hook", "abort", "end_job_after_failure", "job_broken", "launched_by_mpiexec",
-    "ENV_TIMEOUT", "ENV_MONITOR",
+    "ENV_TIMEOUT", "ENV_MONITOR", "RANK_VARIABLES",
 ]
 
 ENV_TIMEOUT = "TRAINER_DIST_TIMEOUT"
@@ -88,14 +88,17 @@ def load_mpi():
     return _MPI
 
 
+# What mpiexec (MPICH/hydra, Open MPI, Intel MPI, Slurm) sets in each rank's environment.
+RANK_VARIABLES = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+
+
 def launched_by_mpiexec() -> bool:
-    """Whether this process is a rank started by mpiexec (MPICH/hydra, Open MPI, Intel MPI, Slurm).
+    """Whether this process is a rank started by mpiexec (any of :data:`RANK_VARIABLES` set).
 
     Reads the environment only, so that the CLI can decide whether to install the abort hook and
     whether ``--workers`` must start mpiexec, without importing mpi4py.
     """
-    env = os.environ
-    return any(k in env for k in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"))
+    return any(k in os.environ for k in RANK_VARIABLES)
 
 
 _TIMEOUT_CACHE = [None, DEFAULT_TIMEOUT]
