@@ -37,6 +37,8 @@ another dtype, layout or array library, small arrays); the caller then runs the 
 """
 from __future__ import annotations
 
+import functools
+
 import numpy
 
 from .. import _jit
@@ -288,15 +290,19 @@ def _same(kernel, stride, pad, small, large) -> bool:
             and small[2:] == large[2:])
 
 
+@functools.lru_cache(maxsize=32)
 def _edges(h: int, w: int, planes: int):
     """Which edges of its plane each position of ``planes`` planes lies on, as bits: 1 the first
-    column, 2 the last, 4 the first row, 8 the last (``_max_3x3_same_loop``)."""
+    column, 2 the last, 4 the first row, 8 the last (``_max_3x3_same_loop``). Kept, read-only:
+    a layer's forward and backward pass ask for the same table every step."""
     edges = numpy.zeros((h, w), numpy.int8)
     edges[:, 0] |= 1
     edges[:, -1] |= 2
     edges[0] |= 4
     edges[-1] |= 8
-    return numpy.tile(edges.reshape(-1), planes)
+    table = numpy.tile(edges.reshape(-1), planes)
+    table.flags.writeable = False
+    return table
 
 
 def max_pool(x, kernel, stride, pad, out, index) -> bool:
@@ -325,9 +331,9 @@ def max_pool(x, kernel, stride, pad, out, index) -> bool:
     planes = _plane_pieces(n * c, h * w)
     edges = _edges(h, w, max(z - a for a, z in planes)) if same else None
     # Strided rows of windows shorter than SHORT_POOL_REACH: every row folded down, in a loop
-    # LLVM vectorizes, rather than the outputs' rows alone (GoogLeNet's stride-2 pooling of 12x12
-    # planes with the index 10.9 -> 5.4 ms, of 6x6 6.0 -> 2.9; 24x24 level; 48x48 and wider
-    # fare better row by row).
+    # LLVM vectorizes, rather than the outputs' rows alone (measured on GoogLeNet's stride-2
+    # poolings before they halved straight from the planes: 12x12 planes with the index 10.9 ->
+    # 5.4 ms, 6x6 6.0 -> 2.9; 24x24 level; 48x48 and wider fare better row by row).
     every_row = stride[0] == 1 or (ow - 1) * stride[1] + 1 < SHORT_POOL_REACH
 
     # Predict mode in lanes on small planes alone: without the index to find and the gradient
