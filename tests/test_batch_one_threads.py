@@ -1,5 +1,5 @@
-"""One image on several threads (``nn._split_image``, ``winograd._split_forward`` and
-``winograd._own_parts_forward``): each
+"""One image on several threads (``nn._split_image``, ``winograd._split_forward``,
+``winograd._own_parts_forward`` and, in predict mode, ``winograd._filter_blocks``): each
 convolution of ``resnet18_v1`` is worked in parts on the piece threads, and gives the bits it
 gives on one thread (which runs the whole image as one piece, as before the parts existed):
 
@@ -72,6 +72,7 @@ def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatc
     split = _spy(monkeypatch, NN, "_split_image")
     steps = _spy(monkeypatch, W, "_split_forward")
     own = _spy(monkeypatch, W, "_own_parts_forward")
+    blocks = _spy(monkeypatch, W, "_filter_blocks")
     outputs = []
     for count in (1, 2, 3):
         _threads(monkeypatch, count)
@@ -81,7 +82,7 @@ def test_resnet18_v1_gives_the_same_bits_on_one_two_and_three_threads(monkeypatc
     # At batch 1 the stem (by output rows), the 256-channel 7x7 layers (their columns in parts,
     # the product on the BLAS's threads) and the 28x28 and 14x14 Winograd layers were worked in
     # parts.
-    assert (any(split) and (any(steps) or any(own))) == (batch == 1)
+    assert (any(split) and (any(steps) or any(own) or any(blocks))) == (batch == 1)
     assert np.ptp(outputs[0], axis=0).max() > 0 if batch > 1 else np.isfinite(outputs[0]).all()
 
 
@@ -102,7 +103,7 @@ def test_resnet18_v1_convolutions_at_224_give_the_same_bits_in_parts(monkeypatch
     x = nd.array(rng.standard_normal((1, c, size, size)).astype(np.float32))
     w = nd.array((rng.standard_normal((f, c, k, k)) / (c * k)).astype(np.float32))
     spies = [_spy(monkeypatch, NN, "_split_image"), _spy(monkeypatch, W, "_split_forward"),
-             _spy(monkeypatch, W, "_own_parts_forward")]
+             _spy(monkeypatch, W, "_own_parts_forward"), _spy(monkeypatch, W, "_filter_blocks")]
     outputs = []
     for count in (1, 2, 3):
         _threads(monkeypatch, count)
@@ -157,6 +158,42 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
     _threads(monkeypatch, 1)
     expect = _convolve(arrays, kernel, stride, pad, relu, False, monkeypatch)
     np.testing.assert_array_equal(got.view(np.uint64), expect.view(np.uint64))
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_filter_blocks_are_the_numpy_path_and_im2cols_on_any_thread_count(monkeypatch, relu):
+    """In predict mode one piece of many filters and few tiles is worked in blocks of filters
+    (``winograd._filter_blocks``, its transformed input in parts by channels): on 1, 2 and 3
+    threads the bits of the NumPy path (the same blocks without numba) and of im2col, on small
+    integers, whose sums are exact in any order. A recorded pass keeps ``U`` whole instead."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(W, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))
+    monkeypatch.setattr(W, "U_BLOCK_ELEMENTS", 16 * 6 * 8)      # five blocks of 8 filters
+    arrays = [_integers((1, 6, 4, 6), 1), _integers((40, 6, 3, 3), 2), _integers((40,), 3)]
+    geometry = ((3, 3), (1, 1), (1, 1), relu)
+    blocks = _spy(monkeypatch, W, "_filter_blocks")
+    transforms = []
+    real_transform = W.filter_transform
+    monkeypatch.setattr(W, "filter_transform", lambda w: transforms.append(w.shape[0]) or
+                        real_transform(w))
+    expect = _convolve(arrays, *geometry, False, monkeypatch)
+    assert blocks == [True] and transforms == [8] * 5
+    for count in (1, 2, 3):
+        _threads(monkeypatch, count)
+        got = _convolve(arrays, *geometry, True, monkeypatch)
+        np.testing.assert_array_equal(got.view(np.uint64), expect.view(np.uint64))
+    assert blocks == [True] * 4
+    monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", 0)
+    im2col = _convolve(arrays, *geometry, True, monkeypatch)
+    np.testing.assert_array_equal(im2col.view(np.uint64), expect.view(np.uint64))
+    monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))
+    x, w, b = (nd.array(a, dtype=a.dtype) for a in arrays)
+    w.attach_grad()
+    with autograd.record():
+        recorded = nd.nn._convolution(x, w, b, (3, 3), (1, 1), None, (1, 1), 40, 1, None, relu)
+    assert blocks == [True] * 4
+    np.testing.assert_array_equal(recorded.asnumpy().view(np.uint64), expect.view(np.uint64))
 
 
 def test_blocks_are_aligned_large_and_cover_every_item():
