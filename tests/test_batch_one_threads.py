@@ -1,7 +1,9 @@
 """One image on several threads (``nn._split_image``, ``winograd._split_forward``,
 ``winograd._own_parts_forward`` and, in predict mode, ``winograd._filter_blocks``): each
 convolution of ``resnet18_v1`` is worked in parts on the piece threads, and gives the bits it
-gives on one thread (which runs the whole image as one piece, as before the parts existed):
+gives on one thread (which runs the whole image as one piece, as before the parts existed, but
+for the stem and the stride-2 layer of 64 channels at 56x56, whose columns it makes in parts
+too) and in a batch of two:
 
 - the whole network at batch 1 (3x112x112) and 16 (3x48x48), on 1, 2 and 3 threads;
 - each of its convolutions' shapes at 224x224, batch 1 (random data, the real GEMM shapes);
@@ -112,6 +114,17 @@ def test_resnet18_v1_convolutions_at_224_give_the_same_bits_in_parts(monkeypatch
     assert any(any(calls) for calls in spies) == parts
     for other in outputs[1:]:
         _assert_as_on_one_thread(other, outputs[0])
+    # The image in a batch of two (each image a piece of its own, its product whole): the bits
+    # it has alone, worked in parts; but where Winograd's filter blocks' GEMMs, small enough for
+    # other kernels of the BLAS, round otherwise than the whole product (docs/compat.md).
+    second = rng.standard_normal((1, c, size, size)).astype(np.float32)
+    pair = nd.Convolution(nd.array(np.concatenate([x.asnumpy(), second])), w, kernel=(k, k),
+                          stride=(s, s), pad=(k // 2, k // 2), num_filter=f, no_bias=True)
+    if any(spies[3]):
+        np.testing.assert_allclose(pair.asnumpy()[:1], outputs[0], rtol=1e-5,
+                                   atol=1e-5 * np.abs(outputs[0]).max())
+    else:
+        _assert_as_on_one_thread(pair.asnumpy()[:1], outputs[0])
 
 
 def _integers(shape, seed, dtype=np.float64):
@@ -163,9 +176,10 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
 @pytest.mark.parametrize("relu", [False, True])
 def test_filter_blocks_are_the_numpy_path_and_im2cols_on_any_thread_count(monkeypatch, relu):
     """In predict mode one piece of many filters and few tiles is worked in blocks of filters
-    (``winograd._filter_blocks``, its transformed input in parts by channels): on 1, 2 and 3
-    threads the bits of the NumPy path (the same blocks without numba) and of im2col, on small
-    integers, whose sums are exact in any order. A recorded pass keeps ``U`` whole instead."""
+    (``winograd._filter_blocks``, its transformed input in parts by channels), as many as the
+    sizes give, whatever the thread count: on 1, 2 and 3 threads the bits of the NumPy path (the
+    same blocks without numba) and of im2col, on small integers, whose sums are exact in any
+    order. A recorded pass keeps ``U`` whole instead."""
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(W, "MIN_CHANNELS", 1)
     monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))
@@ -181,7 +195,9 @@ def test_filter_blocks_are_the_numpy_path_and_im2cols_on_any_thread_count(monkey
     assert blocks == [True] and transforms == [8] * 5
     for count in (1, 2, 3):
         _threads(monkeypatch, count)
+        transforms.clear()
         got = _convolve(arrays, *geometry, True, monkeypatch)
+        assert transforms == [8] * 5
         np.testing.assert_array_equal(got.view(np.uint64), expect.view(np.uint64))
     assert blocks == [True] * 4
     monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", 0)

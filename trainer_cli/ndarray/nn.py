@@ -191,10 +191,12 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
                 xp.maximum(target, 0, out=target)
 
     threads = _host_threads.blas_threads() if host and n == 1 else 1
-    if threads <= 1:
+    if host and n == 1 and not per_image and \
+            _split_image(x, wm, b, relu, out, (kernel, stride, dilate, pad, out_sp), threads):
+        pass
+    elif threads <= 1:
         _host_threads.run(len(pieces), forward)
-    elif per_image or not _split_image(x, wm, b, relu, out, (kernel, stride, dilate, pad, out_sp),
-                                       threads):
+    else:
         # One image too small to split: its GEMM on one BLAS thread, whose others would meet
         # for little work, then spin on a core where the next op's pieces want to run.
         with _host_threads.one_blas_thread():
@@ -327,11 +329,13 @@ def _one_image(wm, cols, bias, relu, target):
 # smaller ones would pay the hand-over for little). Where the column matrix outweighs the
 # weights (the stem, early layers), in parts, each a GEMM of its own on one BLAS thread: a part
 # is a block of output rows; it makes those windows' columns alone and multiplies them into its
-# columns of the output, in cache, with no wait between. Else the columns are made first, in
-# about SPLIT_PARTS runs of rows a thread, then multiplied by the weights in one GEMM on the
-# BLAS's threads, which share each packed panel of the columns (blocks of filters, a GEMM each
-# on the piece threads, each packed all of the columns again: 128 -> 256 channels at 28x28,
-# stride 2, its product 0.75 ms against 0.62 on two threads). OpenBLAS splits the rows and
+# columns of the output, in cache, with no wait between. So on one thread too, in as many parts
+# as on two (resnet18_v1's stem 3.8 -> 3.2 ms: its whole column matrix, 7 MB, left the cache
+# before its GEMM read it; the network's step 0.977 of the time). Else the columns are made
+# first, in about SPLIT_PARTS runs of rows a thread, then multiplied by the weights in one GEMM
+# on the BLAS's threads, which share each packed panel of the columns (blocks of filters, a
+# GEMM each on the piece threads, each packed all of the columns again: 128 -> 256 channels at
+# 28x28, stride 2, its product 0.75 ms against 0.62 on two threads). OpenBLAS splits the rows and
 # columns of a product, never its sum, so the bits are the one thread's. A product of fewer
 # than BLAS_SPLIT_WORK multiply-adds stays on one BLAS thread: the others would meet for little
 # work, then spin on a core where the next op's pieces want to run.
@@ -378,7 +382,9 @@ def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
             or not _ck.takes_im2col(x, out):
         return False
     width = out_sp[1]
-    spans = _blocks(out_sp[0], ALIGN // math.gcd(width, ALIGN), f * rows * width, threads)
+    # (as many parts on one thread as on two: they keep each part's columns in cache)
+    spans = _blocks(out_sp[0], ALIGN // math.gcd(width, ALIGN), f * rows * width,
+                    max(threads, 2))
     if plane > f and len(spans) > 1:        # the columns outweigh the weights
         flat = out.reshape(f, plane)
 
@@ -394,7 +400,7 @@ def _split_image(x, wm, bias, relu, out, geometry, threads) -> bool:
                 numpy.maximum(block, 0, out=block)
         _host_threads.run(len(spans), part)
         return True
-    if f * rows * plane < BLAS_SPLIT_WORK:      # the caller's GEMM, on one BLAS thread
+    if threads < 2 or f * rows * plane < BLAS_SPLIT_WORK:   # the caller's GEMM, one BLAS thread
         return False
     cols = numpy.empty((rows, plane), x.dtype)
     _ck.im2col(x, kernel, stride, dilate, pad, out_sp, cols)      # in parts where it is large

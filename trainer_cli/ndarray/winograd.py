@@ -196,9 +196,10 @@ def convolution(data, weight, bias, pad, relu):
 # 2 filters a tile: 1.08-1.2x slower; 4 images, 8 filters a tile: level). The blocks depend on
 # the sizes alone, never on the thread count: the same bits on any number of threads (and
 # without numba). A recorded pass keeps ``U`` whole for the backward pass and its tuned paths
-# (blocks were level to 4% slower there); where the blocks' GEMMs are small enough for other
-# BLAS kernels (below SAME_SUMS), their outputs can differ from the recorded pass's in the last
-# bits.
+# (blocks were level to 4% slower there). Where the blocks' GEMMs are small enough for other
+# BLAS kernels (below SAME_SUMS: that layer's are), their outputs can differ in the last bits
+# from the recorded pass's and from the same image's in a larger batch (``docs/compat.md``);
+# blocks kept at SAME_SUMS or more gave back most of the gain (the layer 0.99 / 0.97).
 U_BLOCK_ELEMENTS = 1 << 18
 BLOCKS_FILTERS_PER_TILE = 4
 
