@@ -672,9 +672,10 @@ def _windows(x, kernel, stride, dilate, pad, out_sp):
        seed=st.integers(0, 2 ** 16), double=st.booleans(), split=st.booleans())
 def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph, pw, h, w, n, c,
                                                       seed, double, split):
-    """The row-by-row im2col and the gather's, on random geometries (padding beyond the kernel's
-    reach included) and batches, whole or in runs of (channel, kernel row) pairs on three threads:
-    every value of every window in its place, bit for bit (NaN, signed zeros), zeros outside."""
+    """The row-by-row im2col, the gather's and the one from column phases (strided widths), on
+    random geometries (padding beyond the kernel's reach included) and batches, whole or in runs
+    of (channel, kernel row) pairs on three threads, and for a run of output rows: every value
+    of every window in its place, bit for bit (NaN, signed zeros), zeros outside."""
     out_sp = ((h + 2 * ph - dh * (kh - 1) - 1) // sh + 1,
               (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1)
     if min(out_sp) <= 0:
@@ -692,10 +693,13 @@ def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph
         if split:
             monkeypatch.setattr(K, "THREAD_ELEMENTS", 1)
             monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
-        for width, kernel in ((0, "_im2col"), (1 << 30, "_im2col_gather")):
+        for width, taps, kernel in ((0, 1 << 30, "_im2col"), (1 << 30, 1 << 30, "_im2col_gather"),
+                                    (0, 1, "_phase_columns")):
             monkeypatch.setattr(K, "GATHER_WIDTH", width)
-            if kh * kw == 1:
-                kernel = "_im2col"      # 1x1 kernels are never gathered
+            monkeypatch.setattr(K, "PHASE_TAPS", taps)
+            monkeypatch.setattr(K, "PHASE_WIDTH", 0)
+            if kh * kw == 1 and kernel == "_im2col_gather" or sw == 1 and kernel == "_phase_columns":
+                kernel = "_im2col"      # 1x1 kernels are never gathered, nor stride 1 phased
             calls = []
             monkeypatch.setattr(K, kernel, _counting(getattr(K, kernel), kernel, calls))
             cols = np.full(expect.shape, np.nan, dtype)
@@ -709,6 +713,15 @@ def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph
             part = np.full(expect.shape, np.nan, dtype)
             assert K.im2col(x, *geometry, part, rows=(lo, hi))
             _same_bits(part[lo * kw:hi * kw], expect[lo * kw:hi * kw])
+            if kernel == "_im2col_gather":
+                continue            # made for all output rows only
+            # The windows of a run of output rows alone, as an image's parts on threads make.
+            r0, r1 = sorted(rng.integers(0, out_sp[0] + 1, 2))
+            if r1 > r0:
+                run = np.full((expect.shape[0], n, r1 - r0, out_sp[1]), np.nan, dtype)
+                assert K.im2col(x, *geometry, run, out_rows=(r0, r1))
+                whole = expect.reshape(expect.shape[0], n, *out_sp)[:, :, r0:r1]
+                _same_bits(run.reshape(whole.shape), whole)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
