@@ -176,10 +176,9 @@ def test_parts_are_the_numpy_path(monkeypatch, relu, xshape, f, kernel, stride, 
 @pytest.mark.parametrize("relu", [False, True])
 def test_filter_blocks_are_the_numpy_path_and_im2cols_on_any_thread_count(monkeypatch, relu):
     """In predict mode one piece of many filters and few tiles is worked in blocks of filters
-    (``winograd._filter_blocks``, its transformed input in parts by channels), as many as the
-    sizes give, whatever the thread count: on 1, 2 and 3 threads the bits of the NumPy path (the
-    same blocks without numba) and of im2col, on small integers, whose sums are exact in any
-    order. A recorded pass keeps ``U`` whole instead."""
+    (``winograd._filter_blocks``), as many as the sizes give, whatever the thread count: on 1, 2
+    and 3 threads the bits of the NumPy path (the same blocks without numba) and of im2col, on
+    small integers, whose sums are exact in any order. A recorded pass keeps ``U`` whole."""
     monkeypatch.setattr(K, "MIN_SIZE", 16)
     monkeypatch.setattr(W, "MIN_CHANNELS", 1)
     monkeypatch.setattr(W, "MAX_FILTERS_PER_TILE", float("inf"))

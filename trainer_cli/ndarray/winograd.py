@@ -105,7 +105,7 @@ def convolution(data, weight, bias, pad, relu):
     threads = _host_threads.blas_threads() if len(pieces) == 1 else 1
     split = None
     if not recording and len(pieces) == 1 and 0 < BLOCKS_FILTERS_PER_TILE * n * per_image <= f:
-        split = _filter_blocks(x, w, pad, b, relu, out, threads)
+        split = _filter_blocks(x, w, pad, b, relu, out)
     if split is None and threads > 1:
         # Parts that keep to their own data where the transformed input need not be kept, else
         # the three steps (which make it whole).
@@ -187,15 +187,15 @@ def convolution(data, weight, bias, pad, relu):
 # outweighs its transformed input (more filters than tiles: resnet18_v1's 256-channel layers at
 # 14x14 for one image) is worked in blocks of filters of about U_BLOCK_ELEMENTS values of ``U``
 # each: a block's filter transform, its 16 GEMMs and its outputs' transform follow one another
-# while the block is in the core's cache, on any free thread. Made whole first, ``U`` (4 MB for
-# 256 channels) went out to memory and came back for the GEMMs, and on two threads each thread
-# made the whole transformed input for its half of the filters: that layer 0.87 / 0.83 of the
-# time on one / two threads. Only where the filters are BLOCKS_FILTERS_PER_TILE times the
-# tiles or more: each block's GEMMs pack the transformed input again, which costs more than the
-# blocks save where it is not small beside ``U`` (16 images through a 512-channel 7x7 layer,
-# 2 filters a tile: 1.08-1.2x slower; 4 images, 8 filters a tile: level). The blocks depend on
-# the sizes alone, never on the thread count: the same bits on any number of threads (and
-# without numba). A recorded pass keeps ``U`` whole for the backward pass and its tuned paths
+# while the block is in the core's cache, on any free thread, after the transformed input is
+# made once. Made whole first, ``U`` (4 MB for 256 channels) went out to memory and came back
+# for the GEMMs, and on two threads each thread made the whole transformed input for its half
+# of the filters: that layer 0.87 / 0.83 of the time on one / two threads. Only where the
+# filters are BLOCKS_FILTERS_PER_TILE times the tiles or more: each block's GEMMs pack the
+# transformed input again, which costs more than the blocks save where it is not small beside
+# ``U`` (16 images through a 512-channel 7x7 layer, 2 filters a tile: 1.08-1.2x slower; 4
+# images, 8 filters a tile: level). The blocks depend on the sizes alone, never on the thread
+# count: the same bits on any number of threads (and without numba). A recorded pass keeps ``U`` whole for the backward pass and its tuned paths
 # (blocks were level to 4% slower there). Where the blocks' GEMMs are small enough for other
 # BLAS kernels (below SAME_SUMS: that layer's are), their outputs can differ in the last bits
 # from the recorded pass's and from the same image's in a larger batch (``docs/compat.md``);
@@ -204,18 +204,15 @@ U_BLOCK_ELEMENTS = 1 << 18
 BLOCKS_FILTERS_PER_TILE = 4
 
 
-def _filter_blocks(x, w, pad, bias, relu, out, threads):
+def _filter_blocks(x, w, pad, bias, relu, out):
     """The forward pass of one piece ``x`` into ``out`` in blocks of filters."""
     n, c = x.shape[:2]
     f = w.shape[0]
     out_sp = out.shape[2:]
     th, tw = tiles(out_sp)
-    v = numpy.empty((16, c, n * th * tw), x.dtype)
-    channels = _host_threads.even_pieces(c, min(c, threads))
-    if len(channels) > 1 and _wk.takes(x, v):
-        _host_threads.run(len(channels), lambda i: _wk.input_transform(x, pad, v, channels[i]))
-    else:
-        input_transform(x, pad, v)
+    # (made whole on this thread: in parts by channels on two threads it was no faster, the
+    # hand-over costing what the second thread saved)
+    v = input_transform(x, pad, numpy.empty((16, c, n * th * tw), x.dtype))
     m = numpy.empty((16, f, v.shape[2]), x.dtype)
     blocks = _host_threads.even_pieces(f, max(1, min(f, 16 * f * c // U_BLOCK_ELEMENTS)))
 
