@@ -211,6 +211,28 @@ def test_filter_blocks_are_the_numpy_path_and_im2cols_on_any_thread_count(monkey
     np.testing.assert_array_equal(recorded.asnumpy().view(np.uint64), expect.view(np.uint64))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_images_of_a_batch_in_bands_are_the_numpy_path(monkeypatch, threads):
+    """A batch whose images are pieces of their own: each image whose columns outweigh the
+    weights is worked in bands of output rows, in turn on its piece's thread (``_in_turn``),
+    with the NumPy path's bits (small integers, whose sums are exact in any order)."""
+    monkeypatch.setattr(K, "MIN_SIZE", 16)
+    monkeypatch.setattr(NN, "PIECE_ELEMENTS", 1)         # one image a piece
+    monkeypatch.setattr(NN, "SPLIT_ELEMENTS", 16)
+    monkeypatch.setattr(NN, "ALIGN", 4)
+    monkeypatch.setattr(NN, "MIN_BLOCK_WORK", 64)
+    arrays = [_integers((3, 3, 21, 19), 1), _integers((10, 3, 7, 7), 2), _integers((10,), 3)]
+    geometry = ((7, 7), (2, 2), (3, 3), True)
+    _threads(monkeypatch, threads)
+    bands = []
+    real = NN._split_image
+    monkeypatch.setattr(NN, "_split_image", lambda *args: bands.append(args[-1]) or real(*args))
+    got = _convolve(arrays, *geometry, True, monkeypatch)
+    assert bands.count(NN._in_turn) == 3
+    expect = _convolve(arrays, *geometry, False, monkeypatch)
+    np.testing.assert_array_equal(got.view(np.uint64), expect.view(np.uint64))
+
+
 def test_blocks_are_aligned_large_and_cover_every_item():
     for count, unit, work, threads in [(64, 16, 147 * 12544, 2), (512, 16, 4608 * 49, 2),
                                        (37, 16, 10 ** 6, 3), (512, 16, 256 * 49, 2),
