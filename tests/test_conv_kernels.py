@@ -698,7 +698,7 @@ def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph
             monkeypatch.setattr(K, "GATHER_WIDTH", width)
             monkeypatch.setattr(K, "PHASE_TAPS", taps)
             monkeypatch.setattr(K, "PHASE_WIDTH", 0)
-            if kh * kw == 1 and kernel == "_im2col_gather" or sw == 1 and kernel == "_phase_columns":
+            if (kh * kw, kernel) == (1, "_im2col_gather") or (sw, kernel) == (1, "_phase_columns"):
                 kernel = "_im2col"      # 1x1 kernels are never gathered, nor stride 1 phased
             calls = []
             monkeypatch.setattr(K, kernel, _counting(getattr(K, kernel), kernel, calls))

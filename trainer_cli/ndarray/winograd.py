@@ -103,10 +103,11 @@ def convolution(data, weight, bias, pad, relu):
     recording = _recording_for(*inputs)
     kept = [None] * len(pieces) if recording and 16 * c * n * per_image <= KEEP_ELEMENTS else None
     threads = _host_threads.blas_threads() if len(pieces) == 1 else 1
-    split = None
     if not recording and len(pieces) == 1 and 0 < BLOCKS_FILTERS_PER_TILE * n * per_image <= f:
-        split = _filter_blocks(x, w, pad, b, relu, out)
-    if split is None and threads > 1:
+        _filter_blocks(x, w, pad, b, relu, out)
+        return _wrap(out, data._ctx)
+    split = None
+    if threads > 1:
         # Parts that keep to their own data where the transformed input need not be kept, else
         # the three steps (which make it whole).
         u = _own_parts_forward(x, w, pad, b, relu, out, threads) if kept is None else None
@@ -195,17 +196,18 @@ def convolution(data, weight, bias, pad, relu):
 # transformed input again, which costs more than the blocks save where it is not small beside
 # ``U`` (16 images through a 512-channel 7x7 layer, 2 filters a tile: 1.08-1.2x slower; 4
 # images, 8 filters a tile: level). The blocks depend on the sizes alone, never on the thread
-# count: the same bits on any number of threads (and without numba). A recorded pass keeps ``U`` whole for the backward pass and its tuned paths
-# (blocks were level to 4% slower there). Where the blocks' GEMMs are small enough for other
-# BLAS kernels (below SAME_SUMS: that layer's are), their outputs can differ in the last bits
-# from the recorded pass's and from the same image's in a larger batch (``docs/compat.md``);
-# blocks kept at SAME_SUMS or more gave back most of the gain (the layer 0.99 / 0.97).
+# count: the same bits on any number of threads (and without numba). A recorded pass keeps
+# ``U`` whole for the backward pass and its tuned paths (blocks were level to 4% slower
+# there). Where the blocks' GEMMs are small enough for other BLAS kernels (below SAME_SUMS:
+# that layer's are), their outputs can differ in the last bits from the recorded pass's and
+# from the same image's in a larger batch (``docs/compat.md``); blocks kept at SAME_SUMS or
+# more gave back most of the gain (the layer 0.99 / 0.97).
 U_BLOCK_ELEMENTS = 1 << 18
 BLOCKS_FILTERS_PER_TILE = 4
 
 
-def _filter_blocks(x, w, pad, bias, relu, out):
-    """The forward pass of one piece ``x`` into ``out`` in blocks of filters."""
+def _filter_blocks(x, w, pad, bias, relu, out) -> bool:
+    """The forward pass of one piece ``x`` into ``out`` in blocks of filters (done: True)."""
     n, c = x.shape[:2]
     f = w.shape[0]
     out_sp = out.shape[2:]
@@ -224,7 +226,7 @@ def _filter_blocks(x, w, pad, bias, relu, out):
                              out[:, f0:f1])
 
     _host_threads.run(len(blocks), block)
-    return None, v
+    return True
 
 
 # A batch of one piece (one image, most often) on several threads is worked in three steps,
