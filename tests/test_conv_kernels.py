@@ -694,11 +694,11 @@ def test_both_column_matrix_kernels_copy_every_window(kh, kw, sh, sw, dh, dw, ph
             monkeypatch.setattr(K, "THREAD_ELEMENTS", 1)
             monkeypatch.setattr(host_threads, "blas_threads", lambda: 3)
         for width, taps, kernel in ((0, 1 << 30, "_im2col"), (1 << 30, 1 << 30, "_im2col_gather"),
-                                    (0, 1, "_phase_columns")):
+                                    (0, 1, "_phases")):
             monkeypatch.setattr(K, "GATHER_WIDTH", width)
             monkeypatch.setattr(K, "PHASE_TAPS", taps)
             monkeypatch.setattr(K, "PHASE_WIDTH", 0)
-            if (kh * kw, kernel) == (1, "_im2col_gather") or (sw, kernel) == (1, "_phase_columns"):
+            if (kh * kw, kernel) == (1, "_im2col_gather") or (sw, kernel) == (1, "_phases"):
                 kernel = "_im2col"      # 1x1 kernels are never gathered, nor stride 1 phased
             calls = []
             monkeypatch.setattr(K, kernel, _counting(getattr(K, kernel), kernel, calls))

@@ -46,7 +46,6 @@ from . import _lanes
 from . import _pairwise as _pw
 from . import _strided_columns as _sc
 from . import host_threads as _host_threads
-from ._strided_columns import span_loop as _span_loop
 
 __all__ = ["im2col", "takes_im2col", "conv_epilogue", "bias_relu_rows", "conv_grad_out",
            "conv_grad_out_t", "mask_rows", "bias_totals", "takes_grad_rows", "col2im", "max_pool",
@@ -125,15 +124,13 @@ def im2col(x, kernel, stride, dilate, pad, out_sp, cols, rows=None, out_rows=Non
         _phases(x.reshape(-1), n * c, h, w, y0, y1, sw, wq, x.dtype.type(0), xs)
 
         def fill(lo, hi):
-            _phase_columns(xs, n, c, kernel[0], kernel[1], stride[0], sw, dilate[0], dilate[1],
-                           pad[0], pad[1], out_sp[0], out_sp[1], h, w, lo, hi, r0, r1, y0, y1,
-                           wq, cols.reshape(-1))
+            _im2col(xs, *geometry[1:], lo, hi, r0, r1, y0, y1, wq, cols.reshape(-1))
         factor = 1
     else:
         r0, r1 = (0, out_sp[0]) if out_rows is None else out_rows
 
         def fill(lo, hi):
-            _im2col(*geometry, lo, hi, r0, r1, cols.reshape(-1))
+            _im2col(*geometry, lo, hi, r0, r1, 0, h, 0, cols.reshape(-1))
         factor = 1
     if rows is not None:
         fill(*rows)
@@ -540,12 +537,28 @@ LANES_PREDICT_PLANE = 64        # in predict mode, at most this many
 _BLOCK = 16         # filters per block of the gradient's transpose: a 64-byte line of float32
 
 
+def _span_loop(size, k_off, step, pad, count):
+    """The outputs ``[lo, hi)`` whose input ``o * step + k_off - pad`` lies inside ``[0, size)``."""
+    lo, start = 0, k_off - pad
+    while lo < count and start + lo * step < 0:
+        lo += 1
+    hi = count
+    while hi > lo and start + (hi - 1) * step >= size:
+        hi -= 1
+    return lo, hi
+
+
 def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi, r0, r1,
-                 cols):
+                 y0, y1, wq, cols):
     # lo, hi: the (channel, kernel row) pairs c * kh + i to fill, a stretch of cols's rows;
-    # r0, r1: the output rows whose windows cols holds (an image's plane of (r1 - r0) * ow)
+    # r0, r1: the output rows whose windows cols holds (an image's plane of (r1 - r0) * ow);
+    # x: the input's planes, or (wq > 0) their rows y0 <= y < y1 taken apart by column phase,
+    # sw phases of wq values a row (``_strided_columns``), where a window row is a run
     plane = (r1 - r0) * ow
     length = n_ * plane
+    phased = wq > 0
+    step = 1 if phased else sw
+    row_len = sw * wq if phased else w_
     for ci in range(lo, hi):
         c, i = ci // kh, ci % kh
         a_lo, a_hi = _span(h_, i * dh, sh, ph, oh)
@@ -555,17 +568,18 @@ def _im2col_loop(x, n_, c_, h_, w_, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, 
             b_lo, b_hi = _span(w_, j * dw, sw, pw, ow)
             row = ((c * kh + i) * kw + j) * length
             w_off = j * dw - pw
+            first = (w_off % sw) * wq + w_off // sw if phased else w_off
             for n in range(n_):
-                src = (n * c_ + c) * h_ * w_
+                src = (n * c_ + c) * (y1 - y0) * row_len
                 base = row + n * plane
                 for q in range(base, base + (a_lo - r0) * ow):
                     cols[_U(q)] = 0
                 for a in range(a_lo, a_hi):
                     at = base + (a - r0) * ow
-                    s0 = src + (a * sh + i * dh - ph) * w_ + w_off
+                    s0 = src + (a * sh + i * dh - ph - y0) * row_len + first
                     for b in range(b_lo):
                         cols[_U(at + b)] = 0
-                    if sw == 1:
+                    if step == 1:
                         for b in range(b_lo, b_hi):
                             cols[_U(at + b)] = x[_U(s0 + b)]
                     else:
@@ -1441,7 +1455,6 @@ span = _jit.Kernel(_span_loop)
 _im2col = _jit.Kernel(_im2col_loop, {"_span": span})
 _im2col_gather = _jit.Kernel(_im2col_gather_loop)
 _phases = _jit.Kernel(_sc.phases_loop)
-_phase_columns = _jit.Kernel(_sc.columns_loop, {"_span": span})
 _epilogue = _jit.Kernel(_epilogue_loop)
 _pairwise = _pw.pairwise_loop
 _grad_out = _jit.Kernel(_grad_out_loop)
