@@ -180,9 +180,9 @@ def _convolution(data, weight, bias, kernel, stride, dilate, pad, num_filter, nu
             # One image: the GEMM's (F, P) result is the output's layout; it is written there,
             # in bands of output rows where the columns outweigh the weights (one image's
             # parts, in turn on this piece's thread: resnet18_v1 at batch 16, 0.991 / 0.978 of
-            # the time on one / two threads).
-            if not _split_image(x[a:z], wm, b, relu, target, (kernel, stride, dilate, pad,
-                                                              out_sp), 1, _in_turn):
+            # the time on one / two threads; a batch of one tried its bands already, below).
+            if n == 1 or not _split_image(x[a:z], wm, b, relu, target,
+                                          (kernel, stride, dilate, pad, out_sp), 1, _in_turn):
                 _one_image(wm, columns(a, z), b, relu, target)
             return
         res = xp.matmul(wm, columns(a, z)).reshape(f, z - a, plane)
@@ -383,10 +383,10 @@ def _blocks(count, unit, work_per_item, threads):
     return bounds[:-1] + [(bounds[-1][0], count)]
 
 
-def _split_image(x, wm, bias, relu, out, geometry, threads, run=_host_threads.run) -> bool:
+def _split_image(x, wm, bias, relu, out, geometry, threads, run=None) -> bool:
     """The forward pass of one image ``x`` into ``out`` on ``threads`` threads, in parts (each
-    ``run`` by ``run(count, part)``); False where the kernels do not take these arrays or the
-    work makes one part (nothing done)."""
+    ``run`` by ``run(count, part)``, ``host_threads.run`` by default); False where the kernels
+    do not take these arrays or the work makes one part (nothing done)."""
     kernel, stride, dilate, pad, out_sp = geometry
     groups, f, rows = wm.shape
     plane = math.prod(out_sp)
@@ -411,7 +411,7 @@ def _split_image(x, wm, bias, relu, out, geometry, threads, run=_host_threads.ru
                 block += bias.reshape(f, 1)
             if relu:
                 numpy.maximum(block, 0, out=block)
-        run(len(spans), part)
+        (run or _host_threads.run)(len(spans), part)
         return True
     if threads < 2 or f * rows * plane < BLAS_SPLIT_WORK:   # the caller's GEMM, one BLAS thread
         return False
