@@ -104,7 +104,8 @@ def _twin_step(parts):
     # the next update on (Adam's checking loop), which is another kernel.
     for _ in range(2):
         with autograd.record():
-            loss = parts.loss(twin(x), y)
+            out = twin(x)
+            loss = parts.loss(out, y)
         loss.backward()
         _loss_sum(loss)
         grads.FiniteGrads()(mine)
@@ -112,8 +113,21 @@ def _twin_step(parts):
             grads.GlobalNorm()(mine)
         trainer.update(len(rows))
         update_was_finite(trainer, True)
+    _count(parts.metrics, train.y[rows], out)
     val = parts.val
     if val is not None and len(val):
         n = min(validation_pass(config.data.batch_size, val.x), len(val))
         out = twin(as_batch(val.features(slice(0, n)), ctx, dtype))
         _loss_sum(parts.loss(out, _array(val.y[:n], ctx=ctx, dtype=dtype)))
+        _count(parts.val_metrics, val.y[:n], out)
+
+
+def _count(metrics, label, out):
+    """The counts the metrics that count a batch at once would take of it (their kernels loaded;
+    a count is returned, not added)."""
+    from .state import _host_view
+
+    host = _host_view(out)      # the array the run's steps hand over, in its layout
+    for metric in metrics.values():
+        if hasattr(metric, "count_host") and host is not None:
+            metric.count_host(label, host)

@@ -176,6 +176,7 @@ class Accumulator:
         self._pending_bytes = 0
         self._split_of = None   # the metrics dict _split was made for
         self._pending_for = metrics  # the metrics the kept outputs are for (all, or the rest)
+        self._per_sample = {}   # _labels_per_sample of one pair, by its shapes and dtype
         self.reset()
 
     def reset(self):
@@ -196,12 +197,13 @@ class Accumulator:
         ``PENDING_BYTES``, then given to each metric in one pass (``update_batches``: the same
         sums as one update per batch, wherever the passes begin). ``loss_sum``: the sum of the
         step's per-sample losses (``loss``'s), which the metrics that are the mean of that very
-        loss take instead of the outputs (see :func:`loss_is_metric`)."""
+        loss take instead of the outputs (see :func:`loss_is_metric`). Accuracy counts a single
+        host pair at once instead (``Accuracy.count_host``: one compiled pass, no copy kept)."""
         if not self.metrics:
             return
         same, rest = self._split()
         targets = self.metrics
-        per_sample = _labels_per_sample(pairs) if same and loss_sum is not None else 0
+        per_sample = self._labels_per_sample(pairs) if same and loss_sum is not None else 0
         if per_sample:
             # Each sample's loss is the mean of its labels' cross-entropies.
             total = loss_sum if per_sample == 1 else loss_sum * per_sample
@@ -210,6 +212,19 @@ class Accumulator:
                 metric.sum_metric += total
                 metric.num_inst += count
             targets = rest
+        if len(pairs) == 1 and targets:
+            # Accuracy counts a host batch at once, in one compiled pass: cheaper than keeping a
+            # copy of the outputs for a joined count later. The others keep theirs.
+            quick, later = self._quick[id(targets)]
+            label, out = pairs[0]
+            host = _host_view(out) if quick else None
+            count = quick[0].count_host(label, host) if host is not None else None
+            if count is not None:
+                count = float(count)
+                for metric in quick:    # the same arrays and checks: the same count
+                    metric.sum_metric += count
+                    metric.num_inst += label.size
+                targets = later
         if targets is not self._pending_for:
             self._flush()       # the outputs kept so far are for the other set of metrics
             self._pending_for = targets
@@ -229,6 +244,20 @@ class Accumulator:
         if self._pending_bytes >= PENDING_BYTES:
             self._flush()
 
+    def _labels_per_sample(self, pairs) -> int:
+        """:func:`_labels_per_sample`, remembered for one pair's shapes and dtype (a training
+        step's are the same every time)."""
+        if len(pairs) != 1:
+            return _labels_per_sample(pairs)
+        label, out = pairs[0]
+        key = (out.shape, out.dtype, getattr(label, "size", -1))
+        found = self._per_sample.get(key)
+        if found is None:
+            if len(self._per_sample) >= 64:
+                self._per_sample.clear()
+            found = self._per_sample[key] = _labels_per_sample(pairs)
+        return found
+
     def _flush(self):
         self._pending_bytes = 0
         if self._pending:
@@ -241,8 +270,9 @@ class Accumulator:
         dict."""
         if self._split_of is not self.metrics:
             same = {name: m for name, m in self.metrics.items() if loss_is_metric(self.loss, m)}
-            self._split_pair = (same, {name: m for name, m in self.metrics.items()
-                                       if name not in same})
+            rest = {name: m for name, m in self.metrics.items() if name not in same}
+            self._split_pair = (same, rest)
+            self._quick = {id(targets): _quick_split(targets) for targets in (self.metrics, rest)}
             self._split_of = self.metrics
         return self._split_pair
 
@@ -267,6 +297,14 @@ class Accumulator:
         for name, metric_state in state.get("metrics", {}).items():
             if name in self.metrics:
                 self.metrics[name].set_state(metric_state)
+
+
+def _quick_split(metrics: dict) -> tuple:
+    """``([the metrics that count a host batch at once], {the others})``: MXNet's Accuracy over
+    the class axis of 2-D scores (``Accuracy.update_host``), not a subclass with its own update."""
+    quick = [m for m in metrics.values() if type(m) is _metric.Accuracy and m.axis in (1, -1)]
+    return quick, ({name: m for name, m in metrics.items() if all(m is not q for q in quick)}
+                   if quick else metrics)
 
 
 def loss_is_metric(loss, metric) -> bool:
