@@ -228,13 +228,13 @@ def test_a_full_disk_under_the_logs_stops_the_run_with_a_clear_error(tmp_path, m
     real = logs.LogWriter._write_out
     writes = []
 
-    def fills_up(self):
+    def fills_up(self, handles=None):
         if self._pending:
             writes.append(1)
         if len(writes) >= 3:     # from the third write on, metrics.jsonl's disk is full
             self._files = [Full(f) if path.endswith("metrics.jsonl") and type(f) is not Full
                            else f for f, path in zip(self._files, self._paths)]
-        real(self)
+        real(self, handles)
 
     monkeypatch.setattr(logs.LogWriter, "_write_out", fills_up)
     path = write_config(tmp_path)

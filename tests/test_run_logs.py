@@ -124,3 +124,20 @@ def test_a_nan_or_inf_metric_is_null_in_the_json_and_empty_in_the_csv(tmp_path):
     assert row["train_loss"] is None and row["train_accuracy"] is None and row["lr"] == 0.1
     lines = (tmp_path / "metrics.csv").read_text().splitlines()
     assert lines[1] == "train,1,1,0.1,,,0,1.5"
+
+
+def test_flush_of_some_files_leaves_the_others_pending_in_order(tmp_path):
+    writer = LogWriter(delay=3600)
+    a, b = writer.open(tmp_path / "a.log"), writer.open(tmp_path / "b.log")
+    for k in range(3):
+        writer.add(a, "a%d\n" % k)
+        writer.add(b, "b%d\n" % k)
+    writer.flush((b,))
+    assert (tmp_path / "b.log").read_text() == "b0\nb1\nb2\n"
+    assert (tmp_path / "a.log").read_text() == ""
+    writer.add(a, "a3\n")
+    writer.add(b, "b3\n")
+    writer.flush((a,))
+    assert (tmp_path / "a.log").read_text() == "a0\na1\na2\na3\n"
+    writer.close()
+    assert (tmp_path / "b.log").read_text() == "b0\nb1\nb2\nb3\n"

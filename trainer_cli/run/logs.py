@@ -8,7 +8,8 @@ checkpoint's step are dropped (:func:`truncate_metrics`) and the log ends up row
 an uninterrupted run writes (``time`` aside).
 
 Rows and lines are kept in memory and written by :class:`LogWriter`'s thread within
-``FLUSH_DELAY_S``, and at once before a checkpoint, on a message and at the end: an append waits
+``FLUSH_DELAY_S``, and at once on a message and at the end; before a checkpoint, metrics.jsonl's
+rows are written at once (the other two files follow on the thread). An append waits
 for the file system's journal while a checkpoint's fsyncs commit it (tens of microseconds on a
 local disk, far more on a network file system), and that wait belongs on another thread than
 the training loop's.
@@ -103,9 +104,10 @@ class LogWriter:
                     self._thread.start()
                 self._wake.notify()
 
-    def flush(self):
-        """Write what is pending now, in this thread."""
-        self._write_out()
+    def flush(self, handles=None):
+        """Write what is pending now, in this thread: for every file, or for those of
+        ``handles`` only (the others' texts stay pending, in their order)."""
+        self._write_out(handles)
         if self._error is not None:
             self._raise()
 
@@ -149,10 +151,18 @@ class LogWriter:
                     return
             self._write_out()
 
-    def _write_out(self):
+    def _write_out(self, handles=None):
         with self._io:
             with self._lock:
-                pending, self._pending, self._due = self._pending, [], None
+                if handles is None:
+                    pending, self._pending, self._due = self._pending, [], None
+                else:
+                    pending = [entry for entry in self._pending if entry[0] in handles]
+                    if len(pending) == len(self._pending):
+                        self._pending, self._due = [], None
+                    else:
+                        self._pending = [entry for entry in self._pending
+                                         if entry[0] not in handles]
             if not pending:
                 return
             texts = {}
@@ -193,6 +203,12 @@ class MetricsLog:
         """Append ``row`` (not to be changed afterwards: it is formatted on the writing thread)."""
         self._writer.add(self._jsonl, row, _json_line)
         self._writer.add(self._csv, row, self._csv_line)
+
+    def flush_rows(self):
+        """metrics.jsonl's pending rows written now, in this thread: the file a resume keeps
+        rows of (``truncate_metrics`` rebuilds metrics.csv from it), complete before a
+        checkpoint; metrics.csv and train.log follow on the writing thread."""
+        self._writer.flush((self._jsonl,))
 
     def _csv_line(self, row) -> str:
         self._cells.seek(0)

@@ -475,7 +475,7 @@ class _Recorder:
         else:
             self.flush()  # the saves before first: their errors, log lines and pruning in order
         with self._log_errors():
-            self.files.flush()  # the rows of this step before its checkpoint (see logs.py)
+            self.metrics.flush_rows()   # the rows of this step before its checkpoint (logs.py)
         writer = self._writer
         if files is None or st.finished:
             files = files or _ckpt.file_writers(parts.net, parts.trainer, residuals)
