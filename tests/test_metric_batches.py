@@ -201,7 +201,7 @@ def test_cross_entropy_and_perplexity_of_the_loss_are_the_losses_step_sums(shape
         acc.add_loss(total, pred.shape[0])
         acc.add_outputs([(label, pred)], total)
     # Accuracy counts 2-D scores at once (one compiled pass); sequences' outputs are kept for it.
-    if acc.metrics["acc"].count_host(batches[0][0], batches[0][1].asnumpy()) is not None:
+    if acc.metrics["acc"]._count_host(batches[0][0], batches[0][1].asnumpy()) is not None:
         assert acc._pending == [] and acc.metrics["acc"].num_inst == 6 * shape[0]
     else:
         assert len(acc._pending) == 6 and list(acc._pending_for) == ["acc"]

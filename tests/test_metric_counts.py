@@ -77,12 +77,12 @@ def test_accuracy_update_counts_as_before(label_shape):
     label.reshape(-1)[2] = 1
     m = metric.Accuracy()
     m.update([nd.array(label)], [nd.array(pred)])
-    assert m.count_host(label, pred) is not None
+    assert m._count_host(label, pred) is not None
     assert (m.sum_metric, m.num_inst) == (float(_numpy_count(pred, label)), 9)
     # Predictions of the labels' own shape are classes already: NumPy's comparison, no arg-max.
     same = metric.Accuracy()
     classes = numpy.array([[1.0], [2.0]], numpy.float32)
-    assert same.count_host(numpy.array([[1.0], [0.0]]), classes) is None
+    assert same._count_host(numpy.array([[1.0], [0.0]]), classes) is None
     same.update([numpy.array([[1.0], [0.0]])], [classes])
     assert (same.sum_metric, same.num_inst) == (1.0, 2)
 

@@ -212,29 +212,20 @@ class Accuracy(EvalMetric):
 
     def update(self, labels, preds):
         for label, pred in _pairs(labels, preds):
-            if self.update_host(label, pred):
-                continue
-            if pred.shape != label.shape:
-                pred = pred.argmax(axis=self.axis)
-            pred = pred.astype(numpy.int64).reshape(-1)
-            label = label.astype(numpy.int64).reshape(-1)
-            self.sum_metric += float((pred == label).sum())
+            count = self._count_host(label, pred)
+            if count is None:
+                if pred.shape != label.shape:
+                    pred = pred.argmax(axis=self.axis)
+                pred = pred.astype(numpy.int64).reshape(-1)
+                label = label.astype(numpy.int64).reshape(-1)
+                count = (pred == label).sum()
+            self.sum_metric += float(count)
             self.num_inst += label.size
 
-    def update_host(self, label, pred) -> bool:
-        """``update([label], [pred])`` for host (NumPy) arrays of one batch, counted in one
-        compiled pass where :meth:`count_host` can; False, and nothing counted, elsewhere."""
-        count = self.count_host(label, pred)
-        if count is None:
-            return False
-        self.sum_metric += float(count)
-        self.num_inst += label.size
-        return True
-
-    def count_host(self, label, pred):
-        """The count ``update([label], [pred])`` would add, by one compiled pass
+    def _count_host(self, label, pred):
+        """The count ``update([label], [pred])`` adds, by one compiled pass
         (:mod:`._metric_counts`) over host arrays of class scores on the last of two axes with one
-        label a row; None elsewhere."""
+        label a row; None elsewhere (NumPy's calls count then)."""
         if (self.axis not in (1, -1) or type(pred) is not numpy.ndarray or pred.ndim != 2
                 or type(label) is not numpy.ndarray or label.shape == pred.shape):
             return None     # (the same shapes: the predictions are the classes themselves)

@@ -129,5 +129,5 @@ def _count(metrics, label, out):
 
     host = _host_view(out)      # the array the run's steps hand over, in its layout
     for metric in metrics.values():
-        if hasattr(metric, "count_host") and host is not None:
-            metric.count_host(label, host)
+        if hasattr(metric, "_count_host") and host is not None:
+            metric._count_host(label, host)

@@ -198,7 +198,7 @@ class Accumulator:
         sums as one update per batch, wherever the passes begin). ``loss_sum``: the sum of the
         step's per-sample losses (``loss``'s), which the metrics that are the mean of that very
         loss take instead of the outputs (see :func:`loss_is_metric`). Accuracy counts a single
-        host pair at once instead (``Accuracy.count_host``: one compiled pass, no copy kept)."""
+        host pair at once instead (``Accuracy._count_host``: one compiled pass, no copy kept)."""
         if not self.metrics:
             return
         same, rest = self._split()
@@ -218,7 +218,7 @@ class Accumulator:
             quick, later = self._quick[id(targets)]
             label, out = pairs[0]
             host = _host_view(out) if quick else None
-            count = quick[0].count_host(label, host) if host is not None else None
+            count = quick[0]._count_host(label, host) if host is not None else None
             if count is not None:
                 count = float(count)
                 for metric in quick:    # the same arrays and checks: the same count
@@ -301,7 +301,7 @@ class Accumulator:
 
 def _quick_split(metrics: dict) -> tuple:
     """``([the metrics that count a host batch at once], {the others})``: MXNet's Accuracy over
-    the class axis of 2-D scores (``Accuracy.update_host``), not a subclass with its own update."""
+    the class axis of 2-D scores (``Accuracy._count_host``), not a subclass with its own update."""
     quick = [m for m in metrics.values() if type(m) is _metric.Accuracy and m.axis in (1, -1)]
     return quick, ({name: m for name, m in metrics.items() if all(m is not q for q in quick)}
                    if quick else metrics)
