@@ -10,10 +10,10 @@ The runner is a fresh ``trainer run`` process (``-o steps=N -o epochs=1000``: ch
 metrics, logging, validation each epoch and the progress display as configured); its figure is
 steps over the summary's ``elapsed_s`` (training time: interpreter start-up, config loading,
 numba's start-up and the loading of the run's kernels, which the runner does before its clock
-starts, not included). The bare loop runs in this process on the parts the runner
-builds (``trainer_cli.run.build``): a shuffled pass over the training arrays in batches, then
-``autograd.record()`` / ``backward()`` / ``trainer.step()``, nothing else; timed after 20
-warm-up steps. The targets: the runner at 80% of the bare loop's steps/s or more, and 8 times
+starts, not included). The bare loop runs in a fresh process of its own each round too
+(``bare_process``), on the parts the runner builds (``trainer_cli.run.build``): a shuffled pass
+over the training arrays in batches, then ``autograd.record()`` / ``backward()`` /
+``trainer.step()``, nothing else; timed after 20 warm-up steps. The targets: the runner at 80% of the bare loop's steps/s or more, and 8 times
 PyTorch Lightning's, each as the median over rounds of each round's ratio (the ratio of the
 medians is printed too). Both sides compute with
 the same thread count (``--threads``, applied as the runner applies its ``threads`` setting).
@@ -271,6 +271,34 @@ def bare(steps, base=(), config_path=CONFIG, clock="wall", validate=False):
         return steps / (timer() - start)
     finally:
         restore_threads()
+
+
+_BARE_RUN = """\
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import trainer_cli  # noqa: F401  (before NumPy, as the runner's process imports them)
+import bench_runner
+args = json.loads(sys.argv[2])
+rate = bench_runner.bare(args["steps"], args["base"], args["config"], args["clock"],
+                         args["validate"])
+print(json.dumps({"rate": rate, "check": bench_runner.BARE_CHECK}))
+"""
+
+
+def bare_process(steps, base=(), config_path=CONFIG, clock="wall", validate=False):
+    """:func:`bare` in a fresh process of its own, as each ``trainer run`` side is: one process
+    running every round of the bare loop carried that process's luck (its memory layout, its
+    caches) into every ratio, about 2% here (the rates of five fresh processes 4883-4955 steps/s,
+    of five rounds in one 4767-4882)."""
+    args = {"steps": steps, "base": list(base), "config": config_path, "clock": clock,
+            "validate": validate}
+    proc = subprocess.run([sys.executable, "-c", _BARE_RUN, HERE, json.dumps(args)],
+                          capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit("the bare loop failed: %s" % proc.stderr.strip()[-500:])
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    BARE_CHECK.update(found["check"])
+    return found["rate"]
 
 
 # ----------------------------------------------------------------------------- PyTorch peers
@@ -615,9 +643,9 @@ def compare_configs(names, steps, rounds, overrides, clock="wall"):
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):
-                jobs = [("bare", lambda: bare(steps, overrides, paths[name], clock)),
-                        ("bare, validating",
-                         lambda: bare(steps, overrides, paths[name], clock, validate=True))]
+                jobs = [("bare", lambda: bare_process(steps, overrides, paths[name], clock)),
+                        ("bare, validating", lambda: bare_process(
+                            steps, overrides, paths[name], clock, validate=True))]
                 jobs += [(side, lambda side=side: runner(
                     steps, os.path.join(tmp, "%s-%d-%s" % (name, r, side)), CONFIG_VARIANTS[side],
                     overrides, config_path=paths[name], clock=clock))
@@ -760,8 +788,8 @@ def main(argv=None):
             data = os.path.join(tmp, "data.npz")
             write_peer_data(data, args.overrides)
         for r in range(args.rounds):
-            jobs = [("bare", lambda: bare(args.steps, args.overrides, clock=args.clock)),
-                    ("bare, validating", lambda: bare(args.steps, args.overrides,
+            jobs = [("bare", lambda: bare_process(args.steps, args.overrides, clock=args.clock)),
+                    ("bare, validating", lambda: bare_process(args.steps, args.overrides,
                                                       clock=args.clock, validate=True))]
             jobs += [(name, lambda name=name: runner(
                 args.steps, os.path.join(tmp, "%d-%d" % (r, list(VARIANTS).index(name))),
@@ -799,8 +827,8 @@ def main(argv=None):
               "steadiness": steadiness(rates, "as configured"), "rounds": rates}
     if with_peers:
         report.update(peer_report(rates, peer_runs, paired["as configured"]))
-    report["sides"] = [_calibrate.describe("ours (this process: bare loop; trainer run: same "
-                                           "builds and environment)", nd=_nd())]
+    report["sides"] = [_calibrate.describe("ours (this process; the bare loop's and trainer "
+                                           "run's: same builds and environment)", nd=_nd())]
     report["sides"] += [runs[-1]["side"] for runs in peer_runs.values() if runs]
     report["bare_check"] = BARE_CHECK
     if peer_runs["torch bare"]:     # checked in its own process (_lightning_peer.bare)
