@@ -13,9 +13,9 @@ numba's start-up and the loading of the run's kernels, which the runner does bef
 starts, not included). The bare loop runs in a fresh process of its own each round too
 (``bare_process``), on the parts the runner builds (``trainer_cli.run.build``): a shuffled pass
 over the training arrays in batches, then ``autograd.record()`` / ``backward()`` /
-``trainer.step()``, nothing else; timed after 20 warm-up steps. The targets: the runner at 80% of the bare loop's steps/s or more, and 8 times
-PyTorch Lightning's, each as the median over rounds of each round's ratio (the ratio of the
-medians is printed too). Both sides compute with
+``trainer.step()``, nothing else; timed after 20 warm-up steps. The targets: the runner at 80%
+of the bare loop's steps/s or more, and 8 times PyTorch Lightning's, each as the median over
+rounds of each round's ratio (the ratio of the medians is printed too). Both sides compute with
 the same thread count (``--threads``, applied as the runner applies its ``threads`` setting).
 Three more runner figures: without validation (the set is not split; checkpoints, metrics and
 logging as configured), with checkpoints, metrics, logging and validation all off, and as
