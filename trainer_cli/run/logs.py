@@ -3,9 +3,9 @@
 
 A row is ``{"kind": "train" | "val" | "epoch", "step": N, "epoch": E, ...metric keys...,
 "lr": ..., "time": unix seconds}``; ``epoch`` is 1-based (the epoch the step belongs to). The
-rows of a step are all written before that step's checkpoint, so on resume the rows past the
-checkpoint's step are dropped (:func:`truncate_metrics`) and the log ends up row for row the one
-an uninterrupted run writes (``time`` aside).
+rows of a step are all in metrics.jsonl before that step's checkpoint, so on resume the rows past
+the checkpoint's step are dropped (:func:`truncate_metrics`, which rebuilds metrics.csv from
+them) and the log ends up row for row the one an uninterrupted run writes (``time`` aside).
 
 Rows and lines are kept in memory and written by :class:`LogWriter`'s thread within
 ``FLUSH_DELAY_S``, and at once on a message and at the end; before a checkpoint, metrics.jsonl's
