@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, fields
 
 import numpy
 
-from .. import _metric_counts
 from .. import metric as _metric
 
 __all__ = ["LoopState", "Accumulator", "EarlyStopping", "BestTracker"]
@@ -208,8 +207,7 @@ class Accumulator:
         if per_sample:
             # Each sample's loss is the mean of its labels' cross-entropies.
             total = loss_sum if per_sample == 1 else loss_sum * per_sample
-            count = (pairs[0][1].shape[0] if len(pairs) == 1
-                     else sum(out.shape[0] for _, out in pairs)) * per_sample
+            count = sum(out.shape[0] for _, out in pairs) * per_sample
             for metric in same.values():
                 metric.sum_metric += total
                 metric.num_inst += count
@@ -220,12 +218,7 @@ class Accumulator:
             quick, later = self._quick[id(targets)]
             label, out = pairs[0]
             host = _host_view(out) if quick else None
-            if host is None:
-                count = None
-            elif type(label) is numpy.ndarray and label.ndim == 1 and host.ndim == 2:
-                count = _metric_counts.correct_count(host, label)  # (_count_host's case, direct)
-            else:
-                count = quick[0]._count_host(label, host)
+            count = quick[0]._count_host(label, host) if host is not None else None
             if count is not None:
                 count = float(count)
                 for metric in quick:    # the same arrays and checks: the same count
